@@ -1,0 +1,77 @@
+//! The one error type of skel.
+
+use crate::backends::Backend;
+
+/// Shorthand for `Result<T, skel::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything a skeleton call, a container or a backend can report.
+///
+/// Every variant carries enough context to act on: both shapes of a mismatch, the backend
+/// that is missing and why, the compiler log and the generated source of a failed build.
+///
+/// ```
+/// use skel::prelude::*;
+/// let a = Vector::from(vec![1.0f32, 2.0]);
+/// let mut out = Vector::zeroed(3);
+/// #[userfn]
+/// fn twice(x: f32) -> f32 { 2.0 * x }
+/// let err = Map::new(twice).run(&a, &mut out).unwrap_err();
+/// assert!(matches!(err, Error::ShapeMismatch { .. }));
+/// assert!(err.to_string().contains("vector of 2"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Operands of one call disagree in length or shape.
+    #[error("shape mismatch in {context}: expected {expected}, got {found}")]
+    ShapeMismatch {
+        /// Which call and which operand.
+        context: String,
+        /// The shape the call needs.
+        expected: String,
+        /// The shape it was given.
+        found: String,
+    },
+    /// A parameter (radius, matrix length, ...) is out of its valid range.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The backend is not compiled in or has no device.
+    #[error("backend {backend} is unavailable: {reason}")]
+    BackendUnavailable {
+        /// The backend that was asked for.
+        backend: Backend,
+        /// Why it cannot run (feature not compiled in, no device, driver missing).
+        reason: String,
+    },
+    /// Building a kernel failed.
+    #[error("kernel build failed for {kernel}:\n{log}\n--- generated source ---\n{source_code}")]
+    Compile {
+        /// Which kernel.
+        kernel: String,
+        /// The compiler's log.
+        log: String,
+        /// The generated source that failed.
+        source_code: String,
+    },
+    /// A device ran out of memory; the inputs are intact.
+    #[error("out of device memory: {0}")]
+    OutOfMemory(String),
+    /// Anything else the CUDA or OpenCL runtime reported.
+    #[error("driver error: {0}")]
+    Driver(String),
+}
+
+impl Error {
+    pub(crate) fn shape(
+        context: impl Into<String>,
+        expected: impl std::fmt::Display,
+        found: impl std::fmt::Display,
+    ) -> Self {
+        Error::ShapeMismatch {
+            context: context.into(),
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! The traits that `#[userfn]` and `#[derive(DeviceType)]` implement.
+//!
+//! A user function is a unit value (`add`) whose type implements [`UserFn`] plus exactly one
+//! of the call traits below, chosen by its parameter kinds:
+//!
+//! | parameters                                   | trait             | skeletons                         |
+//! |----------------------------------------------|-------------------|-----------------------------------|
+//! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan      |
+//! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`]       | MapArray                          |
+//! | one `Window<T>`, uniforms                    | [`WindowFn`]      | MapOverlap 1D, rowwise, colwise   |
+//! | one `Window2<T>`, uniforms                   | [`Window2Fn`]     | MapOverlap 2D                     |
+//!
+//! The Rust body is kept as `name::call(..)` and inlined into the CPU loops; the same body is
+//! described by [`UserFn::definition`] for the C code generator of the GPU backends.
+
+use std::ops::Index;
+
+use crate::codegen::{FnDef, Ty};
+
+/// A plain-old-data type that can live in device memory and be named in C.
+///
+/// Implemented for `f32 f64 i8 i16 i32 i64 u8 u16 u32 u64`, and derivable with
+/// `#[derive(DeviceType)]` for `#[repr(C)]` structs whose fields are device types.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+/// #[repr(C)]
+/// struct Pixel { r: f32, g: f32, b: f32 }
+/// assert_eq!(<Pixel as DeviceType>::TY.c_struct_name(), Some("Pixel"));
+/// ```
+///
+/// # Safety
+/// The type must be `#[repr(C)]` (or a primitive), contain no pointers, padding-free layout
+/// described exactly by [`DeviceType::TY`], and every bit pattern copied from a device
+/// must be a valid value. The derive checks this; implement it by hand only for such types.
+pub unsafe trait DeviceType: Copy + Send + Sync + 'static {
+    /// How the code generator lays the type out and names it.
+    const TY: Ty;
+}
+
+/// What every user function has: a name, a return type and a device-code description.
+pub trait UserFn: Copy + Send + Sync + 'static {
+    /// The return type.
+    type Out: DeviceType;
+    /// The function's name, also its C identifier.
+    const NAME: &'static str;
+    /// The typed body the C code generator translates (see [`crate::codegen`]).
+    fn definition() -> &'static FnDef;
+}
+
+/// How the optional `#[index]` parameter is computed from a flat element position.
+pub trait IndexKind: Copy + Send + Sync + 'static {
+    /// 0 (no index parameter), 1 (`usize`) or 2 (`(usize, usize)`).
+    const DIMS: u8;
+    /// The index of flat position `flat` in a container with `cols` columns
+    /// (`cols` is the length for a vector).
+    fn from_flat(flat: usize, cols: usize) -> Self;
+}
+
+impl IndexKind for () {
+    const DIMS: u8 = 0;
+    #[inline(always)]
+    fn from_flat(_: usize, _: usize) -> Self {}
+}
+
+impl IndexKind for usize {
+    const DIMS: u8 = 1;
+    #[inline(always)]
+    fn from_flat(flat: usize, _: usize) -> Self {
+        flat
+    }
+}
+
+impl IndexKind for (usize, usize) {
+    const DIMS: u8 = 2;
+    #[inline(always)]
+    fn from_flat(flat: usize, cols: usize) -> Self {
+        (flat / cols, flat % cols)
+    }
+}
+
+/// A function of elements (`fn f(#[index] i: usize, a: A, b: B, #[uniform] u: U) -> R`).
+pub trait ElementwiseFn: UserFn {
+    /// `()`, `usize` or `(usize, usize)`.
+    type Index: IndexKind;
+    /// The element parameters as a tuple: `()`, `(A,)`, `(A, B)`, ...
+    type Elems: Copy + Send + Sync;
+    /// The uniform parameters as a tuple.
+    type Uniforms: Copy + Send + Sync + 'static;
+    /// Calls the Rust body.
+    fn apply(index: Self::Index, elems: Self::Elems, uniforms: &Self::Uniforms) -> Self::Out;
+}
+
+/// A function that also reads one whole array (`&[T]`), for MapArray.
+pub trait ArrayFn: UserFn {
+    /// `()`, `usize` or `(usize, usize)`.
+    type Index: IndexKind;
+    /// Element type of the `&[T]` parameter.
+    type Array: DeviceType;
+    /// The element parameters as a tuple.
+    type Elems: Copy + Send + Sync;
+    /// The uniform parameters as a tuple.
+    type Uniforms: Copy + Send + Sync + 'static;
+    /// Calls the Rust body.
+    fn apply(
+        index: Self::Index,
+        array: &[Self::Array],
+        elems: Self::Elems,
+        uniforms: &Self::Uniforms,
+    ) -> Self::Out;
+}
+
+/// A 1D stencil (`fn f(w: Window<T>, #[uniform] ..) -> R`), for MapOverlap.
+pub trait WindowFn: UserFn {
+    /// Element type of the window.
+    type Elem: DeviceType;
+    /// The uniform parameters as a tuple.
+    type Uniforms: Copy + Send + Sync + 'static;
+    /// Calls the Rust body.
+    fn apply(window: Window<'_, Self::Elem>, uniforms: &Self::Uniforms) -> Self::Out;
+}
+
+/// A 2D stencil (`fn f(w: Window2<T>, #[uniform] ..) -> R`), for MapOverlap on a Matrix.
+pub trait Window2Fn: UserFn {
+    /// Element type of the window.
+    type Elem: DeviceType;
+    /// The uniform parameters as a tuple.
+    type Uniforms: Copy + Send + Sync + 'static;
+    /// Calls the Rust body.
+    fn apply(window: Window2<'_, Self::Elem>, uniforms: &Self::Uniforms) -> Self::Out;
+}
+
+/// The neighbourhood `-r..=r` of one element, seen by a 1D MapOverlap function.
+///
+/// ```
+/// use skel::prelude::*;
+/// let data = [1.0f32, 2.0, 3.0];
+/// let w = Window::new(&data, 1);
+/// assert_eq!((w[-1], w[0], w[1]), (1.0, 2.0, 3.0));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Window<'a, T> {
+    data: &'a [T],
+    radius: usize,
+}
+
+impl<'a, T> Window<'a, T> {
+    /// A window over `data`, which holds exactly `2 * radius + 1` elements, centre in the middle.
+    ///
+    /// # Panics
+    /// If `data.len() != 2 * radius + 1`.
+    #[inline(always)]
+    pub fn new(data: &'a [T], radius: usize) -> Self {
+        assert_eq!(data.len(), 2 * radius + 1, "a window of radius {radius} holds {} elements", 2 * radius + 1);
+        Window { data, radius }
+    }
+
+    /// The radius `r`: valid offsets are `-r..=r`.
+    #[inline(always)]
+    pub fn radius(&self) -> usize {
+        self.radius
+    }
+}
+
+impl<T> Index<isize> for Window<'_, T> {
+    type Output = T;
+    /// # Panics
+    /// If the offset is outside `-r..=r`.
+    #[inline(always)]
+    fn index(&self, offset: isize) -> &T {
+        &self.data[(self.radius as isize + offset) as usize]
+    }
+}
+
+/// The neighbourhood of one matrix element, indexed by `(row offset, column offset)`.
+///
+/// ```
+/// use skel::prelude::*;
+/// // a 3x3 neighbourhood stored row-major with stride 3
+/// let data = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+/// let w = Window2::new(&data, 3, (1, 1));
+/// assert_eq!((w[(-1, 0)], w[(0, 0)], w[(1, 1)]), (2, 5, 9));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Window2<'a, T> {
+    data: &'a [T],
+    stride: usize,
+    radius: (usize, usize),
+}
+
+impl<'a, T> Window2<'a, T> {
+    /// A window whose top-left element is `data[0]`, rows `stride` apart, with radii
+    /// `(row radius, column radius)`.
+    ///
+    /// # Panics
+    /// If `data` is too short to hold `2 * rows_radius + 1` rows of `2 * cols_radius + 1`.
+    #[inline(always)]
+    pub fn new(data: &'a [T], stride: usize, radius: (usize, usize)) -> Self {
+        let needed = 2 * radius.0 * stride + 2 * radius.1 + 1;
+        assert!(data.len() >= needed, "a window of radius {radius:?} with stride {stride} needs {needed} elements");
+        Window2 { data, stride, radius }
+    }
+
+    /// The radii `(row radius, column radius)`.
+    #[inline(always)]
+    pub fn radius(&self) -> (usize, usize) {
+        self.radius
+    }
+}
+
+impl<T> Index<(isize, isize)> for Window2<'_, T> {
+    type Output = T;
+    /// # Panics
+    /// If an offset is outside the window's radius.
+    #[inline(always)]
+    fn index(&self, (di, dj): (isize, isize)) -> &T {
+        let (ri, rj) = (self.radius.0 as isize, self.radius.1 as isize);
+        assert!(di.abs() <= ri && dj.abs() <= rj, "window offset ({di}, {dj}) outside radius ({ri}, {rj})");
+        &self.data[((ri + di) as usize) * self.stride + (rj + dj) as usize]
+    }
+}
+
+macro_rules! primitive_device_types {
+    ($($t:ty => $p:ident),* $(,)?) => {$(
+        // SAFETY: a primitive number: no padding, no pointers, every bit pattern valid.
+        unsafe impl DeviceType for $t {
+            const TY: Ty = Ty::Prim(crate::codegen::Prim::$p);
+        }
+    )*};
+}
+
+primitive_device_types!(
+    f32 => F32, f64 => F64,
+    i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64,
+);
