@@ -7,8 +7,8 @@
 //! |----------------------------------------------|-------------------|-----------------------------------|
 //! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan      |
 //! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`]       | MapArray                          |
-//! | one `Window<T>`, uniforms                    | [`WindowFn`]      | MapOverlap 1D, rowwise, colwise   |
-//! | one `Window2<T>`, uniforms                   | [`Window2Fn`]     | MapOverlap 2D                     |
+//! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
+//! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
 //!
 //! The Rust body is kept as `name::call(..)` and inlined into the CPU loops; the same body is
 //! described by [`UserFn::definition`] for the C code generator of the GPU backends.
@@ -111,22 +111,26 @@ pub trait ArrayFn: UserFn {
     ) -> Self::Out;
 }
 
-/// A 1D stencil (`fn f(w: Window<T>, #[uniform] ..) -> R`), for MapOverlap.
-pub trait WindowFn: UserFn {
+/// What the 1D and 2D stencil functions share; `#[userfn]` implements it next to
+/// [`WindowFn`] (`Radius = usize`) or [`Window2Fn`] (`Radius = (usize, usize)`), so that
+/// `MapOverlap::new(f, radius)` knows the radius type from `f`.
+pub trait StencilFn: UserFn {
+    /// `usize` for a 1D window, `(usize, usize)` (rows, columns) for a 2D window.
+    type Radius: Copy + std::fmt::Debug + Send + Sync + 'static;
     /// Element type of the window.
     type Elem: DeviceType;
     /// The uniform parameters as a tuple.
     type Uniforms: Copy + Send + Sync + 'static;
+}
+
+/// A 1D stencil (`fn f(w: Window<T>, #[uniform] ..) -> R`), for MapOverlap.
+pub trait WindowFn: StencilFn<Radius = usize> {
     /// Calls the Rust body.
     fn apply(window: Window<'_, Self::Elem>, uniforms: &Self::Uniforms) -> Self::Out;
 }
 
 /// A 2D stencil (`fn f(w: Window2<T>, #[uniform] ..) -> R`), for MapOverlap on a Matrix.
-pub trait Window2Fn: UserFn {
-    /// Element type of the window.
-    type Elem: DeviceType;
-    /// The uniform parameters as a tuple.
-    type Uniforms: Copy + Send + Sync + 'static;
+pub trait Window2Fn: StencilFn<Radius = (usize, usize)> {
     /// Calls the Rust body.
     fn apply(window: Window2<'_, Self::Elem>, uniforms: &Self::Uniforms) -> Self::Out;
 }
