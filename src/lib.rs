@@ -28,6 +28,7 @@ pub mod backends;
 pub mod codegen;
 pub mod containers;
 mod error;
+mod plan;
 pub mod skeletons;
 pub mod userfn;
 

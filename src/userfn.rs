@@ -156,7 +156,12 @@ impl<'a, T> Window<'a, T> {
     /// If `data.len() != 2 * radius + 1`.
     #[inline(always)]
     pub fn new(data: &'a [T], radius: usize) -> Self {
-        assert_eq!(data.len(), 2 * radius + 1, "a window of radius {radius} holds {} elements", 2 * radius + 1);
+        assert_eq!(
+            data.len(),
+            2 * radius + 1,
+            "a window of radius {radius} holds {} elements",
+            2 * radius + 1
+        );
         Window { data, radius }
     }
 
@@ -202,8 +207,15 @@ impl<'a, T> Window2<'a, T> {
     #[inline(always)]
     pub fn new(data: &'a [T], stride: usize, radius: (usize, usize)) -> Self {
         let needed = 2 * radius.0 * stride + 2 * radius.1 + 1;
-        assert!(data.len() >= needed, "a window of radius {radius:?} with stride {stride} needs {needed} elements");
-        Window2 { data, stride, radius }
+        assert!(
+            data.len() >= needed,
+            "a window of radius {radius:?} with stride {stride} needs {needed} elements"
+        );
+        Window2 {
+            data,
+            stride,
+            radius,
+        }
     }
 
     /// The radii `(row radius, column radius)`.
@@ -220,7 +232,10 @@ impl<T> Index<(isize, isize)> for Window2<'_, T> {
     #[inline(always)]
     fn index(&self, (di, dj): (isize, isize)) -> &T {
         let (ri, rj) = (self.radius.0 as isize, self.radius.1 as isize);
-        assert!(di.abs() <= ri && dj.abs() <= rj, "window offset ({di}, {dj}) outside radius ({ri}, {rj})");
+        assert!(
+            di.abs() <= ri && dj.abs() <= rj,
+            "window offset ({di}, {dj}) outside radius ({ri}, {rj})"
+        );
         &self.data[((ri + di) as usize) * self.stride + (rj + dj) as usize]
     }
 }

@@ -14,7 +14,124 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-use crate::{Error, Result};
+use crate::containers::{Arg, ArgMut, Shape};
+use crate::plan::{ArgTuple, Axis, Edge, ScanMode};
+use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
+use crate::{DeviceType, Error, Result};
+
+/// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
+/// of MapReduce take.
+pub trait BinaryFn<T>: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = ()> {}
+
+impl<T, F> BinaryFn<T> for F where
+    F: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = ()>
+{
+}
+
+/// A MapOverlap's stencil settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stencil<T, R> {
+    pub radius: R,
+    pub edge: Edge,
+    pub pad: T,
+}
+
+/// What a backend implements: one method per skeleton form. Operands arrive checked
+/// (shapes agree, radii fit); a backend only schedules and computes.
+pub(crate) trait Execute {
+    fn map<'a, F, I>(
+        &self,
+        inputs: I,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn,
+        I: ArgTuple<'a, Elems = F::Elems>;
+
+    fn map_array<'a, F, I>(
+        &self,
+        array: Arg<'_, F::Array>,
+        inputs: I,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ArrayFn,
+        I: ArgTuple<'a, Elems = F::Elems>;
+
+    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T>;
+
+    /// `axis` is `Rows` (one result per row) or `Cols` (one per column).
+    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        axis: Axis,
+    ) -> Result<()>;
+
+    fn map_reduce<'a, M, R, I>(
+        &self,
+        inputs: I,
+        shape: Shape,
+        uniforms: &M::Uniforms,
+        start: M::Out,
+    ) -> Result<M::Out>
+    where
+        M: ElementwiseFn,
+        R: BinaryFn<M::Out>,
+        I: ArgTuple<'a, Elems = M::Elems>;
+
+    fn scan<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        mode: ScanMode,
+        start: T,
+    ) -> Result<()>;
+
+    fn map_overlap<F: WindowFn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, usize>,
+        axis: Axis,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>;
+
+    fn map_overlap_2d<F: Window2Fn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, (usize, usize)>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>;
+}
+
+/// Runs `$body` with `$exec` bound to the executor of the resolved backend.
+macro_rules! dispatch {
+    ($choice:expr, |$exec:ident| $body:expr) => {{
+        use $crate::backends::Execute as _;
+        let backend = $crate::backends::resolve($choice)?;
+        #[allow(unreachable_patterns)]
+        match backend {
+            $crate::Backend::Cpu => {
+                let $exec = &$crate::backends::cpu::Cpu;
+                $body
+            }
+            #[cfg(feature = "rayon")]
+            $crate::Backend::Rayon => {
+                let $exec = &$crate::backends::rayon::Rayon;
+                $body
+            }
+            other => Err($crate::Error::BackendUnavailable {
+                backend: other,
+                reason: "no executor for this backend in this build".into(),
+            }),
+        }
+    }};
+}
+pub(crate) use dispatch;
 
 /// A place skeletons can run.
 ///
@@ -43,12 +160,20 @@ impl Backend {
 
     /// The backends that are compiled in and have a device, best first.
     pub fn available() -> Vec<Backend> {
-        Backend::ALL.into_iter().filter(|b| b.check().is_ok()).collect()
+        Backend::ALL
+            .into_iter()
+            .filter(|b| b.check().is_ok())
+            .collect()
     }
 
     /// `Ok` if this backend can run here, else [`Error::BackendUnavailable`] saying why.
     pub fn check(self) -> Result<()> {
-        let missing = |reason: &str| Err(Error::BackendUnavailable { backend: self, reason: reason.into() });
+        let missing = |reason: &str| {
+            Err(Error::BackendUnavailable {
+                backend: self,
+                reason: reason.into(),
+            })
+        };
         match self {
             Backend::Cpu => Ok(()),
             Backend::Rayon if cfg!(feature = "rayon") => Ok(()),
@@ -86,9 +211,14 @@ impl FromStr for Backend {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         let wanted = s.trim().to_ascii_lowercase();
-        Backend::ALL.into_iter().find(|b| b.name() == wanted).ok_or_else(|| {
-            Error::InvalidArgument(format!("unknown backend {s:?}: expected one of cpu, rayon, cuda, opencl"))
-        })
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.name() == wanted)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown backend {s:?}: expected one of cpu, rayon, cuda, opencl"
+                ))
+            })
     }
 }
 
@@ -126,7 +256,10 @@ pub fn default_backend() -> Result<Backend> {
             .parse::<Backend>()
             .and_then(|b| b.check().map(|()| b))
             .map_err(|e| format!("SKEL_BACKEND={name}: {e}")),
-        Err(_) => Ok(Backend::available().first().copied().unwrap_or(Backend::Cpu)),
+        Err(_) => Ok(Backend::available()
+            .first()
+            .copied()
+            .unwrap_or(Backend::Cpu)),
     });
     chosen.clone().map_err(Error::InvalidArgument)
 }

@@ -1,0 +1,387 @@
+//! The sequential backend: one core, plain loops. It is the oracle every other backend is
+//! tested against, so it stays as direct a transcription of the semantics as possible.
+//!
+//! The loops over one range of elements live here as free functions; the Rayon backend
+//! calls the same functions on the chunks it schedules, so both share one definition of
+//! each skeleton's semantics.
+
+use std::ops::Range;
+
+use super::{BinaryFn, Execute, Stencil};
+use crate::containers::{Arg, ArgMut, Shape};
+use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
+use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn};
+use crate::{DeviceType, Result};
+
+/// The sequential executor.
+pub(crate) struct Cpu;
+
+/// `out[k] = f(index(first + k), inputs[k], uniforms)`; `inputs` start at element `first`.
+#[inline]
+pub(crate) fn map_range<F: ElementwiseFn>(
+    inputs: impl HostSlices<Elems = F::Elems>,
+    out: &mut [F::Out],
+    first: usize,
+    cols: usize,
+    uniforms: &F::Uniforms,
+) {
+    for (k, o) in out.iter_mut().enumerate() {
+        *o = F::apply(F::Index::from_flat(first + k, cols), inputs.at(k), uniforms);
+    }
+}
+
+/// [`map_range`] for a function that also reads a whole array.
+#[inline]
+pub(crate) fn map_array_range<F: ArrayFn>(
+    array: &[F::Array],
+    inputs: impl HostSlices<Elems = F::Elems>,
+    out: &mut [F::Out],
+    first: usize,
+    cols: usize,
+    uniforms: &F::Uniforms,
+) {
+    for (k, o) in out.iter_mut().enumerate() {
+        *o = F::apply(
+            F::Index::from_flat(first + k, cols),
+            array,
+            inputs.at(k),
+            uniforms,
+        );
+    }
+}
+
+/// `data[0] ⊕ ... ⊕ data[n-1]`, or `None` for no data.
+#[inline]
+pub(crate) fn fold<F: BinaryFn<T>, T: DeviceType>(data: &[T]) -> Option<T> {
+    let (&first, rest) = data.split_first()?;
+    Some(
+        rest.iter()
+            .fold(first, |acc, &x| F::apply((), (acc, x), &())),
+    )
+}
+
+/// The fold of `map(inputs[k])` over `len` positions starting at element `first`.
+#[inline]
+pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    inputs: impl HostSlices<Elems = M::Elems>,
+    positions: Range<usize>,
+    cols: usize,
+    uniforms: &M::Uniforms,
+) -> Option<M::Out> {
+    let first = positions.start;
+    let mut mapped =
+        positions.map(|p| M::apply(M::Index::from_flat(p, cols), inputs.at(p - first), uniforms));
+    let head = mapped.next()?;
+    Some(mapped.fold(head, |acc, x| R::apply((), (acc, x), &())))
+}
+
+/// Folds `value` into an optional accumulator.
+#[inline]
+pub(crate) fn combine<F: BinaryFn<T>, T: DeviceType>(acc: T, value: Option<T>) -> T {
+    match value {
+        Some(v) => F::apply((), (acc, v), &()),
+        None => acc,
+    }
+}
+
+/// Inclusive scan of `input` into `out`, continuing from `carry` (the scan of everything
+/// before this range), or starting afresh if there is none.
+#[inline]
+pub(crate) fn scan_inclusive<F: BinaryFn<T>, T: DeviceType>(
+    input: &[T],
+    out: &mut [T],
+    carry: Option<T>,
+) {
+    let mut acc = carry;
+    for (o, &x) in out.iter_mut().zip(input) {
+        let next = match acc {
+            Some(a) => F::apply((), (a, x), &()),
+            None => x,
+        };
+        *o = next;
+        acc = Some(next);
+    }
+}
+
+/// Exclusive scan: `out[0] = carry`, `out[k] = out[k-1] ⊕ input[k-1]`.
+#[inline]
+pub(crate) fn scan_exclusive<F: BinaryFn<T>, T: DeviceType>(input: &[T], out: &mut [T], carry: T) {
+    let mut acc = carry;
+    for (o, &x) in out.iter_mut().zip(input) {
+        *o = acc;
+        acc = F::apply((), (acc, x), &());
+    }
+}
+
+/// The element at virtual position `p` of a sequence read with `edge` (never `None`).
+#[inline]
+fn beyond<T: DeviceType>(input: &[T], p: isize, edge: Edge, pad: T) -> T {
+    let n = input.len() as isize;
+    match edge {
+        _ if (0..n).contains(&p) => input[p as usize],
+        Edge::Duplicate => input[p.clamp(0, n - 1) as usize],
+        Edge::Cyclic => input[p.rem_euclid(n) as usize],
+        Edge::Pad | Edge::None => pad,
+    }
+}
+
+/// 1D stencil outputs for positions `first..first + out.len()` of `input`.
+/// With `Edge::None`, border outputs are left untouched.
+pub(crate) fn overlap_range<F: WindowFn>(
+    input: &[F::Elem],
+    out: &mut [F::Out],
+    first: usize,
+    stencil: &Stencil<F::Elem, usize>,
+    uniforms: &F::Uniforms,
+) {
+    let (n, r) = (input.len(), stencil.radius);
+    let interior = r..n.saturating_sub(r).max(r);
+    let mut border = Vec::with_capacity(2 * r + 1);
+    for (k, o) in out.iter_mut().enumerate() {
+        let p = first + k;
+        if interior.contains(&p) {
+            *o = F::apply(Window::new(&input[p - r..=p + r], r), uniforms);
+        } else if stencil.edge != Edge::None {
+            border.clear();
+            let centre = p as isize;
+            border.extend(
+                (-(r as isize)..=r as isize)
+                    .map(|d| beyond(input, centre + d, stencil.edge, stencil.pad)),
+            );
+            *o = F::apply(Window::new(&border, r), uniforms);
+        }
+    }
+}
+
+/// 2D stencil outputs for whole rows `first_row..` of a `rows x cols` matrix; `out` holds
+/// those rows. With `Edge::None`, border outputs are left untouched.
+pub(crate) fn overlap_2d_rows<F: Window2Fn>(
+    input: &[F::Elem],
+    (rows, cols): (usize, usize),
+    out: &mut [F::Out],
+    first_row: usize,
+    stencil: &Stencil<F::Elem, (usize, usize)>,
+    uniforms: &F::Uniforms,
+) {
+    let (rr, rc) = stencil.radius;
+    let (width, height) = (2 * rc + 1, 2 * rr + 1);
+    let mut border = Vec::with_capacity(width * height);
+    for (k, out_row) in out.chunks_mut(cols.max(1)).enumerate() {
+        let i = first_row + k;
+        let row_inside = i >= rr && i + rr < rows;
+        for (j, o) in out_row.iter_mut().enumerate() {
+            if row_inside && j >= rc && j + rc < cols {
+                let top_left = (i - rr) * cols + (j - rc);
+                *o = F::apply(Window2::new(&input[top_left..], cols, (rr, rc)), uniforms);
+            } else if stencil.edge != Edge::None {
+                border.clear();
+                for di in -(rr as isize)..=rr as isize {
+                    for dj in -(rc as isize)..=rc as isize {
+                        border.push(element_2d(
+                            input,
+                            (rows, cols),
+                            (i as isize + di, j as isize + dj),
+                            stencil,
+                        ));
+                    }
+                }
+                *o = F::apply(Window2::new(&border, width, (rr, rc)), uniforms);
+            }
+        }
+    }
+}
+
+/// The element at virtual position `(i, j)` of a matrix read with the stencil's edge mode.
+fn element_2d<T: DeviceType>(
+    input: &[T],
+    (rows, cols): (usize, usize),
+    (i, j): (isize, isize),
+    stencil: &Stencil<T, (usize, usize)>,
+) -> T {
+    let (rows, cols) = (rows as isize, cols as isize);
+    let inside = (0..rows).contains(&i) && (0..cols).contains(&j);
+    let (i, j) = match stencil.edge {
+        _ if inside => (i, j),
+        Edge::Duplicate => (i.clamp(0, rows - 1), j.clamp(0, cols - 1)),
+        Edge::Cyclic => (i.rem_euclid(rows), j.rem_euclid(cols)),
+        Edge::Pad | Edge::None => return stencil.pad,
+    };
+    input[(i * cols + j) as usize]
+}
+
+/// Column `c` of a `rows x cols` row-major matrix.
+pub(crate) fn column<T: DeviceType>(data: &[T], cols: usize, c: usize) -> Vec<T> {
+    data.iter().skip(c).step_by(cols).copied().collect()
+}
+
+/// Folds the rows of `block` (whole rows of `cols` elements) column by column.
+pub(crate) fn fold_columns<F: BinaryFn<T>, T: DeviceType>(block: &[T], cols: usize) -> Vec<T> {
+    let mut rows = block.chunks(cols);
+    let mut acc = rows.next().map(<[T]>::to_vec).unwrap_or_default();
+    for row in rows {
+        for (a, &x) in acc.iter_mut().zip(row) {
+            *a = F::apply((), (*a, x), &());
+        }
+    }
+    acc
+}
+
+/// Output of a stencil with `Edge::None` keeps its borders, so it must be current on the
+/// host; any other edge mode overwrites every element.
+pub(crate) fn stencil_output<'o, T: DeviceType>(
+    out: &'o mut ArgMut<'_, T>,
+    edge: Edge,
+) -> Result<&'o mut [T]> {
+    if edge == Edge::None {
+        out.host_mut()
+    } else {
+        out.host_overwrite()
+    }
+}
+
+/// `(rows, cols)` of a matrix shape.
+pub(crate) fn dims(shape: Shape) -> (usize, usize) {
+    match shape {
+        Shape::Vector(n) => (1, n),
+        Shape::Matrix { rows, cols } => (rows, cols),
+    }
+}
+
+impl Execute for Cpu {
+    fn map<'a, F, I>(
+        &self,
+        inputs: I,
+        mut out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        let cols = out.shape().cols();
+        let inputs = inputs.host()?;
+        map_range::<F>(inputs, out.host_overwrite()?, 0, cols, uniforms);
+        Ok(())
+    }
+
+    fn map_array<'a, F, I>(
+        &self,
+        array: Arg<'_, F::Array>,
+        inputs: I,
+        mut out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ArrayFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        let cols = out.shape().cols();
+        let (array, inputs) = (array.host()?, inputs.host()?);
+        map_array_range::<F>(array, inputs, out.host_overwrite()?, 0, cols, uniforms);
+        Ok(())
+    }
+
+    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+        Ok(combine::<F, T>(start, fold::<F, T>(input.host()?)))
+    }
+
+    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        mut out: ArgMut<'_, T>,
+        axis: Axis,
+    ) -> Result<()> {
+        let (_, cols) = dims(input.shape());
+        let data = input.host()?;
+        let out = out.host_overwrite()?;
+        if axis == Axis::Cols {
+            out.copy_from_slice(&fold_columns::<F, T>(data, cols));
+        } else {
+            for (o, row) in out.iter_mut().zip(data.chunks(cols.max(1))) {
+                *o = fold::<F, T>(row).unwrap_or(*o);
+            }
+        }
+        Ok(())
+    }
+
+    fn map_reduce<'a, M, R, I>(
+        &self,
+        inputs: I,
+        shape: Shape,
+        uniforms: &M::Uniforms,
+        start: M::Out,
+    ) -> Result<M::Out>
+    where
+        M: ElementwiseFn,
+        R: BinaryFn<M::Out>,
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        let inputs = inputs.host()?;
+        Ok(combine::<R, M::Out>(
+            start,
+            map_fold::<M, R>(inputs, 0..shape.len(), shape.cols(), uniforms),
+        ))
+    }
+
+    fn scan<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        mut out: ArgMut<'_, T>,
+        mode: ScanMode,
+        start: T,
+    ) -> Result<()> {
+        let input = input.host()?;
+        let out = out.host_overwrite()?;
+        match mode {
+            ScanMode::Inclusive => scan_inclusive::<F, T>(input, out, None),
+            ScanMode::Exclusive => scan_exclusive::<F, T>(input, out, start),
+        }
+        Ok(())
+    }
+
+    fn map_overlap<F: WindowFn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        mut out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, usize>,
+        axis: Axis,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        let (rows, cols) = dims(input.shape());
+        let input = input.host()?;
+        let out = stencil_output(&mut out, stencil.edge)?;
+        match axis {
+            Axis::Flat => overlap_range::<F>(input, out, 0, &stencil, uniforms),
+            Axis::Rows => {
+                for (in_row, out_row) in input.chunks(cols.max(1)).zip(out.chunks_mut(cols.max(1)))
+                {
+                    overlap_range::<F>(in_row, out_row, 0, &stencil, uniforms);
+                }
+            }
+            Axis::Cols => {
+                for c in 0..cols {
+                    let mut result: Vec<F::Out> = column(out, cols, c);
+                    overlap_range::<F>(&column(input, cols, c), &mut result, 0, &stencil, uniforms);
+                    for (r, value) in result.into_iter().enumerate().take(rows) {
+                        out[r * cols + c] = value;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn map_overlap_2d<F: Window2Fn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        mut out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, (usize, usize)>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        let shape = dims(input.shape());
+        let input = input.host()?;
+        let out = stencil_output(&mut out, stencil.edge)?;
+        overlap_2d_rows::<F>(input, shape, out, 0, &stencil, uniforms);
+        Ok(())
+    }
+}

@@ -1,0 +1,253 @@
+//! The Rayon backend: the sequential loops of [`super::cpu`] over chunks on all cores.
+//!
+//! Work is cut into chunks of at least [`MIN_CHUNK`] elements (about four per thread for
+//! large inputs), so a small call runs inline without touching the thread pool. Reduce and
+//! MapReduce fold each chunk and combine the partials in order; Scan is the classic
+//! two-pass parallel scan (chunk totals, a short sequential scan of the totals, then each
+//! chunk rescanned from its carry), so `f` is applied the same number of times as a
+//! sequential scan plus one per chunk.
+
+use rayon::prelude::*;
+
+use super::cpu::{self, Cpu};
+use super::{BinaryFn, Execute, Stencil};
+use crate::containers::{Arg, ArgMut, Shape};
+use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
+use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
+use crate::{DeviceType, Result};
+
+/// The multi-core executor.
+pub(crate) struct Rayon;
+
+/// Smallest chunk worth a task: below this, thread hand-off costs more than it saves.
+pub(crate) const MIN_CHUNK: usize = 1 << 14;
+
+/// Elements per chunk for `n` elements of work.
+fn chunk_len(n: usize) -> usize {
+    n.div_ceil(4 * rayon::current_num_threads()).max(MIN_CHUNK)
+}
+
+/// Whether `n` elements are too few to split.
+fn sequential(n: usize) -> bool {
+    n <= MIN_CHUNK
+}
+
+impl Execute for Rayon {
+    fn map<'a, F, I>(
+        &self,
+        inputs: I,
+        mut out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        let cols = out.shape().cols();
+        let inputs = inputs.host()?;
+        let out = out.host_overwrite()?;
+        let chunk = chunk_len(out.len());
+        out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
+            let first = c * chunk;
+            cpu::map_range::<F>(
+                inputs.slice(first..first + o.len()),
+                o,
+                first,
+                cols,
+                uniforms,
+            );
+        });
+        Ok(())
+    }
+
+    fn map_array<'a, F, I>(
+        &self,
+        array: Arg<'_, F::Array>,
+        inputs: I,
+        mut out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ArrayFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        let cols = out.shape().cols();
+        let (array, inputs) = (array.host()?, inputs.host()?);
+        let out = out.host_overwrite()?;
+        let chunk = chunk_len(out.len());
+        out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
+            let first = c * chunk;
+            cpu::map_array_range::<F>(
+                array,
+                inputs.slice(first..first + o.len()),
+                o,
+                first,
+                cols,
+                uniforms,
+            );
+        });
+        Ok(())
+    }
+
+    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+        let data = input.host()?;
+        if sequential(data.len()) {
+            return Cpu.reduce::<F, T>(input, start);
+        }
+        let partials: Vec<Option<T>> = data
+            .par_chunks(chunk_len(data.len()))
+            .map(cpu::fold::<F, T>)
+            .collect();
+        Ok(partials.into_iter().fold(start, cpu::combine::<F, T>))
+    }
+
+    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        mut out: ArgMut<'_, T>,
+        axis: Axis,
+    ) -> Result<()> {
+        let (_, cols) = cpu::dims(input.shape());
+        let data = input.host()?;
+        if sequential(data.len()) || cols == 0 {
+            return Cpu.reduce_axis::<F, T>(input, out, axis);
+        }
+        let out = out.host_overwrite()?;
+        let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
+        if axis == Axis::Cols {
+            let partials: Vec<Vec<T>> = data
+                .par_chunks(rows_per_chunk * cols)
+                .map(|block| cpu::fold_columns::<F, T>(block, cols))
+                .collect();
+            let mut blocks = partials.into_iter();
+            let mut acc = blocks.next().unwrap_or_default();
+            for block in blocks {
+                for (a, x) in acc.iter_mut().zip(block) {
+                    *a = F::apply((), (*a, x), &());
+                }
+            }
+            out.copy_from_slice(&acc);
+        } else {
+            out.par_iter_mut()
+                .zip(data.par_chunks(cols))
+                .with_min_len(rows_per_chunk)
+                .for_each(|(o, row)| {
+                    *o = cpu::fold::<F, T>(row).unwrap_or(*o);
+                });
+        }
+        Ok(())
+    }
+
+    fn map_reduce<'a, M, R, I>(
+        &self,
+        inputs: I,
+        shape: Shape,
+        uniforms: &M::Uniforms,
+        start: M::Out,
+    ) -> Result<M::Out>
+    where
+        M: ElementwiseFn,
+        R: BinaryFn<M::Out>,
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        let n = shape.len();
+        let inputs = inputs.host()?;
+        let chunk = chunk_len(n);
+        let partials: Vec<Option<M::Out>> = (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .map(|c| {
+                let range = c * chunk..n.min((c + 1) * chunk);
+                cpu::map_fold::<M, R>(inputs.slice(range.clone()), range, shape.cols(), uniforms)
+            })
+            .collect();
+        Ok(partials.into_iter().fold(start, cpu::combine::<R, M::Out>))
+    }
+
+    fn scan<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        mut out: ArgMut<'_, T>,
+        mode: ScanMode,
+        start: T,
+    ) -> Result<()> {
+        let data = input.host()?;
+        if sequential(data.len()) {
+            return Cpu.scan::<F, T>(input, out, mode, start);
+        }
+        let out = out.host_overwrite()?;
+        let chunk = chunk_len(data.len());
+        let totals: Vec<Option<T>> = data.par_chunks(chunk).map(cpu::fold::<F, T>).collect();
+        // carry[c] is the scan of everything before chunk c (None: nothing, inclusive mode).
+        let mut carries = Vec::with_capacity(totals.len());
+        let mut carry = (mode == ScanMode::Exclusive).then_some(start);
+        for total in totals {
+            carries.push(carry);
+            carry = match (carry, total) {
+                (Some(c), Some(t)) => Some(F::apply((), (c, t), &())),
+                (c, t) => c.or(t),
+            };
+        }
+        out.par_chunks_mut(chunk)
+            .zip(data.par_chunks(chunk))
+            .zip(carries)
+            .for_each(|((o, v), carry)| match carry {
+                Some(c) if mode == ScanMode::Exclusive => cpu::scan_exclusive::<F, T>(v, o, c),
+                _ => cpu::scan_inclusive::<F, T>(v, o, carry),
+            });
+        Ok(())
+    }
+
+    fn map_overlap<F: WindowFn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        mut out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, usize>,
+        axis: Axis,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        let (rows, cols) = cpu::dims(input.shape());
+        let data = input.host()?;
+        if sequential(data.len()) || axis == Axis::Cols {
+            // Columns are strided; the sequential gather/scatter is memory-bound either way.
+            return Cpu.map_overlap::<F>(input, out, stencil, axis, uniforms);
+        }
+        let out = cpu::stencil_output(&mut out, stencil.edge)?;
+        if axis == Axis::Flat {
+            let chunk = chunk_len(data.len());
+            out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
+                cpu::overlap_range::<F>(data, o, c * chunk, &stencil, uniforms);
+            });
+        } else {
+            let rows_per_chunk = chunk_len(rows * cols).div_ceil(cols);
+            out.par_chunks_mut(cols)
+                .zip(data.par_chunks(cols))
+                .with_min_len(rows_per_chunk)
+                .for_each(|(o, row)| {
+                    cpu::overlap_range::<F>(row, o, 0, &stencil, uniforms);
+                });
+        }
+        Ok(())
+    }
+
+    fn map_overlap_2d<F: Window2Fn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        mut out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, (usize, usize)>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        let (rows, cols) = cpu::dims(input.shape());
+        let data = input.host()?;
+        if sequential(data.len()) {
+            return Cpu.map_overlap_2d::<F>(input, out, stencil, uniforms);
+        }
+        let out = cpu::stencil_output(&mut out, stencil.edge)?;
+        let band = chunk_len(rows * cols).div_ceil(cols);
+        out.par_chunks_mut(band * cols)
+            .enumerate()
+            .for_each(|(b, o)| {
+                cpu::overlap_2d_rows::<F>(data, (rows, cols), o, b * band, &stencil, uniforms);
+            });
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! Map: `out[i] = f(a[i], b[i], ..)`, with an optional index and uniforms.
+
+use std::marker::PhantomData;
+
+use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
+use crate::backends::dispatch;
+use crate::containers::{Input, Output};
+use crate::plan::ArgTuple;
+use crate::userfn::{ElementwiseFn, IndexKind};
+use crate::{DeviceType, Result};
+
+/// Applies a user function element-wise to 0..=4 inputs of one shape.
+///
+/// `E` is the tuple of the function's element types; it picks the `run` of the right arity
+/// and is always inferred.
+///
+/// ```
+/// use skel::prelude::*;
+///
+/// #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+/// #[repr(C)]
+/// struct Pixel { r: f32, g: f32, b: f32 }
+///
+/// #[userfn]
+/// fn luma(px: Pixel, #[uniform] w: Pixel) -> f32 { w.r * px.r + w.g * px.g + w.b * px.b }
+///
+/// #[userfn]
+/// fn iota(#[index] i: usize) -> u32 { i as u32 }
+///
+/// let img = Vector::filled(4, Pixel { r: 1.0, g: 1.0, b: 1.0 });
+/// let mut grey = Vector::zeroed(4);
+/// let weights = Pixel { r: 0.25, g: 0.5, b: 0.25 };
+/// Map::new(luma).uniforms((weights,)).run(&img, &mut grey)?;
+/// assert_eq!(grey.to_vec(), vec![1.0; 4]);
+///
+/// let mut ids = Vector::zeroed(5);
+/// Map::new(iota).backend(Backend::Cpu).run_index(&mut ids)?;
+/// assert_eq!(ids.to_vec(), vec![0, 1, 2, 3, 4]);
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Map<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems> {
+    f: F,
+    uniforms: Option<F::Uniforms>,
+    options: Options,
+    elems: PhantomData<fn() -> E>,
+}
+
+impl<F: ElementwiseFn> Map<F, F::Elems> {
+    /// A Map of `f`.
+    pub fn new(f: F) -> Self {
+        Map {
+            f,
+            uniforms: None,
+            options: Options::default(),
+            elems: PhantomData,
+        }
+    }
+}
+
+impl<F: ElementwiseFn, E> Map<F, E> {
+    /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
+    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
+        self.uniforms = Some(uniforms);
+        self
+    }
+
+    common_options!();
+
+    /// The user function.
+    pub fn function(&self) -> F {
+        self.f
+    }
+
+    fn execute<'a, I>(&self, inputs: I, out: &mut impl Output<F::Out>) -> Result<()>
+    where
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        self.options.validate()?;
+        let out = out.arg_mut();
+        check_inputs("Map", &inputs.shapes(), out.shape())?;
+        check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, out.shape())?;
+        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        dispatch!(self.options.backend, |exec| exec
+            .map::<F, I>(inputs, out, uniforms))
+    }
+}
+
+impl<F: ElementwiseFn<Elems = ()>> Map<F, ()> {
+    /// Runs a function with no element parameters, only `#[index]` (and uniforms), over
+    /// every position of `out`.
+    pub fn run_index(&self, out: &mut impl Output<F::Out>) -> Result<()> {
+        self.execute((), out)
+    }
+}
+
+macro_rules! map_run {
+    ($(($($t:ident $a:ident),+))*) => {$(
+        impl<F, $($t: DeviceType),+> Map<F, ($($t,)+)>
+        where
+            F: ElementwiseFn<Elems = ($($t,)+)>,
+        {
+            /// Runs the map: one input per element parameter, then the output. All operands
+            /// have one shape (vectors of one length, or matrices of one size).
+            pub fn run(&self, $($a: &impl Input<$t>,)+ out: &mut impl Output<F::Out>) -> Result<()> {
+                self.execute(($($a.arg(),)+), out)
+            }
+        }
+    )*};
+}
+
+map_run! {
+    (A a)
+    (A a, B b)
+    (A a, B b, C c)
+    (A a, B b, C c, D d)
+}

@@ -1,0 +1,112 @@
+//! MapReduce: a Map fused with a Reduce, without the intermediate container.
+
+use std::marker::PhantomData;
+
+use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
+use crate::backends::{dispatch, BinaryFn};
+use crate::containers::Input;
+use crate::plan::ArgTuple;
+use crate::userfn::{ElementwiseFn, IndexKind};
+
+use crate::{DeviceType, Result};
+
+/// `start ⊕ reduce(map(a[i], b[i], ..))` in one pass; `start` defaults to `T::default()`.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn mult(a: f64, b: f64) -> f64 { a * b }
+/// #[userfn]
+/// fn add(a: f64, b: f64) -> f64 { a + b }
+///
+/// let a = Vector::from(vec![1.0, 2.0, 3.0]);
+/// let b = Vector::from(vec![4.0, 5.0, 6.0]);
+/// let dot: f64 = MapReduce::new(mult, add).run(&a, &b)?;
+/// assert_eq!(dot, 32.0);
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct MapReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, E = <M as ElementwiseFn>::Elems> {
+    map: M,
+    reduce: R,
+    start: Option<M::Out>,
+    uniforms: Option<M::Uniforms>,
+    options: Options,
+    elems: PhantomData<fn() -> E>,
+}
+
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
+    /// A MapReduce of `map` then `reduce`.
+    pub fn new(map: M, reduce: R) -> Self {
+        MapReduce {
+            map,
+            reduce,
+            start: None,
+            uniforms: None,
+            options: Options::default(),
+            elems: PhantomData,
+        }
+    }
+}
+
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E> MapReduce<M, R, E>
+where
+    M::Out: Default,
+{
+    /// The value the fold starts from (default `T::default()`).
+    pub fn start(mut self, start: M::Out) -> Self {
+        self.start = Some(start);
+        self
+    }
+
+    /// Binds the map function's `#[uniform]` parameters.
+    pub fn uniforms(mut self, uniforms: M::Uniforms) -> Self {
+        self.uniforms = Some(uniforms);
+        self
+    }
+
+    common_options!();
+
+    /// The map and reduce functions.
+    pub fn functions(&self) -> (M, R) {
+        (self.map, self.reduce)
+    }
+
+    fn execute<'a, I>(&self, inputs: I) -> Result<M::Out>
+    where
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        self.options.validate()?;
+        let shapes = inputs.shapes();
+        let shape = shapes[0];
+        check_inputs("MapReduce", &shapes, shape)?;
+        check_index_dims("MapReduce", M::NAME, <M::Index as IndexKind>::DIMS, shape)?;
+        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
+        let start = self.start.unwrap_or_default();
+        dispatch!(self.options.backend, |exec| exec
+            .map_reduce::<M, R, I>(inputs, shape, uniforms, start))
+    }
+}
+
+macro_rules! map_reduce_run {
+    ($(($($t:ident $a:ident),+))*) => {$(
+        impl<M, R, $($t: DeviceType),+> MapReduce<M, R, ($($t,)+)>
+        where
+            M: ElementwiseFn<Elems = ($($t,)+)>,
+            M::Out: Default,
+            R: BinaryFn<M::Out>,
+        {
+            /// Runs the fused map and reduce over inputs of one shape.
+            pub fn run(&self, $($a: &impl Input<$t>),+) -> Result<M::Out> {
+                self.execute(($($a.arg(),)+))
+            }
+        }
+    )*};
+}
+
+map_reduce_run! {
+    (A a)
+    (A a, B b)
+    (A a, B b, C c)
+    (A a, B b, C c, D d)
+}

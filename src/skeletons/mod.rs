@@ -1,0 +1,158 @@
+//! The six skeletons. Each file checks its operands, picks the backend and hands a plan to
+//! it; none of them knows how or where the work runs.
+
+mod map;
+mod map_array;
+mod map_overlap;
+mod map_reduce;
+mod reduce;
+mod scan;
+
+pub use map::Map;
+pub use map_array::MapArray;
+pub use map_overlap::MapOverlap;
+pub use map_reduce::MapReduce;
+pub use reduce::Reduce;
+pub use scan::Scan;
+
+use std::any::TypeId;
+
+use crate::containers::Shape;
+use crate::{Backend, Error, Result};
+
+/// How MapOverlap treats the elements beyond the ends of its input.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn sum3(w: Window<i32>) -> i32 { w[-1] + w[0] + w[1] }
+/// let v = Vector::from(vec![1, 2, 3]);
+/// let mut out = Vector::zeroed(3);
+/// MapOverlap::new(sum3, 1).edge(Edge::Cyclic).run(&v, &mut out)?;
+/// assert_eq!(out.to_vec(), vec![6, 6, 6]);
+/// MapOverlap::new(sum3, 1).edge(Edge::Pad).pad(10).run(&v, &mut out)?;
+/// assert_eq!(out.to_vec(), vec![13, 6, 15]);
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Edge {
+    /// Repeat the first/last element (the default for 1D).
+    #[default]
+    Duplicate,
+    /// Wrap around.
+    Cyclic,
+    /// A constant, set with `.pad(v)` (default `T::default()`).
+    Pad,
+    /// Compute only where the whole window is inside; border outputs keep their values
+    /// (the default for 2D).
+    None,
+}
+
+/// Inclusive or exclusive prefix scan.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn add(a: i64, b: i64) -> i64 { a + b }
+/// let v = Vector::from(vec![1i64, 2, 3]);
+/// let mut out = Vector::zeroed(3);
+/// Scan::new(add).mode(ScanMode::Exclusive).start(10).run(&v, &mut out)?;
+/// assert_eq!(out.to_vec(), vec![10, 11, 13]);
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ScanMode {
+    /// `out[i] = v[0] ⊕ ... ⊕ v[i]` (the default).
+    #[default]
+    Inclusive,
+    /// `out[i] = start ⊕ v[0] ⊕ ... ⊕ v[i-1]`.
+    Exclusive,
+}
+
+/// Options every skeleton has: where it runs and over how many streams.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Options {
+    pub backend: Option<Backend>,
+    pub streams: Option<usize>,
+}
+
+impl Options {
+    /// Checks what can be checked before any backend is touched.
+    pub(crate) fn validate(&self) -> Result<()> {
+        match self.streams {
+            Some(0) => Err(Error::InvalidArgument(
+                ".streams(0): a call needs at least one stream".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The builder methods every skeleton shares.
+macro_rules! common_options {
+    () => {
+        /// Runs this instance on `backend` instead of the process default.
+        pub fn backend(mut self, backend: $crate::Backend) -> Self {
+            self.options.backend = Some(backend);
+            self
+        }
+
+        /// Splits each call over `n` CUDA streams (MultiStream). CPU backends ignore it;
+        /// `0` is rejected when the skeleton runs.
+        pub fn streams(mut self, n: usize) -> Self {
+            self.options.streams = Some(n);
+            self
+        }
+    };
+}
+pub(crate) use common_options;
+
+/// `Err(ShapeMismatch)` unless `found == expected`.
+pub(crate) fn check_shape(context: &str, expected: Shape, found: Shape) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::shape(context, expected, found))
+    }
+}
+
+/// Every input of an element-wise call has the output's shape.
+pub(crate) fn check_inputs(skeleton: &str, inputs: &[Shape], out: Shape) -> Result<()> {
+    for (i, &shape) in inputs.iter().enumerate() {
+        check_shape(
+            &format!("{skeleton} input {i} against the output"),
+            out,
+            shape,
+        )?;
+    }
+    Ok(())
+}
+
+/// Uniforms bound with `.uniforms(..)`, or `()` for a function that has none.
+pub(crate) fn uniforms_or_missing<'u, U: 'static>(
+    name: &str,
+    bound: &'u Option<U>,
+) -> Result<&'u U> {
+    if let Some(u) = bound {
+        return Ok(u);
+    }
+    if TypeId::of::<U>() == TypeId::of::<()>() {
+        // `()` is a zero-sized constant, so a `'static` reference to it always exists.
+        let unit: &'static () = &();
+        // The `TypeId` check above proves `U` is `()`.
+        return Ok(<dyn std::any::Any>::downcast_ref::<U>(unit).expect("U is ()"));
+    }
+    Err(Error::InvalidArgument(format!(
+        "user function `{name}` has #[uniform] parameters: bind them with .uniforms((..)) before .run"
+    )))
+}
+
+/// The index kind of a function must fit the operand: a 2D index needs a matrix.
+pub(crate) fn check_index_dims(skeleton: &str, name: &str, dims: u8, shape: Shape) -> Result<()> {
+    if dims == 2 && matches!(shape, Shape::Vector(_)) {
+        return Err(Error::InvalidArgument(format!(
+            "{skeleton}: `{name}` takes a 2D #[index] (row, col), but its operands are a {shape}; use Matrix operands"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,115 @@
+//! Reduce: fold a container with an associative binary user function.
+
+use super::{check_shape, common_options, Options};
+use crate::backends::{dispatch, BinaryFn};
+use crate::containers::{Input, Output, Shape};
+use crate::plan::Axis;
+use crate::{DeviceType, Error, Result};
+
+/// Folds all elements (`run`), each row (`run_rows`) or each column (`run_cols`) with an
+/// associative function `f(T, T) -> T`.
+///
+/// `run` computes `start ⊕ v[0] ⊕ ... ⊕ v[n-1]` (start defaults to `T::default()`, as in
+/// SkePU); rows and columns fold from their first element and ignore `start`. Backends may
+/// regroup the operations, so `f` must be associative.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn add(a: f32, b: f32) -> f32 { a + b }
+/// #[userfn]
+/// fn max(a: f32, b: f32) -> f32 { a.max(b) }
+///
+/// let v = Vector::from(vec![-3.0f32, -1.0, -2.0]);
+/// assert_eq!(Reduce::new(add).run(&v)?, -6.0);
+/// assert_eq!(Reduce::new(max).run(&v)?, 0.0); // start is T::default(), as in SkePU
+/// assert_eq!(Reduce::new(max).start(f32::MIN).run(&v)?, -1.0);
+///
+/// let m = Matrix::from_vec(2, 3, vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// let mut per_row = Vector::zeroed(2);
+/// let mut per_col = Vector::zeroed(3);
+/// Reduce::new(add).run_rows(&m, &mut per_row)?;
+/// Reduce::new(add).run_cols(&m, &mut per_col)?;
+/// assert_eq!(per_row.to_vec(), vec![6.0, 15.0]);
+/// assert_eq!(per_col.to_vec(), vec![5.0, 7.0, 9.0]);
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Reduce<F: BinaryFn<T>, T: DeviceType = <F as crate::userfn::UserFn>::Out> {
+    f: F,
+    start: Option<T>,
+    options: Options,
+}
+
+impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
+    /// A Reduce of `f`.
+    pub fn new(f: F) -> Self {
+        Reduce {
+            f,
+            start: None,
+            options: Options::default(),
+        }
+    }
+
+    /// The value the 1D fold starts from (default `T::default()`).
+    pub fn start(mut self, start: T) -> Self {
+        self.start = Some(start);
+        self
+    }
+
+    common_options!();
+
+    /// The user function.
+    pub fn function(&self) -> F {
+        self.f
+    }
+
+    /// Folds every element of `input` (a vector, view or matrix) into one value.
+    pub fn run(&self, input: &impl Input<T>) -> Result<T> {
+        self.options.validate()?;
+        let input = input.arg();
+        let start = self.start.unwrap_or_default();
+        dispatch!(self.options.backend, |exec| exec
+            .reduce::<F, T>(input, start))
+    }
+
+    /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
+    pub fn run_rows(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<()> {
+        self.run_axis(input, out, Axis::Rows)
+    }
+
+    /// `out[c]` = fold of column `c` of `input`; `out` has one element per column.
+    pub fn run_cols(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<()> {
+        self.run_axis(input, out, Axis::Cols)
+    }
+
+    fn run_axis(&self, input: &impl Input<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
+        self.options.validate()?;
+        let (input, out) = (input.arg(), out.arg_mut());
+        let Shape::Matrix { rows, cols } = input.shape() else {
+            return Err(Error::shape(
+                format!("Reduce {axis:?} input"),
+                "a matrix",
+                input.shape(),
+            ));
+        };
+        let (results, folded) = if axis == Axis::Rows {
+            (rows, cols)
+        } else {
+            (cols, rows)
+        };
+        if folded == 0 && results > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "Reduce {axis:?} of a {}: every fold needs at least one element",
+                input.shape()
+            )));
+        }
+        check_shape(
+            &format!("Reduce {axis:?} output"),
+            Shape::Vector(results),
+            out.shape(),
+        )?;
+        dispatch!(self.options.backend, |exec| exec
+            .reduce_axis::<F, T>(input, out, axis))
+    }
+}
