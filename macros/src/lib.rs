@@ -1,14 +1,26 @@
-//! Procedural macros of skel (placeholder: the codegen work replaces this file).
+//! Procedural macros of skel: `#[userfn]` and `#[derive(DeviceType)]`.
+//!
+//! `#[userfn]` keeps the Rust body (as `name::call`), implements the user-function traits
+//! of `skel::userfn` from the parameter kinds, and describes the body as a typed tree
+//! (`skel::codegen::FnDef`) that the library translates to C at run time. Constructs outside
+//! the supported subset are compile errors at their span.
+//!
+//! Users depend on `skel`, which re-exports these macros; every emitted path is `::skel::..`.
+
 use proc_macro::TokenStream;
 
-/// Placeholder.
+mod body;
+mod derive;
+mod parse;
+
+/// Turns a Rust function into a skel user function. See `skel`'s documentation.
 #[proc_macro_attribute]
-pub fn userfn(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn userfn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    parse::expand_userfn(attr.into(), item.into()).into()
 }
 
-/// Placeholder.
+/// Derives `skel::DeviceType` for a `#[repr(C)]` struct with named fields of device types.
 #[proc_macro_derive(DeviceType)]
-pub fn derive_device_type(_item: TokenStream) -> TokenStream {
-    TokenStream::new()
+pub fn derive_device_type(item: TokenStream) -> TokenStream {
+    derive::expand(item.into()).into()
 }

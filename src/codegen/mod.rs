@@ -19,6 +19,7 @@ pub enum Prim {
     U32,
     U64,
     Usize,
+    Isize,
     F32,
     F64,
 }
@@ -60,9 +61,6 @@ pub struct FieldTy {
     pub ty: Ty,
 }
 
-/// The typed description of one user function (filled in by `#[userfn]`).
-#[derive(Debug)]
-pub struct FnDef {
-    /// The function's name.
-    pub name: &'static str,
-}
+pub mod ir;
+
+pub use ir::FnDef;

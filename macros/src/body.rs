@@ -1,0 +1,712 @@
+//! The body of a user function -> tokens that build its `::skel::codegen::FnDef`.
+//!
+//! This is where the supported Rust subset is enforced: anything else is a compile error at
+//! its span. Types are not checked here (rustc checks the Rust body; the library's type
+//! inference checks the tree when it translates it).
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, ItemFn, Lit, Pat, RangeLimits, ReturnType, Stmt, Type, UnOp};
+
+pub struct ParamDesc {
+    pub kind: &'static str,
+    pub names: Vec<syn::Ident>,
+    pub ty: Type,
+}
+
+const PRIMS: &[(&str, &str)] = &[
+    ("bool", "Bool"),
+    ("i8", "I8"),
+    ("i16", "I16"),
+    ("i32", "I32"),
+    ("i64", "I64"),
+    ("isize", "Isize"),
+    ("u8", "U8"),
+    ("u16", "U16"),
+    ("u32", "U32"),
+    ("u64", "U64"),
+    ("usize", "Usize"),
+    ("f32", "F32"),
+    ("f64", "F64"),
+];
+
+const MATH: &[(&str, &str)] = &[
+    ("abs", "Abs"),
+    ("sqrt", "Sqrt"),
+    ("powf", "Powf"),
+    ("powi", "Powi"),
+    ("exp", "Exp"),
+    ("ln", "Ln"),
+    ("log2", "Log2"),
+    ("log10", "Log10"),
+    ("sin", "Sin"),
+    ("cos", "Cos"),
+    ("tan", "Tan"),
+    ("floor", "Floor"),
+    ("ceil", "Ceil"),
+    ("round", "Round"),
+    ("round_ties_even", "RoundTiesEven"),
+    ("min", "Min"),
+    ("max", "Max"),
+    ("mul_add", "MulAdd"),
+];
+
+const INT_MATH: &[&str] = &["min", "max", "abs"];
+
+const FLOAT_CONSTS: &[&str] = &[
+    "MAX",
+    "MIN",
+    "MIN_POSITIVE",
+    "EPSILON",
+    "INFINITY",
+    "NEG_INFINITY",
+    "NAN",
+];
+const MATH_CONSTS: &[&str] = &[
+    "PI",
+    "E",
+    "TAU",
+    "SQRT_2",
+    "LN_2",
+    "LN_10",
+    "LOG2_E",
+    "LOG10_E",
+    "LOG2_10",
+    "LOG10_2",
+    "FRAC_PI_2",
+    "FRAC_PI_3",
+    "FRAC_PI_4",
+    "FRAC_PI_6",
+    "FRAC_PI_8",
+    "FRAC_1_PI",
+    "FRAC_2_PI",
+    "FRAC_2_SQRT_PI",
+    "FRAC_1_SQRT_2",
+];
+
+fn prim_variant(name: &str) -> Option<&'static str> {
+    PRIMS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+fn is_float(name: &str) -> bool {
+    name == "f32" || name == "f64"
+}
+
+/// Is `path` rooted at a primitive type (`f32::sqrt`, `f32::MAX`, `std::f32::consts::PI`)?
+pub fn is_primitive_path(path: &syn::Path) -> bool {
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let segs: Vec<&str> = segs.iter().map(|s| s.as_str()).collect();
+    let rest = match segs.as_slice() {
+        ["std" | "core", rest @ ..] => rest,
+        rest => rest,
+    };
+    rest.len() >= 2 && prim_variant(rest[0]).is_some()
+}
+
+fn prim_tokens(v: &str) -> TokenStream {
+    let id = syn::Ident::new(v, proc_macro2::Span::call_site());
+    quote!(::skel::codegen::Prim::#id)
+}
+
+/// Tokens of a `::skel::codegen::Ty` for a Rust type.
+pub fn ty_tokens(ty: &Type) -> syn::Result<TokenStream> {
+    match ty {
+        Type::Paren(p) => ty_tokens(&p.elem),
+        Type::Group(g) => ty_tokens(&g.elem),
+        Type::Path(p) if p.qself.is_none() => {
+            if let Some(id) = p.path.get_ident() {
+                if let Some(v) = prim_variant(&id.to_string()) {
+                    let pt = prim_tokens(v);
+                    return Ok(quote!(::skel::codegen::Ty::Prim(#pt)));
+                }
+            }
+            Ok(quote_spanned!(ty.span()=> <#ty as ::skel::DeviceType>::TY))
+        }
+        _ => Err(syn::Error::new_spanned(
+            ty,
+            "unsupported type in a user function (use a number type or a DeviceType struct)",
+        )),
+    }
+}
+
+fn unsupported(node: &impl quote::ToTokens, what: &str) -> syn::Error {
+    syn::Error::new_spanned(
+        node,
+        format!(
+            "{what} is not supported in a user function (it cannot be translated to device code)"
+        ),
+    )
+}
+
+pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStream> {
+    let name = func.sig.ident.to_string();
+    let mut ps = Vec::new();
+    for p in &params {
+        if p.kind == "Index2" {
+            let (r, c) = (p.names[0].to_string(), p.names[1].to_string());
+            ps.push(quote!(__ir::Param { name: #r, kind: __ir::ParamKind::IndexRow, ty: ::skel::codegen::Ty::Prim(::skel::codegen::Prim::Usize) }));
+            ps.push(quote!(__ir::Param { name: #c, kind: __ir::ParamKind::IndexCol, ty: ::skel::codegen::Ty::Prim(::skel::codegen::Prim::Usize) }));
+        } else {
+            let ty = ty_tokens(&p.ty)?;
+            let n = p.names[0].to_string();
+            let k = syn::Ident::new(p.kind, proc_macro2::Span::call_site());
+            ps.push(quote!(__ir::Param { name: #n, kind: __ir::ParamKind::#k, ty: #ty }));
+        }
+    }
+    let ret = match &func.sig.output {
+        ReturnType::Type(_, t) => ty_tokens(t)?,
+        ReturnType::Default => unreachable!(),
+    };
+    let body = block(&func.block)?;
+    Ok(quote! {
+        use ::skel::codegen::ir as __ir;
+        static __SKEL_DEF: ::skel::codegen::FnDef = ::skel::codegen::FnDef {
+            name: #name,
+            params: &[#(#ps),*],
+            ret: #ret,
+            body: #body,
+        };
+        &__SKEL_DEF
+    })
+}
+
+fn block(b: &syn::Block) -> syn::Result<TokenStream> {
+    let mut stmts = Vec::new();
+    let mut tail = quote!(::core::option::Option::None);
+    let n = b.stmts.len();
+    for (i, s) in b.stmts.iter().enumerate() {
+        match s {
+            Stmt::Local(l) => stmts.push(local(l)?),
+            Stmt::Item(it) => return Err(unsupported(it, "an item declaration")),
+            Stmt::Macro(m) => return Err(unsupported(&m.mac, "a macro invocation")),
+            Stmt::Expr(e, semi) => {
+                if semi.is_none() && i + 1 == n && !is_stmt_like(e) {
+                    let t = expr(e)?;
+                    tail = quote!(::core::option::Option::Some(&#t));
+                } else if semi.is_none() && i + 1 == n && is_valued_if(e) {
+                    let t = expr(e)?;
+                    tail = quote!(::core::option::Option::Some(&#t));
+                } else {
+                    stmts.push(stmt_expr(e)?);
+                }
+            }
+        }
+    }
+    Ok(quote!(__ir::Block { stmts: &[#(#stmts),*], tail: #tail }))
+}
+
+/// Expressions that are statements when they end a block without `;`.
+fn is_stmt_like(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::ForLoop(_)
+            | Expr::While(_)
+            | Expr::Return(_)
+            | Expr::Break(_)
+            | Expr::Continue(_)
+            | Expr::Assign(_)
+            | Expr::If(_)
+    ) || matches!(e, Expr::Binary(b) if is_compound(&b.op).is_some())
+}
+
+/// An `if` with an `else` (possibly a chain) is a value when it ends a block.
+fn is_valued_if(e: &Expr) -> bool {
+    match e {
+        Expr::If(i) => {
+            let els_ok = match &i.else_branch {
+                None => false,
+                Some((_, e)) => match &**e {
+                    Expr::If(_) => is_valued_if(e),
+                    Expr::Block(b) => block_has_tail(&b.block),
+                    _ => false,
+                },
+            };
+            els_ok && block_has_tail(&i.then_branch)
+        }
+        _ => false,
+    }
+}
+
+fn block_has_tail(b: &syn::Block) -> bool {
+    match b.stmts.last() {
+        Some(Stmt::Expr(e, None)) => !is_stmt_like(e) || is_valued_if(e),
+        _ => false,
+    }
+}
+
+fn is_compound(op: &BinOp) -> Option<TokenStream> {
+    let v = match op {
+        BinOp::AddAssign(_) => "Add",
+        BinOp::SubAssign(_) => "Sub",
+        BinOp::MulAssign(_) => "Mul",
+        BinOp::DivAssign(_) => "Div",
+        BinOp::RemAssign(_) => "Rem",
+        BinOp::BitAndAssign(_) => "BitAnd",
+        BinOp::BitOrAssign(_) => "BitOr",
+        BinOp::BitXorAssign(_) => "BitXor",
+        BinOp::ShlAssign(_) => "Shl",
+        BinOp::ShrAssign(_) => "Shr",
+        _ => return None,
+    };
+    let id = syn::Ident::new(v, proc_macro2::Span::call_site());
+    Some(quote!(__ir::BinOp::#id))
+}
+
+fn local(l: &syn::Local) -> syn::Result<TokenStream> {
+    let (pat, ty) = match &l.pat {
+        Pat::Type(pt) => (&*pt.pat, Some(ty_tokens(&pt.ty)?)),
+        p => (p, None),
+    };
+    let (name, mutable) = match pat {
+        Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
+            (pi.ident.to_string(), pi.mutability.is_some())
+        }
+        other => return Err(unsupported(other, "this pattern (use a plain name)")),
+    };
+    let ty = match ty {
+        Some(t) => quote!(::core::option::Option::Some(#t)),
+        None => quote!(::core::option::Option::None),
+    };
+    let init = match &l.init {
+        None => quote!(::core::option::Option::None),
+        Some(init) => {
+            if let Some((_, d)) = &init.diverge {
+                return Err(unsupported(&**d, "`let ... else`"));
+            }
+            let e = expr(&init.expr)?;
+            quote!(::core::option::Option::Some(&#e))
+        }
+    };
+    Ok(quote!(__ir::Stmt::Let { name: #name, mutable: #mutable, ty: #ty, init: #init }))
+}
+
+fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
+    Ok(match e {
+        Expr::Assign(a) => {
+            let place = place(&a.left)?;
+            let value = expr(&a.right)?;
+            quote!(__ir::Stmt::Assign { place: &#place, op: ::core::option::Option::None, value: &#value })
+        }
+        Expr::Binary(b) if is_compound(&b.op).is_some() => {
+            let op = is_compound(&b.op).unwrap();
+            let place = place(&b.left)?;
+            let value = expr(&b.right)?;
+            quote!(__ir::Stmt::Assign { place: &#place, op: ::core::option::Option::Some(#op), value: &#value })
+        }
+        Expr::ForLoop(f) => {
+            if let Some(l) = &f.label {
+                return Err(unsupported(l, "a loop label"));
+            }
+            let var = match &*f.pat {
+                Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
+                    pi.ident.to_string()
+                }
+                Pat::Wild(_) => "_".to_string(),
+                other => return Err(unsupported(other, "this loop pattern (use a plain name)")),
+            };
+            let range = match &*f.expr {
+                Expr::Range(r) => r,
+                Expr::Paren(p) => match &*p.expr {
+                    Expr::Range(r) => r,
+                    other => {
+                        return Err(unsupported(
+                            other,
+                            "a `for` loop over anything but a range `a..b`",
+                        ))
+                    }
+                },
+                other => {
+                    return Err(unsupported(
+                        other,
+                        "a `for` loop over anything but a range `a..b`",
+                    ))
+                }
+            };
+            let (Some(start), Some(end)) = (&range.start, &range.end) else {
+                return Err(unsupported(range, "an open range"));
+            };
+            let inclusive = matches!(range.limits, RangeLimits::Closed(_));
+            let start = expr(start)?;
+            let end = expr(end)?;
+            let body = block(&f.body)?;
+            quote!(__ir::Stmt::For { var: #var, start: &#start, end: &#end, inclusive: #inclusive, body: #body })
+        }
+        Expr::While(w) => {
+            if let Some(l) = &w.label {
+                return Err(unsupported(l, "a loop label"));
+            }
+            if let Expr::Let(l) = &*w.cond {
+                return Err(unsupported(l, "`while let`"));
+            }
+            let cond = expr(&w.cond)?;
+            let body = block(&w.body)?;
+            quote!(__ir::Stmt::While { cond: &#cond, body: #body })
+        }
+        Expr::Return(r) => match &r.expr {
+            None => quote!(__ir::Stmt::Return(::core::option::Option::None)),
+            Some(v) => {
+                let v = expr(v)?;
+                quote!(__ir::Stmt::Return(::core::option::Option::Some(&#v)))
+            }
+        },
+        Expr::Break(b) => {
+            if b.expr.is_some() || b.label.is_some() {
+                return Err(unsupported(b, "`break` with a value or label"));
+            }
+            quote!(__ir::Stmt::Break)
+        }
+        Expr::Continue(c) => {
+            if c.label.is_some() {
+                return Err(unsupported(c, "`continue` with a label"));
+            }
+            quote!(__ir::Stmt::Continue)
+        }
+        Expr::Paren(p) => return stmt_expr(&p.expr),
+        Expr::Group(g) => return stmt_expr(&g.expr),
+        other => {
+            let e = expr(other)?;
+            quote!(__ir::Stmt::Expr(&#e))
+        }
+    })
+}
+
+fn place(e: &Expr) -> syn::Result<TokenStream> {
+    match e {
+        Expr::Path(_) | Expr::Field(_) => expr(e),
+        Expr::Paren(p) => place(&p.expr),
+        other => Err(unsupported(
+            other,
+            "assigning to anything but a local variable or one of its fields",
+        )),
+    }
+}
+
+fn lit(l: &Lit) -> syn::Result<TokenStream> {
+    Ok(match l {
+        Lit::Int(i) => {
+            let value: u128 = i
+                .base10_parse()
+                .map_err(|e| syn::Error::new_spanned(i, e.to_string()))?;
+            let suffix = i.suffix();
+            let suffix = if suffix.is_empty() {
+                quote!(::core::option::Option::None)
+            } else if is_float(suffix) {
+                // `2f32`: a float literal written like an integer.
+                let v = prim_tokens(prim_variant(suffix).unwrap());
+                let text = format!("{value}.0");
+                return Ok(
+                    quote!(__ir::Expr::Float { text: #text, suffix: ::core::option::Option::Some(#v) }),
+                );
+            } else {
+                match prim_variant(suffix) {
+                    Some(v) if suffix != "bool" => {
+                        let v = prim_tokens(v);
+                        quote!(::core::option::Option::Some(#v))
+                    }
+                    _ => return Err(syn::Error::new_spanned(i, "unsupported literal suffix")),
+                }
+            };
+            quote!(__ir::Expr::Int { value: #value, suffix: #suffix })
+        }
+        Lit::Float(f) => {
+            let mut text: String = f.base10_digits().to_string();
+            if !text.contains(['.', 'e', 'E']) {
+                text.push_str(".0");
+            }
+            if text.ends_with('.') {
+                text.push('0');
+            }
+            let suffix = f.suffix();
+            let suffix = if suffix.is_empty() {
+                quote!(::core::option::Option::None)
+            } else {
+                let v = prim_tokens(prim_variant(suffix).unwrap_or("F64"));
+                quote!(::core::option::Option::Some(#v))
+            };
+            quote!(__ir::Expr::Float { text: #text, suffix: #suffix })
+        }
+        Lit::Bool(b) => {
+            let v = b.value;
+            quote!(__ir::Expr::Bool(#v))
+        }
+        other => return Err(unsupported(other, "this kind of literal")),
+    })
+}
+
+fn path_expr(p: &syn::ExprPath) -> syn::Result<TokenStream> {
+    if p.qself.is_some() {
+        return Err(unsupported(p, "a qualified path"));
+    }
+    if let Some(id) = p.path.get_ident() {
+        let n = id.to_string();
+        return Ok(quote!(__ir::Expr::Var(#n)));
+    }
+    let segs: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let segs: Vec<&str> = segs.iter().map(|s| s.as_str()).collect();
+    let rest = match segs.as_slice() {
+        ["std" | "core", rest @ ..] => rest,
+        rest => rest,
+    };
+    let ok = match rest {
+        [t, c] if is_float(t) => FLOAT_CONSTS.contains(c),
+        [t, c] if prim_variant(t).is_some() && *t != "bool" => matches!(*c, "MAX" | "MIN"),
+        [t, "consts", c] if is_float(t) => MATH_CONSTS.contains(c),
+        _ => false,
+    };
+    if !ok {
+        return Err(unsupported(
+            p,
+            "this path (only locals, parameters and constants like f32::MAX or f32::consts::PI)",
+        ));
+    }
+    let v = prim_tokens(prim_variant(rest[0]).unwrap());
+    let c = rest[rest.len() - 1];
+    Ok(quote!(__ir::Expr::Const { ty: #v, name: #c }))
+}
+
+fn bin_op(op: &BinOp) -> Option<&'static str> {
+    Some(match op {
+        BinOp::Add(_) => "Add",
+        BinOp::Sub(_) => "Sub",
+        BinOp::Mul(_) => "Mul",
+        BinOp::Div(_) => "Div",
+        BinOp::Rem(_) => "Rem",
+        BinOp::And(_) => "And",
+        BinOp::Or(_) => "Or",
+        BinOp::BitAnd(_) => "BitAnd",
+        BinOp::BitOr(_) => "BitOr",
+        BinOp::BitXor(_) => "BitXor",
+        BinOp::Shl(_) => "Shl",
+        BinOp::Shr(_) => "Shr",
+        BinOp::Eq(_) => "Eq",
+        BinOp::Ne(_) => "Ne",
+        BinOp::Lt(_) => "Lt",
+        BinOp::Le(_) => "Le",
+        BinOp::Gt(_) => "Gt",
+        BinOp::Ge(_) => "Ge",
+        _ => return None,
+    })
+}
+
+fn math_variant(name: &str) -> Option<TokenStream> {
+    MATH.iter().find(|(n, _)| *n == name).map(|(_, v)| {
+        let id = syn::Ident::new(v, proc_macro2::Span::call_site());
+        quote!(__ir::MathFn::#id)
+    })
+}
+
+fn arity(name: &str) -> usize {
+    match name {
+        "powf" | "powi" | "min" | "max" => 2,
+        "mul_add" => 3,
+        _ => 1,
+    }
+}
+
+fn exprs<'a>(es: impl IntoIterator<Item = &'a Expr>) -> syn::Result<Vec<TokenStream>> {
+    es.into_iter().map(expr).collect()
+}
+
+fn expr(e: &Expr) -> syn::Result<TokenStream> {
+    Ok(match e {
+        Expr::Lit(l) => lit(&l.lit)?,
+        Expr::Path(p) => path_expr(p)?,
+        Expr::Paren(p) => expr(&p.expr)?,
+        Expr::Group(g) => expr(&g.expr)?,
+        Expr::Unary(u) => {
+            let op = match u.op {
+                UnOp::Neg(_) => quote!(__ir::UnOp::Neg),
+                UnOp::Not(_) => quote!(__ir::UnOp::Not),
+                _ => return Err(unsupported(u, "dereferencing")),
+            };
+            let inner = expr(&u.expr)?;
+            quote!(__ir::Expr::Unary { op: #op, expr: &#inner })
+        }
+        Expr::Binary(b) => {
+            let Some(op) = bin_op(&b.op) else {
+                return Err(unsupported(b, "a compound assignment inside an expression"));
+            };
+            let op = syn::Ident::new(op, proc_macro2::Span::call_site());
+            let (l, r) = (expr(&b.left)?, expr(&b.right)?);
+            quote!(__ir::Expr::Binary { op: __ir::BinOp::#op, lhs: &#l, rhs: &#r })
+        }
+        Expr::Cast(c) => {
+            let ty = ty_tokens(&c.ty)?;
+            let inner = expr(&c.expr)?;
+            quote!(__ir::Expr::Cast { expr: &#inner, ty: #ty })
+        }
+        Expr::Call(c) => {
+            let Expr::Path(p) = &*c.func else {
+                return Err(unsupported(&c.func, "calling this kind of expression"));
+            };
+            if p.qself.is_some() {
+                return Err(unsupported(p, "a qualified path"));
+            }
+            if is_primitive_path(&p.path) {
+                // f32::sqrt(x)
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                let (t, m) = if segs.len() == 2 {
+                    (segs[0].as_str(), segs[1].as_str())
+                } else {
+                    return Err(unsupported(p, "this function"));
+                };
+                let allowed = if is_float(t) {
+                    MATH.iter().any(|(n, _)| *n == m)
+                } else {
+                    t != "bool" && INT_MATH.contains(&m)
+                };
+                if !allowed {
+                    return Err(unsupported(p, &format!("the function `{t}::{m}`")));
+                }
+                if c.args.len() != arity(m) {
+                    return Err(syn::Error::new_spanned(
+                        c,
+                        format!("`{t}::{m}` takes {} arguments", arity(m)),
+                    ));
+                }
+                let f = math_variant(m).unwrap();
+                let pt = prim_tokens(prim_variant(t).unwrap());
+                let args = exprs(&c.args)?;
+                quote!(__ir::Expr::Math { func: #f, ty: ::core::option::Option::Some(#pt), args: &[#(#args),*] })
+            } else {
+                for seg in &p.path.segments {
+                    if !seg.arguments.is_none() {
+                        return Err(unsupported(seg, "a generic call"));
+                    }
+                }
+                let path = &p.path;
+                let args = exprs(&c.args)?;
+                quote!(__ir::Expr::Call { callee: <#path as ::skel::userfn::UserFn>::definition, args: &[#(#args),*] })
+            }
+        }
+        Expr::MethodCall(m) => {
+            let name = m.method.to_string();
+            let Some(f) = math_variant(&name) else {
+                return Err(unsupported(
+                    &m.method,
+                    &format!("the method `{name}` (supported: abs sqrt powf powi exp ln log2 log10 sin cos tan floor ceil round round_ties_even min max mul_add)"),
+                ));
+            };
+            if m.turbofish.is_some() {
+                return Err(unsupported(m, "a turbofish"));
+            }
+            if m.args.len() + 1 != arity(&name) {
+                return Err(syn::Error::new_spanned(
+                    m,
+                    format!("`{name}` takes {} arguments", arity(&name) - 1),
+                ));
+            }
+            let mut args = vec![expr(&m.receiver)?];
+            args.extend(exprs(&m.args)?);
+            quote!(__ir::Expr::Math { func: #f, ty: ::core::option::Option::None, args: &[#(#args),*] })
+        }
+        Expr::Field(f) => {
+            let name = match &f.member {
+                syn::Member::Named(n) => n.to_string(),
+                syn::Member::Unnamed(_) => return Err(unsupported(f, "tuple field access")),
+            };
+            let inner = expr(&f.base)?;
+            quote!(__ir::Expr::Field { expr: &#inner, name: #name })
+        }
+        Expr::Index(i) => {
+            let base = expr(&i.expr)?;
+            let idx = match &*i.index {
+                Expr::Paren(p) => &*p.expr,
+                other => other,
+            };
+            match idx {
+                Expr::Tuple(t) if t.elems.len() == 2 => {
+                    let r = expr(&t.elems[0])?;
+                    let c = expr(&t.elems[1])?;
+                    quote!(__ir::Expr::Index2 { base: &#base, row: &#r, col: &#c })
+                }
+                Expr::Tuple(t) => return Err(unsupported(t, "this index")),
+                other => {
+                    let ix = expr(other)?;
+                    quote!(__ir::Expr::Index { base: &#base, index: &#ix })
+                }
+            }
+        }
+        Expr::Struct(s) => {
+            if s.qself.is_some() {
+                return Err(unsupported(s, "a qualified struct path"));
+            }
+            if let Some(r) = &s.rest {
+                return Err(unsupported(r, "struct update syntax `..`"));
+            }
+            let path = &s.path;
+            let ty = quote_spanned!(path.span()=> <#path as ::skel::DeviceType>::TY);
+            let mut fields = Vec::new();
+            for f in &s.fields {
+                let name = match &f.member {
+                    syn::Member::Named(n) => n.to_string(),
+                    syn::Member::Unnamed(_) => return Err(unsupported(f, "a tuple struct")),
+                };
+                let v = expr(&f.expr)?;
+                fields.push(quote!(__ir::FieldInit { name: #name, value: #v }));
+            }
+            quote!(__ir::Expr::Struct { ty: #ty, fields: &[#(#fields),*] })
+        }
+        Expr::If(i) => {
+            if let Expr::Let(l) = &*i.cond {
+                return Err(unsupported(l, "`if let`"));
+            }
+            let cond = expr(&i.cond)?;
+            let then = block(&i.then_branch)?;
+            let els = match &i.else_branch {
+                None => quote!(::core::option::Option::None),
+                Some((_, e)) => match &**e {
+                    Expr::Block(b) => {
+                        let b = block(&b.block)?;
+                        quote!(::core::option::Option::Some(#b))
+                    }
+                    Expr::If(_) => {
+                        let inner = expr(e)?;
+                        quote!(::core::option::Option::Some(__ir::Block { stmts: &[], tail: ::core::option::Option::Some(&#inner) }))
+                    }
+                    other => return Err(unsupported(other, "this else branch")),
+                },
+            };
+            quote!(__ir::Expr::If { cond: &#cond, then: #then, els: #els })
+        }
+        Expr::Block(b) => {
+            if let Some(l) = &b.label {
+                return Err(unsupported(l, "a block label"));
+            }
+            let b = block(&b.block)?;
+            quote!(__ir::Expr::Block(#b))
+        }
+        Expr::Closure(c) => return Err(unsupported(c, "a closure")),
+        Expr::Macro(m) => return Err(unsupported(&m.mac, "a macro invocation")),
+        Expr::Unsafe(u) => return Err(unsupported(u, "`unsafe`")),
+        Expr::Reference(r) => return Err(unsupported(r, "taking a reference")),
+        Expr::Loop(l) => return Err(unsupported(l, "`loop` (use `while` or `for i in a..b`)")),
+        Expr::Match(m) => return Err(unsupported(m, "`match` (use `if`/`else`)")),
+        Expr::Tuple(t) => return Err(unsupported(t, "a tuple")),
+        Expr::Array(a) => return Err(unsupported(a, "an array")),
+        Expr::Repeat(a) => return Err(unsupported(a, "an array")),
+        Expr::Range(r) => return Err(unsupported(r, "a range outside `for`")),
+        Expr::Try(t) => return Err(unsupported(t, "the `?` operator")),
+        Expr::Async(a) => return Err(unsupported(a, "`async`")),
+        Expr::Await(a) => return Err(unsupported(a, "`.await`")),
+        Expr::Let(l) => return Err(unsupported(l, "`let` in an expression")),
+        Expr::Assign(a) => return Err(unsupported(a, "an assignment inside an expression")),
+        Expr::ForLoop(_)
+        | Expr::While(_)
+        | Expr::Return(_)
+        | Expr::Break(_)
+        | Expr::Continue(_) => return Err(unsupported(e, "this statement in expression position")),
+        other => return Err(unsupported(other, "this expression")),
+    })
+}

@@ -1,0 +1,91 @@
+//! `#[derive(DeviceType)]`.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{Data, DeriveInput, Fields};
+
+pub fn expand(item: TokenStream) -> TokenStream {
+    match syn::parse2::<DeriveInput>(item).and_then(|input| derive(&input)) {
+        Ok(ts) => ts,
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+fn has_repr_c(input: &DeriveInput) -> bool {
+    let mut found = false;
+    for attr in &input.attrs {
+        if attr.path().is_ident("repr") {
+            let _ = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("C") {
+                    found = true;
+                }
+                Ok(())
+            });
+        }
+    }
+    found
+}
+
+fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
+    let name = &input.ident;
+    let data = match &input.data {
+        Data::Struct(s) => s,
+        _ => {
+            return Err(syn::Error::new_spanned(
+                input,
+                "DeviceType can only be derived for a #[repr(C)] struct with named fields",
+            ))
+        }
+    };
+    if !input.generics.params.is_empty() || input.generics.where_clause.is_some() {
+        return Err(syn::Error::new_spanned(
+            &input.generics,
+            "DeviceType cannot be derived for a generic struct",
+        ));
+    }
+    let fields = match &data.fields {
+        Fields::Named(f) if !f.named.is_empty() => &f.named,
+        _ => {
+            return Err(syn::Error::new_spanned(
+                input,
+                "DeviceType can only be derived for a struct with named fields (no tuple or unit structs)",
+            ))
+        }
+    };
+    if !has_repr_c(input) {
+        return Err(syn::Error::new_spanned(
+            input,
+            "DeviceType requires #[repr(C)] on the struct (its layout must match C)",
+        ));
+    }
+    let name_str = name.to_string();
+    let field_names: Vec<String> = fields
+        .iter()
+        .map(|f| f.ident.as_ref().unwrap().to_string())
+        .collect();
+    let field_tys: Vec<&syn::Type> = fields.iter().map(|f| &f.ty).collect();
+    let msg = format!(
+        "DeviceType: struct {name_str} has padding between or after its fields; reorder the fields or add explicit padding fields"
+    );
+    Ok(quote! {
+        // SAFETY: the struct is #[repr(C)] (checked by the derive), every field is a
+        // DeviceType (checked by the trait bounds in TY below), and the assertion below
+        // proves there is no padding, so TY describes the layout exactly and every bit
+        // pattern copied from a device is a valid value.
+        unsafe impl ::skel::DeviceType for #name {
+            const TY: ::skel::codegen::Ty = ::skel::codegen::Ty::Struct(&::skel::codegen::StructTy {
+                name: #name_str,
+                fields: &[#(::skel::codegen::FieldTy {
+                    name: #field_names,
+                    ty: <#field_tys as ::skel::DeviceType>::TY,
+                }),*],
+            });
+        }
+        const _: () = {
+            assert!(
+                0 #(+ ::core::mem::size_of::<#field_tys>())* == ::core::mem::size_of::<#name>(),
+                #msg
+            );
+        };
+    })
+}

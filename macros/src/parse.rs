@@ -1,0 +1,514 @@
+//! `#[userfn]`: the signature (parameter kinds, traits to implement) and the expansion.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Type};
+
+use crate::body;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Index,
+    Index2,
+    Elem,
+    Uniform,
+    Array,
+    Window,
+    Window2,
+}
+
+struct ParamInfo {
+    kind: Kind,
+    /// Names bound by the pattern (two for a 2D index).
+    names: Vec<syn::Ident>,
+    /// The declared type (for arrays and windows: the element type).
+    ty: Type,
+}
+
+pub fn expand_userfn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut func: ItemFn = match syn::parse2(item) {
+        Ok(f) => f,
+        Err(e) => return e.to_compile_error(),
+    };
+    let mut errors: Vec<syn::Error> = Vec::new();
+    if !attr.is_empty() {
+        errors.push(syn::Error::new_spanned(
+            &attr,
+            "#[userfn] takes no arguments",
+        ));
+    }
+    let result = analyse(&func);
+    // Strip our parameter attributes so that the fallback output compiles cleanly.
+    for arg in func.sig.inputs.iter_mut() {
+        if let FnArg::Typed(pt) = arg {
+            pt.attrs
+                .retain(|a| !a.path().is_ident("index") && !a.path().is_ident("uniform"));
+        }
+    }
+    match result {
+        Ok(params) if errors.is_empty() => match generate(&func, &params) {
+            Ok(ts) => ts,
+            Err(e) => {
+                let err = e.to_compile_error();
+                quote!(#err #func)
+            }
+        },
+        Ok(_) => {
+            let errs = errors.iter().map(|e| e.to_compile_error());
+            quote!(#(#errs)* #func)
+        }
+        Err(e) => {
+            errors.push(e);
+            let errs = errors.iter().map(|e| e.to_compile_error());
+            quote!(#(#errs)* #func)
+        }
+    }
+}
+
+fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
+    attrs.iter().any(|a| a.path().is_ident(name))
+}
+
+fn is_ident_type(ty: &Type, name: &str) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident(name))
+}
+
+/// `Window<T>` / `Window2<T>` (any path ending so), returning the element type.
+fn window_elem(ty: &Type) -> Option<(Kind, Type)> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    let kind = match last.ident.to_string().as_str() {
+        "Window" => Kind::Window,
+        "Window2" => Kind::Window2,
+        _ => return None,
+    };
+    let PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let tys: Vec<&Type> = args
+        .args
+        .iter()
+        .filter_map(|a| match a {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    if tys.len() == 1 {
+        Some((kind, tys[0].clone()))
+    } else {
+        None
+    }
+}
+
+fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
+    let sig = &func.sig;
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new_spanned(
+            &sig.generics,
+            "a user function cannot be generic (its C translation needs concrete types)",
+        ));
+    }
+    if let Some(u) = &sig.unsafety {
+        return Err(syn::Error::new_spanned(
+            u,
+            "a user function cannot be unsafe",
+        ));
+    }
+    if let Some(a) = &sig.asyncness {
+        return Err(syn::Error::new_spanned(
+            a,
+            "a user function cannot be async",
+        ));
+    }
+    if let Some(v) = &sig.variadic {
+        return Err(syn::Error::new_spanned(
+            v,
+            "a user function cannot be variadic",
+        ));
+    }
+    if let ReturnType::Default = sig.output {
+        return Err(syn::Error::new_spanned(
+            sig,
+            "a user function must return a value (add `-> T` with a DeviceType T)",
+        ));
+    }
+    let mut params: Vec<ParamInfo> = Vec::new();
+    for (pos, arg) in sig.inputs.iter().enumerate() {
+        let pt = match arg {
+            FnArg::Receiver(r) => {
+                return Err(syn::Error::new_spanned(
+                    r,
+                    "a user function cannot take `self`",
+                ))
+            }
+            FnArg::Typed(pt) => pt,
+        };
+        let is_index = has_attr(&pt.attrs, "index");
+        let is_uniform = has_attr(&pt.attrs, "uniform");
+        for a in &pt.attrs {
+            if !a.path().is_ident("index") && !a.path().is_ident("uniform") {
+                return Err(syn::Error::new_spanned(
+                    a,
+                    "only #[index] and #[uniform] are allowed on user-function parameters",
+                ));
+            }
+        }
+        if is_index && is_uniform {
+            return Err(syn::Error::new_spanned(
+                pt,
+                "a parameter cannot be both #[index] and #[uniform]",
+            ));
+        }
+        let ty = (*pt.ty).clone();
+        if is_index {
+            if pos != 0 {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "the #[index] parameter must be the first parameter",
+                ));
+            }
+            match &*pt.pat {
+                Pat::Ident(pi) if pi.subpat.is_none() && is_ident_type(&ty, "usize") => {
+                    params.push(ParamInfo {
+                        kind: Kind::Index,
+                        names: vec![pi.ident.clone()],
+                        ty,
+                    });
+                }
+                Pat::Tuple(tp) if tp.elems.len() == 2 => {
+                    let ok_ty = matches!(&ty, Type::Tuple(t) if t.elems.len() == 2
+                        && t.elems.iter().all(|e| is_ident_type(e, "usize")));
+                    if !ok_ty {
+                        return Err(syn::Error::new_spanned(
+                            &pt.ty,
+                            "a 2D #[index] parameter has type (usize, usize)",
+                        ));
+                    }
+                    let mut names = Vec::new();
+                    for e in &tp.elems {
+                        match e {
+                            Pat::Ident(pi) if pi.subpat.is_none() => names.push(pi.ident.clone()),
+                            other => {
+                                return Err(syn::Error::new_spanned(
+                                    other,
+                                    "expected a name in the 2D index pattern `(row, col)`",
+                                ))
+                            }
+                        }
+                    }
+                    params.push(ParamInfo {
+                        kind: Kind::Index2,
+                        names,
+                        ty,
+                    });
+                }
+                _ => {
+                    return Err(syn::Error::new_spanned(
+                        pt,
+                        "an #[index] parameter is `#[index] i: usize` or `#[index] (row, col): (usize, usize)`",
+                    ))
+                }
+            }
+            continue;
+        }
+        let name = match &*pt.pat {
+            Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => pi.ident.clone(),
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "a user-function parameter must be a plain name",
+                ))
+            }
+        };
+        let (kind, ty) = match &ty {
+            Type::Reference(r) => match &*r.elem {
+                Type::Slice(s) if r.mutability.is_none() => (Kind::Array, (*s.elem).clone()),
+                _ => {
+                    return Err(syn::Error::new_spanned(
+                        &pt.ty,
+                        "references are not supported in user functions, except one read-only array `&[T]`",
+                    ))
+                }
+            },
+            Type::Ptr(_) => {
+                return Err(syn::Error::new_spanned(
+                    &pt.ty,
+                    "pointers are not supported in user functions",
+                ))
+            }
+            _ => match window_elem(&ty) {
+                Some(kt) => kt,
+                None => (Kind::Elem, ty.clone()),
+            },
+        };
+        let kind = if is_uniform {
+            if kind != Kind::Elem {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "a #[uniform] parameter is passed by value (a DeviceType)",
+                ));
+            }
+            Kind::Uniform
+        } else {
+            kind
+        };
+        if kind != Kind::Uniform && params.iter().any(|p| p.kind == Kind::Uniform) {
+            return Err(syn::Error::new_spanned(
+                pt,
+                "#[uniform] parameters must come after all other parameters",
+            ));
+        }
+        params.push(ParamInfo {
+            kind,
+            names: vec![name],
+            ty,
+        });
+    }
+    let count = |k: Kind| params.iter().filter(|p| p.kind == k).count();
+    let (arrays, windows, windows2) = (
+        count(Kind::Array),
+        count(Kind::Window),
+        count(Kind::Window2),
+    );
+    if arrays > 1 {
+        return Err(syn::Error::new_spanned(
+            &sig.inputs,
+            "a user function takes at most one `&[T]` array parameter",
+        ));
+    }
+    if windows + windows2 > 0 {
+        let bad = windows + windows2 > 1
+            || arrays > 0
+            || params
+                .iter()
+                .any(|p| !matches!(p.kind, Kind::Window | Kind::Window2 | Kind::Uniform));
+        if bad {
+            return Err(syn::Error::new_spanned(
+                &sig.inputs,
+                "a stencil user function takes one Window<T> or Window2<T> parameter and #[uniform] parameters only",
+            ));
+        }
+    }
+    Ok(params)
+}
+
+/// Rewrites calls `g(x)` to other user functions into `g::call(x)`.
+struct CallRewriter;
+
+impl VisitMut for CallRewriter {
+    fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
+        // `f32::consts::PI` -> `::core::f32::consts::PI`
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        if p.qself.is_none()
+            && p.path.leading_colon.is_none()
+            && segs.len() == 3
+            && (segs[0] == "f32" || segs[0] == "f64")
+            && segs[1] == "consts"
+        {
+            let span = p.path.segments[0].ident.span();
+            p.path
+                .segments
+                .insert(0, syn::PathSegment::from(syn::Ident::new("core", span)));
+            p.path.leading_colon = Some(syn::Token![::](span));
+        }
+    }
+
+    fn visit_expr_call_mut(&mut self, call: &mut syn::ExprCall) {
+        syn::visit_mut::visit_expr_call_mut(self, call);
+        if let syn::Expr::Path(p) = &mut *call.func {
+            if p.qself.is_none() && !body::is_primitive_path(&p.path) {
+                let span = p.path.segments.last().unwrap().ident.span();
+                p.path
+                    .segments
+                    .push(syn::PathSegment::from(syn::Ident::new("call", span)));
+            }
+        }
+    }
+}
+
+fn tuple_ty(tys: &[TokenStream]) -> TokenStream {
+    quote!((#(#tys,)*))
+}
+
+fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
+    let def = body::definition(
+        func,
+        params
+            .iter()
+            .map(|p| body::ParamDesc {
+                kind: match p.kind {
+                    Kind::Index => "Index",
+                    Kind::Index2 => "Index2",
+                    Kind::Elem => "Elem",
+                    Kind::Uniform => "Uniform",
+                    Kind::Array => "Array",
+                    Kind::Window => "Window",
+                    Kind::Window2 => "Window2",
+                },
+                names: p.names.clone(),
+                ty: p.ty.clone(),
+            })
+            .collect(),
+    )?;
+
+    let vis = &func.vis;
+    let name = &func.sig.ident;
+    let name_str = name.to_string();
+    let out_ty = match &func.sig.output {
+        ReturnType::Type(_, t) => (**t).clone(),
+        ReturnType::Default => unreachable!("checked in analyse"),
+    };
+    let attrs = &func.attrs;
+    let mut block = (*func.block).clone();
+    CallRewriter.visit_block_mut(&mut block);
+    let inputs = &func.sig.inputs;
+    let constness = &func.sig.constness;
+
+    let index_ty = match params.first().map(|p| p.kind) {
+        Some(Kind::Index) => quote!(usize),
+        Some(Kind::Index2) => quote!((usize, usize)),
+        _ => quote!(()),
+    };
+    let has_index = matches!(
+        params.first().map(|p| p.kind),
+        Some(Kind::Index | Kind::Index2)
+    );
+    let mut elem_tys = Vec::new();
+    let mut elem_names = Vec::new();
+    let mut uni_tys = Vec::new();
+    let mut uni_names = Vec::new();
+    let mut call_args = Vec::new();
+    let mut array_ty = None;
+    let mut window = None;
+    for (i, p) in params.iter().enumerate() {
+        let ty = &p.ty;
+        match p.kind {
+            Kind::Index | Kind::Index2 => call_args.push(quote!(index)),
+            Kind::Elem => {
+                let n = format_ident!("__skel_e{}", i);
+                elem_tys.push(quote!(#ty));
+                elem_names.push(n.clone());
+                call_args.push(quote!(#n));
+            }
+            Kind::Uniform => {
+                let n = format_ident!("__skel_u{}", i);
+                uni_tys.push(quote!(#ty));
+                uni_names.push(n.clone());
+                call_args.push(quote!(#n));
+            }
+            Kind::Array => {
+                array_ty = Some(ty.clone());
+                call_args.push(quote!(array));
+            }
+            Kind::Window | Kind::Window2 => {
+                window = Some((p.kind, ty.clone()));
+                call_args.push(quote!(window));
+            }
+        }
+    }
+    let _ = has_index;
+    let elems_t = tuple_ty(&elem_tys);
+    let unis_t = tuple_ty(&uni_tys);
+    let unpack = quote! {
+        let (#(#elem_names,)*) = elems;
+        let (#(#uni_names,)*) = *uniforms;
+    };
+    let unpack_u = quote! {
+        let (#(#uni_names,)*) = *uniforms;
+    };
+    let call_trait = if let Some((kind, elem)) = window {
+        let (radius, win, tr) = if kind == Kind::Window {
+            (
+                quote!(usize),
+                quote!(::skel::Window<'_, #elem>),
+                quote!(WindowFn),
+            )
+        } else {
+            (
+                quote!((usize, usize)),
+                quote!(::skel::Window2<'_, #elem>),
+                quote!(Window2Fn),
+            )
+        };
+        quote! {
+            impl ::skel::userfn::StencilFn for #name {
+                type Radius = #radius;
+                type Elem = #elem;
+                type Uniforms = #unis_t;
+            }
+            impl ::skel::userfn::#tr for #name {
+                #[inline(always)]
+                #[allow(unused_variables)]
+                fn apply(window: #win, uniforms: &#unis_t) -> #out_ty {
+                    #unpack_u
+                    Self::call(#(#call_args),*)
+                }
+            }
+        }
+    } else if let Some(array) = array_ty {
+        quote! {
+            impl ::skel::userfn::ArrayFn for #name {
+                type Index = #index_ty;
+                type Array = #array;
+                type Elems = #elems_t;
+                type Uniforms = #unis_t;
+                #[inline(always)]
+                #[allow(unused_variables)]
+                fn apply(index: #index_ty, array: &[#array], elems: #elems_t, uniforms: &#unis_t) -> #out_ty {
+                    #unpack
+                    Self::call(#(#call_args),*)
+                }
+            }
+        }
+    } else {
+        quote! {
+            impl ::skel::userfn::ElementwiseFn for #name {
+                type Index = #index_ty;
+                type Elems = #elems_t;
+                type Uniforms = #unis_t;
+                #[inline(always)]
+                #[allow(unused_variables)]
+                fn apply(index: #index_ty, elems: #elems_t, uniforms: &#unis_t) -> #out_ty {
+                    #unpack
+                    Self::call(#(#call_args),*)
+                }
+            }
+        }
+    };
+    let span = name.span();
+    let struct_def = quote_spanned! {span=>
+        #[allow(non_camel_case_types, dead_code)]
+        #[derive(Clone, Copy, Debug, Default)]
+        #vis struct #name;
+    };
+    let _ = Span::call_site();
+    Ok(quote! {
+        #struct_def
+        impl #name {
+            #(#attrs)*
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            #vis #constness fn call(#inputs) -> #out_ty #block
+        }
+        impl ::skel::userfn::UserFn for #name {
+            type Out = #out_ty;
+            const NAME: &'static str = #name_str;
+            fn definition() -> &'static ::skel::codegen::FnDef {
+                #def
+            }
+        }
+        #call_trait
+    })
+}
+
+#[allow(dead_code)]
+fn span_of(t: &impl Spanned) -> Span {
+    t.span()
+}
