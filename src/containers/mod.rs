@@ -5,14 +5,47 @@
 //! storage the call touches plus its shape. Backends reach host memory through
 //! `Arg::host` / `ArgMut::host_mut` / `ArgMut::host_overwrite`, which keep the coherence state
 //! of the container right (bring stale ranges back, invalidate other locations).
+//!
+//! Inside (crate-internal):
+//! - `host.rs`: [`HostBuf`](host::HostBuf), aligned pageable or pinned host memory, and the
+//!   pinned-allocator hook a CUDA backend registers;
+//! - `coherence.rs`: per location (host, each device) the element ranges holding the newest
+//!   data, and the events they wait on;
+//! - `store.rs`: `Store<T>`, the host buffer + coherence state + per-device copies
+//!   ([`DeviceCopy`]) that `Vector` and `Matrix` share;
+//! - `vector.rs`, `matrix.rs`: the public containers.
+//!
+//! ```
+//! use skel::prelude::*;
+//! let mut v = Vector::from(vec![1, 2, 3]);
+//! v[0] = 10;
+//! assert_eq!(v.as_slice(), &[10, 2, 3]);
+//! let m = Matrix::from_fn(2, 2, |r, c| (r * 2 + c) as u32);
+//! assert_eq!(m.row(1), &[2, 3]);
+//! ```
 
-mod vector;
+pub(crate) mod coherence;
+pub(crate) mod host;
 mod matrix;
+pub(crate) mod store;
+mod vector;
 
 pub use matrix::Matrix;
 pub use vector::{Vector, VectorView, VectorViewMut};
 
+// The crate-internal API of device backends (CUDA/OpenCL).
+#[allow(unused_imports)]
+pub(crate) use coherence::{Coherence, Location, RangeSet, ReadyEvent};
+#[allow(unused_imports)]
+pub(crate) use host::{register_pinned_allocator, HostKind, PinnedAllocator};
+#[allow(unused_imports)]
+pub(crate) use store::{DeviceCopy, State};
+
 use std::fmt;
+use std::ops::{Bound, Range, RangeBounds};
+use std::sync::MutexGuard;
+
+use store::Store;
 
 use crate::{DeviceType, Result};
 
@@ -74,15 +107,41 @@ pub trait Output<T: DeviceType> {
     fn arg_mut(&mut self) -> ArgMut<'_, T>;
 }
 
-/// A read operand handed to a backend.
+/// A read operand handed to a backend: a range of one container's elements and its shape.
+///
+/// ```
+/// use skel::prelude::*;
+/// use skel::containers::Input;
+/// let v = Vector::from(vec![1.0f32; 8]);
+/// assert_eq!(v.view(2..6).arg().shape().len(), 4);
+/// ```
 pub struct Arg<'a, T> {
-    data: &'a [T],
+    store: &'a Store<T>,
+    offset: usize,
     shape: Shape,
 }
 
+impl<T> Clone for Arg<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Arg<'_, T> {}
+
+// The accessors beyond `shape`/`host` are for the device backends (next issue).
+#[allow(dead_code)]
 impl<'a, T: DeviceType> Arg<'a, T> {
-    pub(crate) fn new(data: &'a [T], shape: Shape) -> Self {
-        Arg { data, shape }
+    /// Elements `offset .. offset + shape.len()` of `store`.
+    pub(crate) fn new(store: &'a Store<T>, offset: usize, shape: Shape) -> Self {
+        assert!(
+            offset + shape.len() <= store.len(),
+            "operand outside its container"
+        );
+        Arg {
+            store,
+            offset,
+            shape,
+        }
     }
 
     /// The operand's shape.
@@ -92,19 +151,67 @@ impl<'a, T: DeviceType> Arg<'a, T> {
 
     /// The elements on the host, brought back from a device first where stale.
     pub(crate) fn host(&self) -> Result<&'a [T]> {
-        Ok(self.data)
+        self.store.read(self.range())
+    }
+
+    /// Number of elements of the whole container (device buffers cover all of it).
+    pub(crate) fn full_len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Index of the operand's first element in the container.
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The operand's elements as indices of the container: `offset .. offset + len`.
+    pub(crate) fn range(&self) -> Range<usize> {
+        self.offset..self.offset + self.shape.len()
+    }
+
+    /// The container's storage: `lock()` for the coherence state and device-copy slots,
+    /// `bring_back`, `host_ptr`, `host_kind`. Through an `Arg` (a read), backends may only
+    /// add valid ranges on devices (uploads); never write or invalidate the host.
+    pub(crate) fn store(&self) -> &'a Store<T> {
+        self.store
+    }
+
+    /// The container's coherence state and device copies, locked. Do not call `host()` while
+    /// holding the guard (use `store().bring_back(&mut guard, range)`).
+    pub(crate) fn lock(&self) -> MutexGuard<'a, State> {
+        self.store.lock()
     }
 }
 
-/// A write operand handed to a backend.
+/// A write operand handed to a backend: a range of one container's elements (borrowed
+/// exclusively) and its shape.
+///
+/// ```
+/// use skel::prelude::*;
+/// use skel::containers::Output;
+/// let mut m: Matrix<f32> = Matrix::zeroed(2, 3);
+/// assert_eq!(m.arg_mut().shape().to_string(), "2x3 matrix");
+/// ```
 pub struct ArgMut<'a, T> {
-    data: &'a mut [T],
+    store: &'a mut Store<T>,
+    offset: usize,
     shape: Shape,
 }
 
+// The accessors beyond `shape`/`host_*` are for the device backends (next issue).
+#[allow(dead_code)]
 impl<'a, T: DeviceType> ArgMut<'a, T> {
-    pub(crate) fn new(data: &'a mut [T], shape: Shape) -> Self {
-        ArgMut { data, shape }
+    /// Elements `offset .. offset + shape.len()` of `store`.
+    pub(crate) fn new(store: &'a mut Store<T>, offset: usize, shape: Shape) -> Self {
+        assert!(
+            offset + shape.len() <= store.len(),
+            "operand outside its container"
+        );
+        ArgMut {
+            store,
+            offset,
+            shape,
+        }
     }
 
     /// The operand's shape.
@@ -115,12 +222,76 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     /// The elements on the host, current (stale ranges brought back first); device copies
     /// of the range become invalid.
     pub(crate) fn host_mut(&mut self) -> Result<&mut [T]> {
-        Ok(self.data)
+        let range = self.range();
+        self.store.write(range)
     }
 
     /// The elements on the host for a call that overwrites all of them: nothing is brought
     /// back; device copies of the range become invalid.
     pub(crate) fn host_overwrite(&mut self) -> Result<&mut [T]> {
-        Ok(self.data)
+        let range = self.range();
+        self.store.overwrite(range)
     }
+
+    /// Number of elements of the whole container (device buffers cover all of it).
+    pub(crate) fn full_len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Index of the operand's first element in the container.
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The operand's elements as indices of the container: `offset .. offset + len`.
+    pub(crate) fn range(&self) -> Range<usize> {
+        self.offset..self.offset + self.shape.len()
+    }
+
+    /// The container's storage (see [`Arg::store`]). A backend that writes the range on a
+    /// device records it with `lock().coherence.write(Location::Device(d), range, event)`.
+    pub(crate) fn store(&self) -> &Store<T> {
+        self.store
+    }
+
+    /// The container's coherence state and device copies, locked.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.store.lock()
+    }
+
+    /// The same operand, borrowed for a shorter time.
+    pub(crate) fn reborrow(&mut self) -> ArgMut<'_, T> {
+        ArgMut {
+            store: self.store,
+            offset: self.offset,
+            shape: self.shape,
+        }
+    }
+}
+
+/// Resolves `range` against a container of `len` elements, panicking like slicing does.
+pub(crate) fn resolve_range(
+    range: impl RangeBounds<usize>,
+    len: usize,
+    what: &str,
+) -> Range<usize> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s,
+        Bound::Excluded(&s) => s.checked_add(1).expect("range start overflows usize"),
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1).expect("range end overflows usize"),
+        Bound::Excluded(&e) => e,
+        Bound::Unbounded => len,
+    };
+    assert!(
+        start <= end,
+        "{what} range starts at {start} but ends at {end}"
+    );
+    assert!(
+        end <= len,
+        "{what} range end {end} out of range for length {len}"
+    );
+    start..end
 }

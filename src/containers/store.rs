@@ -1,0 +1,541 @@
+//! `Store<T>`: the storage and coherence core shared by [`super::Vector`] and
+//! [`super::Matrix`]: a host buffer, the device copies a backend attached, and the
+//! coherence state saying which element ranges are valid where.
+//!
+//! # Soundness of shared host access
+//!
+//! `Store` is `Sync` and hands out `&[T]` over host ranges from `&self`, while a later
+//! `&self` call may have to copy stale data back into the host buffer. That is sound
+//! because of one invariant, kept under the state mutex:
+//!
+//! 1. A shared slice is only formed over host-**valid** ranges (stale parts are brought
+//!    back first, under the lock).
+//! 2. A host-valid range only becomes stale (or is written on the host) through `&mut
+//!    Store` (an `Output`/`ArgMut`, `as_mut_slice`, ...), which cannot coexist with any
+//!    live shared slice; through `&Store` backends only add valid ranges (uploads) on
+//!    devices.
+//! 3. Copy-back writes go only into host-**stale** ranges, through raw pointers, while
+//!    holding the lock.
+//!
+//! So memory covered by a live `&[T]` is never written, and two copy-backs never race.
+
+// Parts of this API are for the device backends (CUDA/OpenCL), which land after the
+// containers; until then some items are only used by tests.
+#![allow(dead_code)]
+
+use std::any::Any;
+use std::ops::Range;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::coherence::{Coherence, Location};
+use super::host::{HostBuf, HostKind};
+use crate::{DeviceType, Error, Result};
+
+/// A container's copy on one device, created by a backend (one buffer for the whole
+/// container, reused across calls). Lets the container bring stale ranges back without
+/// knowing the backend.
+pub(crate) trait DeviceCopy: Any + Send + Sync {
+    /// Copies elements `range` (element indices of the whole container) of the device
+    /// buffer into `dst` (`range.len() * size_of::<T>()` bytes), synchronously. The caller
+    /// has waited for the range's ready events.
+    fn download(&self, range: Range<usize>, dst: &mut [u8]) -> Result<()>;
+    /// For the backend to get its concrete buffer type back.
+    fn as_any(&self) -> &dyn Any;
+    /// For the backend to get its concrete buffer type back, mutably.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// The mutable part of a container, behind its mutex.
+#[derive(Debug)]
+pub(crate) struct State {
+    /// Which ranges are valid where, and their ready events.
+    pub(crate) coherence: Coherence,
+    devices: Vec<(u32, Box<dyn DeviceCopy>)>,
+}
+
+impl std::fmt::Debug for dyn DeviceCopy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceCopy")
+    }
+}
+
+impl State {
+    /// The copy on device `dev`, if a backend attached one.
+    pub(crate) fn device(&self, dev: u32) -> Option<&dyn DeviceCopy> {
+        self.devices
+            .iter()
+            .find(|(d, _)| *d == dev)
+            .map(|(_, c)| &**c)
+    }
+
+    /// The copy on device `dev`, mutably.
+    pub(crate) fn device_mut(&mut self, dev: u32) -> Option<&mut (dyn DeviceCopy + 'static)> {
+        self.devices
+            .iter_mut()
+            .find(|(d, _)| *d == dev)
+            .map(|(_, c)| &mut **c)
+    }
+
+    /// Attaches `copy` as the buffer on device `dev`, returning the previous one. The new
+    /// buffer holds nothing valid yet. Ranges valid *only* on the old buffer would be lost:
+    /// bring them back to the host first (debug builds check).
+    pub(crate) fn set_device(
+        &mut self,
+        dev: u32,
+        copy: Box<dyn DeviceCopy>,
+    ) -> Option<Box<dyn DeviceCopy>> {
+        let old = self.remove_device(dev);
+        self.devices.push((dev, copy));
+        old
+    }
+
+    /// Detaches the buffer on device `dev`; its location becomes invalid everywhere. Ranges
+    /// valid only there must have been brought back (debug builds check).
+    pub(crate) fn remove_device(&mut self, dev: u32) -> Option<Box<dyn DeviceCopy>> {
+        let loc = Location::Device(dev);
+        let len = self.coherence.len();
+        debug_assert!(
+            {
+                let only_there = self.coherence.valid(loc);
+                let elsewhere: usize = self
+                    .coherence
+                    .sources(0..len, loc)
+                    .iter()
+                    .map(|(_, r)| r.len())
+                    .sum();
+                only_there.is_empty() || elsewhere == len
+            },
+            "device {dev} holds the only copy of some elements"
+        );
+        self.coherence.invalidate(loc, 0..len);
+        let i = self.devices.iter().position(|(d, _)| *d == dev)?;
+        Some(self.devices.swap_remove(i).1)
+    }
+}
+
+/// Storage plus coherence of one container of `T`.
+pub(crate) struct Store<T> {
+    buf: HostBuf<T>,
+    state: Mutex<State>,
+}
+
+// Store is Send + Sync through its fields: HostBuf<T> (whose unsafe impls rely on the
+// invariant above) and Mutex<State> (events and device copies are Send + Sync).
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Store<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("buf", &self.buf)
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+impl<T> Drop for Store<T> {
+    fn drop(&mut self) {
+        // Asynchronous copies may still read or write the host buffer: let them finish
+        // before it is freed. Errors cannot be reported from drop.
+        let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let len = st.coherence.len();
+        let _ = st.coherence.wait_all(0..len);
+    }
+}
+
+impl<T: DeviceType> Store<T> {
+    /// A store whose data is `buf`, valid on the host only.
+    pub(crate) fn new(buf: HostBuf<T>) -> Self {
+        let state = State {
+            coherence: Coherence::new_on_host(buf.len()),
+            devices: Vec::new(),
+        };
+        Store {
+            buf,
+            state: Mutex::new(state),
+        }
+    }
+
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Pageable or pinned host memory.
+    pub(crate) fn host_kind(&self) -> HostKind {
+        self.buf.kind()
+    }
+
+    /// Pointer to element 0 of the host buffer. Only host-valid ranges hold current data;
+    /// writing through it is for the owner of `&mut Store` or for copy-back of stale ranges
+    /// under the lock.
+    pub(crate) fn host_ptr(&self) -> *mut T {
+        self.buf.as_ptr()
+    }
+
+    /// Locks the state (a poisoned lock is taken over: the state is updated only after
+    /// each copy succeeded, so it is consistent).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The state through `&mut`, without locking.
+    pub(crate) fn state_mut(&mut self) -> &mut State {
+        self.state.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn check(&self, range: &Range<usize>) {
+        assert!(
+            range.start <= range.end && range.end <= self.len(),
+            "range {}..{} out of bounds for a container of {} elements",
+            range.start,
+            range.end,
+            self.len()
+        );
+    }
+
+    /// Makes `range` valid on the host: waits for pending host writes, copies stale parts
+    /// back from the devices holding them. `st` is this store's locked state.
+    pub(crate) fn bring_back(&self, st: &mut State, range: Range<usize>) -> Result<()> {
+        self.check(&range);
+        bring_back(&self.buf, st, range)
+    }
+
+    /// The host elements of `range`, stale parts brought back first.
+    pub(crate) fn read(&self, range: Range<usize>) -> Result<&[T]> {
+        self.bring_back(&mut self.lock(), range.clone())?;
+        // SAFETY: range is in bounds and now valid on the host; by the module invariant it
+        // stays valid and unwritten as long as &self is borrowed, which bounds the slice.
+        Ok(unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) })
+    }
+
+    /// The host elements of `range` for reading and writing: stale parts are brought back,
+    /// pending copies of the range are waited for, and device copies become invalid.
+    pub(crate) fn write(&mut self, range: Range<usize>) -> Result<&mut [T]> {
+        self.check(&range);
+        let Store { buf, state } = self;
+        bring_back(
+            buf,
+            state.get_mut().unwrap_or_else(PoisonError::into_inner),
+            range.clone(),
+        )?;
+        self.overwrite(range)
+    }
+
+    /// The host elements of `range` for a write of every element: nothing is brought back;
+    /// pending copies of the range are waited for, and device copies become invalid.
+    pub(crate) fn overwrite(&mut self, range: Range<usize>) -> Result<&mut [T]> {
+        self.check(&range);
+        let st = self.state_mut();
+        st.coherence.wait_all(range.clone())?;
+        st.coherence.write(Location::Host, range.clone(), None);
+        // SAFETY: range is in bounds; &mut self excludes every other slice of this buffer
+        // and no asynchronous copy touches the range any more (waited above).
+        Ok(
+            unsafe {
+                std::slice::from_raw_parts_mut(self.host_ptr().add(range.start), range.len())
+            },
+        )
+    }
+
+    /// A new store with a copy of the host data (brought back first), the same kind of
+    /// host memory where possible, valid on the host only.
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        let data = self.read(0..self.len())?;
+        let buf = match self.host_kind() {
+            HostKind::Pinned => HostBuf::from_slice(HostKind::Pinned, data)
+                .unwrap_or_else(|_| HostBuf::from_slice_default(data)),
+            HostKind::Pageable => HostBuf::from_slice(HostKind::Pageable, data)?,
+        };
+        Ok(Store::new(buf))
+    }
+}
+
+/// [`Store::bring_back`] on the parts of a store (so `&mut Store` callers can lend them out
+/// separately).
+fn bring_back<T: DeviceType>(buf: &HostBuf<T>, st: &mut State, range: Range<usize>) -> Result<()> {
+    st.coherence.wait(Location::Host, range.clone())?;
+    let missing = st.coherence.missing(Location::Host, range);
+    for part in missing {
+        let sources = st.coherence.sources(part.clone(), Location::Host);
+        let covered: usize = sources.iter().map(|(_, r)| r.len()).sum();
+        if covered != part.len() {
+            return Err(Error::Driver(format!(
+                "internal: elements {part:?} of a container are valid nowhere"
+            )));
+        }
+        for (loc, r) in sources {
+            let Location::Device(dev) = loc else {
+                unreachable!("host is excluded")
+            };
+            st.coherence.wait(loc, r.clone())?;
+            let copy = st.device(dev).ok_or_else(|| {
+                Error::Driver(format!(
+                    "internal: device {dev} holds elements {r:?} but no buffer"
+                ))
+            })?;
+            let size = std::mem::size_of::<T>();
+            // SAFETY: r lies inside the buffer (checked above; coherence ranges are
+            // within 0..len). It is stale on the host, so no live shared slice covers it
+            // (module invariant 1, 2), and we hold the lock, so no other copy-back
+            // writes it: this byte slice is the only reference to that memory. The
+            // memory is initialised (every HostBuf is), and any bytes written are a
+            // valid T (DeviceType: every bit pattern is valid).
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(
+                    buf.as_ptr().add(r.start).cast::<u8>(),
+                    r.len() * size,
+                )
+            };
+            copy.download(r.clone(), dst)?;
+            st.coherence.mark_valid(Location::Host, r, None);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use crate::containers::coherence::ReadyEvent;
+
+    /// An in-memory "device": its own copy of the elements (as bytes), counting downloads.
+    #[derive(Default)]
+    pub(crate) struct FakeMem {
+        pub(crate) mem: Mutex<Vec<u8>>,
+        pub(crate) elem: usize,
+        pub(crate) downloaded_bytes: AtomicUsize,
+        pub(crate) downloads: AtomicUsize,
+        pub(crate) fail: AtomicBool,
+    }
+
+    impl FakeMem {
+        /// A "kernel" writing `vals` at element `start`.
+        pub(crate) fn put<T: DeviceType>(&self, start: usize, vals: &[T]) {
+            let bytes = std::mem::size_of_val(vals);
+            // SAFETY: T is a DeviceType (plain data without padding); its bytes are read only.
+            let src = unsafe { std::slice::from_raw_parts(vals.as_ptr().cast::<u8>(), bytes) };
+            self.mem.lock().unwrap()[start * self.elem..][..bytes].copy_from_slice(src);
+        }
+
+        /// An "upload" of `range` from host data.
+        pub(crate) fn upload<T: DeviceType>(&self, range: Range<usize>, host: &[T]) {
+            self.put(range.start, &host[range]);
+        }
+
+        pub(crate) fn bytes(&self) -> usize {
+            self.downloaded_bytes.load(Ordering::SeqCst)
+        }
+    }
+
+    /// The [`DeviceCopy`] a fake backend attaches.
+    pub(crate) struct FakeDevice(pub(crate) Arc<FakeMem>);
+
+    impl DeviceCopy for FakeDevice {
+        fn download(&self, range: Range<usize>, dst: &mut [u8]) -> Result<()> {
+            let m = &self.0;
+            if m.fail.load(Ordering::SeqCst) {
+                return Err(Error::Driver("fake download failure".into()));
+            }
+            assert_eq!(dst.len(), range.len() * m.elem);
+            dst.copy_from_slice(&m.mem.lock().unwrap()[range.start * m.elem..range.end * m.elem]);
+            m.downloads.fetch_add(1, Ordering::SeqCst);
+            m.downloaded_bytes.fetch_add(dst.len(), Ordering::SeqCst);
+            Ok(())
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+        fn as_any_mut(&mut self) -> &mut dyn Any {
+            self
+        }
+    }
+
+    /// Attaches a fake device `dev` with `len` elements of `T` to a locked state.
+    pub(crate) fn attach_to<T: DeviceType>(st: &mut State, dev: u32, len: usize) -> Arc<FakeMem> {
+        let elem = std::mem::size_of::<T>();
+        let mem = Arc::new(FakeMem {
+            mem: Mutex::new(vec![0; len * elem]),
+            elem,
+            ..Default::default()
+        });
+        st.set_device(dev, Box::new(FakeDevice(mem.clone())));
+        mem
+    }
+
+    /// Attaches a fake device 0 to `store`.
+    pub(crate) fn attach<T: DeviceType>(store: &Store<T>) -> Arc<FakeMem> {
+        attach_to::<T>(&mut store.lock(), 0, store.len())
+    }
+
+    fn store(n: usize) -> Store<u32> {
+        Store::new(HostBuf::from_fn(HostKind::Pageable, n, |i| i as u32).unwrap())
+    }
+
+    const D0: Location = Location::Device(0);
+
+    #[test]
+    fn host_read_downloads_only_stale_range_once() {
+        let s = store(100);
+        let dev = attach(&s);
+        // Upload everything, then a "kernel" writes 40..50 on the device.
+        dev.upload(0..100, s.read(0..100).unwrap());
+        s.lock().coherence.mark_valid(D0, 0..100, None);
+        dev.put(40, &[1000u32; 10]);
+        s.lock().coherence.write(D0, 40..50, None);
+
+        // Reading 0..30 needs nothing from the device.
+        assert_eq!(s.read(0..30).unwrap()[29], 29);
+        assert_eq!(dev.bytes(), 0);
+        // Reading everything downloads exactly the stale 10 elements.
+        let all = s.read(0..100).unwrap();
+        assert_eq!(
+            &all[38..52],
+            &[38, 39, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 50, 51]
+        );
+        assert_eq!(dev.bytes(), 40);
+        assert_eq!(dev.downloads.load(Ordering::SeqCst), 1);
+        // A second read downloads nothing.
+        let _ = s.read(0..100).unwrap();
+        assert_eq!(dev.bytes(), 40);
+        // The device copy is still valid (reading does not invalidate it).
+        assert!(s.lock().coherence.is_valid(D0, 0..100));
+    }
+
+    #[test]
+    fn partial_read_downloads_only_its_part() {
+        let s = store(100);
+        let dev = attach(&s);
+        dev.put(0, &[7u32; 100]);
+        s.lock().coherence.write(D0, 0..100, None);
+        assert_eq!(s.read(10..20).unwrap(), &[7; 10]);
+        assert_eq!(dev.bytes(), 40);
+        assert_eq!(s.read(15..25).unwrap(), &[7; 10]);
+        assert_eq!(dev.bytes(), 60);
+        assert_eq!(
+            s.lock().coherence.missing(Location::Host, 0..100),
+            vec![0..10, 25..100]
+        );
+    }
+
+    #[test]
+    fn host_write_invalidates_device_and_overwrite_downloads_nothing() {
+        let mut s = store(10);
+        let dev = attach(&s);
+        dev.put(0, &[5u32; 10]);
+        s.lock().coherence.write(D0, 0..10, None);
+        // write() brings the range back first, then owns it.
+        s.write(2..4).unwrap()[0] = 99;
+        assert_eq!(dev.bytes(), 8);
+        assert_eq!(s.lock().coherence.valid(D0).ranges(), &[0..2, 4..10]);
+        // overwrite() brings nothing back.
+        s.overwrite(4..10).unwrap().fill(1);
+        assert_eq!(dev.bytes(), 8);
+        assert_eq!(s.read(0..10).unwrap(), &[5, 5, 99, 5, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(dev.bytes(), 16);
+    }
+
+    #[test]
+    fn failed_download_leaves_range_stale() {
+        let s = store(10);
+        let dev = attach(&s);
+        dev.put(0, &[5u32; 10]);
+        s.lock().coherence.write(D0, 0..10, None);
+        dev.fail.store(true, Ordering::SeqCst);
+        assert!(matches!(s.read(0..10), Err(Error::Driver(_))));
+        assert_eq!(
+            s.lock().coherence.missing(Location::Host, 0..10),
+            vec![0..10]
+        );
+        dev.fail.store(false, Ordering::SeqCst);
+        assert_eq!(s.read(0..10).unwrap(), &[5; 10]);
+    }
+
+    struct Ticket(AtomicUsize);
+    impl ReadyEvent for Ticket {
+        fn wait(&self) -> Result<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn events_are_waited_before_download_and_before_host_writes() {
+        let mut s = store(10);
+        let dev = attach(&s);
+        let k = Arc::new(Ticket(AtomicUsize::new(0)));
+        dev.put(0, &[3u32; 5]);
+        s.lock().coherence.write(D0, 0..5, Some(k.clone()));
+        assert_eq!(s.read(5..10).unwrap(), &[5, 6, 7, 8, 9]);
+        assert_eq!(k.0.load(Ordering::SeqCst), 0);
+        assert_eq!(s.read(0..5).unwrap(), &[3; 5]);
+        assert_eq!(k.0.load(Ordering::SeqCst), 1);
+        // An upload in flight (reading host memory) is waited for before the host writes.
+        let up = Arc::new(Ticket(AtomicUsize::new(0)));
+        s.lock().coherence.mark_valid(D0, 5..10, Some(up.clone()));
+        s.overwrite(0..3).unwrap();
+        assert_eq!(up.0.load(Ordering::SeqCst), 0);
+        s.overwrite(0..10).unwrap();
+        assert_eq!(up.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn drop_waits_for_pending_copies() {
+        let k = Arc::new(Ticket(AtomicUsize::new(0)));
+        {
+            let s = store(10);
+            s.lock().coherence.mark_valid(D0, 0..10, Some(k.clone()));
+        }
+        assert_eq!(k.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn clone_copies_current_host_data() {
+        let s = store(10);
+        let dev = attach(&s);
+        dev.put(8, &[42u32, 43]);
+        s.lock().coherence.write(D0, 8..10, None);
+        let c = s.try_clone().unwrap();
+        assert_eq!(c.read(0..10).unwrap(), &[0, 1, 2, 3, 4, 5, 6, 7, 42, 43]);
+        assert!(c.lock().device(0).is_none());
+        assert!(c.lock().coherence.valid(D0).is_empty());
+    }
+
+    #[test]
+    fn device_slot_replacement() {
+        let s = store(4);
+        let _ = attach(&s);
+        s.lock().coherence.mark_valid(D0, 0..4, None);
+        let old = s.lock().set_device(0, Box::new(FakeDevice(Arc::default())));
+        assert!(old.is_some());
+        assert!(s.lock().coherence.valid(D0).is_empty());
+        assert!(s.lock().remove_device(0).is_some());
+        assert!(s.lock().device(0).is_none());
+        assert!(s.lock().remove_device(0).is_none());
+    }
+
+    #[test]
+    fn concurrent_readers_bring_back_disjoint_parts() {
+        let s = store(1000);
+        let dev = attach(&s);
+        dev.put(0, &vec![9u32; 1000]);
+        s.lock().coherence.write(D0, 0..1000, None);
+        std::thread::scope(|sc| {
+            for t in 0..4 {
+                let s = &s;
+                sc.spawn(move || {
+                    for _ in 0..10 {
+                        assert!(s
+                            .read(t * 250..(t + 1) * 250)
+                            .unwrap()
+                            .iter()
+                            .all(|x| *x == 9));
+                        assert!(s.read(0..1000).unwrap().iter().all(|x| *x == 9));
+                    }
+                });
+            }
+        });
+        assert_eq!(dev.bytes(), 4000);
+    }
+}
