@@ -1,0 +1,530 @@
+//! The backend-generic test suite: every test runs one skeleton on the backend under test
+//! and compares with the sequential `cpu` backend (the oracle) and, where the semantics are
+//! simple, with a plain Rust computation. `backend_suite!(name, Backend::X)` instantiates
+//! it; a backend without a device prints `skipped: no <backend> device` and passes.
+
+#![allow(dead_code)]
+
+use skel::prelude::*;
+
+/// Sizes every element-wise test covers: empty, one, primes, around the Rayon chunk size
+/// (2^14) and its multiples, and one large odd size.
+pub const SIZES: &[usize] = &[
+    0, 1, 2, 3, 7, 13, 31, 257, 1009, 16383, 16384, 16385, 65537, 100_003,
+];
+
+#[userfn]
+pub fn add_f32(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+pub fn add_i64(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[userfn]
+pub fn mul_i64(a: i64, b: i64) -> i64 {
+    a * b
+}
+
+#[userfn]
+pub fn max_i64(a: i64, b: i64) -> i64 {
+    a.max(b)
+}
+
+#[userfn]
+pub fn neg_f64(a: f64) -> f64 {
+    -a
+}
+
+#[userfn]
+pub fn fma3(a: f32, b: f32, c: f32) -> f32 {
+    a * b + c
+}
+
+#[userfn]
+pub fn mix4(a: i32, b: i32, c: i32, d: i32) -> i32 {
+    a - 2 * b + 3 * c - d
+}
+
+#[userfn]
+pub fn iota(#[index] i: usize) -> u64 {
+    i as u64
+}
+
+#[userfn]
+pub fn where2d(#[index] (row, col): (usize, usize), x: i32) -> i32 {
+    (row * 1000 + col) as i32 + x
+}
+
+#[userfn]
+pub fn scaled(x: f32, #[uniform] k: f32, #[uniform] bias: f32) -> f32 {
+    x * k + bias
+}
+
+/// String concatenation stand-in: associative, not commutative (checks order is kept).
+#[userfn]
+pub fn affine_compose(a: Affine, b: Affine) -> Affine {
+    Affine {
+        m: a.m * b.m,
+        c: a.c * b.m + b.c,
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct Affine {
+    pub m: i64,
+    pub c: i64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct Pixel {
+    pub r: f32,
+    pub g: f32,
+    pub b: f32,
+}
+
+#[userfn]
+pub fn luma(px: Pixel, #[uniform] w: Pixel) -> Pixel {
+    let y = w.r * px.r + w.g * px.g + w.b * px.b;
+    Pixel { r: y, g: y, b: y }
+}
+
+#[userfn]
+pub fn lookup(table: &[i64], x: u32) -> i64 {
+    table[x as usize]
+}
+
+#[userfn]
+pub fn gather_offset(#[index] i: usize, table: &[i64], #[uniform] offset: i64) -> i64 {
+    table[i % 37] + offset
+}
+
+#[userfn]
+pub fn weighted(w: Window<i64>, #[uniform] r: i32) -> i64 {
+    let mut acc = 0;
+    let mut d = -r;
+    while d <= r {
+        acc += w[d as isize] * (d as i64 + 10);
+        d += 1;
+    }
+    acc
+}
+
+#[userfn]
+pub fn blur3(w: Window<f32>) -> f32 {
+    (w[-1] + w[0] + w[1]) / 3.0
+}
+
+#[userfn]
+pub fn stencil2(w: Window2<i64>) -> i64 {
+    w[(-1, 0)] + 2 * w[(1, 0)] + 3 * w[(0, -1)] + 5 * w[(0, 1)] - 7 * w[(0, 0)] + 11 * w[(-1, -1)]
+}
+
+/// Integer-valued data, so float sums are exact in any order.
+pub fn ints_f32(n: usize, seed: u64) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i as u64 * 2654435761 + seed) % 17) as f32 - 8.0)
+        .collect()
+}
+
+pub fn ints_i64(n: usize, seed: u64) -> Vec<i64> {
+    (0..n)
+        .map(|i| ((i as u64 * 2654435761 + seed) % 201) as i64 - 100)
+        .collect()
+}
+
+/// Reference semantics of a 1D read beyond the borders.
+pub fn at_edge(v: &[i64], p: isize, edge: Edge, pad: i64) -> i64 {
+    let n = v.len() as isize;
+    if (0..n).contains(&p) {
+        return v[p as usize];
+    }
+    match edge {
+        Edge::Duplicate => v[p.clamp(0, n - 1) as usize],
+        Edge::Cyclic => v[p.rem_euclid(n) as usize],
+        _ => pad,
+    }
+}
+
+/// Whether the backend can run here; prints the skip line the CI log shows if not.
+pub fn available(backend: Backend) -> bool {
+    match backend.check() {
+        Ok(()) => true,
+        Err(e) => {
+            println!("skipped: no {backend} device ({e})");
+            false
+        }
+    }
+}
+
+#[macro_export]
+macro_rules! backend_suite {
+    ($name:ident, $backend:expr) => {
+        mod $name {
+            use super::suite::*;
+            use skel::prelude::*;
+
+            const B: Backend = $backend;
+
+            macro_rules! require {
+                () => {
+                    if !available(B) {
+                        return;
+                    }
+                };
+            }
+
+            #[test]
+            fn map_one_to_four_inputs_all_sizes() {
+                require!();
+                for &n in SIZES {
+                    let a = Vector::from(ints_f32(n, 1));
+                    let b = Vector::from(ints_f32(n, 2));
+                    let c = Vector::from(ints_f32(n, 3));
+                    let mut out = Vector::filled(n, f32::NAN);
+                    Map::new(add_f32).backend(B).run(&a, &b, &mut out).unwrap();
+                    let want: Vec<f32> = (0..n).map(|i| a[i] + b[i]).collect();
+                    assert_eq!(out.to_vec(), want, "add, n={n}");
+
+                    Map::new(fma3).backend(B).run(&a, &b, &c, &mut out).unwrap();
+                    let want: Vec<f32> = (0..n).map(|i| a[i] * b[i] + c[i]).collect();
+                    assert_eq!(out.to_vec(), want, "fma3, n={n}");
+
+                    let x = Vector::from_fn(n, |i| i as f64 * 0.5);
+                    let mut y = Vector::zeroed(n);
+                    Map::new(neg_f64).backend(B).run(&x, &mut y).unwrap();
+                    assert!(y.iter().enumerate().all(|(i, &v)| v == -(i as f64 * 0.5)), "neg, n={n}");
+
+                    let ints: Vec<Vector<i32>> = (0..4).map(|s| Vector::from_fn(n, |i| (i as i32 * (s + 3)) % 101)).collect();
+                    let mut iout = Vector::zeroed(n);
+                    Map::new(mix4).backend(B).run(&ints[0], &ints[1], &ints[2], &ints[3], &mut iout).unwrap();
+                    let want: Vec<i32> = (0..n).map(|i| ints[0][i] - 2 * ints[1][i] + 3 * ints[2][i] - ints[3][i]).collect();
+                    assert_eq!(iout.to_vec(), want, "mix4, n={n}");
+                }
+            }
+
+            #[test]
+            fn map_index_uniforms_structs_and_matrices() {
+                require!();
+                for &n in SIZES {
+                    let mut ids = Vector::zeroed(n);
+                    Map::new(iota).backend(B).run_index(&mut ids).unwrap();
+                    assert_eq!(ids.to_vec(), (0..n as u64).collect::<Vec<_>>());
+
+                    let x = Vector::from(ints_f32(n, 7));
+                    let mut y = Vector::zeroed(n);
+                    Map::new(scaled).uniforms((2.0, 0.5)).backend(B).run(&x, &mut y).unwrap();
+                    assert!((0..n).all(|i| y[i] == x[i] * 2.0 + 0.5));
+
+                    let img = Vector::from_fn(n, |i| Pixel { r: (i % 7) as f32, g: (i % 5) as f32, b: (i % 3) as f32 });
+                    let mut grey = Vector::zeroed(n);
+                    let w = Pixel { r: 0.25, g: 0.5, b: 0.25 };
+                    Map::new(luma).uniforms((w,)).backend(B).run(&img, &mut grey).unwrap();
+                    let mut oracle = Vector::zeroed(n);
+                    Map::new(luma).uniforms((w,)).backend(Backend::Cpu).run(&img, &mut oracle).unwrap();
+                    assert_eq!(grey, oracle);
+                }
+                for (rows, cols) in [(0, 0), (1, 1), (3, 5), (17, 13), (130, 129), (300, 301)] {
+                    let m = Matrix::from_fn(rows, cols, |r, c| (r + c) as i32);
+                    let mut out = Matrix::zeroed(rows, cols);
+                    Map::new(where2d).backend(B).run(&m, &mut out).unwrap();
+                    for r in 0..rows {
+                        for c in 0..cols {
+                            assert_eq!(out[(r, c)], (r * 1000 + c) as i32 + (r + c) as i32);
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn map_on_views_touches_only_the_range() {
+                require!();
+                let a = Vector::from_fn(100, |i| i as f32);
+                let b = Vector::from_fn(100, |i| 1000.0 + i as f32);
+                let mut out = Vector::filled(100, -1.0f32);
+                Map::new(add_f32).backend(B).run(&a.view(10..20), &b.view(0..10), &mut out.view_mut(5..15)).unwrap();
+                for i in 0..100 {
+                    let want = if (5..15).contains(&i) { (i + 5) as f32 + 1000.0 + (i - 5) as f32 } else { -1.0 };
+                    assert_eq!(out[i], want, "i={i}");
+                }
+            }
+
+            #[test]
+            fn reduce_and_map_reduce_all_sizes() {
+                require!();
+                for &n in SIZES {
+                    let v = Vector::from(ints_i64(n, 3));
+                    let sum: i64 = v.iter().sum();
+                    assert_eq!(Reduce::new(add_i64).backend(B).run(&v).unwrap(), sum, "n={n}");
+                    assert_eq!(Reduce::new(add_i64).start(5).backend(B).run(&v).unwrap(), sum + 5);
+                    let max = v.iter().copied().fold(0, i64::max);
+                    assert_eq!(Reduce::new(max_i64).backend(B).run(&v).unwrap(), max, "default start 0");
+                    assert_eq!(
+                        Reduce::new(max_i64).start(i64::MIN).backend(B).run(&v).unwrap(),
+                        v.iter().copied().max().unwrap_or(i64::MIN)
+                    );
+                    let w = Vector::from(ints_i64(n, 9));
+                    let dot: i64 = v.iter().zip(w.iter()).map(|(a, b)| a * b).sum();
+                    assert_eq!(MapReduce::new(mul_i64, add_i64).backend(B).run(&v, &w).unwrap(), dot);
+                    assert_eq!(MapReduce::new(mul_i64, add_i64).start(-3).backend(B).run(&v, &w).unwrap(), dot - 3);
+                    // Associative but not commutative: order must be kept.
+                    let fs = Vector::from_fn(n, |i| Affine { m: if i % 3 == 0 { -1 } else { 1 }, c: (i % 11) as i64 });
+                    let oracle = Reduce::new(affine_compose).start(Affine { m: 1, c: 0 }).backend(Backend::Cpu).run(&fs).unwrap();
+                    assert_eq!(Reduce::new(affine_compose).start(Affine { m: 1, c: 0 }).backend(B).run(&fs).unwrap(), oracle);
+                }
+            }
+
+            #[test]
+            fn reduce_rows_and_cols() {
+                require!();
+                for (rows, cols) in [(1, 1), (1, 9), (9, 1), (7, 13), (200, 301), (1000, 3)] {
+                    let m = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 5)).unwrap();
+                    let mut per_row = Vector::zeroed(rows);
+                    let mut per_col = Vector::zeroed(cols);
+                    Reduce::new(add_i64).backend(B).run_rows(&m, &mut per_row).unwrap();
+                    Reduce::new(add_i64).backend(B).run_cols(&m, &mut per_col).unwrap();
+                    for r in 0..rows {
+                        assert_eq!(per_row[r], m.row(r).iter().sum::<i64>());
+                    }
+                    for c in 0..cols {
+                        assert_eq!(per_col[c], (0..rows).map(|r| m[(r, c)]).sum::<i64>());
+                    }
+                    assert_eq!(Reduce::new(add_i64).backend(B).run(&m).unwrap(), m.as_slice().iter().sum::<i64>());
+                }
+            }
+
+            #[test]
+            fn scan_inclusive_exclusive_all_sizes() {
+                require!();
+                for &n in SIZES {
+                    let v = Vector::from(ints_i64(n, 11));
+                    let mut out = Vector::zeroed(n);
+                    Scan::new(add_i64).backend(B).run(&v, &mut out).unwrap();
+                    let mut acc = 0;
+                    let want: Vec<i64> = v.iter().map(|x| { acc += x; acc }).collect();
+                    assert_eq!(out.to_vec(), want, "inclusive n={n}");
+
+                    Scan::new(add_i64).mode(ScanMode::Exclusive).start(10).backend(B).run(&v, &mut out).unwrap();
+                    let mut acc = 10;
+                    let want: Vec<i64> = v.iter().map(|x| { let before = acc; acc += x; before }).collect();
+                    assert_eq!(out.to_vec(), want, "exclusive n={n}");
+
+                    let fs = Vector::from_fn(n, |i| Affine { m: if i % 5 == 0 { -1 } else { 1 }, c: (i % 7) as i64 });
+                    let mut got = Vector::zeroed(n);
+                    let mut oracle = Vector::zeroed(n);
+                    for mode in [ScanMode::Inclusive, ScanMode::Exclusive] {
+                        let s = Scan::new(affine_compose).mode(mode).start(Affine { m: 1, c: 0 });
+                        s.backend(B).run(&fs, &mut got).unwrap();
+                        s.backend(Backend::Cpu).run(&fs, &mut oracle).unwrap();
+                        assert_eq!(got, oracle, "{mode:?} n={n}");
+                    }
+                }
+            }
+
+            #[test]
+            fn map_array_all_sizes() {
+                require!();
+                let table = Vector::from(ints_i64(37, 1));
+                for &n in SIZES {
+                    let idx = Vector::from_fn(n, |i| (i * 7 % 37) as u32);
+                    let mut out = Vector::zeroed(n);
+                    MapArray::new(lookup).backend(B).run(&table, &idx, &mut out).unwrap();
+                    assert!((0..n).all(|i| out[i] == table[i * 7 % 37]), "n={n}");
+                    MapArray::new(gather_offset).uniforms((4,)).backend(B).run_index(&table, &mut out).unwrap();
+                    assert!((0..n).all(|i| out[i] == table[i % 37] + 4), "n={n}");
+                }
+            }
+
+            #[test]
+            fn map_overlap_1d_every_edge_and_radius() {
+                require!();
+                for &n in SIZES {
+                    let v = Vector::from(ints_i64(n, 13));
+                    for r in [0usize, 1, 2, 5] {
+                        if n < 2 * r {
+                            continue;
+                        }
+                        for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
+                            let mut out = Vector::filled(n, -77i64);
+                            MapOverlap::new(weighted, r)
+                                .edge(edge)
+                                .pad(3)
+                                .uniforms((r as i32,))
+                                .backend(B)
+                                .run(&v, &mut out)
+                                .unwrap();
+                            for i in 0..n {
+                                let border = i < r || i + r >= n;
+                                let want = if edge == Edge::None && border {
+                                    -77
+                                } else {
+                                    (-(r as isize)..=r as isize)
+                                        .map(|d| at_edge(v.as_slice(), i as isize + d, edge, 3) * (d as i64 + 10))
+                                        .sum()
+                                };
+                                assert_eq!(out[i], want, "n={n} r={r} {edge:?} i={i}");
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn map_overlap_rowwise_colwise_and_2d() {
+                require!();
+                for (rows, cols) in [(2, 2), (3, 5), (8, 7), (130, 257)] {
+                    let m = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 17)).unwrap();
+                    for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
+                        for (name, rowwise) in [("rowwise", true), ("colwise", false)] {
+                            let mut got = Matrix::filled(rows, cols, -5i64);
+                            let mut oracle = Matrix::filled(rows, cols, -5i64);
+                            let s = MapOverlap::new(weighted, 1).edge(edge).pad(2).uniforms((1,));
+                            let s = if rowwise { s.rowwise() } else { s.colwise() };
+                            s.backend(B).run(&m, &mut got).unwrap();
+                            s.backend(Backend::Cpu).run(&m, &mut oracle).unwrap();
+                            assert_eq!(got, oracle, "{name} {rows}x{cols} {edge:?}");
+                            // the oracle itself against the 1D definition, one row/column at a time
+                            let line = |k: usize| -> Vec<i64> {
+                                if rowwise { m.row(k).to_vec() } else { (0..rows).map(|r| m[(r, k)]).collect() }
+                            };
+                            let (lines, len) = if rowwise { (rows, cols) } else { (cols, rows) };
+                            for k in 0..lines {
+                                let l = line(k);
+                                for i in 0..len {
+                                    let want = if edge == Edge::None && (i < 1 || i + 1 >= len) {
+                                        -5
+                                    } else {
+                                        (-1..=1isize).map(|d| at_edge(&l, i as isize + d, edge, 2) * (d as i64 + 10)).sum()
+                                    };
+                                    let at = if rowwise { (k, i) } else { (i, k) };
+                                    assert_eq!(oracle[at], want, "{name} {rows}x{cols} {edge:?} at {at:?}");
+                                }
+                            }
+                        }
+                        let mut got = Matrix::filled(rows, cols, -9i64);
+                        let mut oracle = Matrix::filled(rows, cols, -9i64);
+                        let s = MapOverlap::new(stencil2, (1, 1)).edge(edge).pad(4);
+                        s.backend(B).run(&m, &mut got).unwrap();
+                        s.backend(Backend::Cpu).run(&m, &mut oracle).unwrap();
+                        assert_eq!(got, oracle, "2D {rows}x{cols} {edge:?}");
+                        let at = |i: isize, j: isize| -> i64 {
+                            let (ri, ci) = (rows as isize, cols as isize);
+                            let inside = (0..ri).contains(&i) && (0..ci).contains(&j);
+                            match edge {
+                                _ if inside => m[(i as usize, j as usize)],
+                                Edge::Duplicate => m[(i.clamp(0, ri - 1) as usize, j.clamp(0, ci - 1) as usize)],
+                                Edge::Cyclic => m[(i.rem_euclid(ri) as usize, j.rem_euclid(ci) as usize)],
+                                _ => 4,
+                            }
+                        };
+                        for i in 0..rows as isize {
+                            for j in 0..cols as isize {
+                                let border = i < 1 || j < 1 || i + 1 >= rows as isize || j + 1 >= cols as isize;
+                                let want = if edge == Edge::None && border {
+                                    -9
+                                } else {
+                                    at(i - 1, j) + 2 * at(i + 1, j) + 3 * at(i, j - 1) + 5 * at(i, j + 1) - 7 * at(i, j)
+                                        + 11 * at(i - 1, j - 1)
+                                };
+                                assert_eq!(oracle[(i as usize, j as usize)], want, "2D {edge:?} at ({i}, {j})");
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn float_blur_matches_the_oracle_exactly() {
+                require!();
+                for &n in SIZES.iter().filter(|&&n| n >= 2) {
+                    let v = Vector::from_fn(n, |i| (i as f32).sin());
+                    let mut got = Vector::zeroed(n);
+                    let mut oracle = Vector::zeroed(n);
+                    MapOverlap::new(blur3, 1).backend(B).run(&v, &mut got).unwrap();
+                    MapOverlap::new(blur3, 1).backend(Backend::Cpu).run(&v, &mut oracle).unwrap();
+                    assert_eq!(got, oracle, "n={n}");
+                }
+            }
+
+            proptest::proptest! {
+                #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+                #[test]
+                fn prop_every_skeleton_matches_the_oracle(
+                    data in proptest::collection::vec(-1000i64..1000, 0..3000),
+                    other_seed in 0u64..1000,
+                    start in -100i64..100,
+                    r in 0usize..4,
+                    edge_pick in 0usize..4,
+                ) {
+                    if !available(B) {
+                        return Ok(());
+                    }
+                    let n = data.len();
+                    let v = Vector::from(data.clone());
+                    let w = Vector::from(ints_i64(n, other_seed));
+                    let cpu = Backend::Cpu;
+                    let (mut got, mut want) = (Vector::zeroed(n), Vector::zeroed(n));
+
+                    Map::new(add_i64).backend(B).run(&v, &w, &mut got).unwrap();
+                    Map::new(add_i64).backend(cpu).run(&v, &w, &mut want).unwrap();
+                    proptest::prop_assert_eq!(&got, &want);
+
+                    let reduce = Reduce::new(add_i64).start(start);
+                    proptest::prop_assert_eq!(reduce.backend(B).run(&v).unwrap(), reduce.backend(cpu).run(&v).unwrap());
+                    let mr = MapReduce::new(mul_i64, add_i64).start(start);
+                    proptest::prop_assert_eq!(mr.backend(B).run(&v, &w).unwrap(), mr.backend(cpu).run(&v, &w).unwrap());
+
+                    for mode in [ScanMode::Inclusive, ScanMode::Exclusive] {
+                        let scan = Scan::new(add_i64).mode(mode).start(start);
+                        scan.backend(B).run(&v, &mut got).unwrap();
+                        scan.backend(cpu).run(&v, &mut want).unwrap();
+                        proptest::prop_assert_eq!(&got, &want);
+                    }
+
+                    let edge = [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None][edge_pick];
+                    let overlap = MapOverlap::new(weighted, r).edge(edge).pad(start).uniforms((r as i32,));
+                    let (a, b) = (overlap.backend(B).run(&v, &mut got), overlap.backend(cpu).run(&v, &mut want));
+                    proptest::prop_assert_eq!(a.is_ok(), b.is_ok());
+                    proptest::prop_assert_eq!(a.is_ok(), n >= 2 * r);
+                    proptest::prop_assert_eq!(&got, &want);
+                }
+            }
+
+            #[test]
+            fn bad_input_is_an_error_and_leaves_outputs_untouched() {
+                require!();
+                let a = Vector::from(vec![1.0f32, 2.0, 3.0]);
+                let b = Vector::from(vec![1.0f32, 2.0]);
+                let mut out = Vector::filled(3, 9.0f32);
+                let err = Map::new(add_f32).backend(B).run(&a, &b, &mut out).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                assert!(err.to_string().contains("vector of 3") && err.to_string().contains("vector of 2"), "{err}");
+                assert_eq!(out.to_vec(), vec![9.0; 3]);
+                assert_eq!(a.to_vec(), vec![1.0, 2.0, 3.0]);
+
+                let err = Map::new(scaled).backend(B).run(&a, &mut out).unwrap_err();
+                assert!(err.to_string().contains(".uniforms"), "{err}");
+
+                let short = Vector::from(vec![1i64, 2, 3]);
+                let mut sout = Vector::filled(3, 0i64);
+                let err = MapOverlap::new(weighted, 2).uniforms((2,)).backend(B).run(&short, &mut sout).unwrap_err();
+                assert!(err.to_string().contains("radius 2"), "{err}");
+
+                let mut wrong = Vector::zeroed(4);
+                assert!(Scan::new(add_i64).backend(B).run(&short, &mut wrong).is_err());
+                let m = Matrix::from_vec(2, 3, vec![1i64; 6]).unwrap();
+                let mut per_row = Vector::zeroed(3);
+                assert!(Reduce::new(add_i64).backend(B).run_rows(&m, &mut per_row).is_err());
+                assert!(Map::new(add_f32).backend(B).streams(0).run(&a, &a, &mut out).is_err());
+                let mut vid = Vector::zeroed(3);
+                let err = Map::new(where2d).backend(B).run(&Vector::from(vec![1, 2, 3]), &mut vid).unwrap_err();
+                assert!(err.to_string().contains("Matrix"), "{err}");
+            }
+        }
+    };
+}
