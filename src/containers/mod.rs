@@ -28,6 +28,8 @@ pub(crate) mod coherence;
 pub(crate) mod host;
 mod matrix;
 pub(crate) mod store;
+#[cfg(test)]
+mod tests;
 mod vector;
 
 pub use matrix::Matrix;

@@ -1,0 +1,175 @@
+//! Containers driven the way a device backend drives them, with a fake in-memory device
+//! (see `store::tests::FakeMem`): the backend-facing accessors of `Arg`/`ArgMut`, lazy
+//! copy-back of stale ranges only, invalidation by host writes.
+
+use std::sync::Arc;
+
+use super::coherence::Location;
+use super::store::tests::{attach_to, FakeMem};
+use super::{Input, Matrix, Output, Vector};
+use crate::DeviceType;
+
+const D0: Location = Location::Device(0);
+
+/// What a device backend does for `Map` reading `input` (an `Input`): upload what is
+/// missing on the device.
+fn fake_upload<T: DeviceType>(input: &impl Input<T>, dev: &FakeMem) {
+    let arg = input.arg();
+    let mut st = arg.lock();
+    for part in st.coherence.missing(D0, arg.range()) {
+        arg.store().bring_back(&mut st, part.clone()).unwrap();
+        // SAFETY (test): the part is host-valid and we hold the lock.
+        let host = unsafe { std::slice::from_raw_parts(arg.store().host_ptr(), arg.full_len()) };
+        dev.upload(part.clone(), host);
+        st.coherence.mark_valid(D0, part, None);
+    }
+}
+
+/// What a device backend does for a kernel writing `vals` into `out`: the device holds the
+/// result, the host copy becomes stale.
+fn fake_kernel<T: DeviceType>(out: &mut impl Output<T>, dev: &FakeMem, vals: &[T]) {
+    let arg = out.arg_mut();
+    assert_eq!(vals.len(), arg.shape().len());
+    dev.put(arg.offset(), vals);
+    arg.lock().coherence.write(D0, arg.range(), None);
+}
+
+fn attach<T: DeviceType>(c: &impl Input<T>) -> Arc<FakeMem> {
+    let arg = c.arg();
+    attach_to::<T>(&mut arg.lock(), 0, arg.full_len())
+}
+
+#[test]
+fn arg_accessors() {
+    let mut v = Vector::from_fn(10, |i| i as u32);
+    {
+        let w = v.view(3..7);
+        let a = w.arg();
+        assert_eq!((a.full_len(), a.offset(), a.range()), (10, 3, 3..7));
+        assert_eq!(a.host().unwrap(), &[3, 4, 5, 6]);
+        assert!(a.lock().device(0).is_none());
+    }
+    let mut w = v.view_mut(5..9);
+    let mut a = w.arg_mut();
+    assert_eq!((a.full_len(), a.offset(), a.range()), (10, 5, 5..9));
+    a.reborrow().host_mut().unwrap()[0] = 50;
+    a.host_overwrite().unwrap()[3] = 80;
+    assert_eq!(v.to_vec(), vec![0, 1, 2, 3, 4, 50, 6, 7, 80, 9]);
+}
+
+#[test]
+fn device_write_then_host_reads_download_only_stale_once() {
+    let mut v = Vector::from_fn(100, |i| i as f32);
+    let dev = attach(&v);
+    fake_upload(&v, &dev);
+    assert_eq!(dev.bytes(), 0);
+    // A kernel writes 40..50 through a view.
+    fake_kernel(&mut v.view_mut(40..50), &dev, &[-1.0f32; 10]);
+    // Host reads outside the stale range download nothing.
+    assert_eq!(v[0], 0.0);
+    assert_eq!(v.view(50..100).as_slice()[0], 50.0);
+    assert_eq!(dev.bytes(), 0);
+    // One element inside: only it comes back.
+    assert_eq!(v[45], -1.0);
+    assert_eq!(dev.bytes(), 4);
+    // The whole vector: the 9 remaining stale elements, in two pieces.
+    assert_eq!(
+        v.as_slice()[39..51],
+        [39.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 50.0]
+    );
+    assert_eq!(dev.bytes(), 40);
+    assert_eq!(dev.downloads.load(std::sync::atomic::Ordering::SeqCst), 3);
+    // Second read: nothing.
+    assert_eq!(v.to_vec()[45], -1.0);
+    let _ = v.clone();
+    assert_eq!(dev.bytes(), 40);
+    // The device copy is still valid everywhere: a new read-upload copies nothing.
+    assert!(v.arg().lock().coherence.missing(D0, 0..100).is_empty());
+}
+
+#[test]
+fn host_writes_invalidate_device_copies() {
+    let mut v = Vector::from_fn(8, |i| i as i32);
+    let dev = attach(&v);
+    fake_upload(&v, &dev);
+    v[2] = 20;
+    assert_eq!(v.arg().lock().coherence.missing(D0, 0..8), vec![2..3]);
+    v.view_mut(5..7).as_mut_slice().fill(0);
+    assert_eq!(v.arg().lock().coherence.missing(D0, 0..8), vec![2..3, 5..7]);
+    v.as_mut_slice();
+    assert_eq!(v.arg().lock().coherence.missing(D0, 0..8), vec![0..8]);
+    // A re-upload then copies only what the host changed.
+    fake_kernel(&mut v, &dev, &[1; 8]);
+    assert_eq!(v.as_slice(), &[1; 8]);
+}
+
+#[test]
+fn as_mut_slice_brings_stale_data_back_first() {
+    let mut v = Vector::from_fn(6, |i| i as u8);
+    let dev = attach(&v);
+    fake_kernel(&mut v.view_mut(0..3), &dev, &[9u8, 9, 9]);
+    let s = v.as_mut_slice();
+    assert_eq!(s, &[9, 9, 9, 3, 4, 5]);
+    s[0] = 0;
+    assert_eq!(dev.bytes(), 3);
+    assert_eq!(v.to_vec(), vec![0, 9, 9, 3, 4, 5]);
+}
+
+#[test]
+fn overwrite_output_downloads_nothing() {
+    let mut v = Vector::from_fn(6, |i| i as u64);
+    let dev = attach(&v);
+    fake_kernel(&mut v, &dev, &[7u64; 6]);
+    v.arg_mut().host_overwrite().unwrap().fill(1);
+    assert_eq!(dev.bytes(), 0);
+    assert_eq!(v.as_slice(), &[1; 6]);
+    assert!(v.arg().lock().coherence.valid(D0).is_empty());
+}
+
+#[test]
+fn failed_copy_back_is_an_error_not_corruption() {
+    let mut v = Vector::from_fn(4, |i| i as i16);
+    let dev = attach(&v);
+    fake_kernel(&mut v, &dev, &[5i16; 4]);
+    dev.fail.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(v.try_as_slice().is_err());
+    assert!(v.try_as_mut_slice().is_err());
+    assert!(format!("{v:?}").contains("copy-back failed"));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| v.as_slice().len()));
+    assert!(caught.is_err());
+    dev.fail.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(v.as_slice(), &[5; 4]);
+}
+
+#[test]
+fn matrix_rows_come_back_individually() {
+    let mut m = Matrix::from_fn(4, 3, |r, c| (r * 3 + c) as u32);
+    let dev = attach(&m);
+    fake_kernel(&mut m, &dev, &(100..112).collect::<Vec<u32>>());
+    assert_eq!(m.row(2), &[106, 107, 108]);
+    assert_eq!(dev.bytes(), 12);
+    assert_eq!(m[(3, 0)], 109);
+    assert_eq!(dev.bytes(), 16);
+    assert_eq!(m.to_vec(), (100..112).collect::<Vec<u32>>());
+    assert_eq!(dev.bytes(), 48);
+    m[(0, 0)] = 0;
+    assert_eq!(m.arg().lock().coherence.missing(D0, 0..12), vec![0..1]);
+}
+
+#[test]
+fn shared_readers_on_threads_bring_back_once() {
+    let mut v = Vector::from_fn(4096, |i| i as u32);
+    let dev = attach(&v);
+    fake_kernel(&mut v, &dev, &vec![3u32; 4096]);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let v = &v;
+            s.spawn(move || {
+                let part = v.view(t * 1024..(t + 1) * 1024);
+                assert!(part.as_slice().iter().all(|x| *x == 3));
+                assert!(v.as_slice().iter().all(|x| *x == 3));
+            });
+        }
+    });
+    assert_eq!(dev.bytes(), 4096 * 4);
+}
