@@ -19,6 +19,100 @@
 //! assert_eq!(total, 500_500.0);
 //! # Ok::<(), skel::Error>(())
 //! ```
+//!
+//! ## The whole API at a glance
+//!
+//! Every snippet of the API contract, compiled and run as a test:
+//!
+//! ```
+//! use skel::prelude::*;
+//!
+//! #[userfn]
+//! fn add(a: f32, b: f32) -> f32 { a + b }
+//! #[userfn]
+//! fn mult(a: f32, b: f32) -> f32 { a * b }
+//! #[userfn]
+//! fn max(a: f32, b: f32) -> f32 { a.max(b) }
+//!
+//! #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+//! #[repr(C)]
+//! struct Pixel { r: f32, g: f32, b: f32 }
+//!
+//! #[userfn]
+//! fn grey(px: Pixel, #[uniform] luma: Pixel) -> Pixel {
+//!     let y = luma.r * px.r + luma.g * px.g + luma.b * px.b;
+//!     Pixel { r: y, g: y, b: y }
+//! }
+//! #[userfn]
+//! fn iota(#[index] i: usize) -> u32 { i as u32 }
+//! #[userfn]
+//! fn lookup(table: &[f32], x: u32) -> f32 { table[x as usize] }
+//! #[userfn]
+//! fn blur(w: Window<f32>) -> f32 { (w[-1] + w[0] + w[1]) / 3.0 }
+//! #[userfn]
+//! fn lap(w: Window2<f32>) -> f32 { w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)] - 4.0 * w[(0, 0)] }
+//!
+//! const LUMA: Pixel = Pixel { r: 0.2126, g: 0.7152, b: 0.0722 };
+//!
+//! // Containers
+//! let a = Vector::from(vec![1.0f32, 2.0, 3.0]);
+//! let b = Vector::filled(3, 2.0f32);
+//! let z: Vector<f32> = Vector::zeroed(3);
+//! let f = Vector::from_fn(3, |i| i as f32);
+//! let m = Matrix::from_vec(2, 3, vec![0i32; 6])?;
+//! let mz: Matrix<f32> = Matrix::zeroed(2, 3);
+//! assert!(Matrix::from_vec(2, 3, vec![0i32; 5]).is_err());
+//! assert_eq!((z.len(), f[2], m.rows(), mz.cols()), (3, 2.0, 2, 3));
+//!
+//! // Skeletons
+//! let mut out = Vector::zeroed(3);
+//! Map::new(add).run(&a, &b, &mut out)?;
+//! assert_eq!(out.to_vec(), vec![3.0, 4.0, 5.0]);
+//! let img = Vector::filled(3, Pixel { r: 1.0, g: 1.0, b: 1.0 });
+//! let mut grey_out = Vector::zeroed(3);
+//! Map::new(grey).uniforms((LUMA,)).run(&img, &mut grey_out)?;
+//! let mut ids = Vector::zeroed(3);
+//! Map::new(iota).run_index(&mut ids)?;
+//! assert_eq!(ids.to_vec(), vec![0, 1, 2]);
+//! let s: f32 = Reduce::new(add).run(&a)?;
+//! assert_eq!(s, 6.0);
+//! let s: f32 = Reduce::new(max).start(f32::MIN).run(&a)?;
+//! assert_eq!(s, 3.0);
+//! let mm = Matrix::from_vec(2, 3, vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+//! let (mut per_row, mut per_col) = (Vector::zeroed(2), Vector::zeroed(3));
+//! Reduce::new(add).run_rows(&mm, &mut per_row)?;
+//! Reduce::new(add).run_cols(&mm, &mut per_col)?;
+//! assert_eq!((per_row.to_vec(), per_col.to_vec()), (vec![6.0, 15.0], vec![5.0, 7.0, 9.0]));
+//! let d: f32 = MapReduce::new(mult, add).run(&a, &b)?;
+//! assert_eq!(d, 12.0);
+//! let table = Vector::from(vec![10.0f32, 20.0, 30.0]);
+//! let idx = Vector::from(vec![2u32, 1, 0]);
+//! MapArray::new(lookup).run(&table, &idx, &mut out)?;
+//! assert_eq!(out.to_vec(), vec![30.0, 20.0, 10.0]);
+//! let v = Vector::from(vec![3.0f32, 6.0, 9.0, 12.0]);
+//! let mut vout = Vector::zeroed(4);
+//! MapOverlap::new(blur, 1).edge(Edge::Duplicate).run(&v, &mut vout)?;
+//! MapOverlap::new(blur, 1).edge(Edge::Pad).pad(0.0).run(&v, &mut vout)?;
+//! let mut mout = Matrix::zeroed(2, 3);
+//! MapOverlap::new(lap, (1, 1)).edge(Edge::Cyclic).run(&mz, &mut mout)?;
+//! Scan::new(add).run(&v, &mut vout)?;
+//! assert_eq!(vout.to_vec(), vec![3.0, 9.0, 18.0, 30.0]);
+//! Scan::new(add).mode(ScanMode::Exclusive).start(10.0).run(&v, &mut vout)?;
+//! assert_eq!(vout.to_vec(), vec![10.0, 13.0, 19.0, 28.0]);
+//!
+//! // Views: only the range is read, computed and written.
+//! let a = Vector::from_fn(20, |i| i as f32);
+//! let b = Vector::filled(20, 1.0f32);
+//! let mut out = Vector::zeroed(20);
+//! Map::new(add).run(&a.view(10..20), &b.view(0..10), &mut out.view_mut(5..15))?;
+//! assert_eq!((out[4], out[5], out[14], out[15]), (0.0, 11.0, 20.0, 0.0));
+//!
+//! // Backends
+//! let on_cpu: f32 = Reduce::new(add).backend(Backend::Cpu).run(&a)?;
+//! assert_eq!(on_cpu, 190.0);
+//! assert!(Backend::available().contains(&Backend::Cpu));
+//! # Ok::<(), skel::Error>(())
+//! ```
 #![deny(missing_docs)]
 
 // The macros emit `::skel::...` paths; this lets them work inside the crate too.
