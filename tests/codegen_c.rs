@@ -1,0 +1,421 @@
+//! The generated C, compiled with the system C compiler and compared with the Rust body.
+//!
+//! Each user function is emitted in the host-C dialect (and the OpenCL dialect behind a
+//! small shim header), compiled with `cc` together with a tiny `main` that reads inputs
+//! from stdin and prints the results' bit patterns, and compared with `name::call`.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use skel::codegen::{device_source, Dialect};
+use skel::prelude::*;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Pixel {
+    r: f32,
+    g: f32,
+    b: f32,
+}
+
+#[userfn]
+fn arith_f32(a: f32, b: f32) -> f32 {
+    a * b + a / (b.abs() + 2.5) - 0.5 * -b
+}
+
+#[userfn]
+fn arith_f64(a: f64, b: f64) -> f64 {
+    a * b + a / (b.abs() + 2.5) - 0.5 * -b
+}
+
+#[userfn]
+fn arith_i32(a: i32, b: i32) -> i32 {
+    (a * 3 + b) / 7 - a % 5 + ((a << 2) ^ (b >> 1)) + (b & 0xff | 3) - -a
+}
+
+#[userfn]
+fn arith_u32(a: u32, b: u32) -> u32 {
+    a / (b | 1) + (a % 13) * 2 + (b >> 3) + !a % 1000
+}
+
+#[userfn]
+fn control(n: i32, x: f32) -> f32 {
+    let mut s = 0.0;
+    for i in 0..n {
+        if i % 2 == 0 {
+            s += x;
+        } else {
+            s -= 0.5 * x;
+        }
+    }
+    let mut k = 0;
+    while k < 3 {
+        k += 1;
+        if k == 2 {
+            continue;
+        }
+        s *= 1.5;
+    }
+    if s > 1000.0 {
+        return f32::MAX;
+    }
+    let t = if s < 0.0 { -s } else { s * 2.0 };
+    let u = if t > 10.0 {
+        let v = t - 10.0;
+        v * v
+    } else {
+        t
+    };
+    u.max(std::f32::consts::PI) + 1.0
+}
+
+#[userfn]
+fn grey(px: Pixel, #[uniform] luma: Pixel) -> Pixel {
+    let y = (px.r * luma.r + px.g * luma.g + px.b * luma.b).powf(1.0 / 2.2);
+    let q = (y * 255.0).round_ties_even() / 255.0;
+    Pixel { b: q, g: q, r: y }
+}
+
+#[userfn]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+fn add3(a: f32, b: f32, c: f32) -> f32 {
+    add(add(a, b), c) * 2.0
+}
+
+#[userfn]
+fn casts(x: f32, n: i32) -> i64 {
+    (x as i32 + n) as i64 * 3 + (n as f64 * 0.25) as i64 + (x.abs() as u8) as i64
+}
+
+#[userfn]
+fn blur(w: Window<f32>) -> f32 {
+    (w[-1] + w[0] + w[1]) / 3.0
+}
+
+#[userfn]
+fn lap(w: Window2<f32>, #[uniform] k: f32) -> f32 {
+    w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)] - k * w[(0, 0)]
+}
+
+#[userfn]
+fn lookup(table: &[f32], x: u32) -> f32 {
+    table[x as usize % 4] * 2.0
+}
+
+#[userfn]
+fn iminmax(a: i32, b: i32) -> i32 {
+    a.min(b) * 2 + a.max(b) + (a - b).abs() + i32::max(a, 3)
+}
+
+#[userfn]
+fn lits(x: f32) -> f32 {
+    let mut s = 0.0;
+    s += x * 0.1;
+    let c = 1e-3;
+    let h: f32 = 0.5;
+    (s.max(c) + h * 3.0).sqrt() + f32::exp(x * 0.01) + (x + 2.0).ln() * 0.25
+}
+
+#[userfn]
+fn max(a: f32, b: f32) -> f32 {
+    let float = a;
+    let int = b;
+    if float > int {
+        float
+    } else {
+        int
+    }
+}
+
+/// Compiles `src` + `main` with cc; returns the executable path.
+fn build(name: &str, src: &str, main: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("skel_codegen_c_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join(format!("{name}.c"));
+    let exe = dir.join(name);
+    std::fs::write(
+        &c,
+        format!("#include <stdio.h>\n#include <string.h>\n{src}\n{main}\n"),
+    )
+    .unwrap();
+    let out = Command::new("cc")
+        .args([
+            "-std=c99",
+            "-O2",
+            "-ffp-contract=off",
+            "-Wall",
+            "-Werror",
+            "-Wno-unused-function",
+            "-Wno-unused-value",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(&c)
+        .arg("-lm")
+        .output()
+        .expect("cc");
+    assert!(
+        out.status.success(),
+        "cc failed:\n{}\n{src}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn run(exe: &std::path::Path, input: &str) -> Vec<String> {
+    let mut child = Command::new(exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn host<F: skel::userfn::UserFn>() -> String {
+    device_source::<F>(Dialect::HostC).unwrap().source
+}
+
+fn f32_close(a: f32, b: f32, ulps: u32) -> bool {
+    if a.is_nan() || b.is_nan() {
+        return a.is_nan() && b.is_nan();
+    }
+    a == b || (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs() <= ulps as u64
+}
+
+const MAIN_FF_F: &str = "int main(void){float a,b;unsigned u,v;while(scanf(\"%x %x\",&u,&v)==2){memcpy(&a,&u,4);memcpy(&b,&v,4);float r=ENTRY(a,b);unsigned w;memcpy(&w,&r,4);printf(\"%u\\n\",w);}return 0;}";
+
+fn exe_ff_f<F: skel::userfn::UserFn>(
+    name: &str,
+    cache: &'static OnceLock<std::path::PathBuf>,
+) -> &'static std::path::Path {
+    cache.get_or_init(|| {
+        let src = device_source::<F>(Dialect::HostC).unwrap();
+        let main = MAIN_FF_F.replace("ENTRY", src.entry());
+        build(name, &src.source, &main)
+    })
+}
+
+fn check_ff_f(exe: &std::path::Path, f: fn(f32, f32) -> f32, xs: &[(f32, f32)], ulps: u32) {
+    let input: String = xs
+        .iter()
+        .map(|(a, b)| format!("{:x} {:x}\n", a.to_bits(), b.to_bits()))
+        .collect();
+    let out = run(exe, &input);
+    assert_eq!(out.len(), xs.len());
+    for ((a, b), o) in xs.iter().zip(out) {
+        let c = f32::from_bits(o.parse().unwrap());
+        let r = f(*a, *b);
+        assert!(f32_close(c, r, ulps), "f({a}, {b}): C {c} vs Rust {r}");
+    }
+}
+
+static ARITH_F32: OnceLock<std::path::PathBuf> = OnceLock::new();
+static ADD3: OnceLock<std::path::PathBuf> = OnceLock::new();
+static CONTROL: OnceLock<std::path::PathBuf> = OnceLock::new();
+static LITS: OnceLock<std::path::PathBuf> = OnceLock::new();
+static MAXF: OnceLock<std::path::PathBuf> = OnceLock::new();
+static ARITH_F64: OnceLock<std::path::PathBuf> = OnceLock::new();
+static INTS: OnceLock<std::path::PathBuf> = OnceLock::new();
+static GREY: OnceLock<std::path::PathBuf> = OnceLock::new();
+static STENCIL: OnceLock<std::path::PathBuf> = OnceLock::new();
+
+fn f() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        -1000.0f32..1000.0,
+        -2.0f32..2.0,
+        Just(0.0f32),
+        Just(-0.0f32),
+        Just(1.0f32)
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn exact_f32(xs in prop::collection::vec((f(), f()), 1..300)) {
+        check_ff_f(exe_ff_f::<arith_f32>("arith_f32", &ARITH_F32), arith_f32::call, &xs, 0);
+        check_ff_f(exe_ff_f::<max>("max", &MAXF), max::call, &xs, 0);
+        let add3_2 = |a, b| add3::call(a, b, 1.5);
+        let exe = ADD3.get_or_init(|| {
+            let src = device_source::<add3>(Dialect::HostC).unwrap();
+            build("add3", &src.source, &MAIN_FF_F.replace("ENTRY(a,b)", "skel_fn_add3(a,b,1.5f)"))
+        });
+        check_ff_f(exe, add3_2, &xs, 0);
+        let ctl = |a: f32, b: f32| control::call((a.abs() as i32) % 20, b);
+        let exe = CONTROL.get_or_init(|| {
+            let src = device_source::<control>(Dialect::HostC).unwrap();
+            build("control", &src.source, &MAIN_FF_F.replace("ENTRY(a,b)", "skel_fn_control(((int)fabsf(a)) % 20, b)"))
+        });
+        check_ff_f(exe, ctl, &xs, 0);
+        let lit = |a: f32, _b: f32| lits::call(a.abs());
+        let exe = LITS.get_or_init(|| {
+            let src = device_source::<lits>(Dialect::HostC).unwrap();
+            build("lits", &src.source, &MAIN_FF_F.replace("ENTRY(a,b)", "skel_fn_lits(fabsf(a))"))
+        });
+        check_ff_f(exe, lit, &xs, 2);
+    }
+
+    #[test]
+    fn exact_f64_and_ints(xs in prop::collection::vec((-1e6f64..1e6, -1e6f64..1e6, -10000i32..10000, -10000i32..10000, 0u32..1_000_000, 0u32..1_000_000), 1..300)) {
+        let exe = ARITH_F64.get_or_init(|| {
+            let src = host::<arith_f64>();
+            build("arith_f64", &src, "int main(void){double a,b;unsigned long long u,v;while(scanf(\"%llx %llx\",&u,&v)==2){memcpy(&a,&u,8);memcpy(&b,&v,8);double r=skel_fn_arith_f64(a,b);unsigned long long w;memcpy(&w,&r,8);printf(\"%llu\\n\",w);}return 0;}")
+        });
+        let input: String = xs.iter().map(|x| format!("{:x} {:x}\n", x.0.to_bits(), x.1.to_bits())).collect();
+        for (x, o) in xs.iter().zip(run(exe, &input)) {
+            prop_assert_eq!(f64::from_bits(o.parse().unwrap()), arith_f64::call(x.0, x.1));
+        }
+        let exe = INTS.get_or_init(|| {
+            let s = skel::codegen::device_source_multi(
+                &[<arith_i32 as skel::userfn::UserFn>::definition(), <arith_u32 as skel::userfn::UserFn>::definition(), <iminmax as skel::userfn::UserFn>::definition(), <casts as skel::userfn::UserFn>::definition()],
+                Dialect::HostC).unwrap();
+            build("ints", &s.source, "int main(void){int a,b;unsigned c,d;float x;unsigned xb;while(scanf(\"%d %d %u %u %x\",&a,&b,&c,&d,&xb)==5){memcpy(&x,&xb,4);printf(\"%d %u %d %lld\\n\",skel_fn_arith_i32(a,b),skel_fn_arith_u32(c,d),skel_fn_iminmax(a,b),skel_fn_casts(x,a));}return 0;}")
+        });
+        let input: String = xs.iter().map(|x| format!("{} {} {} {} {:x}\n", x.2, x.3, x.4, x.5, (x.0 as f32 / 10000.0).to_bits())).collect();
+        for (x, o) in xs.iter().zip(run(exe, &input)) {
+            let want = format!("{} {} {} {}", arith_i32::call(x.2, x.3), arith_u32::call(x.4, x.5), iminmax::call(x.2, x.3), casts::call(x.0 as f32 / 10000.0, x.2));
+            prop_assert_eq!(o, want);
+        }
+    }
+
+    #[test]
+    fn structs_and_stencils(xs in prop::collection::vec((0.0f32..1.0, 0.0f32..1.0, 0.0f32..1.0, -10.0f32..10.0), 9..200)) {
+        let luma = Pixel { r: 0.2126, g: 0.7152, b: 0.0722 };
+        let exe = GREY.get_or_init(|| {
+            let src = host::<grey>();
+            build("grey", &src, "int main(void){unsigned a,b,c;Pixel l=skel_make_Pixel(0.2126f,0.7152f,0.0722f);while(scanf(\"%x %x %x\",&a,&b,&c)==3){Pixel p;memcpy(&p.r,&a,4);memcpy(&p.g,&b,4);memcpy(&p.b,&c,4);Pixel q=skel_fn_grey(p,l);memcpy(&a,&q.r,4);memcpy(&b,&q.g,4);memcpy(&c,&q.b,4);printf(\"%u %u %u\\n\",a,b,c);}return 0;}")
+        });
+        let input: String = xs.iter().map(|x| format!("{:x} {:x} {:x}\n", x.0.to_bits(), x.1.to_bits(), x.2.to_bits())).collect();
+        for (x, o) in xs.iter().zip(run(exe, &input)) {
+            let want = grey::call(Pixel { r: x.0, g: x.1, b: x.2 }, luma);
+            let got: Vec<f32> = o.split(' ').map(|s| f32::from_bits(s.parse().unwrap())).collect();
+            prop_assert!(f32_close(got[0], want.r, 2) && f32_close(got[1], want.g, 1) && f32_close(got[2], want.b, 1), "{:?} vs {:?}", got, want);
+        }
+        // stencils and arrays over the 4th column: n values, 3x3 windows over rows of 3
+        let v: Vec<f32> = xs.iter().map(|x| x.3).collect();
+        let exe = STENCIL.get_or_init(|| {
+            let s = skel::codegen::device_source_multi(
+                &[<blur as skel::userfn::UserFn>::definition(), <lap as skel::userfn::UserFn>::definition(), <lookup as skel::userfn::UserFn>::definition()],
+                Dialect::HostC).unwrap();
+            build("stencil", &s.source, "int main(void){static float v[1000];int n=0;unsigned u;while(scanf(\"%x\",&u)==1){memcpy(&v[n++],&u,4);}for(int i=1;i+1<n;i++){float r=skel_fn_blur(&v[i]);memcpy(&u,&r,4);printf(\"%u\\n\",u);}for(int i=1;i+1<n/3;i++){float r=skel_fn_lap(&v[i*3+1],3,4.0f);memcpy(&u,&r,4);printf(\"%u\\n\",u);}for(int i=0;i<n;i++){float r=skel_fn_lookup(v,(unsigned)(i*7));memcpy(&u,&r,4);printf(\"%u\\n\",u);}return 0;}")
+        });
+        let input: String = v.iter().map(|x| format!("{:x}\n", x.to_bits())).collect();
+        let out: Vec<f32> = run(exe, &input).iter().map(|s| f32::from_bits(s.parse().unwrap())).collect();
+        let mut want = Vec::new();
+        for i in 1..v.len() - 1 {
+            want.push(blur::call(Window::new(&v[i - 1..i + 2], 1)));
+        }
+        for i in 1..(v.len() / 3).saturating_sub(1) {
+            want.push(lap::call(Window2::new(&v[(i - 1) * 3..], 3, (1, 1)), 4.0));
+        }
+        for i in 0..v.len() {
+            want.push(lookup::call(&v, (i * 7) as u32));
+        }
+        prop_assert_eq!(out, want);
+    }
+}
+
+#[test]
+fn f32_functions_do_no_double_math() {
+    for src in [
+        host::<arith_f32>(),
+        host::<lits>(),
+        host::<control>(),
+        host::<grey>(),
+        host::<blur>(),
+    ] {
+        let body = &src[src.find("typedef").or(src.find("SKEL_FN float")).unwrap()..];
+        assert!(!body.contains("double"), "{src}");
+        // every float literal carries the f suffix
+        let mut chars = body.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if c.is_ascii_digit()
+                && (i == 0
+                    || !body.as_bytes()[i - 1].is_ascii_alphanumeric()
+                        && body.as_bytes()[i - 1] != b'_')
+            {
+                let rest: String = body[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+                    .collect();
+                if rest.contains('.') || rest.contains('e') {
+                    assert!(
+                        rest.ends_with('f'),
+                        "unsuffixed float literal `{rest}` in\n{src}"
+                    );
+                }
+                for _ in 1..rest.len() {
+                    chars.next();
+                }
+            }
+        }
+    }
+    assert!(host::<lits>().contains("0.1f"));
+    assert!(host::<lits>().contains("sqrtf("));
+}
+
+#[test]
+fn names_never_collide_with_c() {
+    let src = host::<max>();
+    assert!(src.contains("skel_fn_max("));
+    assert!(src.contains("float float_ = a;"), "{src}");
+}
+
+const OPENCL_SHIM: &str = "#define __global\n#define __local\n#define __kernel\n#include <math.h>\n#include <stdbool.h>\ntypedef unsigned char uchar; typedef unsigned short ushort; typedef unsigned int uint; typedef unsigned long ulong;\nstatic inline float pownf_(float x, int n){ return powf(x, (float)n); }\n#define pown(x, n) _Generic((x), float: pownf_, double: pow)((x), (n))\n#include <tgmath.h>\n";
+
+#[test]
+fn opencl_and_cuda_dialects_are_sane() {
+    for (i, src) in [
+        device_source::<grey>(Dialect::OpenCl).unwrap().source,
+        device_source::<control>(Dialect::OpenCl).unwrap().source,
+        device_source::<lits>(Dialect::OpenCl).unwrap().source,
+        skel::codegen::device_source_multi(
+            &[
+                <lap as skel::userfn::UserFn>::definition(),
+                <lookup as skel::userfn::UserFn>::definition(),
+                <casts as skel::userfn::UserFn>::definition(),
+                <iminmax as skel::userfn::UserFn>::definition(),
+                <add3 as skel::userfn::UserFn>::definition(),
+            ],
+            Dialect::OpenCl,
+        )
+        .unwrap()
+        .source,
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(src.contains("SKEL_ARRAY_SPACE __global"));
+        let shimmed = format!("{OPENCL_SHIM}{src}");
+        build(&format!("ocl{i}"), &shimmed, "int main(void){return 0;}");
+    }
+    let cuda = device_source::<grey>(Dialect::Cuda).unwrap().source;
+    assert!(cuda.contains("static __device__ __forceinline__"));
+    assert!(cuda.contains("powf(") && cuda.contains("rintf("));
+    let ocl = device_source::<lap>(Dialect::OpenCl).unwrap();
+    assert!(
+        ocl.source
+            .contains("SKEL_WINDOW_SPACE const float* w, long w_stride"),
+        "{}",
+        ocl.source
+    );
+}
