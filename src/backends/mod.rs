@@ -6,6 +6,9 @@
 //! never see which one runs them.
 
 pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
+pub(crate) mod jit;
 #[cfg(feature = "rayon")]
 pub(crate) mod rayon;
 
@@ -124,6 +127,11 @@ macro_rules! dispatch {
                 let $exec = &$crate::backends::rayon::Rayon;
                 $body
             }
+            #[cfg(feature = "cuda")]
+            $crate::Backend::Cuda => {
+                let $exec = &$crate::backends::cuda::Cuda;
+                $body
+            }
             other => Err($crate::Error::BackendUnavailable {
                 backend: other,
                 reason: "no executor for this backend in this build".into(),
@@ -132,6 +140,14 @@ macro_rules! dispatch {
     }};
 }
 pub(crate) use dispatch;
+
+/// Whether the CUDA backend can run here (the probe is cached), else why not.
+fn cuda_check() -> std::result::Result<(), String> {
+    #[cfg(feature = "cuda")]
+    return cuda::probe();
+    #[cfg(not(feature = "cuda"))]
+    Err("skel was built without the `cuda` feature".into())
+}
 
 /// A place skeletons can run.
 ///
@@ -178,7 +194,10 @@ impl Backend {
             Backend::Cpu => Ok(()),
             Backend::Rayon if cfg!(feature = "rayon") => Ok(()),
             Backend::Rayon => missing("skel was built without the `rayon` feature"),
-            Backend::Cuda => missing("skel was built without the `cuda` feature"),
+            Backend::Cuda => cuda_check().map_err(|reason| Error::BackendUnavailable {
+                backend: self,
+                reason,
+            }),
             Backend::OpenCl => missing("skel was built without the `opencl` feature"),
         }
     }

@@ -1,0 +1,22 @@
+// Map, MapArray and index Map: out[i] = f(index(i), [array,] in0[i], ..., uniforms).
+// Defines: SKEL_OUT_T, SKEL_PARAMS (extra kernel parameters, each preceded by a comma:
+// the array, the inputs in0.., the uniforms u0..), SKEL_CALL(i) (the user call at flat
+// position i; may use `cols` for a 2D index).
+// Grid-stride loop, four independent elements per thread and iteration in flight.
+
+extern "C" __global__ void __launch_bounds__(256)
+skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols SKEL_PARAMS) {
+    const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
+    skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        SKEL_OUT_T r0 = SKEL_CALL(i);
+        SKEL_OUT_T r1 = SKEL_CALL(i + stride);
+        SKEL_OUT_T r2 = SKEL_CALL(i + 2 * stride);
+        SKEL_OUT_T r3 = SKEL_CALL(i + 3 * stride);
+        out[i] = r0;
+        out[i + stride] = r1;
+        out[i + 2 * stride] = r2;
+        out[i + 3 * stride] = r3;
+    }
+    for (; i < n; i += stride) out[i] = SKEL_CALL(i);
+}

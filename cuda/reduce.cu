@@ -1,0 +1,165 @@
+// Reduce and MapReduce in one pass, plus row-wise and column-wise reductions.
+// Defines: SKEL_T (the value type), SKEL_OP(a, b) (the reduce function), SKEL_ELEM(i)
+// (the value at flat position i: in0[i] for Reduce, the map call for MapReduce),
+// SKEL_PARAMS (inputs and uniforms, each preceded by a comma), SKEL_ITEMS (values per lane
+// and tile), SKEL_VEC (1: SKEL_ITEMS values of in0 are one aligned 16-byte load).
+//
+// One pass: block b folds elements [b*chunk, (b+1)*chunk) in order (each warp a contiguous
+// part of it, tile by tile: lane l takes SKEL_ITEMS consecutive values, then an ordered
+// warp fold), writes its partial; the last block to finish (atomic ticket) folds the
+// partials in order and writes the result. No identity: partial tiles use "has" flags.
+
+#define SKEL_BLOCK 256
+#define SKEL_NWARPS (SKEL_BLOCK / 32)
+#define SKEL_TILE (32 * SKEL_ITEMS)
+#define SKEL_UNROLL 4
+
+// Scratch layout (words): [0] ticket, [1] result has-flag, [2..2+W) result,
+// [2+W .. 2+W+nblocks) partial has-flags, then nblocks partial slots of W words.
+extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
+skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, unsigned* __restrict__ scratch SKEL_PARAMS) {
+    const unsigned W = SKEL_WORDS(SKEL_T);
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    unsigned* ticket = scratch;
+    unsigned* part_has = scratch + 2 + W;
+    unsigned* parts = part_has + gridDim.x;
+    (void)cols;
+
+    const skel_u64 b0 = (skel_u64)blockIdx.x * chunk;
+    const skel_u64 b1 = min(n, b0 + chunk);
+    const skel_u64 wchunk = chunk / SKEL_NWARPS;
+    const skel_u64 w0 = min(b1, b0 + warp * wchunk);
+    const skel_u64 w1 = min(b1, w0 + wchunk);
+
+    SKEL_T acc = skel_zero<SKEL_T>();
+    bool has = false;
+    skel_u64 base = w0;
+#if SKEL_VEC
+    const bool aligned = (((size_t)in0) & 15) == 0;
+#else
+    const bool aligned = false;
+#endif
+    for (; base + SKEL_UNROLL * SKEL_TILE <= w1; base += SKEL_UNROLL * SKEL_TILE) {
+        SKEL_T x[SKEL_UNROLL][SKEL_ITEMS];
+#if SKEL_VEC
+        if (aligned) {
+#pragma unroll
+            for (int u = 0; u < SKEL_UNROLL; ++u) {
+                union { uint4 q; SKEL_T t[SKEL_ITEMS]; } ld;
+                ld.q = __ldg(reinterpret_cast<const uint4*>(in0 + base + u * SKEL_TILE + lane * SKEL_ITEMS));
+#pragma unroll
+                for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = ld.t[k];
+            }
+        } else
+#endif
+        {
+#pragma unroll
+            for (int u = 0; u < SKEL_UNROLL; ++u)
+#pragma unroll
+                for (int k = 0; k < SKEL_ITEMS; ++k)
+                    x[u][k] = SKEL_ELEM(base + u * SKEL_TILE + lane * SKEL_ITEMS + k);
+        }
+#pragma unroll
+        for (int u = 0; u < SKEL_UNROLL; ++u) {
+            SKEL_T v = x[u][0];
+#pragma unroll
+            for (int k = 1; k < SKEL_ITEMS; ++k) v = SKEL_OP(v, x[u][k]);
+            skel_warp_reduce_full(v);
+            if (lane == 0) skel_fold(acc, has, v);
+        }
+    }
+    (void)aligned;
+    for (; base < w1; base += SKEL_TILE) {
+        SKEL_T v = skel_zero<SKEL_T>();
+        bool h = false;
+#pragma unroll
+        for (int k = 0; k < SKEL_ITEMS; ++k) {
+            const skel_u64 i = base + lane * SKEL_ITEMS + k;
+            if (i < w1) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(i)));
+        }
+        h = skel_warp_reduce(v, h);
+        if (lane == 0 && h) skel_fold(acc, has, v);
+    }
+
+    __shared__ SKEL_T s_val[SKEL_NWARPS];
+    __shared__ int s_has[SKEL_NWARPS];
+    __shared__ int s_last;
+    if (lane == 0) {
+        s_val[warp] = acc;
+        s_has[warp] = has;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        SKEL_T v = skel_zero<SKEL_T>();
+        bool h = false;
+        if (lane < SKEL_NWARPS && s_has[lane]) {
+            v = s_val[lane];
+            h = true;
+        }
+        h = skel_warp_reduce(v, h);
+        if (lane == 0) {
+            if (h) skel_put_cg(parts + (skel_u64)blockIdx.x * W, v);
+            __stcg(part_has + blockIdx.x, (unsigned)h);
+            __threadfence();
+            const unsigned t = atomicAdd(ticket, 1u);
+            s_last = (t == gridDim.x - 1);
+        }
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    if (warp == 0) {
+        SKEL_T total = skel_zero<SKEL_T>();
+        bool th = false;
+        for (unsigned b = 0; b < gridDim.x; b += 32) {
+            const unsigned j = b + lane;
+            SKEL_T v = skel_zero<SKEL_T>();
+            bool h = false;
+            if (j < gridDim.x && __ldcg(part_has + j)) {
+                v = skel_get_cg<SKEL_T>(parts + (skel_u64)j * W);
+                h = true;
+            }
+            h = skel_warp_reduce(v, h);
+            if (lane == 0 && h) skel_fold(total, th, v);
+        }
+        if (lane == 0) {
+            if (th) skel_put_cg(scratch + 2, total);
+            __stcg(scratch + 1, (unsigned)th);
+        }
+    }
+}
+
+// out[r] = fold of row r (cols >= 1 values), one warp per row, in order.
+extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
+skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS) {
+    const unsigned lane = threadIdx.x & 31;
+    const skel_u64 warps = (skel_u64)gridDim.x * SKEL_NWARPS;
+    for (skel_u64 r = (skel_u64)blockIdx.x * SKEL_NWARPS + (threadIdx.x >> 5); r < rows; r += warps) {
+        SKEL_T acc = skel_zero<SKEL_T>();
+        bool has = false;
+        const skel_u64 row0 = r * cols;
+        for (skel_u64 c = 0; c < cols; c += SKEL_TILE) {
+            SKEL_T v = skel_zero<SKEL_T>();
+            bool h = false;
+#pragma unroll
+            for (int k = 0; k < SKEL_ITEMS; ++k) {
+                const skel_u64 j = c + lane * SKEL_ITEMS + k;
+                if (j < cols) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(row0 + j)));
+            }
+            h = skel_warp_reduce(v, h);
+            if (lane == 0 && h) skel_fold(acc, has, v);
+        }
+        if (lane == 0 && has) out[r] = acc;
+    }
+}
+
+// out[c] = fold of column c (rows >= 1 values), one thread per column, top to bottom.
+extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
+skel_reduce_cols(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS) {
+    const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
+    for (skel_u64 c = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += stride) {
+        SKEL_T acc = SKEL_ELEM(c);
+        for (skel_u64 r = 1; r < rows; ++r) acc = SKEL_OP(acc, (SKEL_T)(SKEL_ELEM(r * cols + c)));
+        out[c] = acc;
+    }
+}

@@ -1,0 +1,69 @@
+//! Map and index Map on CUDA: a grid-stride kernel (`cuda/map.cu`).
+
+use super::context::ctx;
+use super::module_cache::{launch, module, KernelArgs};
+use super::{assemble, call_expr, cty, grid_for, input_params, memory, uniform_params};
+use super::{CallSite, Uploader};
+use crate::backends::jit::ProgKey;
+use crate::codegen::{device_source, Dialect};
+use crate::containers::ArgMut;
+use crate::plan::ArgTuple;
+use crate::userfn::ElementwiseFn;
+use crate::Result;
+
+const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
+
+/// The kernel source for `F`.
+pub(crate) fn source<F: ElementwiseFn>() -> Result<String> {
+    let user = device_source::<F>(Dialect::Cuda)?;
+    let def = F::definition();
+    let site = CallSite {
+        pos: "SKEL_I",
+        window: "",
+        stride: "",
+    };
+    let defines = [
+        ("SKEL_OUT_T", cty::<F::Out>()),
+        (
+            "SKEL_PARAMS",
+            format!("{}{}", input_params(def), uniform_params(def)),
+        ),
+        ("SKEL_CALL(SKEL_I)", call_expr(user.entry(), def, &site)),
+    ];
+    Ok(assemble(&user.source, &defines, TEMPLATE))
+}
+
+/// `out[i] = F(index(i), inputs[i], uniforms)`.
+pub(crate) fn run<'a, F, I>(inputs: I, out: ArgMut<'_, F::Out>, uniforms: &F::Uniforms) -> Result<()>
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+{
+    let ctx = ctx()?;
+    let n = out.shape().len();
+    if n == 0 {
+        return Ok(());
+    }
+    let m = module(
+        ctx,
+        ProgKey::of::<F>("map", ctx.ordinal),
+        "map",
+        &["skel_map"],
+        source::<F>,
+    )?;
+    let mut up = Uploader {
+        ctx,
+        ptrs: Vec::new(),
+    };
+    inputs.visit(&mut up)?;
+    let dst = memory::output(ctx, &out, false)?;
+    let mut args = KernelArgs::default();
+    args.ptr(dst).u64(n as u64).u64(out.shape().cols() as u64);
+    for p in up.ptrs {
+        args.ptr(p);
+    }
+    args.uniforms(uniforms);
+    let grid = grid_for(ctx, n, 256, 8);
+    launch(ctx, m.func("skel_map")?, (grid, 1, 1), (256, 1, 1), 0, &mut args)?;
+    memory::written(ctx, &out)
+}

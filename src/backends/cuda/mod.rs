@@ -1,0 +1,258 @@
+//! The CUDA backend: cudarc (driver API, loaded at run time) and NVRTC.
+//!
+//! - `context.rs`: the device, its primary context and the one stream all work goes to;
+//! - `module_cache.rs`: NVRTC compilation for the device's own architecture, in-memory and
+//!   on-disk kernel caches, kernel arguments and launches;
+//! - `memory.rs`: containers' device copies, scratch buffers, pinned host memory, events;
+//! - one file per skeleton: `map.rs`, `map_array.rs`, `reduce.rs`, `map_reduce.rs`,
+//!   `scan.rs`, `map_overlap.rs`; their kernels are the templates in `cuda/*.cu` (embedded
+//!   with `include_str!`), completed by the generated user functions and a few `#define`s.
+//!
+//! Calls are asynchronous: a skeleton call uploads what is missing, enqueues its kernel and
+//! returns; the output container records the kernel's event, which host access waits on
+//! (device errors surface there). Reduce and MapReduce return a value, so they wait.
+
+mod context;
+mod map;
+mod map_array;
+mod map_overlap;
+mod map_reduce;
+mod memory;
+mod module_cache;
+mod reduce;
+mod scan;
+
+pub(crate) use context::probe;
+
+use cudarc::driver::{sys, DriverError};
+
+use super::{BinaryFn, Execute, Stencil};
+use crate::codegen::ir::{FnDef, ParamKind};
+use crate::codegen::{c_type, Dialect, Ty};
+use crate::containers::{Arg, ArgMut, Shape};
+use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
+use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
+use crate::{DeviceType, Error, Result};
+
+/// Helpers every template includes, after the user functions and its `#define`s.
+const COMMON: &str = include_str!("../../../cuda/common.cuh");
+
+/// The CUDA executor.
+pub(crate) struct Cuda;
+
+/// A driver error as an [`Error::Driver`].
+pub(crate) fn driver(e: DriverError) -> Error {
+    Error::Driver(format!("CUDA: {e}"))
+}
+
+/// A driver error from an allocation: [`Error::OutOfMemory`] when it is one.
+pub(crate) fn oom_or_driver(e: DriverError, bytes: usize) -> Error {
+    if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        Error::OutOfMemory(format!("CUDA: allocating {bytes} bytes"))
+    } else {
+        driver(e)
+    }
+}
+
+/// The C name of device type `T`.
+pub(crate) fn cty<T: DeviceType>() -> String {
+    c_type(T::TY, Dialect::Cuda)
+}
+
+fn ty_name(ty: Ty) -> String {
+    c_type(ty, Dialect::Cuda)
+}
+
+/// A kernel source: the generated user functions, `#define name value` lines, the common
+/// helpers, then the template.
+pub(crate) fn assemble(user: &str, defines: &[(&str, String)], template: &str) -> String {
+    let mut s = String::with_capacity(user.len() + template.len() + COMMON.len() + 512);
+    s.push_str(user);
+    s.push('\n');
+    for (name, value) in defines {
+        s.push_str(&format!("#define {name} {value}\n"));
+    }
+    s.push_str(COMMON);
+    s.push('\n');
+    s.push_str(template);
+    s
+}
+
+/// What a user call's arguments are made of, per parameter kind.
+pub(crate) struct CallSite<'s> {
+    /// The flat position (a C expression).
+    pub pos: &'s str,
+    /// The window pointer (stencils).
+    pub window: &'s str,
+    /// The window's row stride (2D stencils).
+    pub stride: &'s str,
+}
+
+/// `entry(args...)` for user function `def`: index parameters from the flat position (2D:
+/// row and column through `cols`), the array as `arr`, element `k` as `in<k>[pos]`,
+/// uniform `k` as `u<k>`, windows as given.
+pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String {
+    let (mut e, mut u) = (0, 0);
+    let pos = site.pos;
+    let args: Vec<String> = def
+        .params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Index => format!("(skel_u64)({pos})"),
+            ParamKind::IndexRow => format!("(skel_u64)(({pos}) / cols)"),
+            ParamKind::IndexCol => format!("(skel_u64)(({pos}) % cols)"),
+            ParamKind::Array => "arr".to_string(),
+            ParamKind::Elem => {
+                e += 1;
+                format!("in{}[{pos}]", e - 1)
+            }
+            ParamKind::Uniform => {
+                u += 1;
+                format!("u{}", u - 1)
+            }
+            ParamKind::Window => site.window.to_string(),
+            ParamKind::Window2 => format!("{}, (skel_i64)({})", site.window, site.stride),
+        })
+        .collect();
+    format!("{entry}({})", args.join(", "))
+}
+
+/// Kernel parameters for the inputs (`, const A* __restrict__ in0, ...`) of `def`.
+pub(crate) fn input_params(def: &FnDef) -> String {
+    def.params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Elem)
+        .enumerate()
+        .map(|(k, p)| format!(", const {}* __restrict__ in{k}", ty_name(p.ty)))
+        .collect()
+}
+
+/// Kernel parameters for the array of a MapArray function (`, const T* __restrict__ arr`).
+pub(crate) fn array_param(def: &FnDef) -> String {
+    def.params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Array)
+        .map(|p| format!(", const {}* __restrict__ arr", ty_name(p.ty)))
+        .collect()
+}
+
+/// Kernel parameters for the uniforms (`, const U u0, ...`) of `def`.
+pub(crate) fn uniform_params(def: &FnDef) -> String {
+    def.params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Uniform)
+        .enumerate()
+        .map(|(k, p)| format!(", const {} u{k}", ty_name(p.ty)))
+        .collect()
+}
+
+/// Uploads each input of a tuple, collecting the addresses of their first elements.
+pub(crate) struct Uploader<'c> {
+    pub ctx: &'c context::Ctx,
+    pub ptrs: Vec<sys::CUdeviceptr>,
+}
+
+impl ArgVisitor for Uploader<'_> {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        self.ptrs.push(memory::input(self.ctx, &arg)?);
+        Ok(())
+    }
+}
+
+/// Blocks for a grid-stride kernel over `n` items with `threads` per block: enough to fill
+/// the device, no more.
+pub(crate) fn grid_for(ctx: &context::Ctx, n: usize, threads: usize, per_sm: usize) -> u32 {
+    let needed = n.div_ceil(threads).max(1);
+    needed.min(ctx.sms as usize * per_sm).max(1) as u32
+}
+
+impl Execute for Cuda {
+    fn map<'a, F, I>(
+        &self,
+        inputs: I,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        map::run::<F, I>(inputs, out, uniforms)
+    }
+
+    fn map_array<'a, F, I>(
+        &self,
+        array: Arg<'_, F::Array>,
+        inputs: I,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ArrayFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        map_array::run::<F, I>(array, inputs, out, uniforms)
+    }
+
+    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+        reduce::run::<F, T>(input, start)
+    }
+
+    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        axis: Axis,
+    ) -> Result<()> {
+        reduce::run_axis::<F, T>(input, out, axis)
+    }
+
+    fn map_reduce<'a, M, R, I>(
+        &self,
+        inputs: I,
+        shape: Shape,
+        uniforms: &M::Uniforms,
+        start: M::Out,
+    ) -> Result<M::Out>
+    where
+        M: ElementwiseFn,
+        R: BinaryFn<M::Out>,
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        map_reduce::run::<M, R, I>(inputs, shape, uniforms, start)
+    }
+
+    fn scan<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        mode: ScanMode,
+        start: T,
+    ) -> Result<()> {
+        scan::run::<F, T>(input, out, mode, start)
+    }
+
+    fn map_overlap<F: WindowFn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, usize>,
+        axis: Axis,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        map_overlap::run_1d::<F>(input, out, stencil, axis, uniforms)
+    }
+
+    fn map_overlap_2d<F: Window2Fn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, (usize, usize)>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        map_overlap::run_2d::<F>(input, out, stencil, uniforms)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,304 @@
+//! Kernels, compiled at run time with NVRTC for the device's own architecture and cached:
+//! in memory per (skeleton, user functions, types, device), and on disk as CUBIN under the
+//! user cache directory (see [`crate::backends::jit`]), keyed by a hash of the source, the
+//! compiler options, the device and the NVRTC version. A second process thus loads the
+//! binary (about a millisecond) instead of compiling (hundreds of milliseconds).
+//!
+//! `SKEL_DUMP_SOURCE=dir` writes every generated source to `dir`. A failed compile is
+//! [`Error::Compile`] with NVRTC's log and the source, and is remembered (not retried).
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use cudarc::driver::{result, sys};
+use cudarc::nvrtc::sys as nv;
+
+use super::context::{ensure_nvrtc, Ctx};
+use super::driver;
+use crate::backends::jit::{self, ProgKey};
+use crate::{Error, Result};
+
+/// A loaded module and the kernels looked up in it.
+pub(crate) struct Module {
+    /// Kept loaded for the process (functions point into it).
+    _module: sys::CUmodule,
+    funcs: Vec<(String, sys::CUfunction)>,
+}
+
+// SAFETY: module and function handles are process-wide driver objects, immutable once
+// loaded; the driver API is thread-safe.
+unsafe impl Send for Module {}
+// SAFETY: as above.
+unsafe impl Sync for Module {}
+
+impl Module {
+    /// The kernel `name` (one of the names the module was loaded with).
+    pub(crate) fn func(&self, name: &str) -> Result<sys::CUfunction> {
+        self.funcs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| *f)
+            .ok_or_else(|| Error::Driver(format!("internal: no kernel {name} in module")))
+    }
+}
+
+type Built = std::result::Result<Arc<Module>, Error>;
+
+fn cache() -> &'static Mutex<HashMap<ProgKey, Arc<OnceLock<Built>>>> {
+    static CACHE: OnceLock<Mutex<HashMap<ProgKey, Arc<OnceLock<Built>>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+fn clone_err(e: &Error) -> Error {
+    match e {
+        Error::Compile {
+            kernel,
+            log,
+            source_code,
+        } => Error::Compile {
+            kernel: kernel.clone(),
+            log: log.clone(),
+            source_code: source_code.clone(),
+        },
+        Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
+        other => Error::Driver(other.to_string()),
+    }
+}
+
+/// The module for `key`, built from `source()` on first use, with kernels `entries`.
+/// Generation errors (an untranslatable user function) are returned, not cached.
+pub(crate) fn module(
+    ctx: &Ctx,
+    key: ProgKey,
+    name: &str,
+    entries: &[&str],
+    source: impl FnOnce() -> Result<String>,
+) -> Result<Arc<Module>> {
+    let slot = cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(key)
+        .or_default()
+        .clone();
+    if let Some(built) = slot.get() {
+        return built.as_ref().map(Arc::clone).map_err(clone_err);
+    }
+    let src = source()?;
+    let built = slot.get_or_init(|| build(ctx, name, entries, &src).map(Arc::new));
+    built.as_ref().map(Arc::clone).map_err(clone_err)
+}
+
+/// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no
+/// contraction into FMA, precise division and square root), so results match the CPU.
+fn options(ctx: &Ctx) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={}", ctx.arch()),
+        "--std=c++17".into(),
+        "--fmad=false".into(),
+        "--device-as-default-execution-space".into(),
+    ]
+}
+
+
+fn build(ctx: &Ctx, name: &str, entries: &[&str], src: &str) -> Result<Module> {
+    jit::dump_source(name, "cu", src);
+    let opts = options(ctx);
+    // The disk key does not include the NVRTC version, so a cache hit needs no NVRTC at
+    // all; the driver version and the architecture stand in for the toolchain.
+    let disk_key = jit::stable_hash(&[
+        src.as_bytes(),
+        opts.join(" ").as_bytes(),
+        ctx.name.as_bytes(),
+        ctx.arch().as_bytes(),
+        &ctx.driver_version.to_le_bytes(),
+        env!("CARGO_PKG_VERSION").as_bytes(),
+    ]);
+    let image = match jit::cache_load("cuda", &disk_key, "cubin") {
+        Some(bin) => bin,
+        None => {
+            let bin = compile(name, src, &opts)?;
+            jit::cache_store("cuda", &disk_key, "cubin", &bin);
+            bin
+        }
+    };
+    load(ctx, &image, entries)
+}
+
+fn compile(name: &str, src: &str, opts: &[String]) -> std::result::Result<Vec<u8>, Error> {
+    ensure_nvrtc()?;
+    let csrc = CString::new(src).map_err(|e| Error::Driver(e.to_string()))?;
+    let cname = CString::new(format!("{name}.cu")).map_err(|e| Error::Driver(e.to_string()))?;
+    let prog = cudarc::nvrtc::result::create_program(&csrc, Some(&cname))
+        .map_err(|e| Error::Driver(format!("nvrtcCreateProgram: {e:?}")))?;
+    let copts: Vec<CString> = opts
+        .iter()
+        .filter_map(|o| CString::new(o.as_str()).ok())
+        .collect();
+    let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
+    // SAFETY: `prog` is a live program; the option pointers outlive the call.
+    let rc = unsafe { nv::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
+    let out = if rc == nv::nvrtcResult::NVRTC_SUCCESS {
+        cubin(prog)
+    } else {
+        Err(Error::Compile {
+            kernel: name.to_string(),
+            log: format!("{rc:?}\n{}", log(prog)),
+            source_code: src.to_string(),
+        })
+    };
+    // SAFETY: `prog` is not used after this.
+    let _ = unsafe { cudarc::nvrtc::result::destroy_program(prog) };
+    out
+}
+
+fn log(prog: nv::nvrtcProgram) -> String {
+    // SAFETY: `prog` is live.
+    match unsafe { cudarc::nvrtc::result::get_program_log(prog) } {
+        Ok(chars) => {
+            let bytes: Vec<u8> = chars
+                .iter()
+                .map(|&c| c as u8)
+                .take_while(|&b| b != 0)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        Err(e) => format!("(no log: {e:?})"),
+    }
+}
+
+fn cubin(prog: nv::nvrtcProgram) -> std::result::Result<Vec<u8>, Error> {
+    let mut size = 0usize;
+    // SAFETY: `prog` compiled successfully; out-pointer to a local.
+    let rc = unsafe { nv::nvrtcGetCUBINSize(prog, &mut size) };
+    if rc != nv::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+        return Err(Error::Driver(format!("nvrtcGetCUBINSize: {rc:?}")));
+    }
+    let mut bin = vec![0u8; size];
+    // SAFETY: `bin` holds the `size` bytes NVRTC asked for.
+    let rc = unsafe { nv::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast::<c_char>()) };
+    if rc != nv::nvrtcResult::NVRTC_SUCCESS {
+        return Err(Error::Driver(format!("nvrtcGetCUBIN: {rc:?}")));
+    }
+    Ok(bin)
+}
+
+fn load(ctx: &Ctx, image: &[u8], entries: &[&str]) -> Result<Module> {
+    ctx.bind()?;
+    // SAFETY: `image` is a complete CUBIN produced by NVRTC for this device's architecture;
+    // the driver copies it during the call.
+    let module = unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }
+        .map_err(driver)?;
+    let mut funcs = Vec::with_capacity(entries.len());
+    for &e in entries {
+        let cname = CString::new(e).map_err(|x| Error::Driver(x.to_string()))?;
+        // SAFETY: `module` was just loaded and is never unloaded.
+        let f = unsafe { result::module::get_function(module, cname) }.map_err(driver)?;
+        funcs.push((e.to_string(), f));
+    }
+    Ok(Module {
+        _module: module,
+        funcs,
+    })
+}
+
+/// Kernel arguments, kept alive until the launch: each value in its own 8-byte-aligned box.
+#[derive(Default)]
+pub(crate) struct KernelArgs {
+    vals: Vec<Box<[u64]>>,
+}
+
+impl KernelArgs {
+    /// Appends the bytes of one argument (a device pointer, an integer, a uniform struct).
+    pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
+        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
+        // SAFETY: `words` holds at least `bytes.len()` bytes; the regions do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                bytes.len(),
+            )
+        };
+        self.vals.push(words);
+    }
+
+    /// Appends a device pointer.
+    pub(crate) fn ptr(&mut self, p: sys::CUdeviceptr) -> &mut Self {
+        self.push_bytes(&p.to_le_bytes());
+        self
+    }
+
+    /// Appends a 64-bit unsigned integer.
+    pub(crate) fn u64(&mut self, v: u64) -> &mut Self {
+        self.push_bytes(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends a 64-bit signed integer.
+    pub(crate) fn i64(&mut self, v: i64) -> &mut Self {
+        self.push_bytes(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends a 32-bit signed integer.
+    pub(crate) fn i32(&mut self, v: i32) -> &mut Self {
+        self.push_bytes(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends a device value by its bytes.
+    pub(crate) fn value<T: crate::DeviceType>(&mut self, v: &T) -> &mut Self {
+        // SAFETY: a DeviceType is plain data without padding; its bytes are only read.
+        let bytes = unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        };
+        self.push_bytes(bytes);
+        self
+    }
+
+    /// Appends every uniform, in order.
+    pub(crate) fn uniforms<U: crate::userfn::UniformTuple>(&mut self, u: &U) -> &mut Self {
+        u.for_each_bytes(&mut |b| self.push_bytes(b));
+        self
+    }
+}
+
+/// Launches `func` on the stream with `args` (in the kernel's parameter order).
+pub(crate) fn launch(
+    ctx: &Ctx,
+    func: sys::CUfunction,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared: u32,
+    args: &mut KernelArgs,
+) -> Result<()> {
+    if shared > 48 * 1024 {
+        if shared > ctx.smem_optin {
+            return Err(Error::InvalidArgument(format!(
+                "the kernel needs {shared} bytes of shared memory; the device allows {}",
+                ctx.smem_optin
+            )));
+        }
+        // SAFETY: a valid function handle; raising its dynamic shared memory limit.
+        unsafe {
+            result::function::set_function_attribute(
+                func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared as i32,
+            )
+        }
+        .map_err(driver)?;
+    }
+    let mut ptrs: Vec<*mut c_void> = args
+        .vals
+        .iter_mut()
+        .map(|b| b.as_mut_ptr().cast::<c_void>())
+        .collect();
+    // SAFETY: `func` is a kernel of a loaded module whose parameters are, in order, the
+    // values in `args` (each builder pushes exactly the parameters its template declares);
+    // every device pointer among them addresses a live allocation used only on this
+    // stream; the argument values are copied by the driver during the call.
+    unsafe { result::launch_kernel(func, grid, block, shared, ctx.stream, &mut ptrs) }
+        .map_err(driver)
+}

@@ -1,0 +1,85 @@
+//! Scan on CUDA: single pass with decoupled look-back (`cuda/scan.cu`).
+
+use super::context::ctx;
+use super::memory::{self, Scratch};
+use super::module_cache::{launch, module, KernelArgs};
+use super::{assemble, cty};
+use crate::backends::jit::ProgKey;
+use crate::backends::BinaryFn;
+use crate::codegen::{device_source, Dialect};
+use crate::containers::{Arg, ArgMut};
+use crate::plan::ScanMode;
+use crate::{DeviceType, Error, Result};
+
+const TEMPLATE: &str = include_str!("../../../cuda/scan.cu");
+
+/// Threads per block (`SKEL_BLOCK` in the template).
+const BLOCK: usize = 256;
+
+/// Values per thread: about 64 bytes of them, at most 16, at least 1.
+fn items<T>() -> usize {
+    (64 / std::mem::size_of::<T>().max(1)).clamp(1, 16)
+}
+
+/// The kernel source for scanning `T`s with `F`.
+pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>() -> Result<String> {
+    let user = device_source::<F>(Dialect::Cuda)?;
+    let defines = [
+        ("SKEL_T", cty::<T>()),
+        ("SKEL_OP(a, b)", format!("{}(a, b)", user.entry())),
+        ("SKEL_ITEMS", items::<T>().to_string()),
+    ];
+    Ok(assemble(&user.source, &defines, TEMPLATE))
+}
+
+/// Inclusive or exclusive scan of `input` into `out`.
+pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
+    input: Arg<'_, T>,
+    out: ArgMut<'_, T>,
+    mode: ScanMode,
+    start: T,
+) -> Result<()> {
+    let ctx = ctx()?;
+    let n = input.shape().len();
+    if n == 0 {
+        return Ok(());
+    }
+    let items = items::<T>();
+    let tile = BLOCK * items;
+    let tiles = n.div_ceil(tile);
+    let tiles32 = u32::try_from(tiles)
+        .ok()
+        .filter(|&t| t < u32::MAX / 2)
+        .ok_or_else(|| Error::InvalidArgument(format!("Scan of {n} elements is too long")))?;
+    let m = module(
+        ctx,
+        ProgKey::of::<(F, T)>("scan", ctx.ordinal),
+        "scan",
+        &["skel_scan"],
+        source::<F, T>,
+    )?;
+    let src = memory::input(ctx, &input)?;
+    let w = std::mem::size_of::<T>().div_ceil(4);
+    let words = 1 + tiles + 2 * tiles * w;
+    let state = Scratch::new(ctx, words * 4)?;
+    let dst = memory::output(ctx, &out, false)?;
+    state.zero(ctx, 0, (1 + tiles) * 4)?;
+    let mut args = KernelArgs::default();
+    args.ptr(src)
+        .ptr(dst)
+        .u64(n as u64)
+        .ptr(state.ptr)
+        .i32(tiles32 as i32)
+        .i32(i32::from(mode == ScanMode::Exclusive))
+        .value(&start);
+    let shared = (tile * std::mem::size_of::<T>()) as u32;
+    launch(
+        ctx,
+        m.func("skel_scan")?,
+        (tiles32, 1, 1),
+        (BLOCK as u32, 1, 1),
+        shared,
+        &mut args,
+    )?;
+    memory::written(ctx, &out)
+}

@@ -1,0 +1,139 @@
+//! Checks that need no GPU: every kernel template, completed for a few user functions,
+//! is valid C++ (compiled with the host's `g++` against a stub of the CUDA built-ins, when
+//! `g++` exists). NVRTC itself runs only on the GPU machine.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::map_overlap::{COLS, FLAT, ROWS, TILE2D};
+use super::{map, map_array, map_overlap, map_reduce, reduce, scan};
+use crate::prelude::*;
+
+#[userfn]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+fn addi(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[userfn]
+fn add32(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Aff {
+    m: i64,
+    c: i64,
+}
+
+#[userfn]
+fn compose(a: Aff, b: Aff) -> Aff {
+    Aff {
+        m: a.m * b.m,
+        c: a.c * b.m + b.c,
+    }
+}
+
+#[userfn]
+fn small(a: u8, b: u8) -> u8 {
+    a.max(b)
+}
+
+#[userfn]
+fn where2d(#[index] (row, col): (usize, usize), x: i32, #[uniform] k: i32) -> i32 {
+    (row * 1000 + col) as i32 + x * k
+}
+
+#[userfn]
+fn lookup(#[index] i: usize, table: &[i64], x: u32, #[uniform] o: i64) -> i64 {
+    table[x as usize] + table[i % 3] + o
+}
+
+#[userfn]
+fn blur(w: Window<f32>, #[uniform] s: f32) -> f32 {
+    (w[-1] + w[0] + w[1]) * s
+}
+
+#[userfn]
+fn lap(w: Window2<f64>) -> f64 {
+    w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)] - 4.0 * w[(0, 0)]
+}
+
+const STUB: &str = r#"
+#include <cmath>
+#include <cstddef>
+#include <algorithm>
+using std::min; using std::max;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __restrict__
+#define __launch_bounds__(x)
+#define __align__(x) __attribute__((aligned(x)))
+struct skel_dim3 { unsigned x, y, z; };
+extern skel_dim3 threadIdx, blockIdx, blockDim, gridDim;
+struct uint4 { unsigned x, y, z, w; };
+template <typename T> T __shfl_down_sync(unsigned, T v, unsigned) { return v; }
+template <typename T> T __shfl_up_sync(unsigned, T v, unsigned) { return v; }
+template <typename T> T __ldg(const T* p) { return *p; }
+template <typename T> T __ldcg(const T* p) { return *p; }
+template <typename T> void __stcg(T* p, T v) { *p = v; }
+unsigned atomicAdd(unsigned* p, unsigned v);
+void __syncthreads(); void __threadfence(); void __syncwarp();
+unsigned __ballot_sync(unsigned, int);
+int __clz(unsigned);
+"#;
+
+fn check(name: &str, src: &str) {
+    let dir = std::env::temp_dir().join(format!("skel-cuda-src-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file: PathBuf = dir.join(format!("{name}.cpp"));
+    // `extern __shared__` becomes `extern static`: drop the storage class for the stub.
+    let body = src.replace("extern __shared__", "extern");
+    std::fs::write(&file, format!("{STUB}\n{body}")).unwrap();
+    let out = match Command::new("g++")
+        .args(["-std=c++17", "-fsyntax-only", "-Wno-attributes"])
+        .arg(&file)
+        .output()
+    {
+        Ok(o) => o,
+        Err(_) => {
+            println!("skipped: no g++ to check {name}");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{name} does not compile:\n{}\n--- source ---\n{src}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn every_template_is_valid_cpp() {
+    check("map_add", &map::source::<add>().unwrap());
+    check("map_where2d", &map::source::<where2d>().unwrap());
+    check("map_array", &map_array::source::<lookup>().unwrap());
+    check("reduce_f32", &reduce::source::<add, f32>().unwrap());
+    check("reduce_aff", &reduce::source::<compose, Aff>().unwrap());
+    check("reduce_u8", &reduce::source::<small, u8>().unwrap());
+    check("map_reduce", &map_reduce::source::<where2d, add32>(4).unwrap());
+    check("scan_i64", &scan::source::<addi, i64>().unwrap());
+    check("scan_aff", &scan::source::<compose, Aff>().unwrap());
+    for (k, l) in [("flat", FLAT), ("rows", ROWS), ("cols", COLS)] {
+        check(
+            &format!("overlap_{k}"),
+            &map_overlap::source::<blur>(l, "float".into(), "float".into()).unwrap(),
+        );
+    }
+    check(
+        "overlap_2d",
+        &map_overlap::source::<lap>(TILE2D, "double".into(), "double".into()).unwrap(),
+    );
+}

@@ -1,0 +1,116 @@
+//! Run-time kernel building shared by the GPU backends: program keys for the in-memory
+//! cache, `SKEL_DUMP_SOURCE=dir` (every generated source written to `dir`), the user cache
+//! directory for compiled binaries and a stable hash to name them.
+//!
+//! The on-disk cache lives in `$SKEL_CACHE_DIR`, else `$XDG_CACHE_HOME/skel`, else
+//! `$HOME/.cache/skel`; `SKEL_CACHE_DIR=off` (or `0`) disables it. A file is named by a
+//! hash of everything the binary depends on (source, compiler options, device, compiler
+//! version), so a stale entry is never picked up; entries are written to a temporary name
+//! and renamed, so concurrent processes never see a partial file.
+
+// Only the GPU backends use this module; without them it is dead code.
+#![allow(dead_code)]
+
+use std::any::TypeId;
+use std::path::PathBuf;
+
+/// What identifies a program in memory: the skeleton form, the types of everything in it
+/// (user functions are unit types, so their `TypeId` names them) and the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ProgKey {
+    pub(crate) kind: &'static str,
+    pub(crate) types: TypeId,
+    pub(crate) device: u32,
+}
+
+impl ProgKey {
+    /// The key of skeleton form `kind` over the types in the tuple `K` on `device`.
+    pub(crate) fn of<K: 'static>(kind: &'static str, device: u32) -> Self {
+        ProgKey {
+            kind,
+            types: TypeId::of::<K>(),
+            device,
+        }
+    }
+}
+
+/// A 128-bit FNV-1a hash of `parts` (each part length-prefixed), as 32 hex digits. Stable
+/// across processes, builds and platforms (unlike `DefaultHasher`).
+pub(crate) fn stable_hash(parts: &[&[u8]]) -> String {
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u128::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+    };
+    for p in parts {
+        eat(&(p.len() as u64).to_le_bytes());
+        eat(p);
+    }
+    format!("{h:032x}")
+}
+
+/// Writes `source` to `$SKEL_DUMP_SOURCE/<name>_<hash>.<ext>` if that variable is set.
+/// Failures are ignored: dumping is a debugging aid.
+pub(crate) fn dump_source(name: &str, ext: &str, source: &str) {
+    let Some(dir) = std::env::var_os("SKEL_DUMP_SOURCE").filter(|d| !d.is_empty()) else {
+        return;
+    };
+    let hash = stable_hash(&[source.as_bytes()]);
+    let file = format!("{name}_{}.{ext}", &hash[..16]);
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(PathBuf::from(dir).join(file), source);
+}
+
+/// The directory for compiled kernels of backend `sub` (`cuda`, `opencl`), or `None` if
+/// the disk cache is disabled or no home directory is known.
+pub(crate) fn cache_dir(sub: &str) -> Option<PathBuf> {
+    let base = match std::env::var_os("SKEL_CACHE_DIR") {
+        Some(d) if d == "off" || d == "0" => return None,
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+            Some(x) => PathBuf::from(x).join("skel"),
+            None => PathBuf::from(std::env::var_os("HOME").filter(|d| !d.is_empty())?)
+                .join(".cache")
+                .join("skel"),
+        },
+    };
+    Some(base.join(sub))
+}
+
+/// The cached binary `key.ext` of backend `sub`, if present.
+pub(crate) fn cache_load(sub: &str, key: &str, ext: &str) -> Option<Vec<u8>> {
+    let path = cache_dir(sub)?.join(format!("{key}.{ext}"));
+    std::fs::read(path).ok().filter(|b| !b.is_empty())
+}
+
+/// Stores `bytes` as `key.ext` of backend `sub` (atomically: temporary file, then rename).
+/// Failures are ignored: the cache is an optimisation.
+pub(crate) fn cache_store(sub: &str, key: &str, ext: &str, bytes: &[u8]) {
+    let Some(dir) = cache_dir(sub) else {
+        return;
+    };
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let tmp = dir.join(format!(".{key}.{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_ok()
+        && std::fs::rename(&tmp, dir.join(format!("{key}.{ext}"))).is_err()
+    {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_stable_and_separates_parts() {
+        assert_eq!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"ab", b"c"]));
+        assert_ne!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"a", b"bc"]));
+        assert_eq!(stable_hash(&[]).len(), 32);
+    }
+}
