@@ -18,9 +18,7 @@ fn fake_upload<T: DeviceType>(input: &impl Input<T>, dev: &FakeMem) {
     let mut st = arg.lock();
     for part in st.coherence.missing(D0, arg.range()) {
         arg.store().bring_back(&mut st, part.clone()).unwrap();
-        // SAFETY (test): the part is host-valid and we hold the lock.
-        let host = unsafe { std::slice::from_raw_parts(arg.store().host_ptr(), arg.full_len()) };
-        dev.upload(part.clone(), host);
+        dev.put(part.start, arg.store().host_slice(&st, part.clone()));
         st.coherence.mark_valid(D0, part, None);
     }
 }
