@@ -32,6 +32,14 @@ pub trait ArgTuple<'a>: Sized {
     fn shapes(&self) -> Vec<Shape>;
     /// Host slices of every input, brought back from devices where stale.
     fn host(&self) -> Result<Self::Host>;
+    /// Calls `v` with each input, in order (device backends upload through it).
+    fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
+}
+
+/// What [`ArgTuple::visit`] calls with each operand of a tuple.
+pub trait ArgVisitor {
+    /// Called once per operand, in order.
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()>;
 }
 
 /// Host slices of the inputs of one call, all of one length.
@@ -51,6 +59,9 @@ impl<'a> ArgTuple<'a> for () {
         Vec::new()
     }
     fn host(&self) -> Result<()> {
+        Ok(())
+    }
+    fn visit<V: ArgVisitor>(&self, _: &mut V) -> Result<()> {
         Ok(())
     }
 }
@@ -73,6 +84,10 @@ macro_rules! arg_tuples {
             }
             fn host(&self) -> Result<Self::Host> {
                 Ok(($(self.$i.host()?,)+))
+            }
+            fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
+                $(v.visit(self.$i)?;)+
+                Ok(())
             }
         }
 

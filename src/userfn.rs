@@ -87,7 +87,7 @@ pub trait ElementwiseFn: UserFn {
     /// The element parameters as a tuple: `()`, `(A,)`, `(A, B)`, ...
     type Elems: Copy + Send + Sync;
     /// The uniform parameters as a tuple.
-    type Uniforms: Copy + Send + Sync + 'static;
+    type Uniforms: UniformTuple;
     /// Calls the Rust body.
     fn apply(index: Self::Index, elems: Self::Elems, uniforms: &Self::Uniforms) -> Self::Out;
 }
@@ -101,7 +101,7 @@ pub trait ArrayFn: UserFn {
     /// The element parameters as a tuple.
     type Elems: Copy + Send + Sync;
     /// The uniform parameters as a tuple.
-    type Uniforms: Copy + Send + Sync + 'static;
+    type Uniforms: UniformTuple;
     /// Calls the Rust body.
     fn apply(
         index: Self::Index,
@@ -120,7 +120,7 @@ pub trait StencilFn: UserFn {
     /// Element type of the window.
     type Elem: DeviceType;
     /// The uniform parameters as a tuple.
-    type Uniforms: Copy + Send + Sync + 'static;
+    type Uniforms: UniformTuple;
 }
 
 /// A 1D stencil (`fn f(w: Window<T>, #[uniform] ..) -> R`), for MapOverlap.
@@ -254,3 +254,54 @@ primitive_device_types!(
     i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
 );
+
+/// The `#[uniform]` arguments of a user function: `()` or a tuple of up to 12 device types.
+/// Device backends use it to pass each uniform to a kernel by value, as raw bytes.
+///
+/// ```
+/// use skel::userfn::UniformTuple;
+/// let mut sizes = Vec::new();
+/// (1.0f32, 2u64).for_each_bytes(&mut |b| sizes.push(b.len()));
+/// assert_eq!(sizes, vec![4, 8]);
+/// ```
+pub trait UniformTuple: Copy + Send + Sync + 'static {
+    /// Number of uniforms.
+    const LEN: usize;
+    /// Calls `f` with the bytes of each uniform, in declaration order.
+    fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8]));
+}
+
+/// The bytes of one device value.
+fn device_bytes<T: DeviceType>(v: &T) -> &[u8] {
+    // SAFETY: a DeviceType is plain data without padding (its safety contract), so all
+    // `size_of::<T>()` bytes are initialised; they are only read, for the borrow of `v`.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+macro_rules! uniform_tuples {
+    ($(($n:expr; $($t:ident $i:tt),*))*) => {$(
+        impl<$($t: DeviceType),*> UniformTuple for ($($t,)*) {
+            const LEN: usize = $n;
+            #[allow(unused_variables)]
+            fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8])) {
+                $(f(device_bytes(&self.$i));)*
+            }
+        }
+    )*};
+}
+
+uniform_tuples! {
+    (0;)
+    (1; A 0)
+    (2; A 0, B 1)
+    (3; A 0, B 1, C 2)
+    (4; A 0, B 1, C 2, D 3)
+    (5; A 0, B 1, C 2, D 3, E 4)
+    (6; A 0, B 1, C 2, D 3, E 4, F 5)
+    (7; A 0, B 1, C 2, D 3, E 4, F 5, G 6)
+    (8; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7)
+    (9; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8)
+    (10; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9)
+    (11; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10)
+    (12; A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11)
+}
