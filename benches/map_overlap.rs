@@ -24,19 +24,20 @@ fn blur_range(a: &[f32], start: usize, out: &mut [f32]) {
     };
     let end = start + out.len();
     // Interior positions (both neighbours in range) take the fast windowed path.
-    let lo = start.max(1);
+    let lo = start.max(1).min(end);
     let hi = end.min(n.saturating_sub(1)).max(lo);
-    for i in start..lo {
-        out[i - start] = at(i);
+    let (head, rest) = out.split_at_mut(lo - start);
+    let (mid, tail) = rest.split_at_mut(hi - lo);
+    for (k, o) in head.iter_mut().enumerate() {
+        *o = at(start + k);
     }
-    for (o, w) in out[lo - start..hi - start]
-        .iter_mut()
-        .zip(a[lo - 1..hi + 1].windows(3))
-    {
-        *o = (w[0] + w[1] + w[2]) / 3.0;
+    if lo < hi {
+        for (o, w) in mid.iter_mut().zip(a[lo - 1..hi + 1].windows(3)) {
+            *o = (w[0] + w[1] + w[2]) / 3.0;
+        }
     }
-    for i in hi..end {
-        out[i - start] = at(i);
+    for (k, o) in tail.iter_mut().enumerate() {
+        *o = at(hi + k);
     }
 }
 

@@ -554,15 +554,15 @@ fn stage_collect(
     let mut col = Collected::default();
     for frame in rx {
         let t = Instant::now();
-        let grey = frame.grey.as_slice(); // on a device backend: the copy-back
-        let luma: Vec<u8> = grey.iter().map(|p| p.r as u8).collect();
+        let result = frame.grey.as_slice(); // on a device backend: the copy-back
+        let luma: Vec<u8> = result.iter().map(|p| p.r as u8).collect();
         let mean_out = if luma.is_empty() {
             0.0
         } else {
             luma.iter().map(|&v| u64::from(v)).sum::<u64>() as f64 / luma.len() as f64
         };
         if check {
-            check_frame(&frame, grey, &mut col);
+            check_frame(&frame, result, &mut col);
         }
         if frame.write {
             let path = out_dir.join(format!("{}.png", frame.name));
@@ -573,17 +573,17 @@ fn stage_collect(
             col.written
                 .push((path, frame.width, frame.height, frame.input_mean, mean_out));
         }
-        col.clock.add(t, grey.len() as u64);
+        col.clock.add(t, result.len() as u64);
         bar.inc(1);
     }
     Ok(col)
 }
 
 /// Compares every pixel of one frame with [`grey_reference`].
-fn check_frame(frame: &Frame, grey: &[Pixel], col: &mut Collected) {
+fn check_frame(frame: &Frame, result: &[Pixel], col: &mut Collected) {
     let rgb = frame.rgb.as_slice();
     let width = frame.width.max(1) as usize;
-    for (i, (src, out)) in rgb.iter().zip(grey).enumerate() {
+    for (i, (src, out)) in rgb.iter().zip(result).enumerate() {
         // The inputs are k/255 in f32, so this recovers the 8-bit value exactly.
         let to8 = |c: f32| (c * 255.0).round() as u8;
         let (r, g, b) = (to8(src.r), to8(src.g), to8(src.b));

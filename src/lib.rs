@@ -121,6 +121,8 @@ extern crate self as skel;
 pub mod backends;
 pub mod codegen;
 pub mod containers;
+#[doc(hidden)]
+pub mod debug;
 mod error;
 mod plan;
 pub mod skeletons;

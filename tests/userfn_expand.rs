@@ -1,4 +1,5 @@
 //! `#[userfn]` / `#[derive(DeviceType)]` expansion: the Rust side (traits, `call`, defs).
+#![allow(clippy::manual_clamp)]
 
 use skel::codegen::ir::ParamKind;
 use skel::prelude::*;

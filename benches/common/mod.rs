@@ -19,13 +19,13 @@ pub const SIZES: [usize; 5] = [1 << 10, 1 << 14, 1 << 18, 1 << 22, 1 << 24];
 /// Results are compared with the baseline up to this size (large f32 sums drift with order).
 pub const VALIDATE_UP_TO: usize = 1 << 18;
 
-/// Short runs: all five bench files finish in a few minutes on 2 cores.
+/// Short runs: all five bench files finish in a few minutes on 2 cores. (Command-line
+/// options such as `--quick` or a filter are applied on top by `criterion_group!`.)
 pub fn criterion() -> Criterion {
     Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
-        .configure_from_args()
 }
 
 /// The skel backends to bench here: every one that is compiled in and has a device, in a

@@ -181,10 +181,7 @@ fn block(b: &syn::Block) -> syn::Result<TokenStream> {
             Stmt::Item(it) => return Err(unsupported(it, "an item declaration")),
             Stmt::Macro(m) => return Err(unsupported(&m.mac, "a macro invocation")),
             Stmt::Expr(e, semi) => {
-                if semi.is_none() && i + 1 == n && !is_stmt_like(e) {
-                    let t = expr(e)?;
-                    tail = quote!(::core::option::Option::Some(&#t));
-                } else if semi.is_none() && i + 1 == n && is_valued_if(e) {
+                if semi.is_none() && i + 1 == n && (!is_stmt_like(e) || is_valued_if(e)) {
                     let t = expr(e)?;
                     tail = quote!(::core::option::Option::Some(&#t));
                 } else {

@@ -11,6 +11,8 @@ pub(crate) mod cuda;
 pub(crate) mod jit;
 #[cfg(feature = "rayon")]
 pub(crate) mod rayon;
+#[cfg(feature = "opencl")]
+pub(crate) mod opencl;
 
 use std::fmt;
 use std::str::FromStr;
@@ -132,6 +134,11 @@ macro_rules! dispatch {
                 let $exec = &$crate::backends::cuda::Cuda;
                 $body
             }
+            #[cfg(feature = "opencl")]
+            $crate::Backend::OpenCl => {
+                let $exec = &$crate::backends::opencl::OpenCl;
+                $body
+            }
             other => Err($crate::Error::BackendUnavailable {
                 backend: other,
                 reason: "no executor for this backend in this build".into(),
@@ -194,10 +201,10 @@ impl Backend {
             Backend::Cpu => Ok(()),
             Backend::Rayon if cfg!(feature = "rayon") => Ok(()),
             Backend::Rayon => missing("skel was built without the `rayon` feature"),
-            Backend::Cuda => cuda_check().map_err(|reason| Error::BackendUnavailable {
-                backend: self,
-                reason,
-            }),
+            Backend::Cuda => cuda_check().or_else(|reason| missing(&reason)),
+            #[cfg(feature = "opencl")]
+            Backend::OpenCl => opencl::probe().or_else(|reason| missing(&reason)),
+            #[cfg(not(feature = "opencl"))]
             Backend::OpenCl => missing("skel was built without the `opencl` feature"),
         }
     }
@@ -276,11 +283,19 @@ pub fn default_backend() -> Result<Backend> {
             .and_then(|b| b.check().map(|()| b))
             .map_err(|e| format!("SKEL_BACKEND={name}: {e}")),
         Err(_) => Ok(Backend::available()
-            .first()
-            .copied()
+            .into_iter()
+            .find(|&b| b != Backend::OpenCl || opencl_is_gpu())
             .unwrap_or(Backend::Cpu)),
     });
     chosen.clone().map_err(Error::InvalidArgument)
+}
+
+/// Whether the OpenCL device is a GPU (only then is OpenCL a default choice).
+fn opencl_is_gpu() -> bool {
+    #[cfg(feature = "opencl")]
+    return opencl::is_gpu();
+    #[cfg(not(feature = "opencl"))]
+    false
 }
 
 /// Resolves a per-instance choice (or the process default) to a runnable backend.

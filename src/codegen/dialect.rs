@@ -11,6 +11,7 @@ use super::{Prim, Ty};
 /// assert_eq!(c_type(Ty::Prim(Prim::I64), Dialect::Cuda), "long long");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(clippy::manual_non_exhaustive)]
 pub enum Dialect {
     /// CUDA C++ (NVRTC).
     Cuda,

@@ -277,17 +277,30 @@ pub(crate) fn no_pinned_allocator() -> Error {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::collections::HashSet;
     use std::sync::Mutex;
 
     /// Serialises tests that change the process-wide allocator registration.
     pub(crate) static REGISTRY_LOCK: Mutex<()> = Mutex::new(());
 
-    /// A "pinned" allocator backed by the global allocator that counts live allocations.
+    /// A "pinned" allocator backed by the global allocator that records live allocations
+    /// (by address: other tests may allocate through it concurrently while registered).
     #[derive(Default)]
     pub(crate) struct FakePinned {
-        pub(crate) live: AtomicUsize,
-        pub(crate) total: AtomicUsize,
+        live: Mutex<HashSet<usize>>,
+        freed: Mutex<Vec<usize>>,
+    }
+
+    impl FakePinned {
+        /// Whether `ptr` is a live allocation of this allocator.
+        pub(crate) fn owns<T>(&self, ptr: *const T) -> bool {
+            self.live.lock().unwrap().contains(&(ptr as usize))
+        }
+
+        /// Whether `ptr` was freed through this allocator (robust against address reuse).
+        pub(crate) fn freed<T>(&self, ptr: *const T) -> bool {
+            self.freed.lock().unwrap().contains(&(ptr as usize))
+        }
     }
 
     impl PinnedAllocator for FakePinned {
@@ -295,14 +308,15 @@ pub(crate) mod tests {
             "fake"
         }
         fn alloc(&self, layout: Layout) -> Result<NonNull<u8>> {
-            self.live.fetch_add(1, Ordering::SeqCst);
-            self.total.fetch_add(1, Ordering::SeqCst);
             // SAFETY: callers pass a non-zero size.
-            NonNull::new(unsafe { alloc::alloc(layout) })
-                .ok_or_else(|| Error::OutOfMemory("fake".into()))
+            let p = NonNull::new(unsafe { alloc::alloc(layout) })
+                .ok_or_else(|| Error::OutOfMemory("fake".into()))?;
+            self.live.lock().unwrap().insert(p.as_ptr() as usize);
+            Ok(p)
         }
         unsafe fn dealloc(&self, ptr: NonNull<u8>, layout: Layout) {
-            self.live.fetch_sub(1, Ordering::SeqCst);
+            assert!(self.live.lock().unwrap().remove(&(ptr.as_ptr() as usize)));
+            self.freed.lock().unwrap().push(ptr.as_ptr() as usize);
             // SAFETY: forwarded contract: ptr came from alloc(layout) above.
             unsafe { alloc::dealloc(ptr.as_ptr(), layout) }
         }
@@ -353,18 +367,20 @@ pub(crate) mod tests {
 
         let fake = Arc::new(FakePinned::default());
         register_pinned_allocator(Some(fake.clone()));
-        {
+        let ptr = {
             let b = HostBuf::from_slice(HostKind::Pinned, &[7u32; 100]).unwrap();
             assert_eq!(b.kind(), HostKind::Pinned);
-            assert_eq!(fake.live.load(Ordering::SeqCst), 1);
+            assert!(fake.owns(b.as_ptr()));
             if !pageable_forced() {
                 assert_eq!(HostKind::default_kind(), HostKind::Pinned);
                 assert_eq!(HostBuf::from_fn_default(3, |i| i).kind(), HostKind::Pinned);
             }
             // Zero bytes never reach the allocator.
-            let _e = HostBuf::<u32>::from_slice(HostKind::Pinned, &[]).unwrap();
-        }
-        assert_eq!(fake.live.load(Ordering::SeqCst), 0);
+            let e = HostBuf::<u32>::from_slice(HostKind::Pinned, &[]).unwrap();
+            assert!(!fake.owns(e.as_ptr()));
+            b.as_ptr()
+        };
+        assert!(fake.freed(ptr));
         register_pinned_allocator(prev);
     }
 }

@@ -199,6 +199,22 @@ impl<T: DeviceType> Store<T> {
         bring_back(&self.buf, st, range)
     }
 
+    /// The host elements of `range`, which must already be valid on the host (e.g. after
+    /// [`Store::bring_back`] under the same lock): what a backend uploads from.
+    ///
+    /// # Panics
+    /// If part of `range` is stale on the host.
+    pub(crate) fn host_slice(&self, st: &State, range: Range<usize>) -> &[T] {
+        self.check(&range);
+        assert!(
+            st.coherence.is_valid(Location::Host, range.clone()),
+            "host_slice of stale elements {range:?}"
+        );
+        // SAFETY: range is in bounds and valid on the host; by the module invariant it stays
+        // valid and unwritten while &self is borrowed.
+        unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) }
+    }
+
     /// The host elements of `range`, stale parts brought back first.
     pub(crate) fn read(&self, range: Range<usize>) -> Result<&[T]> {
         self.bring_back(&mut self.lock(), range.clone())?;
@@ -488,6 +504,18 @@ pub(crate) mod tests {
             s.lock().coherence.mark_valid(D0, 0..10, Some(k.clone()));
         }
         assert_eq!(k.0.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn host_slice_only_of_valid_ranges() {
+        let s = store(10);
+        let _dev = attach(&s);
+        s.lock().coherence.write(D0, 5..10, None);
+        assert_eq!(s.host_slice(&s.lock(), 0..5), &[0, 1, 2, 3, 4]);
+        let stale = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.host_slice(&s.lock(), 4..6).len()
+        }));
+        assert!(stale.is_err());
     }
 
     #[test]

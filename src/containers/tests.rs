@@ -18,9 +18,7 @@ fn fake_upload<T: DeviceType>(input: &impl Input<T>, dev: &FakeMem) {
     let mut st = arg.lock();
     for part in st.coherence.missing(D0, arg.range()) {
         arg.store().bring_back(&mut st, part.clone()).unwrap();
-        // SAFETY (test): the part is host-valid and we hold the lock.
-        let host = unsafe { std::slice::from_raw_parts(arg.store().host_ptr(), arg.full_len()) };
-        dev.upload(part.clone(), host);
+        dev.put(part.start, arg.store().host_slice(&st, part.clone()));
         st.coherence.mark_valid(D0, part, None);
     }
 }
@@ -172,4 +170,40 @@ fn shared_readers_on_threads_bring_back_once() {
         }
     });
     assert_eq!(dev.bytes(), 4096 * 4);
+}
+
+#[test]
+fn pinned_vectors_use_the_registered_allocator() {
+    use super::host::tests::{FakePinned, REGISTRY_LOCK};
+    use super::host::{register_pinned_allocator, HostKind};
+
+    let _g = REGISTRY_LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let prev = register_pinned_allocator(None);
+    let err = Vector::pinned(vec![1.0f32; 8]).unwrap_err();
+    assert!(
+        matches!(err, crate::Error::BackendUnavailable { .. }),
+        "{err}"
+    );
+
+    let fake = Arc::new(FakePinned::default());
+    register_pinned_allocator(Some(fake.clone()));
+    let ptrs = {
+        let v = Vector::pinned(vec![1.0f32; 8]).unwrap();
+        assert!(v.is_pinned());
+        assert_eq!(v.as_slice(), &[1.0; 8]);
+        let c = v.clone();
+        assert!(c.is_pinned());
+        assert!(!Vector::pageable(vec![0u8; 4]).is_pinned());
+        if HostKind::default_kind() == HostKind::Pinned {
+            assert!(Vector::from(vec![0u8; 4]).is_pinned());
+            assert!(Matrix::<u8>::zeroed(2, 2).is_pinned());
+        }
+        let ptrs = [v.as_slice().as_ptr(), c.as_slice().as_ptr()];
+        assert!(ptrs.iter().all(|p| fake.owns(*p)));
+        ptrs
+    };
+    assert!(ptrs.iter().all(|p| fake.freed(*p)));
+    register_pinned_allocator(prev);
 }

@@ -249,17 +249,12 @@ fn upload_missing<T: DeviceType>(
     }
     let size = std::mem::size_of::<T>();
     for part in &missing {
-        // SAFETY: `part` lies inside the container and is valid on the host (brought back
-        // above, under the lock). The host must not write it until the copy is done: any
-        // host write first waits for the range's events (Store::overwrite -> wait_all),
-        // and the event recorded below covers this copy.
-        let src = unsafe {
-            std::slice::from_raw_parts(
-                store.host_ptr().add(part.start).cast::<u8>(),
-                part.len() * size,
-            )
-        };
-        // SAFETY: the destination lies inside the device buffer (it covers the container).
+        // The host must not write `part` until the copy is done: every host write first
+        // waits for the range's events (Store::overwrite -> wait_all), and the event
+        // recorded below covers this copy.
+        let src = store.host_slice(st, part.clone());
+        // SAFETY: the destination lies inside the device buffer (it covers the container);
+        // `src` is host-valid data that stays allocated and unwritten until the event.
         unsafe { result::memcpy_htod_async(ptr + (part.start * size) as u64, src, ctx.stream) }
             .map_err(driver)?;
     }

@@ -1,0 +1,81 @@
+//! Map on OpenCL: one work-item per output element (`opencl/map.cl`).
+
+use std::fmt::Write as _;
+
+use super::context::Ctx;
+use super::program_cache::{program, ProgKey};
+use super::{
+    call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
+    uniform_params, CallShape, Inputs, KArg,
+};
+use crate::containers::ArgMut;
+use crate::plan::ArgTuple;
+use crate::userfn::ElementwiseFn;
+use crate::Result;
+
+const TEMPLATE: &str = include_str!("../../../opencl/map.cl");
+
+fn source<F: ElementwiseFn>(ctx: &Ctx) -> Result<String> {
+    let def = F::definition();
+    let (mut s, entries) = source_head(ctx, "__global", &[def])?;
+    let shape = CallShape {
+        pos: "i",
+        array: "",
+        window: ("", ""),
+    };
+    let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
+    let _ = writeln!(
+        s,
+        "#define SKEL_PARAMS {}{}",
+        elem_params(def, ""),
+        uniform_params(def, "")
+    );
+    let _ = writeln!(
+        s,
+        "#define SKEL_CALL(i) {}",
+        call_expr(def, &entries[0], &shape, "")
+    );
+    s.push_str(TEMPLATE);
+    Ok(s)
+}
+
+pub(super) fn run<'a, F, I>(
+    ctx: &Ctx,
+    inputs: I,
+    out: ArgMut<'_, F::Out>,
+    uniforms: &F::Uniforms,
+) -> Result<()>
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+{
+    let n = out.shape().len();
+    if n == 0 {
+        return Ok(());
+    }
+    let prog = program(ctx, ProgKey::of::<F>("map"), F::NAME, || source::<F>(ctx))?;
+    let out_mem = memory::output(ctx, &out, false)?;
+    let mut up = Inputs {
+        ctx,
+        args: vec![
+            KArg::Mem(out_mem),
+            KArg::U64(out.offset() as u64),
+            KArg::U64(n as u64),
+            KArg::U64(out.shape().cols().max(1) as u64),
+        ],
+    };
+    inputs.visit(&mut up)?;
+    let mut args = up.args;
+    push_uniforms(uniforms, &mut args);
+    let ev = launch(
+        ctx,
+        &prog,
+        "skel_map",
+        &args,
+        1,
+        [round_up(n, ctx.wg), 1, 1],
+        Some([ctx.wg, 1, 1]),
+    )?;
+    memory::written(ctx, &out, ev);
+    Ok(())
+}

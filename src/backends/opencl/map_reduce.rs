@@ -1,0 +1,72 @@
+//! MapReduce on OpenCL: `reduce.cl` instantiated with the map applied at load time
+//! (`skel_map_reduce`, no intermediate buffer), then the plain `skel_reduce` over the
+//! per-group partials on the device; the final value is folded with `start` on the host.
+
+use std::fmt::Write as _;
+
+use super::context::Ctx;
+use super::program_cache::{program, ProgKey};
+use super::{
+    call_expr, cty, elem_params, push_uniforms, reduce, source_head, uniform_params, CallShape,
+    Inputs, KArg,
+};
+use crate::backends::BinaryFn;
+use crate::containers::Shape;
+use crate::plan::ArgTuple;
+use crate::userfn::ElementwiseFn;
+use crate::Result;
+
+/// Only a comment: MapReduce is `reduce.cl` instantiated twice.
+const TEMPLATE: &str = include_str!("../../../opencl/map_reduce.cl");
+
+fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx) -> Result<String> {
+    let mdef = M::definition();
+    let (mut s, entries) = source_head(ctx, "__global", &[mdef, R::definition()])?;
+    let _ = writeln!(s, "#define SKEL_T {}", cty::<M::Out>());
+    let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[1]);
+    let shape = CallShape {
+        pos: "p",
+        array: "",
+        window: ("", ""),
+    };
+    let load_params = format!(
+        ", ulong cols{}{}",
+        elem_params(mdef, ""),
+        uniform_params(mdef, "")
+    );
+    let load = call_expr(mdef, &entries[0], &shape, "");
+    s.push_str(TEMPLATE);
+    reduce::instantiate(&mut s, "skel_map_reduce", &load_params, &load);
+    reduce::plain(&mut s);
+    Ok(s)
+}
+
+pub(super) fn run<'a, M, R, I>(
+    ctx: &Ctx,
+    inputs: I,
+    shape: Shape,
+    uniforms: &M::Uniforms,
+    start: M::Out,
+) -> Result<M::Out>
+where
+    M: ElementwiseFn,
+    R: BinaryFn<M::Out>,
+    I: ArgTuple<'a, Elems = M::Elems>,
+{
+    let n = shape.len();
+    if n == 0 {
+        return Ok(start);
+    }
+    let p = program(ctx, ProgKey::of::<(M, R)>("map_reduce"), M::NAME, || {
+        source::<M, R>(ctx)
+    })?;
+    let mut up = Inputs {
+        ctx,
+        args: vec![KArg::U64(shape.cols().max(1) as u64)],
+    };
+    inputs.visit(&mut up)?;
+    let mut args = up.args;
+    push_uniforms(uniforms, &mut args);
+    let total = reduce::two_pass::<M::Out>(ctx, &p, "skel_map_reduce", &p, args, n)?;
+    Ok(R::apply((), (start, total), &()))
+}

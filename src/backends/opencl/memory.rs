@@ -1,0 +1,239 @@
+//! Device buffers: one per container (its [`DeviceCopy`] on the OpenCL device), reused
+//! across calls, plus temporary buffers for partial results.
+//!
+//! A read operand uploads only the ranges not valid on the device; a written operand is
+//! recorded as valid only on the device (the host copy goes stale and is brought back
+//! lazily through [`DeviceCopy::download`]). Every copy is counted per container.
+
+use std::any::Any;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ocl::core as cl;
+
+use super::context::Ctx;
+use super::driver;
+use crate::containers::{Arg, ArgMut, DeviceCopy, ReadyEvent, State};
+use crate::{DeviceType, Error, Result};
+
+/// A container's copy on the OpenCL device: the whole container, in one buffer.
+pub(crate) struct ClBuffer {
+    pub(crate) mem: cl::Mem,
+    queue: cl::CommandQueue,
+    elem: usize,
+    up: AtomicU64,
+    down: AtomicU64,
+}
+
+impl ClBuffer {
+    /// Bytes copied host -> device and device -> host through this buffer so far.
+    pub(crate) fn transfers(&self) -> (u64, u64) {
+        (
+            self.up.load(Ordering::Relaxed),
+            self.down.load(Ordering::Relaxed),
+        )
+    }
+}
+
+impl DeviceCopy for ClBuffer {
+    fn download(&self, range: Range<usize>, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        debug_assert_eq!(dst.len(), range.len() * self.elem);
+        // SAFETY: a blocking read of `dst.len()` bytes inside the buffer (the range lies in
+        // the container, the buffer covers all of it) into `dst`, which outlives the call.
+        unsafe {
+            cl::enqueue_read_buffer(
+                &self.queue,
+                &self.mem,
+                true,
+                range.start * self.elem,
+                dst,
+                None::<&cl::Event>,
+                None::<&mut cl::Event>,
+            )
+        }
+        .map_err(driver)?;
+        self.down.fetch_add(dst.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A kernel's completion, as the containers wait on it.
+pub(crate) struct ClEvent(pub(crate) cl::Event);
+
+impl ReadyEvent for ClEvent {
+    fn wait(&self) -> Result<()> {
+        cl::wait_for_event(&self.0).map_err(driver)
+    }
+}
+
+/// A new device buffer of `bytes` bytes (at least one).
+pub(crate) fn alloc(ctx: &Ctx, bytes: usize) -> Result<cl::Mem> {
+    // SAFETY: no host pointer is passed; the driver allocates and owns the memory.
+    unsafe {
+        cl::create_buffer::<_, u8>(
+            &ctx.context,
+            cl::MemFlags::new().read_write(),
+            bytes.max(1),
+            None,
+        )
+    }
+    .map_err(driver)
+}
+
+/// A temporary buffer for `n` elements of `T`.
+pub(crate) fn alloc_elems<T: DeviceType>(ctx: &Ctx, n: usize) -> Result<cl::Mem> {
+    alloc(ctx, n * std::mem::size_of::<T>())
+}
+
+/// The container's device buffer (created on first use, then reused).
+fn buffer<'s, T: DeviceType>(
+    ctx: &Ctx,
+    st: &'s mut State,
+    full_len: usize,
+) -> Result<&'s ClBuffer> {
+    let dev = super::context::LOCATION_ID;
+    let present = st
+        .device(dev)
+        .is_some_and(|c| c.as_any().downcast_ref::<ClBuffer>().is_some());
+    if !present {
+        let mem = alloc(ctx, full_len * std::mem::size_of::<T>())?;
+        st.set_device(
+            dev,
+            Box::new(ClBuffer {
+                mem,
+                queue: ctx.queue.clone(),
+                elem: std::mem::size_of::<T>(),
+                up: AtomicU64::new(0),
+                down: AtomicU64::new(0),
+            }),
+        );
+    }
+    st.device(dev)
+        .and_then(|c| c.as_any().downcast_ref::<ClBuffer>())
+        .ok_or_else(|| Error::Driver("internal: OpenCL buffer missing".into()))
+}
+
+/// Uploads the parts of `range` that are not valid on the device. The caller holds the
+/// store's lock (`st`).
+fn upload_missing<T: DeviceType>(
+    ctx: &Ctx,
+    store: &crate::containers::store::Store<T>,
+    st: &mut State,
+    range: Range<usize>,
+) -> Result<cl::Mem> {
+    let loc = ctx.location();
+    let full_len = store.len();
+    let missing = st.coherence.missing(loc, range);
+    for part in &missing {
+        // The newest data may be on another device: bring it to the host first.
+        store.bring_back(st, part.clone())?;
+    }
+    let buf = buffer::<T>(ctx, st, full_len)?;
+    let mem = buf.mem.clone();
+    let size = std::mem::size_of::<T>();
+    for part in &missing {
+        if part.is_empty() {
+            continue;
+        }
+        // SAFETY: `part` lies inside the container and is valid on the host (brought back
+        // above, under the lock), so no one writes it while we read it; the bytes are
+        // initialised plain data (DeviceType).
+        let src = unsafe {
+            std::slice::from_raw_parts(
+                store.host_ptr().add(part.start).cast::<u8>(),
+                part.len() * size,
+            )
+        };
+        // SAFETY: a blocking write of `src` inside the buffer; `src` outlives the call.
+        unsafe {
+            cl::enqueue_write_buffer(
+                &ctx.queue,
+                &mem,
+                true,
+                part.start * size,
+                src,
+                None::<&cl::Event>,
+                None::<&mut cl::Event>,
+            )
+        }
+        .map_err(driver)?;
+        buf.up.fetch_add(src.len() as u64, Ordering::Relaxed);
+    }
+    for part in missing {
+        st.coherence.mark_valid(loc, part, None);
+    }
+    Ok(mem)
+}
+
+/// A read operand on the device: its buffer, current over the operand's range.
+pub(crate) fn input<T: DeviceType>(ctx: &Ctx, arg: &Arg<'_, T>) -> Result<cl::Mem> {
+    let mut st = arg.lock();
+    upload_missing::<T>(ctx, arg.store(), &mut st, arg.range())
+}
+
+/// A written operand's buffer. With `keep`, the operand's current values are uploaded
+/// first (a kernel that leaves some outputs untouched); otherwise nothing is copied.
+pub(crate) fn output<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, keep: bool) -> Result<cl::Mem> {
+    let mut st = out.lock();
+    if keep {
+        return upload_missing::<T>(ctx, out.store(), &mut st, out.range());
+    }
+    // Pending copies from/to the host of this range must be done before it is overwritten.
+    st.coherence.wait_all(out.range())?;
+    Ok(buffer::<T>(ctx, &mut st, out.full_len())?.mem.clone())
+}
+
+/// Records that a kernel (done after `event`) wrote the operand's range on the device.
+pub(crate) fn written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::Event) {
+    let ev: Arc<dyn ReadyEvent> = Arc::new(ClEvent(event));
+    out.lock()
+        .coherence
+        .write(ctx.location(), out.range(), Some(ev));
+}
+
+/// Blocking read of `n` elements of `T` from a temporary buffer.
+pub(crate) fn read_elems<T: DeviceType>(ctx: &Ctx, mem: &cl::Mem, n: usize) -> Result<Vec<T>> {
+    let mut bytes = vec![0u8; n * std::mem::size_of::<T>()];
+    if !bytes.is_empty() {
+        // SAFETY: a blocking read of `bytes.len()` bytes, within the buffer.
+        unsafe {
+            cl::enqueue_read_buffer(
+                &ctx.queue,
+                mem,
+                true,
+                0,
+                &mut bytes,
+                None::<&cl::Event>,
+                None::<&mut cl::Event>,
+            )
+        }
+        .map_err(driver)?;
+    }
+    Ok(bytes
+        .chunks_exact(std::mem::size_of::<T>().max(1))
+        .take(n)
+        // SAFETY: each chunk holds size_of::<T>() bytes; any bit pattern is a valid T
+        // (DeviceType); read_unaligned because Vec<u8> is only byte-aligned.
+        .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
+        .collect())
+}
+
+/// Transfer counters of a container's OpenCL copy, if it has one.
+pub(crate) fn transfers(st: &State) -> Option<(u64, u64)> {
+    st.device(super::context::LOCATION_ID)?
+        .as_any()
+        .downcast_ref::<ClBuffer>()
+        .map(ClBuffer::transfers)
+}

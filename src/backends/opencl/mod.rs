@@ -1,0 +1,355 @@
+//! The OpenCL backend (feature `opencl`): every skeleton as real parallel kernels on one
+//! OpenCL device, with the containers' device copies kept lazily coherent.
+//!
+//! - `context.rs`: device choice (`SKEL_OPENCL_DEVICE`), context and the in-order queue;
+//! - `memory.rs`: per-container device buffers ([`memory::ClBuffer`]), uploads of missing
+//!   ranges, results left on the device, transfer counters;
+//! - `program_cache.rs`: programs built once per (skeleton, user function, types);
+//! - one file per skeleton, each instantiating its template from `opencl/*.cl` with the
+//!   OpenCL C that `#[userfn]`'s code generator emits.
+//!
+//! A kernel source is: `#define`s for the address spaces, the generated user functions
+//! (prelude, structs, functions), then `#define`s naming the types and the call of the
+//! user function, then the template.
+
+mod context;
+mod map;
+mod map_array;
+mod map_overlap;
+mod map_reduce;
+pub(crate) mod memory;
+mod program_cache;
+mod reduce;
+mod scan;
+
+use std::fmt::Write as _;
+
+use ocl::core as cl;
+
+use super::{BinaryFn, Execute, Stencil};
+use crate::codegen::ir::{FnDef, ParamKind};
+use crate::codegen::{c_type, device_source_multi, Dialect, Ty};
+use crate::containers::{Arg, ArgMut, Shape};
+use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
+use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
+use crate::{DeviceType, Error, Result};
+
+use context::{ctx, Ctx};
+pub(crate) use context::{is_gpu, probe};
+
+/// The OpenCL executor.
+pub(crate) struct OpenCl;
+
+/// An OpenCL error as a skel error: out-of-memory statuses become
+/// [`Error::OutOfMemory`], everything else [`Error::Driver`] with the driver's message.
+pub(crate) fn driver(e: cl::Error) -> Error {
+    use cl::Status;
+    match e.api_status() {
+        Some(
+            Status::CL_MEM_OBJECT_ALLOCATION_FAILURE
+            | Status::CL_OUT_OF_RESOURCES
+            | Status::CL_OUT_OF_HOST_MEMORY
+            | Status::CL_INVALID_BUFFER_SIZE,
+        ) => Error::OutOfMemory(format!("OpenCL: {e}")),
+        _ => Error::Driver(format!("OpenCL: {e}")),
+    }
+}
+
+/// Bytes copied to / from the OpenCL device for a container, see [`crate::debug`].
+pub(crate) fn transfers(st: &crate::containers::State) -> Option<(u64, u64)> {
+    memory::transfers(st)
+}
+
+/// One kernel argument.
+pub(crate) enum KArg {
+    Mem(cl::Mem),
+    U64(u64),
+    I64(i64),
+    I32(i32),
+    /// A value passed by value (a scalar or a `#[repr(C)]` struct), as its bytes.
+    Bytes(Vec<u8>),
+    /// `__local` memory of this many bytes.
+    Local(usize),
+}
+
+impl KArg {
+    /// A device value by value.
+    pub(crate) fn value<T: DeviceType>(v: &T) -> KArg {
+        // SAFETY: DeviceType values are plain data without padding; the bytes are copied.
+        let bytes = unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        };
+        KArg::Bytes(bytes.to_vec())
+    }
+}
+
+/// Appends one argument per uniform, in declaration order.
+pub(crate) fn push_uniforms<U: UniformTuple>(u: &U, args: &mut Vec<KArg>) {
+    u.for_each_bytes(&mut |b| args.push(KArg::Bytes(b.to_vec())));
+}
+
+/// Uploads each input operand and appends `(buffer, offset)` for it.
+pub(crate) struct Inputs<'c> {
+    pub(crate) ctx: &'c Ctx,
+    pub(crate) args: Vec<KArg>,
+}
+
+impl ArgVisitor for Inputs<'_> {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        let mem = memory::input(self.ctx, &arg)?;
+        self.args.push(KArg::Mem(mem));
+        self.args.push(KArg::U64(arg.offset() as u64));
+        Ok(())
+    }
+}
+
+/// Enqueues `name` of `prog` over `global` work-items in groups of `local` (both with
+/// `dims` dimensions, global already a multiple of local; `None`: the driver's choice),
+/// returning its completion.
+pub(crate) fn launch(
+    ctx: &Ctx,
+    prog: &cl::Program,
+    name: &str,
+    args: &[KArg],
+    dims: u32,
+    global: [usize; 3],
+    local: Option<[usize; 3]>,
+) -> Result<cl::Event> {
+    let k = program_cache::kernel(prog, name)?;
+    for (i, a) in args.iter().enumerate() {
+        let i = i as u32;
+        let r = match a {
+            KArg::Mem(m) => cl::set_kernel_arg(&k, i, cl::ArgVal::mem(m)),
+            KArg::U64(v) => cl::set_kernel_arg(&k, i, cl::ArgVal::scalar(v)),
+            KArg::I64(v) => cl::set_kernel_arg(&k, i, cl::ArgVal::scalar(v)),
+            KArg::I32(v) => cl::set_kernel_arg(&k, i, cl::ArgVal::scalar(v)),
+            // SAFETY: the pointer and size describe `b`, alive until set_kernel_arg returns.
+            KArg::Bytes(b) => cl::set_kernel_arg(&k, i, unsafe {
+                cl::ArgVal::from_raw(b.len(), b.as_ptr().cast(), false)
+            }),
+            // SAFETY: a __local argument: a size and a null pointer, as OpenCL specifies.
+            KArg::Local(n) => cl::set_kernel_arg(&k, i, unsafe {
+                cl::ArgVal::from_raw((*n).max(1), std::ptr::null(), false)
+            }),
+        };
+        r.map_err(driver)?;
+    }
+    let mut ev = cl::Event::null();
+    // SAFETY: every argument is set above; buffers stay alive (the kernel object and the
+    // queue retain them) until the kernel has run.
+    unsafe {
+        cl::enqueue_kernel(
+            &ctx.queue,
+            &k,
+            dims,
+            None,
+            &global,
+            local,
+            None::<&cl::Event>,
+            Some(&mut ev),
+        )
+    }
+    .map_err(driver)?;
+    Ok(ev)
+}
+
+/// `n` rounded up to a multiple of `m`.
+pub(crate) fn round_up(n: usize, m: usize) -> usize {
+    n.div_ceil(m) * m
+}
+
+/// The C name of `T` in OpenCL C.
+pub(crate) fn cty<T: DeviceType>() -> String {
+    c_type(T::TY, Dialect::OpenCl)
+}
+
+/// Start of a kernel source: address spaces, then the generated user functions.
+/// Returns the source so far and the C identifiers of `defs`.
+pub(crate) fn source_head(
+    ctx: &Ctx,
+    window_space: &str,
+    defs: &[&'static FnDef],
+) -> Result<(String, Vec<String>)> {
+    let gen = device_source_multi(defs, Dialect::OpenCl)?;
+    let mut s = String::new();
+    let _ = writeln!(s, "// generated by skel for {}", ctx.name);
+    if ctx.fp64 {
+        s.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
+    }
+    let _ = writeln!(s, "#define SKEL_ARRAY_SPACE __global");
+    let _ = writeln!(s, "#define SKEL_WINDOW_SPACE {window_space}");
+    s.push_str(&gen.source);
+    s.push('\n');
+    let _ = writeln!(s, "#define SKEL_WG {}", ctx.wg);
+    Ok((s, gen.entries))
+}
+
+/// How the call of an element-wise user function gets its arguments.
+pub(crate) struct CallShape<'s> {
+    /// C expression of the flat position (e.g. `(i)`).
+    pub(crate) pos: &'s str,
+    /// C expression of the array pointer (MapArray).
+    pub(crate) array: &'s str,
+    /// C expression of a window pointer and, for 2D, its stride.
+    pub(crate) window: (&'s str, &'s str),
+}
+
+/// `entry(args..)` for `def`: index from the position and `cols`, element `k` from
+/// `in{k}[in{k}_off + pos]`, uniform `k` as `u{k}`.
+pub(crate) fn call_expr(def: &FnDef, entry: &str, c: &CallShape<'_>, prefix: &str) -> String {
+    let (mut e, mut u) = (0, 0);
+    let args: Vec<String> = def
+        .params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Index => format!("(ulong)({})", c.pos),
+            ParamKind::IndexRow => format!("(ulong)(({}) / cols)", c.pos),
+            ParamKind::IndexCol => format!("(ulong)(({}) % cols)", c.pos),
+            ParamKind::Elem => {
+                e += 1;
+                format!("{prefix}in{0}[{prefix}in{0}_off + ({1})]", e - 1, c.pos)
+            }
+            ParamKind::Uniform => {
+                u += 1;
+                format!("{prefix}u{}", u - 1)
+            }
+            ParamKind::Array => c.array.to_string(),
+            ParamKind::Window => c.window.0.to_string(),
+            ParamKind::Window2 => format!("{}, {}", c.window.0, c.window.1),
+        })
+        .collect();
+    format!("{entry}({})", args.join(", "))
+}
+
+/// `, __global const A* in0, ulong in0_off, ..` for the element parameters of `def`.
+pub(crate) fn elem_params(def: &FnDef, prefix: &str) -> String {
+    let mut s = String::new();
+    for (k, p) in def
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Elem)
+        .enumerate()
+    {
+        let _ = write!(
+            s,
+            ", __global const {t}* {prefix}in{k}, ulong {prefix}in{k}_off",
+            t = c_type(p.ty, Dialect::OpenCl)
+        );
+    }
+    s
+}
+
+/// `, T0 u0, T1 u1, ..` for the uniform parameters of `def`.
+pub(crate) fn uniform_params(def: &FnDef, prefix: &str) -> String {
+    let mut s = String::new();
+    for (k, p) in def
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Uniform)
+        .enumerate()
+    {
+        let _ = write!(s, ", {} {prefix}u{k}", c_type(p.ty, Dialect::OpenCl));
+    }
+    s
+}
+
+/// The type of the array parameter of `def` (MapArray).
+pub(crate) fn array_ty(def: &FnDef) -> Option<Ty> {
+    def.params
+        .iter()
+        .find(|p| p.kind == ParamKind::Array)
+        .map(|p| p.ty)
+}
+
+/// `(rows, cols)` of a shape.
+pub(crate) fn dims(shape: Shape) -> (usize, usize) {
+    super::cpu::dims(shape)
+}
+
+impl Execute for OpenCl {
+    fn map<'a, F, I>(
+        &self,
+        inputs: I,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        map::run::<F, I>(ctx()?, inputs, out, uniforms)
+    }
+
+    fn map_array<'a, F, I>(
+        &self,
+        array: Arg<'_, F::Array>,
+        inputs: I,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ArrayFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        map_array::run::<F, I>(ctx()?, array, inputs, out, uniforms)
+    }
+
+    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+        reduce::run::<F, T>(ctx()?, input, start)
+    }
+
+    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        axis: Axis,
+    ) -> Result<()> {
+        reduce::run_axis::<F, T>(ctx()?, input, out, axis)
+    }
+
+    fn map_reduce<'a, M, R, I>(
+        &self,
+        inputs: I,
+        shape: Shape,
+        uniforms: &M::Uniforms,
+        start: M::Out,
+    ) -> Result<M::Out>
+    where
+        M: ElementwiseFn,
+        R: BinaryFn<M::Out>,
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        map_reduce::run::<M, R, I>(ctx()?, inputs, shape, uniforms, start)
+    }
+
+    fn scan<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        mode: ScanMode,
+        start: T,
+    ) -> Result<()> {
+        scan::run::<F, T>(ctx()?, input, out, mode, start)
+    }
+
+    fn map_overlap<F: WindowFn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, usize>,
+        axis: Axis,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        map_overlap::run_1d::<F>(ctx()?, input, out, stencil, axis, uniforms)
+    }
+
+    fn map_overlap_2d<F: Window2Fn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, (usize, usize)>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms)
+    }
+}

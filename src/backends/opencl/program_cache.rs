@@ -1,0 +1,127 @@
+//! Programs, built once per (skeleton, user functions, types) on the process's device and
+//! kept in memory. `SKEL_DUMP_SOURCE=dir` writes every generated source to `dir`.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use ocl::core as cl;
+
+use super::context::Ctx;
+use super::driver;
+use crate::{Error, Result};
+
+/// What identifies a program: the skeleton form and the types of everything in it (user
+/// functions are unit types, so their `TypeId` names them).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ProgKey {
+    pub(crate) kind: &'static str,
+    pub(crate) types: TypeId,
+}
+
+impl ProgKey {
+    /// The key of skeleton form `kind` over the types in the tuple `K`.
+    pub(crate) fn of<K: 'static>(kind: &'static str) -> Self {
+        ProgKey {
+            kind,
+            types: TypeId::of::<K>(),
+        }
+    }
+}
+
+type Built = std::result::Result<cl::Program, (String, String)>;
+
+struct Entry {
+    built: OnceLock<Built>,
+    source: OnceLock<String>,
+}
+
+fn cache() -> &'static Mutex<HashMap<ProgKey, Arc<Entry>>> {
+    static CACHE: OnceLock<Mutex<HashMap<ProgKey, Arc<Entry>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// The program for `key`, built from `source()` on first use. A failed build is remembered
+/// and reported as [`Error::Compile`] each time.
+pub(crate) fn program(
+    ctx: &Ctx,
+    key: ProgKey,
+    name: &str,
+    source: impl FnOnce() -> Result<String>,
+) -> Result<cl::Program> {
+    let entry = {
+        let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(key)
+            .or_insert_with(|| {
+                Arc::new(Entry {
+                    built: OnceLock::new(),
+                    source: OnceLock::new(),
+                })
+            })
+            .clone()
+    };
+    if let Some(built) = entry.built.get() {
+        return finish(built, name, &entry);
+    }
+    // Generation errors (untranslatable user function) are not cached: they are cheap.
+    let src = source()?;
+    let built = entry.built.get_or_init(|| {
+        dump(name, &src);
+        let r = build(ctx, &src);
+        let _ = entry.source.set(src);
+        r
+    });
+    finish(built, name, &entry)
+}
+
+fn finish(built: &Built, name: &str, entry: &Entry) -> Result<cl::Program> {
+    match built {
+        Ok(p) => Ok(p.clone()),
+        Err((log, kind)) if kind == "compile" => Err(Error::Compile {
+            kernel: name.to_string(),
+            log: log.clone(),
+            source_code: entry.source.get().cloned().unwrap_or_default(),
+        }),
+        Err((msg, _)) => Err(Error::Driver(msg.clone())),
+    }
+}
+
+fn build(ctx: &Ctx, src: &str) -> Built {
+    let csrc = CString::new(src).map_err(|e| (e.to_string(), "driver".to_string()))?;
+    let prog = cl::create_program_with_source(&ctx.context, &[csrc])
+        .map_err(|e| (driver(e).to_string(), "driver".to_string()))?;
+    let opts = CString::new("").unwrap_or_default();
+    match cl::build_program(&prog, Some(&[ctx.device]), &opts, None, None) {
+        Ok(()) => Ok(prog),
+        Err(e) => {
+            let log =
+                match cl::get_program_build_info(&prog, ctx.device, cl::ProgramBuildInfo::BuildLog)
+                {
+                    Ok(cl::ProgramBuildInfoResult::BuildLog(l)) => l,
+                    _ => e.to_string(),
+                };
+            Err((log, "compile".to_string()))
+        }
+    }
+}
+
+fn dump(name: &str, src: &str) {
+    let Ok(dir) = std::env::var("SKEL_DUMP_SOURCE") else {
+        return;
+    };
+    if dir.is_empty() {
+        return;
+    }
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    src.hash(&mut h);
+    let file = format!("{name}_{:016x}.cl", h.finish());
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(std::path::Path::new(&dir).join(file), src);
+}
+
+/// A kernel of a built program (kernels are not shared between threads: one per call).
+pub(crate) fn kernel(prog: &cl::Program, name: &str) -> Result<cl::Kernel> {
+    cl::create_kernel(prog, name).map_err(driver)
+}

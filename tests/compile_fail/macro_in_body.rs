@@ -1,0 +1,9 @@
+use skel::prelude::*;
+
+#[userfn]
+fn f(a: f32) -> f32 {
+    println!("{}", a);
+    a
+}
+
+fn main() {}
