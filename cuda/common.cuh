@@ -35,6 +35,36 @@ __device__ __forceinline__ T skel_shfl_up(T v, unsigned d) {
     return u.t;
 }
 
+// V consecutive values at p (16-byte aligned when V * sizeof(T) is a multiple of 16): one
+// or more 16-byte accesses if the size allows, else element by element.
+template <typename T, int V>
+__device__ __forceinline__ void skel_loadv(const T* __restrict__ p, T (&x)[V]) {
+    if constexpr ((sizeof(T) * V) % 16 == 0) {
+        union { uint4 q[sizeof(T) * V / 16]; T t[V]; } u;
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof(T) * V / 16); ++k) u.q[k] = reinterpret_cast<const uint4*>(p)[k];
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = u.t[v];
+    } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) x[v] = p[v];
+    }
+}
+
+template <typename T, int V>
+__device__ __forceinline__ void skel_storev(T* __restrict__ p, const T (&x)[V]) {
+    if constexpr ((sizeof(T) * V) % 16 == 0) {
+        union { uint4 q[sizeof(T) * V / 16]; T t[V]; } u;
+#pragma unroll
+        for (int v = 0; v < V; ++v) u.t[v] = x[v];
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof(T) * V / 16); ++k) reinterpret_cast<uint4*>(p)[k] = u.q[k];
+    } else {
+#pragma unroll
+        for (int v = 0; v < V; ++v) p[v] = x[v];
+    }
+}
+
 // Values in word slots, read and written around L1 (for data exchanged between blocks).
 template <typename T>
 __device__ __forceinline__ void skel_put_cg(unsigned* slot, T v) {

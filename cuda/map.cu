@@ -2,12 +2,28 @@
 // Defines: SKEL_OUT_T, SKEL_PARAMS (extra kernel parameters, each preceded by a comma:
 // the array, the inputs in0.., the uniforms u0..), SKEL_CALL(i) (the user call at flat
 // position i; may use `cols` for a 2D index).
+// SKEL_VLOAD(i) / SKEL_CALLV(i, v) / SKEL_ALIGNED: the vectorised form: four consecutive
+// elements per thread, loaded and stored as 16-byte accesses where the types allow, when
+// every pointer is 16-byte aligned.
 // Grid-stride loop, four independent elements per thread and iteration in flight.
 
 extern "C" __global__ void __launch_bounds__(256)
 skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols SKEL_PARAMS) {
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
     skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (SKEL_ALIGNED) {
+        const skel_u64 nq = n / 4;
+        for (skel_u64 q = i; q < nq; q += stride) {
+            const skel_u64 b = q * 4;
+            SKEL_VLOAD(b)
+            SKEL_OUT_T r[4];
+#pragma unroll
+            for (int v = 0; v < 4; ++v) r[v] = SKEL_CALLV(b, v);
+            skel_storev(out + b, r);
+        }
+        for (i += nq * 4; i < n; i += stride) out[i] = SKEL_CALL(i);
+        return;
+    }
     for (; i + 3 * stride < n; i += 4 * stride) {
         SKEL_OUT_T r0 = SKEL_CALL(i);
         SKEL_OUT_T r1 = SKEL_CALL(i + stride);

@@ -14,6 +14,9 @@
 #define SKEL_BLOCK 256
 #define SKEL_NWARPS (SKEL_BLOCK / 32)
 #define SKEL_TILE (SKEL_BLOCK * SKEL_ITEMS)
+// Shared-memory index with one element of padding per 32: the blocked accesses (thread t,
+// item k at t*ITEMS + k) would otherwise hit the same banks; striped ones stay conflict-free.
+#define SKEL_PAD(j) ((j) + ((j) >> 5))
 
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
@@ -42,7 +45,7 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
 #pragma unroll
     for (int k = 0; k < SKEL_ITEMS; ++k) {
         const unsigned j = k * SKEL_BLOCK + tid;
-        if (j < valid) s_items[j] = in[base + j];
+        if (j < valid) s_items[SKEL_PAD(j)] = in[base + j];
     }
     __syncthreads();
 
@@ -52,7 +55,7 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
     SKEL_T x[SKEL_ITEMS];
 #pragma unroll
     for (int k = 0; k < SKEL_ITEMS; ++k)
-        if ((unsigned)k < cnt) x[k] = s_items[first + k];
+        if ((unsigned)k < cnt) x[k] = s_items[SKEL_PAD(first + k)];
     SKEL_T agg = skel_zero<SKEL_T>();
     bool has = false;
 #pragma unroll
@@ -137,11 +140,11 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
     for (int k = 0; k < SKEL_ITEMS; ++k) {
         if ((unsigned)k < cnt) {
             if (exclusive) {
-                s_items[first + k] = p;
+                s_items[SKEL_PAD(first + k)] = p;
                 skel_fold(p, ph, x[k]);
             } else {
                 skel_fold(p, ph, x[k]);
-                s_items[first + k] = p;
+                s_items[SKEL_PAD(first + k)] = p;
             }
         }
     }
@@ -149,6 +152,6 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
 #pragma unroll
     for (int k = 0; k < SKEL_ITEMS; ++k) {
         const unsigned j = k * SKEL_BLOCK + tid;
-        if (j < valid) out[base + j] = s_items[j];
+        if (j < valid) out[base + j] = s_items[SKEL_PAD(j)];
     }
 }

@@ -45,7 +45,10 @@ fn main() -> Result<()> {
     let s = Instant::now();
     Map::new(first_call_probe).backend(b).run(&x, &x, &mut y)?;
     let _ = y[0];
-    println!("first-call (jit or disk cache)  {:8.2} ms", s.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "first-call (jit or disk cache)  {:8.2} ms",
+        s.elapsed().as_secs_f64() * 1e3
+    );
 
     let a = Vector::from(vec![1.0f32; n]);
     let c = Vector::from(vec![2.0f32; n]);
@@ -65,16 +68,28 @@ fn main() -> Result<()> {
         Map::new(add).backend(b).run(&a, &c, &mut out).unwrap();
         let _ = out[0];
     });
-    println!("map a+b device-resident     {:8.3} ms  {:7.1} GB/s", t * 1e3, 3.0 * 4.0 * n as f64 / t / 1e9);
+    println!(
+        "map a+b device-resident     {:8.3} ms  {:7.1} GB/s",
+        t * 1e3,
+        3.0 * 4.0 * n as f64 / t / 1e9
+    );
     let t = best(reps, || {
         let _: f32 = Reduce::new(add).backend(b).run(&a).unwrap();
     });
-    println!("reduce device-resident      {:8.3} ms  {:7.1} GB/s", t * 1e3, 4.0 * n as f64 / t / 1e9);
+    println!(
+        "reduce device-resident      {:8.3} ms  {:7.1} GB/s",
+        t * 1e3,
+        4.0 * n as f64 / t / 1e9
+    );
     let t = best(reps, || {
         Scan::new(add).backend(b).run(&a, &mut out).unwrap();
         let _ = out[0];
     });
-    println!("scan device-resident        {:8.3} ms  {:7.1} GB/s", t * 1e3, 2.0 * 4.0 * n as f64 / t / 1e9);
+    println!(
+        "scan device-resident        {:8.3} ms  {:7.1} GB/s",
+        t * 1e3,
+        2.0 * 4.0 * n as f64 / t / 1e9
+    );
     drop((a, c, out));
 
     // Per-call overhead at small sizes.
@@ -86,14 +101,20 @@ fn main() -> Result<()> {
     for _ in 0..k {
         let _: f32 = Reduce::new(add).backend(b).run(&small)?;
     }
-    println!("reduce 1000 per call (sync) {:8.2} us", s.elapsed().as_secs_f64() / k as f64 * 1e6);
+    println!(
+        "reduce 1000 per call (sync) {:8.2} us",
+        s.elapsed().as_secs_f64() / k as f64 * 1e6
+    );
     Map::new(add).backend(b).run(&small, &small, &mut sout)?;
     let s = Instant::now();
     for _ in 0..k {
         Map::new(add).backend(b).run(&small, &small, &mut sout)?;
     }
     let _ = sout[0];
-    println!("map 1000 per call (async)   {:8.2} us", s.elapsed().as_secs_f64() / k as f64 * 1e6);
+    println!(
+        "map 1000 per call (async)   {:8.2} us",
+        s.elapsed().as_secs_f64() / k as f64 * 1e6
+    );
 
     // Host-to-host Map of 2^24: upload both inputs, compute, download, per call.
     let m = 1usize << 24;
@@ -112,7 +133,11 @@ fn main() -> Result<()> {
             Map::new(add).backend(b).run(&ha, &hb, &mut ho).unwrap();
             assert_eq!(ho.as_slice()[m - 1], 3.0);
         });
-        println!("host-to-host map 2^24 {name:8} {:8.3} ms  {:7.1} GB/s", t * 1e3, 3.0 * 4.0 * m as f64 / t / 1e9);
+        println!(
+            "host-to-host map 2^24 {name:8} {:8.3} ms  {:7.1} GB/s",
+            t * 1e3,
+            3.0 * 4.0 * m as f64 / t / 1e9
+        );
     }
     Ok(())
 }

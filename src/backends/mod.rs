@@ -9,10 +9,10 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod jit;
-#[cfg(feature = "rayon")]
-pub(crate) mod rayon;
 #[cfg(feature = "opencl")]
 pub(crate) mod opencl;
+#[cfg(feature = "rayon")]
+pub(crate) mod rayon;
 
 use std::fmt;
 use std::str::FromStr;

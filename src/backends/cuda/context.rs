@@ -162,11 +162,16 @@ fn open() -> std::result::Result<Ctx, String> {
         attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(e)?,
     );
     let sms = attr(dev, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e)?;
-    let smem_optin =
-        attr(dev, A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).unwrap_or(48 * 1024);
+    let smem_optin = attr(
+        dev,
+        A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    )
+    .unwrap_or(48 * 1024);
     let pools = attr(dev, A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED).unwrap_or(0);
     if pools == 0 {
-        return Err(format!("{name}: no stream-ordered allocator (memory pools)"));
+        return Err(format!(
+            "{name}: no stream-ordered allocator (memory pools)"
+        ));
     }
     // Keep freed pool memory for reuse instead of returning it at each synchronisation.
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();

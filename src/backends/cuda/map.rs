@@ -2,7 +2,9 @@
 
 use super::context::ctx;
 use super::module_cache::{launch, module, KernelArgs};
-use super::{assemble, call_expr, cty, grid_for, input_params, memory, uniform_params};
+use super::{
+    assemble, call_expr, cty, grid_for, input_params, memory, uniform_params, vector_defines,
+};
 use super::{CallSite, Uploader};
 use crate::backends::jit::ProgKey;
 use crate::codegen::{device_source, Dialect};
@@ -30,11 +32,17 @@ pub(crate) fn source<F: ElementwiseFn>() -> Result<String> {
         ),
         ("SKEL_CALL(SKEL_I)", call_expr(user.entry(), def, &site)),
     ];
+    let mut defines = defines.to_vec();
+    defines.extend(vector_defines(user.entry(), def));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
 /// `out[i] = F(index(i), inputs[i], uniforms)`.
-pub(crate) fn run<'a, F, I>(inputs: I, out: ArgMut<'_, F::Out>, uniforms: &F::Uniforms) -> Result<()>
+pub(crate) fn run<'a, F, I>(
+    inputs: I,
+    out: ArgMut<'_, F::Out>,
+    uniforms: &F::Uniforms,
+) -> Result<()>
 where
     F: ElementwiseFn,
     I: ArgTuple<'a, Elems = F::Elems>,
@@ -64,6 +72,13 @@ where
     }
     args.uniforms(uniforms);
     let grid = grid_for(ctx, n, 256, 8);
-    launch(ctx, m.func("skel_map")?, (grid, 1, 1), (256, 1, 1), 0, &mut args)?;
+    launch(
+        ctx,
+        m.func("skel_map")?,
+        (grid, 1, 1),
+        (256, 1, 1),
+        0,
+        &mut args,
+    )?;
     memory::written(ctx, &out)
 }

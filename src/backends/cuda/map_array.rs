@@ -3,7 +3,9 @@
 
 use super::context::ctx;
 use super::module_cache::{launch, module, KernelArgs};
-use super::{array_param, assemble, call_expr, cty, grid_for, input_params, memory};
+use super::{
+    array_param, assemble, call_expr, cty, grid_for, input_params, memory, vector_defines,
+};
 use super::{uniform_params, CallSite, Uploader};
 use crate::backends::jit::ProgKey;
 use crate::codegen::{device_source, Dialect};
@@ -34,6 +36,8 @@ pub(crate) fn source<F: ArrayFn>() -> Result<String> {
         ("SKEL_PARAMS", params),
         ("SKEL_CALL(SKEL_I)", call_expr(user.entry(), def, &site)),
     ];
+    let mut defines = defines.to_vec();
+    defines.extend(vector_defines(user.entry(), def));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -68,12 +72,22 @@ where
     inputs.visit(&mut up)?;
     let dst = memory::output(ctx, &out, false)?;
     let mut args = KernelArgs::default();
-    args.ptr(dst).u64(n as u64).u64(out.shape().cols() as u64).ptr(arr);
+    args.ptr(dst)
+        .u64(n as u64)
+        .u64(out.shape().cols() as u64)
+        .ptr(arr);
     for p in up.ptrs {
         args.ptr(p);
     }
     args.uniforms(uniforms);
     let grid = grid_for(ctx, n, 256, 8);
-    launch(ctx, m.func("skel_map")?, (grid, 1, 1), (256, 1, 1), 0, &mut args)?;
+    launch(
+        ctx,
+        m.func("skel_map")?,
+        (grid, 1, 1),
+        (256, 1, 1),
+        0,
+        &mut args,
+    )?;
     memory::written(ctx, &out)
 }

@@ -71,7 +71,10 @@ pub(crate) fn source<F: UserFn>(layout: Layout, elem: String, out: String) -> Re
     let defines = [
         ("SKEL_IN_T", elem),
         ("SKEL_OUT_T", out),
-        ("SKEL_CALL(SKEL_W, SKEL_S)", call_expr(user.entry(), def, &site)),
+        (
+            "SKEL_CALL(SKEL_W, SKEL_S)",
+            call_expr(user.entry(), def, &site),
+        ),
         ("SKEL_BX", layout.bx.to_string()),
         ("SKEL_BY", layout.by.to_string()),
         ("SKEL_IY", layout.iy.to_string()),
@@ -101,9 +104,13 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     let too_big = || Error::InvalidArgument(format!("stencil radius ({rr}, {rc}) is too large"));
     let rr32 = i32::try_from(rr).map_err(|_| too_big())?;
     let rc32 = i32::try_from(rc).map_err(|_| too_big())?;
-    let m = module(ctx, ProgKey::of::<(F, T)>(kind, ctx.ordinal), kind, &["skel_overlap"], || {
-        source::<F>(layout, cty::<T>(), cty::<F::Out>())
-    })?;
+    let m = module(
+        ctx,
+        ProgKey::of::<(F, T)>(kind, ctx.ordinal),
+        kind,
+        &["skel_overlap"],
+        || source::<F>(layout, cty::<T>(), cty::<F::Out>()),
+    )?;
     let tw = layout.bx + 2 * rc;
     let th = layout.by * layout.iy + 2 * rr;
     let cells = if layout.colmajor {

@@ -31,8 +31,7 @@ use crate::{DeviceType, Error, Result};
 /// Allocates `bytes` (at least 1) from the device's pool, ordered on the stream.
 pub(crate) fn alloc(ctx: &Ctx, bytes: usize) -> Result<sys::CUdeviceptr> {
     // SAFETY: the stream is valid; the memory is only used on this stream (or after it).
-    unsafe { result::malloc_async(ctx.stream, bytes.max(1)) }
-        .map_err(|e| oom_or_driver(e, bytes))
+    unsafe { result::malloc_async(ctx.stream, bytes.max(1)) }.map_err(|e| oom_or_driver(e, bytes))
 }
 
 fn free(ptr: sys::CUdeviceptr) {
@@ -117,8 +116,7 @@ impl Scratch {
         // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
         // copy (synchronised before returning).
         unsafe {
-            result::memcpy_dtoh_async(dst, self.ptr + offset as u64, ctx.stream)
-                .map_err(driver)?;
+            result::memcpy_dtoh_async(dst, self.ptr + offset as u64, ctx.stream).map_err(driver)?;
             result::stream::synchronize(ctx.stream).map_err(driver)
         }
     }
@@ -141,8 +139,8 @@ unsafe impl Sync for CuEvent {}
 impl CuEvent {
     /// Records an event after the work enqueued so far.
     pub(crate) fn record(ctx: &Ctx) -> Result<Arc<CuEvent>> {
-        let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
-            .map_err(driver)?;
+        let ev =
+            result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(driver)?;
         let ev = CuEvent(ev);
         // SAFETY: both handles are valid.
         unsafe { result::event::record(ev.0, ctx.stream) }.map_err(driver)?;
@@ -209,7 +207,11 @@ impl PinnedAllocator for CudaPinned {
 }
 
 /// The container's device buffer (made on first use, then reused).
-fn buffer<'s, T: DeviceType>(ctx: &Ctx, st: &'s mut State, full_len: usize) -> Result<&'s CuBuffer> {
+fn buffer<'s, T: DeviceType>(
+    ctx: &Ctx,
+    st: &'s mut State,
+    full_len: usize,
+) -> Result<&'s CuBuffer> {
     let dev = ctx.ordinal;
     let present = st
         .device(dev)

@@ -117,6 +117,46 @@ pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String
     format!("{entry}({})", args.join(", "))
 }
 
+/// The vectorised form of a Map call (see `cuda/map.cu`): `SKEL_VLOAD(SKEL_I)` loads four
+/// consecutive values of each input into `x<k>[4]`, `SKEL_CALLV(SKEL_I, SKEL_V)` is the call
+/// for the `SKEL_V`-th of them, `SKEL_ALIGNED` checks that every pointer is 16-byte aligned.
+pub(crate) fn vector_defines(entry: &str, def: &FnDef) -> Vec<(&'static str, String)> {
+    let elems: Vec<String> = def
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Elem)
+        .map(|p| ty_name(p.ty))
+        .collect();
+    let load: String = elems
+        .iter()
+        .enumerate()
+        .map(|(k, t)| format!("{t} x{k}[4]; skel_loadv(in{k} + (SKEL_I), x{k}); "))
+        .collect();
+    let mut aligned = String::from("(size_t)out");
+    for k in 0..elems.len() {
+        aligned.push_str(&format!(" | (size_t)in{k}"));
+    }
+    let site = CallSite {
+        pos: "(SKEL_I) + (SKEL_V)",
+        window: "",
+        stride: "",
+    };
+    let call = call_expr(entry, def, &site);
+    // Element k of the call reads x<k>[SKEL_V] instead of in<k>[pos].
+    let mut callv = call;
+    for k in 0..elems.len() {
+        callv = callv.replace(
+            &format!("in{k}[(SKEL_I) + (SKEL_V)]"),
+            &format!("x{k}[SKEL_V]"),
+        );
+    }
+    vec![
+        ("SKEL_VLOAD(SKEL_I)", load),
+        ("SKEL_CALLV(SKEL_I, SKEL_V)", callv),
+        ("SKEL_ALIGNED", format!("((({aligned}) & 15) == 0)")),
+    ]
+}
+
 /// Kernel parameters for the inputs (`, const A* __restrict__ in0, ...`) of `def`.
 pub(crate) fn input_params(def: &FnDef) -> String {
     def.params

@@ -100,7 +100,6 @@ fn options(ctx: &Ctx) -> Vec<String> {
     ]
 }
 
-
 fn build(ctx: &Ctx, name: &str, entries: &[&str], src: &str) -> Result<Module> {
     jit::dump_source(name, "cu", src);
     let opts = options(ctx);
@@ -187,8 +186,8 @@ fn load(ctx: &Ctx, image: &[u8], entries: &[&str]) -> Result<Module> {
     ctx.bind()?;
     // SAFETY: `image` is a complete CUBIN produced by NVRTC for this device's architecture;
     // the driver copies it during the call.
-    let module = unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }
-        .map_err(driver)?;
+    let module =
+        unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }.map_err(driver)?;
     let mut funcs = Vec::with_capacity(entries.len());
     for &e in entries {
         let cname = CString::new(e).map_err(|x| Error::Driver(x.to_string()))?;

@@ -139,16 +139,19 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     let src = memory::input(ctx, &input)?;
     let dst = memory::output(ctx, &out, false)?;
     let mut args = KernelArgs::default();
-    args.u64(rows as u64)
-        .u64(cols as u64)
-        .ptr(dst)
-        .ptr(src);
+    args.u64(rows as u64).u64(cols as u64).ptr(dst).ptr(src);
     let grid = if axis == Axis::Rows {
         grid_for(ctx, lines, BLOCK / 32, 8)
     } else {
         grid_for(ctx, lines, BLOCK, 8)
     };
-    launch(ctx, m.func(kernel)?, (grid, 1, 1), (BLOCK as u32, 1, 1), 0, &mut args)?;
+    launch(
+        ctx,
+        m.func(kernel)?,
+        (grid, 1, 1),
+        (BLOCK as u32, 1, 1),
+        0,
+        &mut args,
+    )?;
     memory::written(ctx, &out)
 }
-

@@ -72,7 +72,8 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         .i32(tiles32 as i32)
         .i32(i32::from(mode == ScanMode::Exclusive))
         .value(&start);
-    let shared = (tile * std::mem::size_of::<T>()) as u32;
+    // One element of padding per 32 (SKEL_PAD in the template).
+    let shared = ((tile + tile / 32) * std::mem::size_of::<T>()) as u32;
     launch(
         ctx,
         m.func("skel_scan")?,

@@ -123,7 +123,10 @@ fn every_template_is_valid_cpp() {
     check("reduce_f32", &reduce::source::<add, f32>().unwrap());
     check("reduce_aff", &reduce::source::<compose, Aff>().unwrap());
     check("reduce_u8", &reduce::source::<small, u8>().unwrap());
-    check("map_reduce", &map_reduce::source::<where2d, add32>(4).unwrap());
+    check(
+        "map_reduce",
+        &map_reduce::source::<where2d, add32>(4).unwrap(),
+    );
     check("scan_i64", &scan::source::<addi, i64>().unwrap());
     check("scan_aff", &scan::source::<compose, Aff>().unwrap());
     for (k, l) in [("flat", FLAT), ("rows", ROWS), ("cols", COLS)] {
