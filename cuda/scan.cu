@@ -11,7 +11,9 @@
 // State (words): [0] tile counter, then `tiles` flags (0 none, 1 aggregate, 2 inclusive),
 // then `tiles` aggregate slots and `tiles` inclusive slots of W words each.
 
+#ifndef SKEL_BLOCK
 #define SKEL_BLOCK 256
+#endif
 #define SKEL_NWARPS (SKEL_BLOCK / 32)
 #define SKEL_TILE (SKEL_BLOCK * SKEL_ITEMS)
 // Shared-memory index with one element of padding per 32: the blocked accesses (thread t,

@@ -34,6 +34,7 @@ fn main() -> Result<()> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(28);
+    let only = std::env::args().nth(2).unwrap_or_default();
     let b = Backend::Cuda;
     b.check()?;
     let n = 1usize << log2;
@@ -64,6 +65,18 @@ fn main() -> Result<()> {
     }
 
     let reps = 10;
+    if only == "scan" {
+        let t = best(reps, || {
+            Scan::new(add).backend(b).run(&a, &mut out).unwrap();
+            let _ = out[0];
+        });
+        println!(
+            "scan device-resident        {:8.3} ms  {:7.1} GB/s",
+            t * 1e3,
+            2.0 * 4.0 * n as f64 / t / 1e9
+        );
+        return Ok(());
+    }
     let t = best(reps, || {
         Map::new(add).backend(b).run(&a, &c, &mut out).unwrap();
         let _ = out[0];

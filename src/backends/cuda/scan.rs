@@ -13,12 +13,25 @@ use crate::{DeviceType, Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../cuda/scan.cu");
 
-/// Threads per block (`SKEL_BLOCK` in the template).
-const BLOCK: usize = 256;
-
-/// Values per thread: about 64 bytes of them, at most 16, at least 1.
-fn items<T>() -> usize {
-    (64 / std::mem::size_of::<T>().max(1)).clamp(1, 16)
+/// Threads per block and values per thread (`SKEL_BLOCK`, `SKEL_ITEMS` in the template):
+/// 256 threads with about 64 bytes of values each (at most 16, at least 1). The tuning
+/// knob `SKEL_SCAN_TUNE=<threads>,<bytes per thread>` overrides both (for benchmarking).
+fn shape<T>() -> (usize, usize) {
+    static TUNE: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+    let &(block, bytes) = TUNE.get_or_init(|| {
+        std::env::var("SKEL_SCAN_TUNE")
+            .ok()
+            .and_then(|s| {
+                let (b, i) = s.split_once(',')?;
+                Some((b.trim().parse().ok()?, i.trim().parse().ok()?))
+            })
+            .filter(|&(b, i): &(usize, usize)| [64, 128, 256, 512, 1024].contains(&b) && i > 0)
+            .unwrap_or((256, 64))
+    });
+    (
+        block,
+        (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
+    )
 }
 
 /// The kernel source for scanning `T`s with `F`.
@@ -27,7 +40,8 @@ pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>() -> Result<String> {
     let defines = [
         ("SKEL_T", cty::<T>()),
         ("SKEL_OP(a, b)", format!("{}(a, b)", user.entry())),
-        ("SKEL_ITEMS", items::<T>().to_string()),
+        ("SKEL_BLOCK", shape::<T>().0.to_string()),
+        ("SKEL_ITEMS", shape::<T>().1.to_string()),
     ];
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
@@ -44,8 +58,8 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(());
     }
-    let items = items::<T>();
-    let tile = BLOCK * items;
+    let (block, items) = shape::<T>();
+    let tile = block * items;
     let tiles = n.div_ceil(tile);
     let tiles32 = u32::try_from(tiles)
         .ok()
@@ -78,7 +92,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         ctx,
         m.func("skel_scan")?,
         (tiles32, 1, 1),
-        (BLOCK as u32, 1, 1),
+        (block as u32, 1, 1),
         shared,
         &mut args,
     )?;
