@@ -14,7 +14,7 @@ use crate::{DeviceType, Error, Result};
 const TEMPLATE: &str = include_str!("../../../cuda/scan.cu");
 
 /// Threads per block and values per thread (`SKEL_BLOCK`, `SKEL_ITEMS` in the template):
-/// 256 threads with about 64 bytes of values each (at most 16, at least 1). The tuning
+/// 512 threads with about 64 bytes of values each (at most 32, at least 1). The tuning
 /// knob `SKEL_SCAN_TUNE=<threads>,<bytes per thread>` overrides both (for benchmarking).
 fn shape<T>() -> (usize, usize) {
     static TUNE: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
@@ -26,7 +26,7 @@ fn shape<T>() -> (usize, usize) {
                 Some((b.trim().parse().ok()?, i.trim().parse().ok()?))
             })
             .filter(|&(b, i): &(usize, usize)| [64, 128, 256, 512, 1024].contains(&b) && i > 0)
-            .unwrap_or((256, 64))
+            .unwrap_or((512, 64))
     });
     (
         block,

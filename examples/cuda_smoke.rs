@@ -1,0 +1,115 @@
+//! One call of every CUDA kernel form, checked against the sequential backend: small
+//! enough to run under `compute-sanitizer --tool racecheck` (which makes every kernel
+//! launch slow), with partial tiles everywhere.
+//!
+//! `cargo run --release --features cuda --example cuda_smoke`
+
+use skel::prelude::*;
+
+#[userfn]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[userfn]
+fn mul(a: i64, b: i64) -> i64 {
+    a * b
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Aff {
+    m: i64,
+    c: i64,
+}
+
+#[userfn]
+fn compose(a: Aff, b: Aff) -> Aff {
+    Aff {
+        m: a.m * b.m,
+        c: a.c * b.m + b.c,
+    }
+}
+
+#[userfn]
+fn sum3(w: Window<i64>) -> i64 {
+    w[-1] + 2 * w[0] + 3 * w[1]
+}
+
+#[userfn]
+fn cross(w: Window2<i64>) -> i64 {
+    w[(-1, 0)] + 2 * w[(1, 0)] + 3 * w[(0, -1)] + 5 * w[(0, 1)] - 7 * w[(0, 0)]
+}
+
+fn main() -> Result<()> {
+    let (g, c) = (Backend::Cuda, Backend::Cpu);
+    g.check()?;
+    let n = 100_003;
+    let v = Vector::from_fn(n, |i| (i as i64 * 7919) % 201 - 100);
+    let w = Vector::from_fn(n, |i| (i as i64 * 104_729) % 31 - 15);
+    let (mut got, mut want) = (Vector::zeroed(n), Vector::zeroed(n));
+
+    Map::new(add).backend(g).run(&v, &w, &mut got)?;
+    Map::new(add).backend(c).run(&v, &w, &mut want)?;
+    assert_eq!(got, want, "map");
+    assert_eq!(
+        Reduce::new(add).backend(g).run(&v)?,
+        Reduce::new(add).backend(c).run(&v)?
+    );
+    let mr = MapReduce::new(mul, add).start(3);
+    assert_eq!(mr.backend(g).run(&v, &w)?, mr.backend(c).run(&v, &w)?);
+    for mode in [ScanMode::Inclusive, ScanMode::Exclusive] {
+        let s = Scan::new(add).mode(mode).start(5);
+        s.backend(g).run(&v, &mut got)?;
+        s.backend(c).run(&v, &mut want)?;
+        assert_eq!(got, want, "scan {mode:?}");
+    }
+    let fs = Vector::from_fn(n, |i| Aff {
+        m: if i % 3 == 0 { -1 } else { 1 },
+        c: (i % 11) as i64,
+    });
+    let (mut fg, mut fc) = (Vector::zeroed(n), Vector::zeroed(n));
+    Scan::new(compose).backend(g).run(&fs, &mut fg)?;
+    Scan::new(compose).backend(c).run(&fs, &mut fc)?;
+    assert_eq!(fg, fc, "scan of structs");
+    let one = Aff { m: 1, c: 0 };
+    assert_eq!(
+        Reduce::new(compose).start(one).backend(g).run(&fs)?,
+        Reduce::new(compose).start(one).backend(c).run(&fs)?
+    );
+    for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
+        let o = MapOverlap::new(sum3, 1).edge(edge).pad(4);
+        o.backend(g).run(&v, &mut got)?;
+        o.backend(c).run(&v, &mut want)?;
+        assert_eq!(got, want, "overlap 1D {edge:?}");
+    }
+    let (rows, cols) = (301, 259);
+    let m = Matrix::from_fn(rows, cols, |r, k| ((r * 31 + k * 17) % 97) as i64 - 48);
+    for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
+        let (mut mg, mut mc) = (
+            Matrix::filled(rows, cols, -1),
+            Matrix::filled(rows, cols, -1),
+        );
+        let o = MapOverlap::new(cross, (1, 1)).edge(edge).pad(2);
+        o.backend(g).run(&m, &mut mg)?;
+        o.backend(c).run(&m, &mut mc)?;
+        assert_eq!(mg, mc, "overlap 2D {edge:?}");
+        for rowwise in [true, false] {
+            let o = MapOverlap::new(sum3, 1).edge(edge).pad(2);
+            let o = if rowwise { o.rowwise() } else { o.colwise() };
+            o.backend(g).run(&m, &mut mg)?;
+            o.backend(c).run(&m, &mut mc)?;
+            assert_eq!(mg, mc, "overlap rowwise={rowwise} {edge:?}");
+        }
+    }
+    let (mut rg, mut rc) = (Vector::zeroed(rows), Vector::zeroed(rows));
+    Reduce::new(add).backend(g).run_rows(&m, &mut rg)?;
+    Reduce::new(add).backend(c).run_rows(&m, &mut rc)?;
+    assert_eq!(rg, rc, "rows");
+    let (mut cg, mut cc) = (Vector::zeroed(cols), Vector::zeroed(cols));
+    Reduce::new(add).backend(g).run_cols(&m, &mut cg)?;
+    Reduce::new(add).backend(c).run_cols(&m, &mut cc)?;
+    assert_eq!(cg, cc, "cols");
+    println!("cuda_smoke: every kernel form matches the cpu backend");
+    Ok(())
+}
