@@ -101,6 +101,7 @@ impl DeviceCopy for ClBuffer {
                     .find(|w| w.contains(&range.start))
                     .map_or(range.end, |w| w.end)
                     .min(range.start + (READ_AHEAD / self.elem).max(1))
+                    .min(self.len)
             } else {
                 range.end
             };
