@@ -13,7 +13,7 @@ use super::cpu::{self, Cpu};
 use super::{BinaryFn, Execute, Stencil};
 use crate::containers::{Arg, ArgMut, Shape};
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window2Fn, WindowFn};
+use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
 
 /// The multi-core executor.
@@ -25,42 +25,6 @@ pub(crate) const MIN_CHUNK: usize = 1 << 14;
 /// Elements per chunk for `n` elements of work.
 fn chunk_len(n: usize) -> usize {
     n.div_ceil(4 * rayon::current_num_threads()).max(MIN_CHUNK)
-}
-
-/// Contiguous blocks folded side by side inside one chunk. A fold is a chain of dependent
-/// calls, so one chain runs at the latency of `f`; eight independent chains keep the core's
-/// pipelines full. Blocks are contiguous and combined in order, so only associativity is
-/// needed, never commutativity.
-const LANES: usize = 8;
-
-/// The fold of `value(0) ⊕ ... ⊕ value(n-1)` as [`LANES`] contiguous blocks folded in
-/// lockstep, then combined left to right.
-#[inline]
-fn fold_in_lanes<T: Copy>(
-    n: usize,
-    value: impl Fn(usize) -> T,
-    f: impl Fn(T, T) -> T,
-) -> Option<T> {
-    let block = n / LANES;
-    if block < 2 {
-        return (0..n).map(&value).reduce(&f);
-    }
-    let mut acc: [T; LANES] = std::array::from_fn(|k| value(k * block));
-    for i in 1..block {
-        for (k, a) in acc.iter_mut().enumerate() {
-            *a = f(*a, value(k * block + i));
-        }
-    }
-    // The last block also owns the remainder n - LANES * block.
-    let last = &mut acc[LANES - 1];
-    *last = (LANES * block..n).map(&value).fold(*last, &f);
-    acc.into_iter().reduce(f)
-}
-
-/// A chunk's fold of a [`BinaryFn`], in lanes.
-#[inline]
-fn fold_chunk<F: BinaryFn<T>, T: DeviceType>(data: &[T]) -> Option<T> {
-    fold_in_lanes(data.len(), |i| data[i], |a, b| F::apply((), (a, b), &()))
 }
 
 /// Whether `n` elements are too few to split.
@@ -202,15 +166,7 @@ impl Execute for Rayon {
             .into_par_iter()
             .map(|c| {
                 let range = c * chunk..n.min((c + 1) * chunk);
-                let (first, inputs) = (range.start, inputs.slice(range.clone()));
-                let mapped = |k: usize| {
-                    M::apply(
-                        M::Index::from_flat(first + k, shape.cols()),
-                        inputs.at(k),
-                        uniforms,
-                    )
-                };
-                fold_in_lanes(range.len(), mapped, |a, b| R::apply((), (a, b), &()))
+                cpu::map_fold::<M, R>(inputs.slice(range.clone()), range, shape.cols(), uniforms)
             })
             .collect();
         Ok(partials.into_iter().fold(start, cpu::combine::<R, M::Out>))
@@ -229,7 +185,7 @@ impl Execute for Rayon {
         }
         let out = out.host_overwrite()?;
         let chunk = chunk_len(data.len());
-        let totals: Vec<Option<T>> = data.par_chunks(chunk).map(fold_chunk::<F, T>).collect();
+        let totals: Vec<Option<T>> = data.par_chunks(chunk).map(cpu::fold::<F, T>).collect();
         // carry[c] is the scan of everything before chunk c (None: nothing, inclusive mode).
         let mut carries = Vec::with_capacity(totals.len());
         let mut carry = (mode == ScanMode::Exclusive).then_some(start);
