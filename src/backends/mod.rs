@@ -6,10 +6,10 @@
 //! never see which one runs them.
 
 pub(crate) mod cpu;
-#[cfg(feature = "rayon")]
-pub(crate) mod rayon;
 #[cfg(feature = "opencl")]
 pub(crate) mod opencl;
+#[cfg(feature = "rayon")]
+pub(crate) mod rayon;
 
 use std::fmt;
 use std::str::FromStr;
