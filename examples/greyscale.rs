@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use crossbeam::channel::{bounded, Receiver, Sender};
+use crossbeam::channel::{bounded, unbounded, Receiver, Sender};
 use indicatif::{ProgressBar, ProgressStyle};
 use skel::prelude::*;
 
@@ -337,16 +337,17 @@ fn run(args: Args) -> Res<bool> {
     let (tx1, rx1) = bounded::<Frame>(CHANNEL_CAPACITY);
     let (tx2, rx2) = bounded::<Frame>(CHANNEL_CAPACITY);
     let (tx3, rx3) = bounded::<Frame>(CHANNEL_CAPACITY);
+    let (tx_back, rx_back) = unbounded::<Frame>();
     let streams = args.streams;
     let check = args.check;
     let start = Instant::now();
     let (c1, c2, c3, collected) = std::thread::scope(|s| {
-        let h1 = s.spawn(move || stage_load(jobs, tx1));
+        let h1 = s.spawn(move || stage_load(jobs, tx1, rx_back));
         let h2 = s.spawn(move || stage_map(rx1, tx2, backend, streams));
         let h3 = s.spawn(move || stage_cpu(rx2, tx3));
         let bar4 = bar.clone();
         let out = out_dir.as_path();
-        let h4 = s.spawn(move || stage_collect(rx3, out, check, &bar4));
+        let h4 = s.spawn(move || stage_collect(rx3, tx_back, out, check, &bar4));
         let joined = |name: &str, r: std::thread::Result<Res<Clock>>| -> Res<Clock> {
             r.map_err(|_| format!("stage {name} panicked"))?
         };
@@ -468,17 +469,30 @@ fn synthetic_base(path: &Path, w: u32, h: u32) -> Res<Vec<Pixel>> {
 }
 
 /// S1: load (decode) each image or copy a synthetic frame; send it on.
-fn stage_load(jobs: Vec<Job>, tx: Sender<Frame>) -> Res<Clock> {
+///
+/// Containers of finished frames come back from S4 on `recycled` and are refilled, so a
+/// long stream neither allocates per frame nor (on a device backend) re-allocates device
+/// buffers; only the pixels are rewritten.
+fn stage_load(jobs: Vec<Job>, tx: Sender<Frame>, recycled: Receiver<Frame>) -> Res<Clock> {
     let mut clock = Clock::default();
     for job in jobs {
         let t = Instant::now();
-        let (rgb, (width, height)) = match &job.source {
+        let mut spare = recycled.try_recv().ok();
+        let (rgb, out, (width, height)) = match &job.source {
             Source::File(path) => {
                 let img = decode(path)?;
-                let size = img.dimensions();
-                (img.pixels().map(to_pixel).collect::<Vec<_>>(), size)
+                let n = img.pixels().len();
+                let (mut rgb, out) = reuse(spare.take(), n);
+                for (d, p) in rgb.as_mut_slice().iter_mut().zip(img.pixels()) {
+                    *d = to_pixel(p);
+                }
+                (rgb, out, img.dimensions())
             }
-            Source::Synthetic(base) => (base.as_ref().clone(), job.size),
+            Source::Synthetic(base) => {
+                let (mut rgb, out) = reuse(spare.take(), base.len());
+                rgb.as_mut_slice().copy_from_slice(base);
+                (rgb, out, job.size)
+            }
         };
         let n = rgb.len();
         let frame = Frame {
@@ -486,8 +500,8 @@ fn stage_load(jobs: Vec<Job>, tx: Sender<Frame>) -> Res<Clock> {
             width,
             height,
             write: job.write,
-            rgb: Vector::from_vec(rgb),
-            grey: Vector::zeroed(n),
+            rgb,
+            grey: out,
             input_mean: 0.0,
         };
         clock.add(t, n as u64);
@@ -496,6 +510,14 @@ fn stage_load(jobs: Vec<Job>, tx: Sender<Frame>) -> Res<Clock> {
         }
     }
     Ok(clock)
+}
+
+/// The containers of a finished frame if they have `n` pixels, else new ones.
+fn reuse(spare: Option<Frame>, n: usize) -> (Vector<Pixel>, Vector<Pixel>) {
+    match spare {
+        Some(f) if f.rgb.len() == n && f.grey.len() == n => (f.rgb, f.grey),
+        _ => (Vector::zeroed(n), Vector::zeroed(n)),
+    }
 }
 
 /// S2: the data-parallel part, on skel. Does not touch the host copy of the result.
@@ -547,6 +569,7 @@ fn stage_cpu(rx: Receiver<Frame>, tx: Sender<Frame>) -> Res<Clock> {
 /// S4: read the Map result, convert to 8-bit grey, check, write PNG.
 fn stage_collect(
     rx: Receiver<Frame>,
+    recycle: Sender<Frame>,
     out_dir: &Path,
     check: bool,
     bar: &ProgressBar,
@@ -575,6 +598,7 @@ fn stage_collect(
         }
         col.clock.add(t, result.len() as u64);
         bar.inc(1);
+        let _ = recycle.send(frame); // S1 may have finished already: then it is dropped
     }
     Ok(col)
 }

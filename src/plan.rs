@@ -33,10 +33,12 @@ pub trait ArgTuple<'a>: Sized {
     /// Host slices of every input, brought back from devices where stale.
     fn host(&self) -> Result<Self::Host>;
     /// Calls `v` with each input, in order (device backends upload through it).
+    #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
 }
 
 /// What [`ArgTuple::visit`] calls with each operand of a tuple.
+#[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
 pub trait ArgVisitor {
     /// Called once per operand, in order.
     fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()>;

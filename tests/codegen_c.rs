@@ -153,6 +153,8 @@ fn build(name: &str, src: &str, main: &str) -> std::path::PathBuf {
             "-Werror",
             "-Wno-unused-function",
             "-Wno-unused-value",
+            // the OpenCL prelude's `#pragma OPENCL FP_CONTRACT OFF` means -ffp-contract=off here
+            "-Wno-unknown-pragmas",
             "-o",
         ])
         .arg(&exe)

@@ -4,7 +4,12 @@
 //! the series `skel-<backend>` for each backend in [`Backend::ALL`] that can run here
 //! (the others print "skipped"), plus hand-written baselines `plain-loop` and `hand-rayon`.
 //! A GPU series therefore appears by itself once the `cuda` / `opencl` feature is on and a
-//! device is present: `cargo bench --features opencl --bench map`.
+//! device is present: `cargo bench --features opencl --bench map`. Such a series measures
+//! device-resident calls: after the first call the inputs are valid on the device and the
+//! output is never read by the host inside the timed loop, so no transfer is timed.
+//!
+//! Output containers are allocated once, outside the timed loop; every skel result is
+//! compared with the plain-loop baseline (up to [`VALIDATE_UP_TO`] elements) before timing.
 
 #![allow(dead_code)] // each bench uses its own subset
 

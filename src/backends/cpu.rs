@@ -135,21 +135,34 @@ pub(crate) fn overlap_range<F: WindowFn>(
     uniforms: &F::Uniforms,
 ) {
     let (n, r) = (input.len(), stencil.radius);
-    let interior = r..n.saturating_sub(r).max(r);
-    let mut border = Vec::with_capacity(2 * r + 1);
-    for (k, o) in out.iter_mut().enumerate() {
-        let p = first + k;
-        if interior.contains(&p) {
-            *o = F::apply(Window::new(&input[p - r..=p + r], r), uniforms);
-        } else if stencil.edge != Edge::None {
-            border.clear();
-            let centre = p as isize;
-            border.extend(
-                (-(r as isize)..=r as isize)
-                    .map(|d| beyond(input, centre + d, stencil.edge, stencil.pad)),
-            );
-            *o = F::apply(Window::new(&border, r), uniforms);
+    let end = first + out.len();
+    // Positions whose whole window lies inside the input, clipped to this range.
+    let inner_start = r.clamp(first, end);
+    let inner_end = n.saturating_sub(r).clamp(inner_start, end);
+    let (head, rest) = out.split_at_mut(inner_start - first);
+    let (inner, tail) = rest.split_at_mut(inner_end - inner_start);
+    if !inner.is_empty() {
+        let windows = input[inner_start - r..inner_end + r].windows(2 * r + 1);
+        for (o, window) in inner.iter_mut().zip(windows) {
+            *o = F::apply(Window::new(window, r), uniforms);
         }
+    }
+    if stencil.edge == Edge::None {
+        return;
+    }
+    let mut border = Vec::with_capacity(2 * r + 1);
+    let borders = head
+        .iter_mut()
+        .zip(first..)
+        .chain(tail.iter_mut().zip(inner_end..));
+    for (o, p) in borders {
+        border.clear();
+        let centre = p as isize;
+        border.extend(
+            (-(r as isize)..=r as isize)
+                .map(|d| beyond(input, centre + d, stencil.edge, stencil.pad)),
+        );
+        *o = F::apply(Window::new(&border, r), uniforms);
     }
 }
 

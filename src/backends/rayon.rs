@@ -43,6 +43,9 @@ impl Execute for Rayon {
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
+        if sequential(out.shape().len()) {
+            return Cpu.map::<F, I>(inputs, out, uniforms);
+        }
         let cols = out.shape().cols();
         let inputs = inputs.host()?;
         let out = out.host_overwrite()?;
@@ -71,6 +74,9 @@ impl Execute for Rayon {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
+        if sequential(out.shape().len()) {
+            return Cpu.map_array::<F, I>(array, inputs, out, uniforms);
+        }
         let cols = out.shape().cols();
         let (array, inputs) = (array.host()?, inputs.host()?);
         let out = out.host_overwrite()?;
@@ -151,6 +157,9 @@ impl Execute for Rayon {
         I: ArgTuple<'a, Elems = M::Elems>,
     {
         let n = shape.len();
+        if sequential(n) {
+            return Cpu.map_reduce::<M, R, I>(inputs, shape, uniforms, start);
+        }
         let inputs = inputs.host()?;
         let chunk = chunk_len(n);
         let partials: Vec<Option<M::Out>> = (0..n.div_ceil(chunk))

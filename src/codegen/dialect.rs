@@ -69,6 +69,7 @@ pub(crate) fn prelude(dialect: Dialect) -> &'static str {
         Dialect::OpenCl => {
             "#ifndef SKEL_PRELUDE\n#define SKEL_PRELUDE\n\
              #ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n\
+             #pragma OPENCL FP_CONTRACT OFF\n\
              #ifndef SKEL_ARRAY_SPACE\n#define SKEL_ARRAY_SPACE __global\n#endif\n\
              #ifndef SKEL_WINDOW_SPACE\n#define SKEL_WINDOW_SPACE __global\n#endif\n\
              #define SKEL_FN static inline\n\

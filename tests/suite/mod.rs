@@ -438,7 +438,7 @@ macro_rules! backend_suite {
             }
 
             #[test]
-            fn float_blur_matches_the_oracle_exactly() {
+            fn float_arithmetic_matches_the_oracle_exactly() {
                 require!();
                 for &n in SIZES.iter().filter(|&&n| n >= 2) {
                     let v = Vector::from_fn(n, |i| (i as f32).sin());
@@ -447,6 +447,11 @@ macro_rules! backend_suite {
                     MapOverlap::new(blur3, 1).backend(B).run(&v, &mut got).unwrap();
                     MapOverlap::new(blur3, 1).backend(Backend::Cpu).run(&v, &mut oracle).unwrap();
                     assert_eq!(got, oracle, "n={n}");
+                    // a * b + c must not be contracted into an fma on a device
+                    let (b, c) = (Vector::from_fn(n, |i| (i as f32).cos()), Vector::from_fn(n, |i| (i as f32 * 0.37).sin()));
+                    Map::new(fma3).backend(B).run(&v, &b, &c, &mut got).unwrap();
+                    Map::new(fma3).backend(Backend::Cpu).run(&v, &b, &c, &mut oracle).unwrap();
+                    assert_eq!(got, oracle, "fma3 n={n}");
                 }
             }
 

@@ -19,6 +19,8 @@ const CL_DEVICE_MAX_WORK_GROUP_SIZE: u32 = 0x1004;
 const CL_DEVICE_LOCAL_MEM_SIZE: u32 = 0x1023;
 const CL_DEVICE_NAME: u32 = 0x102B;
 const CL_DEVICE_EXTENSIONS: u32 = 0x1030;
+const CL_DEVICE_SINGLE_FP_CONFIG: u32 = 0x101B;
+const CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT: u64 = 1 << 7;
 const CL_PLATFORM_NAME: u32 = 0x0902;
 const CL_DEVICE_TYPE_GPU: u64 = 1 << 2;
 
@@ -38,6 +40,9 @@ pub(crate) struct Ctx {
     pub(crate) local_mem: u64,
     pub(crate) fp64: bool,
     pub(crate) gpu: bool,
+    /// Options every program is built with. Single-precision `/` and `sqrt` are correctly
+    /// rounded where the device can (NVIDIA's default is 2.5 ulp), so results match Rust's.
+    pub(crate) build_options: &'static str,
 }
 
 impl Ctx {
@@ -185,6 +190,14 @@ fn open() -> Result<Ctx> {
         local_mem,
         fp64: ext.contains("cl_khr_fp64"),
         gpu: chosen.gpu,
+        build_options: if info_u64(device, CL_DEVICE_SINGLE_FP_CONFIG)?
+            & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
+            != 0
+        {
+            "-cl-fp32-correctly-rounded-divide-sqrt"
+        } else {
+            ""
+        },
     })
 }
 

@@ -8,7 +8,7 @@
 use std::any::Any;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ocl::core as cl;
 
@@ -22,11 +22,49 @@ pub(crate) struct ClBuffer {
     pub(crate) mem: cl::Mem,
     queue: cl::CommandQueue,
     elem: usize,
+    len: usize,
     up: AtomicU64,
     down: AtomicU64,
+    /// Read-ahead of small downloads: (first element, bytes) copied from the device after
+    /// its last change. Host access element by element (`v[i]` in a loop) then costs one
+    /// device read per `READ_AHEAD` bytes instead of one per element. Dropped whenever the
+    /// buffer is written (uploads, kernels).
+    ahead: Mutex<Option<(usize, Vec<u8>)>>,
+    /// The last ranges kernels wrote (the ones the host will find stale): read-ahead
+    /// stays inside them, so it copies back nothing the host does not need.
+    kernel_writes: Mutex<Vec<Range<usize>>>,
 }
 
+/// Single-element downloads read ahead up to this many bytes.
+const READ_AHEAD: usize = 1 << 16;
+
 impl ClBuffer {
+    /// Forgets the read-ahead copy (the buffer is about to change).
+    fn changed(&self) {
+        *self.ahead.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Blocking read of the bytes of elements `first..` into `dst`, counted.
+    fn read(&self, first: usize, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: a blocking read of `dst.len()` bytes inside the buffer (callers keep the
+        // range within the container, which the buffer covers) into `dst`, which outlives
+        // the call.
+        unsafe {
+            cl::enqueue_read_buffer(
+                &self.queue,
+                &self.mem,
+                true,
+                first * self.elem,
+                dst,
+                None::<&cl::Event>,
+                None::<&mut cl::Event>,
+            )
+        }
+        .map_err(driver)?;
+        self.down.fetch_add(dst.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Bytes copied host -> device and device -> host through this buffer so far.
     pub(crate) fn transfers(&self) -> (u64, u64) {
         (
@@ -42,21 +80,40 @@ impl DeviceCopy for ClBuffer {
             return Ok(());
         }
         debug_assert_eq!(dst.len(), range.len() * self.elem);
-        // SAFETY: a blocking read of `dst.len()` bytes inside the buffer (the range lies in
-        // the container, the buffer covers all of it) into `dst`, which outlives the call.
-        unsafe {
-            cl::enqueue_read_buffer(
-                &self.queue,
-                &self.mem,
-                true,
-                range.start * self.elem,
-                dst,
-                None::<&cl::Event>,
-                None::<&mut cl::Event>,
-            )
+        let mut ahead = self.ahead.lock().unwrap_or_else(PoisonError::into_inner);
+        let hit = |a: &Option<(usize, Vec<u8>)>| {
+            a.as_ref().and_then(|(first, bytes)| {
+                let from = range.start.checked_sub(*first)? * self.elem;
+                bytes.get(from..from + dst.len()).map(|b| b.to_vec())
+            })
+        };
+        if hit(&ahead).is_none() {
+            // Only single elements (`v[i]`) read ahead, to the end of the kernel-written
+            // range they lie in; every other range is copied exactly.
+            let end = if range.len() == 1 {
+                let writes = self
+                    .kernel_writes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                writes
+                    .iter()
+                    .rev()
+                    .find(|w| w.contains(&range.start))
+                    .map_or(range.end, |w| w.end)
+                    .min(range.start + (READ_AHEAD / self.elem).max(1))
+                    .min(self.len)
+            } else {
+                range.end
+            };
+            if end == range.end {
+                return self.read(range.start, dst);
+            }
+            let mut bytes = vec![0u8; (end - range.start) * self.elem];
+            self.read(range.start, &mut bytes)?;
+            *ahead = Some((range.start, bytes));
         }
-        .map_err(driver)?;
-        self.down.fetch_add(dst.len() as u64, Ordering::Relaxed);
+        let got = hit(&ahead).ok_or_else(|| Error::Driver("internal: read-ahead miss".into()))?;
+        dst.copy_from_slice(&got);
         Ok(())
     }
 
@@ -115,6 +172,9 @@ fn buffer<'s, T: DeviceType>(
                 mem,
                 queue: ctx.queue.clone(),
                 elem: std::mem::size_of::<T>(),
+                len: full_len,
+                ahead: Mutex::new(None),
+                kernel_writes: Mutex::new(Vec::new()),
                 up: AtomicU64::new(0),
                 down: AtomicU64::new(0),
             }),
@@ -142,6 +202,9 @@ fn upload_missing<T: DeviceType>(
     }
     let buf = buffer::<T>(ctx, st, full_len)?;
     let mem = buf.mem.clone();
+    if !missing.is_empty() {
+        buf.changed();
+    }
     let size = std::mem::size_of::<T>();
     for part in &missing {
         if part.is_empty() {
@@ -188,19 +251,36 @@ pub(crate) fn input<T: DeviceType>(ctx: &Ctx, arg: &Arg<'_, T>) -> Result<cl::Me
 pub(crate) fn output<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, keep: bool) -> Result<cl::Mem> {
     let mut st = out.lock();
     if keep {
-        return upload_missing::<T>(ctx, out.store(), &mut st, out.range());
+        let mem = upload_missing::<T>(ctx, out.store(), &mut st, out.range())?;
+        buffer::<T>(ctx, &mut st, out.full_len())?.changed();
+        return Ok(mem);
     }
     // Pending copies from/to the host of this range must be done before it is overwritten.
     st.coherence.wait_all(out.range())?;
-    Ok(buffer::<T>(ctx, &mut st, out.full_len())?.mem.clone())
+    let buf = buffer::<T>(ctx, &mut st, out.full_len())?;
+    buf.changed();
+    Ok(buf.mem.clone())
 }
 
 /// Records that a kernel (done after `event`) wrote the operand's range on the device.
 pub(crate) fn written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::Event) {
     let ev: Arc<dyn ReadyEvent> = Arc::new(ClEvent(event));
-    out.lock()
-        .coherence
-        .write(ctx.location(), out.range(), Some(ev));
+    let mut st = out.lock();
+    st.coherence.write(ctx.location(), out.range(), Some(ev));
+    if let Some(buf) = st
+        .device(super::context::LOCATION_ID)
+        .and_then(|c| c.as_any().downcast_ref::<ClBuffer>())
+    {
+        let mut w = buf
+            .kernel_writes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        w.retain(|r| r.end <= out.range().start || r.start >= out.range().end);
+        w.push(out.range());
+        if w.len() > 16 {
+            w.remove(0);
+        }
+    }
 }
 
 /// Blocking read of `n` elements of `T` from a temporary buffer.

@@ -91,7 +91,7 @@ fn build(ctx: &Ctx, src: &str) -> Built {
     let csrc = CString::new(src).map_err(|e| (e.to_string(), "driver".to_string()))?;
     let prog = cl::create_program_with_source(&ctx.context, &[csrc])
         .map_err(|e| (driver(e).to_string(), "driver".to_string()))?;
-    let opts = CString::new("").unwrap_or_default();
+    let opts = CString::new(ctx.build_options).unwrap_or_default();
     match cl::build_program(&prog, Some(&[ctx.device]), &opts, None, None) {
         Ok(()) => Ok(prog),
         Err(e) => {
