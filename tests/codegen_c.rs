@@ -133,6 +133,133 @@ fn max(a: f32, b: f32) -> f32 {
     }
 }
 
+macro_rules! pick {
+    (f32, $x:expr, $y:expr) => {
+        $x
+    };
+    (f64, $x:expr, $y:expr) => {
+        $y
+    };
+}
+
+/// One user function per float -> integer cast, plus the lists the test needs.
+macro_rules! float_casts {
+    ($($name:ident($x:ident: $src:ident) -> $ret:ident { $($body:tt)* })*) => {
+        $(
+            #[userfn]
+            fn $name($x: $src) -> $ret {
+                $($body)*
+            }
+        )*
+        /// Definition, argument type and signedness of the result of every cast function.
+        fn cast_defs() -> Vec<(&'static skel::codegen::FnDef, &'static str, bool)> {
+            vec![$((
+                <$name as skel::userfn::UserFn>::definition(),
+                stringify!($src),
+                stringify!($ret).starts_with('i'),
+            )),*]
+        }
+        /// The Rust results for `x` (f32 functions) and `y` (f64 functions).
+        fn cast_rust(x: f32, y: f64) -> Vec<i128> {
+            vec![$($name::call(pick!($src, x, y)) as i128),*]
+        }
+    };
+}
+
+float_casts! {
+    f32_i8(x: f32) -> i8 { x as i8 }
+    f32_i16(x: f32) -> i16 { x as i16 }
+    f32_i32(x: f32) -> i32 { x as i32 }
+    f32_i64(x: f32) -> i64 { x as i64 }
+    f32_isize(x: f32) -> i64 { x as isize as i64 }
+    f32_u8(x: f32) -> u8 { x as u8 }
+    f32_u16(x: f32) -> u16 { x as u16 }
+    f32_u32(x: f32) -> u32 { x as u32 }
+    f32_u64(x: f32) -> u64 { x as u64 }
+    f32_usize(x: f32) -> u64 { x as usize as u64 }
+    f64_i8(x: f64) -> i8 { x as i8 }
+    f64_i16(x: f64) -> i16 { x as i16 }
+    f64_i32(x: f64) -> i32 { x as i32 }
+    f64_i64(x: f64) -> i64 { x as i64 }
+    f64_isize(x: f64) -> i64 { x as isize as i64 }
+    f64_u8(x: f64) -> u8 { x as u8 }
+    f64_u16(x: f64) -> u16 { x as u16 }
+    f64_u32(x: f64) -> u32 { x as u32 }
+    f64_u64(x: f64) -> u64 { x as u64 }
+    f64_usize(x: f64) -> u64 { x as usize as u64 }
+    // a saturated value flowing on into integer arithmetic
+    f32_mixed(x: f32) -> i64 { (x * 2.0) as u8 as i64 - (x as i16) as i64 }
+}
+
+/// `continue` in inclusive ranges that end at the type's MAX, and `for mut`.
+#[userfn]
+fn incl_continue(n: u8, m: i32) -> u32 {
+    let mut s: u32 = 0;
+    for i in n..=u8::MAX {
+        if i % 2 == 1 {
+            continue;
+        }
+        s += i as u32;
+    }
+    for j in m..=i32::MAX {
+        if j > m {
+            s += 1;
+            continue;
+        }
+        s += 100;
+    }
+    for i in 250..=u8::MAX {
+        if i == u8::MAX {
+            continue;
+        }
+        s += 1000;
+    }
+    for mut k in 0..=3 {
+        k += 10;
+        s += k as u32 * 10000;
+    }
+    for _ in 5..=(n % 5) {
+        s += 7;
+    }
+    s
+}
+
+/// Like [`run`], but a program that hangs (an endless loop) fails the test.
+fn run_timeout(exe: &std::path::Path, input: &str) -> Vec<String> {
+    let mut child = Command::new(exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    // read the output on the side: a full pipe would block the program
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut s).unwrap();
+        s
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{} did not finish (endless loop?)", exe.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(status.success());
+    reader.join().unwrap().lines().map(str::to_string).collect()
+}
+
 /// Compiles `src` + `main` with cc; returns the executable path.
 fn build(name: &str, src: &str, main: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("skel_codegen_c_{}", std::process::id()));
@@ -382,7 +509,11 @@ fn names_never_collide_with_c() {
     assert!(src.contains("float float_ = a;"), "{src}");
 }
 
-const OPENCL_SHIM: &str = "#define __global\n#define __local\n#define __kernel\n#include <math.h>\n#include <stdbool.h>\ntypedef unsigned char uchar; typedef unsigned short ushort; typedef unsigned int uint; typedef unsigned long ulong;\nstatic inline float pownf_(float x, int n){ return powf(x, (float)n); }\n#define pown(x, n) _Generic((x), float: pownf_, double: pow)((x), (n))\n#include <tgmath.h>\n";
+/// OpenCL C built-ins for the host compiler. `convert_<int>_sat_rtz` is modelled after the
+/// OpenCL C spec (NaN -> 0, saturate, round toward zero), independently of the code
+/// generator's CUDA/host-C helpers: the comparisons are in `long double`, in which every
+/// integer bound is exact on x86-64 and aarch64.
+const OPENCL_SHIM: &str = "#define __global\n#define __local\n#define __kernel\n#include <math.h>\n#include <stdbool.h>\n#include <limits.h>\ntypedef unsigned char uchar; typedef unsigned short ushort; typedef unsigned int uint; typedef unsigned long ulong;\nstatic inline float pownf_(float x, int n){ return powf(x, (float)n); }\n#define pown(x, n) _Generic((x), float: pownf_, double: pow)((x), (n))\n#define SKEL_SAT(N, T, MN, MX) static inline T convert_##N##_sat_rtz(long double v) { return v != v ? (T)0 : v < (long double)(MN) ? (T)(MN) : v > (long double)(MX) ? (T)(MX) : (T)v; }\nSKEL_SAT(char, char, SCHAR_MIN, SCHAR_MAX) SKEL_SAT(uchar, uchar, 0, UCHAR_MAX) SKEL_SAT(short, short, SHRT_MIN, SHRT_MAX) SKEL_SAT(ushort, ushort, 0, USHRT_MAX)\nSKEL_SAT(int, int, INT_MIN, INT_MAX) SKEL_SAT(uint, uint, 0, UINT_MAX) SKEL_SAT(long, long, LONG_MIN, LONG_MAX) SKEL_SAT(ulong, ulong, 0, ULONG_MAX)\n#include <tgmath.h>\n";
 
 #[test]
 fn opencl_and_cuda_dialects_are_sane() {
@@ -420,4 +551,157 @@ fn opencl_and_cuda_dialects_are_sane() {
         "{}",
         ocl.source
     );
+}
+
+/// Inputs (f32, f64) around every integer type's bounds, the non-finite values and more.
+fn cast_inputs() -> Vec<(f32, f64)> {
+    let mut v: Vec<f64> = vec![
+        f64::NAN,
+        -f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e10,
+        -1e10,
+        300.0,
+        -1.0,
+        -0.5,
+        -0.0,
+        0.0,
+        0.99,
+        1.5,
+        -1.5,
+        2147483647.0,
+        2147483647.5,
+        -2147483648.5,
+        -2147483649.0,
+        4294967295.5,
+        f64::MAX,
+        f64::MIN,
+        f32::MAX as f64,
+        f32::MIN as f64,
+        1e-40,
+        5e-324,
+        1e300,
+        -1e300,
+    ];
+    for k in 0..70 {
+        let p = 2f64.powi(k);
+        for d in [-1.0, -0.5, 0.0, 0.5, 1.0] {
+            v.push(p + d);
+            v.push(-p + d);
+        }
+    }
+    let mut out: Vec<(f32, f64)> = v.iter().map(|&y| (y as f32, y)).collect();
+    // the floats next to the powers of two, in both widths
+    for k in 0..70 {
+        for sign in [1.0f32, -1.0] {
+            let (x, y) = (sign * 2f32.powi(k), sign as f64 * 2f64.powi(k));
+            out.push((
+                f32::from_bits(x.to_bits() - 1),
+                f64::from_bits(y.to_bits() - 1),
+            ));
+            out.push((
+                f32::from_bits(x.to_bits() + 1),
+                f64::from_bits(y.to_bits() + 1),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn float_to_int_casts_saturate_like_rust() {
+    let defs: Vec<_> = cast_defs().iter().map(|d| d.0).collect();
+    let inputs = cast_inputs();
+    let input: String = inputs
+        .iter()
+        .map(|(x, y)| format!("{:x} {:x}\n", x.to_bits(), y.to_bits()))
+        .collect();
+    let want: Vec<String> = inputs
+        .iter()
+        .map(|&(x, y)| {
+            cast_rust(x, y)
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    for (dialect, shim) in [(Dialect::HostC, ""), (Dialect::OpenCl, OPENCL_SHIM)] {
+        let src = skel::codegen::device_source_multi(&defs, dialect).unwrap();
+        let mut main = String::from(
+            "int main(void){unsigned xb;unsigned long long yb;float x;double y;while(scanf(\"%x %llx\",&xb,&yb)==2){memcpy(&x,&xb,4);memcpy(&y,&yb,8);",
+        );
+        for ((_, arg, signed), entry) in cast_defs().iter().zip(&src.entries) {
+            let arg = if *arg == "f32" { "x" } else { "y" };
+            let (fmt, ty) = if *signed {
+                ("%lld", "long long")
+            } else {
+                ("%llu", "unsigned long long")
+            };
+            main.push_str(&format!("printf(\"{fmt} \",({ty}){entry}({arg}));"));
+        }
+        main.push_str("printf(\"\\n\");}return 0;}");
+        let name = format!("casts_{dialect:?}");
+        let exe = build(&name, &format!("{shim}{}", src.source), &main);
+        let out = run_timeout(&exe, &input);
+        assert_eq!(out.len(), inputs.len());
+        for ((o, w), (x, y)) in out.iter().zip(&want).zip(&inputs) {
+            assert_eq!(
+                o.trim_end(),
+                w,
+                "{dialect:?}: casts of {x:e} (f32) / {y:e} (f64)"
+            );
+        }
+        match dialect {
+            Dialect::OpenCl => {
+                assert!(
+                    src.source.contains("convert_uchar_sat_rtz(x)"),
+                    "{}",
+                    src.source
+                );
+                assert!(
+                    src.source.contains("convert_ulong_sat_rtz(x)"),
+                    "{}",
+                    src.source
+                );
+            }
+            _ => assert!(src.source.contains("x >= 2147483648.0f"), "{}", src.source),
+        }
+    }
+    let cuda = device_source::<f64_u64>(Dialect::Cuda).unwrap().source;
+    assert!(
+        cuda.contains("SKEL_FN unsigned long long skel_f64_to_u64(double x)")
+            && cuda.contains("x >= 18446744073709551616.0 ?"),
+        "{cuda}"
+    );
+}
+
+#[test]
+fn inclusive_ranges_end_at_max_even_with_continue() {
+    let cases = [
+        (0u8, i32::MAX - 3),
+        (255, i32::MAX),
+        (254, i32::MAX - 1),
+        (200, i32::MAX - 10),
+    ];
+    let input: String = cases.iter().map(|(n, m)| format!("{n} {m}\n")).collect();
+    for (dialect, shim) in [(Dialect::HostC, ""), (Dialect::OpenCl, OPENCL_SHIM)] {
+        let src = device_source::<incl_continue>(dialect).unwrap();
+        let main = format!(
+            "int main(void){{unsigned n;int m;while(scanf(\"%u %d\",&n,&m)==2){{printf(\"%u\\n\",{}((unsigned char)n,m));}}return 0;}}",
+            src.entry()
+        );
+        let exe = build(
+            &format!("incl_{dialect:?}"),
+            &format!("{shim}{}", src.source),
+            &main,
+        );
+        let out = run_timeout(&exe, &input);
+        let want: Vec<String> = cases
+            .iter()
+            .map(|&(n, m)| incl_continue::call(n, m).to_string())
+            .collect();
+        assert_eq!(out, want, "{dialect:?}\n{}", src.source);
+    }
 }

@@ -11,19 +11,41 @@ pub fn expand(item: TokenStream) -> TokenStream {
     }
 }
 
-fn has_repr_c(input: &DeriveInput) -> bool {
+/// Whether the struct has `#[repr(C)]`. `packed` and `align(N)` are rejected at the
+/// attribute: the C typedef the code generator emits has natural alignment, so either
+/// would give the Rust struct a layout the device code does not share.
+fn has_repr_c(input: &DeriveInput) -> syn::Result<bool> {
     let mut found = false;
     for attr in &input.attrs {
         if attr.path().is_ident("repr") {
-            let _ = attr.parse_nested_meta(|meta| {
+            attr.parse_nested_meta(|meta| {
                 if meta.path.is_ident("C") {
                     found = true;
+                } else if meta.path.is_ident("packed") || meta.path.is_ident("align") {
+                    let which = if meta.path.is_ident("packed") {
+                        "packed"
+                    } else {
+                        "align(N)"
+                    };
+                    return Err(syn::Error::new_spanned(
+                        &meta.path,
+                        format!(
+                            "DeviceType does not support #[repr({which})]: the C type has natural \
+                             alignment, so the layouts would differ; use plain #[repr(C)]"
+                        ),
+                    ));
+                }
+                // Skip any arguments of other representation hints (e.g. `u8`).
+                if meta.input.peek(syn::token::Paren) {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    content.parse::<TokenStream>()?;
                 }
                 Ok(())
-            });
+            })?;
         }
     }
-    found
+    Ok(found)
 }
 
 fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
@@ -52,7 +74,7 @@ fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
             ))
         }
     };
-    if !has_repr_c(input) {
+    if !has_repr_c(input)? {
         return Err(syn::Error::new_spanned(
             input,
             "DeviceType requires #[repr(C)] on the struct (its layout must match C)",

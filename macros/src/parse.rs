@@ -1,8 +1,7 @@
 //! `#[userfn]`: the signature (parameter kinds, traits to implement) and the expansion.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{FnArg, GenericArgument, ItemFn, Pat, PathArguments, ReturnType, Type};
 
@@ -488,7 +487,6 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         #[derive(Clone, Copy, Debug, Default)]
         #vis struct #name;
     };
-    let _ = Span::call_site();
     Ok(quote! {
         #struct_def
         impl #name {
@@ -506,9 +504,4 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         }
         #call_trait
     })
-}
-
-#[allow(dead_code)]
-fn span_of(t: &impl Spanned) -> Span {
-    t.span()
 }

@@ -597,24 +597,31 @@ impl FnEmitter<'_> {
                 let b = self.expr(end, &ts.kids[1])?;
                 self.line("{");
                 self.indent += 1;
-                let (sa, sb) = (self.temp(), self.temp());
+                let (sa, sb, k) = (self.temp(), self.temp(), self.temp());
                 self.line(&format!("{ct} {sa} = {a};"));
                 self.line(&format!("{ct} {sb} = {b};"));
+                if *inclusive {
+                    // `a..=MAX` must not wrap around, and the guard must run on `continue`
+                    // too, so it is part of the step: `more` turns false on the last value
+                    // and the counter then stays put.
+                    let more = self.temp();
+                    self.line(&format!("bool {more} = {sa} <= {sb};"));
+                    self.line(&format!(
+                        "for ({ct} {k} = {sa}; {more}; {more} = ({k} != {sb}), {k} += {more}) {{"
+                    ));
+                } else {
+                    self.line(&format!("for ({ct} {k} = {sa}; {k} < {sb}; ++{k}) {{"));
+                }
+                // The user's variable is a copy: assigning to it (`for mut i`) must not
+                // change the iteration, as in Rust.
+                self.indent += 1;
                 let iv = self.declare_name(var);
-                let cmp = if *inclusive { "<=" } else { "<" };
-                self.line(&format!(
-                    "for ({ct} {iv} = {sa}; {iv} {cmp} {sb}; ++{iv}) {{"
-                ));
+                self.line(&format!("{ct} {iv} = {k}; (void){iv};"));
+                self.indent -= 1;
                 self.scopes
                     .push(HashMap::from([(*var, Bind::Value(iv.clone()))]));
                 self.braced(body, &ts.blocks[0], Tail::Discard)?;
                 self.scopes.pop();
-                if *inclusive {
-                    // `a..=MAX` must not wrap around.
-                    self.indent += 1;
-                    self.line(&format!("if ({iv} == {sb}) break;"));
-                    self.indent -= 1;
-                }
                 self.line("}");
                 self.indent -= 1;
                 self.line("}");
@@ -771,6 +778,49 @@ impl FnEmitter<'_> {
         name
     }
 
+    /// `v as to` for a float `v`: Rust's `as` truncates toward zero and saturates (NaN
+    /// gives 0, out of range the nearest bound), where a plain C cast is undefined.
+    fn float_to_int(&mut self, v: &str, from: Prim, to: Prim) -> String {
+        let d = self.d();
+        let it = c_type(Ty::Prim(to), d);
+        if d == Dialect::OpenCl {
+            // Exactly Rust's semantics, NaN included (OpenCL C 6.2.3.3).
+            return format!("convert_{it}_sat_rtz({v})");
+        }
+        let name = format!("skel_{}_to_{}", prim_tag(from), prim_tag(to));
+        if !self.prog.helpers.contains_key(&name) {
+            let ft = c_type(Ty::Prim(from), d);
+            let (bits, signed) = int_bits(to);
+            // Both bounds are powers of two (or zero), exact in f32 and f64: at or below
+            // `lo` the result is MIN, at or above `hi` = MAX + 1 it is MAX (e.g.
+            // `(float)INT_MAX` would round up to 2^31, which does not fit); strictly in
+            // between, truncation toward zero gives a value in range.
+            let (min, max) = if signed {
+                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+            } else {
+                (0, (1i128 << bits) - 1)
+            };
+            let flit = |x: i128| {
+                let s = format!("{x}.0{}", if from == Prim::F32 { "f" } else { "" });
+                if x < 0 {
+                    format!("({s})")
+                } else {
+                    s
+                }
+            };
+            let code = format!(
+                "SKEL_FN {it} {name}({ft} x) {{ return x != x ? {zero} : x <= {lo} ? {min} : x >= {hi} ? {max} : ({it})x; }}\n",
+                zero = self.int_lit(0, to),
+                lo = flit(min),
+                hi = flit(max + 1),
+                min = self.int_lit(min, to),
+                max = self.int_lit(max, to),
+            );
+            self.prog.helpers.insert(name.clone(), code);
+        }
+        format!("{name}({v})")
+    }
+
     fn expr(&mut self, e: &'static Expr, te: &TExpr) -> R<String> {
         let d = self.d();
         Ok(match e {
@@ -839,7 +889,14 @@ impl FnEmitter<'_> {
             }
             Expr::Cast { expr, ty } => {
                 let v = self.expr(expr, &te.kids[0])?;
-                format!("(({})({v}))", c_type(*ty, d))
+                match (Self::ty_of(&te.kids[0])?, *ty) {
+                    (Ty::Prim(from), Ty::Prim(to))
+                        if is_float(from) && !is_float(to) && to != Prim::Bool =>
+                    {
+                        self.float_to_int(&v, from, to)
+                    }
+                    _ => format!("(({})({v}))", c_type(*ty, d)),
+                }
             }
             Expr::Call { callee, args } => {
                 let def = callee();
@@ -970,6 +1027,20 @@ impl FnEmitter<'_> {
                 t
             }
         })
+    }
+}
+
+/// Width in bits and signedness of an integer type (`usize`/`isize` are 64-bit in C).
+fn int_bits(p: Prim) -> (u32, bool) {
+    match p {
+        Prim::I8 => (8, true),
+        Prim::I16 => (16, true),
+        Prim::I32 => (32, true),
+        Prim::I64 | Prim::Isize => (64, true),
+        Prim::U8 => (8, false),
+        Prim::U16 => (16, false),
+        Prim::U32 => (32, false),
+        _ => (64, false),
     }
 }
 
