@@ -550,7 +550,11 @@ fn stage_cpu(rx: Receiver<Frame>, tx: Sender<Frame>) -> Res<Clock> {
     for mut frame in rx {
         let t = Instant::now();
         let mut hist = [0u64; 256];
-        for p in frame.rgb.as_slice() {
+        let rgb = frame
+            .rgb
+            .try_as_slice()
+            .map_err(|e| format!("{}: reading the input: {e}", frame.name))?;
+        for p in rgb {
             // Luma Y' of the gamma-encoded components: a cheap brightness estimate.
             let y = 255.0 * (LUMA.r * p.r + LUMA.g * p.g + LUMA.b * p.b);
             hist[(y.round() as usize).min(255)] += 1;
@@ -577,7 +581,11 @@ fn stage_collect(
     let mut col = Collected::default();
     for frame in rx {
         let t = Instant::now();
-        let result = frame.grey.as_slice(); // on a device backend: the copy-back
+        // On a device backend this is the copy-back, where device errors surface.
+        let result = frame
+            .grey
+            .try_as_slice()
+            .map_err(|e| format!("{}: copying the result back: {e}", frame.name))?;
         let luma: Vec<u8> = result.iter().map(|p| p.r as u8).collect();
         let mean_out = if luma.is_empty() {
             0.0
@@ -585,7 +593,11 @@ fn stage_collect(
             luma.iter().map(|&v| u64::from(v)).sum::<u64>() as f64 / luma.len() as f64
         };
         if check {
-            check_frame(&frame, result, &mut col);
+            let rgb = frame
+                .rgb
+                .try_as_slice()
+                .map_err(|e| format!("{}: reading the input: {e}", frame.name))?;
+            check_frame(&frame, rgb, result, &mut col);
         }
         if frame.write {
             let path = out_dir.join(format!("{}.png", frame.name));
@@ -604,8 +616,7 @@ fn stage_collect(
 }
 
 /// Compares every pixel of one frame with [`grey_reference`].
-fn check_frame(frame: &Frame, result: &[Pixel], col: &mut Collected) {
-    let rgb = frame.rgb.as_slice();
+fn check_frame(frame: &Frame, rgb: &[Pixel], result: &[Pixel], col: &mut Collected) {
     let width = frame.width.max(1) as usize;
     for (i, (src, out)) in rgb.iter().zip(result).enumerate() {
         // The inputs are k/255 in f32, so this recovers the 8-bit value exactly.

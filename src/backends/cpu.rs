@@ -25,6 +25,7 @@ pub(crate) fn map_range<F: ElementwiseFn>(
     cols: usize,
     uniforms: &F::Uniforms,
 ) {
+    let inputs = inputs.slice(0..out.len());
     for (k, o) in out.iter_mut().enumerate() {
         *o = F::apply(F::Index::from_flat(first + k, cols), inputs.at(k), uniforms);
     }
@@ -68,9 +69,10 @@ pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     cols: usize,
     uniforms: &M::Uniforms,
 ) -> Option<M::Out> {
-    let first = positions.start;
-    let mut mapped =
-        positions.map(|p| M::apply(M::Index::from_flat(p, cols), inputs.at(p - first), uniforms));
+    let (first, n) = (positions.start, positions.len());
+    // Re-slicing to exactly `n` lets the compiler drop the bounds checks in `at`.
+    let inputs = inputs.slice(0..n);
+    let mut mapped = (0..n).map(|k| M::apply(M::Index::from_flat(first + k, cols), inputs.at(k), uniforms));
     let head = mapped.next()?;
     Some(mapped.fold(head, |acc, x| R::apply((), (acc, x), &())))
 }
@@ -229,6 +231,9 @@ pub(crate) fn column<T: DeviceType>(data: &[T], cols: usize, c: usize) -> Vec<T>
 
 /// Folds the rows of `block` (whole rows of `cols` elements) column by column.
 pub(crate) fn fold_columns<F: BinaryFn<T>, T: DeviceType>(block: &[T], cols: usize) -> Vec<T> {
+    if cols == 0 {
+        return Vec::new();
+    }
     let mut rows = block.chunks(cols);
     let mut acc = rows.next().map(<[T]>::to_vec).unwrap_or_default();
     for row in rows {
@@ -249,14 +254,6 @@ pub(crate) fn stencil_output<'o, T: DeviceType>(
         out.host_mut()
     } else {
         out.host_overwrite()
-    }
-}
-
-/// `(rows, cols)` of a matrix shape.
-pub(crate) fn dims(shape: Shape) -> (usize, usize) {
-    match shape {
-        Shape::Vector(n) => (1, n),
-        Shape::Matrix { rows, cols } => (rows, cols),
     }
 }
 
@@ -304,7 +301,7 @@ impl Execute for Cpu {
         mut out: ArgMut<'_, T>,
         axis: Axis,
     ) -> Result<()> {
-        let (_, cols) = dims(input.shape());
+        let (_, cols) = input.shape().dims();
         let data = input.host()?;
         let out = out.host_overwrite()?;
         if axis == Axis::Cols {
@@ -360,7 +357,7 @@ impl Execute for Cpu {
         axis: Axis,
         uniforms: &F::Uniforms,
     ) -> Result<()> {
-        let (rows, cols) = dims(input.shape());
+        let (_, cols) = input.shape().dims();
         let input = input.host()?;
         let out = stencil_output(&mut out, stencil.edge)?;
         match axis {
@@ -375,7 +372,7 @@ impl Execute for Cpu {
                 for c in 0..cols {
                     let mut result: Vec<F::Out> = column(out, cols, c);
                     overlap_range::<F>(&column(input, cols, c), &mut result, 0, &stencil, uniforms);
-                    for (r, value) in result.into_iter().enumerate().take(rows) {
+                    for (r, value) in result.into_iter().enumerate() {
                         out[r * cols + c] = value;
                     }
                 }
@@ -391,7 +388,7 @@ impl Execute for Cpu {
         stencil: Stencil<F::Elem, (usize, usize)>,
         uniforms: &F::Uniforms,
     ) -> Result<()> {
-        let shape = dims(input.shape());
+        let shape = input.shape().dims();
         let input = input.host()?;
         let out = stencil_output(&mut out, stencil.edge)?;
         overlap_2d_rows::<F>(input, shape, out, 0, &stencil, uniforms);

@@ -269,25 +269,34 @@ pub fn set_default_backend(backend: Backend) -> Result<()> {
 
 /// The backend skeletons use when none is set per instance: the one given to
 /// [`set_default_backend`], else `SKEL_BACKEND` from the environment, else the best available
-/// (CUDA, then OpenCL, then Rayon, then Cpu).
+/// (CUDA, then OpenCL on a GPU, then Rayon, then Cpu).
 ///
-/// An unknown or unavailable `SKEL_BACKEND` is an error, not a silent fallback.
+/// An unknown `SKEL_BACKEND` is [`Error::InvalidArgument`] and an unavailable one
+/// [`Error::BackendUnavailable`]: never a silent fallback.
 pub fn default_backend() -> Result<Backend> {
     if let Some(b) = Backend::from_code(DEFAULT_BACKEND.load(Ordering::Relaxed)) {
         return Ok(b);
     }
-    static FROM_ENV: OnceLock<Result<Backend, String>> = OnceLock::new();
+    // (backend, whether SKEL_BACKEND named it), or why SKEL_BACKEND could not be parsed.
+    static FROM_ENV: OnceLock<Result<(Backend, bool), String>> = OnceLock::new();
     let chosen = FROM_ENV.get_or_init(|| match std::env::var("SKEL_BACKEND") {
-        Ok(name) => name
-            .parse::<Backend>()
-            .and_then(|b| b.check().map(|()| b))
-            .map_err(|e| format!("SKEL_BACKEND={name}: {e}")),
-        Err(_) => Ok(Backend::available()
-            .into_iter()
-            .find(|&b| b != Backend::OpenCl || opencl_is_gpu())
-            .unwrap_or(Backend::Cpu)),
+        Ok(name) => name.parse::<Backend>().map(|b| (b, true)).map_err(|e| format!("SKEL_BACKEND: {e}")),
+        Err(_) => Ok((
+            Backend::available()
+                .into_iter()
+                .find(|&b| b != Backend::OpenCl || opencl_is_gpu())
+                .unwrap_or(Backend::Cpu),
+            false,
+        )),
     });
-    chosen.clone().map_err(Error::InvalidArgument)
+    let (backend, from_env) = chosen.clone().map_err(Error::InvalidArgument)?;
+    backend.check().map_err(|e| match e {
+        Error::BackendUnavailable { backend, reason } if from_env => {
+            Error::BackendUnavailable { backend, reason: format!("{reason} (chosen by SKEL_BACKEND)") }
+        }
+        other => other,
+    })?;
+    Ok(backend)
 }
 
 /// Whether the OpenCL device is a GPU (only then is OpenCL a default choice).

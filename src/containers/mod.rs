@@ -79,6 +79,20 @@ impl Shape {
         self.len() == 0
     }
 
+    /// `(rows, cols)`: a vector is one row.
+    ///
+    /// ```
+    /// use skel::containers::Shape;
+    /// assert_eq!(Shape::Vector(5).dims(), (1, 5));
+    /// assert_eq!(Shape::Matrix { rows: 2, cols: 3 }.dims(), (2, 3));
+    /// ```
+    pub fn dims(&self) -> (usize, usize) {
+        match *self {
+            Shape::Vector(n) => (1, n),
+            Shape::Matrix { rows, cols } => (rows, cols),
+        }
+    }
+
     /// Columns per row: the length for a vector.
     pub fn cols(&self) -> usize {
         match *self {

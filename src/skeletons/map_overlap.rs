@@ -120,13 +120,11 @@ impl<F: StencilFn, R: Copy> MapOverlap<F, R> {
 
 /// `Err` unless a dimension of `len` elements fits a window of radius `radius`.
 fn check_radius(what: &str, len: usize, radius: usize) -> Result<()> {
-    if len >= 2 * radius {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "MapOverlap: {what} has {len} elements, a window of radius {radius} needs at least {}",
-            2 * radius
-        )))
+    match radius.checked_mul(2) {
+        Some(needed) if len >= needed => Ok(()),
+        _ => Err(Error::InvalidArgument(format!(
+            "MapOverlap: {what} has {len} elements, a window of radius {radius} needs at least twice that"
+        ))),
     }
 }
 

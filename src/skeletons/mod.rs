@@ -15,8 +15,6 @@ pub use map_reduce::MapReduce;
 pub use reduce::Reduce;
 pub use scan::Scan;
 
-use std::any::TypeId;
-
 use crate::containers::Shape;
 use crate::{Backend, Error, Result};
 
@@ -136,11 +134,9 @@ pub(crate) fn uniforms_or_missing<'u, U: 'static>(
     if let Some(u) = bound {
         return Ok(u);
     }
-    if TypeId::of::<U>() == TypeId::of::<()>() {
-        // `()` is a zero-sized constant, so a `'static` reference to it always exists.
-        let unit: &'static () = &();
-        // The `TypeId` check above proves `U` is `()`.
-        return Ok(<dyn std::any::Any>::downcast_ref::<U>(unit).expect("U is ()"));
+    // A function without uniforms needs no `.uniforms(())`: `U` is `()`, a constant.
+    if let Some(unit) = <dyn std::any::Any>::downcast_ref::<U>(&()) {
+        return Ok(unit);
     }
     Err(Error::InvalidArgument(format!(
         "user function `{name}` has #[uniform] parameters: bind them with .uniforms((..)) before .run"

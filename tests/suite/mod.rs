@@ -151,10 +151,18 @@ pub fn at_edge(v: &[i64], p: isize, edge: Edge, pad: i64) -> i64 {
 }
 
 /// Whether the backend can run here; prints the skip line the CI log shows if not.
+///
+/// # Panics
+/// If the backend is named in `SKEL_REQUIRE` (comma-separated, e.g. `opencl,cuda`) but
+/// cannot run: CI sets it so that a broken device probe fails instead of skipping.
 pub fn available(backend: Backend) -> bool {
     match backend.check() {
         Ok(()) => true,
         Err(e) => {
+            let required = std::env::var("SKEL_REQUIRE").unwrap_or_default();
+            if required.split(',').any(|b| b.trim() == backend.to_string()) {
+                panic!("SKEL_REQUIRE names {backend}, but it cannot run: {e}");
+            }
             println!("skipped: no {backend} device ({e})");
             false
         }
@@ -254,6 +262,42 @@ macro_rules! backend_suite {
             }
 
             #[test]
+            fn every_skeleton_reads_and_writes_views() {
+                require!();
+                let cpu = Backend::Cpu;
+                let n = 20_000; // above the Rayon chunk and one work-group
+                let v = Vector::from(ints_i64(n, 21));
+                let w = Vector::from(ints_i64(n, 22));
+                let (x, y, len) = (1_234, 7, 15_000);
+                let (a, b) = (v.view(x..x + len), w.view(y..y + len));
+                let check = |what: &str, run: &dyn Fn(Backend, &mut Vector<i64>)| {
+                    let (mut got, mut want) = (Vector::filled(n, -1i64), Vector::filled(n, -1i64));
+                    run(B, &mut got);
+                    run(cpu, &mut want);
+                    assert_eq!(got, want, "{what}");
+                };
+                check("map", &|bk, out| Map::new(add_i64).backend(bk).run(&a, &b, &mut out.view_mut(3..3 + len)).unwrap());
+                check("scan", &|bk, out| {
+                    Scan::new(add_i64).mode(ScanMode::Exclusive).start(4).backend(bk).run(&a, &mut out.view_mut(9..9 + len)).unwrap()
+                });
+                for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
+                    check(&format!("overlap {edge:?}"), &|bk, out| {
+                        let s = MapOverlap::new(weighted, 2).edge(edge).pad(5).uniforms((2,));
+                        s.backend(bk).run(&a, &mut out.view_mut(100..100 + len)).unwrap()
+                    });
+                }
+                let table = Vector::from(ints_i64(37, 1));
+                let idx = Vector::from_fn(n, |i| (i % 37) as u32);
+                check("map_array", &|bk, out| {
+                    MapArray::new(lookup).backend(bk).run(&table.view(0..37), &idx.view(x..x + len), &mut out.view_mut(0..len)).unwrap()
+                });
+                let mr = |bk| MapReduce::new(mul_i64, add_i64).start(1).backend(bk).run(&a, &b).unwrap();
+                assert_eq!(mr(B), mr(cpu));
+                let red = |bk| Reduce::new(add_i64).backend(bk).run(&b).unwrap();
+                assert_eq!(red(B), red(cpu));
+            }
+
+            #[test]
             fn reduce_and_map_reduce_all_sizes() {
                 require!();
                 for &n in SIZES {
@@ -281,7 +325,7 @@ macro_rules! backend_suite {
             #[test]
             fn reduce_rows_and_cols() {
                 require!();
-                for (rows, cols) in [(1, 1), (1, 9), (9, 1), (7, 13), (200, 301), (1000, 3)] {
+                for (rows, cols) in [(0, 0), (1, 1), (1, 9), (9, 1), (7, 13), (200, 301), (1000, 3)] {
                     let m = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 5)).unwrap();
                     let mut per_row = Vector::zeroed(rows);
                     let mut per_col = Vector::zeroed(cols);
@@ -295,6 +339,22 @@ macro_rules! backend_suite {
                     }
                     assert_eq!(Reduce::new(add_i64).backend(B).run(&m).unwrap(), m.as_slice().iter().sum::<i64>());
                 }
+            }
+
+            #[test]
+            fn reduce_rows_and_cols_of_empty_matrices() {
+                require!();
+                // A fold of no elements has no value: an error naming the shape, never a panic.
+                let wide = Matrix::from_vec(0, 4, Vec::<i64>::new()).unwrap();
+                let tall = Matrix::from_vec(4, 0, Vec::<i64>::new()).unwrap();
+                let (mut none, mut four) = (Vector::<i64>::zeroed(0), Vector::filled(4, 7i64));
+                Reduce::new(add_i64).backend(B).run_rows(&wide, &mut none).unwrap();
+                Reduce::new(add_i64).backend(B).run_cols(&tall, &mut none).unwrap();
+                let err = Reduce::new(add_i64).backend(B).run_cols(&wide, &mut four).unwrap_err();
+                assert!(err.to_string().contains("0x4 matrix"), "{err}");
+                assert!(Reduce::new(add_i64).backend(B).run_rows(&tall, &mut four).is_err());
+                assert_eq!(four.to_vec(), vec![7; 4]);
+                assert_eq!(Reduce::new(add_i64).start(3).backend(B).run(&wide).unwrap(), 3);
             }
 
             #[test]
@@ -344,8 +404,9 @@ macro_rules! backend_suite {
                 require!();
                 for &n in SIZES {
                     let v = Vector::from(ints_i64(n, 13));
-                    for r in [0usize, 1, 2, 5] {
-                        if n < 2 * r {
+                    for r in [0usize, 1, 2, 5, 300] {
+                        // wide windows on the small sizes only: the oracle is O(n r)
+                        if n < 2 * r || (r > 5 && n > 20_000) {
                             continue;
                         }
                         for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
@@ -405,32 +466,39 @@ macro_rules! backend_suite {
                                 }
                             }
                         }
-                        let mut got = Matrix::filled(rows, cols, -9i64);
-                        let mut oracle = Matrix::filled(rows, cols, -9i64);
-                        let s = MapOverlap::new(stencil2, (1, 1)).edge(edge).pad(4);
-                        s.backend(B).run(&m, &mut got).unwrap();
-                        s.backend(Backend::Cpu).run(&m, &mut oracle).unwrap();
-                        assert_eq!(got, oracle, "2D {rows}x{cols} {edge:?}");
-                        let at = |i: isize, j: isize| -> i64 {
-                            let (ri, ci) = (rows as isize, cols as isize);
-                            let inside = (0..ri).contains(&i) && (0..ci).contains(&j);
-                            match edge {
-                                _ if inside => m[(i as usize, j as usize)],
-                                Edge::Duplicate => m[(i.clamp(0, ri - 1) as usize, j.clamp(0, ci - 1) as usize)],
-                                Edge::Cyclic => m[(i.rem_euclid(ri) as usize, j.rem_euclid(ci) as usize)],
-                                _ => 4,
+                        for (rr, rc) in [(1usize, 1usize), (2, 1)] {
+                            if rows < 2 * rr {
+                                continue;
                             }
-                        };
-                        for i in 0..rows as isize {
-                            for j in 0..cols as isize {
-                                let border = i < 1 || j < 1 || i + 1 >= rows as isize || j + 1 >= cols as isize;
-                                let want = if edge == Edge::None && border {
-                                    -9
-                                } else {
-                                    at(i - 1, j) + 2 * at(i + 1, j) + 3 * at(i, j - 1) + 5 * at(i, j + 1) - 7 * at(i, j)
-                                        + 11 * at(i - 1, j - 1)
-                                };
-                                assert_eq!(oracle[(i as usize, j as usize)], want, "2D {edge:?} at ({i}, {j})");
+                            let mut got = Matrix::filled(rows, cols, -9i64);
+                            let mut oracle = Matrix::filled(rows, cols, -9i64);
+                            let s = MapOverlap::new(stencil2, (rr, rc)).edge(edge).pad(4);
+                            s.backend(B).run(&m, &mut got).unwrap();
+                            s.backend(Backend::Cpu).run(&m, &mut oracle).unwrap();
+                            assert_eq!(got, oracle, "2D radius ({rr}, {rc}) {rows}x{cols} {edge:?}");
+                            let at = |i: isize, j: isize| -> i64 {
+                                let (ri, ci) = (rows as isize, cols as isize);
+                                let inside = (0..ri).contains(&i) && (0..ci).contains(&j);
+                                match edge {
+                                    _ if inside => m[(i as usize, j as usize)],
+                                    Edge::Duplicate => m[(i.clamp(0, ri - 1) as usize, j.clamp(0, ci - 1) as usize)],
+                                    Edge::Cyclic => m[(i.rem_euclid(ri) as usize, j.rem_euclid(ci) as usize)],
+                                    _ => 4,
+                                }
+                            };
+                            let (rr, rc) = (rr as isize, rc as isize);
+                            for i in 0..rows as isize {
+                                for j in 0..cols as isize {
+                                    let border = i < rr || j < rc || i + rr >= rows as isize || j + rc >= cols as isize;
+                                    let want = if edge == Edge::None && border {
+                                        -9
+                                    } else {
+                                        at(i - 1, j) + 2 * at(i + 1, j) + 3 * at(i, j - 1) + 5 * at(i, j + 1)
+                                            - 7 * at(i, j)
+                                            + 11 * at(i - 1, j - 1)
+                                    };
+                                    assert_eq!(oracle[(i as usize, j as usize)], want, "2D {edge:?} at ({i}, {j})");
+                                }
                             }
                         }
                     }
@@ -520,12 +588,26 @@ macro_rules! backend_suite {
                 let err = MapOverlap::new(weighted, 2).uniforms((2,)).backend(B).run(&short, &mut sout).unwrap_err();
                 assert!(err.to_string().contains("radius 2"), "{err}");
 
-                let mut wrong = Vector::zeroed(4);
-                assert!(Scan::new(add_i64).backend(B).run(&short, &mut wrong).is_err());
+                let mut wrong = Vector::filled(4, 1i64);
+                let err = Scan::new(add_i64).backend(B).run(&short, &mut wrong).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                assert_eq!(wrong.to_vec(), vec![1; 4]);
                 let m = Matrix::from_vec(2, 3, vec![1i64; 6]).unwrap();
-                let mut per_row = Vector::zeroed(3);
-                assert!(Reduce::new(add_i64).backend(B).run_rows(&m, &mut per_row).is_err());
-                assert!(Map::new(add_f32).backend(B).streams(0).run(&a, &a, &mut out).is_err());
+                let mut per_row = Vector::filled(3, 2i64);
+                let err = Reduce::new(add_i64).backend(B).run_rows(&m, &mut per_row).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                let err = Reduce::new(add_i64).backend(B).run_cols(&m, &mut wrong).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                assert_eq!((per_row.to_vec(), wrong.to_vec()), (vec![2; 3], vec![1; 4]));
+                let err = Reduce::new(add_i64).backend(B).run_rows(&short, &mut per_row).unwrap_err();
+                assert!(err.to_string().contains("a matrix"), "{err}");
+                let err = Map::new(add_f32).backend(B).streams(0).run(&a, &a, &mut out).unwrap_err();
+                assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+                let err = MapOverlap::new(stencil2, (1, 1)).backend(B).run(&short, &mut sout).unwrap_err();
+                assert!(err.to_string().contains("a matrix"), "{err}");
+                let err = MapOverlap::new(weighted, usize::MAX).uniforms((1,)).backend(B).run(&short, &mut sout).unwrap_err();
+                assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+                assert_eq!((out.to_vec(), sout.to_vec()), (vec![9.0; 3], vec![0; 3]));
                 let mut vid = Vector::zeroed(3);
                 let err = Map::new(where2d).backend(B).run(&Vector::from(vec![1, 2, 3]), &mut vid).unwrap_err();
                 assert!(err.to_string().contains("Matrix"), "{err}");

@@ -6,7 +6,6 @@
 use super::context::ctx;
 use super::module_cache::{launch, module, KernelArgs};
 use super::{assemble, call_expr, cty, memory, uniform_params, CallSite};
-use crate::backends::cpu::dims;
 use crate::backends::jit::ProgKey;
 use crate::backends::Stencil;
 use crate::codegen::{device_source, Dialect};
@@ -156,7 +155,7 @@ pub(crate) fn run_1d<F: WindowFn>(
     axis: Axis,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let (rows, cols) = dims(input.shape());
+    let (rows, cols) = input.shape().dims();
     let r = stencil.radius;
     let (kind, layout, shape, radius) = match axis {
         Axis::Flat => ("overlap_flat", FLAT, (1, input.shape().len()), (0, r)),
@@ -183,7 +182,7 @@ pub(crate) fn run_2d<F: Window2Fn>(
     stencil: Stencil<F::Elem, (usize, usize)>,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let shape = dims(input.shape());
+    let shape = input.shape().dims();
     launch_stencil::<F, F::Elem, F::Uniforms>(
         "overlap_2d",
         TILE2D,

@@ -7,7 +7,7 @@ use super::context::{ctx, Ctx};
 use super::memory::{self, from_bytes, Scratch};
 use super::module_cache::{launch, module, KernelArgs, Module};
 use super::{assemble, cty, grid_for};
-use crate::backends::cpu::{combine, dims};
+use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
 use crate::codegen::{device_source, Dialect};
@@ -122,7 +122,7 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     axis: Axis,
 ) -> Result<()> {
     let ctx = ctx()?;
-    let (rows, cols) = dims(input.shape());
+    let (rows, cols) = input.shape().dims();
     if rows == 0 || cols == 0 {
         return Ok(());
     }
