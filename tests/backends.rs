@@ -1,6 +1,7 @@
 //! The shared backend suite, instantiated for every backend. Backends that are not
 //! compiled in or have no device print `skipped: ...` and pass.
 
+mod common;
 #[macro_use]
 mod suite;
 

@@ -5,6 +5,8 @@
 //! host-write invalidation and buffer reuse; on the CPU backends it checks the same
 //! sequences stay correct. Backends that are not available print `skipped: ...`.
 
+mod common;
+
 use proptest::prelude::*;
 use skel::prelude::*;
 
@@ -210,8 +212,7 @@ macro_rules! coherence_model {
         #[test]
         fn $name() {
             let backend: Backend = $backend;
-            if let Err(e) = backend.check() {
-                println!("skipped: no {backend} device ({e})");
+            if !common::available(backend) {
                 return;
             }
             let config = ProptestConfig { cases: 64, ..ProptestConfig::default() };
