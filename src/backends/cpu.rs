@@ -72,7 +72,8 @@ pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     let (first, n) = (positions.start, positions.len());
     // Re-slicing to exactly `n` lets the compiler drop the bounds checks in `at`.
     let inputs = inputs.slice(0..n);
-    let mut mapped = (0..n).map(|k| M::apply(M::Index::from_flat(first + k, cols), inputs.at(k), uniforms));
+    let mut mapped =
+        (0..n).map(|k| M::apply(M::Index::from_flat(first + k, cols), inputs.at(k), uniforms));
     let head = mapped.next()?;
     Some(mapped.fold(head, |acc, x| R::apply((), (acc, x), &())))
 }

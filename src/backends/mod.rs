@@ -280,7 +280,10 @@ pub fn default_backend() -> Result<Backend> {
     // (backend, whether SKEL_BACKEND named it), or why SKEL_BACKEND could not be parsed.
     static FROM_ENV: OnceLock<Result<(Backend, bool), String>> = OnceLock::new();
     let chosen = FROM_ENV.get_or_init(|| match std::env::var("SKEL_BACKEND") {
-        Ok(name) => name.parse::<Backend>().map(|b| (b, true)).map_err(|e| format!("SKEL_BACKEND: {e}")),
+        Ok(name) => name
+            .parse::<Backend>()
+            .map(|b| (b, true))
+            .map_err(|e| format!("SKEL_BACKEND: {e}")),
         Err(_) => Ok((
             Backend::available()
                 .into_iter()
@@ -291,9 +294,10 @@ pub fn default_backend() -> Result<Backend> {
     });
     let (backend, from_env) = chosen.clone().map_err(Error::InvalidArgument)?;
     backend.check().map_err(|e| match e {
-        Error::BackendUnavailable { backend, reason } if from_env => {
-            Error::BackendUnavailable { backend, reason: format!("{reason} (chosen by SKEL_BACKEND)") }
-        }
+        Error::BackendUnavailable { backend, reason } if from_env => Error::BackendUnavailable {
+            backend,
+            reason: format!("{reason} (chosen by SKEL_BACKEND)"),
+        },
         other => other,
     })?;
     Ok(backend)

@@ -187,7 +187,10 @@ impl Execute for Rayon {
         let chunk = chunk_len(data.len());
         // The last chunk's total would only feed a carry nobody reads.
         let all_but_last = &data[..(data.len() - 1) / chunk * chunk];
-        let totals: Vec<Option<T>> = all_but_last.par_chunks(chunk).map(cpu::fold::<F, T>).collect();
+        let totals: Vec<Option<T>> = all_but_last
+            .par_chunks(chunk)
+            .map(cpu::fold::<F, T>)
+            .collect();
         // carry[c] is the scan of everything before chunk c (None: nothing, inclusive mode).
         let mut carries = Vec::with_capacity(totals.len());
         let mut carry = (mode == ScanMode::Exclusive).then_some(start);
