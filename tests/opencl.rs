@@ -125,20 +125,55 @@ fn results_stay_on_the_device_across_skeletons() {
     assert_eq!(dot, s.iter().zip(&t).map(|(x, y)| x * y).sum::<i64>());
 }
 
+/// Run in a child process by `bad_device_choice_is_reported`, with `SKEL_OPENCL_DEVICE`
+/// naming no device: the backend must be unavailable, saying why.
+#[test]
+#[ignore = "run by bad_device_choice_is_reported in a child process"]
+fn child_with_bad_device_choice() {
+    if std::env::var_os("SKEL_TEST_CHILD").is_none() {
+        return;
+    }
+    let err = Backend::OpenCl.check().unwrap_err().to_string();
+    assert!(err.contains("matches no OpenCL device"), "{err}");
+    assert!(err.contains("devices: 0: "), "{err}");
+    assert!(!Backend::available().contains(&Backend::OpenCl));
+}
+
 #[test]
 fn bad_device_choice_is_reported() {
-    // Only a parse of the environment variable by a fresh process would show the error;
-    // here just check the probe is stable and names the device kind in errors.
     if !opencl() {
         return;
     }
-    assert!(Backend::available().contains(&Backend::OpenCl));
-    assert!(Backend::OpenCl.check().is_ok());
+    // The device is chosen once per process: ask a fresh one (this test binary).
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_with_bad_device_choice", "--ignored"])
+        .env("SKEL_TEST_CHILD", "1")
+        .env("SKEL_OPENCL_DEVICE", "no-such-device-zz")
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn failed_device_choice_by_index() {
+    if !opencl() {
+        return;
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_with_bad_device_choice", "--ignored"])
+        .env("SKEL_TEST_CHILD", "1")
+        .env("SKEL_OPENCL_DEVICE", "4096")
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 // ---- model-based: OpenCL against cpu -------------------------------------------------
 
+/// Below one work-group on most devices.
 const LEN: usize = 48;
+/// Up to several work-groups, reduce tiles and scan blocks.
+const LONG: usize = 3000;
 const CONTAINERS: usize = 3;
 
 #[derive(Clone, Debug)]
@@ -195,20 +230,13 @@ enum Op {
     },
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// One operation on containers of `n > 0` elements.
+fn op(n: usize) -> impl Strategy<Value = Op> {
     let c = 0..CONTAINERS;
     prop_oneof![
-        (
-            c.clone(),
-            c.clone(),
-            c.clone(),
-            0..LEN,
-            0..LEN,
-            0..LEN,
-            0..LEN
-        )
-            .prop_map(|(a, b, dst, x, y, d, len)| {
-                let len = len.min(LEN - x).min(LEN - y).min(LEN - d);
+        (c.clone(), c.clone(), c.clone(), 0..n, 0..n, 0..n, 0..n).prop_map(
+            move |(a, b, dst, x, y, d, len)| {
+                let len = len.min(n - x).min(n - y).min(n - d);
                 Op::Map {
                     a,
                     b,
@@ -218,36 +246,41 @@ fn op() -> impl Strategy<Value = Op> {
                     d,
                     len,
                 }
-            }),
-        (c.clone(), c.clone()).prop_map(|(src, dst)| Op::Neg { src, dst }),
-        (c.clone(), c.clone(), any::<bool>()).prop_map(|(src, dst, exclusive)| Op::Scan {
+            }
+        ),
+        (c.clone(), c.clone()).prop_map(move |(src, dst)| Op::Neg { src, dst }),
+        (c.clone(), c.clone(), any::<bool>()).prop_map(move |(src, dst, exclusive)| Op::Scan {
             src,
             dst,
             exclusive
         }),
-        (c.clone(), c.clone(), 0..4u8).prop_map(|(src, dst, edge)| Op::Stencil { src, dst, edge }),
-        (c.clone(), 0..LEN, 0..=LEN).prop_map(|(src, x, len)| Op::Reduce {
+        (c.clone(), c.clone(), 0..4u8).prop_map(move |(src, dst, edge)| Op::Stencil {
+            src,
+            dst,
+            edge
+        }),
+        (c.clone(), 0..n, 0..=n).prop_map(move |(src, x, len)| Op::Reduce {
             src,
             x,
-            len: len.min(LEN - x)
+            len: len.min(n - x)
         }),
-        (c.clone(), c.clone()).prop_map(|(a, b)| Op::MapReduce { a, b }),
-        (c.clone(), 0..LEN).prop_map(|(c, i)| Op::Read { c, i }),
-        (c.clone(), 0..LEN, 0..=LEN).prop_map(|(c, x, len)| Op::ReadRange {
+        (c.clone(), c.clone()).prop_map(move |(a, b)| Op::MapReduce { a, b }),
+        (c.clone(), 0..n).prop_map(move |(c, i)| Op::Read { c, i }),
+        (c.clone(), 0..n, 0..=n).prop_map(move |(c, x, len)| Op::ReadRange {
             c,
             x,
-            len: len.min(LEN - x)
+            len: len.min(n - x)
         }),
-        (c.clone(), 0..LEN, -50i64..50).prop_map(|(c, i, value)| Op::Write { c, i, value }),
-        (c, -50i64..50).prop_map(|(c, value)| Op::Fill { c, value }),
+        (c.clone(), 0..n, -50i64..50).prop_map(move |(c, i, value)| Op::Write { c, i, value }),
+        (c, -50i64..50).prop_map(move |(c, value)| Op::Fill { c, value }),
     ]
 }
 
 /// Runs `ops` on `backend`; returns every observation (reads, reductions) and the final
 /// contents. Aliasing operands (src == dst) go through a host copy, as Rust requires.
-fn run(backend: Backend, ops: &[Op]) -> (Vec<i64>, Vec<Vec<i64>>) {
+fn run(backend: Backend, len: usize, ops: &[Op]) -> (Vec<i64>, Vec<Vec<i64>>) {
     let mut cs: Vec<Vector<i64>> = (0..CONTAINERS)
-        .map(|k| Vector::from_fn(LEN, |i| ((i * 7 + k * 3) % 11) as i64 - 5))
+        .map(|k| Vector::from_fn(len, |i| ((i * 7 + k * 3) % 11) as i64 - 5))
         .collect();
     let mut seen = Vec::new();
     for op in ops {
@@ -355,13 +388,114 @@ fn run(backend: Backend, ops: &[Op]) -> (Vec<i64>, Vec<Vec<i64>>) {
     (seen, cs.iter().map(Vector::to_vec).collect())
 }
 
+/// `(len, ops)`: containers of `len` elements and operations on them.
+fn case(lens: std::ops::Range<usize>, ops: usize) -> impl Strategy<Value = (usize, Vec<Op>)> {
+    lens.prop_flat_map(move |len| (Just(len), proptest::collection::vec(op(len), 1..ops)))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
     #[test]
-    fn random_sequences_match_cpu(ops in proptest::collection::vec(op(), 1..30)) {
+    fn random_sequences_match_cpu((len, ops) in case(LEN..LEN + 1, 30)) {
         if Backend::OpenCl.check().is_err() {
             return Ok(());
         }
-        prop_assert_eq!(run(Backend::OpenCl, &ops), run(Backend::Cpu, &ops));
+        prop_assert_eq!(run(Backend::OpenCl, len, &ops), run(Backend::Cpu, len, &ops));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #[test]
+    fn random_sequences_over_several_work_groups_match_cpu((len, ops) in case(1..LONG, 20)) {
+        if Backend::OpenCl.check().is_err() {
+            return Ok(());
+        }
+        prop_assert_eq!(run(Backend::OpenCl, len, &ops), run(Backend::Cpu, len, &ops));
+    }
+}
+
+// ---- order: associative, not commutative ----------------------------------------------
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Affine {
+    m: i64,
+    c: i64,
+}
+
+/// x -> a(x) then b: associative, not commutative.
+#[userfn]
+fn compose(a: Affine, b: Affine) -> Affine {
+    Affine {
+        m: a.m * b.m,
+        c: a.c * b.m + b.c,
+    }
+}
+
+#[userfn]
+fn to_affine(i: i64) -> Affine {
+    Affine {
+        m: if i % 3 == 0 { -1 } else { 1 },
+        c: i % 11,
+    }
+}
+
+#[test]
+fn order_is_kept_across_work_groups_and_tiles() {
+    if !opencl() {
+        return;
+    }
+    let id = Affine { m: 1, c: 0 };
+    for n in [
+        1usize, 2, 255, 256, 257, 2047, 2048, 2049, 4099, 70_001, 600_003,
+    ] {
+        let ints = Vector::from_fn(n, |i| (i as i64 * 7919) % 1009);
+        let fs = Vector::from_fn(n, |i| Affine {
+            m: if (i * 31) % 5 == 0 { -1 } else { 1 },
+            c: (i % 13) as i64 - 6,
+        });
+        let reduce = |b| Reduce::new(compose).start(id).backend(b).run(&fs).unwrap();
+        assert_eq!(reduce(B), reduce(Backend::Cpu), "reduce n={n}");
+        let map_reduce = |b| {
+            MapReduce::new(to_affine, compose)
+                .start(id)
+                .backend(b)
+                .run(&ints)
+                .unwrap()
+        };
+        assert_eq!(map_reduce(B), map_reduce(Backend::Cpu), "map_reduce n={n}");
+        for mode in [ScanMode::Inclusive, ScanMode::Exclusive] {
+            let scan = |b| {
+                let mut out = Vector::zeroed(n);
+                Scan::new(compose)
+                    .mode(mode)
+                    .start(Affine { m: -1, c: 2 })
+                    .backend(b)
+                    .run(&fs, &mut out)
+                    .unwrap();
+                out.to_vec()
+            };
+            assert_eq!(scan(B), scan(Backend::Cpu), "scan {mode:?} n={n}");
+        }
+    }
+    for (rows, cols) in [(3, 5000), (5000, 3), (17, 2049)] {
+        let m = Matrix::from_fn(rows, cols, |r, c| Affine {
+            m: if (r + 2 * c) % 7 == 0 { -1 } else { 1 },
+            c: ((r * 3 + c) % 9) as i64 - 4,
+        });
+        let per = |b, by_rows: bool| {
+            let mut out = Vector::zeroed(if by_rows { rows } else { cols });
+            let r = Reduce::new(compose).backend(b);
+            if by_rows {
+                r.run_rows(&m, &mut out).unwrap();
+            } else {
+                r.run_cols(&m, &mut out).unwrap();
+            }
+            out.to_vec()
+        };
+        for by_rows in [true, false] {
+            assert_eq!(per(B, by_rows), per(Backend::Cpu, by_rows), "{rows}x{cols}");
+        }
     }
 }

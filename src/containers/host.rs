@@ -274,6 +274,15 @@ pub(crate) fn no_pinned_allocator() -> Error {
     }
 }
 
+/// The bytes of a slice of device values (what is copied to a device or passed to a
+/// kernel by value).
+pub(crate) fn as_bytes<T: crate::DeviceType>(v: &[T]) -> &[u8] {
+    // SAFETY: DeviceType's contract: plain old data without padding, so all
+    // `size_of_val(v)` bytes are initialised; they are only read, for the borrow of `v`
+    // (u8 has alignment 1).
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

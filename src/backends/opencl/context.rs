@@ -130,43 +130,44 @@ fn candidates() -> Result<Vec<Candidate>> {
     Ok(out)
 }
 
-fn choose(cands: Vec<Candidate>, wanted: Option<String>) -> Result<Candidate> {
-    let names = || {
-        cands
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{i}: {}", c.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if let Some(w) = wanted.filter(|w| !w.trim().is_empty()) {
-        let w = w.trim();
-        let listed = names();
+/// The index of the device to use among candidates `(name, is_gpu)`: `wanted` (the value
+/// of `SKEL_OPENCL_DEVICE`) as an index or a case-insensitive name substring, else the
+/// first GPU, else the first device.
+fn choose(cands: &[(&str, bool)], wanted: Option<&str>) -> Result<usize> {
+    if let Some(w) = wanted.map(str::trim).filter(|w| !w.is_empty()) {
         let pick = match w.parse::<usize>() {
-            Ok(i) => cands.into_iter().nth(i),
+            Ok(i) => (i < cands.len()).then_some(i),
             Err(_) => {
                 let lw = w.to_lowercase();
                 cands
-                    .into_iter()
-                    .find(|c| c.name.to_lowercase().contains(&lw))
+                    .iter()
+                    .position(|(name, _)| name.to_lowercase().contains(&lw))
             }
         };
         return pick.ok_or_else(|| {
+            let listed = cands
+                .iter()
+                .enumerate()
+                .map(|(i, (name, _))| format!("{i}: {name}"))
+                .collect::<Vec<_>>()
+                .join(", ");
             Error::Driver(format!(
                 "SKEL_OPENCL_DEVICE={w} matches no OpenCL device (devices: {listed})"
             ))
         });
     }
-    let gpu = cands.iter().position(|c| c.gpu);
-    let i = gpu.unwrap_or(0);
-    cands
-        .into_iter()
-        .nth(i)
-        .ok_or_else(|| Error::Driver("no OpenCL device found".into()))
+    if cands.is_empty() {
+        return Err(Error::Driver("no OpenCL device found".into()));
+    }
+    Ok(cands.iter().position(|&(_, gpu)| gpu).unwrap_or(0))
 }
 
 fn open() -> Result<Ctx> {
-    let chosen = choose(candidates()?, std::env::var("SKEL_OPENCL_DEVICE").ok())?;
+    let mut cands = candidates()?;
+    let named: Vec<(&str, bool)> = cands.iter().map(|c| (c.name.as_str(), c.gpu)).collect();
+    let wanted = std::env::var("SKEL_OPENCL_DEVICE").ok();
+    let i = choose(&named, wanted.as_deref())?;
+    let chosen = cands.swap_remove(i);
     let device = chosen.device;
     let context = cl::create_context(None, &[device], None, None).map_err(driver)?;
     let queue = cl::create_command_queue(&context, device, None).map_err(driver)?;
@@ -224,4 +225,55 @@ pub(crate) fn probe() -> std::result::Result<(), String> {
 /// Whether the chosen device is a GPU (false if there is none).
 pub(crate) fn is_gpu() -> bool {
     ctx().map(|c| c.gpu).unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose;
+    use crate::Error;
+
+    const DEVICES: &[(&str, bool)] = &[
+        ("Portable Computing Language / cpu-haswell", false),
+        ("NVIDIA CUDA / NVIDIA H200", true),
+        ("NVIDIA CUDA / NVIDIA A100", true),
+    ];
+
+    fn refused(wanted: &str) -> String {
+        match choose(DEVICES, Some(wanted)) {
+            Err(Error::Driver(msg)) => msg,
+            other => panic!("{wanted}: expected a driver error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn default_is_the_first_gpu_else_the_first_device() {
+        assert_eq!(choose(DEVICES, None).unwrap(), 1);
+        assert_eq!(choose(DEVICES, Some("  ")).unwrap(), 1);
+        assert_eq!(choose(&DEVICES[..1], None).unwrap(), 0);
+        assert!(matches!(choose(&[], None), Err(Error::Driver(_))));
+    }
+
+    #[test]
+    fn index_or_case_insensitive_substring() {
+        assert_eq!(choose(DEVICES, Some("0")).unwrap(), 0);
+        assert_eq!(choose(DEVICES, Some(" 2 ")).unwrap(), 2);
+        assert_eq!(choose(DEVICES, Some("a100")).unwrap(), 2);
+        assert_eq!(choose(DEVICES, Some("nvidia")).unwrap(), 1);
+        assert_eq!(choose(DEVICES, Some("portable")).unwrap(), 0);
+    }
+
+    #[test]
+    fn no_match_lists_the_devices() {
+        for wanted in ["3", "99", "radeon"] {
+            let msg = refused(wanted);
+            assert!(
+                msg.contains(&format!("SKEL_OPENCL_DEVICE={wanted}")),
+                "{msg}"
+            );
+            for (i, (name, _)) in DEVICES.iter().enumerate() {
+                assert!(msg.contains(&format!("{i}: {name}")), "{msg}");
+            }
+        }
+        assert!(matches!(choose(&[], Some("0")), Err(Error::Driver(_))));
+    }
 }

@@ -9,20 +9,27 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, cty, dims, launch, memory, push_uniforms, round_up, source_head, uniform_params,
-    CallShape, KArg,
+    call_expr, check_local, cty, dims, launch, memory, push_uniforms, round_up, source_head,
+    uniform_params, CallShape, KArg,
 };
 use crate::backends::Stencil;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::{Axis, Edge};
 use crate::userfn::{StencilFn, Window2Fn, WindowFn};
-use crate::{Error, Result};
+use crate::Result;
 
 const TEMPLATE_1D: &str = include_str!("../../../opencl/map_overlap.cl");
 const TEMPLATE_2D: &str = include_str!("../../../opencl/map_overlap_2d.cl");
 
-/// Width of a 2D tile (work-items along a row).
+/// Width of a 2D tile (work-items along a row), at most: `min(TW, wg)`.
 const TW: usize = 16;
+
+/// The 2D tile of a work-group of `wg` work-items (a power of two): `(width, height)`,
+/// exactly `wg` work-items.
+fn tile_2d(wg: usize) -> (usize, usize) {
+    let tw = TW.min(wg).max(1);
+    (tw, (wg / tw).max(1))
+}
 
 fn source<F: StencilFn>(
     ctx: &Ctx,
@@ -64,17 +71,6 @@ fn edge_code(edge: Edge) -> i32 {
     }
 }
 
-fn check_local(ctx: &Ctx, bytes: usize) -> Result<()> {
-    if bytes as u64 > ctx.local_mem {
-        return Err(Error::InvalidArgument(format!(
-            "MapOverlap on OpenCL: the window's tile needs {bytes} bytes of local memory, \
-             the device has {}",
-            ctx.local_mem
-        )));
-    }
-    Ok(())
-}
-
 pub(super) fn run_1d<F: WindowFn>(
     ctx: &Ctx,
     input: Arg<'_, F::Elem>,
@@ -94,7 +90,7 @@ pub(super) fn run_1d<F: WindowFn>(
     }
     let r = stencil.radius;
     let tile = (ctx.wg + 2 * r) * std::mem::size_of::<F::Elem>();
-    check_local(ctx, tile)?;
+    check_local(ctx, tile, "MapOverlap (the window's tile)")?;
     let p = program(ctx, ProgKey::of::<F>("map_overlap"), F::NAME, || {
         source::<F>(ctx, TEMPLATE_1D, ("(w)", ""), "")
     })?;
@@ -139,10 +135,10 @@ pub(super) fn run_2d<F: Window2Fn>(
         return Ok(());
     }
     let (rr, rc) = stencil.radius;
-    let th = (ctx.wg / TW).max(1);
-    let tile = (TW + 2 * rc) * (th + 2 * rr) * std::mem::size_of::<F::Elem>();
-    check_local(ctx, tile)?;
-    let extra = format!("#define SKEL_TW {TW}\n#define SKEL_TH {th}\n");
+    let (tw, th) = tile_2d(ctx.wg);
+    let tile = (tw + 2 * rc) * (th + 2 * rr) * std::mem::size_of::<F::Elem>();
+    check_local(ctx, tile, "MapOverlap (the window's tile)")?;
+    let extra = format!("#define SKEL_TW {tw}\n#define SKEL_TH {th}\n");
     let p = program(ctx, ProgKey::of::<F>("map_overlap_2d"), F::NAME, || {
         source::<F>(ctx, TEMPLATE_2D, ("(w)", "(long)(s)"), &extra)
     })?;
@@ -168,9 +164,25 @@ pub(super) fn run_2d<F: Window2Fn>(
         "skel_map_overlap_2d",
         &args,
         2,
-        [round_up(cols, TW), round_up(rows, th), 1],
-        Some([TW, th, 1]),
+        [round_up(cols, tw), round_up(rows, th), 1],
+        Some([tw, th, 1]),
     )?;
     memory::written(ctx, &out, ev);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tile_2d;
+
+    #[test]
+    fn tile_2d_is_exactly_the_work_group() {
+        for wg in [1, 2, 4, 8, 16, 32, 64, 128, 256] {
+            let (tw, th) = tile_2d(wg);
+            assert_eq!(tw * th, wg, "wg {wg}");
+            assert!(tw <= 16);
+        }
+        assert_eq!(tile_2d(8), (8, 1));
+        assert_eq!(tile_2d(256), (16, 16));
+    }
 }

@@ -35,9 +35,10 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx) -> Result<String> {
         uniform_params(mdef, "")
     );
     let load = call_expr(mdef, &entries[0], &shape, "");
+    let elem = std::mem::size_of::<M::Out>();
     s.push_str(TEMPLATE);
-    reduce::instantiate(&mut s, "skel_map_reduce", &load_params, &load);
-    reduce::plain(&mut s);
+    reduce::instantiate(ctx, elem, &mut s, "skel_map_reduce", &load_params, &load);
+    reduce::plain(ctx, elem, &mut s);
     Ok(s)
 }
 
@@ -57,6 +58,7 @@ where
     if n == 0 {
         return Ok(start);
     }
+    reduce::check_tile::<M::Out>(ctx, "MapReduce")?;
     let p = program(ctx, ProgKey::of::<(M, R)>("map_reduce"), M::NAME, || {
         source::<M, R>(ctx)
     })?;

@@ -14,6 +14,7 @@ use ocl::core as cl;
 
 use super::context::Ctx;
 use super::driver;
+use crate::containers::host::as_bytes;
 use crate::containers::{Arg, ArgMut, DeviceCopy, ReadyEvent, State};
 use crate::{DeviceType, Error, Result};
 
@@ -206,20 +207,16 @@ fn upload_missing<T: DeviceType>(
         buf.changed();
     }
     let size = std::mem::size_of::<T>();
+    // Read-only from here to the copies' end: the host slices and the buffer's counters.
+    let shared: &State = st;
     for part in &missing {
         if part.is_empty() {
             continue;
         }
-        // SAFETY: `part` lies inside the container and is valid on the host (brought back
-        // above, under the lock), so no one writes it while we read it; the bytes are
-        // initialised plain data (DeviceType).
-        let src = unsafe {
-            std::slice::from_raw_parts(
-                store.host_ptr().add(part.start).cast::<u8>(),
-                part.len() * size,
-            )
-        };
-        // SAFETY: a blocking write of `src` inside the buffer; `src` outlives the call.
+        // Valid on the host (brought back above, under the lock): host_slice checks it.
+        let src = as_bytes(store.host_slice(shared, part.clone()));
+        // SAFETY: a blocking write of `src` (inside the buffer, which covers the whole
+        // container); `src` outlives the call.
         unsafe {
             cl::enqueue_write_buffer(
                 &ctx.queue,
@@ -232,7 +229,9 @@ fn upload_missing<T: DeviceType>(
             )
         }
         .map_err(driver)?;
-        buf.up.fetch_add(src.len() as u64, Ordering::Relaxed);
+        if let Some(buf) = cl_buffer(shared) {
+            buf.up.fetch_add(src.len() as u64, Ordering::Relaxed);
+        }
     }
     for part in missing {
         st.coherence.mark_valid(loc, part, None);
@@ -262,15 +261,19 @@ pub(crate) fn output<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, keep: bool) 
     Ok(buf.mem.clone())
 }
 
+/// The container's OpenCL buffer, if it has one.
+fn cl_buffer(st: &State) -> Option<&ClBuffer> {
+    st.device(super::context::LOCATION_ID)?
+        .as_any()
+        .downcast_ref::<ClBuffer>()
+}
+
 /// Records that a kernel (done after `event`) wrote the operand's range on the device.
 pub(crate) fn written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::Event) {
     let ev: Arc<dyn ReadyEvent> = Arc::new(ClEvent(event));
     let mut st = out.lock();
     st.coherence.write(ctx.location(), out.range(), Some(ev));
-    if let Some(buf) = st
-        .device(super::context::LOCATION_ID)
-        .and_then(|c| c.as_any().downcast_ref::<ClBuffer>())
-    {
+    if let Some(buf) = cl_buffer(&st) {
         let mut w = buf
             .kernel_writes
             .lock()
@@ -312,8 +315,5 @@ pub(crate) fn read_elems<T: DeviceType>(ctx: &Ctx, mem: &cl::Mem, n: usize) -> R
 
 /// Transfer counters of a container's OpenCL copy, if it has one.
 pub(crate) fn transfers(st: &State) -> Option<(u64, u64)> {
-    st.device(super::context::LOCATION_ID)?
-        .as_any()
-        .downcast_ref::<ClBuffer>()
-        .map(ClBuffer::transfers)
+    cl_buffer(st).map(ClBuffer::transfers)
 }

@@ -29,6 +29,7 @@ use ocl::core as cl;
 use super::{BinaryFn, Execute, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_multi, Dialect, Ty};
+use crate::containers::host::as_bytes;
 use crate::containers::{Arg, ArgMut, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
@@ -40,19 +41,44 @@ pub(crate) use context::{is_gpu, probe};
 /// The OpenCL executor.
 pub(crate) struct OpenCl;
 
-/// An OpenCL error as a skel error: out-of-memory statuses become
-/// [`Error::OutOfMemory`], everything else [`Error::Driver`] with the driver's message.
+/// An OpenCL error as a skel error: failed allocations (device or host) become
+/// [`Error::OutOfMemory`], a buffer size the device refuses [`Error::InvalidArgument`],
+/// everything else (`CL_OUT_OF_RESOURCES` included: on many drivers it reports a kernel
+/// that could not be launched, not a lack of memory) [`Error::Driver`] with the driver's
+/// message.
 pub(crate) fn driver(e: cl::Error) -> Error {
+    classify(e.api_status(), format!("OpenCL: {e}"))
+}
+
+fn classify(status: Option<cl::Status>, msg: String) -> Error {
     use cl::Status;
-    match e.api_status() {
-        Some(
-            Status::CL_MEM_OBJECT_ALLOCATION_FAILURE
-            | Status::CL_OUT_OF_RESOURCES
-            | Status::CL_OUT_OF_HOST_MEMORY
-            | Status::CL_INVALID_BUFFER_SIZE,
-        ) => Error::OutOfMemory(format!("OpenCL: {e}")),
-        _ => Error::Driver(format!("OpenCL: {e}")),
+    match status {
+        Some(Status::CL_MEM_OBJECT_ALLOCATION_FAILURE | Status::CL_OUT_OF_HOST_MEMORY) => {
+            Error::OutOfMemory(msg)
+        }
+        Some(Status::CL_INVALID_BUFFER_SIZE) => Error::InvalidArgument(format!(
+            "container larger than the device's max allocation \
+             (CL_DEVICE_MAX_MEM_ALLOC_SIZE): {msg}"
+        )),
+        _ => Error::Driver(msg),
     }
+}
+
+/// `Ok` if `bytes` of `__local` memory fit the device; otherwise an
+/// [`Error::InvalidArgument`] naming `what` needs them (rather than a build or launch
+/// failure).
+pub(crate) fn check_local(ctx: &Ctx, bytes: usize, what: &str) -> Result<()> {
+    local_fits(bytes, ctx.local_mem, &ctx.name, what)
+}
+
+fn local_fits(bytes: usize, local_mem: u64, device: &str, what: &str) -> Result<()> {
+    if bytes as u64 > local_mem {
+        return Err(Error::InvalidArgument(format!(
+            "{what} on OpenCL needs {bytes} bytes of local memory per work-group, the device \
+             ({device}) has {local_mem}; use a smaller element type or another backend"
+        )));
+    }
+    Ok(())
 }
 
 /// Bytes copied to / from the OpenCL device for a container, see [`crate::debug`].
@@ -75,11 +101,7 @@ pub(crate) enum KArg {
 impl KArg {
     /// A device value by value.
     pub(crate) fn value<T: DeviceType>(v: &T) -> KArg {
-        // SAFETY: DeviceType values are plain data without padding; the bytes are copied.
-        let bytes = unsafe {
-            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
-        };
-        KArg::Bytes(bytes.to_vec())
+        KArg::Bytes(as_bytes(std::slice::from_ref(v)).to_vec())
     }
 }
 
@@ -116,6 +138,18 @@ pub(crate) fn launch(
     local: Option<[usize; 3]>,
 ) -> Result<cl::Event> {
     let k = program_cache::kernel(prog, name)?;
+    if let Some(l) = local {
+        let want = l[0] * l[1] * l[2];
+        let max = program_cache::max_work_group(ctx, prog, name, &k)?;
+        if want > max {
+            return Err(Error::Driver(format!(
+                "OpenCL: kernel {name} was built for work-groups of {want} work-items, the \
+                 device ({}) can run it only with up to {max} (CL_KERNEL_WORK_GROUP_SIZE; \
+                 too many registers or too much local memory for the user function)",
+                ctx.name
+            )));
+        }
+    }
     for (i, a) in args.iter().enumerate() {
         let i = i as u32;
         let r = match a {
@@ -135,8 +169,10 @@ pub(crate) fn launch(
         r.map_err(driver)?;
     }
     let mut ev = cl::Event::null();
-    // SAFETY: every argument is set above; buffers stay alive (the kernel object and the
-    // queue retain them) until the kernel has run.
+    // SAFETY: every argument is set above (by-value arguments are copied by
+    // clSetKernelArg). Callers may drop their handles to temporary buffers right after
+    // this returns: clReleaseMemObject defers the deletion of a memory object until the
+    // commands enqueued that use it have finished, so the buffers outlive the kernel.
     unsafe {
         cl::enqueue_kernel(
             &ctx.queue,
@@ -263,7 +299,7 @@ pub(crate) fn array_ty(def: &FnDef) -> Option<Ty> {
 
 /// `(rows, cols)` of a shape.
 pub(crate) fn dims(shape: Shape) -> (usize, usize) {
-    super::cpu::dims(shape)
+    shape.dims()
 }
 
 impl Execute for OpenCl {
@@ -351,5 +387,44 @@ impl Execute for OpenCl {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{classify, local_fits};
+    use crate::Error;
+    use ocl::core as cl;
+
+    #[test]
+    fn local_memory_overflow_is_an_invalid_argument() {
+        assert!(local_fits(4096, 4096, "dev", "Scan").is_ok());
+        match local_fits(4097, 4096, "dev", "Scan") {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(
+                    m.contains("Scan") && m.contains("4097") && m.contains("dev"),
+                    "{m}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn driver_statuses_map_to_errors() {
+        use cl::Status::*;
+        let e = |s: cl::Status| classify(Some(s), "x".into());
+        assert!(matches!(
+            e(CL_MEM_OBJECT_ALLOCATION_FAILURE),
+            Error::OutOfMemory(_)
+        ));
+        assert!(matches!(e(CL_OUT_OF_HOST_MEMORY), Error::OutOfMemory(_)));
+        match e(CL_INVALID_BUFFER_SIZE) {
+            Error::InvalidArgument(m) => assert!(m.contains("max allocation"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(e(CL_OUT_OF_RESOURCES), Error::Driver(_)));
+        assert!(matches!(e(CL_INVALID_KERNEL_ARGS), Error::Driver(_)));
+        assert!(matches!(classify(None, "x".into()), Error::Driver(_)));
     }
 }

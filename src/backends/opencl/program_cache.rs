@@ -125,3 +125,31 @@ fn dump(name: &str, src: &str) {
 pub(crate) fn kernel(prog: &cl::Program, name: &str) -> Result<cl::Kernel> {
     cl::create_kernel(prog, name).map_err(driver)
 }
+
+/// The largest work-group kernel `name` of `prog` (whose kernel object is `k`) can run
+/// with on the device (`CL_KERNEL_WORK_GROUP_SIZE`), queried once per program and kernel.
+pub(crate) fn max_work_group(
+    ctx: &Ctx,
+    prog: &cl::Program,
+    name: &str,
+    k: &cl::Kernel,
+) -> Result<usize> {
+    // Programs live as long as the cache (never released), so their handles identify them.
+    static MAX: OnceLock<Mutex<HashMap<(usize, String), usize>>> = OnceLock::new();
+    let key = (prog.as_ptr() as usize, name.to_string());
+    let map = MAX.get_or_init(Default::default);
+    if let Some(&m) = map.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(m);
+    }
+    let m =
+        match cl::get_kernel_work_group_info(k, ctx.device, cl::KernelWorkGroupInfo::WorkGroupSize)
+        {
+            Ok(cl::KernelWorkGroupInfoResult::WorkGroupSize(m)) if m > 0 => m,
+            Ok(_) => ctx.wg,
+            Err(e) => return Err(driver(e)),
+        };
+    map.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, m);
+    Ok(m)
+}

@@ -11,7 +11,7 @@ use ocl::core as cl;
 
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
-use super::{cty, dims, launch, memory, source_head, KArg};
+use super::{check_local, cty, dims, launch, memory, source_head, KArg};
 use crate::backends::BinaryFn;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
@@ -20,19 +20,48 @@ use crate::{DeviceType, Result};
 pub(super) const TEMPLATE: &str = include_str!("../../../opencl/reduce.cl");
 const COLS_TEMPLATE: &str = include_str!("../../../opencl/reduce_cols.cl");
 
-/// `reduce.cl` instantiated as kernel `name`, reading elements with `load(p)` whose
-/// buffers are the kernel parameters `load_params`.
-pub(super) fn instantiate(s: &mut String, name: &str, load_params: &str, load: &str) {
+/// Elements each work-item folds per tile in `reduce.cl` (`SKEL_RK`) for elements of
+/// `elem` bytes: 8, halved while the tile would take more than half the device's local
+/// memory (at least 1).
+pub(super) fn tile_k(ctx: &Ctx, elem: usize) -> usize {
+    let mut k = 8;
+    while k > 1 && (ctx.wg * k * elem) as u64 > ctx.local_mem / 2 {
+        k /= 2;
+    }
+    k
+}
+
+/// `Ok` if the tile of `reduce.cl` over elements of type `T` fits the device's local
+/// memory (checked before building, so a large element type is a clear error).
+pub(super) fn check_tile<T: DeviceType>(ctx: &Ctx, what: &str) -> Result<()> {
+    let elem = std::mem::size_of::<T>();
+    check_local(ctx, ctx.wg * tile_k(ctx, elem) * elem, what)
+}
+
+/// `reduce.cl` instantiated as kernel `name` over elements of `elem` bytes, reading
+/// elements with `load(p)` whose buffers are the kernel parameters `load_params`.
+pub(super) fn instantiate(
+    ctx: &Ctx,
+    elem: usize,
+    s: &mut String,
+    name: &str,
+    load_params: &str,
+    load: &str,
+) {
     let _ = writeln!(s, "#define SKEL_KNAME {name}");
     let _ = writeln!(s, "#define SKEL_LOAD_PARAMS {load_params}");
     let _ = writeln!(s, "#define SKEL_LOAD(p) {load}");
+    let _ = writeln!(s, "#define SKEL_RK {}", tile_k(ctx, elem));
     s.push_str(TEMPLATE);
-    s.push_str("\n#undef SKEL_KNAME\n#undef SKEL_LOAD_PARAMS\n#undef SKEL_LOAD\n");
+    s.push_str("\n#undef SKEL_KNAME\n#undef SKEL_LOAD_PARAMS\n#undef SKEL_LOAD\n#undef SKEL_RK\n");
 }
 
-/// The plain reduction kernel `skel_reduce` of `T` with `SKEL_F` defined.
-pub(super) fn plain(s: &mut String) {
+/// The plain reduction kernel `skel_reduce` of `SKEL_T` (`elem` bytes) with `SKEL_F`
+/// defined.
+pub(super) fn plain(ctx: &Ctx, elem: usize, s: &mut String) {
     instantiate(
+        ctx,
+        elem,
         s,
         "skel_reduce",
         ", __global const SKEL_T* in, ulong in_off",
@@ -44,21 +73,23 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
     let (mut s, entries) = source_head(ctx, "__global", &[F::definition()])?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
-    plain(&mut s);
+    plain(ctx, std::mem::size_of::<T>(), &mut s);
     s.push_str(COLS_TEMPLATE);
     Ok(s)
 }
 
 fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<cl::Program> {
+    check_tile::<T>(ctx, "Reduce")?;
     program(ctx, ProgKey::of::<(F, T)>("reduce"), F::NAME, || {
         source::<F, T>(ctx)
     })
 }
 
-/// Number of work-groups of the first pass over `n` elements.
-fn groups(ctx: &Ctx, n: usize) -> usize {
+/// Number of work-groups of the first pass over `n` elements of `elem` bytes (each at
+/// least one tile, if there are enough elements).
+fn groups(ctx: &Ctx, n: usize, elem: usize) -> usize {
     let cap = (ctx.compute_units * 8).clamp(64, 1024);
-    n.div_ceil(ctx.wg).clamp(1, cap)
+    n.div_ceil(ctx.wg * tile_k(ctx, elem)).clamp(1, cap)
 }
 
 /// Runs `first` (a `reduce.cl` kernel whose load parameters are `load_args`) over `n > 0`
@@ -71,7 +102,7 @@ pub(super) fn two_pass<T: DeviceType>(
     load_args: Vec<KArg>,
     n: usize,
 ) -> Result<T> {
-    let chunk = n.div_ceil(groups(ctx, n));
+    let chunk = n.div_ceil(groups(ctx, n, std::mem::size_of::<T>()));
     let g = n.div_ceil(chunk);
     let partials = memory::alloc_elems::<T>(ctx, g)?;
     let mut args = vec![

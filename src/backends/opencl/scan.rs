@@ -9,7 +9,7 @@ use ocl::core as cl;
 
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
-use super::{cty, launch, memory, round_up, source_head, KArg};
+use super::{check_local, cty, launch, memory, round_up, source_head, KArg};
 use crate::backends::BinaryFn;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ScanMode;
@@ -30,6 +30,8 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
 }
 
 /// Inclusive scan of `n > 0` elements of `src` (from `src_off`) into `dst` (from `dst_off`).
+/// `touched` is called with the completion of the first kernel that writes `dst`, as soon
+/// as it is enqueued (later launches may still fail).
 #[allow(clippy::too_many_arguments)]
 fn inclusive<T: DeviceType>(
     ctx: &Ctx,
@@ -39,6 +41,7 @@ fn inclusive<T: DeviceType>(
     dst: &cl::Mem,
     dst_off: usize,
     n: usize,
+    touched: &mut dyn FnMut(&cl::Event),
 ) -> Result<cl::Event> {
     let block = ctx.wg * K;
     let blocks = n.div_ceil(block);
@@ -61,10 +64,11 @@ fn inclusive<T: DeviceType>(
         [blocks * ctx.wg, 1, 1],
         local,
     )?;
+    touched(&ev);
     if blocks == 1 {
         return Ok(ev);
     }
-    inclusive::<T>(ctx, p, &sums, 0, &sums, 0, blocks)?;
+    inclusive::<T>(ctx, p, &sums, 0, &sums, 0, blocks, &mut |_| {})?;
     let args = vec![
         KArg::Mem(dst.clone()),
         KArg::U64(dst_off as u64),
@@ -93,18 +97,30 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(());
     }
+    check_local(ctx, ctx.wg * std::mem::size_of::<T>(), "Scan")?;
     let p = program(ctx, ProgKey::of::<(F, T)>("scan"), F::NAME, || {
         source::<F, T>(ctx)
     })?;
     let in_mem = memory::input(ctx, &input)?;
     let out_mem = memory::output(ctx, &out, false)?;
+    // As soon as a kernel writing `out` is enqueued, `out` is recorded as written on the
+    // device: if a later allocation or launch fails, the host copy must not be believed
+    // current (nor an earlier device copy intact).
+    let mut mark = |ev: &cl::Event| memory::written(ctx, &out, ev.clone());
     let ev = match mode {
-        ScanMode::Inclusive => {
-            inclusive::<T>(ctx, &p, &in_mem, input.offset(), &out_mem, out.offset(), n)?
-        }
+        ScanMode::Inclusive => inclusive::<T>(
+            ctx,
+            &p,
+            &in_mem,
+            input.offset(),
+            &out_mem,
+            out.offset(),
+            n,
+            &mut mark,
+        )?,
         ScanMode::Exclusive => {
             let tmp = memory::alloc_elems::<T>(ctx, n)?;
-            inclusive::<T>(ctx, &p, &in_mem, input.offset(), &tmp, 0, n)?;
+            inclusive::<T>(ctx, &p, &in_mem, input.offset(), &tmp, 0, n, &mut |_| {})?;
             let args = vec![
                 KArg::Mem(tmp),
                 KArg::U64(n as u64),
@@ -124,6 +140,7 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
             )?
         }
     };
+    // The last kernel's completion: waiting on it waits for every write to `out`.
     memory::written(ctx, &out, ev);
     Ok(())
 }
