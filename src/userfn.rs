@@ -271,20 +271,13 @@ pub trait UniformTuple: Copy + Send + Sync + 'static {
     fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8]));
 }
 
-/// The bytes of one device value.
-fn device_bytes<T: DeviceType>(v: &T) -> &[u8] {
-    // SAFETY: a DeviceType is plain data without padding (its safety contract), so all
-    // `size_of::<T>()` bytes are initialised; they are only read, for the borrow of `v`.
-    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
-}
-
 macro_rules! uniform_tuples {
     ($(($n:expr; $($t:ident $i:tt),*))*) => {$(
         impl<$($t: DeviceType),*> UniformTuple for ($($t,)*) {
             const LEN: usize = $n;
             #[allow(unused_variables)]
             fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8])) {
-                $(f(device_bytes(&self.$i));)*
+                $(f(crate::containers::host::as_bytes(std::slice::from_ref(&self.$i)));)*
             }
         }
     )*};
