@@ -10,6 +10,11 @@
 //
 // State (words): [0] tile counter, then `tiles` flags (0 none, 1 aggregate, 2 inclusive),
 // then `tiles` aggregate slots and `tiles` inclusive slots of W words each.
+//
+// SKEL_PACKED (values of at most 4 bytes): instead, [0] counter, [1] unused, then one
+// 64-bit word per tile, flag in the high half and value in the low half, written with one
+// store and read with one load: a status and its value are never seen apart, so the
+// look-back needs no memory fences (as in CUB's tile status for small types).
 
 #ifndef SKEL_BLOCK
 #define SKEL_BLOCK 256
@@ -19,8 +24,29 @@
 // Shared-memory index with one element of padding per 32: the blocked accesses (thread t,
 // item k at t*ITEMS + k) would otherwise hit the same banks; striped ones stay conflict-free.
 #define SKEL_PAD(j) ((j) + ((j) >> 5))
+#ifndef SKEL_MIN_BLOCKS
+#define SKEL_MIN_BLOCKS 1
+#endif
+#ifndef SKEL_PACKED
+#define SKEL_PACKED 0
+#endif
 
-extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
+#if SKEL_PACKED
+__device__ __forceinline__ unsigned long long skel_pack(unsigned flag, SKEL_T v) {
+    union { SKEL_T t; unsigned w; } u;
+    u.w = 0u;
+    u.t = v;
+    return ((unsigned long long)flag << 32) | u.w;
+}
+
+__device__ __forceinline__ SKEL_T skel_unpack(unsigned long long word) {
+    union { SKEL_T t; unsigned w; } u;
+    u.w = (unsigned)word;
+    return u.t;
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(SKEL_BLOCK, SKEL_MIN_BLOCKS)
 skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
           unsigned* state, unsigned tiles, int exclusive, SKEL_T start) {
     const unsigned W = SKEL_WORDS(SKEL_T);
@@ -32,9 +58,13 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
     __shared__ int s_prefix_has;
     __shared__ unsigned s_tile;
 
+#if SKEL_PACKED
+    volatile unsigned long long* status = reinterpret_cast<volatile unsigned long long*>(state + 2);
+#else
     volatile unsigned* flags = state + 1;
     unsigned* aggs = state + 1 + tiles;
     unsigned* incls = aggs + (skel_u64)tiles * W;
+#endif
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
     if (tid == 0) s_tile = atomicAdd(state, 1u);
@@ -86,15 +116,32 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
         bool tph = exclusive != 0;
         if (tile > 0) {
             if (lane == 0) {
+#if SKEL_PACKED
+                status[tile] = skel_pack(1u, blk);
+#else
                 skel_put_cg(aggs + (skel_u64)tile * W, blk);
                 __threadfence();
                 flags[tile] = 1u;
+#endif
             }
             tph = false;
             long long pos = tile;
             while (true) {
                 const long long idx = pos - 32 + lane;
                 unsigned fl = 2u;
+                SKEL_T v = skel_zero<SKEL_T>();
+                bool vh = false;
+#if SKEL_PACKED
+                if (idx >= 0) {
+                    unsigned long long word;
+                    do {
+                        word = status[idx];
+                    } while ((word >> 32) == 0ull);
+                    fl = (unsigned)(word >> 32);
+                    v = skel_unpack(word);
+                    vh = true;
+                }
+#else
                 if (idx >= 0) {
                     do {
                         fl = flags[idx];
@@ -102,12 +149,11 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
                 }
                 __syncwarp();
                 __threadfence();
-                SKEL_T v = skel_zero<SKEL_T>();
-                bool vh = false;
                 if (idx >= 0) {
                     v = skel_get_cg<SKEL_T>((fl == 2u ? incls : aggs) + (skel_u64)idx * W);
                     vh = true;
                 }
+#endif
                 const unsigned stop = __ballot_sync(SKEL_FULL_MASK, fl == 2u);
                 const int hi = stop ? 31 - __clz(stop) : -1;
                 if ((int)lane < hi) vh = false;
@@ -123,9 +169,13 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
         if (lane == 0) {
             SKEL_T incl = blk;
             if (tph) incl = SKEL_OP(tp, blk);
+#if SKEL_PACKED
+            status[tile] = skel_pack(2u, incl);
+#else
             skel_put_cg(incls + (skel_u64)tile * W, incl);
             __threadfence();
             flags[tile] = 2u;
+#endif
             s_prefix = tp;
             s_prefix_has = tph;
         }

@@ -1,6 +1,9 @@
 //! One call of every CUDA kernel form, checked against the sequential backend: small
 //! enough to run under `compute-sanitizer --tool racecheck` (which makes every kernel
-//! launch slow), with partial tiles everywhere.
+//! launch slow), with partial tiles everywhere. Covers every kernel: Map (scalar and
+//! vectorised paths, 2D index and uniforms), MapArray, Reduce (whole, rows, cols; scalars
+//! and structs), MapReduce, Scan (inclusive, exclusive, structs, multi-tile), MapOverlap
+//! (1D flat, rowwise, colwise, 2D; every edge mode).
 //!
 //! `cargo run --release --features cuda --example cuda_smoke`
 
@@ -32,6 +35,26 @@ fn compose(a: Aff, b: Aff) -> Aff {
 }
 
 #[userfn]
+fn where2d(#[index] (row, col): (usize, usize), x: i64, #[uniform] k: i64) -> i64 {
+    (row * 1000 + col) as i64 + x * k
+}
+
+#[userfn]
+fn gather(#[index] i: usize, table: &[i64], x: i64) -> i64 {
+    table[(x + 100) as usize] + table[i % 37]
+}
+
+#[userfn]
+fn halve(x: f32) -> f32 {
+    x * 0.5 + 1.0
+}
+
+#[userfn]
+fn addf(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
 fn sum3(w: Window<i64>) -> i64 {
     w[-1] + 2 * w[0] + 3 * w[1]
 }
@@ -52,6 +75,34 @@ fn main() -> Result<()> {
     Map::new(add).backend(g).run(&v, &w, &mut got)?;
     Map::new(add).backend(c).run(&v, &w, &mut want)?;
     assert_eq!(got, want, "map");
+    // Scalar tail and misaligned path: a view starting at an odd offset.
+    Map::new(add).backend(g).run(
+        &v.view(1..n),
+        &w.view(0..n - 1),
+        &mut got.view_mut(0..n - 1),
+    )?;
+    Map::new(add).backend(c).run(
+        &v.view(1..n),
+        &w.view(0..n - 1),
+        &mut want.view_mut(0..n - 1),
+    )?;
+    assert_eq!(got, want, "map, unaligned views");
+    // Small integers: every partial sum is exact in f32, so any grouping agrees.
+    let f = Vector::from_fn(n, |i| (i % 4) as f32);
+    let (mut fgot, mut fwant) = (Vector::zeroed(n), Vector::zeroed(n));
+    Map::new(halve).backend(g).run(&f, &mut fgot)?;
+    Map::new(halve).backend(c).run(&f, &mut fwant)?;
+    assert_eq!(fgot, fwant, "map f32");
+    assert_eq!(
+        Reduce::new(addf).backend(g).run(&f)?,
+        Reduce::new(addf).backend(c).run(&f)?
+    );
+    let table = Vector::from_fn(201, |i| (i as i64 * 37) % 101);
+    MapArray::new(gather).backend(g).run(&table, &v, &mut got)?;
+    MapArray::new(gather)
+        .backend(c)
+        .run(&table, &v, &mut want)?;
+    assert_eq!(got, want, "map_array");
     assert_eq!(
         Reduce::new(add).backend(g).run(&v)?,
         Reduce::new(add).backend(c).run(&v)?
@@ -102,6 +153,16 @@ fn main() -> Result<()> {
             assert_eq!(mg, mc, "overlap rowwise={rowwise} {edge:?}");
         }
     }
+    let (mut mg, mut mc) = (Matrix::zeroed(rows, cols), Matrix::zeroed(rows, cols));
+    Map::new(where2d)
+        .uniforms((3,))
+        .backend(g)
+        .run(&m, &mut mg)?;
+    Map::new(where2d)
+        .uniforms((3,))
+        .backend(c)
+        .run(&m, &mut mc)?;
+    assert_eq!(mg, mc, "map 2D index");
     let (mut rg, mut rc) = (Vector::zeroed(rows), Vector::zeroed(rows));
     Reduce::new(add).backend(g).run_rows(&m, &mut rg)?;
     Reduce::new(add).backend(c).run_rows(&m, &mut rc)?;

@@ -7,6 +7,9 @@
 //! hash of everything the binary depends on (source, compiler options, device, compiler
 //! version), so a stale entry is never picked up; entries are written to a temporary name
 //! and renamed, so concurrent processes never see a partial file.
+//!
+//! `SKEL_JIT_LOG=1` prints one line per kernel build to stderr: compiled (and how long it
+//! took) or loaded from the disk cache.
 
 // Only the GPU backends use this module; without them it is dead code.
 #![allow(dead_code)]
@@ -62,6 +65,13 @@ pub(crate) fn dump_source(name: &str, ext: &str, source: &str) {
     let file = format!("{name}_{}.{ext}", &hash[..16]);
     let _ = std::fs::create_dir_all(&dir);
     let _ = std::fs::write(PathBuf::from(dir).join(file), source);
+}
+
+/// Prints `message` to stderr if `SKEL_JIT_LOG` is set (and not `0`).
+pub(crate) fn log(message: impl FnOnce() -> String) {
+    if std::env::var_os("SKEL_JIT_LOG").is_some_and(|v| !v.is_empty() && v != "0") {
+        eprintln!("skel jit: {}", message());
+    }
 }
 
 /// The directory for compiled kernels of backend `sub` (`cuda`, `opencl`), or `None` if

@@ -4,7 +4,8 @@
 //! compiler options, the device and the NVRTC version. A second process thus loads the
 //! binary (about a millisecond) instead of compiling (hundreds of milliseconds).
 //!
-//! `SKEL_DUMP_SOURCE=dir` writes every generated source to `dir`. A failed compile is
+//! `SKEL_DUMP_SOURCE=dir` writes every generated source to `dir`; `SKEL_JIT_LOG=1` says
+//! whether each kernel was compiled or loaded from disk. A failed compile is
 //! [`Error::Compile`] with NVRTC's log and the source, and is remembered (not retried).
 
 use std::collections::HashMap;
@@ -91,7 +92,7 @@ pub(crate) fn module(
 
 /// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no
 /// contraction into FMA, precise division and square root), so results match the CPU.
-fn options(ctx: &Ctx) -> Vec<String> {
+pub(crate) fn options(ctx: &Ctx) -> Vec<String> {
     vec![
         format!("--gpu-architecture={}", ctx.arch()),
         "--std=c++17".into(),
@@ -113,15 +114,32 @@ fn build(ctx: &Ctx, name: &str, entries: &[&str], src: &str) -> Result<Module> {
         &ctx.driver_version.to_le_bytes(),
         env!("CARGO_PKG_VERSION").as_bytes(),
     ]);
-    let image = match jit::cache_load("cuda", &disk_key, "cubin") {
-        Some(bin) => bin,
-        None => {
-            let bin = compile(name, src, &opts)?;
-            jit::cache_store("cuda", &disk_key, "cubin", &bin);
-            bin
-        }
-    };
+    let (image, _) = image(name, src, &opts, &disk_key)?;
     load(ctx, &image, entries)
+}
+
+/// The CUBIN for `src`: from the disk cache under `disk_key` (then `true`), else compiled
+/// and stored there.
+pub(crate) fn image(
+    name: &str,
+    src: &str,
+    opts: &[String],
+    disk_key: &str,
+) -> Result<(Vec<u8>, bool)> {
+    if let Some(bin) = jit::cache_load("cuda", disk_key, "cubin") {
+        jit::log(|| format!("cuda {name}: loaded from the disk cache ({disk_key}.cubin)"));
+        return Ok((bin, true));
+    }
+    let t = std::time::Instant::now();
+    let bin = compile(name, src, opts)?;
+    jit::log(|| {
+        format!(
+            "cuda {name}: compiled by NVRTC in {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        )
+    });
+    jit::cache_store("cuda", disk_key, "cubin", &bin);
+    Ok((bin, false))
 }
 
 fn compile(name: &str, src: &str, opts: &[String]) -> std::result::Result<Vec<u8>, Error> {

@@ -13,25 +13,42 @@ use crate::{DeviceType, Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../cuda/scan.cu");
 
-/// Threads per block and values per thread (`SKEL_BLOCK`, `SKEL_ITEMS` in the template):
-/// 512 threads with about 64 bytes of values each (at most 32, at least 1). The tuning
-/// knob `SKEL_SCAN_TUNE=<threads>,<bytes per thread>` overrides both (for benchmarking).
-fn shape<T>() -> (usize, usize) {
-    static TUNE: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
-    let &(block, bytes) = TUNE.get_or_init(|| {
+/// Threads per block, values per thread and blocks per SM asked of the compiler
+/// (`SKEL_BLOCK`, `SKEL_ITEMS`, `SKEL_MIN_BLOCKS` in the template): 512 threads with about
+/// 64 bytes of values each (at most 32, at least 1), no register limit. The tuning knob
+/// `SKEL_SCAN_TUNE=<threads>,<bytes per thread>[,<min blocks per SM>]` overrides them (for
+/// benchmarking).
+fn shape<T>() -> (usize, usize, usize) {
+    static TUNE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
+    let &(block, bytes, minb) = TUNE.get_or_init(|| {
         std::env::var("SKEL_SCAN_TUNE")
             .ok()
             .and_then(|s| {
-                let (b, i) = s.split_once(',')?;
-                Some((b.trim().parse().ok()?, i.trim().parse().ok()?))
+                let mut it = s.split(',').map(|x| x.trim().parse::<usize>().ok());
+                let b = it.next()??;
+                let i = it.next()??;
+                let m = it.next().unwrap_or(Some(1))?;
+                Some((b, i, m))
             })
-            .filter(|&(b, i): &(usize, usize)| [64, 128, 256, 512, 1024].contains(&b) && i > 0)
-            .unwrap_or((512, 64))
+            .filter(|&(b, i, m)| {
+                [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
+            })
+            .unwrap_or((512, 64, 1))
     });
     (
         block,
         (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
+        minb,
     )
+}
+
+/// Whether the look-back packs each tile's status and value into one 64-bit word
+/// (`SKEL_PACKED`): for values of at most 4 bytes, unless `SKEL_SCAN_PACKED=0` (for
+/// benchmarking the general path).
+fn packed<T>() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let off = *OFF.get_or_init(|| std::env::var("SKEL_SCAN_PACKED").is_ok_and(|v| v == "0"));
+    std::mem::size_of::<T>() <= 4 && !off
 }
 
 /// The kernel source for scanning `T`s with `F`.
@@ -42,6 +59,8 @@ pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>() -> Result<String> {
         ("SKEL_OP(a, b)", format!("{}(a, b)", user.entry())),
         ("SKEL_BLOCK", shape::<T>().0.to_string()),
         ("SKEL_ITEMS", shape::<T>().1.to_string()),
+        ("SKEL_MIN_BLOCKS", shape::<T>().2.to_string()),
+        ("SKEL_PACKED", i32::from(packed::<T>()).to_string()),
     ];
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
@@ -58,7 +77,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(());
     }
-    let (block, items) = shape::<T>();
+    let (block, items, _) = shape::<T>();
     let tile = block * items;
     let tiles = n.div_ceil(tile);
     let tiles32 = u32::try_from(tiles)
@@ -73,11 +92,17 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         source::<F, T>,
     )?;
     let src = memory::input(ctx, &input)?;
-    let w = std::mem::size_of::<T>().div_ceil(4);
-    let words = 1 + tiles + 2 * tiles * w;
+    // Counter and flags (zeroed), then the value slots; packed: counter, one unused word,
+    // then one 64-bit status word per tile (all zeroed).
+    let (words, zeroed) = if packed::<T>() {
+        (2 + 2 * tiles, 2 + 2 * tiles)
+    } else {
+        let w = std::mem::size_of::<T>().div_ceil(4);
+        (1 + tiles + 2 * tiles * w, 1 + tiles)
+    };
     let state = Scratch::new(ctx, words * 4)?;
     let dst = memory::output(ctx, &out, false)?;
-    state.zero(ctx, 0, (1 + tiles) * 4)?;
+    state.zero(ctx, 0, zeroed * 4)?;
     let mut args = KernelArgs::default();
     args.ptr(src)
         .ptr(dst)

@@ -1,12 +1,14 @@
 //! Checks that need no GPU: every kernel template, completed for a few user functions,
 //! is valid C++ (compiled with the host's `g++` against a stub of the CUDA built-ins, when
-//! `g++` exists). NVRTC itself runs only on the GPU machine.
+//! `g++` exists). NVRTC itself runs only on the GPU machine: the compile-failure test
+//! hands it broken source there (and prints `skipped: no cuda device` elsewhere).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use super::map_overlap::{COLS, FLAT, ROWS, TILE2D};
-use super::{map, map_array, map_overlap, map_reduce, reduce, scan};
+use super::{map, map_array, map_overlap, map_reduce, module_cache, reduce, scan};
+use crate::backends::jit::ProgKey;
 use crate::prelude::*;
 
 #[userfn]
@@ -74,7 +76,7 @@ using std::min; using std::max;
 #define __forceinline__ inline
 #define __shared__ static
 #define __restrict__
-#define __launch_bounds__(x)
+#define __launch_bounds__(...)
 #define __align__(x) __attribute__((aligned(x)))
 struct skel_dim3 { unsigned x, y, z; };
 extern skel_dim3 threadIdx, blockIdx, blockDim, gridDim;
@@ -128,6 +130,8 @@ fn every_template_is_valid_cpp() {
         &map_reduce::source::<where2d, add32>(4).unwrap(),
     );
     check("scan_i64", &scan::source::<addi, i64>().unwrap());
+    check("scan_f32_packed", &scan::source::<add, f32>().unwrap());
+    check("scan_u8_packed", &scan::source::<small, u8>().unwrap());
     check("scan_aff", &scan::source::<compose, Aff>().unwrap());
     for (k, l) in [("flat", FLAT), ("rows", ROWS), ("cols", COLS)] {
         check(
@@ -139,4 +143,86 @@ fn every_template_is_valid_cpp() {
         "overlap_2d",
         &map_overlap::source::<lap>(TILE2D, "double".into(), "double".into()).unwrap(),
     );
+}
+
+/// Names the broken program in the in-memory cache.
+struct BrokenKernel;
+
+#[test]
+fn nvrtc_failure_is_a_compile_error_with_log_and_source() {
+    let ctx = match super::context::ctx() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("skipped: no cuda device ({e})");
+            return;
+        }
+    };
+    let src = "extern \"C\" __global__ void skel_broken(int* p) {\n    p[0] = skel_undeclared_name + ;\n}\n";
+    let key = ProgKey::of::<BrokenKernel>("broken", ctx.ordinal);
+    // The second call gets the remembered failure, not a retry.
+    for attempt in 0..2 {
+        let err =
+            module_cache::module(ctx, key, "broken", &["skel_broken"], || Ok(src.to_string()))
+                .err()
+                .expect("broken source must not build");
+        match err {
+            Error::Compile {
+                kernel,
+                log,
+                source_code,
+            } => {
+                assert_eq!(kernel, "broken");
+                assert!(
+                    log.contains("skel_undeclared_name") && log.contains("error"),
+                    "NVRTC's log is missing: {log}"
+                );
+                assert_eq!(source_code, src);
+                if attempt == 0 {
+                    let first = log.lines().find(|l| l.contains("error")).unwrap_or("");
+                    println!("compile failure surfaced as Error::Compile: {first}");
+                }
+            }
+            other => panic!("expected Error::Compile, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn disk_cache_round_trip_in_process() {
+    let ctx = match super::context::ctx() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("skipped: no cuda device ({e})");
+            return;
+        }
+    };
+    if crate::backends::jit::cache_dir("cuda").is_none() {
+        println!("skipped: disk cache disabled");
+        return;
+    }
+    // A source no earlier run can have cached.
+    let nonce = format!(
+        "{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    let src = format!("extern \"C\" __global__ void skel_probe_{nonce}(int* p) {{ p[0] = 1; }}\n");
+    let opts = module_cache::options(ctx);
+    let key = crate::backends::jit::stable_hash(&[src.as_bytes(), b"unit-test"]);
+    let (first, from_disk) = module_cache::image("probe", &src, &opts, &key).unwrap();
+    assert!(!from_disk, "a fresh source came from the disk cache");
+    let (second, from_disk) = module_cache::image("probe", &src, &opts, &key).unwrap();
+    assert!(
+        from_disk,
+        "the second build did not come from the disk cache"
+    );
+    assert_eq!(first, second);
+    let path = crate::backends::jit::cache_dir("cuda")
+        .unwrap()
+        .join(format!("{key}.cubin"));
+    let _ = std::fs::remove_file(path);
+    println!("disk cache: compiled once, then loaded from disk");
 }

@@ -1,0 +1,333 @@
+//! CUDA-only behaviour the shared suite cannot check: device out-of-memory, the on-disk
+//! kernel cache and `SKEL_DUMP_SOURCE` across processes, and device faults surfacing at
+//! host access. (NVRTC compile failures are checked by the unit tests in
+//! `src/backends/cuda/tests.rs`, which can hand NVRTC broken source directly.)
+//!
+//! Without a CUDA device every test prints `skipped: no cuda device` and passes. Tests that
+//! need a fresh process (a cold in-memory kernel cache, a fault that poisons the context)
+//! run this binary again as a child, selected by `SKEL_CUDA_CHILD`; the child tests are
+//! `#[ignore]`d and do nothing without that variable.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use skel::prelude::*;
+
+/// Serialises the tests of this binary: the out-of-memory test takes nearly all device
+/// memory for a moment, which would fail anything running beside it (children included).
+static DEVICE: Mutex<()> = Mutex::new(());
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    DEVICE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[userfn]
+fn scale_add(x: f32, y: f32) -> f32 {
+    x * 3.0 + y
+}
+
+#[userfn]
+fn disk_cache_probe(x: i64) -> i64 {
+    x * 7 - 3
+}
+
+#[userfn]
+fn wild_gather(#[index] i: usize, table: &[i64], x: i64) -> i64 {
+    // Index 2^40 * i: far outside any allocation for i >= 1 (an illegal address on the
+    // device; never run on the CPU).
+    table[i * 1_099_511_627_776] + x
+}
+
+/// Runs this test binary again with only the child test `name`, `SKEL_CUDA_CHILD=name` and
+/// `env`; returns (success, stdout, stderr).
+fn run_child(name: &str, env: &[(&str, &Path)]) -> (bool, String, String) {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        name,
+        "--exact",
+        "--ignored",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env("SKEL_CUDA_CHILD", name);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("spawn the test binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn is_child(name: &str) -> bool {
+    std::env::var("SKEL_CUDA_CHILD").is_ok_and(|c| c == name)
+}
+
+fn fresh_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("skel-cuda-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = walk(dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Device memory held by the test (plain `cuMemAlloc`, never managed memory), freed on drop.
+#[cfg(feature = "cuda")]
+struct Ballast(Vec<cudarc::driver::sys::CUdeviceptr>);
+
+#[cfg(feature = "cuda")]
+impl Ballast {
+    /// Allocates until less than `leave` bytes of device memory are free (the CUDA context
+    /// must be current on this thread: any skel call on it makes it so).
+    fn fill(leave: usize) -> Ballast {
+        use cudarc::driver::result;
+        let mut held = Vec::new();
+        for chunk in [4usize << 30, 1 << 30, 256 << 20, 64 << 20] {
+            loop {
+                let (free, _) = result::mem_get_info().expect("cuMemGetInfo");
+                if free < leave + chunk {
+                    break;
+                }
+                // SAFETY: a plain device allocation, only freed by `drop`.
+                match unsafe { result::malloc_sync(chunk) } {
+                    Ok(p) => held.push(p),
+                    Err(_) => break,
+                }
+            }
+        }
+        Ballast(held)
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Drop for Ballast {
+    fn drop(&mut self) {
+        for &p in &self.0 {
+            // SAFETY: `p` came from `malloc_sync` and nothing uses it.
+            let _ = unsafe { cudarc::driver::result::free_sync(p) };
+        }
+    }
+}
+
+#[test]
+#[cfg(feature = "cuda")]
+fn device_out_of_memory_is_an_error_and_inputs_stay_intact() {
+    let _g = lock();
+    if !common::available(Backend::Cuda) {
+        return;
+    }
+    let b = Backend::Cuda;
+    // Warm up: context, module and the stream-ordered pool exist before the ballast.
+    let small = Vector::from_fn(1000, |i| i as f32);
+    let mut so = Vector::zeroed(1000);
+    Map::new(scale_add)
+        .backend(b)
+        .run(&small, &small, &mut so)
+        .unwrap();
+    assert_eq!(so.as_slice()[10], 40.0);
+
+    // 256 Mi f32 = 1 GiB per operand: with 2.5 GiB left, the two inputs fit and the output
+    // does not.
+    let n = 256 << 20;
+    let gib = 1usize << 30;
+    let x = Vector::from_fn(n, |i| (i % 1000) as f32);
+    let y = Vector::from_fn(n, |i| (i % 7) as f32);
+    let mut out = Vector::from_fn(n, |i| -((i % 5) as f32));
+    let ballast = Ballast::fill(2 * gib + gib / 2);
+    let (free, total) = cudarc::driver::result::mem_get_info().unwrap();
+    println!(
+        "ballast: {} chunks, {:.2} GiB free of {:.1} GiB",
+        ballast.0.len(),
+        free as f64 / gib as f64,
+        total as f64 / gib as f64
+    );
+    let err = Map::new(scale_add)
+        .backend(b)
+        .run(&x, &y, &mut out)
+        .expect_err("a map needing more than the free device memory must fail");
+    println!("out of memory surfaced as: {err}");
+    assert!(
+        matches!(err, Error::OutOfMemory(_)),
+        "expected Error::OutOfMemory, got {err:?}"
+    );
+    // The inputs (possibly uploaded already) and the untouched output still read back
+    // their host values.
+    let xs = x.try_as_slice().expect("input readable after OOM");
+    assert!(xs.iter().enumerate().all(|(i, &v)| v == (i % 1000) as f32));
+    let ys = y.try_as_slice().expect("input readable after OOM");
+    assert!(ys.iter().enumerate().all(|(i, &v)| v == (i % 7) as f32));
+    let os = out.try_as_slice().expect("output readable after OOM");
+    assert!(os.iter().enumerate().all(|(i, &v)| v == -((i % 5) as f32)));
+    drop(ballast);
+    // The backend recovers once memory is free again.
+    Map::new(scale_add)
+        .backend(b)
+        .run(&x, &y, &mut out)
+        .unwrap();
+    let os = out.as_slice();
+    assert!(os
+        .iter()
+        .enumerate()
+        .step_by(4099)
+        .all(|(i, &v)| v == (i % 1000) as f32 * 3.0 + (i % 7) as f32));
+    println!("device OOM: Error::OutOfMemory, inputs intact, recovered after freeing");
+}
+
+/// The child of [`disk_cache_and_dump_across_processes`]: one Map with a kernel no other
+/// test uses.
+#[test]
+#[ignore = "run as a child process by disk_cache_and_dump_across_processes"]
+fn child_disk_cache() {
+    if !is_child("child_disk_cache") || !common::available(Backend::Cuda) {
+        return;
+    }
+    let x = Vector::from_fn(4097, |i| i as i64);
+    let mut y = Vector::zeroed(4097);
+    Map::new(disk_cache_probe)
+        .backend(Backend::Cuda)
+        .run(&x, &mut y)
+        .unwrap();
+    assert!(y
+        .as_slice()
+        .iter()
+        .enumerate()
+        .all(|(i, &v)| v == i as i64 * 7 - 3));
+    println!("child ok");
+}
+
+#[test]
+fn disk_cache_and_dump_across_processes() {
+    let _g = lock();
+    if !common::available(Backend::Cuda) {
+        return;
+    }
+    let cache = fresh_dir("cache");
+    let dump = fresh_dir("dump");
+    let env: [(&str, &Path); 3] = [
+        ("SKEL_CACHE_DIR", &cache),
+        ("SKEL_DUMP_SOURCE", &dump),
+        ("SKEL_JIT_LOG", Path::new("1")),
+    ];
+    let (ok1, out1, err1) = run_child("child_disk_cache", &env);
+    assert!(
+        ok1 && out1.contains("child ok"),
+        "first child failed:\n{out1}\n{err1}"
+    );
+    let bins = files_with_ext(&cache, "cubin");
+    let srcs = files_with_ext(&dump, "cu");
+    assert!(
+        !bins.is_empty(),
+        "no CUBIN in the disk cache {cache:?}\n{err1}"
+    );
+    assert!(
+        srcs.iter().any(|p| std::fs::read_to_string(p)
+            .is_ok_and(|s| s.contains("disk_cache_probe") && s.contains("skel_map"))),
+        "SKEL_DUMP_SOURCE wrote no source of the probe kernel: {srcs:?}"
+    );
+    assert!(
+        err1.contains("compiled by NVRTC"),
+        "first process did not compile:\n{err1}"
+    );
+
+    let (ok2, out2, err2) = run_child("child_disk_cache", &env);
+    assert!(
+        ok2 && out2.contains("child ok"),
+        "second child failed:\n{out2}\n{err2}"
+    );
+    assert!(
+        err2.contains("from the disk cache") && !err2.contains("compiled by NVRTC"),
+        "second process did not load every kernel from disk:\n{err2}"
+    );
+    assert_eq!(files_with_ext(&cache, "cubin"), bins, "the cache changed");
+    println!(
+        "disk cache: {} CUBIN(s), {} dumped source(s); second process loaded from disk",
+        bins.len(),
+        srcs.len()
+    );
+    let _ = std::fs::remove_dir_all(&cache);
+    let _ = std::fs::remove_dir_all(&dump);
+}
+
+/// The child of [`device_fault_surfaces_at_host_access`]: an out-of-bounds gather (an
+/// illegal address on the device, which poisons this process's context).
+#[test]
+#[ignore = "run as a child process by device_fault_surfaces_at_host_access"]
+fn child_device_fault() {
+    if !is_child("child_device_fault") || !common::available(Backend::Cuda) {
+        return;
+    }
+    let table = Vector::from_fn(64, |i| i as i64);
+    let x = Vector::from_fn(1024, |i| i as i64);
+    let mut out = Vector::zeroed(1024);
+    // The launch itself is asynchronous and succeeds.
+    let r = MapArray::new(wild_gather)
+        .backend(Backend::Cuda)
+        .run(&table, &x, &mut out);
+    match r {
+        Ok(()) => match out.try_as_slice() {
+            Ok(_) => println!("child: NO ERROR"),
+            Err(e) => println!("child: fault at try_as_slice: {e}"),
+        },
+        Err(e) => println!("child: fault at the call: {e}"),
+    }
+}
+
+#[test]
+fn device_fault_surfaces_at_host_access() {
+    let _g = lock();
+    if !common::available(Backend::Cuda) {
+        return;
+    }
+    // Under compute-sanitizer (which injects itself through CUDA_INJECTION64_PATH) the
+    // deliberate fault would be reported as a finding.
+    if std::env::var_os("CUDA_INJECTION64_PATH").is_some() {
+        println!("skipped: deliberate device fault under a CUDA tool");
+        return;
+    }
+    let (ok, out, err) = run_child("child_device_fault", &[]);
+    assert!(ok, "child failed:\n{out}\n{err}");
+    // With --nocapture the line follows the harness's `test name ... ` on the same line.
+    let line = out
+        .lines()
+        .find_map(|l| l.find("child: ").map(|k| &l[k..]))
+        .unwrap_or_else(|| panic!("child printed nothing:\n{out}\n{err}"));
+    println!("{line}");
+    assert!(
+        line.starts_with("child: fault at try_as_slice:"),
+        "the fault did not surface at try_as_slice: {line}"
+    );
+    assert!(
+        line.to_ascii_lowercase().contains("illegal") || line.contains("ILLEGAL"),
+        "unexpected error: {line}"
+    );
+}
