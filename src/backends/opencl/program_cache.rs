@@ -67,7 +67,7 @@ pub(crate) fn program(
     // Generation errors (untranslatable user function) are not cached: they are cheap.
     let src = source()?;
     let built = entry.built.get_or_init(|| {
-        dump(name, &src);
+        crate::backends::jit::dump_source(name, "cl", &src);
         let r = build(ctx, &src);
         let _ = entry.source.set(src);
         r
@@ -104,21 +104,6 @@ fn build(ctx: &Ctx, src: &str) -> Built {
             Err((log, "compile".to_string()))
         }
     }
-}
-
-fn dump(name: &str, src: &str) {
-    let Ok(dir) = std::env::var("SKEL_DUMP_SOURCE") else {
-        return;
-    };
-    if dir.is_empty() {
-        return;
-    }
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    src.hash(&mut h);
-    let file = format!("{name}_{:016x}.cl", h.finish());
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(std::path::Path::new(&dir).join(file), src);
 }
 
 /// A kernel of a built program (kernels are not shared between threads: one per call).
