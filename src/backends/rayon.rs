@@ -28,7 +28,7 @@ pub(crate) const MIN_CHUNK: usize = 1 << 14;
 /// that a thread slowed by anything else on the machine hands the rest to the others
 /// (fixed per-thread shares measured 10-20 % behind hand-written Rayon on a busy VM).
 fn chunk_len(n: usize) -> usize {
-    n.min(4 * MIN_CHUNK).max(1)
+    n.clamp(1, 4 * MIN_CHUNK)
 }
 
 /// The fold of `positions`: halved recursively with `rayon::join` down to leaves of at most
