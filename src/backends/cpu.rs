@@ -145,9 +145,19 @@ pub(crate) fn overlap_range<F: WindowFn>(
     let (head, rest) = out.split_at_mut(inner_start - first);
     let (inner, tail) = rest.split_at_mut(inner_end - inner_start);
     if !inner.is_empty() {
-        let windows = input[inner_start - r..inner_end + r].windows(2 * r + 1);
-        for (o, window) in inner.iter_mut().zip(windows) {
-            *o = F::apply(Window::new(window, r), uniforms);
+        let span = &input[inner_start - r..inner_end + r];
+        // Small radii get their own copy of the loop with the radius as a constant: then
+        // every window access is provably in bounds and the checks (and the branches that
+        // stop vectorisation) disappear.
+        match r {
+            1 => overlap_interior::<F, 1>(span, inner, uniforms),
+            2 => overlap_interior::<F, 2>(span, inner, uniforms),
+            3 => overlap_interior::<F, 3>(span, inner, uniforms),
+            _ => {
+                for (o, window) in inner.iter_mut().zip(span.windows(2 * r + 1)) {
+                    *o = F::apply(Window::new(window, r), uniforms);
+                }
+            }
         }
     }
     if stencil.edge == Edge::None {
@@ -166,6 +176,18 @@ pub(crate) fn overlap_range<F: WindowFn>(
                 .map(|d| beyond(input, centre + d, stencil.edge, stencil.pad)),
         );
         *o = F::apply(Window::new(&border, r), uniforms);
+    }
+}
+
+/// `out[k] = f(window centred on span[k + R])` for a radius known at compile time.
+#[inline]
+fn overlap_interior<F: WindowFn, const R: usize>(
+    span: &[F::Elem],
+    out: &mut [F::Out],
+    uniforms: &F::Uniforms,
+) {
+    for (o, window) in out.iter_mut().zip(span.windows(2 * R + 1)) {
+        *o = F::apply(Window::new(window, R), uniforms);
     }
 }
 
