@@ -5,10 +5,13 @@
 // SKEL_VLOAD(i) / SKEL_CALLV(i, v) / SKEL_ALIGNED: the vectorised form: four consecutive
 // elements per thread, loaded and stored as 16-byte accesses where the types allow, when
 // every pointer is 16-byte aligned.
+// The call covers positions base .. base + n of the operands (one MultiStream chunk): the
+// pointers point at position `base`, index parameters see base + i.
 // Grid-stride loop, four independent elements per thread and iteration in flight.
 
 extern "C" __global__ void __launch_bounds__(256)
-skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols SKEL_PARAMS) {
+skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 base SKEL_PARAMS) {
+    (void)base;
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
     skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (SKEL_ALIGNED) {

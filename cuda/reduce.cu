@@ -8,6 +8,8 @@
 // part of it, tile by tile: lane l takes SKEL_ITEMS consecutive values, then an ordered
 // warp fold), writes its partial; the last block to finish (atomic ticket) folds the
 // partials in order and writes the result. No identity: partial tiles use "has" flags.
+// A MultiStream chunk passes its positions base .. base + n (pointers at `base`); the
+// chunks' results are then folded in order by skel_reduce_parts.
 
 #define SKEL_BLOCK 256
 #define SKEL_NWARPS (SKEL_BLOCK / 32)
@@ -17,13 +19,14 @@
 // Scratch layout (words): [0] ticket, [1] result has-flag, [2..2+W) result,
 // [2+W .. 2+W+nblocks) partial has-flags, then nblocks partial slots of W words.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
-skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, unsigned* __restrict__ scratch SKEL_PARAMS) {
+skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 base, unsigned* __restrict__ scratch SKEL_PARAMS) {
     const unsigned W = SKEL_WORDS(SKEL_T);
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     unsigned* ticket = scratch;
     unsigned* part_has = scratch + 2 + W;
     unsigned* parts = part_has + gridDim.x;
     (void)cols;
+    (void)base;
 
     const skel_u64 b0 = (skel_u64)blockIdx.x * chunk;
     const skel_u64 b1 = min(n, b0 + chunk);
@@ -127,6 +130,22 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, unsigned* __restrict__ sc
             __stcg(scratch + 1, (unsigned)th);
         }
     }
+}
+
+// Folds the results of `parts` one-pass reductions, in order: the scratch of part p starts
+// at word p * stride (layout above); the result goes to out (has-flag word, then value).
+extern "C" __global__ void skel_reduce_parts(const unsigned* __restrict__ scratch,
+                                             skel_u64 parts, skel_u64 stride,
+                                             unsigned* __restrict__ out) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    SKEL_T total = skel_zero<SKEL_T>();
+    bool th = false;
+    for (skel_u64 p = 0; p < parts; ++p) {
+        const unsigned* head = scratch + p * stride;
+        if (head[1]) skel_fold(total, th, skel_get_cg<SKEL_T>(head + 2));
+    }
+    if (th) skel_put_cg(out + 1, total);
+    out[0] = (unsigned)th;
 }
 
 // out[r] = fold of row r (cols >= 1 values), one warp per row, in order.

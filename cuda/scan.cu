@@ -7,6 +7,8 @@
 // at a time until it meets an inclusive prefix, then publishes its own inclusive prefix and
 // writes its outputs. Exclusive mode seeds tile 0 with `start`. Only real values are ever
 // combined ("has" flags for the partial last tile; predecessors always hold a value).
+// MultiStream: a chunk after the first seeds tile 0 with `carry_in` (the inclusive prefix
+// of everything before it, written by the previous chunk's last tile to `carry_out`).
 //
 // State (words): [0] tile counter, then `tiles` flags (0 none, 1 aggregate, 2 inclusive),
 // then `tiles` aggregate slots and `tiles` inclusive slots of W words each.
@@ -48,7 +50,8 @@ __device__ __forceinline__ SKEL_T skel_unpack(unsigned long long word) {
 
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK, SKEL_MIN_BLOCKS)
 skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
-          unsigned* state, unsigned tiles, int exclusive, SKEL_T start) {
+          unsigned* state, unsigned tiles, int exclusive, SKEL_T start,
+          const SKEL_T* carry_in, SKEL_T* carry_out) {
     const unsigned W = SKEL_WORDS(SKEL_T);
     extern __shared__ __align__(16) unsigned char skel_smem[];
     SKEL_T* s_items = reinterpret_cast<SKEL_T*>(skel_smem);
@@ -114,6 +117,10 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
 
         SKEL_T tp = start;
         bool tph = exclusive != 0;
+        if (carry_in != nullptr && tile == 0) {
+            tp = *carry_in;
+            tph = true;
+        }
         if (tile > 0) {
             if (lane == 0) {
 #if SKEL_PACKED
@@ -176,6 +183,7 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
             __threadfence();
             flags[tile] = 2u;
 #endif
+            if (carry_out != nullptr && tile == tiles - 1) *carry_out = incl;
             s_prefix = tp;
             s_prefix_has = tph;
         }

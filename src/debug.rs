@@ -31,7 +31,131 @@ pub fn transfers<T: DeviceType>(container: &impl Input<T>) -> Transfers {
             t.down += down;
         }
     }
-    #[cfg(not(feature = "opencl"))]
+    #[cfg(feature = "cuda")]
+    {
+        let arg = container.arg();
+        if let Some((up, down)) = crate::backends::cuda::transfers(&arg.lock()) {
+            t.up += up;
+            t.down += down;
+        }
+    }
+    #[cfg(not(any(feature = "opencl", feature = "cuda")))]
     let _ = container;
     t
+}
+
+/// The MultiStream cost model of a device: what splitting one call into `k` chunks on `k`
+/// streams is predicted to cost (Parisi 2015, chapter 3).
+///
+/// A call moves `up` bytes to the device, runs a kernel touching `kernel` bytes of device
+/// memory, and moves `down` bytes back. Alone, each stage takes its bytes over its
+/// bandwidth: `T_up`, `T_kernel`, `T_down`. Cut into `k` chunks issued breadth-first, the
+/// stages of different chunks overlap, so the call takes one chunk of every stage to fill
+/// and drain the pipeline plus `k - 1` chunks of the slowest stage, plus a fixed cost per
+/// chunk (issuing its copies and kernel, recording its events):
+///
+/// ```text
+/// T(k) = (T_up + T_kernel + T_down) / k + (k - 1) / k * max(T_up, T_kernel, T_down) + k * overhead
+/// ```
+///
+/// `T(1)` is the sum of the stages; as `k` grows, `T(k)` falls towards the slowest stage
+/// until the per-chunk overhead wins. [`StreamModel::best_k`] is the `k` that minimises it;
+/// the CUDA backend measures the model once per device ([`stream_model`]) and uses it for
+/// every call without `.streams(k)`.
+///
+/// ```
+/// use skel::debug::StreamModel;
+/// let m = StreamModel { h2d_gbps: 50.0, d2h_gbps: 50.0, device_gbps: 4000.0, overhead_us: 10.0 };
+/// let (up, kernel, down) = (100_000_000, 200_000_000, 100_000_000);
+/// assert!((m.predict_ms(up, kernel, down, 1) - 4.06).abs() < 0.01);
+/// assert!(m.best_k(up, kernel, down, 16) > 4);
+/// assert_eq!(m.best_k(4_000, 8_000, 4_000, 16), 1); // tiny calls: overhead dominates
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StreamModel {
+    /// Host-to-device bandwidth from pinned memory, GB/s (10^9 bytes per second).
+    pub h2d_gbps: f64,
+    /// Device-to-host bandwidth into pinned memory, GB/s.
+    pub d2h_gbps: f64,
+    /// Device memory bandwidth (bytes read plus written), GB/s.
+    pub device_gbps: f64,
+    /// Fixed cost per chunk, microseconds.
+    pub overhead_us: f64,
+}
+
+impl StreamModel {
+    /// The stage times `(T_up, T_kernel, T_down)` in milliseconds.
+    pub fn stages_ms(&self, up: usize, kernel: usize, down: usize) -> (f64, f64, f64) {
+        let ms = |bytes: usize, gbps: f64| bytes as f64 / (gbps.max(1e-9) * 1e6);
+        (
+            ms(up, self.h2d_gbps),
+            ms(kernel, self.device_gbps),
+            ms(down, self.d2h_gbps),
+        )
+    }
+
+    /// Predicted time of the call in `k` chunks (`k >= 1`), milliseconds.
+    pub fn predict_ms(&self, up: usize, kernel: usize, down: usize, k: usize) -> f64 {
+        let k = k.max(1) as f64;
+        let (u, c, d) = self.stages_ms(up, kernel, down);
+        (u + c + d) / k + (k - 1.0) / k * u.max(c).max(d) + k * self.overhead_us * 1e-3
+    }
+
+    /// The `k` in `1..=max_k` with the smallest predicted time (the smallest such `k` on a
+    /// tie).
+    pub fn best_k(&self, up: usize, kernel: usize, down: usize, max_k: usize) -> usize {
+        (1..=max_k.max(1))
+            .map(|k| (k, self.predict_ms(up, kernel, down, k)))
+            .fold((1, f64::INFINITY), |best, (k, t)| if t < best.1 { (k, t) } else { best })
+            .0
+    }
+}
+
+/// The cost model of the CUDA device, measured on first use (a few milliseconds of copies),
+/// or [`crate::Error::BackendUnavailable`] without one.
+pub fn stream_model() -> crate::Result<StreamModel> {
+    #[cfg(feature = "cuda")]
+    return crate::backends::cuda::stream_model();
+    #[cfg(not(feature = "cuda"))]
+    Err(crate::Error::BackendUnavailable {
+        backend: crate::Backend::Cuda,
+        reason: "skel was built without the `cuda` feature".into(),
+    })
+}
+
+/// What pure pinned copies of some bytes take on the CUDA device: the transfer bound a
+/// host-to-host pipeline is measured against.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CopyBound {
+    /// Host to device alone, milliseconds.
+    pub up_ms: f64,
+    /// Device to host alone, milliseconds.
+    pub down_ms: f64,
+    /// Both at once (on two streams), milliseconds.
+    pub both_ms: f64,
+}
+
+/// Measures [`CopyBound`] for `up` bytes host-to-device and `down` bytes device-to-host
+/// between pinned host buffers and device memory (best of five, timed with CUDA events),
+/// or [`crate::Error::BackendUnavailable`] without a CUDA device.
+pub fn copy_bound(up: usize, down: usize) -> crate::Result<CopyBound> {
+    #[cfg(feature = "cuda")]
+    return crate::backends::cuda::copy_bound(up, down);
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (up, down);
+        Err(crate::Error::BackendUnavailable {
+            backend: crate::Backend::Cuda,
+            reason: "skel was built without the `cuda` feature".into(),
+        })
+    }
+}
+
+/// Waits until all work enqueued on the CUDA device so far is done (for timing
+/// device-resident calls); `Ok` without a CUDA device or when it was never used.
+pub fn synchronize() -> crate::Result<()> {
+    #[cfg(feature = "cuda")]
+    return crate::backends::cuda::synchronize();
+    #[cfg(not(feature = "cuda"))]
+    Ok(())
 }

@@ -126,6 +126,7 @@ pub mod debug;
 mod error;
 mod plan;
 pub mod skeletons;
+pub mod trace;
 pub mod userfn;
 
 pub use backends::{default_backend, set_default_backend, Backend};

@@ -115,9 +115,10 @@ pub(crate) trait Execute {
 
 /// Runs `$body` with `$exec` bound to the executor of the resolved backend.
 macro_rules! dispatch {
-    ($choice:expr, |$exec:ident| $body:expr) => {{
+    ($options:expr, |$exec:ident| $body:expr) => {{
         use $crate::backends::Execute as _;
-        let backend = $crate::backends::resolve($choice)?;
+        let options: $crate::skeletons::Options = $options;
+        let backend = $crate::backends::resolve(options.backend)?;
         #[allow(unreachable_patterns)]
         match backend {
             $crate::Backend::Cpu => {
@@ -131,7 +132,7 @@ macro_rules! dispatch {
             }
             #[cfg(feature = "cuda")]
             $crate::Backend::Cuda => {
-                let $exec = &$crate::backends::cuda::Cuda;
+                let $exec = &$crate::backends::cuda::Cuda::new(&options);
                 $body
             }
             #[cfg(feature = "opencl")]

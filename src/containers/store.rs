@@ -51,6 +51,9 @@ pub(crate) struct State {
     /// Which ranges are valid where, and their ready events.
     pub(crate) coherence: Coherence,
     devices: Vec<(u32, Box<dyn DeviceCopy>)>,
+    /// Whether the host read the container since the last device write: device backends
+    /// then copy the next result back eagerly (the host is likely to read it again).
+    host_read: bool,
 }
 
 impl std::fmt::Debug for dyn DeviceCopy {
@@ -60,6 +63,16 @@ impl std::fmt::Debug for dyn DeviceCopy {
 }
 
 impl State {
+    /// Whether the host read the container since the last device write.
+    pub(crate) fn host_read_since_device_write(&self) -> bool {
+        self.host_read
+    }
+
+    /// A device wrote the container (see [`State::host_read_since_device_write`]).
+    pub(crate) fn device_written(&mut self) {
+        self.host_read = false;
+    }
+
     /// The copy on device `dev`, if a backend attached one.
     pub(crate) fn device(&self, dev: u32) -> Option<&dyn DeviceCopy> {
         self.devices
@@ -147,6 +160,7 @@ impl<T: DeviceType> Store<T> {
         let state = State {
             coherence: Coherence::new_on_host(buf.len()),
             devices: Vec::new(),
+            host_read: false,
         };
         Store {
             buf,
@@ -217,7 +231,11 @@ impl<T: DeviceType> Store<T> {
 
     /// The host elements of `range`, stale parts brought back first.
     pub(crate) fn read(&self, range: Range<usize>) -> Result<&[T]> {
-        self.bring_back(&mut self.lock(), range.clone())?;
+        {
+            let mut st = self.lock();
+            self.bring_back(&mut st, range.clone())?;
+            st.host_read = true;
+        }
         // SAFETY: range is in bounds and now valid on the host; by the module invariant it
         // stays valid and unwritten as long as &self is borrowed, which bounds the slice.
         Ok(unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) })
@@ -228,11 +246,9 @@ impl<T: DeviceType> Store<T> {
     pub(crate) fn write(&mut self, range: Range<usize>) -> Result<&mut [T]> {
         self.check(&range);
         let Store { buf, state } = self;
-        bring_back(
-            buf,
-            state.get_mut().unwrap_or_else(PoisonError::into_inner),
-            range.clone(),
-        )?;
+        let st = state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        bring_back(buf, st, range.clone())?;
+        st.host_read = true;
         self.overwrite(range)
     }
 

@@ -67,11 +67,13 @@ pub enum ScanMode {
     Exclusive,
 }
 
-/// Options every skeleton has: where it runs and over how many streams.
+/// Options every skeleton has: where it runs, over how many streams, and whether its
+/// result is copied back eagerly.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Options {
     pub backend: Option<Backend>,
     pub streams: Option<usize>,
+    pub download: Option<bool>,
 }
 
 impl Options {
@@ -95,10 +97,22 @@ macro_rules! common_options {
             self
         }
 
-        /// Splits each call over `n` CUDA streams (MultiStream). CPU backends ignore it;
-        /// `0` is rejected when the skeleton runs.
+        /// Splits each call over `n` CUDA streams (MultiStream): the operands are cut into
+        /// `n` chunks whose uploads, kernels and downloads overlap. Without it, a cost model
+        /// picks `n` per call (1 for small calls). Other backends ignore it; `0` is rejected
+        /// when the skeleton runs.
         pub fn streams(mut self, n: usize) -> Self {
             self.options.streams = Some(n);
+            self
+        }
+
+        /// Whether a device backend copies the result back to the host as soon as each
+        /// chunk is computed (`true`), or leaves it on the device until the host reads it
+        /// (`false`, lazy copy-back). Without it, the result is copied back eagerly when the
+        /// host read this container after the previous device write to it. Host backends
+        /// ignore it.
+        pub fn download(mut self, eager: bool) -> Self {
+            self.options.download = Some(eager);
             self
         }
     };

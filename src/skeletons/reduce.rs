@@ -69,7 +69,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         self.options.validate()?;
         let input = input.arg();
         let start = self.start.unwrap_or_default();
-        dispatch!(self.options.backend, |exec| exec
+        dispatch!(self.options, |exec| exec
             .reduce::<F, T>(input, start))
     }
 
@@ -109,7 +109,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
             Shape::Vector(results),
             out.shape(),
         )?;
-        dispatch!(self.options.backend, |exec| exec
+        dispatch!(self.options, |exec| exec
             .reduce_axis::<F, T>(input, out, axis))
     }
 }

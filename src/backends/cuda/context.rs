@@ -10,13 +10,15 @@
 //! `$CUDA_PATH/lib64` or `/usr/local/cuda/lib64` by full path (kept loaded, so cudarc's own
 //! lookup by name finds the already-loaded library).
 //!
-//! All work of the process goes to one non-blocking stream, in order, so calls never need
-//! to wait for each other; containers hold the event after which their device data is
-//! ready. Device buffers come from the device's default memory pool (stream-ordered
-//! allocation), whose release threshold is raised so freed buffers are reused, not returned
-//! to the driver.
+//! Work goes to a pool of [`STREAMS`] non-blocking streams ([`Lane`]s): each call takes
+//! the next `k` of them in turn (MultiStream, see `multistream.rs`), so consecutive calls
+//! on independent containers overlap, and calls that share data are ordered by events
+//! (`memory.rs`). Device buffers come from the device's default memory pool
+//! (stream-ordered allocation), whose release threshold is raised so freed buffers are
+//! reused, not returned to the driver.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{result, sys};
@@ -25,11 +27,23 @@ use super::driver;
 use crate::containers::{register_pinned_allocator, Location};
 use crate::{Backend, Error, Result};
 
+/// Streams in the device's pool: the most a call can be split over.
+pub(crate) const STREAMS: usize = 16;
+
+/// One stream of the pool, with its index (events and traces name it).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lane {
+    pub(crate) index: usize,
+    pub(crate) raw: sys::CUstream,
+}
+
 /// The process's CUDA device.
 pub(crate) struct Ctx {
     pub(crate) ordinal: u32,
     pub(crate) ctx: sys::CUcontext,
-    pub(crate) stream: sys::CUstream,
+    streams: Vec<sys::CUstream>,
+    /// Where the next call's streams start in the pool.
+    next: AtomicUsize,
     pub(crate) name: String,
     /// Compute capability (major, minor).
     pub(crate) cc: (i32, i32),
@@ -55,6 +69,33 @@ impl Ctx {
     pub(crate) fn bind(&self) -> Result<()> {
         // SAFETY: `ctx` is the retained primary context, valid for the process's lifetime.
         unsafe { result::ctx::set_current(self.ctx) }.map_err(driver)
+    }
+
+    /// Stream `index` of the pool.
+    pub(crate) fn lane(&self, index: usize) -> Lane {
+        let index = index % self.streams.len();
+        Lane {
+            index,
+            raw: self.streams[index],
+        }
+    }
+
+    /// `k` consecutive streams of the pool for one call (at most the pool's size), the
+    /// next call starting after them: consecutive calls overlap on distinct streams.
+    pub(crate) fn lanes(&self, k: usize) -> Vec<Lane> {
+        let k = k.clamp(1, self.streams.len());
+        let first = self.next.fetch_add(k, Ordering::Relaxed);
+        (first..first + k).map(|i| self.lane(i)).collect()
+    }
+
+    /// Waits for the work on every stream of the pool.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        self.bind()?;
+        for &s in &self.streams {
+            // SAFETY: a valid stream of the pool.
+            unsafe { result::stream::synchronize(s) }.map_err(driver)?;
+        }
+        Ok(())
     }
 
     /// `--gpu-architecture` value for NVRTC: the device's own.
@@ -152,7 +193,9 @@ fn open() -> std::result::Result<Ctx, String> {
     let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| e.to_string())?;
     // SAFETY: `ctx` was just retained.
     unsafe { result::ctx::set_current(ctx) }.map_err(|e| e.to_string())?;
-    let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+    let streams = (0..STREAMS)
+        .map(|_| result::stream::create(result::stream::StreamKind::NonBlocking))
+        .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(|e| e.to_string())?;
     let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA device".into());
     use sys::CUdevice_attribute as A;
@@ -193,7 +236,8 @@ fn open() -> std::result::Result<Ctx, String> {
     Ok(Ctx {
         ordinal: ordinal as u32,
         ctx,
-        stream,
+        streams,
+        next: AtomicUsize::new(0),
         name,
         cc,
         sms: sms.max(1) as u32,

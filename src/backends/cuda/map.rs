@@ -1,44 +1,56 @@
-//! Map and index Map on CUDA: a grid-stride kernel (`cuda/map.cu`).
+//! Map and index Map on CUDA: a grid-stride kernel (`cuda/map.cu`), one launch per
+//! MultiStream chunk. MapArray (`map_array.rs`) runs through the same code.
 
-use super::context::ctx;
-use super::module_cache::{launch, module, KernelArgs};
+use cudarc::driver::sys;
+
+use super::context::{ctx, Ctx};
+use super::memory::{self, CuEvent};
+use super::module_cache::{launch, module, Dims, KernelArgs};
+use super::multistream::{self, Work};
 use super::{
-    assemble, call_expr, cty, grid_for, input_params, memory, uniform_params, vector_defines,
+    assemble, call_expr, cty, grid_for, input_params, uniform_params, vector_defines, CallSite,
+    ChunkInputs, Cuda, MissingBytes,
 };
-use super::{CallSite, Uploader};
 use crate::backends::jit::ProgKey;
-use crate::codegen::{device_source, Dialect};
-use crate::containers::ArgMut;
-use crate::plan::ArgTuple;
-use crate::userfn::ElementwiseFn;
-use crate::Result;
+use crate::codegen::ir::FnDef;
+use crate::codegen::{device_source, DeviceSource, Dialect};
+use crate::containers::{Arg, ArgMut};
+use crate::plan::{ArgTuple, ArgVisitor};
+use crate::userfn::{ElementwiseFn, UniformTuple};
+use crate::{DeviceType, Result};
 
-const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
+pub(crate) const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
+
+/// The Map kernel source for user function `def` writing `out_ty`, with `array` (the
+/// MapArray parameter, or nothing) before the inputs.
+pub(crate) fn map_source(user: &DeviceSource, def: &FnDef, out_ty: String, array: String) -> String {
+    let site = CallSite {
+        pos: "SKEL_I",
+        index: "base + (SKEL_I)",
+        window: "",
+        stride: "",
+    };
+    let mut defines = vec![
+        ("SKEL_OUT_T", out_ty),
+        (
+            "SKEL_PARAMS",
+            format!("{array}{}{}", input_params(def), uniform_params(def)),
+        ),
+        ("SKEL_CALL(SKEL_I)", call_expr(user.entry(), def, &site)),
+    ];
+    defines.extend(vector_defines(user.entry(), def));
+    assemble(&user.source, &defines, TEMPLATE)
+}
 
 /// The kernel source for `F`.
 pub(crate) fn source<F: ElementwiseFn>() -> Result<String> {
     let user = device_source::<F>(Dialect::Cuda)?;
-    let def = F::definition();
-    let site = CallSite {
-        pos: "SKEL_I",
-        window: "",
-        stride: "",
-    };
-    let defines = [
-        ("SKEL_OUT_T", cty::<F::Out>()),
-        (
-            "SKEL_PARAMS",
-            format!("{}{}", input_params(def), uniform_params(def)),
-        ),
-        ("SKEL_CALL(SKEL_I)", call_expr(user.entry(), def, &site)),
-    ];
-    let mut defines = defines.to_vec();
-    defines.extend(vector_defines(user.entry(), def));
-    Ok(assemble(&user.source, &defines, TEMPLATE))
+    Ok(map_source(&user, F::definition(), cty::<F::Out>(), String::new()))
 }
 
 /// `out[i] = F(index(i), inputs[i], uniforms)`.
 pub(crate) fn run<'a, F, I>(
+    exec: &Cuda,
     inputs: I,
     out: ArgMut<'_, F::Out>,
     uniforms: &F::Uniforms,
@@ -48,8 +60,7 @@ where
     I: ArgTuple<'a, Elems = F::Elems>,
 {
     let ctx = ctx()?;
-    let n = out.shape().len();
-    if n == 0 {
+    if out.shape().len() == 0 {
         return Ok(());
     }
     let m = module(
@@ -59,26 +70,106 @@ where
         &["skel_map"],
         source::<F>,
     )?;
-    let mut up = Uploader {
+    chunked::<I, u8, F::Out>(
+        exec,
         ctx,
-        ptrs: Vec::new(),
-    };
-    inputs.visit(&mut up)?;
-    let dst = memory::output(ctx, &out, false)?;
-    let mut args = KernelArgs::default();
-    args.ptr(dst).u64(n as u64).u64(out.shape().cols() as u64);
-    for p in up.ptrs {
-        args.ptr(p);
-    }
-    args.uniforms(uniforms);
-    let grid = grid_for(ctx, n, 256, 8);
-    launch(
-        ctx,
+        "map",
         m.func("skel_map")?,
-        (grid, 1, 1),
-        (256, 1, 1),
-        0,
-        &mut args,
+        (None, &inputs),
+        out,
+        uniforms,
+    )
+}
+
+/// An element-wise call split into chunks: per chunk, its part of every input (and the
+/// whole `array`, uploaded once) is made readable on its stream, then its kernel writes its
+/// part of `out`, then, if the host will read `out`, its part is copied back.
+pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
+    exec: &Cuda,
+    ctx: &Ctx,
+    skeleton: &'static str,
+    func: sys::CUfunction,
+    (array, inputs): (Option<Arg<'_, A>>, &I),
+    out: ArgMut<'_, O>,
+    uniforms: &impl UniformTuple,
+) -> Result<()> {
+    let n = out.shape().len();
+    let eager = memory::eager_download(&out, exec.download);
+    let mut missing = MissingBytes {
+        ctx,
+        bytes: 0,
+        total: 0,
+    };
+    inputs.visit(&mut missing)?;
+    if let Some(a) = array {
+        missing.visit(a)?;
+    }
+    let out_bytes = n * std::mem::size_of::<O>();
+    let work = Work {
+        up: missing.bytes,
+        kernel: missing.total + out_bytes,
+        down: if eager { out_bytes } else { 0 },
+    };
+    // Chunk boundaries at multiples of 4 keep every chunk's pointers 16-byte aligned for
+    // the vectorised loads.
+    let split = multistream::split(
+        ctx,
+        skeleton,
+        n,
+        4,
+        multistream::forced(exec.streams)?,
+        work,
     )?;
-    memory::written(ctx, &out)
+    let mut staged = Vec::with_capacity(split.len());
+    for (_, part, lane, tag) in split.parts() {
+        let mut chunk = ChunkInputs {
+            ctx,
+            part: 0..array.map_or(0, |a| a.shape().len()),
+            lane,
+            tag,
+            done: None,
+            ptrs: Vec::new(),
+        };
+        if let Some(a) = array {
+            chunk.visit(a)?;
+        }
+        chunk.part = part;
+        inputs.visit(&mut chunk)?;
+        staged.push(chunk.ptrs);
+    }
+    for ((_, part, lane, tag), ptrs) in split.parts().zip(staged) {
+        let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
+        let mut args = KernelArgs::default();
+        args.ptr(dst)
+            .u64(part.len() as u64)
+            .u64(out.shape().cols() as u64)
+            .u64(part.start as u64);
+        for p in ptrs {
+            args.ptr(p);
+        }
+        args.uniforms(uniforms);
+        let grid = grid_for(ctx, part.len(), 256, 8);
+        launch(ctx, lane, tag, func, Dims::line(grid, 256, 0), &mut args)?;
+        let ev = CuEvent::record(lane)?;
+        let mut done = ChunkInputs {
+            ctx,
+            part: 0..array.map_or(0, |a| a.shape().len()),
+            lane,
+            tag,
+            done: Some(&ev),
+            ptrs: Vec::new(),
+        };
+        if let Some(a) = array {
+            done.visit(a)?;
+        }
+        done.part = part.clone();
+        inputs.visit(&mut done)?;
+        memory::written_part(ctx, &out, part, &ev)?;
+    }
+    if eager {
+        for (_, part, lane, tag) in split.parts() {
+            memory::download_part(ctx, &out, part, lane, tag)?;
+        }
+    }
+    Ok(())
 }

@@ -3,8 +3,12 @@
 
 use super::context::ctx;
 use super::module_cache::module;
-use super::reduce::{items, one_pass, TEMPLATE};
-use super::{assemble, call_expr, cty, input_params, uniform_params, CallSite, Uploader};
+use super::multistream::{self, Work};
+use super::reduce::{items, reduce_chunks, TEMPLATE};
+use super::{
+    assemble, call_expr, cty, input_params, uniform_params, CallSite, ChunkInputs, Cuda,
+    MissingBytes,
+};
 use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
@@ -20,6 +24,7 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Res
     let def = M::definition();
     let site = CallSite {
         pos: "SKEL_I",
+        index: "base + (SKEL_I)",
         window: "",
         stride: "",
     };
@@ -39,6 +44,7 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Res
 
 /// `start` folded with `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i`.
 pub(crate) fn run<'a, M, R, I>(
+    exec: &Cuda,
     inputs: I,
     shape: Shape,
     uniforms: &M::Uniforms,
@@ -59,19 +65,63 @@ where
         ctx,
         ProgKey::of::<(M, R)>("map_reduce", ctx.ordinal),
         "map_reduce",
-        &["skel_reduce"],
+        &["skel_reduce", "skel_reduce_parts"],
         || source::<M, R>(items),
     )?;
-    let mut up = Uploader {
+    let mut missing = MissingBytes {
         ctx,
-        ptrs: Vec::new(),
+        bytes: 0,
+        total: 0,
     };
-    inputs.visit(&mut up)?;
-    let total = one_pass::<M::Out>(ctx, &m, n, shape.cols(), items, |a| {
-        for p in &up.ptrs {
-            a.ptr(*p);
-        }
-        a.uniforms(uniforms);
-    })?;
+    inputs.visit(&mut missing)?;
+    let work = Work {
+        up: missing.bytes,
+        kernel: missing.total,
+        down: 0,
+    };
+    let split = multistream::split(
+        ctx,
+        "map_reduce",
+        n,
+        1,
+        multistream::forced(exec.streams)?,
+        work,
+    )?;
+    let mut staged = Vec::with_capacity(split.len());
+    for (_, part, lane, tag) in split.parts() {
+        let mut chunk = ChunkInputs {
+            ctx,
+            part,
+            lane,
+            tag,
+            done: None,
+            ptrs: Vec::new(),
+        };
+        inputs.visit(&mut chunk)?;
+        staged.push(chunk.ptrs);
+    }
+    let total = reduce_chunks::<M::Out>(
+        ctx,
+        &m,
+        &split,
+        shape.cols(),
+        items,
+        |c, a| {
+            for p in &staged[c] {
+                a.ptr(*p);
+            }
+            a.uniforms(uniforms);
+        },
+        |c, ev| {
+            inputs.visit(&mut ChunkInputs {
+                ctx,
+                part: split.chunks[c].clone(),
+                lane: split.lanes[c],
+                tag: split.tag.chunk(c),
+                done: Some(ev),
+                ptrs: Vec::new(),
+            })
+        },
+    )?;
     Ok(combine::<R, M::Out>(start, total))
 }

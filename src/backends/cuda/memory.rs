@@ -1,135 +1,66 @@
-//! Device memory, pinned host memory and events.
+//! Device memory, pinned host memory, events, and the ordering of work across streams.
 //!
 //! - [`CuBuffer`]: a container's copy on the device (one buffer for the whole container,
-//!   made on first use and reused by every later call), the container's [`DeviceCopy`].
+//!   made on first use and reused by every later call), the container's [`DeviceCopy`]. It
+//!   remembers the recent device accesses to its ranges (which stream read or wrote what,
+//!   up to which event), so work on one stream waits for conflicting work on another:
+//!   a read waits for earlier writes of its range, a write for earlier reads and writes.
 //! - [`Scratch`]: a temporary buffer (partials, look-back state) for one call, freed
 //!   stream-ordered when dropped, so the next call's allocation reuses the pool's memory.
 //! - [`CudaPinned`]: the page-locked host allocator registered for containers
 //!   (`cuMemHostAlloc` with flags 0: cached, not write-combined, so host reads are fast).
-//! - [`CuEvent`]: the [`ReadyEvent`] a container waits on before host access; a failed
-//!   kernel surfaces there (`try_as_slice`).
+//! - [`CuEvent`]: a point in one stream's work; also the [`ReadyEvent`] a container waits
+//!   on before host access, where a failed kernel surfaces (`try_as_slice`).
 //!
 //! Reads upload only the ranges not valid on the device; writes mark the written range
-//! valid only on the device, after the kernel's event. Nothing here blocks except
-//! downloads and scalar results.
+//! valid only on the device, after the kernel's event; eager downloads mark it valid on the
+//! host again, after the copy's event. Nothing here blocks except synchronous downloads
+//! (a host read of data still on the device) and scalar results.
 
 use std::alloc::Layout;
 use std::any::Any;
 use std::ffi::c_void;
 use std::ops::Range;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
 
-use super::context::{opened, Ctx};
+use super::context::{opened, Ctx, Lane};
+use super::trace::{self, Op, Tag};
 use super::{driver, oom_or_driver};
 use crate::containers::store::Store;
 use crate::containers::{Arg, ArgMut, DeviceCopy, PinnedAllocator, ReadyEvent, State};
 use crate::{DeviceType, Error, Result};
 
-/// Allocates `bytes` (at least 1) from the device's pool, ordered on the stream.
-pub(crate) fn alloc(ctx: &Ctx, bytes: usize) -> Result<sys::CUdeviceptr> {
-    // SAFETY: the stream is valid; the memory is only used on this stream (or after it).
-    unsafe { result::malloc_async(ctx.stream, bytes.max(1)) }.map_err(|e| oom_or_driver(e, bytes))
+/// Allocates `bytes` (at least 1) from the device's pool, ordered on `lane`.
+fn alloc(lane: Lane, bytes: usize) -> Result<sys::CUdeviceptr> {
+    // SAFETY: the stream is valid; users on other streams are ordered after the allocation
+    // through an event (`CuBuffer::new`, `Scratch::share`).
+    unsafe { result::malloc_async(lane.raw, bytes.max(1)) }.map_err(|e| oom_or_driver(e, bytes))
 }
 
-fn free(ptr: sys::CUdeviceptr) {
-    if let Some(ctx) = opened() {
-        if ctx.bind().is_ok() {
-            // SAFETY: `ptr` came from `alloc`; every use of it was enqueued on this stream
-            // before, so the stream-ordered free happens after them.
-            let _ = unsafe { result::free_async(ptr, ctx.stream) };
-        }
+/// Frees `ptr` on the pool's first stream once `after` are done.
+fn free_after(ptr: sys::CUdeviceptr, after: &[Arc<CuEvent>]) {
+    let Some(ctx) = opened() else { return };
+    if ctx.bind().is_err() {
+        return;
     }
+    let lane = ctx.lane(0);
+    for ev in after {
+        let _ = ev.order(lane);
+    }
+    // SAFETY: `ptr` came from `alloc`; every use of it is ordered before this point of the
+    // stream (same stream, or an event waited on just above).
+    let _ = unsafe { result::free_async(ptr, lane.raw) };
 }
 
-/// A container's copy on the device.
-pub(crate) struct CuBuffer {
-    pub(crate) ptr: sys::CUdeviceptr,
-    elem: usize,
+/// A point in one stream's work; ready once everything enqueued on it before is done.
+pub(crate) struct CuEvent {
+    raw: sys::CUevent,
+    lane: usize,
 }
-
-// SAFETY: a device pointer is a plain address valid in the process's context on any
-// thread; all accesses go through the one stream, which the driver synchronises.
-unsafe impl Send for CuBuffer {}
-// SAFETY: as above; `&CuBuffer` only reads the address.
-unsafe impl Sync for CuBuffer {}
-
-impl Drop for CuBuffer {
-    fn drop(&mut self) {
-        free(self.ptr);
-    }
-}
-
-impl DeviceCopy for CuBuffer {
-    fn download(&self, range: Range<usize>, dst: &mut [u8]) -> Result<()> {
-        if dst.is_empty() {
-            return Ok(());
-        }
-        let ctx = opened().ok_or_else(|| Error::Driver("CUDA context gone".into()))?;
-        ctx.bind()?;
-        debug_assert_eq!(dst.len(), range.len() * self.elem);
-        let src = self.ptr + (range.start * self.elem) as u64;
-        // SAFETY: `range` lies inside the container, which the buffer covers; `dst` holds
-        // exactly the range's bytes and outlives the copy (we synchronise before returning).
-        unsafe {
-            result::memcpy_dtoh_async(dst, src, ctx.stream).map_err(driver)?;
-            result::stream::synchronize(ctx.stream).map_err(driver)
-        }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-}
-
-/// A temporary device buffer for one call.
-pub(crate) struct Scratch {
-    pub(crate) ptr: sys::CUdeviceptr,
-}
-
-impl Scratch {
-    /// `bytes` bytes, uninitialised.
-    pub(crate) fn new(ctx: &Ctx, bytes: usize) -> Result<Self> {
-        Ok(Scratch {
-            ptr: alloc(ctx, bytes)?,
-        })
-    }
-
-    /// Zeroes `bytes` bytes from `offset`, ordered on the stream.
-    pub(crate) fn zero(&self, ctx: &Ctx, offset: usize, bytes: usize) -> Result<()> {
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: the caller asks only for bytes inside this allocation.
-        unsafe { result::memset_d8_async(self.ptr + offset as u64, 0, bytes, ctx.stream) }
-            .map_err(driver)
-    }
-
-    /// Copies `dst.len()` bytes from `offset` to the host and waits for them.
-    pub(crate) fn read(&self, ctx: &Ctx, offset: usize, dst: &mut [u8]) -> Result<()> {
-        // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
-        // copy (synchronised before returning).
-        unsafe {
-            result::memcpy_dtoh_async(dst, self.ptr + offset as u64, ctx.stream).map_err(driver)?;
-            result::stream::synchronize(ctx.stream).map_err(driver)
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        free(self.ptr);
-    }
-}
-
-/// A point in the stream's work; ready once everything before it is done.
-pub(crate) struct CuEvent(sys::CUevent);
 
 // SAFETY: an event handle is a driver object usable from any thread of the process.
 unsafe impl Send for CuEvent {}
@@ -137,14 +68,43 @@ unsafe impl Send for CuEvent {}
 unsafe impl Sync for CuEvent {}
 
 impl CuEvent {
-    /// Records an event after the work enqueued so far.
-    pub(crate) fn record(ctx: &Ctx) -> Result<Arc<CuEvent>> {
-        let ev =
+    /// Records an event after the work enqueued on `lane` so far.
+    pub(crate) fn record(lane: Lane) -> Result<Arc<CuEvent>> {
+        let raw =
             result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(driver)?;
-        let ev = CuEvent(ev);
+        let ev = CuEvent {
+            raw,
+            lane: lane.index,
+        };
         // SAFETY: both handles are valid.
-        unsafe { result::event::record(ev.0, ctx.stream) }.map_err(driver)?;
+        unsafe { result::event::record(ev.raw, lane.raw) }.map_err(driver)?;
         Ok(Arc::new(ev))
+    }
+
+    /// Makes `lane` wait for this event (nothing to do on its own stream).
+    pub(crate) fn order(&self, lane: Lane) -> Result<()> {
+        if lane.index == self.lane {
+            return Ok(());
+        }
+        // SAFETY: both handles are valid.
+        unsafe {
+            result::stream::wait_event(
+                lane.raw,
+                self.raw,
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+        }
+        .map_err(driver)
+    }
+
+    /// Whether the work before the event is done (errors count as done: they surface when
+    /// the host waits).
+    fn done(&self) -> bool {
+        // SAFETY: the event is valid until dropped.
+        !matches!(
+            unsafe { sys::cuEventQuery(self.raw) },
+            sys::CUresult::CUDA_ERROR_NOT_READY
+        )
     }
 }
 
@@ -154,7 +114,7 @@ impl Drop for CuEvent {
             if ctx.bind().is_ok() {
                 // SAFETY: the event is not used after this; destroying a recorded event
                 // whose work is pending is allowed (resources are freed on completion).
-                let _ = unsafe { result::event::destroy(self.0) };
+                let _ = unsafe { result::event::destroy(self.raw) };
             }
         }
     }
@@ -166,7 +126,180 @@ impl ReadyEvent for CuEvent {
             ctx.bind()?;
         }
         // SAFETY: the event is valid until dropped.
-        unsafe { result::event::synchronize(self.0) }.map_err(driver)
+        unsafe { result::event::synchronize(self.raw) }.map_err(driver)
+    }
+}
+
+/// One recent device access to a range of a buffer.
+struct Access {
+    range: Range<usize>,
+    event: Arc<CuEvent>,
+    write: bool,
+}
+
+/// A container's copy on the device.
+pub(crate) struct CuBuffer {
+    pub(crate) ptr: sys::CUdeviceptr,
+    elem: usize,
+    /// Accesses that may still be running, oldest first.
+    accesses: Vec<Access>,
+    /// Bytes copied host -> device and device -> host (see `skel::debug::transfers`).
+    up: u64,
+    down: AtomicU64,
+}
+
+// SAFETY: a device pointer is a plain address valid in the process's context on any
+// thread; accesses are ordered through streams and events (see the module docs).
+unsafe impl Send for CuBuffer {}
+// SAFETY: as above; `&CuBuffer` only reads the address and counters.
+unsafe impl Sync for CuBuffer {}
+
+impl CuBuffer {
+    /// A buffer of `len` elements of `elem` bytes, allocated on `lane`; other streams wait
+    /// for the allocation through its event.
+    fn new(lane: Lane, len: usize, elem: usize) -> Result<Self> {
+        let ptr = alloc(lane, len * elem)?;
+        let event = CuEvent::record(lane)?;
+        Ok(CuBuffer {
+            ptr,
+            elem,
+            accesses: vec![Access {
+                range: 0..len,
+                event,
+                write: true,
+            }],
+            up: 0,
+            down: AtomicU64::new(0),
+        })
+    }
+
+    /// The device address of element `i`.
+    pub(crate) fn at(&self, i: usize) -> sys::CUdeviceptr {
+        self.ptr + (i * self.elem) as u64
+    }
+
+    /// Makes `lane` wait for earlier accesses that conflict with reading (or, with `write`,
+    /// writing) `range`.
+    pub(crate) fn order(&mut self, lane: Lane, range: &Range<usize>, write: bool) -> Result<()> {
+        self.accesses.retain(|a| !a.event.done());
+        for a in &self.accesses {
+            let overlaps = a.range.start < range.end && range.start < a.range.end;
+            if overlaps && (write || a.write) {
+                a.event.order(lane)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that the work before `event` accesses `range`.
+    pub(crate) fn accessed(&mut self, range: Range<usize>, event: &Arc<CuEvent>, write: bool) {
+        if write {
+            // Everything this write waited for is ordered before it: drop what it covers.
+            self.accesses
+                .retain(|a| !(range.start <= a.range.start && a.range.end <= range.end));
+        }
+        self.accesses.push(Access {
+            range,
+            event: event.clone(),
+            write,
+        });
+    }
+}
+
+impl Drop for CuBuffer {
+    fn drop(&mut self) {
+        let after: Vec<Arc<CuEvent>> = self.accesses.drain(..).map(|a| a.event).collect();
+        free_after(self.ptr, &after);
+    }
+}
+
+impl DeviceCopy for CuBuffer {
+    fn download(&self, range: Range<usize>, dst: &mut [u8]) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let ctx = opened().ok_or_else(|| Error::Driver("CUDA context gone".into()))?;
+        ctx.bind()?;
+        debug_assert_eq!(dst.len(), range.len() * self.elem);
+        // The caller waited for the range's writers (its coherence events); this copy and
+        // the wait below are on the pool's first stream.
+        let lane = ctx.lane(0);
+        // SAFETY: `range` lies inside the container, which the buffer covers; `dst` holds
+        // exactly the range's bytes and outlives the copy (we synchronise before returning).
+        unsafe {
+            result::memcpy_dtoh_async(dst, self.at(range.start), lane.raw).map_err(driver)?;
+            result::stream::synchronize(lane.raw).map_err(driver)?;
+        }
+        self.down.fetch_add(dst.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A temporary device buffer for one call, allocated on one stream.
+pub(crate) struct Scratch {
+    pub(crate) ptr: sys::CUdeviceptr,
+    lane: Lane,
+    /// The last work on other streams using it (the free waits for them).
+    users: Vec<Arc<CuEvent>>,
+}
+
+impl Scratch {
+    /// `bytes` bytes, uninitialised, ordered on `lane`.
+    pub(crate) fn new(lane: Lane, bytes: usize) -> Result<Self> {
+        Ok(Scratch {
+            ptr: alloc(lane, bytes)?,
+            lane,
+            users: Vec::new(),
+        })
+    }
+
+    /// Zeroes `bytes` bytes from `offset`, ordered on the scratch's stream.
+    pub(crate) fn zero(&self, offset: usize, bytes: usize) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller asks only for bytes inside this allocation.
+        unsafe { result::memset_d8_async(self.ptr + offset as u64, 0, bytes, self.lane.raw) }
+            .map_err(driver)
+    }
+
+    /// Lets `lanes` use the buffer: they wait for its allocation and initialisation.
+    pub(crate) fn share(&self, lanes: &[Lane]) -> Result<()> {
+        let ready = CuEvent::record(self.lane)?;
+        for &lane in lanes {
+            ready.order(lane)?;
+        }
+        Ok(())
+    }
+
+    /// The buffer is freed only after the work before `event` (on another stream).
+    pub(crate) fn used_until(&mut self, event: &Arc<CuEvent>) {
+        self.users.push(event.clone());
+    }
+
+    /// Copies `dst.len()` bytes from `offset` to the host and waits for them.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
+        // copy (synchronised before returning).
+        unsafe {
+            result::memcpy_dtoh_async(dst, self.ptr + offset as u64, self.lane.raw)
+                .map_err(driver)?;
+            result::stream::synchronize(self.lane.raw).map_err(driver)
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        free_after(self.ptr, &self.users);
     }
 }
 
@@ -206,98 +339,220 @@ impl PinnedAllocator for CudaPinned {
     }
 }
 
-/// The container's device buffer (made on first use, then reused).
+/// The container's device buffer (made on `lane` on first use, then reused).
 fn buffer<'s, T: DeviceType>(
     ctx: &Ctx,
     st: &'s mut State,
     full_len: usize,
-) -> Result<&'s CuBuffer> {
+    lane: Lane,
+) -> Result<&'s mut CuBuffer> {
     let dev = ctx.ordinal;
     let present = st
         .device(dev)
         .is_some_and(|c| c.as_any().downcast_ref::<CuBuffer>().is_some());
     if !present {
-        let ptr = alloc(ctx, full_len * std::mem::size_of::<T>())?;
-        st.set_device(
-            dev,
-            Box::new(CuBuffer {
-                ptr,
-                elem: std::mem::size_of::<T>(),
-            }),
-        );
+        let buf = CuBuffer::new(lane, full_len, std::mem::size_of::<T>())?;
+        st.set_device(dev, Box::new(buf));
     }
-    st.device(dev)
-        .and_then(|c| c.as_any().downcast_ref::<CuBuffer>())
+    st.device_mut(dev)
+        .and_then(|c| c.as_any_mut().downcast_mut::<CuBuffer>())
         .ok_or_else(|| Error::Driver("internal: CUDA buffer missing".into()))
 }
 
-/// Uploads the parts of `range` that are not valid on the device; returns the buffer's
-/// base address. The caller holds the store's lock (`st`).
-fn upload_missing<T: DeviceType>(
+/// Bytes of `T` in `range`.
+fn bytes_of<T>(range: &Range<usize>) -> usize {
+    range.len() * std::mem::size_of::<T>()
+}
+
+/// Uploads on `lane` the parts of `range` (container elements) that are not valid on the
+/// device and orders `lane` after earlier writes of `range`: afterwards, work on `lane`
+/// may read `range`. Returns the buffer's base address.
+fn stage_read<T: DeviceType>(
     ctx: &Ctx,
     store: &Store<T>,
     st: &mut State,
     range: Range<usize>,
+    lane: Lane,
+    tag: Tag,
 ) -> Result<sys::CUdeviceptr> {
     let loc = ctx.location();
-    let missing = st.coherence.missing(loc, range);
+    let missing = st.coherence.missing(loc, range.clone());
     for part in &missing {
-        // The newest data may be on another device: bring it to the host first.
+        // The newest data may be on another device: bring it to the host first (this also
+        // waits for eager downloads still writing the host range).
         store.bring_back(st, part.clone())?;
     }
-    let ptr = buffer::<T>(ctx, st, store.len())?.ptr;
-    if missing.is_empty() {
-        return Ok(ptr);
+    buffer::<T>(ctx, st, store.len(), lane)?;
+    if !missing.is_empty() {
+        let bytes: usize = missing.iter().map(bytes_of::<T>).sum();
+        let span = trace::begin(lane, Op::Upload, bytes, tag)?;
+        for part in &missing {
+            // The host must not write `part` until the copy is done: every host write first
+            // waits for the range's events (Store::overwrite -> wait_all), and the event
+            // recorded below covers this copy.
+            let src = store.host_slice(st, part.clone());
+            let buf = device_buffer(ctx, st)?;
+            buf.order(lane, part, true)?;
+            // SAFETY: the destination lies inside the device buffer (it covers the
+            // container); `src` is host-valid data that stays allocated and unwritten until
+            // the event (see above).
+            unsafe { result::memcpy_htod_async(buf.at(part.start), src, lane.raw) }
+                .map_err(driver)?;
+        }
+        trace::end(span, lane)?;
+        let ev = CuEvent::record(lane)?;
+        let buf = device_buffer(ctx, st)?;
+        buf.up += bytes as u64;
+        for part in &missing {
+            buf.accessed(part.clone(), &ev, true);
+        }
+        let ready: Arc<dyn ReadyEvent> = ev;
+        for part in missing {
+            st.coherence.mark_valid(loc, part, Some(ready.clone()));
+        }
     }
-    let size = std::mem::size_of::<T>();
-    for part in &missing {
-        // The host must not write `part` until the copy is done: every host write first
-        // waits for the range's events (Store::overwrite -> wait_all), and the event
-        // recorded below covers this copy.
-        let src = store.host_slice(st, part.clone());
-        // SAFETY: the destination lies inside the device buffer (it covers the container);
-        // `src` is host-valid data that stays allocated and unwritten until the event.
-        unsafe { result::memcpy_htod_async(ptr + (part.start * size) as u64, src, ctx.stream) }
-            .map_err(driver)?;
-    }
-    let ev: Arc<dyn ReadyEvent> = CuEvent::record(ctx)?;
-    for part in missing {
-        st.coherence.mark_valid(loc, part, Some(ev.clone()));
-    }
-    Ok(ptr)
+    let buf = device_buffer(ctx, st)?;
+    buf.order(lane, &range, false)?;
+    Ok(buf.ptr)
 }
 
-/// A read operand on the device: the address of its first element, current over its range.
-pub(crate) fn input<T: DeviceType>(ctx: &Ctx, arg: &Arg<'_, T>) -> Result<sys::CUdeviceptr> {
+/// The CUDA buffer already attached to a locked state.
+fn device_buffer<'s>(ctx: &Ctx, st: &'s mut State) -> Result<&'s mut CuBuffer> {
+    st.device_mut(ctx.ordinal)
+        .and_then(|c| c.as_any_mut().downcast_mut::<CuBuffer>())
+        .ok_or_else(|| Error::Driver("internal: CUDA buffer missing".into()))
+}
+
+/// Elements `part` (relative to the operand) of a read operand, readable by work on `lane`
+/// (uploaded if needed); returns the device address of the operand's element `part.start`.
+pub(crate) fn input_part<T: DeviceType>(
+    ctx: &Ctx,
+    arg: &Arg<'_, T>,
+    part: Range<usize>,
+    lane: Lane,
+    tag: Tag,
+) -> Result<sys::CUdeviceptr> {
     let mut st = arg.lock();
-    let base = upload_missing::<T>(ctx, arg.store(), &mut st, arg.range())?;
-    Ok(base + (arg.offset() * std::mem::size_of::<T>()) as u64)
+    let off = arg.offset();
+    let base = stage_read::<T>(
+        ctx,
+        arg.store(),
+        &mut st,
+        off + part.start..off + part.end,
+        lane,
+        tag,
+    )?;
+    Ok(base + ((off + part.start) * std::mem::size_of::<T>()) as u64)
 }
 
-/// A written operand on the device: the address of its first element. With `keep`, its
-/// current values are uploaded first (a kernel that leaves some outputs as they were).
-pub(crate) fn output<T: DeviceType>(
+/// Elements `part` of a written operand, writable by work on `lane` (earlier readers and
+/// writers on other streams are waited for); the device address of element `part.start`.
+/// With `keep`, the current values are uploaded first (a kernel that leaves some outputs
+/// as they were).
+pub(crate) fn output_part<T: DeviceType>(
     ctx: &Ctx,
     out: &ArgMut<'_, T>,
+    part: Range<usize>,
     keep: bool,
+    lane: Lane,
+    tag: Tag,
 ) -> Result<sys::CUdeviceptr> {
     let mut st = out.lock();
-    let base = if keep {
-        upload_missing::<T>(ctx, out.store(), &mut st, out.range())?
-    } else {
-        // Earlier work on this buffer is ordered before the kernel by the stream.
-        buffer::<T>(ctx, &mut st, out.full_len())?.ptr
-    };
-    Ok(base + (out.offset() * std::mem::size_of::<T>()) as u64)
+    let range = out.offset() + part.start..out.offset() + part.end;
+    if keep {
+        stage_read::<T>(ctx, out.store(), &mut st, range.clone(), lane, tag)?;
+    }
+    let buf = buffer::<T>(ctx, &mut st, out.full_len(), lane)?;
+    buf.order(lane, &range, true)?;
+    Ok(buf.at(range.start))
 }
 
-/// Records that the kernel just enqueued writes the operand's range on the device.
-pub(crate) fn written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>) -> Result<()> {
-    let ev: Arc<dyn ReadyEvent> = CuEvent::record(ctx)?;
-    out.lock()
-        .coherence
-        .write(ctx.location(), out.range(), Some(ev));
+/// Records that the work before `event` read elements `part` of `arg`.
+pub(crate) fn read_by<T: DeviceType>(ctx: &Ctx, arg: &Arg<'_, T>, part: Range<usize>, event: &Arc<CuEvent>) -> Result<()> {
+    let mut st = arg.lock();
+    let off = arg.offset();
+    device_buffer(ctx, &mut st)?.accessed(off + part.start..off + part.end, event, false);
     Ok(())
+}
+
+/// Records that the work before `event` wrote elements `part` of `out` on the device.
+/// With `download`, also copies them back to the host on `lane` (asynchronously: host
+/// access to the part waits for the copy's event).
+pub(crate) fn written_part<T: DeviceType>(
+    ctx: &Ctx,
+    out: &ArgMut<'_, T>,
+    part: Range<usize>,
+    event: &Arc<CuEvent>,
+) -> Result<()> {
+    let mut st = out.lock();
+    let range = out.offset() + part.start..out.offset() + part.end;
+    device_buffer(ctx, &mut st)?.accessed(range.clone(), event, true);
+    let ready: Arc<dyn ReadyEvent> = event.clone();
+    st.coherence.write(ctx.location(), range, Some(ready));
+    st.device_written();
+    Ok(())
+}
+
+/// Copies elements `part` of `out` (written on the device by work ordered before `lane`'s
+/// current point) back to the host on `lane`, asynchronously: host access to the part waits
+/// for the copy's event.
+pub(crate) fn download_part<T: DeviceType>(
+    ctx: &Ctx,
+    out: &ArgMut<'_, T>,
+    part: Range<usize>,
+    lane: Lane,
+    tag: Tag,
+) -> Result<()> {
+    let mut st = out.lock();
+    let range = out.offset() + part.start..out.offset() + part.end;
+    if range.is_empty() {
+        return Ok(());
+    }
+    let bytes = bytes_of::<T>(&range);
+    let host = out.store().host_ptr();
+    let buf = device_buffer(ctx, &mut st)?;
+    buf.order(lane, &range, false)?;
+    let span = trace::begin(lane, Op::Download, bytes, tag)?;
+    // SAFETY: `range` lies inside the container; the host range is stale there (the device
+    // wrote it), so no shared slice covers it (store.rs, invariants 1-2), and the container
+    // is borrowed mutably by this call. Once marked valid below, every host access first
+    // waits for the copy's event (Store::bring_back / overwrite), and the store's drop waits
+    // for it too, so the memory stays allocated and unread until the copy is done.
+    unsafe {
+        let dst = std::slice::from_raw_parts_mut(host.add(range.start).cast::<u8>(), bytes);
+        result::memcpy_dtoh_async(dst, buf.at(range.start), lane.raw).map_err(driver)?;
+    }
+    trace::end(span, lane)?;
+    let ev = CuEvent::record(lane)?;
+    buf.down.fetch_add(bytes as u64, Ordering::Relaxed);
+    buf.accessed(range.clone(), &ev, false);
+    let ready: Arc<dyn ReadyEvent> = ev;
+    st.coherence.mark_valid(crate::containers::Location::Host, range, Some(ready));
+    Ok(())
+}
+
+/// Whether the result of the call writing `out` is copied back eagerly: the caller's
+/// choice, else whether the host read the container after the previous device write.
+pub(crate) fn eager_download<T: DeviceType>(out: &ArgMut<'_, T>, choice: Option<bool>) -> bool {
+    choice.unwrap_or_else(|| out.lock().host_read_since_device_write())
+}
+
+/// Bytes of `arg`'s elements `part` that are not on the device yet.
+pub(crate) fn missing_bytes<T: DeviceType>(ctx: &Ctx, arg: &Arg<'_, T>, part: Range<usize>) -> usize {
+    let st = arg.lock();
+    let off = arg.offset();
+    st.coherence
+        .missing(ctx.location(), off + part.start..off + part.end)
+        .iter()
+        .map(bytes_of::<T>)
+        .sum()
+}
+
+/// Host <-> device bytes moved for a container (for `skel::debug::transfers`).
+pub(crate) fn transfers(st: &State, dev: u32) -> Option<(u64, u64)> {
+    st.device(dev)
+        .and_then(|c| c.as_any().downcast_ref::<CuBuffer>())
+        .map(|b| (b.up, b.down.load(Ordering::Relaxed)))
 }
 
 /// A `T` from raw bytes (any bit pattern is a valid `DeviceType`).

@@ -1,16 +1,21 @@
 //! The CUDA backend: cudarc (driver API, loaded at run time) and NVRTC.
 //!
-//! - `context.rs`: the device, its primary context and the one stream all work goes to;
+//! - `context.rs`: the device, its primary context and its pool of streams;
+//! - `multistream.rs`: how a call is split into chunks over several streams, and the cost
+//!   model that picks how many;
+//! - `trace.rs`: `SKEL_TRACE`, a timeline of every copy and kernel;
 //! - `module_cache.rs`: NVRTC compilation for the device's own architecture, in-memory and
 //!   on-disk kernel caches, kernel arguments and launches;
-//! - `memory.rs`: containers' device copies, scratch buffers, pinned host memory, events;
+//! - `memory.rs`: containers' device copies, scratch buffers, pinned host memory, events,
+//!   and the ordering of work on different streams;
 //! - one file per skeleton: `map.rs`, `map_array.rs`, `reduce.rs`, `map_reduce.rs`,
 //!   `scan.rs`, `map_overlap.rs`; their kernels are the templates in `cuda/*.cu` (embedded
 //!   with `include_str!`), completed by the generated user functions and a few `#define`s.
 //!
-//! Calls are asynchronous: a skeleton call uploads what is missing, enqueues its kernel and
-//! returns; the output container records the kernel's event, which host access waits on
-//! (device errors surface there). Reduce and MapReduce return a value, so they wait.
+//! Calls are asynchronous: a skeleton call enqueues its chunks' uploads (of what is
+//! missing), kernels and, if the host will read the result, downloads, and returns; the
+//! output container records each chunk's events, which host access waits on (device errors
+//! surface there). Reduce and MapReduce return a value, so they wait.
 
 mod context;
 mod map;
@@ -19,14 +24,20 @@ mod map_overlap;
 mod map_reduce;
 mod memory;
 mod module_cache;
+mod multistream;
 mod reduce;
 mod scan;
+mod trace;
 
 pub(crate) use context::probe;
+pub(crate) use memory::transfers as buffer_transfers;
+pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
 use super::{BinaryFn, Execute, Stencil};
+use crate::containers::State;
+use crate::skeletons::Options;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::{Arg, ArgMut, Shape};
@@ -37,8 +48,45 @@ use crate::{DeviceType, Error, Result};
 /// Helpers every template includes, after the user functions and its `#define`s.
 const COMMON: &str = include_str!("../../../cuda/common.cuh");
 
-/// The CUDA executor.
-pub(crate) struct Cuda;
+/// The CUDA executor, with one call's options.
+pub(crate) struct Cuda {
+    /// `.streams(k)`, if given.
+    streams: Option<usize>,
+    /// `.download(eager)`, if given.
+    download: Option<bool>,
+}
+
+impl Cuda {
+    pub(crate) fn new(options: &Options) -> Self {
+        Cuda {
+            streams: options.streams,
+            download: options.download,
+        }
+    }
+}
+
+/// The device's MultiStream cost model (see `skel::debug::stream_model`).
+pub(crate) fn stream_model() -> Result<crate::debug::StreamModel> {
+    multistream::model(context::ctx()?)
+}
+
+/// Pure pinned copies of `up` and `down` bytes (see `skel::debug::copy_bound`).
+pub(crate) fn copy_bound(up: usize, down: usize) -> Result<crate::debug::CopyBound> {
+    multistream::copy_bound(context::ctx()?, up, down)
+}
+
+/// Waits for every stream of the pool (see `skel::debug::synchronize`).
+pub(crate) fn synchronize() -> Result<()> {
+    match context::opened() {
+        Some(ctx) => ctx.synchronize(),
+        None => Ok(()),
+    }
+}
+
+/// Bytes moved to and from the CUDA device for a container (`skel::debug::transfers`).
+pub(crate) fn transfers(st: &State) -> Option<(u64, u64)> {
+    buffer_transfers(st, context::opened()?.ordinal)
+}
 
 /// A driver error as an [`Error::Driver`].
 pub(crate) fn driver(e: DriverError) -> Error {
@@ -80,8 +128,10 @@ pub(crate) fn assemble(user: &str, defines: &[(&str, String)], template: &str) -
 
 /// What a user call's arguments are made of, per parameter kind.
 pub(crate) struct CallSite<'s> {
-    /// The flat position (a C expression).
+    /// The position in the operand pointers (a C expression).
     pub pos: &'s str,
+    /// The flat position in the whole operand, for index parameters.
+    pub index: &'s str,
     /// The window pointer (stencils).
     pub window: &'s str,
     /// The window's row stride (2D stencils).
@@ -93,14 +143,14 @@ pub(crate) struct CallSite<'s> {
 /// uniform `k` as `u<k>`, windows as given.
 pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String {
     let (mut e, mut u) = (0, 0);
-    let pos = site.pos;
+    let (pos, index) = (site.pos, site.index);
     let args: Vec<String> = def
         .params
         .iter()
         .map(|p| match p.kind {
-            ParamKind::Index => format!("(skel_u64)({pos})"),
-            ParamKind::IndexRow => format!("(skel_u64)(({pos}) / cols)"),
-            ParamKind::IndexCol => format!("(skel_u64)(({pos}) % cols)"),
+            ParamKind::Index => format!("(skel_u64)({index})"),
+            ParamKind::IndexRow => format!("(skel_u64)(({index}) / cols)"),
+            ParamKind::IndexCol => format!("(skel_u64)(({index}) % cols)"),
             ParamKind::Array => "arr".to_string(),
             ParamKind::Elem => {
                 e += 1;
@@ -138,6 +188,7 @@ pub(crate) fn vector_defines(entry: &str, def: &FnDef) -> Vec<(&'static str, Str
     }
     let site = CallSite {
         pos: "(SKEL_I) + (SKEL_V)",
+        index: "base + (SKEL_I) + (SKEL_V)",
         window: "",
         stride: "",
     };
@@ -186,15 +237,46 @@ pub(crate) fn uniform_params(def: &FnDef) -> String {
         .collect()
 }
 
-/// Uploads each input of a tuple, collecting the addresses of their first elements.
-pub(crate) struct Uploader<'c> {
+/// Makes positions `part` of each input of a tuple readable on one stream (uploading what
+/// is missing), collecting the addresses of their first elements; or, with `done`, records
+/// that the work before that event read them.
+pub(crate) struct ChunkInputs<'c> {
     pub ctx: &'c context::Ctx,
+    pub part: std::ops::Range<usize>,
+    pub lane: context::Lane,
+    pub tag: trace::Tag,
+    pub done: Option<&'c std::sync::Arc<memory::CuEvent>>,
     pub ptrs: Vec<sys::CUdeviceptr>,
 }
 
-impl ArgVisitor for Uploader<'_> {
+impl ArgVisitor for ChunkInputs<'_> {
     fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
-        self.ptrs.push(memory::input(self.ctx, &arg)?);
+        match self.done {
+            None => self.ptrs.push(memory::input_part(
+                self.ctx,
+                &arg,
+                self.part.clone(),
+                self.lane,
+                self.tag,
+            )?),
+            Some(ev) => memory::read_by(self.ctx, &arg, self.part.clone(), ev)?,
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of positions `part` of a tuple's inputs that are not on the device yet.
+pub(crate) struct MissingBytes<'c> {
+    pub ctx: &'c context::Ctx,
+    pub bytes: usize,
+    pub total: usize,
+}
+
+impl ArgVisitor for MissingBytes<'_> {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        let n = arg.shape().len();
+        self.bytes += memory::missing_bytes(self.ctx, &arg, 0..n);
+        self.total += n * std::mem::size_of::<T>();
         Ok(())
     }
 }
@@ -217,7 +299,7 @@ impl Execute for Cuda {
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        map::run::<F, I>(inputs, out, uniforms)
+        map::run::<F, I>(self, inputs, out, uniforms)
     }
 
     fn map_array<'a, F, I>(
@@ -231,11 +313,11 @@ impl Execute for Cuda {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        map_array::run::<F, I>(array, inputs, out, uniforms)
+        map_array::run::<F, I>(self, array, inputs, out, uniforms)
     }
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
-        reduce::run::<F, T>(input, start)
+        reduce::run::<F, T>(self, input, start)
     }
 
     fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
@@ -244,7 +326,7 @@ impl Execute for Cuda {
         out: ArgMut<'_, T>,
         axis: Axis,
     ) -> Result<()> {
-        reduce::run_axis::<F, T>(input, out, axis)
+        reduce::run_axis::<F, T>(self, input, out, axis)
     }
 
     fn map_reduce<'a, M, R, I>(
@@ -259,7 +341,7 @@ impl Execute for Cuda {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        map_reduce::run::<M, R, I>(inputs, shape, uniforms, start)
+        map_reduce::run::<M, R, I>(self, inputs, shape, uniforms, start)
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -269,7 +351,7 @@ impl Execute for Cuda {
         mode: ScanMode,
         start: T,
     ) -> Result<()> {
-        scan::run::<F, T>(input, out, mode, start)
+        scan::run::<F, T>(self, input, out, mode, start)
     }
 
     fn map_overlap<F: WindowFn>(
@@ -280,7 +362,7 @@ impl Execute for Cuda {
         axis: Axis,
         uniforms: &F::Uniforms,
     ) -> Result<()> {
-        map_overlap::run_1d::<F>(input, out, stencil, axis, uniforms)
+        map_overlap::run_1d::<F>(self, input, out, stencil, axis, uniforms)
     }
 
     fn map_overlap_2d<F: Window2Fn>(
@@ -290,7 +372,7 @@ impl Execute for Cuda {
         stencil: Stencil<F::Elem, (usize, usize)>,
         uniforms: &F::Uniforms,
     ) -> Result<()> {
-        map_overlap::run_2d::<F>(input, out, stencil, uniforms)
+        map_overlap::run_2d::<F>(self, input, out, stencil, uniforms)
     }
 }
 

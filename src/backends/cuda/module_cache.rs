@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use cudarc::driver::{result, sys};
 use cudarc::nvrtc::sys as nv;
 
-use super::context::{ensure_nvrtc, Ctx};
+use super::context::{ensure_nvrtc, Ctx, Lane};
+use super::trace::{self, Op, Tag};
 use super::driver;
 use crate::backends::jit::{self, ProgKey};
 use crate::{Error, Result};
@@ -281,15 +282,34 @@ impl KernelArgs {
     }
 }
 
-/// Launches `func` on the stream with `args` (in the kernel's parameter order).
+/// A kernel launch's shape: grid, block, dynamic shared memory bytes.
+pub(crate) struct Dims {
+    pub(crate) grid: (u32, u32, u32),
+    pub(crate) block: (u32, u32, u32),
+    pub(crate) shared: u32,
+}
+
+impl Dims {
+    /// A 1D launch of `grid` blocks of `block` threads.
+    pub(crate) fn line(grid: u32, block: u32, shared: u32) -> Dims {
+        Dims {
+            grid: (grid, 1, 1),
+            block: (block, 1, 1),
+            shared,
+        }
+    }
+}
+
+/// Launches `func` on `lane` with `args` (in the kernel's parameter order).
 pub(crate) fn launch(
     ctx: &Ctx,
+    lane: Lane,
+    tag: Tag,
     func: sys::CUfunction,
-    grid: (u32, u32, u32),
-    block: (u32, u32, u32),
-    shared: u32,
+    dims: Dims,
     args: &mut KernelArgs,
 ) -> Result<()> {
+    let shared = dims.shared;
     if shared > 48 * 1024 {
         if shared > ctx.smem_optin {
             return Err(Error::InvalidArgument(format!(
@@ -312,10 +332,15 @@ pub(crate) fn launch(
         .iter_mut()
         .map(|b| b.as_mut_ptr().cast::<c_void>())
         .collect();
+    let span = trace::begin(lane, Op::Kernel, 0, tag)?;
     // SAFETY: `func` is a kernel of a loaded module whose parameters are, in order, the
     // values in `args` (each builder pushes exactly the parameters its template declares);
-    // every device pointer among them addresses a live allocation used only on this
-    // stream; the argument values are copied by the driver during the call.
-    unsafe { result::launch_kernel(func, grid, block, shared, ctx.stream, &mut ptrs) }
-        .map_err(driver)
+    // every device pointer among them addresses a live allocation whose earlier uses on
+    // other streams are ordered before this launch (memory.rs); the argument values are
+    // copied by the driver during the call.
+    unsafe {
+        result::launch_kernel(func, dims.grid, dims.block, shared, lane.raw, &mut ptrs)
+    }
+    .map_err(driver)?;
+    trace::end(span, lane)
 }

@@ -1,12 +1,14 @@
-//! Reduce on CUDA: one pass over the data with per-block partials folded by the last block
-//! on the device (`cuda/reduce.cu`), and row-wise / column-wise reductions of a matrix.
+//! Reduce on CUDA: one pass over each chunk with per-block partials folded by the last
+//! block on the device (`cuda/reduce.cu`), the chunks' results folded in order by one final
+//! kernel; and row-wise / column-wise reductions of a matrix.
 
 use std::sync::Arc;
 
 use super::context::{ctx, Ctx};
-use super::memory::{self, from_bytes, Scratch};
-use super::module_cache::{launch, module, KernelArgs, Module};
-use super::{assemble, cty, grid_for};
+use super::memory::{self, from_bytes, CuEvent, Scratch};
+use super::module_cache::{launch, module, Dims, KernelArgs, Module};
+use super::multistream::{self, Split, Work};
+use super::{assemble, cty, grid_for, Cuda};
 use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
@@ -53,70 +55,134 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<Arc<Module>
         ctx,
         ProgKey::of::<(F, T)>("reduce", ctx.ordinal),
         "reduce",
-        &["skel_reduce", "skel_reduce_rows", "skel_reduce_cols"],
+        &[
+            "skel_reduce",
+            "skel_reduce_parts",
+            "skel_reduce_rows",
+            "skel_reduce_cols",
+        ],
         source::<F, T>,
     )
 }
 
-/// Runs `skel_reduce` of module `m` over `n` positions with the kernel parameters after
-/// the scratch pointer given by `extra`; the fold of all values, or `None` for `n == 0`.
-pub(crate) fn one_pass<T: DeviceType>(
+/// Runs `skel_reduce` of module `m` once per chunk of `split` (chunk `c` on its stream,
+/// with the kernel parameters after the scratch pointer from `params(c, args)`), then
+/// folds the chunks' results in order on the device (`skel_reduce_parts`, on the first
+/// chunk's stream) and reads the one result back. `after(c, event)` learns the event after
+/// chunk `c`'s kernel. `None` if every chunk is empty.
+pub(crate) fn reduce_chunks<T: DeviceType>(
     ctx: &Ctx,
     m: &Module,
-    n: usize,
+    split: &Split,
     cols: usize,
     items: usize,
-    extra: impl FnOnce(&mut KernelArgs),
+    mut params: impl FnMut(usize, &mut KernelArgs),
+    mut after: impl FnMut(usize, &Arc<CuEvent>) -> Result<()>,
 ) -> Result<Option<T>> {
-    if n == 0 {
-        return Ok(None);
-    }
     let w = std::mem::size_of::<T>().div_ceil(4);
     let unit = BLOCK * items; // 8 warps x one tile of 32 * items
-    let blocks = grid_for(ctx, n, unit, 4) as usize;
-    let chunk = n.div_ceil(blocks).div_ceil(unit) * unit;
-    let blocks = n.div_ceil(chunk);
-    let words = 2 + w + blocks + blocks * w;
-    let scratch = Scratch::new(ctx, words * 4)?;
-    scratch.zero(ctx, 0, 8)?;
-    let mut args = KernelArgs::default();
-    args.u64(n as u64)
-        .u64(chunk as u64)
-        .u64(cols as u64)
-        .ptr(scratch.ptr);
-    extra(&mut args);
-    launch(
-        ctx,
-        m.func("skel_reduce")?,
-        (blocks as u32, 1, 1),
-        (BLOCK as u32, 1, 1),
-        0,
-        &mut args,
-    )?;
-    let mut head = vec![0u8; (2 + w) * 4];
-    scratch.read(ctx, 0, &mut head)?;
-    let has = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) != 0;
-    Ok(has.then(|| from_bytes::<T>(&head[8..])))
+    // Per chunk: blocks and positions per block; every chunk's scratch has `stride` words.
+    let shapes: Vec<(usize, usize)> = split
+        .chunks
+        .iter()
+        .map(|part| {
+            let n = part.len().max(1);
+            let blocks = grid_for(ctx, n, unit, 4) as usize;
+            let per_block = n.div_ceil(blocks).div_ceil(unit) * unit;
+            (n.div_ceil(per_block), per_block)
+        })
+        .collect();
+    let stride = shapes.iter().map(|&(b, _)| 2 + w + b + b * w).max().unwrap_or(0);
+    let k = split.len();
+    let head = 2 + w; // has-flag word, value (the combined result's layout, after the chunks)
+    let lead = split.lanes[0];
+    let mut scratch = Scratch::new(lead, (k * stride + head) * 4)?;
+    scratch.zero(0, k * stride * 4)?;
+    scratch.share(&split.lanes[1..])?;
+    for ((c, part, lane, tag), &(blocks, per_block)) in split.parts().zip(&shapes) {
+        let mut args = KernelArgs::default();
+        args.u64(part.len() as u64)
+            .u64(per_block as u64)
+            .u64(cols as u64)
+            .u64(part.start as u64)
+            .ptr(scratch.ptr + (c * stride * 4) as u64);
+        params(c, &mut args);
+        let func = m.func("skel_reduce")?;
+        launch(ctx, lane, tag, func, Dims::line(blocks as u32, BLOCK as u32, 0), &mut args)?;
+        let ev = CuEvent::record(lane)?;
+        after(c, &ev)?;
+        ev.order(lead)?;
+        scratch.used_until(&ev);
+    }
+    let result_at = if k == 1 {
+        1
+    } else {
+        let out = scratch.ptr + (k * stride * 4) as u64;
+        let mut args = KernelArgs::default();
+        args.ptr(scratch.ptr)
+            .u64(k as u64)
+            .u64(stride as u64)
+            .ptr(out);
+        let func = m.func("skel_reduce_parts")?;
+        launch(ctx, lead, split.tag, func, Dims::line(1, 32, 0), &mut args)?;
+        k * stride
+    };
+    let mut bytes = vec![0u8; (1 + w) * 4];
+    scratch.read(result_at * 4, &mut bytes)?;
+    let has = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) != 0;
+    Ok(has.then(|| from_bytes::<T>(&bytes[4..])))
 }
 
 /// `start` folded with every element of `input`.
-pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(input: Arg<'_, T>, start: T) -> Result<T> {
+pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
+    exec: &Cuda,
+    input: Arg<'_, T>,
+    start: T,
+) -> Result<T> {
     let ctx = ctx()?;
     let n = input.shape().len();
     if n == 0 {
         return Ok(start);
     }
     let m = reduce_module::<F, T>(ctx)?;
-    let src = memory::input(ctx, &input)?;
     let (items, _) = items::<T>(true);
-    let total = one_pass::<T>(ctx, &m, n, input.shape().cols(), items, |a| {
-        a.ptr(src);
-    })?;
+    let work = Work {
+        up: memory::missing_bytes(ctx, &input, 0..n),
+        kernel: n * std::mem::size_of::<T>(),
+        down: 0,
+    };
+    // Chunks of whole vector loads (16 bytes) keep every chunk's pointer aligned.
+    let split = multistream::split(
+        ctx,
+        "reduce",
+        n,
+        items,
+        multistream::forced(exec.streams)?,
+        work,
+    )?;
+    let mut srcs = Vec::with_capacity(split.len());
+    for (_, part, lane, tag) in split.parts() {
+        srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
+    }
+    let total = reduce_chunks::<T>(
+        ctx,
+        &m,
+        &split,
+        input.shape().cols(),
+        items,
+        |c, a| {
+            a.ptr(srcs[c]);
+        },
+        |c, ev| memory::read_by(ctx, &input, split.chunks[c].clone(), ev),
+    )?;
     Ok(combine::<F, T>(start, total))
 }
 
-/// One result per row (`Axis::Rows`) or per column (`Axis::Cols`) of a matrix.
+/// One result per row (`Axis::Rows`) or per column (`Axis::Cols`) of a matrix. Rows are
+/// split into bands over streams; a column reduction reads every row for each result, so
+/// it runs as one chunk.
 pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
+    exec: &Cuda,
     input: Arg<'_, T>,
     out: ArgMut<'_, T>,
     axis: Axis,
@@ -126,9 +192,9 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    let (kernel, lines) = match axis {
-        Axis::Rows => ("skel_reduce_rows", rows),
-        Axis::Cols => ("skel_reduce_cols", cols),
+    let kernel = match axis {
+        Axis::Rows => "skel_reduce_rows",
+        Axis::Cols => "skel_reduce_cols",
         Axis::Flat => {
             return Err(Error::InvalidArgument(
                 "internal: a flat reduction is not an axis reduction".into(),
@@ -136,22 +202,49 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         }
     };
     let m = reduce_module::<F, T>(ctx)?;
-    let src = memory::input(ctx, &input)?;
-    let dst = memory::output(ctx, &out, false)?;
-    let mut args = KernelArgs::default();
-    args.u64(rows as u64).u64(cols as u64).ptr(dst).ptr(src);
-    let grid = if axis == Axis::Rows {
-        grid_for(ctx, lines, BLOCK / 32, 8)
-    } else {
-        grid_for(ctx, lines, BLOCK, 8)
+    let eager = memory::eager_download(&out, exec.download);
+    let size = std::mem::size_of::<T>();
+    let out_bytes = out.shape().len() * size;
+    let work = Work {
+        up: memory::missing_bytes(ctx, &input, 0..rows * cols),
+        kernel: rows * cols * size + out_bytes,
+        down: if eager { out_bytes } else { 0 },
     };
-    launch(
-        ctx,
-        m.func(kernel)?,
-        (grid, 1, 1),
-        (BLOCK as u32, 1, 1),
-        0,
-        &mut args,
-    )?;
-    memory::written(ctx, &out)
+    let (lines, forced) = match axis {
+        Axis::Rows => (rows, multistream::forced(exec.streams)?),
+        _ => (1, Some(1)),
+    };
+    let split = multistream::split(ctx, "reduce", lines, 1, forced, work)?;
+    // A chunk of `lines` rows (or the one chunk of all columns): its input elements, its
+    // outputs.
+    let parts = |part: &std::ops::Range<usize>| match axis {
+        Axis::Rows => (part.start * cols..part.end * cols, part.clone()),
+        _ => (0..rows * cols, 0..cols),
+    };
+    let mut srcs = Vec::with_capacity(split.len());
+    for (_, part, lane, tag) in split.parts() {
+        srcs.push(memory::input_part(ctx, &input, parts(&part).0, lane, tag)?);
+    }
+    for ((_, part, lane, tag), src) in split.parts().zip(srcs) {
+        let (elems, outs) = parts(&part);
+        let band_rows = elems.len() / cols;
+        let dst = memory::output_part(ctx, &out, outs.clone(), false, lane, tag)?;
+        let mut args = KernelArgs::default();
+        args.u64(band_rows as u64).u64(cols as u64).ptr(dst).ptr(src);
+        let grid = match axis {
+            Axis::Rows => grid_for(ctx, band_rows, BLOCK / 32, 8),
+            _ => grid_for(ctx, cols, BLOCK, 8),
+        };
+        let func = m.func(kernel)?;
+        launch(ctx, lane, tag, func, Dims::line(grid, BLOCK as u32, 0), &mut args)?;
+        let ev = CuEvent::record(lane)?;
+        memory::read_by(ctx, &input, elems, &ev)?;
+        memory::written_part(ctx, &out, outs, &ev)?;
+    }
+    if eager {
+        for (_, part, lane, tag) in split.parts() {
+            memory::download_part(ctx, &out, parts(&part).1, lane, tag)?;
+        }
+    }
+    Ok(())
 }

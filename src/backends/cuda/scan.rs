@@ -1,9 +1,10 @@
 //! Scan on CUDA: single pass with decoupled look-back (`cuda/scan.cu`).
 
 use super::context::ctx;
-use super::memory::{self, Scratch};
-use super::module_cache::{launch, module, KernelArgs};
-use super::{assemble, cty};
+use super::memory::{self, CuEvent, Scratch};
+use super::module_cache::{launch, module, Dims, KernelArgs};
+use super::multistream::{self, Work};
+use super::{assemble, cty, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
 use crate::codegen::{device_source, Dialect};
@@ -68,8 +69,12 @@ pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>() -> Result<String> {
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
-/// Inclusive or exclusive scan of `input` into `out`.
+/// Inclusive or exclusive scan of `input` into `out`, split into chunks over streams:
+/// chunk `c` starts from the total of everything before it, which chunk `c - 1`'s last
+/// tile writes to a carry slot, so the kernels run one after another (each filling the
+/// device) while the other chunks' uploads and downloads overlap them.
 pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
+    exec: &Cuda,
     input: Arg<'_, T>,
     out: ArgMut<'_, T>,
     mode: ScanMode,
@@ -82,11 +87,10 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     }
     let (block, items, _) = shape::<T>();
     let tile = block * items;
-    let tiles = n.div_ceil(tile);
-    let tiles32 = u32::try_from(tiles)
-        .ok()
-        .filter(|&t| t < u32::MAX / 2)
-        .ok_or_else(|| Error::InvalidArgument(format!("Scan of {n} elements is too long")))?;
+    let too_long = || Error::InvalidArgument(format!("Scan of {n} elements is too long"));
+    if n.div_ceil(tile) >= (u32::MAX / 2) as usize {
+        return Err(too_long());
+    }
     let m = module(
         ctx,
         ProgKey::of::<(F, T)>("scan", ctx.ordinal),
@@ -94,35 +98,84 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         &["skel_scan"],
         source::<F, T>,
     )?;
-    let src = memory::input(ctx, &input)?;
-    // Counter and flags (zeroed), then the value slots; packed: counter, one unused word,
-    // then one 64-bit status word per tile (all zeroed).
-    let (words, zeroed) = if packed::<T>() {
-        (2 + 2 * tiles, 2 + 2 * tiles)
-    } else {
-        let w = std::mem::size_of::<T>().div_ceil(4);
-        (1 + tiles + 2 * tiles * w, 1 + tiles)
+    let size = std::mem::size_of::<T>();
+    let eager = memory::eager_download(&out, exec.download);
+    let work = Work {
+        up: memory::missing_bytes(ctx, &input, 0..n),
+        kernel: 2 * n * size,
+        down: if eager { n * size } else { 0 },
     };
-    let state = Scratch::new(ctx, words * 4)?;
-    let dst = memory::output(ctx, &out, false)?;
-    state.zero(ctx, 0, zeroed * 4)?;
-    let mut args = KernelArgs::default();
-    args.ptr(src)
-        .ptr(dst)
-        .u64(n as u64)
-        .ptr(state.ptr)
-        .i32(tiles32 as i32)
-        .i32(i32::from(mode == ScanMode::Exclusive))
-        .value(&start);
-    // One element of padding per 32 (SKEL_PAD in the template).
-    let shared = ((tile + tile / 32) * std::mem::size_of::<T>()) as u32;
-    launch(
+    // Chunks of whole tiles: only a chunk's last tile is partial.
+    let split = multistream::split(
         ctx,
-        m.func("skel_scan")?,
-        (tiles32, 1, 1),
-        (block as u32, 1, 1),
-        shared,
-        &mut args,
+        "scan",
+        n,
+        tile,
+        multistream::forced(exec.streams)?,
+        work,
     )?;
-    memory::written(ctx, &out)
+    // Per chunk: its look-back state (counter and flags zeroed; packed: counter, one
+    // unused word, one 64-bit status word per tile, all zeroed), then one carry slot per
+    // chunk, 8-byte aligned.
+    let w = size.div_ceil(4);
+    let states: Vec<(usize, usize)> = split
+        .chunks
+        .iter()
+        .map(|part| {
+            let tiles = part.len().div_ceil(tile);
+            if packed::<T>() {
+                (2 + 2 * tiles, 2 + 2 * tiles)
+            } else {
+                (1 + tiles + 2 * tiles * w, 1 + tiles)
+            }
+        })
+        .collect();
+    let state_words: usize = states.iter().map(|&(words, _)| words.next_multiple_of(2)).sum();
+    let carry_words = w.next_multiple_of(2);
+    let lead = split.lanes[0];
+    let mut state = Scratch::new(lead, (state_words + split.len() * carry_words) * 4)?;
+    state.zero(0, state_words * 4)?;
+    state.share(&split.lanes[1..])?;
+    let state_base = state.ptr;
+    let carry = |c: usize| state_base + ((state_words + c * carry_words) * 4) as u64;
+    let mut srcs = Vec::with_capacity(split.len());
+    for (_, part, lane, tag) in split.parts() {
+        srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
+    }
+    let mut at = 0;
+    let mut previous: Option<std::sync::Arc<CuEvent>> = None;
+    for (((c, part, lane, tag), src), &(words, _)) in split.parts().zip(srcs).zip(&states) {
+        let tiles = part.len().div_ceil(tile);
+        let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
+        if let Some(ev) = &previous {
+            ev.order(lane)?;
+        }
+        let last = c + 1 == split.len();
+        let mut args = KernelArgs::default();
+        args.ptr(src)
+            .ptr(dst)
+            .u64(part.len() as u64)
+            .ptr(state.ptr + (at * 4) as u64)
+            .i32(tiles as i32)
+            .i32(i32::from(mode == ScanMode::Exclusive))
+            .value(&start)
+            .ptr(if c == 0 { 0 } else { carry(c - 1) })
+            .ptr(if last { 0 } else { carry(c) });
+        at += words.next_multiple_of(2);
+        // One element of padding per 32 (SKEL_PAD in the template).
+        let shared = ((tile + tile / 32) * size) as u32;
+        let dims = Dims::line(tiles as u32, block as u32, shared);
+        launch(ctx, lane, tag, m.func("skel_scan")?, dims, &mut args)?;
+        let ev = CuEvent::record(lane)?;
+        memory::read_by(ctx, &input, part.clone(), &ev)?;
+        memory::written_part(ctx, &out, part, &ev)?;
+        state.used_until(&ev);
+        previous = Some(ev);
+    }
+    if eager {
+        for (_, part, lane, tag) in split.parts() {
+            memory::download_part(ctx, &out, part, lane, tag)?;
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,265 @@
+//! `SKEL_TRACE=path.json`: a timeline of every upload, kernel and download.
+//!
+//! Each operation is bracketed by two timing events on its stream; the times are read back
+//! only when the trace is written (by [`crate::trace::flush`], and once more at process
+//! exit), so tracing adds two event records per operation and no synchronisation. The file
+//! is Chrome-trace JSON (`chrome://tracing`, <https://ui.perfetto.dev>): one complete event
+//! (`"ph":"X"`) per operation with `ts`/`dur` in microseconds from the first traced
+//! operation, `tid` the stream's index in the pool, and `args` giving bytes, chunk, chunk
+//! count, call number and skeleton. `cargo run --example skel_trace` draws it as an SVG.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use cudarc::driver::{result, sys};
+
+use super::context::{opened, Lane};
+use super::driver;
+use crate::{Error, Result};
+
+/// What an operation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Upload,
+    Kernel,
+    Download,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Upload => "upload",
+            Op::Kernel => "kernel",
+            Op::Download => "download",
+        }
+    }
+}
+
+/// Which call and chunk an operation belongs to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tag {
+    pub(crate) skeleton: &'static str,
+    pub(crate) call: u64,
+    pub(crate) chunk: usize,
+    pub(crate) chunks: usize,
+}
+
+impl Tag {
+    /// A new call of `skeleton` split into `chunks`, tagged as its chunk 0.
+    pub(crate) fn call(skeleton: &'static str, chunks: usize) -> Tag {
+        static CALLS: AtomicU64 = AtomicU64::new(0);
+        Tag {
+            skeleton,
+            call: CALLS.fetch_add(1, Ordering::Relaxed),
+            chunk: 0,
+            chunks,
+        }
+    }
+
+    /// The same call's chunk `chunk`.
+    pub(crate) fn chunk(self, chunk: usize) -> Tag {
+        Tag { chunk, ..self }
+    }
+}
+
+/// A timing event (created with timing enabled, unlike the ordering events).
+struct TimingEvent(sys::CUevent);
+
+// SAFETY: an event handle is a driver object usable from any thread of the process.
+unsafe impl Send for TimingEvent {}
+
+impl TimingEvent {
+    fn record(lane: Lane) -> Result<Self> {
+        let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver)?;
+        let ev = TimingEvent(ev);
+        // SAFETY: both handles are valid.
+        unsafe { result::event::record(ev.0, lane.raw) }.map_err(driver)?;
+        Ok(ev)
+    }
+
+    /// Milliseconds from `base` to this event, once both are done.
+    fn since(&self, base: &TimingEvent) -> Result<f32> {
+        // SAFETY: both events were recorded; synchronising then reading the elapsed time.
+        unsafe {
+            result::event::synchronize(self.0).map_err(driver)?;
+            result::event::elapsed(base.0, self.0).map_err(driver)
+        }
+    }
+}
+
+impl Drop for TimingEvent {
+    fn drop(&mut self) {
+        if let Some(ctx) = opened() {
+            if ctx.bind().is_ok() {
+                // SAFETY: not used after this.
+                let _ = unsafe { result::event::destroy(self.0) };
+            }
+        }
+    }
+}
+
+/// An operation whose start was recorded.
+pub(crate) struct Span {
+    op: Op,
+    lane: usize,
+    bytes: usize,
+    tag: Tag,
+    start: TimingEvent,
+}
+
+/// A finished operation, times not read yet.
+struct Traced {
+    span: Span,
+    end: TimingEvent,
+}
+
+struct Tracer {
+    path: PathBuf,
+    /// Recorded just before the first traced operation: time zero. (Work already queued on
+    /// other streams may start earlier; such times are clamped to zero.)
+    base: Option<TimingEvent>,
+    ops: Vec<Traced>,
+    /// Already written (kept, so a later flush writes the whole trace again).
+    written: Vec<String>,
+}
+
+/// Operations kept before older ones are written out to make room.
+const MAX_PENDING: usize = 1 << 16;
+
+fn tracer() -> Option<&'static Mutex<Tracer>> {
+    static TRACER: OnceLock<Option<Mutex<Tracer>>> = OnceLock::new();
+    TRACER
+        .get_or_init(|| {
+            let path = std::env::var_os("SKEL_TRACE").filter(|p| !p.is_empty())?;
+            write_at_exit();
+            Some(Mutex::new(Tracer {
+                path: path.into(),
+                base: None,
+                ops: Vec::new(),
+                written: Vec::new(),
+            }))
+        })
+        .as_ref()
+}
+
+/// Starts tracing an operation about to be enqueued on `lane` (`None` when not tracing).
+pub(crate) fn begin(lane: Lane, op: Op, bytes: usize, tag: Tag) -> Result<Option<Span>> {
+    let Some(tracer) = tracer() else {
+        return Ok(None);
+    };
+    {
+        let mut t = tracer.lock().unwrap_or_else(PoisonError::into_inner);
+        if t.base.is_none() {
+            t.base = Some(TimingEvent::record(lane)?);
+        }
+    }
+    Ok(Some(Span {
+        op,
+        lane: lane.index,
+        bytes,
+        tag,
+        start: TimingEvent::record(lane)?,
+    }))
+}
+
+/// Ends the operation of `span`, just enqueued on `lane`.
+pub(crate) fn end(span: Option<Span>, lane: Lane) -> Result<()> {
+    let (Some(span), Some(tracer)) = (span, tracer()) else {
+        return Ok(());
+    };
+    let end = TimingEvent::record(lane)?;
+    let mut t = tracer.lock().unwrap_or_else(PoisonError::into_inner);
+    t.ops.push(Traced { span, end });
+    if t.ops.len() >= MAX_PENDING {
+        resolve(&mut t)?;
+    }
+    Ok(())
+}
+
+/// Reads the times of finished operations into JSON lines.
+fn resolve(t: &mut Tracer) -> Result<()> {
+    let Some(base) = &t.base else { return Ok(()) };
+    let mut lines = Vec::with_capacity(t.ops.len());
+    for op in &t.ops {
+        let start = op.span.start.since(base)?;
+        let end = op.end.since(base)?;
+        let (ts, dur) = (
+            f64::from(start.max(0.0)) * 1e3,
+            f64::from((end - start).max(0.0)) * 1e3,
+        );
+        let s = &op.span;
+        let mut line = String::new();
+        let _ = write!(
+            line,
+            r#"{{"name":"{}","cat":"{}","ph":"X","pid":1,"tid":{},"ts":{ts:.3},"dur":{dur:.3},"args":{{"bytes":{},"chunk":{},"chunks":{},"call":{},"skeleton":"{}"}}}}"#,
+            s.op.name(),
+            if s.op == Op::Kernel { "kernel" } else { "copy" },
+            s.lane,
+            s.bytes,
+            s.tag.chunk,
+            s.tag.chunks,
+            s.tag.call,
+            s.tag.skeleton,
+        );
+        lines.push(line);
+    }
+    t.ops.clear();
+    t.written.extend(lines);
+    Ok(())
+}
+
+/// Writes the trace file (all operations so far); `None` when not tracing.
+pub(crate) fn flush() -> Result<Option<PathBuf>> {
+    let Some(tracer) = tracer() else {
+        return Ok(None);
+    };
+    if let Some(ctx) = opened() {
+        ctx.bind()?;
+    }
+    let mut t = tracer.lock().unwrap_or_else(PoisonError::into_inner);
+    resolve(&mut t)?;
+    let mut lanes: Vec<usize> = Vec::new();
+    for line in &t.written {
+        if let Some(tid) = line
+            .split(r#""tid":"#)
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse().ok())
+        {
+            if !lanes.contains(&tid) {
+                lanes.push(tid);
+            }
+        }
+    }
+    lanes.sort_unstable();
+    let mut out = String::from("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    for lane in &lanes {
+        let _ = writeln!(
+            out,
+            r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{lane},"args":{{"name":"stream {lane}"}}}},"#
+        );
+    }
+    out.push_str(&t.written.join(",\n"));
+    out.push_str("\n]}\n");
+    std::fs::write(&t.path, out).map_err(|e| {
+        Error::InvalidArgument(format!("SKEL_TRACE: cannot write {}: {e}", t.path.display()))
+    })?;
+    Ok(Some(t.path.clone()))
+}
+
+/// Writes the trace once more when the process exits normally.
+fn write_at_exit() {
+    extern "C" fn at_exit() {
+        if let Err(e) = flush() {
+            eprintln!("skel: writing the SKEL_TRACE file failed: {e}");
+        }
+    }
+    extern "C" {
+        fn atexit(f: extern "C" fn()) -> std::ffi::c_int;
+    }
+    // SAFETY: registers a plain function with the C library; it runs before the CUDA
+    // driver's own exit handlers (registered earlier, at cuInit, so run later).
+    unsafe { atexit(at_exit) };
+}
