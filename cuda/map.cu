@@ -6,12 +6,12 @@
 // elements per thread, loaded and stored as 16-byte accesses where the types allow, when
 // every pointer is 16-byte aligned.
 // The call covers positions base .. base + n of the operands (one MultiStream chunk): the
-// pointers point at position `base`, index parameters see base + i.
+// pointers point at position `skel_base`, index parameters see skel_base + i.
 // Grid-stride loop, four independent elements per thread and iteration in flight.
 
 extern "C" __global__ void __launch_bounds__(256)
-skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 base SKEL_PARAMS) {
-    (void)base;
+skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_base SKEL_PARAMS) {
+    (void)skel_base;
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
     skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (SKEL_ALIGNED) {

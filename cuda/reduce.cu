@@ -8,7 +8,7 @@
 // part of it, tile by tile: lane l takes SKEL_ITEMS consecutive values, then an ordered
 // warp fold), writes its partial; the last block to finish (atomic ticket) folds the
 // partials in order and writes the result. No identity: partial tiles use "has" flags.
-// A MultiStream chunk passes its positions base .. base + n (pointers at `base`); the
+// A MultiStream chunk passes its positions base .. base + n (pointers at `skel_base`); the
 // chunks' results are then folded in order by skel_reduce_parts.
 
 #define SKEL_BLOCK 256
@@ -19,14 +19,14 @@
 // Scratch layout (words): [0] ticket, [1] result has-flag, [2..2+W) result,
 // [2+W .. 2+W+nblocks) partial has-flags, then nblocks partial slots of W words.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
-skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 base, unsigned* __restrict__ scratch SKEL_PARAMS) {
+skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsigned* __restrict__ scratch SKEL_PARAMS) {
     const unsigned W = SKEL_WORDS(SKEL_T);
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     unsigned* ticket = scratch;
     unsigned* part_has = scratch + 2 + W;
     unsigned* parts = part_has + gridDim.x;
     (void)cols;
-    (void)base;
+    (void)skel_base;
 
     const skel_u64 b0 = (skel_u64)blockIdx.x * chunk;
     const skel_u64 b1 = min(n, b0 + chunk);
@@ -134,7 +134,7 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 base, unsigned* 
 
 // Folds the results of `parts` one-pass reductions, in order: the scratch of part p starts
 // at word p * stride (layout above); the result goes to out (has-flag word, then value).
-extern "C" __global__ void skel_reduce_parts(const unsigned* __restrict__ scratch,
+extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
                                              skel_u64 parts, skel_u64 stride,
                                              unsigned* __restrict__ out) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
@@ -142,7 +142,7 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* __restrict__ scratc
     bool th = false;
     for (skel_u64 p = 0; p < parts; ++p) {
         const unsigned* head = scratch + p * stride;
-        if (head[1]) skel_fold(total, th, skel_get_cg<SKEL_T>(head + 2));
+        if (__ldcg(head + 1)) skel_fold(total, th, skel_get_cg<SKEL_T>(head + 2));
     }
     if (th) skel_put_cg(out + 1, total);
     out[0] = (unsigned)th;
@@ -151,6 +151,8 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* __restrict__ scratc
 // out[r] = fold of row r (cols >= 1 values), one warp per row, in order.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS) {
+    const skel_u64 skel_base = 0;  // index parameters of SKEL_ELEM see whole positions
+    (void)skel_base;
     const unsigned lane = threadIdx.x & 31;
     const skel_u64 warps = (skel_u64)gridDim.x * SKEL_NWARPS;
     for (skel_u64 r = (skel_u64)blockIdx.x * SKEL_NWARPS + (threadIdx.x >> 5); r < rows; r += warps) {
@@ -175,6 +177,8 @@ skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PAR
 // out[c] = fold of column c (rows >= 1 values), one thread per column, top to bottom.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce_cols(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS) {
+    const skel_u64 skel_base = 0;
+    (void)skel_base;
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
     for (skel_u64 c = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += stride) {
         SKEL_T acc = SKEL_ELEM(c);

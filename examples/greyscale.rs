@@ -30,6 +30,36 @@
 //! cargo run --release --example greyscale -- --frames 120 --size 1920x1080 --backend rayon
 //! cargo run --release --example greyscale -- --input my/photos --output /tmp/grey
 //! ```
+//!
+//! ## Stream mode: throughput against the transfer bound
+//!
+//! `--frames N --stream` measures the device pipeline alone, as a camera feeding pinned
+//! buffers would drive it. Before the clock starts, N distinct frames (input and output) are
+//! prepared in pinned host memory and the kernel is warmed up. Each pass (`--repeat R`
+//! passes) then sends the frames through the same four stages with no per-pixel CPU work:
+//!
+//! * S1 marks the next input as freshly written by the producer (it rewrites one pixel: the
+//!   device copy becomes stale, so the whole frame is really uploaded again);
+//! * S2 issues `Map(grey)` asynchronously with `.download(true)` (and `.streams(k)` with
+//!   `--streams k`): on CUDA the call is cut into k chunks whose uploads, kernels and
+//!   downloads overlap, and the next frames are issued while they run;
+//! * S3 passes the frame on; S4 waits for the result (the chunks' downloads).
+//!
+//! It prints ms/frame (best pass) against the bound measured in the same process right
+//! after: pure pinned copies of a frame's bytes each way (`skel::debug::copy_bound`) and the
+//! kernel alone (device-resident calls), `max(upload, kernel, download)` per frame, as
+//! "x% of transfer bound". `--check` verifies every 97th pixel of each frame and all pixels
+//! of the first and the last, after each pass (outside its clock). With `SKEL_TRACE` set,
+//! the CUDA timeline of the run is written for `skel_trace`.
+//!
+//! ```text
+//! cargo run --release --features cuda --example greyscale -- \
+//!     --backend cuda --frames 60 --stream --streams 4 --repeat 3 --check
+//! SKEL_TRACE=trace.json cargo run --release --features cuda --example greyscale -- \
+//!     --backend cuda --frames 60 --stream --streams 4
+//! cargo run --release --example skel_trace -- trace.json -o timeline.svg
+//! cargo run --release --example greyscale -- --backend rayon --frames 8 --size 640x360 --stream --check
+//! ```
 
 use std::error::Error;
 use std::fmt;
@@ -64,6 +94,28 @@ const LUMA: Pixel = Pixel {
 
 /// Capacity of each channel between stages: frames in flight per link.
 const CHANNEL_CAPACITY: usize = 2;
+
+/// Channel capacity in stream mode: S2 only issues (the Map runs asynchronously), so the
+/// links must hold enough frames for S2 to run a few frames ahead of S4 and keep the copy
+/// engines busy while S4 waits.
+const STREAM_CHANNEL_CAPACITY: usize = 4;
+
+/// Stream-mode `--check` looks at every this-many-th pixel (prime, so the sample does not
+/// line up with the period of the tiled frames).
+const CHECK_STRIDE: usize = 97;
+
+/// Device-resident calls timed for the kernel-alone bound.
+const KERNEL_CALLS: usize = 20;
+
+/// Pixels of the warm-up call: enough to reach the device, too few to be timed.
+const WARM_UP_PIXELS: usize = 1 << 16;
+
+/// How far (in pixels) each reuse of a synthetic base is rotated, so that frames made from
+/// the same photo are not the same bytes (prime: it does not match the tiles' period).
+const ROTATE_STEP: usize = 104_729;
+
+/// The most streams one call may use (`.streams(k)` accepts 1..=16).
+const MAX_STREAMS: usize = 16;
 
 /// The thesis' map function `Ycom(Luma(Yexp(sRGB)))`, written once for every backend.
 #[userfn]
@@ -147,7 +199,8 @@ struct Args {
     #[arg(long)]
     write_synthetic: bool,
 
-    /// Process the whole stream K times (outputs are written once)
+    /// Process the whole stream K times (outputs are written once; with --stream, each pass
+    /// is timed and the best is reported)
     #[arg(long, value_name = "K", default_value_t = 1)]
     repeat: usize,
 
@@ -155,9 +208,40 @@ struct Args {
     #[arg(long, value_name = "K")]
     streams: Option<usize>,
 
-    /// Verify every output pixel against an f64 evaluation of the formula (within 1 level)
+    /// Verify every output pixel against an f64 evaluation of the formula (within 1 level);
+    /// with --stream, a sample of each frame and all of the first and last
     #[arg(long)]
     check: bool,
+
+    /// Throughput mode (needs --frames): prepared pinned frames, asynchronous Map calls, no
+    /// per-pixel CPU work; reports ms/frame against the transfer bound measured in-process
+    #[arg(long)]
+    stream: bool,
+}
+
+/// Rejects option combinations that cannot run, before any work is done.
+fn validate(args: &Args) -> std::result::Result<(), String> {
+    if args.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
+    if args.stream {
+        match args.frames {
+            None => {
+                return Err(
+                    "--stream needs --frames N: it streams N prepared synthetic frames".into(),
+                )
+            }
+            Some(0) => return Err("nothing to do: --frames 0".into()),
+            Some(_) => {}
+        }
+        if args.write_synthetic {
+            return Err(
+                "--write-synthetic does not apply to --stream: the stream mode writes no images"
+                    .into(),
+            );
+        }
+    }
+    Ok(())
 }
 
 fn parse_size(s: &str) -> std::result::Result<(u32, u32), String> {
@@ -239,6 +323,7 @@ fn main() -> ExitCode {
 
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
 fn run(args: Args) -> Res<bool> {
+    validate(&args)?;
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let inputs = if args.input.is_empty() {
         vec![manifest.join("examples").join("images")]
@@ -250,15 +335,16 @@ fn run(args: Args) -> Res<bool> {
         .output
         .clone()
         .unwrap_or_else(|| manifest.join("target").join("greyscale-out"));
-    if args.repeat == 0 {
-        return Err("--repeat must be at least 1".into());
-    }
 
     let backend = match args.backend {
         Some(b) => b,
         None => skel::default_backend()?,
     };
+    // Before any frame is allocated: with CUDA in use, vectors get pinned host memory.
     backend.check()?;
+    if let (true, Some(n)) = (args.stream, args.frames) {
+        return run_stream(&args, n, backend, &files);
+    }
 
     // The job list: photos, or synthetic frames made from them.
     let mut jobs = Vec::new();
@@ -343,7 +429,7 @@ fn run(args: Args) -> Res<bool> {
     let start = Instant::now();
     let (c1, c2, c3, collected) = std::thread::scope(|s| {
         let h1 = s.spawn(move || stage_load(jobs, tx1, rx_back));
-        let h2 = s.spawn(move || stage_map(rx1, tx2, backend, streams));
+        let h2 = s.spawn(move || stage_map(rx1, tx2, backend, streams, None));
         let h3 = s.spawn(move || stage_cpu(rx2, tx3));
         let bar4 = bar.clone();
         let out = out_dir.as_path();
@@ -381,24 +467,26 @@ fn run(args: Args) -> Res<bool> {
         backend,
     );
 
-    if check {
-        if collected.bad_pixels == 0 {
-            println!(
-                "check: ok, {} pixels within 1 grey level of the f64 reference (max difference {})",
-                collected.checked_pixels, collected.max_diff
-            );
-        } else {
-            eprintln!(
-                "check: FAILED, {} of {} pixels differ from the f64 reference by more than 1 level (max {}):",
-                collected.bad_pixels, collected.checked_pixels, collected.max_diff
-            );
-            for e in &collected.examples {
-                eprintln!("  {e}");
-            }
-            return Ok(false);
-        }
+    Ok(!check || print_check(&collected))
+}
+
+/// Prints the `--check` verdict; `false` when some pixels were wrong.
+fn print_check(col: &Collected) -> bool {
+    if col.bad_pixels == 0 {
+        println!(
+            "check: ok, {} pixels within 1 grey level of the f64 reference (max difference {})",
+            col.checked_pixels, col.max_diff
+        );
+        return true;
     }
-    Ok(true)
+    eprintln!(
+        "check: FAILED, {} of {} pixels differ from the f64 reference by more than 1 level (max {}):",
+        col.bad_pixels, col.checked_pixels, col.max_diff
+    );
+    for e in &col.examples {
+        eprintln!("  {e}");
+    }
+    false
 }
 
 /// The files to process, in a stable order: directories are listed (png/jpg/jpeg, sorted).
@@ -521,15 +609,22 @@ fn reuse(spare: Option<Frame>, n: usize) -> (Vector<Pixel>, Vector<Pixel>) {
 }
 
 /// S2: the data-parallel part, on skel. Does not touch the host copy of the result.
+///
+/// `download: Some(true)` (stream mode) makes each call copy its result back chunk by chunk
+/// as soon as it is computed, so `run` only issues the work and returns.
 fn stage_map(
     rx: Receiver<Frame>,
     tx: Sender<Frame>,
     backend: Backend,
     streams: Option<usize>,
+    download: Option<bool>,
 ) -> Res<Clock> {
     let mut map = Map::new(grey).uniforms((LUMA,)).backend(backend);
     if let Some(k) = streams {
         map = map.streams(k);
+    }
+    if let Some(eager) = download {
+        map = map.download(eager);
     }
     let mut clock = Clock::default();
     for mut frame in rx {
@@ -597,7 +692,7 @@ fn stage_collect(
                 .rgb
                 .try_as_slice()
                 .map_err(|e| format!("{}: reading the input: {e}", frame.name))?;
-            check_frame(&frame, rgb, result, &mut col);
+            check_frame(&frame, rgb, result, &mut col, 1);
         }
         if frame.write {
             let path = out_dir.join(format!("{}.png", frame.name));
@@ -615,10 +710,11 @@ fn stage_collect(
     Ok(col)
 }
 
-/// Compares every pixel of one frame with [`grey_reference`].
-fn check_frame(frame: &Frame, rgb: &[Pixel], result: &[Pixel], col: &mut Collected) {
+/// Compares every `step`th pixel of one frame (every pixel with 1) with [`grey_reference`].
+fn check_frame(frame: &Frame, rgb: &[Pixel], result: &[Pixel], col: &mut Collected, step: usize) {
     let width = frame.width.max(1) as usize;
-    for (i, (src, out)) in rgb.iter().zip(result).enumerate() {
+    let pixels = rgb.iter().zip(result).enumerate().step_by(step.max(1));
+    for (i, (src, out)) in pixels {
         // The inputs are k/255 in f32, so this recovers the 8-bit value exactly.
         let to8 = |c: f32| (c * 255.0).round() as u8;
         let (r, g, b) = (to8(src.r), to8(src.g), to8(src.b));
@@ -641,6 +737,399 @@ fn check_frame(frame: &Frame, rgb: &[Pixel], result: &[Pixel], col: &mut Collect
             }
         }
     }
+}
+
+/// `--stream`: `n` prepared frames through the pipeline `--repeat` times, then the bound.
+fn run_stream(args: &Args, n: usize, backend: Backend, files: &[PathBuf]) -> Res<bool> {
+    let t = Instant::now();
+    let (w, h) = args.size;
+    let bases = files
+        .iter()
+        .map(|f| synthetic_base(f, w, h))
+        .collect::<Res<Vec<_>>>()?;
+    let mut frames = prepare_frames(&bases, n, args.size)?;
+    drop(bases);
+    warm_up(backend)?;
+    println!(
+        "greyscale: stream of {n} prepared {w}x{h} frames from {} photo(s) (prepared and warmed up in {:.0} ms), backend {backend}",
+        files.len(),
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let frame_bytes = w as usize * h as usize * std::mem::size_of::<Pixel>();
+    if backend == Backend::Cuda {
+        // Measured once per device on first use: here, rather than inside the first pass.
+        println!(
+            "{}",
+            model_line(&skel::debug::stream_model()?, frame_bytes, args.streams)
+        );
+    }
+
+    let mut passes = Vec::with_capacity(args.repeat);
+    let mut best: Option<(Duration, [(&str, Clock); 4])> = None;
+    let mut col = Collected::default();
+    for pass in 0..args.repeat {
+        let done = stream_pass(frames, pass, backend, args.streams)?;
+        frames = done.frames;
+        if frames.len() != n {
+            return Err(format!("pass {pass}: {} of {n} frames came back", frames.len()).into());
+        }
+        passes.push(done.took.as_secs_f64() * 1e3 / n as f64);
+        if best.as_ref().map_or(true, |(took, _)| done.took < *took) {
+            best = Some((done.took, done.clocks));
+        }
+        if args.check {
+            check_stream(&frames, &mut col)?;
+        }
+    }
+    if let Some((took, clocks)) = &best {
+        report(clocks, *took, backend);
+    }
+    let best_ms = passes.iter().copied().fold(f64::INFINITY, f64::min);
+    println!("{}", stream_line(n, args.size, args.streams, &passes));
+
+    if backend == Backend::Cuda {
+        // Right after the run, in the same process: the same device, driver and host state.
+        let copies = skel::debug::copy_bound(frame_bytes, frame_bytes)?;
+        let first = frames
+            .first_mut()
+            .ok_or("no frames to time the kernel on")?;
+        let kernel_ms = time_kernel(first, backend, args.streams, KERNEL_CALLS)?;
+        let bound = Bound {
+            up_ms: copies.up_ms,
+            down_ms: copies.down_ms,
+            both_ms: copies.both_ms,
+            kernel_ms,
+        };
+        for line in bound_lines(&bound, best_ms) {
+            println!("{line}");
+        }
+    } else {
+        println!("bound: only measured on CUDA");
+    }
+    if let Some(path) = skel::trace::flush()? {
+        println!("trace: wrote {}", path.display());
+    }
+    Ok(!args.check || print_check(&col))
+}
+
+/// `n` distinct frames and their outputs, allocated after the backend check so that on
+/// CUDA they are pinned: frame `i` is base `i % bases.len()`, rotated by a multiple of
+/// [`ROTATE_STEP`] pixels for each reuse of that base (cheap, and no two frames alike).
+fn prepare_frames(bases: &[Vec<Pixel>], n: usize, (width, height): (u32, u32)) -> Res<Vec<Frame>> {
+    if bases.is_empty() {
+        return Err("no photos to make frames from".into());
+    }
+    let mut frames = Vec::with_capacity(n);
+    for i in 0..n {
+        let base = &bases[i % bases.len()];
+        let len = base.len();
+        let shift = ((i / bases.len()) * ROTATE_STEP) % len.max(1);
+        let mut rgb = Vector::zeroed(len);
+        let px = rgb.try_as_mut_slice()?;
+        px[..len - shift].copy_from_slice(&base[shift..]);
+        px[len - shift..].copy_from_slice(&base[..shift]);
+        frames.push(Frame {
+            name: format!("stream-{i:05}"),
+            width,
+            height,
+            write: false,
+            rgb,
+            grey: Vector::zeroed(len),
+            input_mean: 0.0,
+        });
+    }
+    Ok(frames)
+}
+
+/// One small Map call before anything is timed, so that compiling or loading the kernel is
+/// not in the first pass; its result, a neutral grey ramp, must come back as is.
+fn warm_up(backend: Backend) -> Res<()> {
+    let level = |i: usize| f32::from((i % 256) as u8);
+    let input = Vector::from_fn(WARM_UP_PIXELS, |i| {
+        let v = level(i) / 255.0;
+        Pixel { r: v, g: v, b: v }
+    });
+    let mut out = Vector::zeroed(WARM_UP_PIXELS);
+    Map::new(grey)
+        .uniforms((LUMA,))
+        .backend(backend)
+        .run(&input, &mut out)
+        .map_err(|e| format!("warm-up Map(grey) on {backend}: {e}"))?;
+    let got = out
+        .try_as_slice()
+        .map_err(|e| format!("warm-up on {backend}: copying the result back: {e}"))?;
+    match got
+        .iter()
+        .enumerate()
+        .find(|(i, p)| (p.r - level(*i)).abs() > 1.0)
+    {
+        Some((i, p)) => Err(format!(
+            "warm-up on {backend}: grey level {} came back as {:?}",
+            level(i),
+            p
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// What one timed pass of the stream left: the frames (for the next pass) and its times.
+struct Pass {
+    frames: Vec<Frame>,
+    /// From S1's start to S4 holding the last result.
+    took: Duration,
+    clocks: [(&'static str, Clock); 4],
+}
+
+/// One pass of the prepared frames through the four stages.
+fn stream_pass(
+    frames: Vec<Frame>,
+    pass: usize,
+    backend: Backend,
+    streams: Option<usize>,
+) -> Res<Pass> {
+    let n = frames.len();
+    let (tx1, rx1) = bounded::<Frame>(STREAM_CHANNEL_CAPACITY);
+    let (tx2, rx2) = bounded::<Frame>(STREAM_CHANNEL_CAPACITY);
+    let (tx3, rx3) = bounded::<Frame>(STREAM_CHANNEL_CAPACITY);
+    std::thread::scope(|s| {
+        let h1 = s.spawn(move || stage_touch(frames, pass, tx1));
+        let h2 = s.spawn(move || stage_map(rx1, tx2, backend, streams, Some(true)));
+        let h3 = s.spawn(move || stage_forward(rx2, tx3));
+        let h4 = s.spawn(move || stage_wait(rx3, n));
+        // Join all four before reporting, so the first real error is the one shown.
+        let r1 = join_stage("1 (touch)", h1.join());
+        let r2 = join_stage("2 (map)", h2.join());
+        let r3 = join_stage("3 (forward)", h3.join());
+        let r4 = join_stage("4 (wait)", h4.join());
+        let ((start, c1), c2, c3, (frames, end, c4)) = (r1?, r2?, r3?, r4?);
+        Ok(Pass {
+            frames,
+            took: end.saturating_duration_since(start),
+            clocks: [
+                ("1 touch input", c1),
+                ("2 map (issue)", c2),
+                ("3 forward", c3),
+                ("4 wait result", c4),
+            ],
+        })
+    })
+}
+
+/// A stage's result, or its panic as an error.
+fn join_stage<T>(name: &str, r: std::thread::Result<Res<T>>) -> Res<T> {
+    r.map_err(|_| format!("stage {name} panicked"))?
+}
+
+/// S1 (stream mode): hands on each prepared frame as a producer that has just written it
+/// (a camera filling a pinned buffer). The host write makes the input's device copy stale,
+/// so S2's Map really uploads the whole frame. Only the first pixel is rewritten, with a
+/// value that changes from pass to pass, so that `--check` would see a stale upload.
+/// Returns when the pass started.
+fn stage_touch(frames: Vec<Frame>, pass: usize, tx: Sender<Frame>) -> Res<(Instant, Clock)> {
+    let start = Instant::now();
+    let mut clock = Clock::default();
+    for (i, mut frame) in frames.into_iter().enumerate() {
+        let t = Instant::now();
+        let px = frame
+            .rgb
+            .try_as_mut_slice()
+            .map_err(|e| format!("{}: writing the input: {e}", frame.name))?;
+        if let Some(first) = px.first_mut() {
+            *first = marker(pass, i);
+        }
+        clock.add(t, frame.rgb.len() as u64);
+        if tx.send(frame).is_err() {
+            break; // a later stage failed; its error is reported
+        }
+    }
+    Ok((start, clock))
+}
+
+/// The pixel S1 writes into frame `i` in pass `pass`: 8-bit levels scaled to 0..1 like a
+/// decoded pixel (so `--check` recovers them exactly), different in consecutive passes.
+fn marker(pass: usize, i: usize) -> Pixel {
+    let level = |salt: usize| f32::from(((pass * 67 + i * 13 + salt) % 256) as u8) / 255.0;
+    Pixel {
+        r: level(0),
+        g: level(85),
+        b: level(170),
+    }
+}
+
+/// S3 (stream mode): the CPU is free, and stays free: no per-pixel work, so S3 adds no host
+/// memory traffic next to the copies'.
+fn stage_forward(rx: Receiver<Frame>, tx: Sender<Frame>) -> Res<Clock> {
+    let mut clock = Clock::default();
+    for frame in rx {
+        clock.add(Instant::now(), frame.rgb.len() as u64);
+        if tx.send(frame).is_err() {
+            break;
+        }
+    }
+    Ok(clock)
+}
+
+/// S4 (stream mode): waits for each result (the chunks' downloads) and keeps the frames for
+/// the next pass. Returns when it held the last result.
+fn stage_wait(rx: Receiver<Frame>, n: usize) -> Res<(Vec<Frame>, Instant, Clock)> {
+    let mut frames = Vec::with_capacity(n);
+    let mut clock = Clock::default();
+    let mut end = Instant::now();
+    for frame in rx {
+        let t = Instant::now();
+        // On a device backend this waits for the copy-back; device errors surface here.
+        frame
+            .grey
+            .try_as_slice()
+            .map_err(|e| format!("{}: copying the result back: {e}", frame.name))?;
+        end = Instant::now();
+        clock.add(t, frame.grey.len() as u64);
+        frames.push(frame);
+    }
+    Ok((frames, end, clock))
+}
+
+/// `--check` in stream mode, on a pass's frames once its clock has stopped: every
+/// [`CHECK_STRIDE`]th pixel of each frame (pixel 0, S1's marker, included) and all pixels of
+/// the first and the last. Not in S4: the f64 reference costs about 0.1 us a pixel, so even
+/// the sample of a 1080p frame (21 000 pixels, ~2 ms) takes several times what the device
+/// spends on the frame, and S4 would bound the stream.
+fn check_stream(frames: &[Frame], col: &mut Collected) -> Res<()> {
+    let last = frames.len().saturating_sub(1);
+    for (i, frame) in frames.iter().enumerate() {
+        let rgb = frame
+            .rgb
+            .try_as_slice()
+            .map_err(|e| format!("{}: reading the input: {e}", frame.name))?;
+        let result = frame
+            .grey
+            .try_as_slice()
+            .map_err(|e| format!("{}: reading the result: {e}", frame.name))?;
+        let step = if i == 0 || i == last { 1 } else { CHECK_STRIDE };
+        check_frame(frame, rgb, result, col, step);
+    }
+    Ok(())
+}
+
+/// The kernel alone: `calls` Map calls on an input already on the device, leaving the
+/// result there (`.download(false)`), between two device synchronisations; ms per call.
+fn time_kernel(
+    frame: &mut Frame,
+    backend: Backend,
+    streams: Option<usize>,
+    calls: usize,
+) -> Res<f64> {
+    let mut map = Map::new(grey)
+        .uniforms((LUMA,))
+        .backend(backend)
+        .download(false);
+    if let Some(k) = streams {
+        map = map.streams(k);
+    }
+    let kernel_err = |e: skel::Error| format!("kernel-alone Map(grey) on {backend}: {e}");
+    // An untimed call first: afterwards the result lives on the device only, so the timed
+    // calls neither wait for host reads nor copy anything.
+    map.run(&frame.rgb, &mut frame.grey).map_err(kernel_err)?;
+    skel::debug::synchronize()?;
+    let moved = |f: &Frame| {
+        let (a, b) = (
+            skel::debug::transfers(&f.rgb),
+            skel::debug::transfers(&f.grey),
+        );
+        a.up + a.down + b.up + b.down
+    };
+    let before = moved(frame);
+    let t = Instant::now();
+    for _ in 0..calls {
+        map.run(&frame.rgb, &mut frame.grey).map_err(kernel_err)?;
+    }
+    skel::debug::synchronize()?;
+    let ms = t.elapsed().as_secs_f64() * 1e3 / calls.max(1) as f64;
+    let copied = moved(frame).saturating_sub(before);
+    if copied != 0 {
+        // Not fatal: the stream's result stands; only this bound is then an overestimate.
+        eprintln!(
+            "note: the kernel-alone calls copied {copied} bytes, so the kernel time includes copies"
+        );
+    }
+    Ok(ms)
+}
+
+/// The transfer bound of one frame, measured in this process.
+struct Bound {
+    up_ms: f64,
+    down_ms: f64,
+    both_ms: f64,
+    kernel_ms: f64,
+}
+
+impl Bound {
+    /// The slowest stage: what a perfectly overlapped stream can reach per frame.
+    fn per_frame_ms(&self) -> f64 {
+        self.up_ms.max(self.kernel_ms).max(self.down_ms)
+    }
+}
+
+/// `bound_ms` as a percentage of `measured_ms` (100% = at the bound).
+fn percent_of(bound_ms: f64, measured_ms: f64) -> f64 {
+    100.0 * bound_ms / measured_ms.max(1e-12)
+}
+
+/// The stream's result line: best ms/frame, frames/s and every pass.
+fn stream_line(
+    frames: usize,
+    (w, h): (u32, u32),
+    streams: Option<usize>,
+    passes: &[f64],
+) -> String {
+    let best = passes.iter().copied().fold(f64::INFINITY, f64::min);
+    let k = match streams {
+        Some(k) => format!("k={k} stream{}", if k == 1 { "" } else { "s" }),
+        None => "k from the cost model".into(),
+    };
+    let all: Vec<String> = passes.iter().map(|ms| format!("{ms:.3}")).collect();
+    format!(
+        "stream: {frames} frames {w}x{h}, {k}: {best:.3} ms/frame ({:.0} frames/s), best of {} pass{} [{}]",
+        1e3 / best.max(1e-12),
+        passes.len(),
+        if passes.len() == 1 { "" } else { "es" },
+        all.join(", ")
+    )
+}
+
+/// The bound and how close the stream came to it.
+fn bound_lines(b: &Bound, measured_ms: f64) -> [String; 2] {
+    [
+        format!(
+            "bound: upload {:.3} ms, download {:.3} ms, both directions {:.3} ms, kernel {:.3} ms -> {:.3} ms/frame",
+            b.up_ms,
+            b.down_ms,
+            b.both_ms,
+            b.kernel_ms,
+            b.per_frame_ms()
+        ),
+        format!(
+            "stream: {:.1}% of transfer bound (both-directions bound {:.3} ms: {:.1}%)",
+            percent_of(b.per_frame_ms(), measured_ms),
+            b.both_ms,
+            percent_of(b.both_ms, measured_ms)
+        ),
+    ]
+}
+
+/// The measured cost model, and what it predicts for one frame's call on its own.
+fn model_line(m: &skel::debug::StreamModel, frame_bytes: usize, streams: Option<usize>) -> String {
+    let (up, kernel, down) = (frame_bytes, 2 * frame_bytes, frame_bytes);
+    let k = streams.unwrap_or_else(|| m.best_k(up, kernel, down, MAX_STREAMS));
+    format!(
+        "model: upload {:.1} GB/s, download {:.1} GB/s, device {:.0} GB/s, {:.1} us/chunk; one frame's call alone at k={k}: {:.3} ms",
+        m.h2d_gbps,
+        m.d2h_gbps,
+        m.device_gbps,
+        m.overhead_us,
+        m.predict_ms(up, kernel, down, k)
+    )
 }
 
 struct Row<'a>(&'a str, usize, f64, f64);
@@ -715,5 +1204,87 @@ mod tests {
         assert_eq!(parse_size("640x480"), Ok((640, 480)));
         assert!(parse_size("640").is_err());
         assert!(parse_size("0x5").is_err());
+    }
+
+    fn validated(cli: &[&str]) -> std::result::Result<(), String> {
+        let args = Args::try_parse_from(std::iter::once("greyscale").chain(cli.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        validate(&args)
+    }
+
+    #[test]
+    fn stream_needs_frames() {
+        assert!(validated(&[]).is_ok());
+        assert!(validated(&["--frames", "8"]).is_ok());
+        assert!(validated(&["--frames", "8", "--stream", "--repeat", "3", "--check"]).is_ok());
+        let err = validated(&["--stream"]).unwrap_err();
+        assert!(err.contains("--frames"), "{err}");
+        assert!(validated(&["--stream", "--frames", "0"]).is_err());
+        assert!(validated(&["--stream", "--frames", "4", "--write-synthetic"]).is_err());
+        assert!(validated(&["--repeat", "0"]).is_err());
+    }
+
+    #[test]
+    fn stream_report_lines() {
+        let line = stream_line(60, (1920, 1080), Some(4), &[0.480, 0.468, 0.470]);
+        assert_eq!(
+            line,
+            "stream: 60 frames 1920x1080, k=4 streams: 0.468 ms/frame (2137 frames/s), \
+             best of 3 passes [0.480, 0.468, 0.470]"
+        );
+        let one = stream_line(8, (640, 360), None, &[2.0]);
+        assert!(one.contains("k from the cost model"), "{one}");
+        assert!(one.ends_with("best of 1 pass [2.000]"), "{one}");
+
+        let bound = Bound {
+            up_ms: 0.451,
+            down_ms: 0.452,
+            both_ms: 0.495,
+            kernel_ms: 0.012,
+        };
+        assert_eq!(bound.per_frame_ms(), 0.452);
+        let [b, pct] = bound_lines(&bound, 0.468);
+        assert_eq!(
+            b,
+            "bound: upload 0.451 ms, download 0.452 ms, both directions 0.495 ms, \
+             kernel 0.012 ms -> 0.452 ms/frame"
+        );
+        assert_eq!(
+            pct,
+            "stream: 96.6% of transfer bound (both-directions bound 0.495 ms: 105.8%)"
+        );
+        assert!((percent_of(1.0, 2.0) - 50.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn markers_are_exact_levels_that_change_per_pass() {
+        for (pass, i) in [(0, 0), (1, 0), (2, 59), (7, 1000)] {
+            let m = marker(pass, i);
+            for c in [m.r, m.g, m.b] {
+                let level = (c * 255.0).round();
+                assert_eq!(level / 255.0, c);
+            }
+            assert_ne!(marker(pass, i), marker(pass + 1, i));
+        }
+    }
+
+    #[test]
+    fn prepared_frames_are_distinct_rotations() {
+        let base: Vec<Pixel> = (0..12)
+            .map(|i| Pixel {
+                r: i as f32,
+                g: 0.0,
+                b: 0.0,
+            })
+            .collect();
+        let frames = prepare_frames(std::slice::from_ref(&base), 3, (4, 3)).expect("host vectors");
+        assert_eq!(frames.len(), 3);
+        assert_eq!(frames[0].rgb.to_vec(), base);
+        let shift = ROTATE_STEP % base.len();
+        let mut rotated = base.clone();
+        rotated.rotate_left(shift);
+        assert_eq!(frames[1].rgb.to_vec(), rotated);
+        assert_ne!(frames[1].rgb.to_vec(), frames[2].rgb.to_vec());
+        assert!(frames.iter().all(|f| f.grey.len() == base.len()));
     }
 }

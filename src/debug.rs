@@ -106,7 +106,10 @@ impl StreamModel {
     pub fn best_k(&self, up: usize, kernel: usize, down: usize, max_k: usize) -> usize {
         (1..=max_k.max(1))
             .map(|k| (k, self.predict_ms(up, kernel, down, k)))
-            .fold((1, f64::INFINITY), |best, (k, t)| if t < best.1 { (k, t) } else { best })
+            .fold(
+                (1, f64::INFINITY),
+                |best, (k, t)| if t < best.1 { (k, t) } else { best },
+            )
             .0
     }
 }

@@ -3,7 +3,10 @@
 //! containers, run on a backend and compared step by step with a host-only model.
 //! On backends with device memory this exercises lazy copy-back, partial (view) uploads,
 //! host-write invalidation and buffer reuse; on the CPU backends it checks the same
-//! sequences stay correct. Backends that are not available print `skipped: ...`.
+//! sequences stay correct. Every skeleton call also picks a random `.streams(k)` (k in
+//! 1..=16, so on CUDA a 40-element call is cut into chunks of a few elements) and a random
+//! `.download(..)` (eager, lazy or the default), which host backends accept and ignore.
+//! Backends that are not available print `skipped: ...`.
 
 mod common;
 
@@ -28,6 +31,32 @@ fn sum3(w: Window<i64>) -> i64 {
     w[-1] + w[0] + w[1]
 }
 
+/// How one skeleton call is launched: over how many streams, and whether its result is
+/// copied back eagerly (`Some(true)`), left on the device (`Some(false)`) or as the backend
+/// decides (`None`).
+#[derive(Clone, Copy, Debug)]
+struct Launch {
+    streams: usize,
+    download: Option<bool>,
+}
+
+fn launch() -> impl Strategy<Value = Launch> {
+    (1usize..=16, proptest::option::of(any::<bool>()))
+        .prop_map(|(streams, download)| Launch { streams, download })
+}
+
+/// `$skel` on `$backend` with the streams and download of `$launch`.
+macro_rules! launched {
+    ($skel:expr, $backend:expr, $launch:expr) => {{
+        let l: Launch = $launch;
+        let s = $skel.backend($backend).streams(l.streams);
+        match l.download {
+            Some(eager) => s.download(eager),
+            None => s,
+        }
+    }};
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     /// dst[d..d+len] = f(a[x..x+len], b[y..y+len])
@@ -40,15 +69,38 @@ enum Op {
         y: usize,
         d: usize,
         len: usize,
+        launch: Launch,
     },
     /// dst = inclusive scan of src
-    Scan { src: usize, dst: usize },
+    Scan {
+        src: usize,
+        dst: usize,
+        launch: Launch,
+    },
     /// dst = 3-point stencil of src with duplicated edges
-    Stencil { src: usize, dst: usize },
+    Stencil {
+        src: usize,
+        dst: usize,
+        launch: Launch,
+    },
     /// compare Reduce of src[x..x+len] with the model
-    Reduce { src: usize, x: usize, len: usize },
+    Reduce {
+        src: usize,
+        x: usize,
+        len: usize,
+        launch: Launch,
+    },
     /// compare one host element with the model
     Read { c: usize, i: usize },
+    /// compare the host elements c[x..x+len] (a view) with the model
+    ReadView { c: usize, x: usize, len: usize },
+    /// c[x..x+len] = value through a mutable view
+    WriteView {
+        c: usize,
+        x: usize,
+        len: usize,
+        value: i64,
+    },
     /// c[i] = value through IndexMut
     Write { c: usize, i: usize, value: i64 },
     /// overwrite c through as_mut_slice
@@ -66,9 +118,10 @@ fn op() -> impl Strategy<Value = Op> {
             0..LEN,
             0..LEN,
             0..LEN,
-            0..LEN
+            0..LEN,
+            launch()
         )
-            .prop_map(|(f, a, b, dst, x, y, d, len)| {
+            .prop_map(|(f, a, b, dst, x, y, d, len, launch)| {
                 let len = len.min(LEN - x).min(LEN - y).min(LEN - d);
                 Op::Map {
                     f,
@@ -79,16 +132,39 @@ fn op() -> impl Strategy<Value = Op> {
                     y,
                     d,
                     len,
+                    launch,
                 }
             }),
-        (c.clone(), c.clone()).prop_map(|(src, dst)| Op::Scan { src, dst }),
-        (c.clone(), c.clone()).prop_map(|(src, dst)| Op::Stencil { src, dst }),
-        (c.clone(), 0..LEN, 0..LEN).prop_map(|(src, x, len)| Op::Reduce {
+        (c.clone(), c.clone(), launch()).prop_map(|(src, dst, launch)| Op::Scan {
             src,
+            dst,
+            launch
+        }),
+        (c.clone(), c.clone(), launch()).prop_map(|(src, dst, launch)| Op::Stencil {
+            src,
+            dst,
+            launch
+        }),
+        (c.clone(), 0..LEN, 0..LEN, launch()).prop_map(|(src, x, len, launch)| Op::Reduce {
+            src,
+            x,
+            len: len.min(LEN - x),
+            launch
+        }),
+        (c.clone(), 0..LEN).prop_map(|(c, i)| Op::Read { c, i }),
+        (c.clone(), 0..LEN, 0..LEN).prop_map(|(c, x, len)| Op::ReadView {
+            c,
             x,
             len: len.min(LEN - x)
         }),
-        (c.clone(), 0..LEN).prop_map(|(c, i)| Op::Read { c, i }),
+        (c.clone(), 0..LEN, 0..LEN, -50i64..50).prop_map(|(c, x, len, value)| {
+            Op::WriteView {
+                c,
+                x,
+                len: len.min(LEN - x),
+                value,
+            }
+        }),
         (c.clone(), 0..LEN, -50i64..50).prop_map(|(c, i, value)| Op::Write { c, i, value }),
         (c, -5i64..5).prop_map(|(c, value)| Op::Fill { c, value }),
     ]
@@ -127,6 +203,7 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                 y,
                 d,
                 len,
+                launch,
             } => {
                 let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
                 let (mut fa, mut fb) = (None, None);
@@ -134,11 +211,9 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                 let vb = source(&vs, &model, b, dst, &mut fb).view(y..y + len);
                 let mut vo = out.view_mut(d..d + len);
                 let result = if f {
-                    Map::new(add).backend(backend).run(&va, &vb, &mut vo)
+                    launched!(Map::new(add), backend, launch).run(&va, &vb, &mut vo)
                 } else {
-                    Map::new(twice_minus)
-                        .backend(backend)
-                        .run(&va, &vb, &mut vo)
+                    launched!(Map::new(twice_minus), backend, launch).run(&va, &vb, &mut vo)
                 };
                 vs[dst] = out;
                 prop_assert!(result.is_ok(), "step {step}: {result:?}");
@@ -151,17 +226,15 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                     };
                 }
             }
-            Op::Scan { src, dst } | Op::Stencil { src, dst } => {
+            Op::Scan { src, dst, launch } | Op::Stencil { src, dst, launch } => {
                 let stencil = matches!(op, Op::Stencil { .. });
                 let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
                 let mut fresh = None;
                 let input = source(&vs, &model, src, dst, &mut fresh);
                 let result = if stencil {
-                    MapOverlap::new(sum3, 1)
-                        .backend(backend)
-                        .run(input, &mut out)
+                    launched!(MapOverlap::new(sum3, 1), backend, launch).run(input, &mut out)
                 } else {
-                    Scan::new(add).backend(backend).run(input, &mut out)
+                    launched!(Scan::new(add), backend, launch).run(input, &mut out)
                 };
                 vs[dst] = out;
                 prop_assert!(result.is_ok(), "step {step}: {result:?}");
@@ -179,10 +252,14 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                         .collect()
                 };
             }
-            Op::Reduce { src, x, len } => {
-                let got = Reduce::new(add)
-                    .backend(backend)
-                    .run(&vs[src].view(x..x + len));
+            Op::Reduce {
+                src,
+                x,
+                len,
+                launch,
+            } => {
+                let got =
+                    launched!(Reduce::new(add), backend, launch).run(&vs[src].view(x..x + len));
                 prop_assert_eq!(
                     got.ok(),
                     Some(model[src][x..x + len].iter().sum::<i64>()),
@@ -191,6 +268,16 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                 );
             }
             Op::Read { c, i } => prop_assert_eq!(vs[c][i], model[c][i], "step {}", step),
+            Op::ReadView { c, x, len } => prop_assert_eq!(
+                vs[c].view(x..x + len).as_slice(),
+                &model[c][x..x + len],
+                "step {}",
+                step
+            ),
+            Op::WriteView { c, x, len, value } => {
+                vs[c].view_mut(x..x + len).as_mut_slice().fill(value);
+                model[c][x..x + len].fill(value);
+            }
             Op::Write { c, i, value } => {
                 vs[c][i] = value;
                 model[c][i] = value;
@@ -207,16 +294,22 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// `coherence_model!(name, backend)` runs 64 sequences of up to 40 operations;
+/// `coherence_model!(name, backend, cases, max_ops)` sets both (longer sequences give more
+/// interleavings of chunked device calls with host reads and writes).
 macro_rules! coherence_model {
     ($name:ident, $backend:expr) => {
+        coherence_model!($name, $backend, 64, 40);
+    };
+    ($name:ident, $backend:expr, $cases:expr, $max_ops:expr) => {
         #[test]
         fn $name() {
             let backend: Backend = $backend;
             if !common::available(backend) {
                 return;
             }
-            let config = ProptestConfig { cases: 64, ..ProptestConfig::default() };
-            proptest!(config, |(ops in proptest::collection::vec(op(), 1..40))| {
+            let config = ProptestConfig { cases: $cases, ..ProptestConfig::default() };
+            proptest!(config, |(ops in proptest::collection::vec(op(), 1..$max_ops))| {
                 run_sequence(backend, &ops)?;
             });
         }
@@ -226,4 +319,4 @@ macro_rules! coherence_model {
 coherence_model!(cpu_matches_the_model, Backend::Cpu);
 coherence_model!(rayon_matches_the_model, Backend::Rayon);
 coherence_model!(opencl_matches_the_model, Backend::OpenCl);
-coherence_model!(cuda_matches_the_model, Backend::Cuda);
+coherence_model!(cuda_matches_the_model, Backend::Cuda, 256, 120);

@@ -69,8 +69,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         self.options.validate()?;
         let input = input.arg();
         let start = self.start.unwrap_or_default();
-        dispatch!(self.options, |exec| exec
-            .reduce::<F, T>(input, start))
+        dispatch!(self.options, |exec| exec.reduce::<F, T>(input, start))
     }
 
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.

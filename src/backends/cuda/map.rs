@@ -23,10 +23,15 @@ pub(crate) const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
 
 /// The Map kernel source for user function `def` writing `out_ty`, with `array` (the
 /// MapArray parameter, or nothing) before the inputs.
-pub(crate) fn map_source(user: &DeviceSource, def: &FnDef, out_ty: String, array: String) -> String {
+pub(crate) fn map_source(
+    user: &DeviceSource,
+    def: &FnDef,
+    out_ty: String,
+    array: String,
+) -> String {
     let site = CallSite {
         pos: "SKEL_I",
-        index: "base + (SKEL_I)",
+        index: "skel_base + (SKEL_I)",
         window: "",
         stride: "",
     };
@@ -45,7 +50,12 @@ pub(crate) fn map_source(user: &DeviceSource, def: &FnDef, out_ty: String, array
 /// The kernel source for `F`.
 pub(crate) fn source<F: ElementwiseFn>() -> Result<String> {
     let user = device_source::<F>(Dialect::Cuda)?;
-    Ok(map_source(&user, F::definition(), cty::<F::Out>(), String::new()))
+    Ok(map_source(
+        &user,
+        F::definition(),
+        cty::<F::Out>(),
+        String::new(),
+    ))
 }
 
 /// `out[i] = F(index(i), inputs[i], uniforms)`.
@@ -60,7 +70,7 @@ where
     I: ArgTuple<'a, Elems = F::Elems>,
 {
     let ctx = ctx()?;
-    if out.shape().len() == 0 {
+    if out.shape().is_empty() {
         return Ok(());
     }
     let m = module(

@@ -33,7 +33,7 @@ where
     I: ArgTuple<'a, Elems = F::Elems>,
 {
     let ctx = ctx()?;
-    if out.shape().len() == 0 {
+    if out.shape().is_empty() {
         return Ok(());
     }
     let m = module(

@@ -179,8 +179,19 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     };
     // A vector is split into column bands (its halo is columns), a matrix into row bands.
     let by_cols = rows == 1;
-    let (lines, unit, r) = if by_cols { (cols, 1, rc) } else { (rows, cols, rr) };
-    let split = multistream::split(ctx, kind, lines, 1, multistream::forced(exec.streams)?, work)?;
+    let (lines, unit, r) = if by_cols {
+        (cols, 1, rc)
+    } else {
+        (rows, cols, rr)
+    };
+    let split = multistream::split(
+        ctx,
+        kind,
+        lines,
+        1,
+        multistream::forced(exec.streams)?,
+        work,
+    )?;
     let cyclic = edge == Edge::Cyclic;
     for (_, part, lane, tag) in split.parts() {
         for range in halo(part.start, part.end, r, lines, cyclic, unit) {

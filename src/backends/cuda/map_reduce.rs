@@ -24,7 +24,7 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Res
     let def = M::definition();
     let site = CallSite {
         pos: "SKEL_I",
-        index: "base + (SKEL_I)",
+        index: "skel_base + (SKEL_I)",
         window: "",
         stride: "",
     };

@@ -468,7 +468,12 @@ pub(crate) fn output_part<T: DeviceType>(
 }
 
 /// Records that the work before `event` read elements `part` of `arg`.
-pub(crate) fn read_by<T: DeviceType>(ctx: &Ctx, arg: &Arg<'_, T>, part: Range<usize>, event: &Arc<CuEvent>) -> Result<()> {
+pub(crate) fn read_by<T: DeviceType>(
+    ctx: &Ctx,
+    arg: &Arg<'_, T>,
+    part: Range<usize>,
+    event: &Arc<CuEvent>,
+) -> Result<()> {
     let mut st = arg.lock();
     let off = arg.offset();
     device_buffer(ctx, &mut st)?.accessed(off + part.start..off + part.end, event, false);
@@ -527,7 +532,8 @@ pub(crate) fn download_part<T: DeviceType>(
     buf.down.fetch_add(bytes as u64, Ordering::Relaxed);
     buf.accessed(range.clone(), &ev, false);
     let ready: Arc<dyn ReadyEvent> = ev;
-    st.coherence.mark_valid(crate::containers::Location::Host, range, Some(ready));
+    st.coherence
+        .mark_valid(crate::containers::Location::Host, range, Some(ready));
     Ok(())
 }
 
@@ -538,7 +544,11 @@ pub(crate) fn eager_download<T: DeviceType>(out: &ArgMut<'_, T>, choice: Option<
 }
 
 /// Bytes of `arg`'s elements `part` that are not on the device yet.
-pub(crate) fn missing_bytes<T: DeviceType>(ctx: &Ctx, arg: &Arg<'_, T>, part: Range<usize>) -> usize {
+pub(crate) fn missing_bytes<T: DeviceType>(
+    ctx: &Ctx,
+    arg: &Arg<'_, T>,
+    part: Range<usize>,
+) -> usize {
     let st = arg.lock();
     let off = arg.offset();
     st.coherence

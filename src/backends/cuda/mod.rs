@@ -36,12 +36,12 @@ pub(crate) use trace::flush as flush_trace;
 use cudarc::driver::{sys, DriverError};
 
 use super::{BinaryFn, Execute, Stencil};
-use crate::containers::State;
-use crate::skeletons::Options;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
+use crate::containers::State;
 use crate::containers::{Arg, ArgMut, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
+use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
 
@@ -188,7 +188,7 @@ pub(crate) fn vector_defines(entry: &str, def: &FnDef) -> Vec<(&'static str, Str
     }
     let site = CallSite {
         pos: "(SKEL_I) + (SKEL_V)",
-        index: "base + (SKEL_I) + (SKEL_V)",
+        index: "skel_base + (SKEL_I) + (SKEL_V)",
         window: "",
         stride: "",
     };

@@ -16,8 +16,8 @@ use cudarc::driver::{result, sys};
 use cudarc::nvrtc::sys as nv;
 
 use super::context::{ensure_nvrtc, Ctx, Lane};
-use super::trace::{self, Op, Tag};
 use super::driver;
+use super::trace::{self, Op, Tag};
 use crate::backends::jit::{self, ProgKey};
 use crate::{Error, Result};
 
@@ -338,9 +338,7 @@ pub(crate) fn launch(
     // every device pointer among them addresses a live allocation whose earlier uses on
     // other streams are ordered before this launch (memory.rs); the argument values are
     // copied by the driver during the call.
-    unsafe {
-        result::launch_kernel(func, dims.grid, dims.block, shared, lane.raw, &mut ptrs)
-    }
-    .map_err(driver)?;
+    unsafe { result::launch_kernel(func, dims.grid, dims.block, shared, lane.raw, &mut ptrs) }
+        .map_err(driver)?;
     trace::end(span, lane)
 }

@@ -24,7 +24,8 @@
 //!
 //! # Choosing `k`
 //!
-//! `.streams(k)` forces `k` (1 to the pool's 16 streams). Otherwise the cost model of
+//! `.streams(k)` forces `k` (1 to the pool's 16 streams), and so does `SKEL_STREAMS=k` for
+//! every call that does not say. Otherwise the cost model of
 //! [`crate::debug::StreamModel`] picks it: with `T_up`, `T_kernel`, `T_down` the stage times
 //! of the whole call (bytes over the bandwidths measured once per device, see
 //! [`measure`]) and a fixed cost per chunk,
@@ -106,7 +107,7 @@ pub(crate) fn split(
 ) -> Result<Split> {
     let align = align.max(1);
     let units = n.div_ceil(align);
-    let k = match forced {
+    let k = match forced.or_else(env_streams) {
         Some(k) => k,
         None if work.up == 0 && work.down == 0 => 1,
         None => model(ctx)?.best_k(work.up, work.kernel, work.down, STREAMS),
@@ -119,6 +120,18 @@ pub(crate) fn split(
         chunks,
         lanes: ctx.lanes(k),
         tag: Tag::call(skeleton, k),
+    })
+}
+
+/// `SKEL_STREAMS=k`: forces `k` for every call without `.streams(..)` (for running whole
+/// test suites and benchmarks at a given split).
+fn env_streams() -> Option<usize> {
+    static K: OnceLock<Option<usize>> = OnceLock::new();
+    *K.get_or_init(|| {
+        std::env::var("SKEL_STREAMS")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|k| (1..=STREAMS).contains(k))
     })
 }
 
@@ -155,13 +168,19 @@ fn measure(ctx: &Ctx) -> Result<StreamModel> {
     // SAFETY (three closures): the copies stay inside the pinned buffer and the scratch
     // allocation, and `Timer::stop_ms` synchronises before either is freed.
     let up = time_ms(&|| unsafe {
-        sys::cuMemcpyHtoDAsync_v2(dev.ptr, host.ptr, PROBE_BYTES, lane.raw).result().map_err(driver)
+        sys::cuMemcpyHtoDAsync_v2(dev.ptr, host.ptr, PROBE_BYTES, lane.raw)
+            .result()
+            .map_err(driver)
     })?;
     let down = time_ms(&|| unsafe {
-        sys::cuMemcpyDtoHAsync_v2(host.ptr, dev.ptr, PROBE_BYTES, lane.raw).result().map_err(driver)
+        sys::cuMemcpyDtoHAsync_v2(host.ptr, dev.ptr, PROBE_BYTES, lane.raw)
+            .result()
+            .map_err(driver)
     })?;
     let copy = time_ms(&|| unsafe {
-        sys::cuMemcpyDtoDAsync_v2(dst, dev.ptr, PROBE_BYTES, lane.raw).result().map_err(driver)
+        sys::cuMemcpyDtoDAsync_v2(dst, dev.ptr, PROBE_BYTES, lane.raw)
+            .result()
+            .map_err(driver)
     })?;
     // Per chunk: an upload, a kernel-sized operation, a download and three events.
     let rounds = 64;
@@ -169,9 +188,15 @@ fn measure(ctx: &Ctx) -> Result<StreamModel> {
     for _ in 0..rounds {
         // SAFETY: as above, 4-byte copies inside both buffers.
         unsafe {
-            sys::cuMemcpyHtoDAsync_v2(dev.ptr, host.ptr, 4, lane.raw).result().map_err(driver)?;
-            sys::cuMemsetD8Async(dst, 0, 4, lane.raw).result().map_err(driver)?;
-            sys::cuMemcpyDtoHAsync_v2(host.ptr, dev.ptr, 4, lane.raw).result().map_err(driver)?;
+            sys::cuMemcpyHtoDAsync_v2(dev.ptr, host.ptr, 4, lane.raw)
+                .result()
+                .map_err(driver)?;
+            sys::cuMemsetD8Async(dst, 0, 4, lane.raw)
+                .result()
+                .map_err(driver)?;
+            sys::cuMemcpyDtoHAsync_v2(host.ptr, dev.ptr, 4, lane.raw)
+                .result()
+                .map_err(driver)?;
         }
         for _ in 0..3 {
             CuEvent::record(lane)?;

@@ -81,7 +81,7 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
 ) -> Result<Option<T>> {
     let w = std::mem::size_of::<T>().div_ceil(4);
     let unit = BLOCK * items; // 8 warps x one tile of 32 * items
-    // Per chunk: blocks and positions per block; every chunk's scratch has `stride` words.
+                              // Per chunk: blocks and positions per block; every chunk's scratch has `stride` words.
     let shapes: Vec<(usize, usize)> = split
         .chunks
         .iter()
@@ -92,7 +92,11 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
             (n.div_ceil(per_block), per_block)
         })
         .collect();
-    let stride = shapes.iter().map(|&(b, _)| 2 + w + b + b * w).max().unwrap_or(0);
+    let stride = shapes
+        .iter()
+        .map(|&(b, _)| 2 + w + b + b * w)
+        .max()
+        .unwrap_or(0);
     let k = split.len();
     let head = 2 + w; // has-flag word, value (the combined result's layout, after the chunks)
     let lead = split.lanes[0];
@@ -108,7 +112,14 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
             .ptr(scratch.ptr + (c * stride * 4) as u64);
         params(c, &mut args);
         let func = m.func("skel_reduce")?;
-        launch(ctx, lane, tag, func, Dims::line(blocks as u32, BLOCK as u32, 0), &mut args)?;
+        launch(
+            ctx,
+            lane,
+            tag,
+            func,
+            Dims::line(blocks as u32, BLOCK as u32, 0),
+            &mut args,
+        )?;
         let ev = CuEvent::record(lane)?;
         after(c, &ev)?;
         ev.order(lead)?;
@@ -230,13 +241,23 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         let band_rows = elems.len() / cols;
         let dst = memory::output_part(ctx, &out, outs.clone(), false, lane, tag)?;
         let mut args = KernelArgs::default();
-        args.u64(band_rows as u64).u64(cols as u64).ptr(dst).ptr(src);
+        args.u64(band_rows as u64)
+            .u64(cols as u64)
+            .ptr(dst)
+            .ptr(src);
         let grid = match axis {
             Axis::Rows => grid_for(ctx, band_rows, BLOCK / 32, 8),
             _ => grid_for(ctx, cols, BLOCK, 8),
         };
         let func = m.func(kernel)?;
-        launch(ctx, lane, tag, func, Dims::line(grid, BLOCK as u32, 0), &mut args)?;
+        launch(
+            ctx,
+            lane,
+            tag,
+            func,
+            Dims::line(grid, BLOCK as u32, 0),
+            &mut args,
+        )?;
         let ev = CuEvent::record(lane)?;
         memory::read_by(ctx, &input, elems, &ev)?;
         memory::written_part(ctx, &out, outs, &ev)?;

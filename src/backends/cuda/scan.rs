@@ -130,7 +130,10 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
             }
         })
         .collect();
-    let state_words: usize = states.iter().map(|&(words, _)| words.next_multiple_of(2)).sum();
+    let state_words: usize = states
+        .iter()
+        .map(|&(words, _)| words.next_multiple_of(2))
+        .sum();
     let carry_words = w.next_multiple_of(2);
     let lead = split.lanes[0];
     let mut state = Scratch::new(lead, (state_words + split.len() * carry_words) * 4)?;

@@ -244,7 +244,10 @@ pub(crate) fn flush() -> Result<Option<PathBuf>> {
     out.push_str(&t.written.join(",\n"));
     out.push_str("\n]}\n");
     std::fs::write(&t.path, out).map_err(|e| {
-        Error::InvalidArgument(format!("SKEL_TRACE: cannot write {}: {e}", t.path.display()))
+        Error::InvalidArgument(format!(
+            "SKEL_TRACE: cannot write {}: {e}",
+            t.path.display()
+        ))
     })?;
     Ok(Some(t.path.clone()))
 }
