@@ -51,9 +51,10 @@ pub(crate) struct State {
     /// Which ranges are valid where, and their ready events.
     pub(crate) coherence: Coherence,
     devices: Vec<(u32, Box<dyn DeviceCopy>)>,
-    /// Whether the host read the container since the last device write: device backends
-    /// then copy the next result back eagerly (the host is likely to read it again).
-    host_read: bool,
+    /// Elements the host read since the last device write: when that is at least half the
+    /// container, device backends copy the next result back eagerly (the host is likely to
+    /// read it again). A peek at a few elements does not count.
+    host_read: usize,
 }
 
 impl std::fmt::Debug for dyn DeviceCopy {
@@ -63,14 +64,19 @@ impl std::fmt::Debug for dyn DeviceCopy {
 }
 
 impl State {
-    /// Whether the host read the container since the last device write.
+    /// Whether the host read at least half of the container since the last device write.
     pub(crate) fn host_read_since_device_write(&self) -> bool {
-        self.host_read
+        self.host_read.saturating_mul(2) >= self.coherence.len().max(1)
     }
 
     /// A device wrote the container (see [`State::host_read_since_device_write`]).
     pub(crate) fn device_written(&mut self) {
-        self.host_read = false;
+        self.host_read = 0;
+    }
+
+    /// The host read `elems` elements of the container.
+    fn host_reads(&mut self, elems: usize) {
+        self.host_read = self.host_read.saturating_add(elems);
     }
 
     /// The copy on device `dev`, if a backend attached one.
@@ -160,7 +166,7 @@ impl<T: DeviceType> Store<T> {
         let state = State {
             coherence: Coherence::new_on_host(buf.len()),
             devices: Vec::new(),
-            host_read: false,
+            host_read: 0,
         };
         Store {
             buf,
@@ -234,7 +240,7 @@ impl<T: DeviceType> Store<T> {
         {
             let mut st = self.lock();
             self.bring_back(&mut st, range.clone())?;
-            st.host_read = true;
+            st.host_reads(range.len());
         }
         // SAFETY: range is in bounds and now valid on the host; by the module invariant it
         // stays valid and unwritten as long as &self is borrowed, which bounds the slice.
@@ -248,7 +254,7 @@ impl<T: DeviceType> Store<T> {
         let Store { buf, state } = self;
         let st = state.get_mut().unwrap_or_else(PoisonError::into_inner);
         bring_back(buf, st, range.clone())?;
-        st.host_read = true;
+        st.host_reads(range.len());
         self.overwrite(range)
     }
 

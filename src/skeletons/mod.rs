@@ -109,8 +109,8 @@ macro_rules! common_options {
         /// Whether a device backend copies the result back to the host as soon as each
         /// chunk is computed (`true`), or leaves it on the device until the host reads it
         /// (`false`, lazy copy-back). Without it, the result is copied back eagerly when the
-        /// host read this container after the previous device write to it. Host backends
-        /// ignore it.
+        /// host read at least half of this container after the previous device write to it.
+        /// Host backends ignore it.
         pub fn download(mut self, eager: bool) -> Self {
             self.options.download = Some(eager);
             self

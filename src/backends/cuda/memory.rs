@@ -538,7 +538,8 @@ pub(crate) fn download_part<T: DeviceType>(
 }
 
 /// Whether the result of the call writing `out` is copied back eagerly: the caller's
-/// choice, else whether the host read the container after the previous device write.
+/// choice, else whether the host read at least half of the container after the previous
+/// device write.
 pub(crate) fn eager_download<T: DeviceType>(out: &ArgMut<'_, T>, choice: Option<bool>) -> bool {
     choice.unwrap_or_else(|| out.lock().host_read_since_device_write())
 }

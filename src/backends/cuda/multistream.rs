@@ -13,8 +13,8 @@
 //!    kernel waits for the previous one; Reduce and MapReduce: per-chunk partials, combined
 //!    on the device by one final kernel, with one small download);
 //! 3. every chunk's download, when the result will be read on the host: `.download(true)`,
-//!    or by default when the host read the container after the previous device write.
-//!    Otherwise the result stays on the device (lazy copy-back).
+//!    or by default when the host read at least half of the container after the previous
+//!    device write. Otherwise the result stays on the device (lazy copy-back).
 //!
 //! The copy engines and the compute engine each work through their queue in issue order,
 //! so breadth-first issue lets chunk `c + 1`'s upload run during chunk `c`'s kernel and
