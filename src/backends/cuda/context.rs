@@ -88,6 +88,15 @@ impl Ctx {
         (first..first + k).map(|i| self.lane(i)).collect()
     }
 
+    /// Whether any stream of the pool still has work queued or running.
+    pub(crate) fn busy(&self) -> bool {
+        self.streams.iter().any(|&s| {
+            // SAFETY: a valid stream of the pool; the query does not block.
+            let state = unsafe { sys::cuStreamQuery(s) };
+            state == sys::CUresult::CUDA_ERROR_NOT_READY
+        })
+    }
+
     /// Waits for the work on every stream of the pool.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.bind()?;

@@ -35,7 +35,12 @@
 //! ```
 //!
 //! and the call takes the `k` that minimises it: 1 for small calls and for calls that move
-//! nothing (their inputs already on the device, their result staying there).
+//! nothing (their inputs already on the device, their result staying there). A call made
+//! while earlier calls are still running on the device also takes `k = 1`: it is issued on
+//! other streams, so its copies already overlap theirs (an image stream of asynchronous
+//! calls pipelines across frames), and chunks would only add their fixed cost. On the H200,
+//! 60 frames of 1920x1080 RGB f32 ran at 0.518 ms/frame with one stream per call against
+//! 0.538 ms with four.
 
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -110,6 +115,9 @@ pub(crate) fn split(
     let k = match forced.or_else(env_streams) {
         Some(k) => k,
         None if work.up == 0 && work.down == 0 => 1,
+        // Earlier calls still running: this call's copies already overlap theirs (it runs
+        // on other streams), so splitting it would only add per-chunk cost.
+        None if ctx.busy() => 1,
         None => model(ctx)?.best_k(work.up, work.kernel, work.down, STREAMS),
     }
     .clamp(1, units.clamp(1, STREAMS));

@@ -121,8 +121,9 @@ struct Tracer {
     /// other streams may start earlier; such times are clamped to zero.)
     base: Option<TimingEvent>,
     ops: Vec<Traced>,
-    /// Already written (kept, so a later flush writes the whole trace again).
-    written: Vec<String>,
+    /// Already resolved, with their stream (kept, so a later flush writes the whole trace
+    /// again).
+    written: Vec<(usize, String)>,
 }
 
 /// Operations kept before older ones are written out to make room.
@@ -203,7 +204,7 @@ fn resolve(t: &mut Tracer) -> Result<()> {
             s.tag.call,
             s.tag.skeleton,
         );
-        lines.push(line);
+        lines.push((s.lane, line));
     }
     t.ops.clear();
     t.written.extend(lines);
@@ -220,20 +221,9 @@ pub(crate) fn flush() -> Result<Option<PathBuf>> {
     }
     let mut t = tracer.lock().unwrap_or_else(PoisonError::into_inner);
     resolve(&mut t)?;
-    let mut lanes: Vec<usize> = Vec::new();
-    for line in &t.written {
-        if let Some(tid) = line
-            .split(r#""tid":"#)
-            .nth(1)
-            .and_then(|r| r.split(',').next())
-            .and_then(|n| n.parse().ok())
-        {
-            if !lanes.contains(&tid) {
-                lanes.push(tid);
-            }
-        }
-    }
+    let mut lanes: Vec<usize> = t.written.iter().map(|(lane, _)| *lane).collect();
     lanes.sort_unstable();
+    lanes.dedup();
     let mut out = String::from("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     for lane in &lanes {
         let _ = writeln!(
@@ -241,7 +231,8 @@ pub(crate) fn flush() -> Result<Option<PathBuf>> {
             r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{lane},"args":{{"name":"stream {lane}"}}}},"#
         );
     }
-    out.push_str(&t.written.join(",\n"));
+    let ops: Vec<&str> = t.written.iter().map(|(_, line)| line.as_str()).collect();
+    out.push_str(&ops.join(",\n"));
     out.push_str("\n]}\n");
     std::fs::write(&t.path, out).map_err(|e| {
         Error::InvalidArgument(format!(
