@@ -119,6 +119,7 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         up: missing.bytes,
         kernel: missing.total + out_bytes,
         down: if eager { out_bytes } else { 0 },
+        follows: memory::busy_lane(ctx, &out.lock()),
     };
     // Chunk boundaries at multiples of 4 keep every chunk's pointers 16-byte aligned for
     // the vectorised loads.

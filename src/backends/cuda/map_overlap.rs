@@ -176,6 +176,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
         up: memory::missing_bytes(ctx, &input, 0..n),
         kernel: n * std::mem::size_of::<T>() + out_bytes,
         down: if eager { out_bytes } else { 0 },
+        follows: memory::busy_lane(ctx, &out.lock()),
     };
     // A vector is split into column bands (its halo is columns), a matrix into row bands.
     let by_cols = rows == 1;

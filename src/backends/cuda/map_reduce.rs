@@ -78,6 +78,7 @@ where
         up: missing.bytes,
         kernel: missing.total,
         down: 0,
+        follows: None,
     };
     let split = multistream::split(
         ctx,

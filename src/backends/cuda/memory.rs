@@ -70,8 +70,12 @@ unsafe impl Sync for CuEvent {}
 impl CuEvent {
     /// Records an event after the work enqueued on `lane` so far.
     pub(crate) fn record(lane: Lane) -> Result<Arc<CuEvent>> {
-        let raw =
-            result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(driver)?;
+        let spare = spare_events().pop();
+        let raw = match spare {
+            Some(raw) => raw,
+            None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+                .map_err(driver)?,
+        };
         let ev = CuEvent {
             raw,
             lane: lane.index,
@@ -97,6 +101,11 @@ impl CuEvent {
         .map_err(driver)
     }
 
+    /// The index of the stream the event was recorded on.
+    pub(crate) fn lane(&self) -> usize {
+        self.lane
+    }
+
     /// Whether the work before the event is done (errors count as done: they surface when
     /// the host waits).
     fn done(&self) -> bool {
@@ -108,8 +117,38 @@ impl CuEvent {
     }
 }
 
+/// Events no longer referenced, kept for reuse: creating one costs about as much as the
+/// rest of a small call. Recording a reused event is safe: stream waits enqueued earlier
+/// keep waiting for the record they saw, and nothing else refers to the event any more.
+struct SpareEvents(Vec<sys::CUevent>);
+
+// SAFETY: event handles are driver objects usable from any thread of the process.
+unsafe impl Send for SpareEvents {}
+
+/// At most this many spare events are kept.
+const SPARE_EVENTS: usize = 1024;
+
+fn spare_events() -> std::sync::MutexGuard<'static, SpareEvents> {
+    static SPARE: std::sync::Mutex<SpareEvents> = std::sync::Mutex::new(SpareEvents(Vec::new()));
+    SPARE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl SpareEvents {
+    fn pop(&mut self) -> Option<sys::CUevent> {
+        self.0.pop()
+    }
+}
+
 impl Drop for CuEvent {
     fn drop(&mut self) {
+        let mut spare = spare_events();
+        if spare.0.len() < SPARE_EVENTS {
+            spare.0.push(self.raw);
+            return;
+        }
+        drop(spare);
         if let Some(ctx) = opened() {
             if ctx.bind().is_ok() {
                 // SAFETY: the event is not used after this; destroying a recorded event
@@ -191,13 +230,24 @@ impl CuBuffer {
         Ok(())
     }
 
+    /// The stream of the latest device access still running, if any.
+    fn busy_lane(&self) -> Option<usize> {
+        self.accesses
+            .iter()
+            .rev()
+            .find(|a| !a.event.done())
+            .map(|a| a.event.lane())
+    }
+
     /// Records that the work before `event` accesses `range`.
     pub(crate) fn accessed(&mut self, range: Range<usize>, event: &Arc<CuEvent>, write: bool) {
-        if write {
-            // Everything this write waited for is ordered before it: drop what it covers.
-            self.accesses
-                .retain(|a| !(range.start <= a.range.start && a.range.end <= range.end));
-        }
+        let covered = |a: &Access| range.start <= a.range.start && a.range.end <= range.end;
+        let lane = event.lane();
+        // Everything a write waited for is ordered before it: drop what it covers. A read
+        // supersedes earlier reads on its own stream (they finish before it), so a chain of
+        // calls on one stream keeps this list short.
+        self.accesses
+            .retain(|a| !(covered(a) && (write || (!a.write && a.event.lane() == lane))));
         self.accesses.push(Access {
             range,
             event: event.clone(),
@@ -542,6 +592,14 @@ pub(crate) fn download_part<T: DeviceType>(
 /// device write.
 pub(crate) fn eager_download<T: DeviceType>(out: &ArgMut<'_, T>, choice: Option<bool>) -> bool {
     choice.unwrap_or_else(|| out.lock().host_read_since_device_write())
+}
+
+/// The stream of the latest unfinished device access to a container (see
+/// `multistream::Work::follows`).
+pub(crate) fn busy_lane(ctx: &Ctx, st: &State) -> Option<usize> {
+    st.device(ctx.ordinal)
+        .and_then(|c| c.as_any().downcast_ref::<CuBuffer>())
+        .and_then(CuBuffer::busy_lane)
 }
 
 /// Bytes of `arg`'s elements `part` that are not on the device yet.

@@ -64,6 +64,11 @@ pub(crate) struct Work {
     pub(crate) kernel: usize,
     /// Device to host.
     pub(crate) down: usize,
+    /// The stream of the latest unfinished work on the call's result (or input): a call
+    /// that runs as one chunk goes on that stream, so a chain of dependent calls needs no
+    /// waits between streams (each costs a few microseconds on the device), while calls on
+    /// independent containers still spread over the pool and overlap.
+    pub(crate) follows: Option<usize>,
 }
 
 /// One call's chunks and their streams: chunk `c` is `chunks[c]` on `lanes[c]`.
@@ -124,9 +129,13 @@ pub(crate) fn split(
     let chunks = (0..k)
         .map(|c| ((c * units / k) * align).min(n)..(((c + 1) * units / k) * align).min(n))
         .collect();
+    let lanes = match work.follows {
+        Some(lane) if k == 1 => vec![ctx.lane(lane)],
+        _ => ctx.lanes(k),
+    };
     Ok(Split {
         chunks,
-        lanes: ctx.lanes(k),
+        lanes,
         tag: Tag::call(skeleton, k),
     })
 }

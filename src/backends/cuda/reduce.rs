@@ -161,6 +161,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         up: memory::missing_bytes(ctx, &input, 0..n),
         kernel: n * std::mem::size_of::<T>(),
         down: 0,
+        follows: memory::busy_lane(ctx, &input.lock()),
     };
     // Chunks of whole vector loads (16 bytes) keep every chunk's pointer aligned.
     let split = multistream::split(
@@ -220,6 +221,7 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         up: memory::missing_bytes(ctx, &input, 0..rows * cols),
         kernel: rows * cols * size + out_bytes,
         down: if eager { out_bytes } else { 0 },
+        follows: memory::busy_lane(ctx, &out.lock()),
     };
     let (lines, forced) = match axis {
         Axis::Rows => (rows, multistream::forced(exec.streams)?),

@@ -104,6 +104,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         up: memory::missing_bytes(ctx, &input, 0..n),
         kernel: 2 * n * size,
         down: if eager { n * size } else { 0 },
+        follows: memory::busy_lane(ctx, &out.lock()),
     };
     // Chunks of whole tiles: only a chunk's last tile is partial.
     let split = multistream::split(
