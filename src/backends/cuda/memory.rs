@@ -530,9 +530,8 @@ pub(crate) fn read_by<T: DeviceType>(
     Ok(())
 }
 
-/// Records that the work before `event` wrote elements `part` of `out` on the device.
-/// With `download`, also copies them back to the host on `lane` (asynchronously: host
-/// access to the part waits for the copy's event).
+/// Records that the work before `event` wrote elements `part` of `out` on the device: the
+/// part becomes valid only there, ready after the event.
 pub(crate) fn written_part<T: DeviceType>(
     ctx: &Ctx,
     out: &ArgMut<'_, T>,

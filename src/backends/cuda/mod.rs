@@ -265,7 +265,8 @@ impl ArgVisitor for ChunkInputs<'_> {
     }
 }
 
-/// Bytes of positions `part` of a tuple's inputs that are not on the device yet.
+/// Bytes of a tuple's inputs that are not on the device yet (`bytes`), and their whole size
+/// (`total`): what a call's cost model needs.
 pub(crate) struct MissingBytes<'c> {
     pub ctx: &'c context::Ctx,
     pub bytes: usize,
