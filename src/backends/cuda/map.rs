@@ -8,8 +8,8 @@ use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::{
-    assemble, call_expr, cty, grid_for, input_params, uniform_params, vector_defines, CallSite,
-    ChunkInputs, Cuda, MissingBytes,
+    assemble, call_expr, cty, grid_for, input_params, inputs_read, stage_inputs, uniform_params,
+    vector_defines, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::jit::ProgKey;
 use crate::codegen::ir::FnDef;
@@ -131,22 +131,15 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         multistream::forced(exec.streams)?,
         work,
     )?;
+    let whole = |a: Arg<'_, A>| 0..a.shape().len();
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
-        let mut chunk = ChunkInputs {
-            ctx,
-            part: 0..array.map_or(0, |a| a.shape().len()),
-            lane,
-            tag,
-            done: None,
-            ptrs: Vec::new(),
-        };
+        let mut ptrs = Vec::new();
         if let Some(a) = array {
-            chunk.visit(a)?;
+            ptrs.push(memory::input_part(ctx, &a, whole(a), lane, tag)?);
         }
-        chunk.part = part;
-        inputs.visit(&mut chunk)?;
-        staged.push(chunk.ptrs);
+        ptrs.extend(stage_inputs(ctx, inputs, part, lane, tag)?);
+        staged.push(ptrs);
     }
     for ((_, part, lane, tag), ptrs) in split.parts().zip(staged) {
         let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
@@ -162,19 +155,10 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         let grid = grid_for(ctx, part.len(), 256, 8);
         launch(ctx, lane, tag, func, Dims::line(grid, 256, 0), &mut args)?;
         let ev = CuEvent::record(lane)?;
-        let mut done = ChunkInputs {
-            ctx,
-            part: 0..array.map_or(0, |a| a.shape().len()),
-            lane,
-            tag,
-            done: Some(&ev),
-            ptrs: Vec::new(),
-        };
         if let Some(a) = array {
-            done.visit(a)?;
+            memory::read_by(ctx, &a, whole(a), &ev)?;
         }
-        done.part = part.clone();
-        inputs.visit(&mut done)?;
+        inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
         memory::written_part(ctx, &out, part, &ev)?;
     }
     if eager {

@@ -6,8 +6,8 @@ use super::module_cache::module;
 use super::multistream::{self, Work};
 use super::reduce::{items, reduce_chunks, TEMPLATE};
 use super::{
-    assemble, call_expr, cty, input_params, uniform_params, CallSite, ChunkInputs, Cuda,
-    MissingBytes,
+    assemble, call_expr, cty, input_params, inputs_read, stage_inputs, uniform_params, CallSite,
+    Cuda, MissingBytes,
 };
 use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
@@ -88,19 +88,10 @@ where
         multistream::forced(exec.streams)?,
         work,
     )?;
-    let mut staged = Vec::with_capacity(split.len());
-    for (_, part, lane, tag) in split.parts() {
-        let mut chunk = ChunkInputs {
-            ctx,
-            part,
-            lane,
-            tag,
-            done: None,
-            ptrs: Vec::new(),
-        };
-        inputs.visit(&mut chunk)?;
-        staged.push(chunk.ptrs);
-    }
+    let staged = split
+        .parts()
+        .map(|(_, part, lane, tag)| stage_inputs(ctx, &inputs, part, lane, tag))
+        .collect::<Result<Vec<_>>>()?;
     let total = reduce_chunks::<M::Out>(
         ctx,
         &m,
@@ -114,14 +105,8 @@ where
             a.uniforms(uniforms);
         },
         |c, ev| {
-            inputs.visit(&mut ChunkInputs {
-                ctx,
-                part: split.chunks[c].clone(),
-                lane: split.lanes[c],
-                tag: split.tag.chunk(c),
-                done: Some(ev),
-                ptrs: Vec::new(),
-            })
+            let lane = (split.lanes[c], split.tag.chunk(c));
+            inputs_read(ctx, &inputs, split.chunks[c].clone(), lane, ev)
         },
     )?;
     Ok(combine::<R, M::Out>(start, total))

@@ -240,13 +240,13 @@ pub(crate) fn uniform_params(def: &FnDef) -> String {
 /// Makes positions `part` of each input of a tuple readable on one stream (uploading what
 /// is missing), collecting the addresses of their first elements; or, with `done`, records
 /// that the work before that event read them.
-pub(crate) struct ChunkInputs<'c> {
-    pub ctx: &'c context::Ctx,
-    pub part: std::ops::Range<usize>,
-    pub lane: context::Lane,
-    pub tag: trace::Tag,
-    pub done: Option<&'c std::sync::Arc<memory::CuEvent>>,
-    pub ptrs: Vec<sys::CUdeviceptr>,
+struct ChunkInputs<'c> {
+    ctx: &'c context::Ctx,
+    part: std::ops::Range<usize>,
+    lane: context::Lane,
+    tag: trace::Tag,
+    done: Option<&'c std::sync::Arc<memory::CuEvent>>,
+    ptrs: Vec<sys::CUdeviceptr>,
 }
 
 impl ArgVisitor for ChunkInputs<'_> {
@@ -263,6 +263,45 @@ impl ArgVisitor for ChunkInputs<'_> {
         }
         Ok(())
     }
+}
+
+/// The device addresses of positions `part` of every input of a tuple, readable by work on
+/// `lane` (what is missing is uploaded there).
+pub(crate) fn stage_inputs<'a, I: ArgTuple<'a>>(
+    ctx: &context::Ctx,
+    inputs: &I,
+    part: std::ops::Range<usize>,
+    lane: context::Lane,
+    tag: trace::Tag,
+) -> Result<Vec<sys::CUdeviceptr>> {
+    let mut chunk = ChunkInputs {
+        ctx,
+        part,
+        lane,
+        tag,
+        done: None,
+        ptrs: Vec::new(),
+    };
+    inputs.visit(&mut chunk)?;
+    Ok(chunk.ptrs)
+}
+
+/// Records that the work before `event` (on `lane`) read positions `part` of every input.
+pub(crate) fn inputs_read<'a, I: ArgTuple<'a>>(
+    ctx: &context::Ctx,
+    inputs: &I,
+    part: std::ops::Range<usize>,
+    (lane, tag): (context::Lane, trace::Tag),
+    event: &std::sync::Arc<memory::CuEvent>,
+) -> Result<()> {
+    inputs.visit(&mut ChunkInputs {
+        ctx,
+        part,
+        lane,
+        tag,
+        done: Some(event),
+        ptrs: Vec::new(),
+    })
 }
 
 /// Bytes of a tuple's inputs that are not on the device yet (`bytes`), and their whole size
