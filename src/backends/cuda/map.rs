@@ -162,9 +162,7 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         memory::written_part(ctx, &out, part, &ev)?;
     }
     if eager {
-        for (_, part, lane, tag) in split.parts() {
-            memory::download_part(ctx, &out, part, lane, tag)?;
-        }
+        split.download(ctx, &out, |part| part)?;
     }
     Ok(())
 }

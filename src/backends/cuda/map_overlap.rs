@@ -244,9 +244,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
         memory::written_part(ctx, &out, elems, &ev)?;
     }
     if eager {
-        for (_, part, lane, tag) in split.parts() {
-            memory::download_part(ctx, &out, part.start * unit..part.end * unit, lane, tag)?;
-        }
+        split.download(ctx, &out, |part| part.start * unit..part.end * unit)?;
     }
     Ok(())
 }

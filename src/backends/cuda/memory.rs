@@ -41,13 +41,13 @@ fn alloc(lane: Lane, bytes: usize) -> Result<sys::CUdeviceptr> {
     unsafe { result::malloc_async(lane.raw, bytes.max(1)) }.map_err(|e| oom_or_driver(e, bytes))
 }
 
-/// Frees `ptr` on the pool's first stream once `after` are done.
-fn free_after(ptr: sys::CUdeviceptr, after: &[Arc<CuEvent>]) {
+/// Frees `ptr` on `lane` (`None`: the pool's first stream) once `after` are done.
+fn free_after(ptr: sys::CUdeviceptr, lane: Option<Lane>, after: &[Arc<CuEvent>]) {
     let Some(ctx) = opened() else { return };
     if ctx.bind().is_err() {
         return;
     }
-    let lane = ctx.lane(0);
+    let lane = lane.unwrap_or_else(|| ctx.lane(0));
     for ev in after {
         let _ = ev.order(lane);
     }
@@ -70,7 +70,7 @@ unsafe impl Sync for CuEvent {}
 impl CuEvent {
     /// Records an event after the work enqueued on `lane` so far.
     pub(crate) fn record(lane: Lane) -> Result<Arc<CuEvent>> {
-        let spare = spare_events().pop();
+        let spare = spare_events().0.pop();
         let raw = match spare {
             Some(raw) => raw,
             None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
@@ -133,12 +133,6 @@ fn spare_events() -> std::sync::MutexGuard<'static, SpareEvents> {
     SPARE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl SpareEvents {
-    fn pop(&mut self) -> Option<sys::CUevent> {
-        self.0.pop()
-    }
 }
 
 impl Drop for CuEvent {
@@ -259,7 +253,7 @@ impl CuBuffer {
 impl Drop for CuBuffer {
     fn drop(&mut self) {
         let after: Vec<Arc<CuEvent>> = self.accesses.drain(..).map(|a| a.event).collect();
-        free_after(self.ptr, &after);
+        free_after(self.ptr, None, &after);
     }
 }
 
@@ -349,7 +343,8 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        free_after(self.ptr, &self.users);
+        // On its own stream: its work there is ordered before the free without an event.
+        free_after(self.ptr, Some(self.lane), &self.users);
     }
 }
 

@@ -50,10 +50,11 @@ use cudarc::driver::{result, sys};
 
 use super::context::{Ctx, Lane, STREAMS};
 use super::driver;
-use super::memory::{CuEvent, Scratch};
+use super::memory::{self, CuEvent, Scratch};
 use super::trace::Tag;
+use crate::containers::ArgMut;
 use crate::debug::{CopyBound, StreamModel};
-use crate::{Error, Result};
+use crate::{DeviceType, Error, Result};
 
 /// The bytes one call moves and touches (see [`StreamModel`]).
 #[derive(Clone, Copy, Debug, Default)]
@@ -91,6 +92,20 @@ impl Split {
     /// Number of chunks.
     pub(crate) fn len(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// The last phase: copies each chunk's part of `out` (`elems` of the chunk's range)
+    /// back to the host on the chunk's stream, asynchronously.
+    pub(crate) fn download<T: DeviceType>(
+        &self,
+        ctx: &Ctx,
+        out: &ArgMut<'_, T>,
+        elems: impl Fn(Range<usize>) -> Range<usize>,
+    ) -> Result<()> {
+        for (_, part, lane, tag) in self.parts() {
+            memory::download_part(ctx, out, elems(part), lane, tag)?;
+        }
+        Ok(())
     }
 }
 

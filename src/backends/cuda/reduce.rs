@@ -80,8 +80,9 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     mut after: impl FnMut(usize, &Arc<CuEvent>) -> Result<()>,
 ) -> Result<Option<T>> {
     let w = std::mem::size_of::<T>().div_ceil(4);
-    let unit = BLOCK * items; // 8 warps x one tile of 32 * items
-                              // Per chunk: blocks and positions per block; every chunk's scratch has `stride` words.
+    // 8 warps x one tile of 32 * items.
+    let unit = BLOCK * items;
+    // Per chunk: blocks and positions per block; every chunk's scratch has `stride` words.
     let shapes: Vec<(usize, usize)> = split
         .chunks
         .iter()
@@ -265,9 +266,7 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         memory::written_part(ctx, &out, outs, &ev)?;
     }
     if eager {
-        for (_, part, lane, tag) in split.parts() {
-            memory::download_part(ctx, &out, parts(&part).1, lane, tag)?;
-        }
+        split.download(ctx, &out, |part| parts(&part).1)?;
     }
     Ok(())
 }

@@ -177,9 +177,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         previous = Some(ev);
     }
     if eager {
-        for (_, part, lane, tag) in split.parts() {
-            memory::download_part(ctx, &out, part, lane, tag)?;
-        }
+        split.download(ctx, &out, |part| part)?;
     }
     Ok(())
 }
