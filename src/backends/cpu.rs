@@ -267,6 +267,61 @@ pub(crate) fn fold_columns<F: BinaryFn<T>, T: DeviceType>(block: &[T], cols: usi
     acc
 }
 
+/// Rows `first_row..` of the pair matrix `f(v[i], h[j])`; `out` holds whole rows of
+/// `h.len()` results.
+#[inline]
+pub(crate) fn pairs_rows<F, A, B>(
+    v: &[A],
+    h: &[B],
+    out: &mut [F::Out],
+    first_row: usize,
+    uniforms: &F::Uniforms,
+) where
+    F: ElementwiseFn<Elems = (A, B)>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    let cols = h.len();
+    for (k, row) in out.chunks_mut(cols.max(1)).enumerate() {
+        let i = first_row + k;
+        let p = v[i];
+        for (j, (o, &q)) in row.iter_mut().zip(h).enumerate() {
+            *o = F::apply(F::Index::from_flat(i * cols + j, cols), (p, q), uniforms);
+        }
+    }
+}
+
+/// MapPairsReduce results `first..first + out.len()`: each the fold, in order, of its row
+/// (`Axis::Rows`) or column of the pair matrix `map(v[i], h[j])`.
+#[inline]
+pub(crate) fn pairs_fold_range<M, R, A, B>(
+    (v, h): (&[A], &[B]),
+    out: &mut [M::Out],
+    first: usize,
+    axis: Axis,
+    uniforms: &M::Uniforms,
+) where
+    M: ElementwiseFn<Elems = (A, B)>,
+    R: BinaryFn<M::Out>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    let cols = h.len();
+    let folded = if axis == Axis::Rows { cols } else { v.len() };
+    for (o, own) in out.iter_mut().zip(first..) {
+        let mut acc = None;
+        for k in 0..folded {
+            let (i, j) = if axis == Axis::Rows { (own, k) } else { (k, own) };
+            let x = M::apply(M::Index::from_flat(i * cols + j, cols), (v[i], h[j]), uniforms);
+            acc = Some(match acc {
+                Some(a) => R::apply((), (a, x), &()),
+                None => x,
+            });
+        }
+        *o = acc.unwrap_or(*o);
+    }
+}
+
 /// Output of a stencil with `Edge::None` keeps its borders, so it must be current on the
 /// host; any other edge mode overwrites every element.
 pub(crate) fn stencil_output<'o, T: DeviceType>(
@@ -415,6 +470,42 @@ impl Execute for Cpu {
         let input = input.host()?;
         let out = stencil_output(&mut out, stencil.edge)?;
         overlap_2d_rows::<F>(input, shape, out, 0, &stencil, uniforms);
+        Ok(())
+    }
+
+    fn map_pairs<F, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        mut out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn<Elems = (A, B)>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        let (v, h) = (v.host()?, h.host()?);
+        pairs_rows::<F, A, B>(v, h, out.host_overwrite()?, 0, uniforms);
+        Ok(())
+    }
+
+    fn map_pairs_reduce<M, R, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        mut out: ArgMut<'_, M::Out>,
+        axis: Axis,
+        uniforms: &M::Uniforms,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+        R: BinaryFn<M::Out>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        let operands = (v.host()?, h.host()?);
+        pairs_fold_range::<M, R, A, B>(operands, out.host_overwrite()?, 0, axis, uniforms);
         Ok(())
     }
 }

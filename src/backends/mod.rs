@@ -111,6 +111,35 @@ pub(crate) trait Execute {
         stencil: Stencil<F::Elem, (usize, usize)>,
         uniforms: &F::Uniforms,
     ) -> Result<()>;
+
+    /// `out` is the `v.len() x h.len()` matrix of `f(v[i], h[j])`.
+    fn map_pairs<F, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn<Elems = (A, B)>,
+        A: DeviceType,
+        B: DeviceType;
+
+    /// `axis` is `Rows` (`out[i]` folds row `i` of the pairs) or `Cols`; every fold has at
+    /// least one pair.
+    fn map_pairs_reduce<M, R, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, M::Out>,
+        axis: Axis,
+        uniforms: &M::Uniforms,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+        R: BinaryFn<M::Out>,
+        A: DeviceType,
+        B: DeviceType;
 }
 
 /// Runs `$body` with `$exec` bound to the executor of the resolved backend.

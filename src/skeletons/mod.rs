@@ -4,6 +4,8 @@
 mod map;
 mod map_array;
 mod map_overlap;
+mod map_pairs;
+mod map_pairs_reduce;
 mod map_reduce;
 mod reduce;
 mod scan;
@@ -11,6 +13,8 @@ mod scan;
 pub use map::Map;
 pub use map_array::MapArray;
 pub use map_overlap::MapOverlap;
+pub use map_pairs::MapPairs;
+pub use map_pairs_reduce::MapPairsReduce;
 pub use map_reduce::MapReduce;
 pub use reduce::Reduce;
 pub use scan::Scan;

@@ -9,7 +9,7 @@
 //! - `memory.rs`: containers' device copies, scratch buffers, pinned host memory, events,
 //!   and the ordering of work on different streams;
 //! - one file per skeleton: `map.rs`, `map_array.rs`, `reduce.rs`, `map_reduce.rs`,
-//!   `scan.rs`, `map_overlap.rs`; their kernels are the templates in `cuda/*.cu` (embedded
+//!   `scan.rs`, `map_overlap.rs`, `map_pairs.rs`, `map_pairs_reduce.rs`; their kernels are the templates in `cuda/*.cu` (embedded
 //!   with `include_str!`), completed by the generated user functions and a few `#define`s.
 //!
 //! Calls are asynchronous: a skeleton call enqueues its chunks' uploads (of what is
@@ -21,6 +21,8 @@ mod context;
 mod map;
 mod map_array;
 mod map_overlap;
+mod map_pairs;
+mod map_pairs_reduce;
 mod map_reduce;
 mod memory;
 mod module_cache;
@@ -413,6 +415,38 @@ impl Execute for Cuda {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         map_overlap::run_2d::<F>(self, input, out, stencil, uniforms)
+    }
+
+    fn map_pairs<F, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn<Elems = (A, B)>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        map_pairs::run::<F, A, B>(self, v, h, out, uniforms)
+    }
+
+    fn map_pairs_reduce<M, R, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, M::Out>,
+        axis: Axis,
+        uniforms: &M::Uniforms,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+        R: BinaryFn<M::Out>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        map_pairs_reduce::run::<M, R, A, B>(self, v, h, out, axis, uniforms)
     }
 }
 

@@ -16,6 +16,8 @@ mod context;
 mod map;
 mod map_array;
 mod map_overlap;
+mod map_pairs;
+mod map_pairs_reduce;
 mod map_reduce;
 pub(crate) mod memory;
 mod program_cache;
@@ -387,6 +389,38 @@ impl Execute for OpenCl {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms)
+    }
+
+    fn map_pairs<F, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn<Elems = (A, B)>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        map_pairs::run::<F, A, B>(ctx()?, v, h, out, uniforms)
+    }
+
+    fn map_pairs_reduce<M, R, A, B>(
+        &self,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, M::Out>,
+        axis: Axis,
+        uniforms: &M::Uniforms,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+        R: BinaryFn<M::Out>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        map_pairs_reduce::run::<M, R, A, B>(ctx()?, v, h, out, axis, uniforms)
     }
 }
 

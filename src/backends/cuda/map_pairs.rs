@@ -1,0 +1,148 @@
+//! MapPairs on CUDA: shared-memory tiles (`cuda/map_pairs.cu`). A block stages the slices
+//! of `v` and `h` its tile of outputs needs, once, and computes the tile from there.
+//! MultiStream splits the output into bands of rows; each band uploads its rows of `v`,
+//! and the first band all of `h`, which the other bands' streams wait for.
+
+use super::context::ctx;
+use super::memory::{self, CuEvent};
+use super::module_cache::{launch, module, Dims, KernelArgs};
+use super::multistream::{self, Work};
+use super::{assemble, call_expr, cty, uniform_params, CallSite, Cuda};
+use crate::backends::jit::ProgKey;
+use crate::codegen::ir::FnDef;
+use crate::codegen::{device_source, Dialect};
+use crate::containers::{Arg, ArgMut};
+use crate::userfn::ElementwiseFn;
+use crate::{DeviceType, Result};
+
+pub(crate) const TEMPLATE: &str = include_str!("../../../cuda/map_pairs.cu");
+
+/// MapPairs blocks: `TX x TY` threads, `IY` rows each, so a tile is `TY * IY` rows of `TX`.
+const TX: usize = 32;
+const TY: usize = 8;
+const IY: usize = 4;
+/// Threads per block of MapPairsReduce (and elements of the other operand per stage).
+pub(crate) const RB: usize = 256;
+
+/// The `#define`s both pair skeletons share: block shapes, element and result types, the
+/// uniforms, and the call of `entry` (`def`) on `in0[0]`, `in1[0]` at position `skel_flat`.
+pub(crate) fn pair_defines(
+    entry: &str,
+    def: &FnDef,
+    (a, b, out): (String, String, String),
+) -> Vec<(&'static str, String)> {
+    let site = CallSite {
+        pos: "0",
+        index: "skel_flat",
+        window: "",
+        stride: "",
+    };
+    vec![
+        ("SKEL_TX", TX.to_string()),
+        ("SKEL_TY", TY.to_string()),
+        ("SKEL_IY", IY.to_string()),
+        ("SKEL_RB", RB.to_string()),
+        ("SKEL_A_T", a),
+        ("SKEL_B_T", b),
+        ("SKEL_OUT_T", out),
+        ("SKEL_PARAMS", uniform_params(def)),
+        ("SKEL_CALL", call_expr(entry, def, &site)),
+    ]
+}
+
+fn source<F, A, B>() -> Result<String>
+where
+    F: ElementwiseFn<Elems = (A, B)>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    let user = device_source::<F>(Dialect::Cuda)?;
+    let types = (cty::<A>(), cty::<B>(), cty::<F::Out>());
+    let defines = pair_defines(user.entry(), F::definition(), types);
+    Ok(assemble(&user.source, &defines, TEMPLATE))
+}
+
+/// `out[(i, j)] = F(v[i], h[j])`, the output split into bands of rows over streams.
+pub(crate) fn run<F, A, B>(
+    exec: &Cuda,
+    v: Arg<'_, A>,
+    h: Arg<'_, B>,
+    out: ArgMut<'_, F::Out>,
+    uniforms: &F::Uniforms,
+) -> Result<()>
+where
+    F: ElementwiseFn<Elems = (A, B)>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    let ctx = ctx()?;
+    let (rows, cols) = (v.shape().len(), h.shape().len());
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    let m = module(
+        ctx,
+        ProgKey::of::<(F, A, B)>("map_pairs", ctx.ordinal),
+        "map_pairs",
+        &["skel_map_pairs"],
+        source::<F, A, B>,
+    )?;
+    let eager = memory::eager_download(&out, exec.download);
+    let (a_bytes, b_bytes) = (rows * std::mem::size_of::<A>(), cols * std::mem::size_of::<B>());
+    let out_bytes = rows * cols * std::mem::size_of::<F::Out>();
+    let work = Work {
+        up: memory::missing_bytes(ctx, &v, 0..rows) + memory::missing_bytes(ctx, &h, 0..cols),
+        kernel: a_bytes + b_bytes + out_bytes,
+        down: if eager { out_bytes } else { 0 },
+        follows: memory::busy_lane(ctx, &out.lock()),
+    };
+    let split = multistream::split(
+        ctx,
+        "map_pairs",
+        rows,
+        1,
+        multistream::forced(exec.streams)?,
+        work,
+    )?;
+    let mut staged = Vec::with_capacity(split.len());
+    for (_, part, lane, tag) in split.parts() {
+        let hp = memory::input_part(ctx, &h, 0..cols, lane, tag)?;
+        staged.push((memory::input_part(ctx, &v, part, lane, tag)?, hp));
+    }
+    let func = m.func("skel_map_pairs")?;
+    for ((_, part, lane, tag), (vp, hp)) in split.parts().zip(staged) {
+        let elems = part.start * cols..part.end * cols;
+        let dst = memory::output_part(ctx, &out, elems.clone(), false, lane, tag)?;
+        let tiles_x = cols.div_ceil(TX);
+        let tiles_y = part.len().div_ceil(TY * IY);
+        let mut args = KernelArgs::default();
+        args.ptr(dst)
+            .ptr(vp)
+            .ptr(hp)
+            .u64(part.len() as u64)
+            .u64(cols as u64)
+            .u64(part.start as u64)
+            .u64(tiles_x as u64)
+            .u64(tiles_y as u64)
+            .uniforms(uniforms);
+        // Tiles beyond the grid's limits are covered by the kernel's grid-stride loops.
+        let dims = Dims {
+            grid: (
+                tiles_x.min(i32::MAX as usize) as u32,
+                tiles_y.min(65535) as u32,
+                1,
+            ),
+            block: (TX as u32, TY as u32, 1),
+            shared: 0,
+        };
+        launch(ctx, lane, tag, func, dims, &mut args)?;
+        let ev = CuEvent::record(lane)?;
+        memory::read_by(ctx, &h, 0..cols, &ev)?;
+        memory::read_by(ctx, &v, part.clone(), &ev)?;
+        memory::written_part(ctx, &out, elems, &ev)?;
+    }
+    if eager {
+        split.download(ctx, &out, |part| part.start * cols..part.end * cols)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! MapPairs: `m[(i, j)] = f(v[i], h[j])` for every pair of a vertical and a horizontal
+//! vector (SkePU 3's MapPairs).
+
+use super::{check_index_dims, check_shape, common_options, uniforms_or_missing, Options};
+use crate::backends::dispatch;
+use crate::containers::{Arg, Input, Output, Shape};
+use crate::userfn::{ElementwiseFn, IndexKind};
+use crate::{DeviceType, Error, Result};
+
+/// Applies a user function `f(p: A, q: B) -> R` to every pair `(v[i], h[j])` of two vectors,
+/// writing the `v.len() x h.len()` matrix of results.
+///
+/// The function may take `#[index] (row, col): (usize, usize)` first (the pair's position
+/// in the output) and `#[uniform]` parameters last, bound with `.uniforms((..))`. `v` and `h`
+/// are vectors or views; the output must be a `v.len() x h.len()` matrix, else
+/// [`Error::ShapeMismatch`] naming both shapes, and nothing is written.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn dist(p: f32, q: f32) -> f32 { (p - q).abs() }
+/// #[userfn]
+/// fn tagged(#[index] (row, col): (usize, usize), p: f32, q: f32, #[uniform] k: f32) -> f32 {
+///     k * (p - q) + (10 * row + col) as f32
+/// }
+///
+/// let v = Vector::from(vec![0.0f32, 1.0, 4.0]);
+/// let h = Vector::from(vec![1.0f32, 3.0]);
+/// let mut m = Matrix::zeroed(3, 2);
+/// MapPairs::new(dist).run(&v, &h, &mut m)?;
+/// assert_eq!(m.to_vec(), vec![1.0, 3.0, 0.0, 2.0, 3.0, 1.0]);
+///
+/// MapPairs::new(tagged).uniforms((2.0,)).run(&v.view(1..3), &h, &mut Matrix::zeroed(2, 2))?;
+///
+/// let mut wrong = Matrix::filled(2, 3, 7.0f32);
+/// let err = MapPairs::new(dist).run(&v, &h, &mut wrong).unwrap_err();
+/// assert!(err.to_string().contains("3x2 matrix") && err.to_string().contains("2x3 matrix"));
+/// assert_eq!(wrong.to_vec(), vec![7.0; 6]);
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct MapPairs<F: ElementwiseFn> {
+    f: F,
+    uniforms: Option<F::Uniforms>,
+    options: Options,
+}
+
+impl<F: ElementwiseFn> MapPairs<F> {
+    /// A MapPairs of `f`, a function of two elements (`v`'s, then `h`'s).
+    pub fn new(f: F) -> Self {
+        MapPairs {
+            f,
+            uniforms: None,
+            options: Options::default(),
+        }
+    }
+
+    /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
+    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
+        self.uniforms = Some(uniforms);
+        self
+    }
+
+    common_options!();
+
+    /// The user function.
+    pub fn function(&self) -> F {
+        self.f
+    }
+
+    /// `out[(i, j)] = f(v[i], h[j])` for every `i < v.len()`, `j < h.len()`; `out` is a
+    /// `v.len() x h.len()` matrix.
+    pub fn run<A: DeviceType, B: DeviceType>(
+        &self,
+        v: &impl Input<A>,
+        h: &impl Input<B>,
+        out: &mut impl Output<F::Out>,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn<Elems = (A, B)>,
+    {
+        self.options.validate()?;
+        let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
+        let (rows, cols) = pair_lengths("MapPairs", &v, &h)?;
+        check_shape(
+            "MapPairs output (v.len() x h.len())",
+            Shape::Matrix { rows, cols },
+            out.shape(),
+        )?;
+        check_index_dims("MapPairs", F::NAME, <F::Index as IndexKind>::DIMS, out.shape())?;
+        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        dispatch!(self.options, |exec| exec
+            .map_pairs::<F, A, B>(v, h, out, uniforms))
+    }
+}
+
+/// `(v.len(), h.len())`, or a [`Error::ShapeMismatch`] if either operand is not a vector.
+pub(super) fn pair_lengths<A: DeviceType, B: DeviceType>(
+    skeleton: &str,
+    v: &Arg<'_, A>,
+    h: &Arg<'_, B>,
+) -> Result<(usize, usize)> {
+    match (v.shape(), h.shape()) {
+        (Shape::Vector(rows), Shape::Vector(cols)) => Ok((rows, cols)),
+        (Shape::Vector(_), other) => Err(Error::shape(
+            format!("{skeleton} horizontal operand h"),
+            "a vector",
+            other,
+        )),
+        (other, _) => Err(Error::shape(
+            format!("{skeleton} vertical operand v"),
+            "a vector",
+            other,
+        )),
+    }
+}

@@ -1,0 +1,132 @@
+//! MapPairsReduce: MapPairs fused with a row-wise or column-wise Reduce, without the
+//! intermediate matrix (SkePU 3's MapPairsReduce).
+
+use super::map_pairs::pair_lengths;
+use super::{check_index_dims, check_shape, common_options, uniforms_or_missing, Options};
+use crate::backends::{dispatch, BinaryFn};
+use crate::containers::{Input, Output, Shape};
+use crate::plan::Axis;
+use crate::userfn::{ElementwiseFn, IndexKind};
+use crate::{DeviceType, Error, Result};
+
+/// Folds the pairs of MapPairs per row (`run_rows`: `per_v[i] = fold_j map(v[i], h[j])`)
+/// or per column (`run_cols`: `per_h[j] = fold_i map(v[i], h[j])`).
+///
+/// Each fold starts from its first pair, like [`Reduce::run_rows`](crate::Reduce::run_rows),
+/// and runs in order of `j` (rows) or `i` (columns); backends may regroup it, so `reduce`
+/// must be associative (it need not be commutative). The map function may take
+/// `#[index] (row, col)` and uniforms, as for [`MapPairs`](crate::MapPairs). The output has
+/// one element per row (`v.len()`) or per column (`h.len()`), else
+/// [`Error::ShapeMismatch`]; a fold over no pairs (an empty `h` for rows) is an
+/// [`Error::InvalidArgument`]. On error nothing is written.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn dist(p: f32, q: f32) -> f32 { (p - q).abs() }
+/// #[userfn]
+/// fn add(a: f32, b: f32) -> f32 { a + b }
+///
+/// let v = Vector::from(vec![0.0f32, 1.0, 4.0]);
+/// let h = Vector::from(vec![1.0f32, 3.0]);
+/// let mut per_v = Vector::zeroed(3);
+/// let mut per_h = Vector::zeroed(2);
+/// MapPairsReduce::new(dist, add).run_rows(&v, &h, &mut per_v)?;
+/// MapPairsReduce::new(dist, add).run_cols(&v, &h, &mut per_h)?;
+/// assert_eq!(per_v.to_vec(), vec![4.0, 2.0, 4.0]);
+/// assert_eq!(per_h.to_vec(), vec![4.0, 6.0]);
+/// assert!(MapPairsReduce::new(dist, add).run_rows(&v, &h, &mut per_h).is_err());
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct MapPairsReduce<M: ElementwiseFn, R: BinaryFn<M::Out>> {
+    map: M,
+    reduce: R,
+    uniforms: Option<M::Uniforms>,
+    options: Options,
+}
+
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
+    /// A MapPairsReduce of `map` (a function of two elements) then `reduce`.
+    pub fn new(map: M, reduce: R) -> Self {
+        MapPairsReduce {
+            map,
+            reduce,
+            uniforms: None,
+            options: Options::default(),
+        }
+    }
+
+    /// Binds the map function's `#[uniform]` parameters.
+    pub fn uniforms(mut self, uniforms: M::Uniforms) -> Self {
+        self.uniforms = Some(uniforms);
+        self
+    }
+
+    common_options!();
+
+    /// The map and reduce functions.
+    pub fn functions(&self) -> (M, R) {
+        (self.map, self.reduce)
+    }
+
+    /// `out[i] = map(v[i], h[0]) ⊕ map(v[i], h[1]) ⊕ ...`; `out.len() == v.len()`.
+    pub fn run_rows<A: DeviceType, B: DeviceType>(
+        &self,
+        v: &impl Input<A>,
+        h: &impl Input<B>,
+        out: &mut impl Output<M::Out>,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+    {
+        self.execute(v, h, out, Axis::Rows)
+    }
+
+    /// `out[j] = map(v[0], h[j]) ⊕ map(v[1], h[j]) ⊕ ...`; `out.len() == h.len()`.
+    pub fn run_cols<A: DeviceType, B: DeviceType>(
+        &self,
+        v: &impl Input<A>,
+        h: &impl Input<B>,
+        out: &mut impl Output<M::Out>,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+    {
+        self.execute(v, h, out, Axis::Cols)
+    }
+
+    fn execute<A: DeviceType, B: DeviceType>(
+        &self,
+        v: &impl Input<A>,
+        h: &impl Input<B>,
+        out: &mut impl Output<M::Out>,
+        axis: Axis,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+    {
+        self.options.validate()?;
+        let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
+        let (rows, cols) = pair_lengths("MapPairsReduce", &v, &h)?;
+        let pairs = Shape::Matrix { rows, cols };
+        let (results, folded, name) = match axis {
+            Axis::Rows => (rows, cols, "row of pairs, v.len()"),
+            _ => (cols, rows, "column of pairs, h.len()"),
+        };
+        check_shape(
+            &format!("MapPairsReduce {axis:?} output: one element per {name}"),
+            Shape::Vector(results),
+            out.shape(),
+        )?;
+        if folded == 0 && results > 0 {
+            return Err(Error::InvalidArgument(format!(
+                "MapPairsReduce {axis:?} over {pairs} of pairs: every fold needs at least one pair"
+            )));
+        }
+        check_index_dims("MapPairsReduce", M::NAME, <M::Index as IndexKind>::DIMS, pairs)?;
+        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
+        dispatch!(self.options, |exec| exec
+            .map_pairs_reduce::<M, R, A, B>(v, h, out, axis, uniforms))
+    }
+}
