@@ -311,8 +311,16 @@ pub(crate) fn pairs_fold_range<M, R, A, B>(
     for (o, own) in out.iter_mut().zip(first..) {
         let mut acc = None;
         for k in 0..folded {
-            let (i, j) = if axis == Axis::Rows { (own, k) } else { (k, own) };
-            let x = M::apply(M::Index::from_flat(i * cols + j, cols), (v[i], h[j]), uniforms);
+            let (i, j) = if axis == Axis::Rows {
+                (own, k)
+            } else {
+                (k, own)
+            };
+            let x = M::apply(
+                M::Index::from_flat(i * cols + j, cols),
+                (v[i], h[j]),
+                uniforms,
+            );
             acc = Some(match acc {
                 Some(a) => R::apply((), (a, x), &()),
                 None => x,

@@ -87,7 +87,12 @@ impl<F: ElementwiseFn> MapPairs<F> {
             Shape::Matrix { rows, cols },
             out.shape(),
         )?;
-        check_index_dims("MapPairs", F::NAME, <F::Index as IndexKind>::DIMS, out.shape())?;
+        check_index_dims(
+            "MapPairs",
+            F::NAME,
+            <F::Index as IndexKind>::DIMS,
+            out.shape(),
+        )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         dispatch!(self.options, |exec| exec
             .map_pairs::<F, A, B>(v, h, out, uniforms))

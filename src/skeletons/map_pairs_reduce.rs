@@ -124,7 +124,12 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
                 "MapPairsReduce {axis:?} over {pairs} of pairs: every fold needs at least one pair"
             )));
         }
-        check_index_dims("MapPairsReduce", M::NAME, <M::Index as IndexKind>::DIMS, pairs)?;
+        check_index_dims(
+            "MapPairsReduce",
+            M::NAME,
+            <M::Index as IndexKind>::DIMS,
+            pairs,
+        )?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
         dispatch!(self.options, |exec| exec
             .map_pairs_reduce::<M, R, A, B>(v, h, out, axis, uniforms))

@@ -7,6 +7,9 @@
 
 use skel::prelude::*;
 
+#[macro_use]
+pub mod pairs;
+
 /// Sizes every element-wise test covers: empty, one, primes, around the Rayon chunk size
 /// (2^14) and its multiples, and one large odd size.
 pub const SIZES: &[usize] = &[
@@ -597,6 +600,8 @@ macro_rules! backend_suite {
                 let err = Map::new(where2d).backend(B).run(&Vector::from(vec![1, 2, 3]), &mut vid).unwrap_err();
                 assert!(err.to_string().contains("Matrix"), "{err}");
             }
+
+            pairs_suite!();
         }
     };
 }

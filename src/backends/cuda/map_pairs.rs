@@ -88,7 +88,10 @@ where
         source::<F, A, B>,
     )?;
     let eager = memory::eager_download(&out, exec.download);
-    let (a_bytes, b_bytes) = (rows * std::mem::size_of::<A>(), cols * std::mem::size_of::<B>());
+    let (a_bytes, b_bytes) = (
+        rows * std::mem::size_of::<A>(),
+        cols * std::mem::size_of::<B>(),
+    );
     let out_bytes = rows * cols * std::mem::size_of::<F::Out>();
     let work = Work {
         up: memory::missing_bytes(ctx, &v, 0..rows) + memory::missing_bytes(ctx, &h, 0..cols),

@@ -186,7 +186,14 @@ where
                 .u64(part.len() as u64)
                 .u64(segs as u64);
             let grid = grid_for(ctx, part.len(), RB, 8);
-            launch(ctx, lane, tag, combine, Dims::line(grid, RB as u32, 0), &mut args)?;
+            launch(
+                ctx,
+                lane,
+                tag,
+                combine,
+                Dims::line(grid, RB as u32, 0),
+                &mut args,
+            )?;
         }
         let ev = CuEvent::record(lane)?;
         ops.read_by(ctx, part.clone(), &ev)?;
