@@ -50,7 +50,7 @@ pub(crate) fn pair_defines(
     ]
 }
 
-fn source<F, A, B>() -> Result<String>
+pub(crate) fn source<F, A, B>() -> Result<String>
 where
     F: ElementwiseFn<Elems = (A, B)>,
     A: DeviceType,

@@ -24,7 +24,7 @@ use crate::plan::Axis;
 use crate::userfn::ElementwiseFn;
 use crate::{DeviceType, Result};
 
-fn source<M, R, A, B>(cols: bool) -> Result<String>
+pub(crate) fn source<M, R, A, B>(cols: bool) -> Result<String>
 where
     M: ElementwiseFn<Elems = (A, B)>,
     R: BinaryFn<M::Out>,

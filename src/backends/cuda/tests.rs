@@ -226,3 +226,48 @@ fn disk_cache_round_trip_in_process() {
     let _ = std::fs::remove_file(path);
     println!("disk cache: compiled once, then loaded from disk");
 }
+
+#[userfn]
+fn pair_dist(p: f32, q: f64) -> f32 {
+    (p as f64 - q).abs() as f32
+}
+
+#[userfn]
+fn pair_tag(#[index] (row, col): (usize, usize), p: Aff, q: i32, #[uniform] k: i64) -> i64 {
+    p.m * k + p.c - q as i64 + (row * 1000 + col) as i64
+}
+
+#[userfn]
+fn pair_aff(#[index] i: usize, p: i64, q: i64) -> Aff {
+    Aff {
+        m: p - q,
+        c: i as i64,
+    }
+}
+
+#[test]
+fn pair_templates_are_valid_cpp() {
+    use super::{map_pairs, map_pairs_reduce};
+    check(
+        "map_pairs_dist",
+        &map_pairs::source::<pair_dist, f32, f64>().unwrap(),
+    );
+    check(
+        "map_pairs_tag",
+        &map_pairs::source::<pair_tag, Aff, i32>().unwrap(),
+    );
+    for cols in [false, true] {
+        check(
+            &format!("pairs_fold_add_{cols}"),
+            &map_pairs_reduce::source::<pair_dist, add, f32, f64>(cols).unwrap(),
+        );
+        check(
+            &format!("pairs_fold_index_{cols}"),
+            &map_pairs_reduce::source::<pair_tag, addi, Aff, i32>(cols).unwrap(),
+        );
+        check(
+            &format!("pairs_fold_aff_{cols}"),
+            &map_pairs_reduce::source::<pair_aff, compose, i64, i64>(cols).unwrap(),
+        );
+    }
+}
