@@ -5,7 +5,7 @@
 //!
 //! | parameters                                   | trait             | skeletons                         |
 //! |----------------------------------------------|-------------------|-----------------------------------|
-//! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan      |
+//! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan, MapPairs, MapPairsReduce |
 //! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`]       | MapArray                          |
 //! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
