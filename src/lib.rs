@@ -1,7 +1,7 @@
 //! # skel
 //!
 //! Data-parallel skeletons — [`Map`], [`Reduce`], [`MapReduce`], [`MapArray`],
-//! [`MapOverlap`], [`Scan`] — over smart containers ([`Vector`], [`Matrix`]), from one user
+//! [`MapOverlap`], [`Scan`], [`MapPairs`], [`MapPairsReduce`] — over smart containers ([`Vector`], [`Matrix`]), from one user
 //! function written in Rust, on the sequential CPU, Rayon, CUDA or OpenCL.
 //!
 //! ```
@@ -111,6 +111,29 @@
 //! let on_cpu: f32 = Reduce::new(add).backend(Backend::Cpu).run(&a)?;
 //! assert_eq!(on_cpu, 190.0);
 //! assert!(Backend::available().contains(&Backend::Cpu));
+//! # Ok::<(), skel::Error>(())
+//! ```
+//!
+//! MapPairs, MapPairsReduce and whole-matrix Reduce (SkePU 3):
+//!
+//! ```
+//! use skel::prelude::*;
+//!
+//! #[userfn]
+//! fn dist(p: f32, q: f32) -> f32 { (p - q).abs() }
+//! #[userfn]
+//! fn add(a: f32, b: f32) -> f32 { a + b }
+//!
+//! let (v, h) = (Vector::from(vec![0.0f32, 2.0, 5.0]), Vector::from(vec![1.0f32, 4.0]));
+//! let mut m = Matrix::zeroed(3, 2);
+//! MapPairs::new(dist).run(&v, &h, &mut m)?;           // m[(i, j)] = dist(v[i], h[j])
+//! assert_eq!(m.to_vec(), vec![1.0, 4.0, 1.0, 2.0, 4.0, 1.0]);
+//! let (mut per_v, mut per_h) = (Vector::zeroed(3), Vector::zeroed(2));
+//! MapPairsReduce::new(dist, add).run_rows(&v, &h, &mut per_v)?;   // per_v[i] = fold_j dist(v[i], h[j])
+//! MapPairsReduce::new(dist, add).run_cols(&v, &h, &mut per_h)?;   // per_h[j] = fold_i dist(v[i], h[j])
+//! assert_eq!((per_v.to_vec(), per_h.to_vec()), (vec![5.0, 3.0, 5.0], vec![6.0, 7.0]));
+//! let total: f32 = Reduce::new(add).run(&m)?;          // whole-matrix reduce (row-major order)
+//! assert_eq!(total, 13.0);
 //! # Ok::<(), skel::Error>(())
 //! ```
 #![deny(missing_docs)]
