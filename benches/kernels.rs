@@ -12,6 +12,7 @@
 //!   --log2 N       1D sizes 2^N f32 (default 28)    --side N    2D stencils N x N (8192)
 //!   --mandel N     Mandelbrot N x N (4096)          --bodies N  n-body bodies (32768)
 //!   --reps N       timings per cell, best taken (default 10)
+//!   --anatomy      also time the driver calls a small call is made of
 //! ```
 //!
 //! Every call is device-resident: inputs are uploaded by a warm-up call, outputs stay on
@@ -366,6 +367,7 @@ extern "C" __global__ void h_scan_apply(const float* in, float* out, const float
 
 struct Opts {
     only: Vec<String>,
+    anatomy: bool,
     log2: u32,
     side: usize,
     mandel: usize,
@@ -376,6 +378,7 @@ struct Opts {
 fn opts() -> std::result::Result<Opts, String> {
     let mut o = Opts {
         only: Vec::new(),
+        anatomy: false,
         log2: 28,
         side: 8192,
         mandel: 4096,
@@ -401,6 +404,7 @@ fn opts() -> std::result::Result<Opts, String> {
             "--quick" => {
                 (o.log2, o.side, o.mandel, o.bodies, o.reps) = (20, 1024, 512, 2048, 3);
             }
+            "--anatomy" => o.anatomy = true,
             "--log2" => o.log2 = num("--log2")? as u32,
             "--side" => o.side = num("--side")?,
             "--mandel" => o.mandel = num("--mandel")?,
@@ -1328,6 +1332,81 @@ fn small_map(b: &mut Bench) -> Row {
     row
 }
 
+
+/// `--anatomy`: what the driver calls a small skeleton call is made of cost here, each per
+/// call over [`CALLS`] calls (best of 5): the floor under the small-call rows.
+fn anatomy(h: &Hand) -> Res<()> {
+    let n = 1000usize;
+    let (a, o) = (DevBuf::new(n * 4)?, DevBuf::new(n * 4)?);
+    let mut host = vec![0u8; 8];
+    let launch = || {
+        let args = Args::default().push(a.ptr).push(a.ptr).push(o.ptr).push(n as u64);
+        h.launch("h_add", (4, 1), (256, 1), args)
+    };
+    let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(drv("event"))?;
+    let s = h.stream;
+    let sync = || h.sync();
+    // SAFETY (every closure below): valid handles and buffers of the sizes copied; the
+    // pinned slot and `host` outlive the synchronised copies.
+    let rows: Vec<(&str, f64)> = vec![
+        ("cuLaunchKernel (async, 1000-element add)", per_call(5, launch, sync)?),
+        (
+            "cuLaunchKernel + cuEventRecord",
+            per_call(5, || { launch()?; unsafe { result::event::record(ev, s) }.map_err(drv("record")) }, sync)?,
+        ),
+        (
+            "cuEventQuery (done event)",
+            per_call(5, || { let _ = unsafe { sys::cuEventQuery(ev) }; Ok(()) }, sync)?,
+        ),
+        (
+            "cuStreamQuery (idle stream)",
+            per_call(5, || { let _ = unsafe { sys::cuStreamQuery(s) }; Ok(()) }, sync)?,
+        ),
+        (
+            "cuCtxGetCurrent + cuCtxSetCurrent",
+            per_call(5, || {
+                let c = result::ctx::get_current().map_err(drv("ctx"))?.ok_or("no context")?;
+                unsafe { result::ctx::set_current(c) }.map_err(drv("ctx"))
+            }, sync)?,
+        ),
+        (
+            "cuMemAllocAsync + cuMemFreeAsync (64 B)",
+            per_call(5, || unsafe {
+                let p = result::malloc_async(s, 64).map_err(drv("alloc"))?;
+                result::free_async(p, s).map_err(drv("free"))
+            }, sync)?,
+        ),
+        (
+            "cuMemsetD8Async (64 B)",
+            per_call(5, || unsafe { result::memset_d8_async(o.ptr, 0, 64, s) }.map_err(drv("memset")), sync)?,
+        ),
+        ("launch + cuStreamSynchronize", per_call(5, || { launch()?; sync() }, || Ok(()))?),
+        (
+            "launch + 8 B to pinned + cuStreamSynchronize",
+            per_call(5, || {
+                launch()?;
+                unsafe { sys::cuMemcpyDtoHAsync_v2(h.pinned.cast(), o.ptr, 8, s) }.result().map_err(drv("copy"))?;
+                sync()
+            }, || Ok(()))?,
+        ),
+        (
+            "launch + 8 B to pageable + cuStreamSynchronize",
+            per_call(5, || {
+                launch()?;
+                unsafe { result::memcpy_dtoh_async(&mut host, o.ptr, s) }.map_err(drv("copy"))?;
+                sync()
+            }, || Ok(()))?,
+        ),
+    ];
+    // SAFETY: not used afterwards.
+    let _ = unsafe { result::event::destroy(ev) };
+    println!("\nper-call anatomy (driver calls alone, per call):");
+    for (what, t) in rows {
+        println!("  {what:<48} {:7.2} us", t * 1e6);
+    }
+    Ok(())
+}
+
 type Workload = (&'static str, fn(&mut Bench) -> Row);
 
 fn main() {
@@ -1397,6 +1476,11 @@ fn main() {
         rows.push(row);
     }
     print_table(&rows);
+    if let (true, Some(h)) = (b.o.anatomy, &b.hand) {
+        if let Err(e) = anatomy(h) {
+            println!("anatomy: {e}");
+        }
+    }
 }
 
 fn print_table(rows: &[Row]) {

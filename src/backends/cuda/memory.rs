@@ -60,6 +60,9 @@ fn free_after(ptr: sys::CUdeviceptr, lane: Option<Lane>, after: &[Arc<CuEvent>])
 pub(crate) struct CuEvent {
     raw: sys::CUevent,
     lane: usize,
+    /// Seen done once: the coherence bookkeeping asks again and again (every access list
+    /// that holds the event), and each driver query costs a fraction of a small call.
+    seen_done: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: an event handle is a driver object usable from any thread of the process.
@@ -79,6 +82,7 @@ impl CuEvent {
         let ev = CuEvent {
             raw,
             lane: lane.index,
+            seen_done: std::sync::atomic::AtomicBool::new(false),
         };
         // SAFETY: both handles are valid.
         unsafe { result::event::record(ev.raw, lane.raw) }.map_err(driver)?;
@@ -109,11 +113,18 @@ impl CuEvent {
     /// Whether the work before the event is done (errors count as done: they surface when
     /// the host waits).
     fn done(&self) -> bool {
+        if self.seen_done.load(Ordering::Relaxed) {
+            return true;
+        }
         // SAFETY: the event is valid until dropped.
-        !matches!(
+        let done = !matches!(
             unsafe { sys::cuEventQuery(self.raw) },
             sys::CUresult::CUDA_ERROR_NOT_READY
-        )
+        );
+        if done {
+            self.seen_done.store(true, Ordering::Relaxed);
+        }
+        done
     }
 }
 
@@ -328,23 +339,151 @@ impl Scratch {
     pub(crate) fn used_until(&mut self, event: &Arc<CuEvent>) {
         self.users.push(event.clone());
     }
-
-    /// Copies `dst.len()` bytes from `offset` to the host and waits for them.
-    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
-        // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
-        // copy (synchronised before returning).
-        unsafe {
-            result::memcpy_dtoh_async(dst, self.ptr + offset as u64, self.lane.raw)
-                .map_err(driver)?;
-            result::stream::synchronize(self.lane.raw).map_err(driver)
-        }
-    }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
         // On its own stream: its work there is ordered before the free without an event.
         free_after(self.ptr, Some(self.lane), &self.users);
+    }
+}
+
+/// Reusable scratch for calls that wait for their result (Reduce, MapReduce): device words
+/// that are zero between calls (the kernels leave every word they count with at zero), and
+/// page-locked host words mapped into the device's address space, where the last kernel
+/// writes the result. A small call thus allocates, clears and copies nothing: it launches
+/// its kernel and waits for its stream.
+struct Slot {
+    dev: sys::CUdeviceptr,
+    dev_bytes: usize,
+    host: *mut u8,
+    host_dev: sys::CUdeviceptr,
+    host_bytes: usize,
+}
+
+// SAFETY: a device address and a pinned host allocation owned by the slot; a slot is used
+// by one call at a time (taken out of the pool, see `ResultSlot`).
+unsafe impl Send for Slot {}
+
+/// Idle slots kept for reuse.
+const SLOTS: usize = 16;
+
+fn slot_pool() -> std::sync::MutexGuard<'static, Vec<Slot>> {
+    static POOL: std::sync::Mutex<Vec<Slot>> = std::sync::Mutex::new(Vec::new());
+    POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Slot {
+    fn new(dev_bytes: usize, host_bytes: usize) -> Result<Slot> {
+        let dev_bytes = dev_bytes.max(4096).next_power_of_two();
+        let host_bytes = host_bytes.max(64).next_power_of_two();
+        // SAFETY: plain allocations, owned by the slot and freed in its drop; the clear runs
+        // on the legacy stream, which the pool's non-blocking streams do not wait for, so
+        // it is waited for here: afterwards every stream sees zeroed words.
+        unsafe {
+            let dev = result::malloc_sync(dev_bytes).map_err(|e| oom_or_driver(e, dev_bytes))?;
+            let mut slot = Slot {
+                dev,
+                dev_bytes,
+                host: std::ptr::null_mut(),
+                host_dev: 0,
+                host_bytes,
+            };
+            result::memset_d8_sync(dev, 0, dev_bytes).map_err(driver)?;
+            result::stream::synchronize(std::ptr::null_mut()).map_err(driver)?;
+            slot.host = result::malloc_host(host_bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)
+                .map_err(|e| oom_or_driver(e, host_bytes))?
+                .cast::<u8>();
+            sys::cuMemHostGetDevicePointer_v2(&mut slot.host_dev, slot.host.cast::<c_void>(), 0)
+                .result()
+                .map_err(driver)?;
+            Ok(slot)
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(ctx) = opened() {
+            let _ = ctx.bind();
+        }
+        // SAFETY: allocated in `Slot::new`; no work uses them any more (`ResultSlot`'s drop
+        // waits for every stream before a slot whose call failed is dropped).
+        unsafe {
+            let _ = result::free_sync(self.dev);
+            if !self.host.is_null() {
+                let _ = result::free_host(self.host.cast::<c_void>());
+            }
+        }
+    }
+}
+
+/// A [`Slot`] taken from the pool for one call; back to the pool by [`ResultSlot::finish`].
+pub(crate) struct ResultSlot(Option<Slot>);
+
+impl ResultSlot {
+    /// A slot with at least `dev_bytes` zeroed device bytes and `host_bytes` of result.
+    pub(crate) fn take(dev_bytes: usize, host_bytes: usize) -> Result<ResultSlot> {
+        let reused = {
+            let mut pool = slot_pool();
+            pool.iter()
+                .position(|s| s.dev_bytes >= dev_bytes && s.host_bytes >= host_bytes)
+                .map(|i| pool.swap_remove(i))
+        };
+        let slot = match reused {
+            Some(slot) => slot,
+            None => Slot::new(dev_bytes, host_bytes)?,
+        };
+        Ok(ResultSlot(Some(slot)))
+    }
+
+    fn slot(&self) -> Result<&Slot> {
+        self.0
+            .as_ref()
+            .ok_or_else(|| Error::Driver("internal: result slot already returned".into()))
+    }
+
+    /// The device words (zero, and to be left zero by the call's kernels).
+    pub(crate) fn scratch(&self) -> Result<sys::CUdeviceptr> {
+        Ok(self.slot()?.dev)
+    }
+
+    /// The device address of the host words the result is written to.
+    pub(crate) fn result(&self) -> Result<sys::CUdeviceptr> {
+        Ok(self.slot()?.host_dev)
+    }
+
+    /// Waits for `lane` (whose work is the last to write the result), copies the result's
+    /// first `dst.len()` bytes to `dst`, and returns the slot to the pool.
+    pub(crate) fn finish(mut self, lane: Lane, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: a valid stream; a failure leaves the slot to the drop below, which waits
+        // for every stream before freeing it.
+        unsafe { result::stream::synchronize(lane.raw) }.map_err(driver)?;
+        let slot = self.0.take().ok_or_else(|| Error::Driver("internal: result slot".into()))?;
+        if dst.len() > slot.host_bytes {
+            return Err(Error::Driver("internal: result larger than its slot".into()));
+        }
+        // SAFETY: the host words hold at least `dst.len()` bytes (checked); the kernels
+        // that wrote them are done (the stream was waited for above).
+        unsafe { std::ptr::copy_nonoverlapping(slot.host, dst.as_mut_ptr(), dst.len()) };
+        let mut pool = slot_pool();
+        if pool.len() < SLOTS {
+            pool.push(slot);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ResultSlot {
+    fn drop(&mut self) {
+        // A call that failed after launching: its kernels may still use the slot, and may
+        // have stopped before leaving the words at zero; wait for them and free it.
+        if let Some(slot) = self.0.take() {
+            if let Some(ctx) = opened() {
+                let _ = ctx.synchronize();
+            }
+            drop(slot);
+        }
     }
 }
 
