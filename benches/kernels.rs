@@ -1332,7 +1332,6 @@ fn small_map(b: &mut Bench) -> Row {
     row
 }
 
-
 /// `--anatomy`: what the driver calls a small skeleton call is made of cost here, each per
 /// call over [`CALLS`] calls (best of 5): the floor under the small-call rows.
 fn anatomy(h: &Hand) -> Res<()> {
@@ -1340,62 +1339,126 @@ fn anatomy(h: &Hand) -> Res<()> {
     let (a, o) = (DevBuf::new(n * 4)?, DevBuf::new(n * 4)?);
     let mut host = vec![0u8; 8];
     let launch = || {
-        let args = Args::default().push(a.ptr).push(a.ptr).push(o.ptr).push(n as u64);
+        let args = Args::default()
+            .push(a.ptr)
+            .push(a.ptr)
+            .push(o.ptr)
+            .push(n as u64);
         h.launch("h_add", (4, 1), (256, 1), args)
     };
-    let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(drv("event"))?;
+    let ev =
+        result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(drv("event"))?;
     let s = h.stream;
     let sync = || h.sync();
     // SAFETY (every closure below): valid handles and buffers of the sizes copied; the
     // pinned slot and `host` outlive the synchronised copies.
     let rows: Vec<(&str, f64)> = vec![
-        ("cuLaunchKernel (async, 1000-element add)", per_call(5, launch, sync)?),
+        (
+            "cuLaunchKernel (async, 1000-element add)",
+            per_call(5, launch, sync)?,
+        ),
         (
             "cuLaunchKernel + cuEventRecord",
-            per_call(5, || { launch()?; unsafe { result::event::record(ev, s) }.map_err(drv("record")) }, sync)?,
+            per_call(
+                5,
+                || {
+                    launch()?;
+                    unsafe { result::event::record(ev, s) }.map_err(drv("record"))
+                },
+                sync,
+            )?,
         ),
         (
             "cuEventQuery (done event)",
-            per_call(5, || { let _ = unsafe { sys::cuEventQuery(ev) }; Ok(()) }, sync)?,
+            per_call(
+                5,
+                || {
+                    let _ = unsafe { sys::cuEventQuery(ev) };
+                    Ok(())
+                },
+                sync,
+            )?,
         ),
         (
             "cuStreamQuery (idle stream)",
-            per_call(5, || { let _ = unsafe { sys::cuStreamQuery(s) }; Ok(()) }, sync)?,
+            per_call(
+                5,
+                || {
+                    let _ = unsafe { sys::cuStreamQuery(s) };
+                    Ok(())
+                },
+                sync,
+            )?,
         ),
         (
             "cuCtxGetCurrent + cuCtxSetCurrent",
-            per_call(5, || {
-                let c = result::ctx::get_current().map_err(drv("ctx"))?.ok_or("no context")?;
-                unsafe { result::ctx::set_current(c) }.map_err(drv("ctx"))
-            }, sync)?,
+            per_call(
+                5,
+                || {
+                    let c = result::ctx::get_current()
+                        .map_err(drv("ctx"))?
+                        .ok_or("no context")?;
+                    unsafe { result::ctx::set_current(c) }.map_err(drv("ctx"))
+                },
+                sync,
+            )?,
         ),
         (
             "cuMemAllocAsync + cuMemFreeAsync (64 B)",
-            per_call(5, || unsafe {
-                let p = result::malloc_async(s, 64).map_err(drv("alloc"))?;
-                result::free_async(p, s).map_err(drv("free"))
-            }, sync)?,
+            per_call(
+                5,
+                || unsafe {
+                    let p = result::malloc_async(s, 64).map_err(drv("alloc"))?;
+                    result::free_async(p, s).map_err(drv("free"))
+                },
+                sync,
+            )?,
         ),
         (
             "cuMemsetD8Async (64 B)",
-            per_call(5, || unsafe { result::memset_d8_async(o.ptr, 0, 64, s) }.map_err(drv("memset")), sync)?,
+            per_call(
+                5,
+                || unsafe { result::memset_d8_async(o.ptr, 0, 64, s) }.map_err(drv("memset")),
+                sync,
+            )?,
         ),
-        ("launch + cuStreamSynchronize", per_call(5, || { launch()?; sync() }, || Ok(()))?),
+        (
+            "launch + cuStreamSynchronize",
+            per_call(
+                5,
+                || {
+                    launch()?;
+                    sync()
+                },
+                || Ok(()),
+            )?,
+        ),
         (
             "launch + 8 B to pinned + cuStreamSynchronize",
-            per_call(5, || {
-                launch()?;
-                unsafe { sys::cuMemcpyDtoHAsync_v2(h.pinned.cast(), o.ptr, 8, s) }.result().map_err(drv("copy"))?;
-                sync()
-            }, || Ok(()))?,
+            per_call(
+                5,
+                || {
+                    launch()?;
+                    unsafe { sys::cuMemcpyDtoHAsync_v2(h.pinned.cast(), o.ptr, 8, s) }
+                        .result()
+                        .map_err(drv("copy"))?;
+                    sync()
+                },
+                || Ok(()),
+            )?,
         ),
         (
             "launch + 8 B to pageable + cuStreamSynchronize",
-            per_call(5, || {
-                launch()?;
-                unsafe { result::memcpy_dtoh_async(&mut host, o.ptr, s) }.map_err(drv("copy"))?;
-                sync()
-            }, || Ok(()))?,
+            per_call(
+                5,
+                || {
+                    launch()?;
+                    unsafe { result::memcpy_dtoh_async(&mut host, o.ptr, s) }
+                        .map_err(drv("copy"))?;
+                    sync()
+                },
+                || Ok(()),
+            )?,
         ),
     ];
     // SAFETY: not used afterwards.

@@ -69,7 +69,10 @@ fn main() -> Result<()> {
     b.check()?;
     // `small [calls]`: only the per-call rows (for a host profile of the call path).
     if std::env::args().nth(1).as_deref() == Some("small") {
-        let k = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(20_000);
+        let k = std::env::args()
+            .nth(2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20_000);
         return small_calls(b, k);
     }
     let n = 1usize << log2;

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
 
-use super::context::{opened, Ctx, Lane};
+use super::context::{opened, Ctx, Lane, STREAMS};
 use super::trace::{self, Op, Tag};
 use super::{driver, oom_or_driver};
 use crate::containers::store::Store;
@@ -60,9 +60,37 @@ fn free_after(ptr: sys::CUdeviceptr, lane: Option<Lane>, after: &[Arc<CuEvent>])
 pub(crate) struct CuEvent {
     raw: sys::CUevent,
     lane: usize,
-    /// Seen done once: the coherence bookkeeping asks again and again (every access list
-    /// that holds the event), and each driver query costs a fraction of a small call.
-    seen_done: std::sync::atomic::AtomicBool,
+    /// Its place among the events recorded on its stream (see [`Marks`]).
+    seq: u64,
+}
+
+/// Per stream of the pool: how many events were recorded on it, and up to which of them
+/// the work is known to be done. A stream runs its work in order, so an event seen done
+/// (queried, waited for, or the stream synchronised) makes every earlier event on that
+/// stream done too, without asking the driver: each `cuEventQuery` costs about as much as
+/// a quarter of a small call (1.4 us on the H100 machine).
+struct Marks {
+    /// Held while an event is numbered and recorded, so numbers follow the stream's order.
+    recorded: [std::sync::Mutex<u64>; STREAMS],
+    done: [AtomicU64; STREAMS],
+}
+
+static MARKS: Marks = Marks {
+    recorded: [const { std::sync::Mutex::new(0) }; STREAMS],
+    done: [const { AtomicU64::new(0) }; STREAMS],
+};
+
+/// The number of the latest event recorded on stream `lane` (to pass to [`synced`] after
+/// waiting for the stream).
+pub(crate) fn recorded(lane: usize) -> u64 {
+    *MARKS.recorded[lane % STREAMS]
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Stream `lane` finished every event up to number `upto`.
+pub(crate) fn synced(lane: usize, upto: u64) {
+    MARKS.done[lane % STREAMS].fetch_max(upto, Ordering::Relaxed);
 }
 
 // SAFETY: an event handle is a driver object usable from any thread of the process.
@@ -79,14 +107,20 @@ impl CuEvent {
             None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
                 .map_err(driver)?,
         };
-        let ev = CuEvent {
+        let mut count = MARKS.recorded[lane.index % STREAMS]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // SAFETY: both handles are valid.
+        if let Err(e) = unsafe { result::event::record(raw, lane.raw) } {
+            spare_events().0.push(raw);
+            return Err(driver(e));
+        }
+        *count += 1;
+        Ok(Arc::new(CuEvent {
             raw,
             lane: lane.index,
-            seen_done: std::sync::atomic::AtomicBool::new(false),
-        };
-        // SAFETY: both handles are valid.
-        unsafe { result::event::record(ev.raw, lane.raw) }.map_err(driver)?;
-        Ok(Arc::new(ev))
+            seq: *count,
+        }))
     }
 
     /// Makes `lane` wait for this event (nothing to do on its own stream).
@@ -113,7 +147,7 @@ impl CuEvent {
     /// Whether the work before the event is done (errors count as done: they surface when
     /// the host waits).
     fn done(&self) -> bool {
-        if self.seen_done.load(Ordering::Relaxed) {
+        if self.known_done() {
             return true;
         }
         // SAFETY: the event is valid until dropped.
@@ -122,9 +156,14 @@ impl CuEvent {
             sys::CUresult::CUDA_ERROR_NOT_READY
         );
         if done {
-            self.seen_done.store(true, Ordering::Relaxed);
+            synced(self.lane, self.seq);
         }
         done
+    }
+
+    /// Whether the work before the event is known to be done, without asking the driver.
+    fn known_done(&self) -> bool {
+        MARKS.done[self.lane % STREAMS].load(Ordering::Relaxed) >= self.seq
     }
 }
 
@@ -169,10 +208,18 @@ impl ReadyEvent for CuEvent {
         if let Some(ctx) = opened() {
             ctx.bind()?;
         }
+        if self.known_done() {
+            return Ok(());
+        }
         // SAFETY: the event is valid until dropped.
-        unsafe { result::event::synchronize(self.raw) }.map_err(driver)
+        unsafe { result::event::synchronize(self.raw) }.map_err(driver)?;
+        synced(self.lane, self.seq);
+        Ok(())
     }
 }
+
+/// Accesses a buffer remembers before the ones already done are looked for.
+const PRUNE_AT: usize = 8;
 
 /// One recent device access to a range of a buffer.
 struct Access {
@@ -225,10 +272,16 @@ impl CuBuffer {
     /// Makes `lane` wait for earlier accesses that conflict with reading (or, with `write`,
     /// writing) `range`.
     pub(crate) fn order(&mut self, lane: Lane, range: &Range<usize>, write: bool) -> Result<()> {
-        self.accesses.retain(|a| !a.event.done());
+        // Forget what is known to be done; ask the driver only when the list grows (work
+        // on the same stream is ordered anyway, so a chain of calls on one stream asks
+        // nothing here).
+        self.accesses.retain(|a| !a.event.known_done());
+        if self.accesses.len() > PRUNE_AT {
+            self.accesses.retain(|a| !a.event.done());
+        }
         for a in &self.accesses {
             let overlaps = a.range.start < range.end && range.start < a.range.end;
-            if overlaps && (write || a.write) {
+            if overlaps && (write || a.write) && a.event.lane != lane.index && !a.event.done() {
                 a.event.order(lane)?;
             }
         }
@@ -370,7 +423,8 @@ const SLOTS: usize = 16;
 
 fn slot_pool() -> std::sync::MutexGuard<'static, Vec<Slot>> {
     static POOL: std::sync::Mutex<Vec<Slot>> = std::sync::Mutex::new(Vec::new());
-    POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    POOL.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Slot {
@@ -456,12 +510,19 @@ impl ResultSlot {
     /// Waits for `lane` (whose work is the last to write the result), copies the result's
     /// first `dst.len()` bytes to `dst`, and returns the slot to the pool.
     pub(crate) fn finish(mut self, lane: Lane, dst: &mut [u8]) -> Result<()> {
+        let upto = recorded(lane.index);
         // SAFETY: a valid stream; a failure leaves the slot to the drop below, which waits
         // for every stream before freeing it.
         unsafe { result::stream::synchronize(lane.raw) }.map_err(driver)?;
-        let slot = self.0.take().ok_or_else(|| Error::Driver("internal: result slot".into()))?;
+        synced(lane.index, upto);
+        let slot = self
+            .0
+            .take()
+            .ok_or_else(|| Error::Driver("internal: result slot".into()))?;
         if dst.len() > slot.host_bytes {
-            return Err(Error::Driver("internal: result larger than its slot".into()));
+            return Err(Error::Driver(
+                "internal: result larger than its slot".into(),
+            ));
         }
         // SAFETY: the host words hold at least `dst.len()` bytes (checked); the kernels
         // that wrote them are done (the stream was waited for above).

@@ -136,9 +136,12 @@ pub(crate) fn split(
         Some(k) => k,
         None if work.up == 0 && work.down == 0 => 1,
         // Earlier calls still running: this call's copies already overlap theirs (it runs
-        // on other streams), so splitting it would only add per-chunk cost.
-        None if ctx.busy() => 1,
-        None => model(ctx)?.best_k(work.up, work.kernel, work.down, STREAMS),
+        // on other streams), so splitting it would only add per-chunk cost. (Asked only
+        // when the model would split: it queries every stream of the pool.)
+        None => match model(ctx)?.best_k(work.up, work.kernel, work.down, STREAMS) {
+            k if k > 1 && ctx.busy() => 1,
+            k => k,
+        },
     }
     .clamp(1, units.clamp(1, STREAMS));
     let chunks = (0..k)

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::context::{ctx, Ctx};
+use super::context::{ctx, Ctx, STREAMS};
 use super::memory::{self, from_bytes, CuEvent, ResultSlot};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
@@ -106,10 +106,11 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
         .max()
         .unwrap_or(0);
     let k = split.len();
-    // Words: one ticket per chunk, then the chunks' scratch.
-    let slot = ResultSlot::take((k + k * stride) * 4, (1 + w) * 4)?;
+    // Words: a ticket per stream of the pool (at the same place in every call, so they
+    // are zero whatever the previous call's layout), then the chunks' scratch.
+    let slot = ResultSlot::take((STREAMS + k * stride) * 4, (1 + w) * 4)?;
     let (tickets, result) = (slot.scratch()?, slot.result()?);
-    let scratch = |c: usize| tickets + ((k + c * stride) * 4) as u64;
+    let scratch = |c: usize| tickets + ((STREAMS + c * stride) * 4) as u64;
     let lead = split.lanes[0];
     let func = m.func("skel_reduce")?;
     for ((c, part, lane, tag), &(blocks, per_block)) in split.parts().zip(&shapes) {
