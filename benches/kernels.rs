@@ -26,9 +26,12 @@
 //! hand-written, > 1 is slower), then one `KERNELS {json}` line per row. The peers
 //! (PyTorch, CuPy) are `benches/peers/kernels_peers.py`, run on the same machine.
 
+mod common;
+
 use std::ffi::{c_char, c_void, CString};
 use std::time::Instant;
 
+use common::data;
 use cudarc::driver::{result, sys};
 use skel::prelude::*;
 
@@ -726,18 +729,6 @@ fn check(what: &str, got: &[f32], want: &[f32], tol: f64) -> Res<()> {
         ));
     }
     Ok(())
-}
-
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 24) as f32
-        })
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -288,12 +288,17 @@ impl CuBuffer {
         Ok(())
     }
 
-    /// The stream of the latest device access still running, if any.
+    /// The stream of the latest device access that may still be running, if any. An
+    /// access whose event is the last one recorded on its stream counts without asking the
+    /// driver: the stream then runs nothing but this container's work, so following it
+    /// costs nothing even if that work is over (a chain of small calls asks nothing).
     fn busy_lane(&self) -> Option<usize> {
         self.accesses
             .iter()
             .rev()
-            .find(|a| !a.event.done())
+            .find(|a| {
+                !a.event.known_done() && (a.event.seq == recorded(a.event.lane) || !a.event.done())
+            })
             .map(|a| a.event.lane())
     }
 

@@ -65,10 +65,11 @@ pub(crate) struct Work {
     pub(crate) kernel: usize,
     /// Device to host.
     pub(crate) down: usize,
-    /// The stream of the latest unfinished work on the call's result (or input): a call
-    /// that runs as one chunk goes on that stream, so a chain of dependent calls needs no
-    /// waits between streams (each costs a few microseconds on the device), while calls on
-    /// independent containers still spread over the pool and overlap.
+    /// The stream of the latest unfinished work on the call's result (or input), or of the
+    /// latest work if that stream has been given nothing else since: a call that runs as
+    /// one chunk goes on that stream, so a chain of dependent calls needs no waits between
+    /// streams (each costs a few microseconds on the device) and no driver queries, while
+    /// calls on independent containers still spread over the pool and overlap.
     pub(crate) follows: Option<usize>,
 }
 
