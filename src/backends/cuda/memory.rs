@@ -151,14 +151,12 @@ impl CuEvent {
             return true;
         }
         // SAFETY: the event is valid until dropped.
-        let done = !matches!(
-            unsafe { sys::cuEventQuery(self.raw) },
-            sys::CUresult::CUDA_ERROR_NOT_READY
-        );
-        if done {
+        let state = unsafe { sys::cuEventQuery(self.raw) };
+        // Only a success is remembered: an error must still surface when the host waits.
+        if state == sys::CUresult::CUDA_SUCCESS {
             synced(self.lane, self.seq);
         }
-        done
+        state != sys::CUresult::CUDA_ERROR_NOT_READY
     }
 
     /// Whether the work before the event is known to be done, without asking the driver.
