@@ -16,13 +16,17 @@
 #define SKEL_TILE (32 * SKEL_ITEMS)
 #define SKEL_UNROLL 4
 
-// Scratch layout (words): [0] ticket, [1] result has-flag, [2..2+W) result,
-// [2+W .. 2+W+nblocks) partial has-flags, then nblocks partial slots of W words.
+// `ticket` is zero at the start and zero again at the end (the last block resets it), so
+// scratch can be reused without clearing. Scratch layout (words): [0] unused, [1] chunk
+// result has-flag, [2..2+W) chunk result (where skel_reduce_parts reads them),
+// [2+W .. 2+W+nblocks) partial has-flags, then nblocks partial slots of W words. The
+// result goes to `result`: has-flag word, then the value (host-mapped memory for a call
+// of one chunk, else the chunk's result words of its scratch).
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
-skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsigned* __restrict__ scratch SKEL_PARAMS) {
+skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsigned* __restrict__ ticket,
+            unsigned* __restrict__ scratch, unsigned* result SKEL_PARAMS) {
     const unsigned W = SKEL_WORDS(SKEL_T);
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    unsigned* ticket = scratch;
     unsigned* part_has = scratch + 2 + W;
     unsigned* parts = part_has + gridDim.x;
     (void)cols;
@@ -126,8 +130,9 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
             if (lane == 0 && h) skel_fold(total, th, v);
         }
         if (lane == 0) {
-            if (th) skel_put_cg(scratch + 2, total);
-            __stcg(scratch + 1, (unsigned)th);
+            if (th) skel_put_cg(result + 1, total);
+            __stcg(result, (unsigned)th);
+            *ticket = 0u;
         }
     }
 }

@@ -2,7 +2,8 @@
 //! (the CuPy/PyTorch peers are `benches/peers/cuda_peers.py`, run on the same machine).
 //!
 //! `cargo run --release --features cuda --example cuda_bench -- [log2 n]` (default 28).
-//! Prints one line per measurement: `name  time  throughput`.
+//! Prints one line per measurement: `name  time  throughput`. `-- small [calls]` runs only
+//! the per-call rows (Reduce of 1000 read back, Map of 1000 asynchronous), `calls` times.
 
 use std::time::Instant;
 
@@ -29,6 +30,35 @@ fn best(reps: usize, mut f: impl FnMut()) -> f64 {
     t
 }
 
+/// Per-call cost at small sizes: a Reduce of 1000 with its result read back, and a Map of
+/// 1000 issued `k` times then waited for once.
+fn small_calls(b: Backend, k: usize) -> Result<()> {
+    let small = Vector::from(vec![1.0f32; 1000]);
+    let mut sout = Vector::zeroed(1000);
+    let _: f32 = Reduce::new(add).backend(b).run(&small)?;
+    let s = Instant::now();
+    for _ in 0..k {
+        let _: f32 = Reduce::new(add).backend(b).run(&small)?;
+    }
+    println!(
+        "reduce 1000 per call (sync) {:8.2} us",
+        s.elapsed().as_secs_f64() / k as f64 * 1e6
+    );
+    Map::new(add).backend(b).run(&small, &small, &mut sout)?;
+    skel::debug::synchronize()?;
+    let s = Instant::now();
+    for _ in 0..k {
+        Map::new(add).backend(b).run(&small, &small, &mut sout)?;
+    }
+    skel::debug::synchronize()?;
+    println!(
+        "map 1000 per call (async)   {:8.2} us",
+        s.elapsed().as_secs_f64() / k as f64 * 1e6
+    );
+    assert_eq!(sout[999], 2.0);
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let log2: u32 = std::env::args()
         .nth(1)
@@ -37,6 +67,14 @@ fn main() -> Result<()> {
     let only = std::env::args().nth(2).unwrap_or_default();
     let b = Backend::Cuda;
     b.check()?;
+    // `small [calls]`: only the per-call rows (for a host profile of the call path).
+    if std::env::args().nth(1).as_deref() == Some("small") {
+        let k = std::env::args()
+            .nth(2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(20_000);
+        return small_calls(b, k);
+    }
     let n = 1usize << log2;
     println!("cuda_bench: n = 2^{log2} f32");
 
@@ -105,29 +143,7 @@ fn main() -> Result<()> {
     );
     drop((a, c, out));
 
-    // Per-call overhead at small sizes.
-    let small = Vector::from(vec![1.0f32; 1000]);
-    let mut sout = Vector::zeroed(1000);
-    let _: f32 = Reduce::new(add).backend(b).run(&small)?;
-    let k = 2000;
-    let s = Instant::now();
-    for _ in 0..k {
-        let _: f32 = Reduce::new(add).backend(b).run(&small)?;
-    }
-    println!(
-        "reduce 1000 per call (sync) {:8.2} us",
-        s.elapsed().as_secs_f64() / k as f64 * 1e6
-    );
-    Map::new(add).backend(b).run(&small, &small, &mut sout)?;
-    let s = Instant::now();
-    for _ in 0..k {
-        Map::new(add).backend(b).run(&small, &small, &mut sout)?;
-    }
-    let _ = sout[0];
-    println!(
-        "map 1000 per call (async)   {:8.2} us",
-        s.elapsed().as_secs_f64() / k as f64 * 1e6
-    );
+    small_calls(b, 2000)?;
 
     // Host-to-host Map of 2^24: upload both inputs, compute, download, per call.
     let m = 1usize << 24;

@@ -100,9 +100,11 @@ impl Ctx {
     /// Waits for the work on every stream of the pool.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        for &s in &self.streams {
+        for (lane, &s) in self.streams.iter().enumerate() {
+            let upto = super::memory::recorded(lane);
             // SAFETY: a valid stream of the pool.
             unsafe { result::stream::synchronize(s) }.map_err(driver)?;
+            super::memory::synced(lane, upto);
         }
         Ok(())
     }

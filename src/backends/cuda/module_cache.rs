@@ -220,25 +220,34 @@ fn load(ctx: &Ctx, image: &[u8], entries: &[&str]) -> Result<Module> {
     })
 }
 
-/// Kernel arguments, kept alive until the launch: each value in its own 8-byte-aligned box.
+/// Kernel arguments, kept alive until the launch: each value in its own 8-byte-aligned
+/// run of words of one buffer (two allocations per launch, whatever the arguments).
 #[derive(Default)]
 pub(crate) struct KernelArgs {
-    vals: Vec<Box<[u64]>>,
+    words: Vec<u64>,
+    /// Where each argument starts in `words`.
+    starts: Vec<usize>,
 }
 
 impl KernelArgs {
     /// Appends the bytes of one argument (a device pointer, an integer, a uniform struct).
     pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
-        let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)].into_boxed_slice();
-        // SAFETY: `words` holds at least `bytes.len()` bytes; the regions do not overlap.
+        if self.words.capacity() == 0 {
+            self.words.reserve(16);
+            self.starts.reserve(16);
+        }
+        let at = self.words.len();
+        self.starts.push(at);
+        self.words.resize(at + bytes.len().div_ceil(8).max(1), 0);
+        // SAFETY: the words from `at` hold at least `bytes.len()` bytes; the regions do not
+        // overlap.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 bytes.as_ptr(),
-                words.as_mut_ptr().cast::<u8>(),
+                self.words.as_mut_ptr().add(at).cast::<u8>(),
                 bytes.len(),
             )
         };
-        self.vals.push(words);
     }
 
     /// Appends a device pointer.
@@ -327,10 +336,12 @@ pub(crate) fn launch(
         }
         .map_err(driver)?;
     }
+    let base = args.words.as_mut_ptr();
+    // SAFETY: every start lies inside `words`, which is not resized until the launch.
     let mut ptrs: Vec<*mut c_void> = args
-        .vals
-        .iter_mut()
-        .map(|b| b.as_mut_ptr().cast::<c_void>())
+        .starts
+        .iter()
+        .map(|&at| unsafe { base.add(at) }.cast::<c_void>())
         .collect();
     let span = trace::begin(lane, Op::Kernel, 0, tag)?;
     // SAFETY: `func` is a kernel of a loaded module whose parameters are, in order, the

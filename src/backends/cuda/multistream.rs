@@ -65,10 +65,11 @@ pub(crate) struct Work {
     pub(crate) kernel: usize,
     /// Device to host.
     pub(crate) down: usize,
-    /// The stream of the latest unfinished work on the call's result (or input): a call
-    /// that runs as one chunk goes on that stream, so a chain of dependent calls needs no
-    /// waits between streams (each costs a few microseconds on the device), while calls on
-    /// independent containers still spread over the pool and overlap.
+    /// The stream of the latest unfinished work on the call's result (or input), or of the
+    /// latest work if that stream has been given nothing else since: a call that runs as
+    /// one chunk goes on that stream, so a chain of dependent calls needs no waits between
+    /// streams (each costs a few microseconds on the device) and no driver queries, while
+    /// calls on independent containers still spread over the pool and overlap.
     pub(crate) follows: Option<usize>,
 }
 
@@ -136,9 +137,12 @@ pub(crate) fn split(
         Some(k) => k,
         None if work.up == 0 && work.down == 0 => 1,
         // Earlier calls still running: this call's copies already overlap theirs (it runs
-        // on other streams), so splitting it would only add per-chunk cost.
-        None if ctx.busy() => 1,
-        None => model(ctx)?.best_k(work.up, work.kernel, work.down, STREAMS),
+        // on other streams), so splitting it would only add per-chunk cost. (Asked only
+        // when the model would split: it queries every stream of the pool.)
+        None => match model(ctx)?.best_k(work.up, work.kernel, work.down, STREAMS) {
+            k if k > 1 && ctx.busy() => 1,
+            k => k,
+        },
     }
     .clamp(1, units.clamp(1, STREAMS));
     let chunks = (0..k)

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::context::{ctx, Ctx};
-use super::memory::{self, from_bytes, CuEvent, Scratch};
+use super::context::{ctx, Ctx, STREAMS};
+use super::memory::{self, from_bytes, CuEvent, ResultSlot};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
 use super::{assemble, cty, grid_for, Cuda};
@@ -66,10 +66,17 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<Arc<Module>
 }
 
 /// Runs `skel_reduce` of module `m` once per chunk of `split` (chunk `c` on its stream,
-/// with the kernel parameters after the scratch pointer from `params(c, args)`), then
+/// with the kernel parameters after the scratch pointers from `params(c, args)`), then
 /// folds the chunks' results in order on the device (`skel_reduce_parts`, on the first
 /// chunk's stream) and reads the one result back. `after(c, event)` learns the event after
-/// chunk `c`'s kernel. `None` if every chunk is empty.
+/// chunk `c`'s kernel when there are several chunks (one chunk needs no event: the call
+/// waits for its result, so its reads are over before it returns). `None` if every chunk
+/// is empty.
+///
+/// Per-call cost: the scratch and the result's host words come from a pool
+/// ([`ResultSlot`]) and are left as the kernels found them (tickets back at zero), the
+/// result is written by the last kernel straight into mapped host memory, so a one-chunk
+/// call is one launch and one wait.
 pub(crate) fn reduce_chunks<T: DeviceType>(
     ctx: &Ctx,
     m: &Module,
@@ -99,20 +106,24 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
         .max()
         .unwrap_or(0);
     let k = split.len();
-    let head = 2 + w; // has-flag word, value (the combined result's layout, after the chunks)
+    // Words: a ticket per stream of the pool (at the same place in every call, so they
+    // are zero whatever the previous call's layout), then the chunks' scratch.
+    let slot = ResultSlot::take((STREAMS + k * stride) * 4, (1 + w) * 4)?;
+    let (tickets, result) = (slot.scratch()?, slot.result()?);
+    let scratch = |c: usize| tickets + ((STREAMS + c * stride) * 4) as u64;
     let lead = split.lanes[0];
-    let mut scratch = Scratch::new(lead, (k * stride + head) * 4)?;
-    scratch.zero(0, k * stride * 4)?;
-    scratch.share(&split.lanes[1..])?;
+    let func = m.func("skel_reduce")?;
     for ((c, part, lane, tag), &(blocks, per_block)) in split.parts().zip(&shapes) {
         let mut args = KernelArgs::default();
         args.u64(part.len() as u64)
             .u64(per_block as u64)
             .u64(cols as u64)
             .u64(part.start as u64)
-            .ptr(scratch.ptr + (c * stride * 4) as u64);
+            .ptr(tickets + (c * 4) as u64)
+            .ptr(scratch(c))
+            // Several chunks: each result goes to its scratch's result words.
+            .ptr(if k == 1 { result } else { scratch(c) + 4 });
         params(c, &mut args);
-        let func = m.func("skel_reduce")?;
         launch(
             ctx,
             lane,
@@ -121,26 +132,23 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
             Dims::line(blocks as u32, BLOCK as u32, 0),
             &mut args,
         )?;
-        let ev = CuEvent::record(lane)?;
-        after(c, &ev)?;
-        ev.order(lead)?;
-        scratch.used_until(&ev);
+        if k > 1 {
+            let ev = CuEvent::record(lane)?;
+            after(c, &ev)?;
+            ev.order(lead)?;
+        }
     }
-    let result_at = if k == 1 {
-        1
-    } else {
-        let out = scratch.ptr + (k * stride * 4) as u64;
+    if k > 1 {
         let mut args = KernelArgs::default();
-        args.ptr(scratch.ptr)
+        args.ptr(scratch(0))
             .u64(k as u64)
             .u64(stride as u64)
-            .ptr(out);
+            .ptr(result);
         let func = m.func("skel_reduce_parts")?;
         launch(ctx, lead, split.tag, func, Dims::line(1, 32, 0), &mut args)?;
-        k * stride
-    };
+    }
     let mut bytes = vec![0u8; (1 + w) * 4];
-    scratch.read(result_at * 4, &mut bytes)?;
+    slot.finish(lead, &mut bytes)?;
     let has = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) != 0;
     Ok(has.then(|| from_bytes::<T>(&bytes[4..])))
 }
