@@ -19,8 +19,10 @@ use crate::codegen::{FnDef, Ty};
 
 /// A plain-old-data type that can live in device memory and be named in C.
 ///
-/// Implemented for `f32 f64 i8 i16 i32 i64 u8 u16 u32 u64`, and derivable with
-/// `#[derive(DeviceType)]` for `#[repr(C)]` structs whose fields are device types.
+/// Implemented for `f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool`, for arrays `[T; N]` and
+/// tuples of two to four device types (padding-free ones; a tuple is what a multi-output
+/// user function returns), and derivable with `#[derive(DeviceType)]` for `#[repr(C)]`
+/// structs whose fields are device types (arrays included).
 ///
 /// ```
 /// use skel::prelude::*;
@@ -47,6 +49,25 @@ pub trait UserFn: Copy + Send + Sync + 'static {
     const NAME: &'static str;
     /// The typed body the C code generator translates (see [`crate::codegen`]).
     fn definition() -> &'static FnDef;
+
+    /// The types of the values the function returns: the elements of a tuple return
+    /// (`-> (f32, u32)`, one per output of a multi-output Map), else the one return type.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// use skel::userfn::UserFn;
+    /// #[userfn]
+    /// fn polar(x: f32, y: f32) -> (f32, f32) { ((x * x + y * y).sqrt(), y.atan2(x)) }
+    /// assert_eq!(polar::outputs().len(), 2);
+    /// assert_eq!(polar::call(3.0, 0.0), (3.0, 0.0));
+    /// ```
+    fn outputs() -> Vec<Ty> {
+        let ty = <Self::Out as DeviceType>::TY;
+        match ty.tuple_elems() {
+            Some(elems) => elems.to_vec(),
+            None => vec![ty],
+        }
+    }
 }
 
 /// How the optional `#[index]` parameter is computed from a flat element position.
@@ -254,6 +275,48 @@ primitive_device_types!(
     i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
 );
+
+// SAFETY: one byte, no padding, no pointers. Not every bit pattern is a valid `bool`, but
+// every value device code stores is: C's `bool` (CUDA, host C) converts to 0 or 1, and in
+// OpenCL C, where `bool` may not live in buffers, it is a `uchar` that the generated code
+// only ever sets from comparisons and logical operators (0 or 1).
+unsafe impl DeviceType for bool {
+    const TY: Ty = Ty::Prim(crate::codegen::Prim::Bool);
+}
+
+// SAFETY: an array of device types is laid out as its elements back to back, with no
+// padding between them (size = N * size_of::<T>()); C's wrapper struct `{ T v[N]; }` has
+// the same size and alignment.
+unsafe impl<T: DeviceType, const N: usize> DeviceType for [T; N] {
+    const TY: Ty = Ty::Array(&crate::codegen::ArrayTy { elem: T::TY, len: N });
+}
+
+macro_rules! tuple_device_types {
+    ($(($($t:ident $i:tt),*))*) => {$(
+        // SAFETY: the elements are device types; TY records each element's offset in
+        // Rust's layout (the C struct declares them in that order), and the assertion
+        // rejects, when TY is used, a tuple whose elements leave padding.
+        unsafe impl<$($t: DeviceType),*> DeviceType for ($($t,)*) {
+            const TY: Ty = {
+                assert!(
+                    0 $(+ std::mem::size_of::<$t>())* == std::mem::size_of::<Self>(),
+                    "a tuple used in device code must not contain padding: order its \
+                     elements so that none needs alignment (e.g. all f32, or f64 before u8)"
+                );
+                Ty::Tuple(&crate::codegen::TupleTy {
+                    elems: &[$($t::TY),*],
+                    offsets: &[$(std::mem::offset_of!(Self, $i)),*],
+                })
+            };
+        }
+    )*};
+}
+
+tuple_device_types! {
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+}
 
 /// The `#[uniform]` arguments of a user function: `()` or a tuple of up to 12 device types.
 /// Device backends use it to pass each uniform to a kernel by value, as raw bytes.

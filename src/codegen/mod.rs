@@ -57,23 +57,77 @@ pub enum Prim {
     F64,
 }
 
-/// A device type: a primitive or a `#[repr(C)]` struct of device types.
+/// A device type: a primitive, a `#[repr(C)]` struct, a fixed-size array or a tuple.
 #[derive(Clone, Copy, Debug)]
 pub enum Ty {
-    /// A primitive number.
+    /// A primitive number or `bool`.
     Prim(Prim),
     /// A `#[derive(DeviceType)]` struct.
     Struct(&'static StructTy),
+    /// `[T; N]`: in C a wrapper struct `skel_a<N>_<T>` with one member `v[N]` (C cannot
+    /// pass, return or assign arrays by value), with the array's layout.
+    Array(&'static ArrayTy),
+    /// `(A, B, ..)` of two to four device types (a tuple return): in C a struct
+    /// `skel_t<K>_<A><B>..` with members `f0`, `f1`, .. declared in Rust's memory order.
+    Tuple(&'static TupleTy),
 }
 
 impl Ty {
-    /// The struct's name, or `None` for a primitive.
+    /// The struct's name, or `None` for a primitive, an array or a tuple.
     pub const fn c_struct_name(&self) -> Option<&'static str> {
         match self {
-            Ty::Prim(_) => None,
             Ty::Struct(s) => Some(s.name),
+            _ => None,
         }
     }
+
+    /// The element types of a tuple, `None` for any other type. A multi-output skeleton
+    /// writes element `k` of the C value to its `k`-th output through the member named
+    /// [`tuple_field`]`(k)`.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// use skel::codegen::{Prim, Ty};
+    /// let tys = <(f32, u8) as DeviceType>::TY.tuple_elems().unwrap();
+    /// assert!(matches!(tys, [Ty::Prim(Prim::F32), Ty::Prim(Prim::U8)]));
+    /// assert!(<f32 as DeviceType>::TY.tuple_elems().is_none());
+    /// ```
+    pub const fn tuple_elems(&self) -> Option<&'static [Ty]> {
+        match self {
+            Ty::Tuple(t) => Some(t.elems),
+            _ => None,
+        }
+    }
+
+    /// Size in bytes (device types have no padding, so this is also Rust's size).
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// assert_eq!(<[f64; 3] as DeviceType>::TY.size(), 24);
+    /// assert_eq!(<(u8, bool) as DeviceType>::TY.size(), 2);
+    /// ```
+    pub fn size(&self) -> usize {
+        match self {
+            Ty::Prim(p) => match p {
+                Prim::Bool | Prim::I8 | Prim::U8 => 1,
+                Prim::I16 | Prim::U16 => 2,
+                Prim::I32 | Prim::U32 | Prim::F32 => 4,
+                _ => 8,
+            },
+            Ty::Struct(s) => s.fields.iter().map(|f| f.ty.size()).sum(),
+            Ty::Array(a) => a.len * a.elem.size(),
+            Ty::Tuple(t) => t.elems.iter().map(Ty::size).sum(),
+        }
+    }
+}
+
+/// The C member name of element `k` of a tuple value (see [`Ty::Tuple`]).
+///
+/// ```
+/// assert_eq!(skel::codegen::tuple_field(1), "f1");
+/// ```
+pub fn tuple_field(k: usize) -> String {
+    format!("f{k}")
 }
 
 /// A `#[repr(C)]` struct: its name and fields in declaration order.
@@ -94,11 +148,30 @@ pub struct FieldTy {
     pub ty: Ty,
 }
 
+/// `[elem; len]`.
+#[derive(Debug)]
+pub struct ArrayTy {
+    /// Element type.
+    pub elem: Ty,
+    /// Number of elements.
+    pub len: usize,
+}
+
+/// A tuple type: element types in order, and where Rust put each element.
+#[derive(Debug)]
+pub struct TupleTy {
+    /// Element types, `.0` first.
+    pub elems: &'static [Ty],
+    /// Byte offset of each element in Rust's layout (Rust may reorder tuple elements).
+    pub offsets: &'static [usize],
+}
+
 mod dialect;
 mod emit_c;
 pub mod ir;
 mod typeck;
 
 pub use dialect::{c_type, Dialect};
-pub use emit_c::{device_source, device_source_multi, DeviceSource};
+pub use ir::ConstValue;
+pub use emit_c::{array_len_param, device_source, device_source_multi, DeviceSource};
 pub use ir::FnDef;
