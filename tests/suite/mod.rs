@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod lang;
+
 use skel::prelude::*;
 
 /// Sizes every element-wise test covers: empty, one, primes, around the Rayon chunk size
