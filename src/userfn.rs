@@ -288,7 +288,10 @@ unsafe impl DeviceType for bool {
 // padding between them (size = N * size_of::<T>()); C's wrapper struct `{ T v[N]; }` has
 // the same size and alignment.
 unsafe impl<T: DeviceType, const N: usize> DeviceType for [T; N] {
-    const TY: Ty = Ty::Array(&crate::codegen::ArrayTy { elem: T::TY, len: N });
+    const TY: Ty = Ty::Array(&crate::codegen::ArrayTy {
+        elem: T::TY,
+        len: N,
+    });
 }
 
 macro_rules! tuple_device_types {

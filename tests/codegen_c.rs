@@ -992,7 +992,11 @@ fn dialects() -> [(Dialect, String); 2] {
 fn int_inputs() -> Vec<(u64, u64, u32)> {
     let mut vals: Vec<u64> = vec![0, 1, 2, 3, 5, 100, 127, 128, 255, 256, 32767, 32768, 65535];
     for bits in [8u32, 16, 32, 64] {
-        let top = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let top = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         vals.extend([top, top - 1, top >> 1, (top >> 1) + 1, (top >> 1) - 1]);
     }
     for k in 0..64 {
@@ -1018,20 +1022,33 @@ fn int_inputs() -> Vec<(u64, u64, u32)> {
 fn integer_methods_match_rust_in_release() {
     let defs: Vec<_> = int_math_defs().iter().map(|d| d.0).collect();
     let inputs = int_inputs();
-    let input: String = inputs.iter().map(|(a, b, n)| format!("{a} {b} {n}\n")).collect();
+    let input: String = inputs
+        .iter()
+        .map(|(a, b, n)| format!("{a} {b} {n}\n"))
+        .collect();
     for (dialect, shim) in dialects() {
         let src = skel::codegen::device_source_multi(&defs, dialect).unwrap();
         let mut main = String::from("int main(void){unsigned long long a,b;unsigned n;while(scanf(\"%llu %llu %u\",&a,&b,&n)==3){");
         for ((def, signed), entry) in int_math_defs().iter().zip(&src.entries) {
-            let skel::codegen::Ty::Array(arr) = def.ret else { panic!("an array return") };
+            let skel::codegen::Ty::Array(arr) = def.ret else {
+                panic!("an array return")
+            };
             let (rt, ct) = (c_type(def.ret, dialect), c_type(arr.elem, dialect));
-            let (fmt, cast) = if *signed { ("%lld", "long long") } else { ("%llu", "unsigned long long") };
+            let (fmt, cast) = if *signed {
+                ("%lld", "long long")
+            } else {
+                ("%llu", "unsigned long long")
+            };
             main.push_str(&format!(
                 "{{{rt} r={entry}(({ct})a,({ct})b,n);for(int k=0;k<13;k++)printf(\"{fmt} \",({cast})r.v[k]);}}printf(\"|\");"
             ));
         }
         main.push_str("printf(\"\\n\");}return 0;}");
-        let exe = build(&format!("intmath_{dialect:?}"), &format!("{shim}{}", src.source), &main);
+        let exe = build(
+            &format!("intmath_{dialect:?}"),
+            &format!("{shim}{}", src.source),
+            &main,
+        );
         let out = run_timeout(&exe, &input);
         assert_eq!(out.len(), inputs.len());
         for (o, &(a, b, n)) in out.iter().zip(&inputs) {
@@ -1040,7 +1057,11 @@ fn integer_methods_match_rust_in_release() {
                 .split('|')
                 .map(|f| f.split_whitespace().map(|v| v.parse().unwrap()).collect())
                 .collect();
-            assert_eq!(got, int_math_rust(a, b, n), "{dialect:?}: a={a:#x} b={b:#x} n={n}");
+            assert_eq!(
+                got,
+                int_math_rust(a, b, n),
+                "{dialect:?}: a={a:#x} b={b:#x} n={n}"
+            );
         }
     }
 }
@@ -1080,7 +1101,9 @@ fn float_inputs() -> Vec<(f64, f64)> {
         v.push(((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 20.0);
     }
     let n = v.len();
-    (0..n).flat_map(|i| [(v[i], v[(i * 5 + 1) % n]), (v[i], v[i])]).collect()
+    (0..n)
+        .flat_map(|i| [(v[i], v[(i * 5 + 1) % n]), (v[i], v[i])])
+        .collect()
 }
 
 /// Equal, both NaN, or (`ulps` > 0) at most `ulps` representable values apart; a min/max of
@@ -1132,19 +1155,39 @@ fn float_methods_match_rust() {
              for(int k=0;k<16;k++){{memcpy(&w,&c.v[k],8);printf(\"%llx \",w);}}for(int k=0;k<20;k++){{memcpy(&w,&d.v[k],8);printf(\"%llx \",w);}}printf(\"\\n\");}}return 0;}}",
             e[0], e[1], e[2], e[3]
         );
-        let exe = build(&format!("floatmath_{dialect:?}"), &format!("{shim}{}", src.source), &main);
+        let exe = build(
+            &format!("floatmath_{dialect:?}"),
+            &format!("{shim}{}", src.source),
+            &main,
+        );
         let out = run_timeout(&exe, &input);
         assert_eq!(out.len(), inputs.len());
         for (o, &(x, y)) in out.iter().zip(&inputs) {
-            let got: Vec<u64> = o.split_whitespace().map(|v| u64::from_str_radix(v, 16).unwrap()).collect();
+            let got: Vec<u64> = o
+                .split_whitespace()
+                .map(|v| u64::from_str_radix(v, 16).unwrap())
+                .collect();
             let (xf, yf) = (x as f32, y as f32);
             let want: Vec<(u64, u32, u64, bool)> = fm_exact_f32::call(xf, yf)
                 .iter()
                 .enumerate()
                 .map(|(k, v)| (v.to_bits() as u64, 32, 0, k == 8 || k == 9))
-                .chain(fm_approx_f32::call(xf, yf).iter().map(|v| (v.to_bits() as u64, 32, APPROX_ULPS, false)))
-                .chain(fm_exact_f64::call(x, y).iter().enumerate().map(|(k, v)| (v.to_bits(), 64, 0, k == 8 || k == 9)))
-                .chain(fm_approx_f64::call(x, y).iter().map(|v| (v.to_bits(), 64, APPROX_ULPS, false)))
+                .chain(
+                    fm_approx_f32::call(xf, yf)
+                        .iter()
+                        .map(|v| (v.to_bits() as u64, 32, APPROX_ULPS, false)),
+                )
+                .chain(
+                    fm_exact_f64::call(x, y)
+                        .iter()
+                        .enumerate()
+                        .map(|(k, v)| (v.to_bits(), 64, 0, k == 8 || k == 9)),
+                )
+                .chain(
+                    fm_approx_f64::call(x, y)
+                        .iter()
+                        .map(|v| (v.to_bits(), 64, APPROX_ULPS, false)),
+                )
                 .collect();
             assert_eq!(got.len(), want.len());
             for (k, (g, (w, width, ulps, zeros))) in got.iter().zip(&want).enumerate() {
@@ -1173,13 +1216,25 @@ fn arrays_loops_tuples_and_constants_match_rust() {
         .iter()
         .enumerate()
         .filter(|(_, (x, y))| x.is_finite() && y.is_finite() && x.abs() < 1e6 && y.abs() < 1e6)
-        .map(|(i, &(x, y))| (x as f32, y as f32, (i as u32).wrapping_mul(2654435761) % 100_000, (i as i32 % 70) - 25))
+        .map(|(i, &(x, y))| {
+            (
+                x as f32,
+                y as f32,
+                (i as u32).wrapping_mul(2654435761) % 100_000,
+                (i as i32 % 70) - 25,
+            )
+        })
         .collect();
     let input: String = inputs
         .iter()
         .map(|(x, y, n, k)| format!("{:x} {:x} {n} {k}\n", x.to_bits(), y.to_bits()))
         .collect();
-    let quad = Quad { w: [0.5, -1.0, 2.0, 0.25], n: 11, on: true, pad: [1, 2, 3] };
+    let quad = Quad {
+        w: [0.5, -1.0, 2.0, 0.25],
+        n: 11,
+        on: true,
+        pad: [1, 2, 3],
+    };
     let tl: Vec<String> = table.iter().map(|v| v.to_string()).collect();
     for (dialect, shim) in dialects() {
         let src = skel::codegen::device_source_multi(&defs, dialect).unwrap();
@@ -1193,7 +1248,11 @@ fn arrays_loops_tuples_and_constants_match_rust() {
             tl.join(","),
             e[0], e[1], e[2], e[3], e[4], e[5], e[6]
         );
-        let exe = build(&format!("lang_{dialect:?}"), &format!("{shim}{}", src.source), &main);
+        let exe = build(
+            &format!("lang_{dialect:?}"),
+            &format!("{shim}{}", src.source),
+            &main,
+        );
         let out = run_timeout(&exe, &input);
         assert_eq!(out.len(), inputs.len());
         for (o, &(x, y, n, k)) in out.iter().zip(&inputs) {
@@ -1218,17 +1277,44 @@ fn arrays_loops_tuples_and_constants_match_rust() {
 fn language_forms_in_every_dialect() {
     for d in [Dialect::Cuda, Dialect::OpenCl, Dialect::HostC] {
         let s = device_source::<find_first>(d).unwrap().source;
-        let (ptr, len) = if d == Dialect::OpenCl { ("int", "ulong") } else { ("int", if d == Dialect::Cuda { "unsigned long long" } else { "unsigned long long" }) };
-        assert!(s.contains(&format!("SKEL_ARRAY_SPACE const {ptr}* t, {len} t_len, {ptr} key")), "{s}");
+        let (ptr, len) = if d == Dialect::OpenCl {
+            ("int", "ulong")
+        } else {
+            (
+                "int",
+                if d == Dialect::Cuda {
+                    "unsigned long long"
+                } else {
+                    "unsigned long long"
+                },
+            )
+        };
+        assert!(
+            s.contains(&format!(
+                "SKEL_ARRAY_SPACE const {ptr}* t, {len} t_len, {ptr} key"
+            )),
+            "{s}"
+        );
         assert!(s.contains("skel_fn_count_below(t, t_len, key)"), "{s}");
         let q = device_source::<arrays>(d).unwrap().source;
-        let b = if d == Dialect::OpenCl { "uchar on;" } else { "bool on;" };
+        let b = if d == Dialect::OpenCl {
+            "uchar on;"
+        } else {
+            "bool on;"
+        };
         assert!(q.contains("skel_a4_f32 w;") && q.contains(b), "{q}");
         let p = device_source::<polar>(d).unwrap().source;
         assert!(p.contains("SKEL_FN skel_t2_f32f32 skel_fn_polar("), "{p}");
     }
-    assert!(skel::codegen::array_len_param(<find_first as skel::userfn::UserFn>::definition()));
-    assert!(!skel::codegen::array_len_param(<lookup as skel::userfn::UserFn>::definition()));
+    assert!(skel::codegen::array_len_param(
+        <find_first as skel::userfn::UserFn>::definition()
+    ));
+    assert!(!skel::codegen::array_len_param(
+        <lookup as skel::userfn::UserFn>::definition()
+    ));
     let cuda = device_source::<int_u32>(Dialect::Cuda).unwrap().source;
-    assert!(cuda.contains("__popc(") && cuda.contains("__clz("), "{cuda}");
+    assert!(
+        cuda.contains("__popc(") && cuda.contains("__clz("),
+        "{cuda}"
+    );
 }

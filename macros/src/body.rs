@@ -82,8 +82,21 @@ const MATH: &[(&str, &str, usize, bool, bool)] = &[
 
 /// Heap and pointer-owning types, rejected with a hint.
 const HEAP_TYPES: &[&str] = &[
-    "Vec", "String", "Box", "Rc", "Arc", "HashMap", "HashSet", "BTreeMap", "BTreeSet",
-    "VecDeque", "BinaryHeap", "LinkedList", "Cow", "RefCell", "Cell",
+    "Vec",
+    "String",
+    "Box",
+    "Rc",
+    "Arc",
+    "HashMap",
+    "HashSet",
+    "BTreeMap",
+    "BTreeSet",
+    "VecDeque",
+    "BinaryHeap",
+    "LinkedList",
+    "Cow",
+    "RefCell",
+    "Cell",
 ];
 
 thread_local! {
@@ -107,7 +120,8 @@ impl<'ast> syn::visit::Visit<'ast> for Binders {
 /// `SCREAMING_CASE`: how Rust names constants.
 fn is_const_name(s: &str) -> bool {
     s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-        && s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 fn is_bound(name: &str) -> bool {
@@ -225,13 +239,16 @@ pub fn ty_tokens(ty: &Type) -> syn::Result<TokenStream> {
     }
 }
 
+/// "`what` is not supported in a user function", with the hint that ends `what` in
+/// parentheses (what to write instead), if any, after a colon.
 fn unsupported(node: &impl quote::ToTokens, what: &str) -> syn::Error {
-    syn::Error::new_spanned(
-        node,
-        format!(
+    let msg = match what.strip_suffix(')').and_then(|w| w.split_once(" (")) {
+        Some((what, hint)) => format!("{what} is not supported in a user function: {hint}"),
+        None => format!(
             "{what} is not supported in a user function (it cannot be translated to device code)"
         ),
-    )
+    };
+    syn::Error::new_spanned(node, msg)
 }
 
 pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStream> {
@@ -276,8 +293,18 @@ fn block(b: &syn::Block) -> syn::Result<TokenStream> {
     for (i, s) in b.stmts.iter().enumerate() {
         match s {
             Stmt::Local(l) => stmts.push(local(l)?),
-            Stmt::Item(it) => return Err(unsupported(it, "an item declaration")),
-            Stmt::Macro(m) => return Err(unsupported(&m.mac, "a macro invocation")),
+            Stmt::Item(it) => {
+                return Err(unsupported(
+                    it,
+                    "an item declaration (declare constants and functions outside: the body reads SCREAMING_CASE module constants and calls other `#[userfn]` functions)",
+                ))
+            }
+            Stmt::Macro(m) => {
+                return Err(unsupported(
+                    &m.mac,
+                    "a macro invocation (write the expression out in the supported subset)",
+                ))
+            }
             Stmt::Expr(e, semi) => {
                 if semi.is_none() && i + 1 == n && (!is_stmt_like(e) || is_valued_if(e)) {
                     let t = expr(e)?;
@@ -413,7 +440,10 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
         }
         Expr::ForLoop(f) => {
             if let Some(l) = &f.label {
-                return Err(unsupported(l, "a loop label"));
+                return Err(unsupported(
+                    l,
+                    "a loop label (use a flag variable and `break`)",
+                ));
             }
             let var = match &*f.pat {
                 Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
@@ -451,7 +481,10 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
         }
         Expr::While(w) => {
             if let Some(l) = &w.label {
-                return Err(unsupported(l, "a loop label"));
+                return Err(unsupported(
+                    l,
+                    "a loop label (use a flag variable and `break`)",
+                ));
             }
             if let Expr::Let(l) = &*w.cond {
                 return Err(unsupported(l, "`while let`"));
@@ -469,7 +502,10 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
         },
         Expr::Loop(l) => {
             if let Some(l) = &l.label {
-                return Err(unsupported(l, "a loop label"));
+                return Err(unsupported(
+                    l,
+                    "a loop label (use a flag variable and `break`)",
+                ));
             }
             let body = block(&l.body)?;
             quote!(__ir::Stmt::Loop { body: #body })
@@ -488,7 +524,10 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
         }
         Expr::Continue(c) => {
             if c.label.is_some() {
-                return Err(unsupported(c, "`continue` with a label"));
+                return Err(unsupported(
+                    c,
+                    "`continue` with a label (use a flag variable)",
+                ));
             }
             quote!(__ir::Stmt::Continue)
         }
@@ -683,7 +722,12 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
             let op = match u.op {
                 UnOp::Neg(_) => quote!(__ir::UnOp::Neg),
                 UnOp::Not(_) => quote!(__ir::UnOp::Not),
-                _ => return Err(unsupported(u, "dereferencing")),
+                _ => {
+                    return Err(unsupported(
+                        u,
+                        "dereferencing (parameters and locals are values: drop the `*`)",
+                    ))
+                }
             };
             let inner = expr(&u.expr)?;
             quote!(__ir::Expr::Unary { op: #op, expr: &#inner })
@@ -721,9 +765,9 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                 } else {
                     return Err(unsupported(p, "this function"));
                 };
-                let allowed = MATH.iter().any(|x| {
-                    x.0 == m && if is_float(t) { x.3 } else { t != "bool" && x.4 }
-                });
+                let allowed = MATH
+                    .iter()
+                    .any(|x| x.0 == m && if is_float(t) { x.3 } else { t != "bool" && x.4 });
                 if !allowed {
                     return Err(unsupported(p, &format!("the function `{t}::{m}`")));
                 }
@@ -740,7 +784,10 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
             } else {
                 for seg in &p.path.segments {
                     if !seg.arguments.is_none() {
-                        return Err(unsupported(seg, "a generic call"));
+                        return Err(unsupported(
+                            seg,
+                            "a generic call (call a `#[userfn]` function of concrete types)",
+                        ));
                     }
                 }
                 let own = SCOPE.with(|s| s.borrow().1.clone());
@@ -856,10 +903,30 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
             let b = block(&b.block)?;
             quote!(__ir::Expr::Block(#b))
         }
-        Expr::Closure(c) => return Err(unsupported(c, "a closure")),
-        Expr::Macro(m) => return Err(unsupported(&m.mac, "a macro invocation")),
-        Expr::Unsafe(u) => return Err(unsupported(u, "`unsafe`")),
-        Expr::Reference(r) => return Err(unsupported(r, "taking a reference")),
+        Expr::Closure(c) => {
+            return Err(unsupported(
+                c,
+                "a closure (write another `#[userfn]` function and call it)",
+            ))
+        }
+        Expr::Macro(m) => {
+            return Err(unsupported(
+                &m.mac,
+                "a macro invocation (write the expression out in the supported subset)",
+            ))
+        }
+        Expr::Unsafe(u) => {
+            return Err(unsupported(
+                u,
+                "`unsafe` (write the body in safe Rust: device code is translated from it)",
+            ))
+        }
+        Expr::Reference(r) => {
+            return Err(unsupported(
+                r,
+                "taking a reference (use the value itself: device types are `Copy`)",
+            ))
+        }
         Expr::Match(m) => return Err(unsupported(m, "`match` (use `if`/`else`)")),
         Expr::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
             let es = exprs(&t.elems)?;
@@ -881,9 +948,12 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
         Expr::Await(a) => return Err(unsupported(a, "`.await`")),
         Expr::Let(l) => return Err(unsupported(l, "`let` in an expression")),
         Expr::Assign(a) => return Err(unsupported(a, "an assignment inside an expression")),
+        Expr::Loop(l) => return Err(unsupported(
+            l,
+            "`loop` as a value (declare `let mut result` before the loop, assign it, then `break`)",
+        )),
         Expr::ForLoop(_)
         | Expr::While(_)
-        | Expr::Loop(_)
         | Expr::Return(_)
         | Expr::Break(_)
         | Expr::Continue(_) => return Err(unsupported(e, "this statement in expression position")),

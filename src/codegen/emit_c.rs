@@ -141,8 +141,17 @@ fn prim_tag(p: Prim) -> String {
 fn aggregate_decl(t: Ty, d: Dialect) -> String {
     let name = c_type(t, d);
     let members: Vec<(String, Ty)> = match t {
-        Ty::Struct(s) => s.fields.iter().map(|f| (field_name(f.name), f.ty)).collect(),
-        Ty::Tuple(tt) => tt.elems.iter().enumerate().map(|(k, e)| (tuple_field(k), *e)).collect(),
+        Ty::Struct(s) => s
+            .fields
+            .iter()
+            .map(|f| (field_name(f.name), f.ty))
+            .collect(),
+        Ty::Tuple(tt) => tt
+            .elems
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (tuple_field(k), *e))
+            .collect(),
         Ty::Array(a) => {
             return format!(
                 "typedef struct {name} {{\n    {} v[{}];\n}} {name};\n\n",
@@ -159,7 +168,11 @@ fn aggregate_decl(t: Ty, d: Dialect) -> String {
     }
     let mut out = format!("typedef struct {name} {{\n");
     for &k in &order {
-        out.push_str(&format!("    {} {};\n", c_type(members[k].1, d), members[k].0));
+        out.push_str(&format!(
+            "    {} {};\n",
+            c_type(members[k].1, d),
+            members[k].0
+        ));
     }
     out.push_str(&format!("}} {name};\n"));
     let params: Vec<String> = members
@@ -252,9 +265,10 @@ fn visit_expr(e: &'static Expr, f: &mut dyn FnMut(&'static Expr)) {
         | Expr::Field { expr, .. }
         | Expr::Len(expr)
         | Expr::Repeat { value: expr, .. } => visit_expr(expr, f),
-        Expr::Array(es) | Expr::Tuple(es) | Expr::Call { args: es, .. } | Expr::Math { args: es, .. } => {
-            es.iter().for_each(|a| visit_expr(a, f))
-        }
+        Expr::Array(es)
+        | Expr::Tuple(es)
+        | Expr::Call { args: es, .. }
+        | Expr::Math { args: es, .. } => es.iter().for_each(|a| visit_expr(a, f)),
         Expr::Binary { lhs, rhs, .. } => {
             visit_expr(lhs, f);
             visit_expr(rhs, f);
@@ -287,7 +301,9 @@ fn array_len_param_of(def: &'static FnDef, name: &str, seen: &mut Vec<usize>) ->
     }
     seen.push(key(def));
     let mut found = false;
-    visit_block(&def.body, &mut |e| found = found || node_uses_len(e, name, seen));
+    visit_block(&def.body, &mut |e| {
+        found = found || node_uses_len(e, name, seen)
+    });
     seen.pop();
     found
 }
@@ -355,7 +371,11 @@ impl Program {
             return Ok(());
         }
         let name = c_type(t, self.dialect);
-        if let Some(old) = self.aggregates.iter().find(|o| c_type(**o, self.dialect) == name) {
+        if let Some(old) = self
+            .aggregates
+            .iter()
+            .find(|o| c_type(**o, self.dialect) == name)
+        {
             if !ty_eq(*old, t) {
                 return Err(format!("two different types named `{name}` in one program"));
             }
@@ -366,7 +386,9 @@ impl Program {
             Ty::Tuple(tt) => tt.elems.iter().try_for_each(|e| self.add_ty(*e))?,
             Ty::Array(a) => {
                 if a.len == 0 {
-                    return Err("an empty array has no device type (arrays need 1 or more elements)".into());
+                    return Err(
+                        "an empty array has no device type (arrays need 1 or more elements)".into(),
+                    );
                 }
                 self.add_ty(a.elem)?
             }
@@ -797,7 +819,11 @@ impl FnEmitter<'_> {
                 let raw = u64::from_ne_bytes(b);
                 // the value's bits are in the low bytes on a little-endian host and in the
                 // high ones on a big-endian host
-                let raw = if cfg!(target_endian = "big") { raw >> (64 - 8 * n as u32) } else { raw };
+                let raw = if cfg!(target_endian = "big") {
+                    raw >> (64 - 8 * n as u32)
+                } else {
+                    raw
+                };
                 match p {
                     Prim::F32 => fmt_f32(f32::from_bits(raw as u32)),
                     Prim::F64 => fmt_f64(f64::from_bits(raw)),
@@ -897,7 +923,10 @@ impl FnEmitter<'_> {
     fn prim_of(te: &TExpr) -> R<Prim> {
         match Self::ty_of(te)? {
             Ty::Prim(p) => Ok(p),
-            other => Err(format!("operator applied to a value of type {}", ty_name(other))),
+            other => Err(format!(
+                "operator applied to a value of type {}",
+                ty_name(other)
+            )),
         }
     }
 
@@ -972,7 +1001,11 @@ impl FnEmitter<'_> {
                 MathFn::Signum => format!("return x != x ? x : {}({one}, x);", f(MathFn::Copysign)),
                 MathFn::IsNan => "return x != x;".to_string(),
                 MathFn::IsFinite => {
-                    let max = if p == Prim::F32 { fmt_f32(f32::MAX) } else { fmt_f64(f64::MAX) };
+                    let max = if p == Prim::F32 {
+                        fmt_f32(f32::MAX)
+                    } else {
+                        fmt_f64(f64::MAX)
+                    };
                     format!("return {}(x) <= {max};", f(MathFn::Abs))
                 }
                 // As Rust: `if x < lo { lo } else if x > hi { hi } else { x }` (NaN x stays)
@@ -991,7 +1024,9 @@ impl FnEmitter<'_> {
             } else {
                 format!("{t} x")
             };
-            let h = self.helper_fn(name, |n| format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n"));
+            let h = self.helper_fn(name, |n| {
+                format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n")
+            });
             return Ok(format!("{h}({args})"));
         }
         let (bits, signed) = int_bits(p);
@@ -1086,7 +1121,9 @@ impl FnEmitter<'_> {
             }
             _ => return Err(format!("`{}` is not defined for integers", func.name())),
         };
-        let h = self.helper_fn(name, |n| format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n"));
+        let h = self.helper_fn(name, |n| {
+            format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n")
+        });
         Ok(format!("{h}({args})"))
     }
 
@@ -1154,7 +1191,11 @@ impl FnEmitter<'_> {
             Expr::Extern { name, value } => {
                 let ConstValue { ty, bytes } = value();
                 if bytes.len() != ty.size() {
-                    return Err(format!("constant `{name}`: {} bytes for a {}", bytes.len(), ty_name(ty)));
+                    return Err(format!(
+                        "constant `{name}`: {} bytes for a {}",
+                        bytes.len(),
+                        ty_name(ty)
+                    ));
                 }
                 self.const_c(ty, &bytes)?
             }
@@ -1178,12 +1219,16 @@ impl FnEmitter<'_> {
                 let (x, t, k) = (self.temp(), self.temp(), self.temp());
                 self.line(&format!("{} {x} = {v};", c_type(ety, d)));
                 self.line(&format!("{} {t};", c_type(ty, d)));
-                self.line(&format!("for (int {k} = 0; {k} < {len}; ++{k}) {t}.v[{k}] = {x};"));
+                self.line(&format!(
+                    "for (int {k} = 0; {k} < {len}; ++{k}) {t}.v[{k}] = {x};"
+                ));
                 t
             }
             Expr::Tuple(es) => {
-                let ty = Self::ty_of(te)
-                    .map_err(|_| "a tuple can only be returned or destructured with `let (a, b) = ..`".to_string())?;
+                let ty = Self::ty_of(te).map_err(|_| {
+                    "a tuple can only be returned or destructured with `let (a, b) = ..`"
+                        .to_string()
+                })?;
                 let mut vals = Vec::new();
                 for (x, tx) in es.iter().zip(&te.kids) {
                     vals.push(self.expr(x, tx)?);
@@ -1201,7 +1246,11 @@ impl FnEmitter<'_> {
                     };
                     match self.lookup(n)? {
                         Bind::Slice(_, _, Some(len)) => len,
-                        _ => return Err(format!("`{n}.len()`: the length of `{n}` is not available")),
+                        _ => {
+                            return Err(format!(
+                                "`{n}.len()`: the length of `{n}` is not available"
+                            ))
+                        }
                     }
                 }
             },

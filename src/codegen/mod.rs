@@ -172,6 +172,6 @@ pub mod ir;
 mod typeck;
 
 pub use dialect::{c_type, Dialect};
-pub use ir::ConstValue;
 pub use emit_c::{array_len_param, device_source, device_source_multi, DeviceSource};
+pub use ir::ConstValue;
 pub use ir::FnDef;

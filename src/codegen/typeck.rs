@@ -441,7 +441,9 @@ impl Infer {
             Expr::Extern { value, .. } => self.known(value().ty),
             Expr::Array(elems) => {
                 if elems.is_empty() {
-                    return Err("an empty array has no device type (arrays need 1 or more elements)".into());
+                    return Err(
+                        "an empty array has no device type (arrays need 1 or more elements)".into(),
+                    );
                 }
                 let e = self.fresh(Tv::Any);
                 for (i, x) in elems.iter().enumerate() {
@@ -453,7 +455,9 @@ impl Infer {
             }
             Expr::Repeat { value, len } => {
                 if *len == 0 {
-                    return Err("an empty array has no device type (arrays need 1 or more elements)".into());
+                    return Err(
+                        "an empty array has no device type (arrays need 1 or more elements)".into(),
+                    );
                 }
                 let e = self.expr(value)?;
                 self.fresh(Tv::Array(e, *len))
@@ -596,7 +600,8 @@ impl Infer {
                 }
                 let (float_ok, int_ok) = func.classes();
                 match self.get(t0) {
-                    Tv::Known(Ty::Prim(p)) if (float_ok && is_float(p)) || (int_ok && is_int(p)) => {}
+                    Tv::Known(Ty::Prim(p))
+                        if (float_ok && is_float(p)) || (int_ok && is_int(p)) => {}
                     Tv::Float if float_ok => {}
                     Tv::Int if int_ok => {}
                     Tv::Any => {}
@@ -625,7 +630,12 @@ impl Infer {
                     },
                     Tv::Known(Ty::Tuple(tt)) => match name.parse::<usize>() {
                         Ok(k) if k < tt.elems.len() => self.known(tt.elems[k]),
-                        _ => return Err(format!("a tuple of {} has no element `.{name}`", tt.elems.len())),
+                        _ => {
+                            return Err(format!(
+                                "a tuple of {} has no element `.{name}`",
+                                tt.elems.len()
+                            ))
+                        }
                     },
                     Tv::Tuple(start, n) => match name.parse::<usize>() {
                         Ok(k) if k < n => start + k,

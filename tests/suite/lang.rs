@@ -69,7 +69,11 @@ pub fn filter5(s: Sample, #[uniform] k: [f32; 5]) -> [f32; 4] {
         for j in 0..k.len() {
             acc += k[j] * s.taps[(i + j) % 4];
         }
-        out[i] = if s.valid { acc + BIAS[i] } else { UNIT.taps[i] * s.count as f32 };
+        out[i] = if s.valid {
+            acc + BIAS[i]
+        } else {
+            UNIT.taps[i] * s.count as f32
+        };
     }
     out
 }
@@ -151,8 +155,14 @@ pub fn exact_math(x: f32, y: f64) -> [f64; 12] {
         x.signum() as f64 + f64::signum(y),
         x.copysign(-1.0) as f64 + y.copysign(x as f64),
         if x.is_nan() || y.is_nan() { 1.0 } else { 0.0 },
-        if x.is_finite() && y.is_finite() { 1.0 } else { 0.0 },
-        f32::sqrt(x.abs()) as f64 + (f64::MAX.sqrt() - f64::EPSILON) * 0.0 + f32::MIN_POSITIVE as f64,
+        if x.is_finite() && y.is_finite() {
+            1.0
+        } else {
+            0.0
+        },
+        f32::sqrt(x.abs()) as f64
+            + (f64::MAX.sqrt() - f64::EPSILON) * 0.0
+            + f32::MIN_POSITIVE as f64,
     ]
 }
 
@@ -239,10 +249,14 @@ fn median_filter_with_a_local_array() {
         for (rows, cols) in [(3, 3), (5, 8), (33, 65)] {
             let m = Matrix::from_fn(rows, cols, |r, c| ((r * 31 + c * 17) % 23) as f32 - 11.0);
             let mut got = Matrix::filled(rows, cols, 99.0f32);
-            MapOverlap::new(median3x3, (1, 1)).backend(b).run(&m, &mut got).unwrap();
+            MapOverlap::new(median3x3, (1, 1))
+                .backend(b)
+                .run(&m, &mut got)
+                .unwrap();
             for r in 1..rows - 1 {
                 for c in 1..cols - 1 {
-                    let mut v: Vec<f32> = (0..9).map(|k| m[(r + k / 3 - 1, c + k % 3 - 1)]).collect();
+                    let mut v: Vec<f32> =
+                        (0..9).map(|k| m[(r + k / 3 - 1, c + k % 3 - 1)]).collect();
                     v.sort_by(f32::total_cmp);
                     assert_eq!(got[(r, c)], v[4], "{b} {rows}x{cols} at ({r}, {c})");
                 }
@@ -264,8 +278,16 @@ fn array_elements_uniforms_and_constants() {
             });
             let mut got: Vector<[f32; 4]> = Vector::filled(n, [f32::NAN; 4]);
             let mut want = Vector::filled(n, [0.0; 4]);
-            Map::new(filter5).uniforms((k,)).backend(b).run(&s, &mut got).unwrap();
-            Map::new(filter5).uniforms((k,)).backend(Backend::Cpu).run(&s, &mut want).unwrap();
+            Map::new(filter5)
+                .uniforms((k,))
+                .backend(b)
+                .run(&s, &mut got)
+                .unwrap();
+            Map::new(filter5)
+                .uniforms((k,))
+                .backend(Backend::Cpu)
+                .run(&s, &mut want)
+                .unwrap();
             assert_eq!(got, want, "{b} n={n}");
             for i in 0..n {
                 assert_eq!(want[i], filter5::call(s[i], k), "oracle n={n} i={i}");
@@ -279,14 +301,23 @@ fn bool_elements_and_results() {
     for b in backends() {
         for n in [0, 1, 13, 4097] {
             let c = Vector::from_fn(n, |i| i % 3 == 0);
-            let (x, y) = (Vector::from_fn(n, |i| i as i32), Vector::from_fn(n, |i| -(i as i32)));
+            let (x, y) = (
+                Vector::from_fn(n, |i| i as i32),
+                Vector::from_fn(n, |i| -(i as i32)),
+            );
             let mut got = Vector::zeroed(n);
             Map::new(pick).backend(b).run(&c, &x, &y, &mut got).unwrap();
-            let want: Vec<i32> = (0..n).map(|i| if i % 3 == 0 { i as i32 } else { -(i as i32) }).collect();
+            let want: Vec<i32> = (0..n)
+                .map(|i| if i % 3 == 0 { i as i32 } else { -(i as i32) })
+                .collect();
             assert_eq!(got.to_vec(), want, "{b} pick n={n}");
             let mut odd = Vector::filled(n, true);
             Map::new(is_odd).backend(b).run(&x, &mut odd).unwrap();
-            assert_eq!(odd.to_vec(), (0..n).map(|i| i % 2 == 1).collect::<Vec<_>>(), "{b} is_odd n={n}");
+            assert_eq!(
+                odd.to_vec(),
+                (0..n).map(|i| i % 2 == 1).collect::<Vec<_>>(),
+                "{b} is_odd n={n}"
+            );
         }
     }
 }
@@ -299,7 +330,10 @@ fn loops_with_break_continue_and_return() {
             let mut got = Vector::zeroed(n);
             let mut want = Vector::zeroed(n);
             Map::new(digits).backend(b).run(&x, &mut got).unwrap();
-            Map::new(digits).backend(Backend::Cpu).run(&x, &mut want).unwrap();
+            Map::new(digits)
+                .backend(Backend::Cpu)
+                .run(&x, &mut want)
+                .unwrap();
             assert_eq!(got, want, "{b} n={n}");
         }
     }
@@ -314,10 +348,16 @@ fn tuple_returns_and_destructuring() {
             let mut got: Vector<(f32, f32)> = Vector::zeroed(n);
             let mut want = Vector::zeroed(n);
             Map::new(polar).backend(b).run(&x, &y, &mut got).unwrap();
-            Map::new(polar).backend(Backend::Cpu).run(&x, &y, &mut want).unwrap();
+            Map::new(polar)
+                .backend(Backend::Cpu)
+                .run(&x, &y, &mut want)
+                .unwrap();
             for i in 0..n {
                 assert_eq!(got[i].0, want[i].0, "{b} radius n={n} i={i}");
-                assert!(ulps_apart(got[i].1, want[i].1) <= TRANSCENDENTAL_ULPS, "{b} angle n={n} i={i}");
+                assert!(
+                    ulps_apart(got[i].1, want[i].1) <= TRANSCENDENTAL_ULPS,
+                    "{b} angle n={n} i={i}"
+                );
             }
             let v = Vector::from_fn(n, |i| (i as i64).wrapping_mul(0x0123_4567_89ab_cdef));
             let mut back = Vector::zeroed(n);
@@ -342,19 +382,35 @@ fn math_methods_match_the_oracle() {
         let y = Vector::from_fn(n, |i| (i as f64 - 990.0) * 0.0071);
         let mut got = Vector::zeroed(n);
         let mut want = Vector::zeroed(n);
-        Map::new(exact_math).backend(b).run(&x, &y, &mut got).unwrap();
-        Map::new(exact_math).backend(Backend::Cpu).run(&x, &y, &mut want).unwrap();
+        Map::new(exact_math)
+            .backend(b)
+            .run(&x, &y, &mut got)
+            .unwrap();
+        Map::new(exact_math)
+            .backend(Backend::Cpu)
+            .run(&x, &y, &mut want)
+            .unwrap();
         for i in 0..n {
-            let same = got[i].iter().zip(&want[i]).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
+            let same = got[i]
+                .iter()
+                .zip(&want[i])
+                .all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
             assert!(same, "{b} exact i={i}: {:?} vs {:?}", got[i], want[i]);
         }
         let mut got = Vector::zeroed(n);
         let mut want = Vector::zeroed(n);
         Map::new(approx_math).backend(b).run(&x, &mut got).unwrap();
-        Map::new(approx_math).backend(Backend::Cpu).run(&x, &mut want).unwrap();
+        Map::new(approx_math)
+            .backend(Backend::Cpu)
+            .run(&x, &mut want)
+            .unwrap();
         for i in 0..n {
             for (k, (g, w)) in got[i].iter().zip(&want[i]).enumerate() {
-                assert!(ulps_apart(*g, *w) <= TRANSCENDENTAL_ULPS, "{b} approx {k} of x={}: {g} vs {w}", x[i]);
+                assert!(
+                    ulps_apart(*g, *w) <= TRANSCENDENTAL_ULPS,
+                    "{b} approx {k} of x={}: {g} vs {w}",
+                    x[i]
+                );
             }
         }
         let a = Vector::from_fn(n, |i| match i % 7 {
@@ -363,9 +419,14 @@ fn math_methods_match_the_oracle() {
             _ => (i as i32 - 1000) * 1_000_003,
         });
         let bb = Vector::from_fn(n, |i| (i * 37) as u8);
-        let c = Vector::from_fn(n, |i| (i as u64).wrapping_mul(0xdead_beef_1234_5678) >> (i % 64));
+        let c = Vector::from_fn(n, |i| {
+            (i as u64).wrapping_mul(0xdead_beef_1234_5678) >> (i % 64)
+        });
         let mut got = Vector::zeroed(n);
-        Map::new(int_math).backend(b).run(&a, &bb, &c, &mut got).unwrap();
+        Map::new(int_math)
+            .backend(b)
+            .run(&a, &bb, &c, &mut got)
+            .unwrap();
         for i in 0..n {
             let (a, b8, c) = (a[i], bb[i], c[i]);
             let want = [
@@ -392,12 +453,21 @@ fn math_methods_match_the_oracle() {
 #[test]
 fn len_of_an_array_parameter_on_the_cpu_backends() {
     let table = Vector::from_fn(100, |i| (i as i64) * 3 - 50);
-    for b in [Backend::Cpu, Backend::Rayon].into_iter().filter(|&b| available(b)) {
+    for b in [Backend::Cpu, Backend::Rayon]
+        .into_iter()
+        .filter(|&b| available(b))
+    {
         let x = Vector::from_fn(500, |i| i as i64 - 100);
         let mut got = Vector::zeroed(500);
-        MapArray::new(last_le).backend(b).run(&table, &x, &mut got).unwrap();
+        MapArray::new(last_le)
+            .backend(b)
+            .run(&table, &x, &mut got)
+            .unwrap();
         for i in 0..500 {
-            let want = table.iter().rposition(|&t| t <= x[i]).map_or(-1, |p| p as i64);
+            let want = table
+                .iter()
+                .rposition(|&t| t <= x[i])
+                .map_or(-1, |p| p as i64);
             assert_eq!(got[i], want, "{b} i={i}");
         }
     }
