@@ -12,6 +12,90 @@
 //!
 //! The Rust body is kept as `name::call(..)` and inlined into the CPU loops; the same body is
 //! described by [`UserFn::definition`] for the C code generator of the GPU backends.
+//!
+//! ## The language of a body
+//!
+//! Literals, `let`/`let mut`, (compound) assignment, arithmetic, comparison, logical and bit
+//! operators, `as` between numbers, `if`/`else` (statement and value), `for i in a..b` and
+//! `a..=b`, `while`, `loop`, `break`, `continue` and `return` anywhere, struct literals and
+//! fields, calls of other `#[userfn]` functions (not recursive), and:
+//!
+//! - **arrays**: `[0.0f32; 9]`, `[x, y, z]`, `a[i]` reads and writes (also `m[i][j]`,
+//!   `s.taps[i]`), `a.len()`; `[T; N]` of any device type is a device type (elements,
+//!   uniforms, struct fields, return values). In C an array is a struct `{ T v[N]; }`, so it
+//!   is copied by value as in Rust. CUDA keeps a local array in registers when every index
+//!   is a constant after unrolling (e.g. `for` loops over `0..a.len()` with constant bounds);
+//!   indexed with a run-time value (a histogram bin, an insertion sort) it lives in the
+//!   thread's local memory, which is cached but slower. Indexing out of bounds panics in
+//!   Rust and is undefined on a device.
+//! - **`bool`**, a device type (a byte, 0 or 1; `uchar` in OpenCL C, which has no `bool` in
+//!   memory).
+//! - **tuples** of 2 to 4 values as return types (`-> (f32, f32)`, a C struct with members
+//!   `f0`, `f1`, ..; see [`UserFn::outputs`]), tuple expressions, `let (a, b) = g(x);`
+//!   (also `_`) and `t.0`. Like every device type a tuple has no padding: `(f32, u32)` or
+//!   `(u16, u8, bool)`, not `(f32, u8)` (a compile error that says so).
+//! - **`.len()`** of local arrays and of `&[T]` parameters (the C function then takes the
+//!   length after the pointer, see [`crate::codegen::array_len_param`]).
+//! - **math** for `f32`/`f64`, as `x.sqrt()` or `f32::sqrt(x)`: `abs sqrt cbrt powf powi exp
+//!   exp2 ln log2 log10 sin cos tan asin acos atan atan2 sinh cosh tanh hypot floor ceil
+//!   round round_ties_even trunc fract min max clamp mul_add signum copysign is_nan
+//!   is_finite`; for integers `min max abs clamp pow wrapping_add wrapping_sub wrapping_mul
+//!   rotate_left rotate_right count_ones leading_zeros trailing_zeros`, with Rust's
+//!   semantics: `round` rounds half away from zero, `signum(-0.0) == -1.0`, `min`/`max`
+//!   return the other operand of a NaN, `leading_zeros(0)` is the width, and where a debug
+//!   build panics on overflow (`i32::MIN.abs()`, `pow`) the device wraps like a release
+//!   build. `clamp` with `min > max` (a panic in Rust) is not checked on a device. The
+//!   exactly rounded operations (`+ - * /`, `sqrt`, `mul_add`, rounding, `fract`, `min`,
+//!   `max`, ...) give the `cpu` backend's bits; the transcendental ones may differ by a few
+//!   units in the last place (the tests allow 16, the OpenCL 1.2 bound for `pow`; CUDA's
+//!   are lower).
+//! - **constants**: `f32::MAX`, `f32::EPSILON`, `u32::MAX`, `f64::consts::PI`, ... and
+//!   module-level `const` items of any device type, named in `SCREAMING_CASE` (as Rust
+//!   names constants) directly or by path (`K`, `filters::GAUSS`, `Pixel::WHITE`). A
+//!   `SCREAMING_CASE` name that the function binds itself (a parameter or local) is that
+//!   local. The expansion reads the constant's value when the function is translated to C.
+//!
+//! Closures, heap types (`Vec`, `String`, `Box`, ..), references other than the parameter
+//! kinds, generics, `unsafe`, macros, `match`, labels and recursion are compile errors at
+//! their span that say what to write instead (mutual recursion, which the macro cannot see,
+//! is an [`crate::Error::Compile`] when a GPU backend translates the function).
+//!
+//! ```
+//! use skel::prelude::*;
+//!
+//! #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+//! #[repr(C)]
+//! struct Sample { taps: [f32; 4], valid: bool, pad: [u8; 3] }
+//!
+//! const BIAS: [f32; 4] = [0.5, 0.25, 0.0, -0.25];
+//!
+//! #[userfn]
+//! fn polar(x: f32, y: f32) -> (f32, f32) { ((x * x + y * y).sqrt(), y.atan2(x)) }
+//!
+//! #[userfn]
+//! fn filter(s: Sample, #[uniform] k: [f32; 3]) -> f32 {
+//!     if !s.valid {
+//!         return 0.0;
+//!     }
+//!     let mut v = [0.0f32; 4];
+//!     for i in 0..v.len() {
+//!         v[i] = s.taps[i] * k[i % k.len()] + BIAS[i];
+//!     }
+//!     let (r, _) = polar(v[0], v[1]);
+//!     let mut n = 0;
+//!     loop {
+//!         n += 1;
+//!         if n == 3 { break; }
+//!     }
+//!     r.max(v[2]).clamp(0.0, 10.0) + n as f32 + f32::EPSILON
+//! }
+//!
+//! let s = Vector::from(vec![Sample { taps: [3.0, 4.0, 1.0, 0.0], valid: true, pad: [0; 3] }]);
+//! let mut out = Vector::zeroed(1);
+//! Map::new(filter).uniforms(([1.0f32, 1.0, 1.0],)).run(&s, &mut out)?;
+//! assert_eq!(out[0], (3.5f32 * 3.5 + 4.25 * 4.25).sqrt() + 3.0 + f32::EPSILON);
+//! # Ok::<(), skel::Error>(())
+//! ```
 
 use std::ops::Index;
 

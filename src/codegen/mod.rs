@@ -27,14 +27,25 @@
 //! pointing at the centre (`w[(di, dj)]` ↦ `name[(di) * name_stride + (dj)]`). The prelude
 //! defines `SKEL_ARRAY_SPACE` / `SKEL_WINDOW_SPACE` only `#ifndef` (empty for CUDA, `__global`
 //! for OpenCL), so a template may define them first (e.g. `__local` for tiled stencils).
+//! A `&[T]` parameter whose length the body reads (`t.len()`, also through a callee) is
+//! followed by `<c_type(Usize)> name_len` ([`array_len_param`] says whether). Arrays `[T; N]`
+//! and tuples are wrapper structs (`skel_a<N>_<T> { T v[N]; }`, `skel_t<K>_.. { f0; f1; .. }`,
+//! see [`Ty`]), passed and returned by value like structs; `bool` is `bool` in CUDA and host
+//! C and `uchar` in OpenCL C.
 //! `SKEL_FN` is `static __device__ __forceinline__` (CUDA) or `static inline` (OpenCL).
 //! The prelude is guarded by `SKEL_PRELUDE`. User locals/parameters keep their names unless
 //! they could clash with C (keywords, builtins, macros: `float` becomes `float_`).
 //!
 //! **Semantics.** Math maps per type (`f32` uses `sqrtf`... in CUDA, the type-generic
 //! builtins in OpenCL; `ln`→`log`, `mul_add`→`fma`, `min`/`max`→`fmin`/`fmax`,
-//! `round`→`round`, `round_ties_even`→`rint`, `powi`→`pown` (OpenCL) / `pow`); integer
-//! `min`/`max`/`abs` use typed helpers; 8/16-bit arithmetic is truncated back to its type.
+//! `round`→`round`, `round_ties_even`→`rint`, `powi`→`pown` (OpenCL) / `pow`); `fract`,
+//! `signum`, `clamp`, `is_nan`, `is_finite` and every integer method are typed helpers
+//! with Rust's (release-build) semantics: wrapping in a wide unsigned type, `rotate_*` by
+//! the amount modulo the width, `leading_zeros`/`trailing_zeros`/`count_ones` on the
+//! value's own width. 8/16-bit arithmetic is truncated back to its type. Local arrays are
+//! built by statements before the expression that uses them (a literal element by element,
+//! `[x; N]` by a loop); module-level constants ([`ir::Expr::Extern`]) are emitted as
+//! literals from their bytes.
 //! Results equal Rust's for non-overflowing values; out-of-range float→int casts (which
 //! saturate in Rust) are undefined in C.
 
@@ -88,8 +99,8 @@ impl Ty {
     /// ```
     /// use skel::prelude::*;
     /// use skel::codegen::{Prim, Ty};
-    /// let tys = <(f32, u8) as DeviceType>::TY.tuple_elems().unwrap();
-    /// assert!(matches!(tys, [Ty::Prim(Prim::F32), Ty::Prim(Prim::U8)]));
+    /// let tys = <(f32, u32) as DeviceType>::TY.tuple_elems().unwrap();
+    /// assert!(matches!(tys, [Ty::Prim(Prim::F32), Ty::Prim(Prim::U32)]));
     /// assert!(<f32 as DeviceType>::TY.tuple_elems().is_none());
     /// ```
     pub const fn tuple_elems(&self) -> Option<&'static [Ty]> {
