@@ -1277,21 +1277,10 @@ fn arrays_loops_tuples_and_constants_match_rust() {
 fn language_forms_in_every_dialect() {
     for d in [Dialect::Cuda, Dialect::OpenCl, Dialect::HostC] {
         let s = device_source::<find_first>(d).unwrap().source;
-        let (ptr, len) = if d == Dialect::OpenCl {
-            ("int", "ulong")
-        } else {
-            (
-                "int",
-                if d == Dialect::Cuda {
-                    "unsigned long long"
-                } else {
-                    "unsigned long long"
-                },
-            )
-        };
+        let len = c_type(skel::codegen::Ty::Prim(skel::codegen::Prim::Usize), d);
         assert!(
             s.contains(&format!(
-                "SKEL_ARRAY_SPACE const {ptr}* t, {len} t_len, {ptr} key"
+                "SKEL_ARRAY_SPACE const int* t, {len} t_len, int key"
             )),
             "{s}"
         );

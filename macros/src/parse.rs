@@ -492,7 +492,8 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         impl #name {
             #(#attrs)*
             #[inline(always)]
-            #[allow(clippy::too_many_arguments)]
+            // Index loops are how a body walks an array: device code has no iterators.
+            #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
             #vis #constness fn call(#inputs) -> #out_ty #block
         }
         impl ::skel::userfn::UserFn for #name {

@@ -300,6 +300,11 @@ impl Infer {
         let mut bound = None;
         match s {
             Stmt::Let { name, ty, init, .. } => {
+                if let Some(Expr::Tuple(_)) = init {
+                    return Err(format!(
+                        "`let {name} = (..)`: a tuple can only be returned or destructured (`let (a, b) = ..`)"
+                    ));
+                }
                 let v = match ty {
                     Some(t) => self.known(*t),
                     None => self.fresh(Tv::Any),

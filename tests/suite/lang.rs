@@ -194,8 +194,9 @@ pub fn approx_math(x: f32) -> [f32; 19] {
     ]
 }
 
-/// Every integer method, on three widths.
+/// Every integer method, on three widths (`abs` is the method under test, not `unsigned_abs`).
 #[userfn]
+#[allow(clippy::cast_abs_to_unsigned)]
 pub fn int_math(a: i32, b: u8, c: u64) -> [u64; 14] {
     [
         a.abs() as u64,
