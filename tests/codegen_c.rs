@@ -262,6 +262,11 @@ fn run_timeout(exe: &std::path::Path, input: &str) -> Vec<String> {
 
 /// Compiles `src` + `main` with cc; returns the executable path.
 fn build(name: &str, src: &str, main: &str) -> std::path::PathBuf {
+    build_as(name, src, main, false)
+}
+
+/// [`build`], as C++ (`cpp`) for the CUDA dialect behind [`CUDA_SHIM`].
+fn build_as(name: &str, src: &str, main: &str, cpp: bool) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("skel_codegen_c_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let c = dir.join(format!("{name}.c"));
@@ -271,9 +276,14 @@ fn build(name: &str, src: &str, main: &str) -> std::path::PathBuf {
         format!("#include <stdio.h>\n#include <string.h>\n{src}\n{main}\n"),
     )
     .unwrap();
+    let lang: &[&str] = if cpp {
+        &["-x", "c++", "-std=c++14"]
+    } else {
+        &["-std=c99"]
+    };
     let out = Command::new("cc")
+        .args(lang)
         .args([
-            "-std=c99",
             "-O2",
             "-ffp-contract=off",
             "-Wall",
@@ -980,10 +990,16 @@ int_math_fns! {
 /// The OpenCL built-ins the integer methods use, for the host compiler.
 const OPENCL_INT_SHIM: &str = "#define popcount(x) _Generic((x), uchar: __builtin_popcount, ushort: __builtin_popcount, uint: __builtin_popcount, ulong: __builtin_popcountl)(x)\nstatic inline uchar clz_u8(uchar x){return x?__builtin_clz(x)-24:8;}\nstatic inline ushort clz_u16(ushort x){return x?__builtin_clz(x)-16:16;}\nstatic inline uint clz_u32(uint x){return x?__builtin_clz(x):32;}\nstatic inline ulong clz_u64(ulong x){return x?__builtin_clzl(x):64;}\n#define clz(x) _Generic((x), uchar: clz_u8, ushort: clz_u16, uint: clz_u32, ulong: clz_u64)(x)\n";
 
-fn dialects() -> [(Dialect, String); 2] {
+/// The CUDA intrinsics the generated code uses, as documented in the CUDA Math API, for
+/// the host C++ compiler (so that the CUDA dialect's helpers are run here too).
+const CUDA_SHIM: &str = "#include <math.h>\n#define __device__\n#define __forceinline__ inline\nstatic inline int __popc(unsigned int x){return __builtin_popcount(x);}\nstatic inline int __popcll(unsigned long long x){return __builtin_popcountll(x);}\nstatic inline int __clz(int x){return x?__builtin_clz((unsigned int)x):32;}\nstatic inline int __clzll(long long x){return x?__builtin_clzll((unsigned long long)x):64;}\n";
+
+/// Every dialect with the shim that lets the host compiler build it.
+fn dialects() -> [(Dialect, String); 3] {
     [
         (Dialect::HostC, String::new()),
         (Dialect::OpenCl, format!("{OPENCL_SHIM}{OPENCL_INT_SHIM}")),
+        (Dialect::Cuda, CUDA_SHIM.to_string()),
     ]
 }
 
@@ -1044,10 +1060,11 @@ fn integer_methods_match_rust_in_release() {
             ));
         }
         main.push_str("printf(\"\\n\");}return 0;}");
-        let exe = build(
+        let exe = build_as(
             &format!("intmath_{dialect:?}"),
             &format!("{shim}{}", src.source),
             &main,
+            dialect == Dialect::Cuda,
         );
         let out = run_timeout(&exe, &input);
         assert_eq!(out.len(), inputs.len());
@@ -1155,10 +1172,11 @@ fn float_methods_match_rust() {
              for(int k=0;k<16;k++){{memcpy(&w,&c.v[k],8);printf(\"%llx \",w);}}for(int k=0;k<20;k++){{memcpy(&w,&d.v[k],8);printf(\"%llx \",w);}}printf(\"\\n\");}}return 0;}}",
             e[0], e[1], e[2], e[3]
         );
-        let exe = build(
+        let exe = build_as(
             &format!("floatmath_{dialect:?}"),
             &format!("{shim}{}", src.source),
             &main,
+            dialect == Dialect::Cuda,
         );
         let out = run_timeout(&exe, &input);
         assert_eq!(out.len(), inputs.len());
@@ -1248,10 +1266,11 @@ fn arrays_loops_tuples_and_constants_match_rust() {
             tl.join(","),
             e[0], e[1], e[2], e[3], e[4], e[5], e[6]
         );
-        let exe = build(
+        let exe = build_as(
             &format!("lang_{dialect:?}"),
             &format!("{shim}{}", src.source),
             &main,
+            dialect == Dialect::Cuda,
         );
         let out = run_timeout(&exe, &input);
         assert_eq!(out.len(), inputs.len());
