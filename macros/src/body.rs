@@ -398,6 +398,13 @@ fn local(l: &syn::Local) -> syn::Result<TokenStream> {
         let e = expr(&init.expr)?;
         return Ok(quote!(__ir::Stmt::LetTuple { names: &[#(#names),*], init: &#e }));
     }
+    if let (Pat::Wild(_), Some(init)) = (&l.pat, &l.init) {
+        if init.diverge.is_none() {
+            // `let _ = e;` evaluates `e` and drops it
+            let e = expr(&init.expr)?;
+            return Ok(quote!(__ir::Stmt::Expr(&#e)));
+        }
+    }
     let (pat, ty) = match &l.pat {
         Pat::Type(pt) => (&*pt.pat, Some(ty_tokens(&pt.ty)?)),
         p => (p, None),
