@@ -466,14 +466,14 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
                     other => {
                         return Err(unsupported(
                             other,
-                            "a `for` loop over anything but a range `a..b`",
+                            "a `for` loop over anything but a range `a..b` (write `for i in 0..a.len()` and index `a[i]`)",
                         ))
                     }
                 },
                 other => {
                     return Err(unsupported(
                         other,
-                        "a `for` loop over anything but a range `a..b`",
+                        "a `for` loop over anything but a range `a..b` (write `for i in 0..a.len()` and index `a[i]`)",
                     ))
                 }
             };
