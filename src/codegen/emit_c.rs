@@ -649,7 +649,7 @@ impl FnEmitter<'_> {
         tail: Tail,
     ) -> R<()> {
         let c = self.expr(cond, &te.kids[0])?;
-        self.line(&format!("if ({c}) {{"));
+        self.line(&format!("if ({}) {{", unparen(&c)));
         self.braced(then, &te.blocks[0], tail.clone())?;
         if let Some(b) = els {
             self.line("} else {");
@@ -741,7 +741,7 @@ impl FnEmitter<'_> {
                     r
                 })?;
                 if pre.is_empty() {
-                    self.line(&format!("while ({c}) {{"));
+                    self.line(&format!("while ({}) {{", unparen(&c)));
                 } else {
                     self.line("while (1) {");
                     self.out.push_str(&pre);
@@ -1415,7 +1415,7 @@ impl FnEmitter<'_> {
                         }
                         let t = self.temp();
                         self.line(&format!("{} {t};", c_type(ty, d)));
-                        self.line(&format!("if ({c}) {{"));
+                        self.line(&format!("if ({}) {{", unparen(&c)));
                         self.braced(then, &te.blocks[0], Tail::Assign(t.clone()))?;
                         self.line("} else {");
                         self.braced(els, &te.blocks[1], Tail::Assign(t.clone()))?;
@@ -1439,6 +1439,27 @@ impl FnEmitter<'_> {
             }
         })
     }
+}
+
+/// `c` without the parentheses around the whole of it, if any: `if ((a == b))` makes C
+/// compilers warn (`-Wparentheses-equality`).
+fn unparen(c: &str) -> &str {
+    let Some(inner) = c.strip_prefix('(').and_then(|c| c.strip_suffix(')')) else {
+        return c;
+    };
+    let mut depth = 0i32;
+    for ch in inner.chars() {
+        depth += match ch {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            // `(a) + (b)`: the first and last parentheses are not a pair
+            return c;
+        }
+    }
+    inner
 }
 
 /// Width in bits and signedness of an integer type (`usize`/`isize` are 64-bit in C).
