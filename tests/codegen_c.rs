@@ -868,6 +868,29 @@ fn use_tuples(x: f32, y: f32) -> f32 {
     r + th + p.0 - p.1 * 2.0 + q as f32 + f32::hypot(a, b)
 }
 
+/// Annotated array locals, arrays from `if`, `let _`, `BITS`, `return` inside a block
+/// expression, arrays of arrays built from locals.
+#[userfn]
+fn misc_forms(x: i32, n: u32) -> i32 {
+    let a: [i32; 3] = if x > 0 { [x, 1, 2] } else { [0; 3] };
+    let _ = a;
+    let b = {
+        let t = a[0] + a[1];
+        if t > 1000 {
+            return -1;
+        }
+        t
+    };
+    let mut s = b + (n % u8::BITS) as i32;
+    let mut i = 0usize;
+    while i < a.len() {
+        s += a[i];
+        i += 1;
+    }
+    let c = [a, [s, s, s]];
+    s + c[1][2] + c[0][0] + i32::BITS as i32
+}
+
 #[userfn]
 fn is_small(x: f32, #[uniform] limit: f32) -> bool {
     let big = x.abs() > limit;
@@ -1228,6 +1251,7 @@ fn arrays_loops_tuples_and_constants_match_rust() {
         <use_tuples as skel::userfn::UserFn>::definition(),
         <is_small as skel::userfn::UserFn>::definition(),
         <divmod as skel::userfn::UserFn>::definition(),
+        <misc_forms as skel::userfn::UserFn>::definition(),
     ];
     let table: Vec<i32> = (0..23).map(|i| (i * 7919) % 61 - 20).collect();
     let inputs: Vec<(f32, f32, u32, i32)> = float_inputs()
@@ -1262,9 +1286,9 @@ fn arrays_loops_tuples_and_constants_match_rust() {
              unsigned xb,yb,n;int k;while(scanf(\"%x %x %u %d\",&xb,&yb,&n,&k)==4){{float x,y,r;memcpy(&x,&xb,4);memcpy(&y,&yb,4);\
              r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);r={}(q,x);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%u \",{}(n,100u));\
              printf(\"%d \",{}(t,23,k));r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%d \",(int){}(x,3.0f));\
-             skel_t2_i32i32 dm={}(k,(int)n%7);printf(\"%d %d\\n\",dm.f0,dm.f1);}}return 0;}}",
+             skel_t2_i32i32 dm={}(k,(int)n%7);printf(\"%d %d %d\\n\",dm.f0,dm.f1,{}(k*37,n));}}return 0;}}",
             tl.join(","),
-            e[0], e[1], e[2], e[3], e[4], e[5], e[6]
+            e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]
         );
         let exe = build_as(
             &format!("lang_{dialect:?}"),
@@ -1277,7 +1301,7 @@ fn arrays_loops_tuples_and_constants_match_rust() {
         for (o, &(x, y, n, k)) in out.iter().zip(&inputs) {
             let dm = divmod::call(k, n as i32 % 7);
             let want = format!(
-                "{:x} {:x} {} {} {:x} {} {} {}",
+                "{:x} {:x} {} {} {:x} {} {} {} {}",
                 median9::call(x, y).to_bits(),
                 arrays::call(quad, x).to_bits(),
                 collatz::call(n, 100),
@@ -1285,7 +1309,8 @@ fn arrays_loops_tuples_and_constants_match_rust() {
                 use_tuples::call(x, y).to_bits(),
                 is_small::call(x, 3.0) as i32,
                 dm.0,
-                dm.1
+                dm.1,
+                misc_forms::call(k * 37, n)
             );
             assert_eq!(o, &want, "{dialect:?}: x={x:e} y={y:e} n={n} k={k}");
         }

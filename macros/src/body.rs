@@ -665,7 +665,7 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<TokenStream> {
     };
     let ok = match rest {
         [t, c] if is_float(t) => FLOAT_CONSTS.contains(c),
-        [t, c] if prim_variant(t).is_some() && *t != "bool" => matches!(*c, "MAX" | "MIN"),
+        [t, c] if prim_variant(t).is_some() && *t != "bool" => matches!(*c, "MAX" | "MIN" | "BITS"),
         [t, "consts", c] if is_float(t) => MATH_CONSTS.contains(c),
         _ => false,
     };

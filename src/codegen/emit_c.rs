@@ -1564,6 +1564,7 @@ fn const_value(p: Prim, name: &str, e: &FnEmitter<'_>) -> R<String> {
         ($t:ident) => {
             match name {
                 "MAX" => Ok(e.int_lit($t::MAX as i128, p)),
+                "BITS" => Ok(e.int_lit($t::BITS as i128, Prim::U32)),
                 "MIN" => Ok(e.int_lit($t::MIN as i128, p)),
                 _ => Err(format!("unknown constant `{}::{name}`", stringify!($t))),
             }

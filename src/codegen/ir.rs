@@ -162,7 +162,8 @@ pub enum Expr {
     Bool(bool),
     /// A local or parameter.
     Var(&'static str),
-    /// An associated constant of a primitive: `f32::MAX`, `f64::consts::PI`, `i32::MIN`.
+    /// An associated constant of a primitive: `f32::MAX`, `f64::consts::PI`, `i32::MIN`,
+    /// `u8::BITS` (a `u32`).
     Const {
         /// The primitive type.
         ty: super::Prim,

@@ -442,6 +442,8 @@ impl Infer {
                 ))
                 }
             },
+            // `u8::BITS` is a `u32`, like every `BITS`
+            Expr::Const { name: "BITS", .. } => self.known(Ty::Prim(Prim::U32)),
             Expr::Const { ty, .. } => self.known(Ty::Prim(*ty)),
             Expr::Extern { value, .. } => self.known(value().ty),
             Expr::Array(elems) => {
