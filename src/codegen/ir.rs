@@ -7,7 +7,7 @@
 //!
 //! The tree is deliberately close to the Rust source: literals keep their text and suffix,
 //! unsuffixed literals have no type yet, locals have an optional annotation. Types are
-//! inferred by [`super::typeck`] when the tree is translated.
+//! inferred (by the crate-private `typeck`) when the tree is translated.
 
 use super::Ty;
 
