@@ -1057,18 +1057,43 @@ fn int_inputs() -> Vec<(u64, u64, u32)> {
     out
 }
 
-#[test]
-fn integer_methods_match_rust_in_release() {
+/// One executable per dialect (built once per test process).
+type Exes = OnceLock<Vec<(Dialect, std::path::PathBuf)>>;
+
+static INT_EXES: Exes = OnceLock::new();
+static FLOAT_EXES: Exes = OnceLock::new();
+static LANG_EXES: Exes = OnceLock::new();
+
+/// Builds, once per process, `name` for every dialect: the functions `defs` and the
+/// `main` that `main(entries, dialect)` writes.
+fn exes(
+    cache: &'static Exes,
+    name: &str,
+    defs: &[&'static skel::codegen::FnDef],
+    main: impl Fn(&[String], Dialect) -> String,
+) -> &'static [(Dialect, std::path::PathBuf)] {
+    cache.get_or_init(|| {
+        dialects()
+            .into_iter()
+            .map(|(dialect, shim)| {
+                let src = skel::codegen::device_source_multi(defs, dialect).unwrap();
+                let exe = build_as(
+                    &format!("{name}_{dialect:?}"),
+                    &format!("{shim}{}", src.source),
+                    &main(&src.entries, dialect),
+                    dialect == Dialect::Cuda,
+                );
+                (dialect, exe)
+            })
+            .collect()
+    })
+}
+
+fn int_exes() -> &'static [(Dialect, std::path::PathBuf)] {
     let defs: Vec<_> = int_math_defs().iter().map(|d| d.0).collect();
-    let inputs = int_inputs();
-    let input: String = inputs
-        .iter()
-        .map(|(a, b, n)| format!("{a} {b} {n}\n"))
-        .collect();
-    for (dialect, shim) in dialects() {
-        let src = skel::codegen::device_source_multi(&defs, dialect).unwrap();
+    exes(&INT_EXES, "intmath", &defs, |entries, dialect| {
         let mut main = String::from("int main(void){unsigned long long a,b;unsigned n;while(scanf(\"%llu %llu %u\",&a,&b,&n)==3){");
-        for ((def, signed), entry) in int_math_defs().iter().zip(&src.entries) {
+        for ((def, signed), entry) in int_math_defs().iter().zip(entries) {
             let skel::codegen::Ty::Array(arr) = def.ret else {
                 panic!("an array return")
             };
@@ -1083,15 +1108,19 @@ fn integer_methods_match_rust_in_release() {
             ));
         }
         main.push_str("printf(\"\\n\");}return 0;}");
-        let exe = build_as(
-            &format!("intmath_{dialect:?}"),
-            &format!("{shim}{}", src.source),
-            &main,
-            dialect == Dialect::Cuda,
-        );
-        let out = run_timeout(&exe, &input);
+        main
+    })
+}
+
+fn check_int_methods(inputs: &[(u64, u64, u32)]) {
+    let input: String = inputs
+        .iter()
+        .map(|(a, b, n)| format!("{a} {b} {n}\n"))
+        .collect();
+    for (dialect, exe) in int_exes() {
+        let out = run_timeout(exe, &input);
         assert_eq!(out.len(), inputs.len());
-        for (o, &(a, b, n)) in out.iter().zip(&inputs) {
+        for (o, &(a, b, n)) in out.iter().zip(inputs) {
             let got: Vec<Vec<i128>> = o
                 .trim_end_matches('|')
                 .split('|')
@@ -1104,6 +1133,11 @@ fn integer_methods_match_rust_in_release() {
             );
         }
     }
+}
+
+#[test]
+fn integer_methods_match_rust_in_release() {
+    check_int_methods(&int_inputs());
 }
 
 /// Floats that exercise every method's corner: zeros of both signs, halves (rounding),
@@ -1172,38 +1206,33 @@ fn close_bits(a: u64, b: u64, width: u32, ulps: u64, zeros_equal: bool) -> bool 
 /// few units in the last place; here, on the host, at most this many.
 const APPROX_ULPS: u64 = 4;
 
-#[test]
-fn float_methods_match_rust() {
+fn float_exes() -> &'static [(Dialect, std::path::PathBuf)] {
     let defs = [
         <fm_exact_f32 as skel::userfn::UserFn>::definition(),
         <fm_approx_f32 as skel::userfn::UserFn>::definition(),
         <fm_exact_f64 as skel::userfn::UserFn>::definition(),
         <fm_approx_f64 as skel::userfn::UserFn>::definition(),
     ];
-    let inputs = float_inputs();
-    let input: String = inputs
-        .iter()
-        .map(|(x, y)| format!("{:x} {:x}\n", x.to_bits(), y.to_bits()))
-        .collect();
-    for (dialect, shim) in dialects() {
-        let src = skel::codegen::device_source_multi(&defs, dialect).unwrap();
-        let e = &src.entries;
-        let main = format!(
+    exes(&FLOAT_EXES, "floatmath", &defs, |e, _| {
+        format!(
             "int main(void){{unsigned long long xb,yb;while(scanf(\"%llx %llx\",&xb,&yb)==2){{double x,y;memcpy(&x,&xb,8);memcpy(&y,&yb,8);float xf=(float)x,yf=(float)y;\
              skel_a16_f32 a={}(xf,yf);skel_a20_f32 b={}(xf,yf);skel_a16_f64 c={}(x,y);skel_a20_f64 d={}(x,y);unsigned u;unsigned long long w;\
              for(int k=0;k<16;k++){{memcpy(&u,&a.v[k],4);printf(\"%x \",u);}}for(int k=0;k<20;k++){{memcpy(&u,&b.v[k],4);printf(\"%x \",u);}}\
              for(int k=0;k<16;k++){{memcpy(&w,&c.v[k],8);printf(\"%llx \",w);}}for(int k=0;k<20;k++){{memcpy(&w,&d.v[k],8);printf(\"%llx \",w);}}printf(\"\\n\");}}return 0;}}",
             e[0], e[1], e[2], e[3]
-        );
-        let exe = build_as(
-            &format!("floatmath_{dialect:?}"),
-            &format!("{shim}{}", src.source),
-            &main,
-            dialect == Dialect::Cuda,
-        );
-        let out = run_timeout(&exe, &input);
+        )
+    })
+}
+
+fn check_float_methods(inputs: &[(f64, f64)]) {
+    let input: String = inputs
+        .iter()
+        .map(|(x, y)| format!("{:x} {:x}\n", x.to_bits(), y.to_bits()))
+        .collect();
+    for (dialect, exe) in float_exes() {
+        let out = run_timeout(exe, &input);
         assert_eq!(out.len(), inputs.len());
-        for (o, &(x, y)) in out.iter().zip(&inputs) {
+        for (o, &(x, y)) in out.iter().zip(inputs) {
             let got: Vec<u64> = o
                 .split_whitespace()
                 .map(|v| u64::from_str_radix(v, 16).unwrap())
@@ -1242,7 +1271,16 @@ fn float_methods_match_rust() {
 }
 
 #[test]
-fn arrays_loops_tuples_and_constants_match_rust() {
+fn float_methods_match_rust() {
+    check_float_methods(&float_inputs());
+}
+
+/// The table `find_first` searches.
+fn lang_table() -> Vec<i32> {
+    (0..23).map(|i| (i * 7919) % 61 - 20).collect()
+}
+
+fn lang_exes() -> &'static [(Dialect, std::path::PathBuf)] {
     let defs = [
         <median9 as skel::userfn::UserFn>::definition(),
         <arrays as skel::userfn::UserFn>::definition(),
@@ -1253,20 +1291,22 @@ fn arrays_loops_tuples_and_constants_match_rust() {
         <divmod as skel::userfn::UserFn>::definition(),
         <misc_forms as skel::userfn::UserFn>::definition(),
     ];
-    let table: Vec<i32> = (0..23).map(|i| (i * 7919) % 61 - 20).collect();
-    let inputs: Vec<(f32, f32, u32, i32)> = float_inputs()
-        .iter()
-        .enumerate()
-        .filter(|(_, (x, y))| x.is_finite() && y.is_finite() && x.abs() < 1e6 && y.abs() < 1e6)
-        .map(|(i, &(x, y))| {
-            (
-                x as f32,
-                y as f32,
-                (i as u32).wrapping_mul(2654435761) % 100_000,
-                (i as i32 % 70) - 25,
-            )
-        })
-        .collect();
+    let tl: Vec<String> = lang_table().iter().map(|v| v.to_string()).collect();
+    exes(&LANG_EXES, "lang", &defs, |e, _| {
+        format!(
+            "int main(void){{int t[23]={{{}}};Quad q;q.w.v[0]=0.5f;q.w.v[1]=-1.0f;q.w.v[2]=2.0f;q.w.v[3]=0.25f;q.n=11;q.on=1;q.pad.v[0]=1;q.pad.v[1]=2;q.pad.v[2]=3;\
+             unsigned xb,yb,n;int k;while(scanf(\"%x %x %u %d\",&xb,&yb,&n,&k)==4){{float x,y,r;memcpy(&x,&xb,4);memcpy(&y,&yb,4);\
+             r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);r={}(q,x);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%u \",{}(n,100u));\
+             printf(\"%d \",{}(t,23,k));r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%d \",(int){}(x,3.0f));\
+             skel_t2_i32i32 dm={}(k,(int)n%7);printf(\"%d %d %d\\n\",dm.f0,dm.f1,{}(k*37,n));}}return 0;}}",
+            tl.join(","),
+            e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]
+        )
+    })
+}
+
+fn check_lang(inputs: &[(f32, f32, u32, i32)]) {
+    let table = lang_table();
     let input: String = inputs
         .iter()
         .map(|(x, y, n, k)| format!("{:x} {:x} {n} {k}\n", x.to_bits(), y.to_bits()))
@@ -1277,28 +1317,10 @@ fn arrays_loops_tuples_and_constants_match_rust() {
         on: true,
         pad: [1, 2, 3],
     };
-    let tl: Vec<String> = table.iter().map(|v| v.to_string()).collect();
-    for (dialect, shim) in dialects() {
-        let src = skel::codegen::device_source_multi(&defs, dialect).unwrap();
-        let e = &src.entries;
-        let main = format!(
-            "int main(void){{int t[23]={{{}}};Quad q;q.w.v[0]=0.5f;q.w.v[1]=-1.0f;q.w.v[2]=2.0f;q.w.v[3]=0.25f;q.n=11;q.on=1;q.pad.v[0]=1;q.pad.v[1]=2;q.pad.v[2]=3;\
-             unsigned xb,yb,n;int k;while(scanf(\"%x %x %u %d\",&xb,&yb,&n,&k)==4){{float x,y,r;memcpy(&x,&xb,4);memcpy(&y,&yb,4);\
-             r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);r={}(q,x);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%u \",{}(n,100u));\
-             printf(\"%d \",{}(t,23,k));r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%d \",(int){}(x,3.0f));\
-             skel_t2_i32i32 dm={}(k,(int)n%7);printf(\"%d %d %d\\n\",dm.f0,dm.f1,{}(k*37,n));}}return 0;}}",
-            tl.join(","),
-            e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]
-        );
-        let exe = build_as(
-            &format!("lang_{dialect:?}"),
-            &format!("{shim}{}", src.source),
-            &main,
-            dialect == Dialect::Cuda,
-        );
-        let out = run_timeout(&exe, &input);
+    for (dialect, exe) in lang_exes() {
+        let out = run_timeout(exe, &input);
         assert_eq!(out.len(), inputs.len());
-        for (o, &(x, y, n, k)) in out.iter().zip(&inputs) {
+        for (o, &(x, y, n, k)) in out.iter().zip(inputs) {
             let dm = divmod::call(k, n as i32 % 7);
             let want = format!(
                 "{:x} {:x} {} {} {:x} {} {} {} {}",
@@ -1314,6 +1336,39 @@ fn arrays_loops_tuples_and_constants_match_rust() {
             );
             assert_eq!(o, &want, "{dialect:?}: x={x:e} y={y:e} n={n} k={k}");
         }
+    }
+}
+
+#[test]
+fn arrays_loops_tuples_and_constants_match_rust() {
+    let inputs: Vec<(f32, f32, u32, i32)> = float_inputs()
+        .iter()
+        .enumerate()
+        .filter(|(_, (x, y))| x.is_finite() && y.is_finite() && x.abs() < 1e6 && y.abs() < 1e6)
+        .map(|(i, &(x, y))| {
+            (
+                x as f32,
+                y as f32,
+                (i as u32).wrapping_mul(2654435761) % 100_000,
+                (i as i32 % 70) - 25,
+            )
+        })
+        .collect();
+    check_lang(&inputs);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_the_language_matches_rust(
+        ints in prop::collection::vec((any::<u64>(), any::<u64>(), any::<u32>()), 1..200),
+        floats in prop::collection::vec((-1e3f64..1e3, -1e3f64..1e3), 1..200),
+        lang in prop::collection::vec((-1e4f32..1e4, -1e4f32..1e4, 0u32..1_000_000, -30i32..60), 1..200),
+    ) {
+        check_int_methods(&ints);
+        check_float_methods(&floats);
+        check_lang(&lang);
     }
 }
 
