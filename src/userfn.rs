@@ -255,6 +255,13 @@ primitive_device_types!(
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
 );
 
+// SAFETY: one byte, no padding, no pointers. Only 0 and 1 are valid `bool`s: skeletons
+// evaluate `bool` results inside their kernels (Filter's predicate) and never copy device
+// bytes back into a `bool`; CUDA C and OpenCL C `bool` results are 0 or 1 as well.
+unsafe impl DeviceType for bool {
+    const TY: Ty = Ty::Prim(crate::codegen::Prim::Bool);
+}
+
 /// The `#[uniform]` arguments of a user function: `()` or a tuple of up to 12 device types.
 /// Device backends use it to pass each uniform to a kernel by value, as raw bytes.
 ///
