@@ -133,13 +133,13 @@ pub use backends::{default_backend, set_default_backend, Backend};
 pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use error::{Error, Result};
 pub use skel_macros::{userfn, DeviceType};
-pub use skeletons::{Edge, Map, MapArray, MapOverlap, MapReduce, Reduce, Scan, ScanMode};
+pub use skeletons::{Edge, Filter, Map, MapArray, MapOverlap, MapReduce, Reduce, Scan, ScanMode};
 pub use userfn::{DeviceType, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        userfn, Backend, DeviceType, Edge, Error, Map, MapArray, MapOverlap, MapReduce, Matrix,
-        Reduce, Result, Scan, ScanMode, Vector, Window, Window2,
+        userfn, Backend, DeviceType, Edge, Error, Filter, Map, MapArray, MapOverlap, MapReduce,
+        Matrix, Reduce, Result, Scan, ScanMode, Vector, Window, Window2,
     };
 }

@@ -600,3 +600,4 @@ macro_rules! backend_suite {
         }
     };
 }
+pub mod filter;

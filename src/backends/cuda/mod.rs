@@ -9,7 +9,7 @@
 //! - `memory.rs`: containers' device copies, scratch buffers, pinned host memory, events,
 //!   and the ordering of work on different streams;
 //! - one file per skeleton: `map.rs`, `map_array.rs`, `reduce.rs`, `map_reduce.rs`,
-//!   `scan.rs`, `map_overlap.rs`; their kernels are the templates in `cuda/*.cu` (embedded
+//!   `scan.rs`, `map_overlap.rs`, `filter.rs`; their kernels are the templates in `cuda/*.cu` (embedded
 //!   with `include_str!`), completed by the generated user functions and a few `#define`s.
 //!
 //! Calls are asynchronous: a skeleton call enqueues its chunks' uploads (of what is
@@ -18,6 +18,7 @@
 //! surface there). Reduce and MapReduce return a value, so they wait.
 
 mod context;
+mod filter;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -35,7 +36,7 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, Execute, PredicateFn, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
@@ -413,6 +414,15 @@ impl Execute for Cuda {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         map_overlap::run_2d::<F>(self, input, out, stencil, uniforms)
+    }
+
+    fn filter<F: PredicateFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        uniforms: &F::Uniforms,
+    ) -> Result<usize> {
+        filter::run::<F, T>(self, input, out, uniforms)
     }
 }
 
