@@ -7,7 +7,7 @@
 //! ```text
 //! cargo bench --bench filter                          # n = 2^24, cpu and rayon
 //! cargo bench --features "cuda opencl" --bench filter -- 28
-//! ./bench-filter [--quick] [LOG2_N]                   # the built binary alone
+//! ./bench-filter [--quick] [--gpu-only] [LOG2_N]      # the built binary alone
 //! ```
 //!
 //! GPU rows are device-resident: the input is valid on the device after the first call and
@@ -106,16 +106,20 @@ fn timed(warm: usize, reps: usize, mut once: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let mut quick = false;
+    let (mut quick, mut gpu_only) = (false, false);
     let mut log2 = 24u32;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--quick" => quick = true,
+            // Only the device rows (for sweeping SKEL_FILTER_TUNE).
+            "--gpu-only" => gpu_only = true,
             "--bench" => {}
             s => match s.parse() {
                 Ok(l) if (10..=30).contains(&l) => log2 = l,
                 _ => {
-                    eprintln!("usage: filter [--quick] [LOG2_N]   (default LOG2_N = 24)");
+                    eprintln!(
+                        "usage: filter [--quick] [--gpu-only] [LOG2_N]   (default LOG2_N = 24)"
+                    );
                     std::process::exit(2);
                 }
             },
@@ -149,20 +153,28 @@ fn main() {
         println!("| {name} | {ms:.3} | {:.1} | {ratio} |", gb / ms * 1e3);
     };
 
-    let mut out = vec![0; n];
-    let t = timed(1, reps.min(5), || {
-        assert_eq!(plain_loop(&a, &mut out, THRESHOLD), kept);
-    });
-    row("plain loop", t, false);
-    let t = timed(warm, reps, || {
-        assert_eq!(hand_rayon(&a, &mut out, THRESHOLD), kept);
-    });
-    assert_eq!(out[..kept], want[..kept], "hand-rayon differs from the plain loop");
-    row("hand-rayon", t, false);
+    if !gpu_only {
+        let mut out = vec![0; n];
+        let t = timed(1, reps.min(5), || {
+            assert_eq!(plain_loop(&a, &mut out, THRESHOLD), kept);
+        });
+        row("plain loop", t, false);
+        let t = timed(warm, reps, || {
+            assert_eq!(hand_rayon(&a, &mut out, THRESHOLD), kept);
+        });
+        assert_eq!(
+            out[..kept],
+            want[..kept],
+            "hand-rayon differs from the plain loop"
+        );
+        row("hand-rayon", t, false);
+    }
 
     let v = Vector::from(a.clone());
     let mut vout = Vector::filled(n, -1i32);
-    for backend in [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda] {
+    let backends = [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda];
+    let skip = if gpu_only { 2 } else { 0 };
+    for backend in backends.into_iter().skip(skip) {
         if let Err(e) = backend.check() {
             println!("| skel-{backend} | skipped: {e} | | |");
             continue;
@@ -178,7 +190,11 @@ fn main() {
             "skel-{backend}: kept values differ from the plain loop"
         );
         let gpu = matches!(backend, Backend::Cuda | Backend::OpenCl);
-        let (w, r) = if backend == Backend::Cpu { (1, reps.min(5)) } else { (warm, reps) };
+        let (w, r) = if backend == Backend::Cpu {
+            (1, reps.min(5))
+        } else {
+            (warm, reps)
+        };
         let t = timed(w, r, || {
             f.run(&v, &mut vout).expect("skel Filter failed");
         });
