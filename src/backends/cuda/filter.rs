@@ -18,7 +18,7 @@ const TEMPLATE: &str = include_str!("../../../cuda/filter.cu");
 
 /// Threads per block, values per thread and blocks per SM asked of the compiler: 256
 /// threads with about 64 bytes of values each (16 `i32`s; at most 32 values, at least 1),
-/// two blocks per SM. The tuning knob `SKEL_FILTER_TUNE=<threads>,<bytes per
+/// four blocks per SM. The tuning knob `SKEL_FILTER_TUNE=<threads>,<bytes per
 /// thread>[,<min blocks per SM>]` overrides them (for benchmarking).
 fn shape<T>() -> (usize, usize, usize) {
     static TUNE: OnceLock<(usize, usize, usize)> = OnceLock::new();
@@ -35,7 +35,7 @@ fn shape<T>() -> (usize, usize, usize) {
             .filter(|&(b, i, m)| {
                 [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
             })
-            .unwrap_or((256, 64, 2))
+            .unwrap_or((256, 64, 4))
     });
     (
         block,
