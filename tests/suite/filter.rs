@@ -106,6 +106,20 @@ pub fn check_odd(backend: Backend, pattern: Pattern, n: usize, extra: usize) {
     );
 }
 
+/// `$filter` on `$b` and on `cpu`, from the same initial output: the same count and the
+/// same whole output.
+macro_rules! same_as_cpu {
+    ($b:expr, $filter:expr, $input:expr, $init:expr, $what:expr) => {{
+        let (mut got, mut want) = ($init.clone(), $init);
+        let k = $filter.backend($b).run($input, &mut got).unwrap();
+        let w = $filter
+            .backend(Backend::Cpu)
+            .run($input, &mut want)
+            .unwrap();
+        assert_eq!((k, got.to_vec()), (w, want.to_vec()), "{}", $what);
+    }};
+}
+
 macro_rules! filter_suite {
     ($name:ident, $backend:expr) => {
         mod $name {
@@ -135,34 +149,20 @@ macro_rules! filter_suite {
                 }
                 for &n in &[0usize, 1, 1000, 4097, 70_001] {
                     let v = Vector::from_fn(n, |i| (i as u32).wrapping_mul(2_654_435_761) % 1000);
-                    let mut got = Vector::filled(n, 7u32);
-                    let mut want = got.clone();
-                    let f = Filter::new(at_least).uniforms((700,));
-                    let k = f.backend(B).run(&v, &mut got).unwrap();
-                    let w = f.backend(Backend::Cpu).run(&v, &mut want).unwrap();
-                    assert_eq!((k, got.to_vec()), (w, want.to_vec()), "at_least n={n}");
-
+                    same_as_cpu!(B, Filter::new(at_least).uniforms((700,)), &v, Vector::filled(n, 7u32), format!("at_least n={n}"));
                     let px = Vector::from_fn(n, |i| Pixel {
                         r: (i % 7) as f32,
                         g: (i % 11) as f32 * 0.5,
                         b: (i % 3) as f32,
                     });
-                    let mut got = Vector::filled(n + 2, Pixel::default());
-                    let mut want = got.clone();
-                    let f = Filter::new(bright).uniforms((6.5,));
-                    let k = f.backend(B).run(&px, &mut got).unwrap();
-                    let w = f.backend(Backend::Cpu).run(&px, &mut want).unwrap();
-                    assert_eq!((k, got.to_vec()), (w, want.to_vec()), "bright n={n}");
-
+                    let init = Vector::filled(n + 2, Pixel::default());
+                    same_as_cpu!(B, Filter::new(bright).uniforms((6.5,)), &px, init, format!("bright n={n}"));
                     let af = Vector::from_fn(n, |i| Affine {
                         m: (i % 13) as i64,
                         c: (i % 5) as i64 * 2,
                     });
-                    let mut got = Vector::filled(n, Affine { m: -1, c: -1 });
-                    let mut want = got.clone();
-                    let k = Filter::new(rising).backend(B).run(&af, &mut got).unwrap();
-                    let w = Filter::new(rising).backend(Backend::Cpu).run(&af, &mut want).unwrap();
-                    assert_eq!((k, got.to_vec()), (w, want.to_vec()), "rising n={n}");
+                    let init = Vector::filled(n, Affine { m: -1, c: -1 });
+                    same_as_cpu!(B, Filter::new(rising), &af, init, format!("rising n={n}"));
 
                     let xs = Vector::from_fn(n, |i| (i as i64 % 9) - 3);
                     let mut got = Vector::filled(n, 0i64);
