@@ -16,45 +16,34 @@ use crate::{DeviceType, Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../cuda/filter.cu");
 
-/// How the kernel runs: threads per block, values per thread, blocks per SM asked of the
-/// compiler, and whether blocks loop over tiles (`skel_filter_loop`, as many blocks as fit
-/// on the device, each loading its next tile during the current one's look-back) or take
-/// one tile each (`skel_filter`).
-#[derive(Clone, Copy, Debug)]
-struct Shape {
-    block: usize,
-    items: usize,
-    min_blocks: usize,
-    looped: bool,
-}
-
-/// 256 threads with about 64 bytes of values each (16 `i32`s; at most 32 values, at least
-/// 1), four blocks per SM, looping blocks. The tuning knob `SKEL_FILTER_TUNE=<threads>,<bytes
-/// per thread>[,<min blocks per SM>[,<loop: 0 or 1>]]` overrides them (for benchmarking).
-fn shape<T>() -> Shape {
-    static TUNE: OnceLock<(usize, usize, usize, bool)> = OnceLock::new();
-    let &(block, bytes, min_blocks, looped) = TUNE.get_or_init(|| {
+/// Threads per block, values per thread and blocks per SM asked of the compiler: 512
+/// threads with about 64 bytes of values each (16 `i32`s; at most 32 values, at least 1),
+/// two blocks per SM. Measured on the H100 for 2^28 i32 at selectivity 0.5 (ms per call):
+/// 512x64 B x2 1.08-1.09, 256x64 B x4 1.15, 128x64 B x8 1.14, 256x128 B x2 1.17,
+/// 256x32 B x4 1.34. The tuning knob `SKEL_FILTER_TUNE=<threads>,<bytes per thread>[,<min
+/// blocks per SM>]` overrides them (for benchmarking).
+fn shape<T>() -> (usize, usize, usize) {
+    static TUNE: OnceLock<(usize, usize, usize)> = OnceLock::new();
+    let &(block, bytes, minb) = TUNE.get_or_init(|| {
         std::env::var("SKEL_FILTER_TUNE")
             .ok()
             .and_then(|s| {
                 let mut it = s.split(',').map(|x| x.trim().parse::<usize>().ok());
                 let b = it.next()??;
                 let i = it.next()??;
-                let m = it.next().unwrap_or(Some(4))?;
-                let l = it.next().unwrap_or(Some(1))?;
-                Some((b, i, m, l != 0))
+                let m = it.next().unwrap_or(Some(1))?;
+                Some((b, i, m))
             })
-            .filter(|&(b, i, m, _)| {
+            .filter(|&(b, i, m)| {
                 [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
             })
-            .unwrap_or((256, 64, 4, true))
+            .unwrap_or((512, 64, 2))
     });
-    Shape {
+    (
         block,
-        items: (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
-        min_blocks,
-        looped,
-    }
+        (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
+        minb,
+    )
 }
 
 /// The kernel source for filtering `T`s with `F`.
@@ -68,12 +57,7 @@ pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>() -> Result<String> {
     };
     // The element comes from registers, not from `in0`.
     let call = call_expr(user.entry(), F::definition(), &site).replace("in0[SKEL_P]", "(SKEL_X)");
-    let Shape {
-        block,
-        items,
-        min_blocks,
-        ..
-    } = shape::<T>();
+    let (block, items, min_blocks) = shape::<T>();
     let defines = [
         ("SKEL_T", cty::<T>()),
         ("SKEL_PRED(SKEL_P, SKEL_X)", call),
@@ -101,8 +85,8 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(0);
     }
-    let shape = shape::<T>();
-    let tile = shape.block * shape.items;
+    let (block, items, _) = shape::<T>();
+    let tile = block * items;
     if n.div_ceil(tile) >= u32::MAX as usize {
         return Err(Error::InvalidArgument(format!(
             "Filter of {n} elements is too long"
@@ -112,7 +96,7 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
         ctx,
         ProgKey::of::<(F, T)>("filter", ctx.ordinal),
         "filter",
-        &["skel_filter", "skel_filter_loop"],
+        &["skel_filter"],
         source::<F, T>,
     )?;
     let size = std::mem::size_of::<T>();
@@ -171,15 +155,8 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
                 .ptr(carry(c))
                 .uniforms(uniforms);
             at += states[c];
-            // Looping blocks: as many as the compiler was asked to fit on each SM.
-            let (kernel, grid) = if shape.looped {
-                let resident = ctx.sms as usize * shape.min_blocks;
-                ("skel_filter_loop", tiles.min(resident))
-            } else {
-                ("skel_filter", tiles)
-            };
-            let dims = Dims::line(grid as u32, shape.block as u32, (tile * size) as u32);
-            launch(ctx, lane, tag, m.func(kernel)?, dims, &mut args)?;
+            let dims = Dims::line(tiles as u32, block as u32, (tile * size) as u32);
+            launch(ctx, lane, tag, m.func("skel_filter")?, dims, &mut args)?;
             let ev = CuEvent::record(lane)?;
             memory::read_by(ctx, &input, part, &ev)?;
             events.push(ev);
