@@ -2,9 +2,9 @@
 
 use std::marker::PhantomData;
 
-use super::{check_index_dims, common_options, uniforms_or_missing, Options};
+use super::{common_options, uniforms_or_missing, Options};
 use crate::backends::{dispatch, PredicateFn};
-use crate::containers::{Input, Output, Shape};
+use crate::containers::{Input, Output};
 use crate::userfn::IndexKind;
 use crate::{DeviceType, Error, Result};
 
@@ -89,8 +89,13 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
                 out.shape(),
             ));
         }
-        let index_dims = <F::Index as IndexKind>::DIMS;
-        check_index_dims("Filter", F::NAME, index_dims, Shape::Vector(n))?;
+        if <F::Index as IndexKind>::DIMS == 2 {
+            return Err(Error::InvalidArgument(format!(
+                "Filter: `{}` takes a 2D #[index] (row, col); a Filter's index is the \
+                 element's position in the input: use #[index] i: usize",
+                F::NAME
+            )));
+        }
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         dispatch!(self.options, |exec| exec
             .filter::<F, T>(input, out, uniforms))

@@ -40,6 +40,11 @@ pub fn rising(a: Affine) -> bool {
 }
 
 #[userfn]
+pub fn diagonal(#[index] (row, col): (usize, usize), x: u32) -> bool {
+    row == col && x > 0
+}
+
+#[userfn]
 pub fn third_positive(#[index] i: usize, x: i64) -> bool {
     i % 3 == 0 && x > 0
 }
@@ -251,6 +256,10 @@ macro_rules! filter_suite {
                     other => panic!("expected ShapeMismatch, got {other:?}"),
                 }
                 assert_eq!(out.to_vec(), vec![3; 99]);
+                match Filter::new(diagonal).backend(B).run(&v, &mut Vector::filled(100, 0u32)) {
+                    Err(Error::InvalidArgument(m)) => assert!(m.contains("diagonal") && m.contains("usize"), "{m}"),
+                    other => panic!("expected a 2D-index error, got {other:?}"),
+                }
                 match Filter::new(at_least).backend(B).run(&v, &mut Vector::filled(100, 0u32)) {
                     Err(Error::InvalidArgument(m)) => assert!(m.contains("uniforms"), "{m}"),
                     other => panic!("expected a missing-uniforms error, got {other:?}"),
