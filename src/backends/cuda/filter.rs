@@ -7,7 +7,7 @@ use super::context::ctx;
 use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
-use super::{assemble, call_expr, cty, uniform_params, CallSite, Cuda};
+use super::{assemble, call_expr, cty, tuned_shape, uniform_params, CallSite, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::PredicateFn;
 use crate::codegen::{device_source, Dialect};
@@ -24,26 +24,7 @@ const TEMPLATE: &str = include_str!("../../../cuda/filter.cu");
 /// blocks per SM>]` overrides them (for benchmarking).
 fn shape<T>() -> (usize, usize, usize) {
     static TUNE: OnceLock<(usize, usize, usize)> = OnceLock::new();
-    let &(block, bytes, minb) = TUNE.get_or_init(|| {
-        std::env::var("SKEL_FILTER_TUNE")
-            .ok()
-            .and_then(|s| {
-                let mut it = s.split(',').map(|x| x.trim().parse::<usize>().ok());
-                let b = it.next()??;
-                let i = it.next()??;
-                let m = it.next().unwrap_or(Some(1))?;
-                Some((b, i, m))
-            })
-            .filter(|&(b, i, m)| {
-                [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
-            })
-            .unwrap_or((512, 64, 2))
-    });
-    (
-        block,
-        (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
-        minb,
-    )
+    tuned_shape::<T>(&TUNE, "SKEL_FILTER_TUNE", (512, 64, 2))
 }
 
 /// The kernel source for filtering `T`s with `F`.

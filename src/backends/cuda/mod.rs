@@ -322,6 +322,37 @@ impl ArgVisitor for MissingBytes<'_> {
     }
 }
 
+/// A tiled kernel's shape `(threads per block, values of T per thread, min blocks per SM)`:
+/// from the tuning variable `var` (`<threads>,<bytes per thread>[,<min blocks per SM>]`,
+/// read once into `cell`; for benchmarking), else `default` (the same three, bytes per
+/// thread in the middle). Values per thread are 1 to 32.
+pub(crate) fn tuned_shape<T>(
+    cell: &'static std::sync::OnceLock<(usize, usize, usize)>,
+    var: &str,
+    default: (usize, usize, usize),
+) -> (usize, usize, usize) {
+    let &(block, bytes, minb) = cell.get_or_init(|| {
+        std::env::var(var)
+            .ok()
+            .and_then(|s| {
+                let mut it = s.split(',').map(|x| x.trim().parse::<usize>().ok());
+                let b = it.next()??;
+                let i = it.next()??;
+                let m = it.next().unwrap_or(Some(1))?;
+                Some((b, i, m))
+            })
+            .filter(|&(b, i, m)| {
+                [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
+            })
+            .unwrap_or(default)
+    });
+    (
+        block,
+        (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
+        minb,
+    )
+}
+
 /// Blocks for a grid-stride kernel over `n` items with `threads` per block: enough to fill
 /// the device, no more.
 pub(crate) fn grid_for(ctx: &context::Ctx, n: usize, threads: usize, per_sm: usize) -> u32 {
