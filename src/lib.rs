@@ -100,6 +100,14 @@
 //! Scan::new(add).mode(ScanMode::Exclusive).start(10.0).run(&v, &mut vout)?;
 //! assert_eq!(vout.to_vec(), vec![10.0, 13.0, 19.0, 28.0]);
 //!
+//! // Irregular streams: Filter keeps, in order, the elements its bool function accepts.
+//! #[userfn]
+//! fn is_hit(x: u32, #[uniform] t: u32) -> bool { x % t == 0 }
+//! let hits = Vector::from_fn(30, |i| i as u32);
+//! let mut kept_out = Vector::filled(30, 0u32);
+//! let kept: usize = Filter::new(is_hit).uniforms((7,)).run(&hits, &mut kept_out)?;
+//! assert_eq!(&kept_out.to_vec()[..kept], &[0, 7, 14, 21, 28]);
+//!
 //! // Views: only the range is read, computed and written.
 //! let a = Vector::from_fn(20, |i| i as f32);
 //! let b = Vector::filled(20, 1.0f32);
@@ -157,14 +165,15 @@ pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use error::{Error, Result};
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{
-    Edge, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce, Scan, ScanMode,
+    Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce, Scan,
+    ScanMode,
 };
 pub use userfn::{DeviceType, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        userfn, Backend, DeviceType, Edge, Error, Map, MapArray, MapOverlap, MapPairs,
+        userfn, Backend, DeviceType, Edge, Error, Filter, Map, MapArray, MapOverlap, MapPairs,
         MapPairsReduce, MapReduce, Matrix, Reduce, Result, Scan, ScanMode, Vector, Window, Window2,
     };
 }

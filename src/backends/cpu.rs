@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, Execute, PredicateFn, Stencil};
 use crate::containers::{Arg, ArgMut, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn};
@@ -330,6 +330,36 @@ pub(crate) fn pairs_fold_range<M, R, A, B>(
     }
 }
 
+/// Whether `F` keeps `x`, the element at position `at` of the whole input.
+#[inline(always)]
+pub(crate) fn keeps<F: PredicateFn<T>, T: DeviceType>(
+    x: T,
+    at: usize,
+    uniforms: &F::Uniforms,
+) -> bool {
+    // A Filter's index is 1D (checked by the skeleton): `cols` is never used.
+    F::apply(F::Index::from_flat(at, 0), (x,), uniforms)
+}
+
+/// Copies the elements of `input` that `F` keeps to the front of `out`, in order, and
+/// returns how many; `input` starts at position `first` of the whole input.
+#[inline]
+pub(crate) fn filter_range<F: PredicateFn<T>, T: DeviceType>(
+    input: &[T],
+    first: usize,
+    out: &mut [T],
+    uniforms: &F::Uniforms,
+) -> usize {
+    let mut kept = 0;
+    for (k, &x) in input.iter().enumerate() {
+        if keeps::<F, T>(x, first + k, uniforms) {
+            out[kept] = x;
+            kept += 1;
+        }
+    }
+    kept
+}
+
 /// Output of a stencil with `Edge::None` keeps its borders, so it must be current on the
 /// host; any other edge mode overwrites every element.
 pub(crate) fn stencil_output<'o, T: DeviceType>(
@@ -515,5 +545,16 @@ impl Execute for Cpu {
         let operands = (v.host()?, h.host()?);
         pairs_fold_range::<M, R, A, B>(operands, out.host_overwrite()?, 0, axis, uniforms);
         Ok(())
+    }
+
+    fn filter<F: PredicateFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        mut out: ArgMut<'_, T>,
+        uniforms: &F::Uniforms,
+    ) -> Result<usize> {
+        let input = input.host()?;
+        // `out[kept..]` keeps its values: the whole range must be current on the host.
+        Ok(filter_range::<F, T>(input, 0, out.host_mut()?, uniforms))
     }
 }

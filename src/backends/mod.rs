@@ -33,6 +33,12 @@ impl<T, F> BinaryFn<T> for F where
 {
 }
 
+/// A user function that decides whether to keep one `T`: what Filter takes (an optional
+/// `#[index]` first and `#[uniform]` parameters last are allowed).
+pub trait PredicateFn<T>: ElementwiseFn<Elems = (T,), Out = bool> {}
+
+impl<T, F> PredicateFn<T> for F where F: ElementwiseFn<Elems = (T,), Out = bool> {}
+
 /// A MapOverlap's stencil settings.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Stencil<T, R> {
@@ -140,6 +146,15 @@ pub(crate) trait Execute {
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType;
+
+    /// Writes the elements of `input` for which `F` holds to `out[..kept]`, in order, and
+    /// returns `kept`; `out` has at least `input`'s length and `out[kept..]` is not touched.
+    fn filter<F: PredicateFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        uniforms: &F::Uniforms,
+    ) -> Result<usize>;
 }
 
 /// Runs `$body` with `$exec` bound to the executor of the resolved backend.

@@ -5,14 +5,16 @@
 //! MapReduce fold each chunk and combine the partials in order; Scan is the classic
 //! two-pass parallel scan (totals of all chunks but the last, a short sequential scan of
 //! the totals, then each chunk rescanned from its carry): it reads the input twice and
-//! applies `f` about `2n` times, which pays off from two cores on.
+//! applies `f` about `2n` times, which pays off from two cores on. Filter evaluates the
+//! predicate once per element into a bit mask per chunk with its count, takes the prefix
+//! of the counts, and copies each chunk's kept elements to its own part of the output.
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::cpu::{self, Cpu};
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, Execute, PredicateFn, Stencil};
 use crate::containers::{Arg, ArgMut, Shape};
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
@@ -54,12 +56,77 @@ fn split_fold<T: DeviceType>(
     }
 }
 
+/// One bit per element of `part` (whose first element is at position `first` of the
+/// input): whether `F` keeps it; and how many it keeps.
+fn keep_mask<F: PredicateFn<T>, T: DeviceType>(
+    part: &[T],
+    first: usize,
+    uniforms: &F::Uniforms,
+) -> (Vec<u64>, usize) {
+    let mut mask = vec![0u64; part.len().div_ceil(64)];
+    let mut kept = 0;
+    for (w, (bits, xs)) in mask.iter_mut().zip(part.chunks(64)).enumerate() {
+        for (b, &x) in xs.iter().enumerate() {
+            let keep = cpu::keeps::<F, T>(x, first + 64 * w + b, uniforms);
+            *bits |= u64::from(keep) << b;
+        }
+        kept += bits.count_ones() as usize;
+    }
+    (mask, kept)
+}
+
 /// Whether `n` elements are too few to split.
 fn sequential(n: usize) -> bool {
     n <= MIN_CHUNK
 }
 
 impl Execute for Rayon {
+    fn filter<F: PredicateFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        mut out: ArgMut<'_, T>,
+        uniforms: &F::Uniforms,
+    ) -> Result<usize> {
+        let n = input.shape().len();
+        if sequential(n) {
+            return Cpu.filter::<F, T>(input, out, uniforms);
+        }
+        let data = input.host()?;
+        let chunk = chunk_len(n);
+        let masks: Vec<(Vec<u64>, usize)> = data
+            .par_chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| keep_mask::<F, T>(part, c * chunk, uniforms))
+            .collect();
+        let kept = masks.iter().map(|&(_, count)| count).sum();
+        // `out[kept..]` keeps its values: the whole range must be current on the host.
+        let out = out.host_mut()?;
+        // Chunk c's kept elements go to the next `count` positions after chunk c - 1's.
+        let mut rest = &mut out[..kept];
+        let mut parts = Vec::with_capacity(masks.len());
+        for &(_, count) in &masks {
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut(count);
+            parts.push(head);
+            rest = tail;
+        }
+        parts
+            .into_par_iter()
+            .zip(masks.par_iter())
+            .zip(data.par_chunks(chunk))
+            .for_each(|((dst, (mask, _)), part)| {
+                let mut k = 0;
+                for (bits, xs) in mask.iter().zip(part.chunks(64)) {
+                    let mut bits = *bits;
+                    while bits != 0 {
+                        dst[k] = xs[bits.trailing_zeros() as usize];
+                        k += 1;
+                        bits &= bits - 1;
+                    }
+                }
+            });
+        Ok(kept)
+    }
+
     fn map<'a, F, I>(
         &self,
         inputs: I,

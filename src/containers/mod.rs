@@ -275,6 +275,19 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
         self.store.lock()
     }
 
+    /// The operand's first `len` elements as an operand of their own (a vector).
+    ///
+    /// # Panics
+    /// If `len` exceeds the operand's length.
+    pub(crate) fn head(&mut self, len: usize) -> ArgMut<'_, T> {
+        assert!(len <= self.shape.len(), "head beyond the operand");
+        ArgMut {
+            store: self.store,
+            offset: self.offset,
+            shape: Shape::Vector(len),
+        }
+    }
+
     /// The same operand, borrowed for a shorter time.
     pub(crate) fn reborrow(&mut self) -> ArgMut<'_, T> {
         ArgMut {

@@ -1,6 +1,7 @@
-//! The six skeletons. Each file checks its operands, picks the backend and hands a plan to
+//! The skeletons. Each file checks its operands, picks the backend and hands a plan to
 //! it; none of them knows how or where the work runs.
 
+mod filter;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -10,6 +11,7 @@ mod map_reduce;
 mod reduce;
 mod scan;
 
+pub use filter::Filter;
 pub use map::Map;
 pub use map_array::MapArray;
 pub use map_overlap::MapOverlap;

@@ -607,3 +607,4 @@ macro_rules! backend_suite {
         }
     };
 }
+pub mod filter;

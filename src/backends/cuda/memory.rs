@@ -395,6 +395,17 @@ impl Scratch {
     pub(crate) fn used_until(&mut self, event: &Arc<CuEvent>) {
         self.users.push(event.clone());
     }
+
+    /// Copies `dst.len()` bytes from `offset` to the host and waits for them.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
+        // copy (synchronised before returning).
+        unsafe {
+            result::memcpy_dtoh_async(dst, self.ptr + offset as u64, self.lane.raw)
+                .map_err(driver)?;
+            result::stream::synchronize(self.lane.raw).map_err(driver)
+        }
+    }
 }
 
 impl Drop for Scratch {

@@ -9,7 +9,7 @@
 //! - `memory.rs`: containers' device copies, scratch buffers, pinned host memory, events,
 //!   and the ordering of work on different streams;
 //! - one file per skeleton: `map.rs`, `map_array.rs`, `reduce.rs`, `map_reduce.rs`,
-//!   `scan.rs`, `map_overlap.rs`, `map_pairs.rs`, `map_pairs_reduce.rs`; their kernels are the templates in `cuda/*.cu` (embedded
+//!   `scan.rs`, `map_overlap.rs`, `map_pairs.rs`, `map_pairs_reduce.rs`, `filter.rs`; their kernels are the templates in `cuda/*.cu` (embedded
 //!   with `include_str!`), completed by the generated user functions and a few `#define`s.
 //!
 //! Calls are asynchronous: a skeleton call enqueues its chunks' uploads (of what is
@@ -18,6 +18,7 @@
 //! surface there). Reduce and MapReduce return a value, so they wait.
 
 mod context;
+mod filter;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -37,7 +38,7 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, Execute, PredicateFn, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
@@ -323,6 +324,37 @@ impl ArgVisitor for MissingBytes<'_> {
     }
 }
 
+/// A tiled kernel's shape `(threads per block, values of T per thread, min blocks per SM)`:
+/// from the tuning variable `var` (`<threads>,<bytes per thread>[,<min blocks per SM>]`,
+/// read once into `cell`; for benchmarking), else `default` (the same three, bytes per
+/// thread in the middle). Values per thread are 1 to 32.
+pub(crate) fn tuned_shape<T>(
+    cell: &'static std::sync::OnceLock<(usize, usize, usize)>,
+    var: &str,
+    default: (usize, usize, usize),
+) -> (usize, usize, usize) {
+    let &(block, bytes, minb) = cell.get_or_init(|| {
+        std::env::var(var)
+            .ok()
+            .and_then(|s| {
+                let mut it = s.split(',').map(|x| x.trim().parse::<usize>().ok());
+                let b = it.next()??;
+                let i = it.next()??;
+                let m = it.next().unwrap_or(Some(1))?;
+                Some((b, i, m))
+            })
+            .filter(|&(b, i, m)| {
+                [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
+            })
+            .unwrap_or(default)
+    });
+    (
+        block,
+        (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
+        minb,
+    )
+}
+
 /// Blocks for a grid-stride kernel over `n` items with `threads` per block: enough to fill
 /// the device, no more.
 pub(crate) fn grid_for(ctx: &context::Ctx, n: usize, threads: usize, per_sm: usize) -> u32 {
@@ -447,6 +479,15 @@ impl Execute for Cuda {
         B: DeviceType,
     {
         map_pairs_reduce::run::<M, R, A, B>(self, v, h, out, axis, uniforms)
+    }
+
+    fn filter<F: PredicateFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        uniforms: &F::Uniforms,
+    ) -> Result<usize> {
+        filter::run::<F, T>(self, input, out, uniforms)
     }
 }
 

@@ -4,7 +4,7 @@ use super::context::ctx;
 use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
-use super::{assemble, cty, Cuda};
+use super::{assemble, cty, tuned_shape, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
 use crate::codegen::{device_source, Dialect};
@@ -24,26 +24,7 @@ const TEMPLATE: &str = include_str!("../../../cuda/scan.cu");
 /// benchmarking).
 fn shape<T>() -> (usize, usize, usize) {
     static TUNE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
-    let &(block, bytes, minb) = TUNE.get_or_init(|| {
-        std::env::var("SKEL_SCAN_TUNE")
-            .ok()
-            .and_then(|s| {
-                let mut it = s.split(',').map(|x| x.trim().parse::<usize>().ok());
-                let b = it.next()??;
-                let i = it.next()??;
-                let m = it.next().unwrap_or(Some(1))?;
-                Some((b, i, m))
-            })
-            .filter(|&(b, i, m)| {
-                [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
-            })
-            .unwrap_or((256, 128, 4))
-    });
-    (
-        block,
-        (bytes / std::mem::size_of::<T>().max(1)).clamp(1, 32),
-        minb,
-    )
+    tuned_shape::<T>(&TUNE, "SKEL_SCAN_TUNE", (256, 128, 4))
 }
 
 /// Whether the look-back packs each tile's status and value into one 64-bit word

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use super::map_overlap::{COLS, FLAT, ROWS, TILE2D};
-use super::{map, map_array, map_overlap, map_reduce, module_cache, reduce, scan};
+use super::{filter, map, map_array, map_overlap, map_reduce, module_cache, reduce, scan};
 use crate::backends::jit::ProgKey;
 use crate::prelude::*;
 
@@ -66,6 +66,16 @@ fn lap(w: Window2<f64>) -> f64 {
     w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)] - 4.0 * w[(0, 0)]
 }
 
+#[userfn]
+fn multiple(x: u32, #[uniform] t: u32) -> bool {
+    x % t == 0
+}
+
+#[userfn]
+fn early(#[index] i: usize, a: Aff) -> bool {
+    a.m > 0 && i < 1000
+}
+
 const STUB: &str = r#"
 #include <cmath>
 #include <cstddef>
@@ -89,6 +99,8 @@ template <typename T> void __stcg(T* p, T v) { *p = v; }
 unsigned atomicAdd(unsigned* p, unsigned v);
 void __syncthreads(); void __threadfence(); void __syncwarp();
 unsigned __ballot_sync(unsigned, int);
+template <typename T> T __shfl_sync(unsigned, T v, int) { return v; }
+int __popc(unsigned);
 int __clz(unsigned);
 "#;
 
@@ -139,6 +151,8 @@ fn every_template_is_valid_cpp() {
             &map_overlap::source::<blur>(l, "float".into(), "float".into()).unwrap(),
         );
     }
+    check("filter_u32", &filter::source::<multiple, u32>().unwrap());
+    check("filter_aff_index", &filter::source::<early, Aff>().unwrap());
     check(
         "overlap_2d",
         &map_overlap::source::<lap>(TILE2D, "double".into(), "double".into()).unwrap(),

@@ -13,6 +13,7 @@
 //! user function, then the template.
 
 mod context;
+mod filter;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -28,7 +29,7 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, Execute, PredicateFn, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_multi, Dialect, Ty};
 use crate::containers::host::as_bytes;
@@ -421,6 +422,15 @@ impl Execute for OpenCl {
         B: DeviceType,
     {
         map_pairs_reduce::run::<M, R, A, B>(ctx()?, v, h, out, axis, uniforms)
+    }
+
+    fn filter<F: PredicateFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        uniforms: &F::Uniforms,
+    ) -> Result<usize> {
+        filter::run::<F, T>(ctx()?, input, out, uniforms)
     }
 }
 

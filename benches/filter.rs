@@ -1,0 +1,220 @@
+//! Filter (stream compaction) of i32 at selectivity 0.5, `x < t` on uniformly random
+//! values: every skel backend here against a plain loop, a hand-written Rayon compaction
+//! and, on CUDA, the device's copy bound for the bytes the Filter moves.
+//!
+//! Not a criterion bench: it prints one Markdown table ready to paste.
+//!
+//! ```text
+//! cargo bench --bench filter                          # n = 2^24, cpu and rayon
+//! cargo bench --features "cuda opencl" --bench filter -- 28
+//! ./bench-filter [--quick] [--gpu-only] [LOG2_N]      # the built binary alone
+//! ```
+//!
+//! GPU rows are device-resident: the input is valid on the device after the first call and
+//! the output stays there; each call includes reading the kept count back (a Filter
+//! returns it, so every call waits for the device). The copy bound is
+//! `(n + kept) * 4` bytes (read all, write the kept) at the device-to-device copy bandwidth
+//! that `skel::debug::stream_model()` measured; the `skel Map x -> x` row is the same
+//! device's copy speed through a kernel. `SKEL_FILTER_TUNE=threads,bytes[,blocks per SM]`
+//! changes the CUDA kernel's shape.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use skel::prelude::*;
+
+#[userfn]
+fn below(x: i32, #[uniform] t: i32) -> bool {
+    x < t
+}
+
+#[userfn]
+fn same(x: i32) -> i32 {
+    x
+}
+
+/// Values uniform in `0..2^30`; half of them are below this.
+const THRESHOLD: i32 = 1 << 29;
+
+fn data(n: usize) -> Vec<i32> {
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 34) as i32
+        })
+        .collect()
+}
+
+fn plain_loop(a: &[i32], out: &mut [i32], t: i32) -> usize {
+    let mut k = 0;
+    for &x in a {
+        if x < t {
+            out[k] = x;
+            k += 1;
+        }
+    }
+    k
+}
+
+/// Counts per chunk in parallel, a sequential prefix, then each chunk copies its kept
+/// values to its place in parallel (evaluating the predicate again).
+fn hand_rayon(a: &[i32], out: &mut [i32], t: i32) -> usize {
+    let chunk = (a.len() / (8 * rayon::current_num_threads())).max(1 << 14);
+    let counts: Vec<usize> = a
+        .par_chunks(chunk)
+        .map(|c| c.iter().filter(|&&x| x < t).count())
+        .collect();
+    let kept = counts.iter().sum();
+    let mut rest = &mut out[..kept];
+    let mut parts = Vec::with_capacity(counts.len());
+    for &c in &counts {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(c);
+        parts.push(head);
+        rest = tail;
+    }
+    parts
+        .into_par_iter()
+        .zip(a.par_chunks(chunk))
+        .for_each(|(dst, src)| {
+            plain_loop(src, dst, t);
+        });
+    kept
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Median milliseconds of `reps` calls after `warm` unmeasured ones.
+fn timed(warm: usize, reps: usize, mut once: impl FnMut()) -> f64 {
+    for _ in 0..warm {
+        once();
+    }
+    median(
+        (0..reps)
+            .map(|_| {
+                let t0 = Instant::now();
+                once();
+                t0.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    )
+}
+
+fn main() {
+    let (mut quick, mut gpu_only) = (false, false);
+    let mut log2 = 24u32;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            // Only the device rows (for sweeping SKEL_FILTER_TUNE).
+            "--gpu-only" => gpu_only = true,
+            "--bench" => {}
+            s => match s.parse() {
+                Ok(l) if (10..=30).contains(&l) => log2 = l,
+                _ => {
+                    eprintln!(
+                        "usage: filter [--quick] [--gpu-only] [LOG2_N]   (default LOG2_N = 24)"
+                    );
+                    std::process::exit(2);
+                }
+            },
+        }
+    }
+    let (warm, reps) = if quick { (1, 5) } else { (3, 15) };
+    let n = 1usize << log2;
+    let a = data(n);
+    let mut want = vec![0; n];
+    let kept = plain_loop(&a, &mut want, THRESHOLD);
+    let gb = (n + kept) as f64 * 4.0 / 1e9;
+    println!(
+        "Filter of 2^{log2} i32, `x < t`, selectivity {:.3}: {kept} kept, {:.3} GB moved",
+        kept as f64 / n as f64,
+        gb
+    );
+    println!("\n| series | ms per call | GB/s | vs copy bound |\n|---|---:|---:|---:|");
+    let bound = skel::debug::stream_model().ok().map(|m| {
+        let ms = gb * 1e3 / m.device_gbps;
+        println!(
+            "| d2d copy bound ({:.0} GB/s, cuMemcpyDtoD) | {ms:.3} | {:.0} | 1.00 |",
+            m.device_gbps, m.device_gbps
+        );
+        ms
+    });
+    let row = |name: &str, ms: f64, gpu: bool| {
+        let ratio = match bound {
+            Some(b) if gpu => format!("{:.2}", b / ms),
+            _ => "-".into(),
+        };
+        println!("| {name} | {ms:.3} | {:.1} | {ratio} |", gb / ms * 1e3);
+    };
+
+    if !gpu_only {
+        let mut out = vec![0; n];
+        let t = timed(1, reps.min(5), || {
+            assert_eq!(plain_loop(&a, &mut out, THRESHOLD), kept);
+        });
+        row("plain loop", t, false);
+        let t = timed(warm, reps, || {
+            assert_eq!(hand_rayon(&a, &mut out, THRESHOLD), kept);
+        });
+        assert_eq!(
+            out[..kept],
+            want[..kept],
+            "hand-rayon differs from the plain loop"
+        );
+        row("hand-rayon", t, false);
+    }
+
+    let v = Vector::from(a.clone());
+    let mut vout = Vector::filled(n, -1i32);
+    let backends = [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda];
+    let skip = if gpu_only { 2 } else { 0 };
+    for backend in backends.into_iter().skip(skip) {
+        if let Err(e) = backend.check() {
+            println!("| skel-{backend} | skipped: {e} | | |");
+            continue;
+        }
+        let f = Filter::new(below)
+            .uniforms((THRESHOLD,))
+            .backend(backend)
+            .download(false);
+        let got = f.run(&v, &mut vout).expect("skel Filter failed");
+        assert_eq!(got, kept, "skel-{backend}: count");
+        assert!(
+            vout.as_slice()[..kept] == want[..kept],
+            "skel-{backend}: kept values differ from the plain loop"
+        );
+        let gpu = matches!(backend, Backend::Cuda | Backend::OpenCl);
+        let (w, r) = if backend == Backend::Cpu {
+            (1, reps.min(5))
+        } else {
+            (warm, reps)
+        };
+        let t = timed(w, r, || {
+            f.run(&v, &mut vout).expect("skel Filter failed");
+        });
+        row(&format!("skel-{backend} Filter"), t, gpu);
+        if gpu {
+            let copy = Map::new(same).backend(backend).download(false);
+            let mut c = Vector::filled(n, 0i32);
+            let t = timed(warm, reps, || {
+                copy.run(&v, &mut c).expect("skel Map failed");
+                skel::debug::synchronize().expect("synchronize");
+                if backend == Backend::OpenCl {
+                    // Host access waits for the OpenCL queue; one element is enough.
+                    let _ = c.view(0..1).to_vec();
+                }
+            });
+            println!(
+                "| skel-{backend} Map x -> x (copy through a kernel, {:.3} GB) | {t:.3} | {:.1} | - |",
+                2.0 * n as f64 * 4.0 / 1e9,
+                2.0 * n as f64 * 4.0 / 1e6 / t
+            );
+        }
+    }
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Peers of skel's Filter on the GPU machine: stream compaction of 2^28 i32 at selectivity
+0.5 (`x < t` on uniformly random values), device-resident, with the result's size read
+back on the host each call (as a Filter returns its count):
+  - torch.masked_select(x, mask) with the mask precomputed (compaction alone),
+  - x[x < t] in torch (predicate + compaction),
+  - x[x < t] in CuPy,
+  - a device-to-device copy of the same bytes ((n + kept) * 4: read all, write the kept),
+    timed as torch's copy of n i32 scaled to those bytes: the copy bound.
+Run on the GPU machine:
+    python3 benches/peers/filter_peers.py [log2 n]
+"""
+import sys, time
+
+log2 = int(sys.argv[1]) if len(sys.argv) > 1 else 28
+n = 1 << log2
+import torch
+
+def best(reps, f):
+    t = float("inf")
+    for _ in range(reps):
+        torch.cuda.synchronize()
+        s = time.perf_counter()
+        f()
+        torch.cuda.synchronize()
+        t = min(t, time.perf_counter() - s)
+    return t
+
+t_ = 1 << 29
+x = torch.randint(0, 1 << 30, (n,), device="cuda", dtype=torch.int32)
+mask = x < t_
+kept = int(mask.sum())
+moved = (n + kept) * 4
+print(f"2^{log2} i32, selectivity {kept / n:.3f}, {moved / 1e9:.3f} GB moved (read all, write the kept)")
+y = torch.empty_like(x)
+for _ in range(3):
+    y.copy_(x); torch.masked_select(x, mask); x[x < t_]
+t = best(10, lambda: y.copy_(x))
+copy = t * moved / (2 * 4 * n)
+print(f"copy bound (torch copy_, {2*4*n/t/1e9:.0f} GB/s)      {copy*1e3:8.3f} ms")
+t = best(10, lambda: torch.masked_select(x, mask).shape[0])
+print(f"torch.masked_select (mask precomputed) {t*1e3:8.3f} ms  {moved/t/1e9:7.1f} GB/s  {copy/t:5.2f} of copy")
+t = best(10, lambda: x[x < t_].shape[0])
+print(f"torch x[x < t]                        {t*1e3:8.3f} ms  {moved/t/1e9:7.1f} GB/s  {copy/t:5.2f} of copy")
+del y, mask
+try:
+    import cupy as cp
+    cx = cp.asarray(x)
+    for _ in range(3):
+        cx[cx < t_]
+    cp.cuda.Device().synchronize()
+    tt = float("inf")
+    for _ in range(10):
+        s = time.perf_counter(); r = cx[cx < t_]; int(r.shape[0]); cp.cuda.Device().synchronize()
+        tt = min(tt, time.perf_counter() - s)
+    print(f"cupy x[x < t]                         {tt*1e3:8.3f} ms  {moved/tt/1e9:7.1f} GB/s  {copy/tt:5.2f} of copy")
+except Exception as e:  # noqa
+    print("cupy unavailable:", e)

@@ -1,0 +1,131 @@
+//! Filter on OpenCL (`opencl/filter.cl`): per-group counts, one work-group scanning them
+//! into output offsets, then each group writing its kept values at its offset; the total
+//! is read back once.
+
+use std::fmt::Write as _;
+
+use super::context::Ctx;
+use super::program_cache::{program, ProgKey};
+use super::{
+    call_expr, cty, elem_params, launch, memory, push_uniforms, source_head, uniform_params,
+    CallShape, KArg,
+};
+use crate::backends::PredicateFn;
+use crate::containers::{Arg, ArgMut};
+use crate::{DeviceType, Error, Result};
+
+const TEMPLATE: &str = include_str!("../../../opencl/filter.cl");
+
+/// Values per work-item (at most 32: the scatter keeps one bit per value).
+const K: usize = 8;
+
+fn source<F: PredicateFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
+    let def = F::definition();
+    let (mut s, entries) = source_head(ctx, "__global", &[def])?;
+    let shape = CallShape {
+        pos: "p",
+        array: "",
+        window: ("", ""),
+    };
+    let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
+    let _ = writeln!(s, "#define SKEL_K {K}");
+    let _ = writeln!(
+        s,
+        "#define SKEL_PARAMS {}{}",
+        elem_params(def, ""),
+        uniform_params(def, "")
+    );
+    let _ = writeln!(
+        s,
+        "#define SKEL_PRED(p) {}",
+        call_expr(def, &entries[0], &shape, "")
+    );
+    s.push_str(TEMPLATE);
+    Ok(s)
+}
+
+pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
+    ctx: &Ctx,
+    input: Arg<'_, T>,
+    mut out: ArgMut<'_, T>,
+    uniforms: &F::Uniforms,
+) -> Result<usize> {
+    let n = input.shape().len();
+    if n == 0 {
+        return Ok(0);
+    }
+    let prog = program(ctx, ProgKey::of::<(F, T)>("filter"), F::NAME, || {
+        source::<F, T>(ctx)
+    })?;
+    let groups = n.div_ceil(ctx.wg * K);
+    let counts = memory::alloc_elems::<u64>(ctx, groups)?;
+    let total = memory::alloc_elems::<u64>(ctx, 1)?;
+    let in_mem = memory::input(ctx, &input)?;
+    let out_mem = memory::output(ctx, &out, false)?;
+    let operands = |first: Vec<KArg>| {
+        let mut args = first;
+        args.push(KArg::Mem(in_mem.clone()));
+        args.push(KArg::U64(input.offset() as u64));
+        push_uniforms(uniforms, &mut args);
+        args
+    };
+    let local = Some([ctx.wg, 1, 1]);
+    let global = [groups * ctx.wg, 1, 1];
+    let count_args = operands(vec![KArg::U64(n as u64), KArg::Mem(counts.clone())]);
+    launch(
+        ctx,
+        &prog,
+        "skel_filter_count",
+        &count_args,
+        1,
+        global,
+        local,
+    )?;
+    let offset_args = [
+        KArg::Mem(counts.clone()),
+        KArg::U64(groups as u64),
+        KArg::Mem(total.clone()),
+    ];
+    let one = [ctx.wg, 1, 1];
+    launch(
+        ctx,
+        &prog,
+        "skel_filter_offsets",
+        &offset_args,
+        1,
+        one,
+        local,
+    )?;
+    let scatter_args = operands(vec![
+        KArg::U64(n as u64),
+        KArg::Mem(counts),
+        KArg::Mem(out_mem),
+        KArg::U64(out.offset() as u64),
+    ]);
+    let ev = launch(
+        ctx,
+        &prog,
+        "skel_filter_scatter",
+        &scatter_args,
+        1,
+        global,
+        local,
+    )?;
+    let counted = memory::read_elems::<u64>(ctx, &total, 1).and_then(|t| match t[0] as usize {
+        kept if kept <= n => Ok(kept),
+        kept => Err(Error::Driver(format!(
+            "OpenCL: Filter counted {kept} kept values out of {n}"
+        ))),
+    });
+    match counted {
+        Ok(kept) => {
+            memory::written(ctx, &out.head(kept), ev);
+            Ok(kept)
+        }
+        // Whatever the scatter wrote is the newest data of `out`'s first elements.
+        Err(e) => {
+            memory::written(ctx, &out, ev);
+            Err(e)
+        }
+    }
+}
