@@ -1,67 +1,146 @@
 //! Reduce on OpenCL (`opencl/reduce.cl`, `opencl/reduce_cols.cl`).
 //!
-//! 1D: a tree reduction in local memory, one partial per work-group, then a second pass
-//! over the partials in one work-group on the device; only the final value is read back
-//! and folded with `start` on the host. Rows: one work-group per row. Columns: blocks of
-//! rows per work-item, then one pass over the block partials.
+//! 1D: each work-group folds one contiguous chunk of the input in order, tile by tile
+//! (coalesced striped loads, blocked folds through local memory), one partial per
+//! work-group; a second pass folds the partials in one work-group on the device; only the
+//! final value is read back and folded with `start` on the host. Rows: the same kernel,
+//! one work-group per row. Columns: each work-item folds one column over a block of rows
+//! (coalesced across work-items), then one pass over the block partials.
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use ocl::core as cl;
 
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
-use super::{check_local, cty, dims, launch, memory, source_head, KArg};
+use super::{check_local, cty, dims, launch, memory, round_up, source_head, KArg};
 use crate::backends::BinaryFn;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
-use crate::{DeviceType, Result};
+use crate::{DeviceType, Error, Result};
 
 pub(super) const TEMPLATE: &str = include_str!("../../../opencl/reduce.cl");
 const COLS_TEMPLATE: &str = include_str!("../../../opencl/reduce_cols.cl");
 
-/// Elements each work-item folds per tile in `reduce.cl` (`SKEL_RK`) for elements of
-/// `elem` bytes: 8, halved while the tile would take more than half the device's local
-/// memory (at least 1).
-pub(super) fn tile_k(ctx: &Ctx, elem: usize) -> usize {
-    let mut k = 8;
-    while k > 1 && (ctx.wg * k * elem) as u64 > ctx.local_mem / 2 {
-        k /= 2;
+/// The launch shape of the `reduce.cl` / `scan.cl` kernels for one element size: work-group
+/// size (`SKEL_RWG`), values per work-item and tile (`SKEL_RK`), work-item results per run
+/// (`SKEL_RUN`), and how many work-groups per compute unit a large input is split over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Plan {
+    pub(super) wg: usize,
+    pub(super) items: usize,
+    pub(super) run: usize,
+    pub(super) per_cu: usize,
+}
+
+/// `SKEL_OPENCL_TUNE=wg=W,items=K,groups=G` (any subset) overrides the defaults of [`Plan`]
+/// for benchmarks: W and K powers of two, G work-groups per compute unit. Parsed once.
+fn tune() -> Result<(Option<usize>, Option<usize>, Option<usize>)> {
+    static TUNE: OnceLock<std::result::Result<Tune3, String>> = OnceLock::new();
+    TUNE.get_or_init(|| match std::env::var("SKEL_OPENCL_TUNE") {
+        Ok(v) => parse_tune(&v),
+        Err(_) => Ok((None, None, None)),
+    })
+    .clone()
+    .map_err(Error::InvalidArgument)
+}
+
+type Tune3 = (Option<usize>, Option<usize>, Option<usize>);
+
+fn parse_tune(v: &str) -> std::result::Result<Tune3, String> {
+    let mut t = (None, None, None);
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || {
+            format!(
+                "SKEL_OPENCL_TUNE: `{part}` is not one of wg=<power of two 16..=1024>,                  items=<power of two 1..=64>, groups=<1..=1024 per compute unit>"
+            )
+        };
+        let (key, val) = part.split_once('=').ok_or_else(bad)?;
+        let val: usize = val.trim().parse().map_err(|_| bad())?;
+        match key.trim() {
+            "wg" if val.is_power_of_two() && (16..=1024).contains(&val) => t.0 = Some(val),
+            "items" if val.is_power_of_two() && val <= 64 => t.1 = Some(val),
+            "groups" if (1..=1024).contains(&val) => t.2 = Some(val),
+            _ => return Err(bad()),
+        }
     }
-    k
+    Ok(t)
 }
 
-/// `Ok` if the tile of `reduce.cl` over elements of type `T` fits the device's local
-/// memory (checked before building, so a large element type is a clear error).
-pub(super) fn check_tile<T: DeviceType>(ctx: &Ctx, what: &str) -> Result<()> {
+impl Plan {
+    /// The plan for elements of `elem` bytes on `ctx`'s device: work-groups of the
+    /// context's size, 16 values per work-item (fewer while a tile would take more than a
+    /// quarter of the local memory, so several work-groups fit a compute unit), runs of 16.
+    pub(super) fn new(ctx: &Ctx, elem: usize) -> Result<Plan> {
+        let (wg, items, per_cu) = tune()?;
+        let wg = wg.unwrap_or(ctx.wg);
+        let mut items = items.unwrap_or(16);
+        while items > 1 && (wg * items * elem) as u64 > ctx.local_mem / 4 {
+            items /= 2;
+        }
+        // GPUs: enough work-groups for two full waves of 2048 work-items per compute unit;
+        // CPUs (one work-group at a time per core): a few per core, for balance.
+        let default_per_cu = if ctx.gpu { (4096 / wg).max(1) } else { 4 };
+        Ok(Plan {
+            wg,
+            items,
+            run: wg.min(16),
+            per_cu: per_cu.unwrap_or(default_per_cu),
+        })
+    }
+
+    /// Positions per tile.
+    pub(super) fn tile(&self) -> usize {
+        self.wg * self.items
+    }
+
+    /// Bytes of local memory the kernels take per work-group, elements of `elem` bytes.
+    pub(super) fn local_bytes(&self, elem: usize) -> usize {
+        let t = self.tile();
+        (t + t / 32 + self.wg + self.wg / self.run + self.wg / self.run) * elem
+    }
+
+    /// `#define`s of the plan's sizes, for a program source.
+    pub(super) fn defines(&self, s: &mut String) {
+        let _ = writeln!(s, "#define SKEL_RWG {}", self.wg);
+        let _ = writeln!(s, "#define SKEL_RK {}", self.items);
+        let _ = writeln!(s, "#define SKEL_RUN {}", self.run);
+    }
+
+    /// `(chunk, groups)`: `n > 0` positions split into `groups` contiguous chunks of `chunk`
+    /// positions (a whole number of tiles; the last chunk may be shorter), at most
+    /// `per_cu` per compute unit.
+    pub(super) fn split(&self, ctx: &Ctx, n: usize) -> (usize, usize) {
+        let cap = (ctx.compute_units * self.per_cu).max(1);
+        let tiles = n.div_ceil(self.tile());
+        let chunk = tiles.div_ceil(cap) * self.tile();
+        (chunk, n.div_ceil(chunk))
+    }
+}
+
+/// The plan for elements of type `T`, `Ok` if its local memory fits the device (checked
+/// before building, so a large element type is a clear error).
+pub(super) fn plan_for<T: DeviceType>(ctx: &Ctx, what: &str) -> Result<Plan> {
     let elem = std::mem::size_of::<T>();
-    check_local(ctx, ctx.wg * tile_k(ctx, elem) * elem, what)
+    let plan = Plan::new(ctx, elem)?;
+    check_local(ctx, plan.local_bytes(elem), what)?;
+    Ok(plan)
 }
 
-/// `reduce.cl` instantiated as kernel `name` over elements of `elem` bytes, reading
-/// elements with `load(p)` whose buffers are the kernel parameters `load_params`.
-pub(super) fn instantiate(
-    ctx: &Ctx,
-    elem: usize,
-    s: &mut String,
-    name: &str,
-    load_params: &str,
-    load: &str,
-) {
+/// `reduce.cl` instantiated as kernel `name`, reading elements with `load(p)` whose buffers
+/// are the kernel parameters `load_params` (the plan's `#define`s come first).
+pub(super) fn instantiate(s: &mut String, name: &str, load_params: &str, load: &str) {
     let _ = writeln!(s, "#define SKEL_KNAME {name}");
     let _ = writeln!(s, "#define SKEL_LOAD_PARAMS {load_params}");
     let _ = writeln!(s, "#define SKEL_LOAD(p) {load}");
-    let _ = writeln!(s, "#define SKEL_RK {}", tile_k(ctx, elem));
     s.push_str(TEMPLATE);
-    s.push_str("\n#undef SKEL_KNAME\n#undef SKEL_LOAD_PARAMS\n#undef SKEL_LOAD\n#undef SKEL_RK\n");
+    s.push_str("\n#undef SKEL_KNAME\n#undef SKEL_LOAD_PARAMS\n#undef SKEL_LOAD\n");
 }
 
-/// The plain reduction kernel `skel_reduce` of `SKEL_T` (`elem` bytes) with `SKEL_F`
-/// defined.
-pub(super) fn plain(ctx: &Ctx, elem: usize, s: &mut String) {
+/// The plain reduction kernel `skel_reduce` of `SKEL_T` with `SKEL_F` defined.
+pub(super) fn plain(s: &mut String) {
     instantiate(
-        ctx,
-        elem,
         s,
         "skel_reduce",
         ", __global const SKEL_T* in, ulong in_off",
@@ -69,73 +148,86 @@ pub(super) fn plain(ctx: &Ctx, elem: usize, s: &mut String) {
     );
 }
 
-fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
+fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<String> {
     let (mut s, entries) = source_head(ctx, "__global", &[F::definition()])?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
-    plain(ctx, std::mem::size_of::<T>(), &mut s);
+    plan.defines(&mut s);
+    plain(&mut s);
     s.push_str(COLS_TEMPLATE);
     Ok(s)
 }
 
-fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<cl::Program> {
-    check_tile::<T>(ctx, "Reduce")?;
-    program(ctx, ProgKey::of::<(F, T)>("reduce"), F::NAME, || {
-        source::<F, T>(ctx)
-    })
+fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<(cl::Program, Plan)> {
+    let plan = plan_for::<T>(ctx, "Reduce")?;
+    let p = program(ctx, ProgKey::of::<(F, T)>("reduce"), F::NAME, || {
+        source::<F, T>(ctx, &plan)
+    })?;
+    Ok((p, plan))
 }
 
-/// Number of work-groups of the first pass over `n` elements of `elem` bytes (each at
-/// least one tile, if there are enough elements).
-fn groups(ctx: &Ctx, n: usize, elem: usize) -> usize {
-    let cap = (ctx.compute_units * 8).clamp(64, 1024);
-    n.div_ceil(ctx.wg * tile_k(ctx, elem)).clamp(1, cap)
-}
-
-/// Runs `first` (a `reduce.cl` kernel whose load parameters are `load_args`) over `n > 0`
-/// positions, then `skel_reduce` of `final_prog` over its partials; returns the value.
-pub(super) fn two_pass<T: DeviceType>(
+/// Enqueues `name` of `prog` (a `reduce.cl` kernel whose load parameters are `load_args`)
+/// over positions `0..n`, in `groups` chunks of `chunk` positions, one result per chunk
+/// into `dst` from `dst_off`.
+#[allow(clippy::too_many_arguments)]
+fn pass(
     ctx: &Ctx,
-    first_prog: &cl::Program,
-    first: &str,
-    final_prog: &cl::Program,
+    plan: &Plan,
+    prog: &cl::Program,
+    name: &str,
     load_args: Vec<KArg>,
     n: usize,
-) -> Result<T> {
-    let chunk = n.div_ceil(groups(ctx, n, std::mem::size_of::<T>()));
-    let g = n.div_ceil(chunk);
-    let partials = memory::alloc_elems::<T>(ctx, g)?;
+    (chunk, groups): (usize, usize),
+    dst: &cl::Mem,
+    dst_off: usize,
+) -> Result<cl::Event> {
     let mut args = vec![
         KArg::U64(n as u64),
         KArg::U64(chunk as u64),
-        KArg::Mem(partials.clone()),
-        KArg::U64(0),
+        KArg::Mem(dst.clone()),
+        KArg::U64(dst_off as u64),
     ];
     args.extend(load_args);
-    let local = Some([ctx.wg, 1, 1]);
-    launch(ctx, first_prog, first, &args, 1, [g * ctx.wg, 1, 1], local)?;
+    let wg = plan.wg;
+    launch(ctx, prog, name, &args, 1, [groups * wg, 1, 1], Some([wg, 1, 1]))
+}
+
+/// Per-chunk partials of `first` (a `reduce.cl` kernel over `n > 0` positions whose load
+/// parameters are `load_args`) into a new buffer, `(buffer, chunks)`: the chunks are those
+/// of [`Plan::split`].
+pub(super) fn partials<T: DeviceType>(
+    ctx: &Ctx,
+    plan: &Plan,
+    prog: &cl::Program,
+    first: &str,
+    load_args: Vec<KArg>,
+    n: usize,
+) -> Result<(cl::Mem, usize)> {
+    let split = plan.split(ctx, n);
+    let parts = memory::alloc_elems::<T>(ctx, split.1)?;
+    pass(ctx, plan, prog, first, load_args, n, split, &parts, 0)?;
+    Ok((parts, split.1))
+}
+
+/// Runs `first` (a `reduce.cl` kernel whose load parameters are `load_args`) over `n > 0`
+/// positions, then `skel_reduce` of `prog` over its partials in one work-group; reads back
+/// only the value.
+pub(super) fn two_pass<T: DeviceType>(
+    ctx: &Ctx,
+    plan: &Plan,
+    prog: &cl::Program,
+    first: &str,
+    load_args: Vec<KArg>,
+    n: usize,
+) -> Result<T> {
+    let (parts, g) = partials::<T>(ctx, plan, prog, first, load_args, n)?;
     let result = if g > 1 {
         let result = memory::alloc_elems::<T>(ctx, 1)?;
-        let args = vec![
-            KArg::U64(g as u64),
-            KArg::U64(g as u64),
-            KArg::Mem(result.clone()),
-            KArg::U64(0),
-            KArg::Mem(partials),
-            KArg::U64(0),
-        ];
-        launch(
-            ctx,
-            final_prog,
-            "skel_reduce",
-            &args,
-            1,
-            [ctx.wg, 1, 1],
-            local,
-        )?;
+        let args = vec![KArg::Mem(parts), KArg::U64(0)];
+        pass(ctx, plan, prog, "skel_reduce", args, g, (g, 1), &result, 0)?;
         result
     } else {
-        partials
+        parts
     };
     memory::read_elems::<T>(ctx, &result, 1)?
         .pop()
@@ -151,11 +243,22 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(start);
     }
-    let p = prog::<F, T>(ctx)?;
+    let (p, plan) = prog::<F, T>(ctx)?;
     let mem = memory::input(ctx, &input)?;
     let args = vec![KArg::Mem(mem), KArg::U64(input.offset() as u64)];
-    let total = two_pass::<T>(ctx, &p, "skel_reduce", &p, args, n)?;
+    let total = two_pass::<T>(ctx, &plan, &p, "skel_reduce", args, n)?;
     Ok(F::apply((), (start, total), &()))
+}
+
+/// `(blocks, rows per block)` of the first column pass over a `rows x cols` matrix: enough
+/// blocks for about 2048 work-items per compute unit (each work-item one column of one
+/// block), blocks of at least 16 rows so the second pass stays small.
+fn col_blocks(ctx: &Ctx, rows: usize, cols: usize) -> (usize, usize) {
+    let wanted = (ctx.compute_units * 2048)
+        .div_ceil(cols)
+        .clamp(1, rows.div_ceil(16).max(1));
+    let per = rows.div_ceil(wanted);
+    (rows.div_ceil(per), per)
 }
 
 pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
@@ -168,20 +271,16 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    let p = prog::<F, T>(ctx)?;
+    let (p, plan) = prog::<F, T>(ctx)?;
     let in_mem = memory::input(ctx, &input)?;
     let out_mem = memory::output(ctx, &out, false)?;
     let ev = if axis == Axis::Cols {
-        let blocks_wanted = 16384usize.div_ceil(cols).clamp(1, rows);
-        let per = rows.div_ceil(blocks_wanted);
-        let blocks = rows.div_ceil(per);
-        let pass = |src: cl::Mem,
-                    src_off: usize,
-                    rows: usize,
-                    per: usize,
-                    dst: cl::Mem,
-                    dst_off: usize,
-                    blocks: usize| {
+        // Work-groups of 64: consecutive work-items take consecutive columns (coalesced
+        // row segments); narrow matrices stack several blocks of rows in one work-group.
+        let lx = cols.next_power_of_two().min(64);
+        let ly = 64 / lx;
+        let cols_pass = |src: cl::Mem, src_off: usize, rows: usize, per: usize, dst, dst_off| {
+            let blocks = rows.div_ceil(per);
             let args = vec![
                 KArg::Mem(src),
                 KArg::U64(src_off as u64),
@@ -191,49 +290,22 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
                 KArg::Mem(dst),
                 KArg::U64(dst_off as u64),
             ];
-            launch(
-                ctx,
-                &p,
-                "skel_reduce_cols",
-                &args,
-                2,
-                [cols, blocks, 1],
-                None,
-            )
+            let global = [round_up(cols, lx), round_up(blocks, ly), 1];
+            launch(ctx, &p, "skel_reduce_cols", &args, 2, global, Some([lx, ly, 1]))
         };
+        let (blocks, per) = col_blocks(ctx, rows, cols);
         if blocks == 1 {
-            pass(in_mem, input.offset(), rows, rows, out_mem, out.offset(), 1)?
+            cols_pass(in_mem, input.offset(), rows, rows, out_mem, out.offset())?
         } else {
             let partials = memory::alloc_elems::<T>(ctx, blocks * cols)?;
-            pass(
-                in_mem,
-                input.offset(),
-                rows,
-                per,
-                partials.clone(),
-                0,
-                blocks,
-            )?;
-            pass(partials, 0, blocks, blocks, out_mem, out.offset(), 1)?
+            cols_pass(in_mem, input.offset(), rows, per, partials.clone(), 0)?;
+            cols_pass(partials, 0, blocks, blocks, out_mem, out.offset())?
         }
     } else {
-        let args = vec![
-            KArg::U64((rows * cols) as u64),
-            KArg::U64(cols as u64),
-            KArg::Mem(out_mem),
-            KArg::U64(out.offset() as u64),
-            KArg::Mem(in_mem),
-            KArg::U64(input.offset() as u64),
-        ];
-        launch(
-            ctx,
-            &p,
-            "skel_reduce",
-            &args,
-            1,
-            [rows * ctx.wg, 1, 1],
-            Some([ctx.wg, 1, 1]),
-        )?
+        // One work-group per row: row r is chunk r of the flat positions.
+        let args = vec![KArg::Mem(in_mem), KArg::U64(input.offset() as u64)];
+        let split = (cols, rows);
+        pass(ctx, &plan, &p, "skel_reduce", args, rows * cols, split, &out_mem, out.offset())?
     };
     memory::written(ctx, &out, ev);
     Ok(())
