@@ -11,7 +11,9 @@
 // Only loaded positions are combined (work-items holding values are always a prefix), so f
 // never sees padding and needs no identity.
 // Instantiated with: SKEL_KNAME, SKEL_T, SKEL_F(a, b), SKEL_LOAD(p), SKEL_LOAD_PARAMS,
-// SKEL_RWG (work-group size), SKEL_RK (values per work-item and tile), SKEL_RUN.
+// SKEL_RWG (work-group size), SKEL_RK (values per work-item and tile), SKEL_RUN; optionally
+// SKEL_VLOAD(p, dst) (4 values from position p, a multiple of 4, into dst[0..4), one 16-byte
+// load) and SKEL_VEC_OK(lo) (whether the positions from lo on are 16-byte aligned).
 #ifndef SKEL_REDUCE_COMMON
 #define SKEL_REDUCE_COMMON
 #define SKEL_TILE (SKEL_RWG * SKEL_RK)
@@ -38,6 +40,20 @@ void SKEL_KNAME(ulong n, ulong chunk, __global SKEL_T* partials, ulong part_off 
     // barriers are reached by all of its work-items.
     for (ulong t = lo; t < hi; t += SKEL_TILE) {
         const uint m = hi - t < (ulong)SKEL_TILE ? (uint)(hi - t) : (uint)SKEL_TILE;
+#ifdef SKEL_VLOAD
+        if (m == SKEL_TILE && SKEL_VEC_OK(lo)) {
+            // 16-byte loads of 4 consecutive values, striped by groups of 4.
+            SKEL_T x[SKEL_RK];
+            for (uint k = 0; k < SKEL_RK / 4; ++k) {
+                SKEL_VLOAD(t + 4 * (k * SKEL_RWG + l), x + 4 * k);
+            }
+            for (uint k = 0; k < SKEL_RK / 4; ++k) {
+                for (uint i = 0; i < 4; ++i) {
+                    tile[SKEL_PAD(4 * (k * SKEL_RWG + l) + i)] = x[4 * k + i];
+                }
+            }
+        } else
+#endif
         if (m == SKEL_TILE) {
             // All loads first, then the stores: SKEL_RK loads in flight per work-item.
             SKEL_T x[SKEL_RK];

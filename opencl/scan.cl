@@ -13,7 +13,9 @@
 // Work-items without values never call f; a prefix that does not exist (the first position
 // of an unseeded exclusive scan, whose output slot then keeps its input value: step 2 of an
 // inclusive scan, where carries[0] is never read) is never combined.
-// Instantiated with: SKEL_T, SKEL_F(a, b), SKEL_RWG, SKEL_RK, SKEL_RUN, and reduce.cl.
+// Instantiated with: SKEL_T, SKEL_F(a, b), SKEL_RWG, SKEL_RK, SKEL_RUN, and reduce.cl (whose
+// SKEL_VLOAD and SKEL_VEC_OK, if defined, serve here too, with SKEL_VSTORE(p, src): 4 values
+// to out from position p, one 16-byte store).
 __kernel __attribute__((reqd_work_group_size(SKEL_RWG, 1, 1)))
 void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong chunk,
                       __global SKEL_T* out, ulong out_off, __global const SKEL_T* carries,
@@ -35,6 +37,19 @@ void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong ch
     }
     for (ulong t = lo; t < hi; t += SKEL_TILE) {
         const uint m = hi - t < (ulong)SKEL_TILE ? (uint)(hi - t) : (uint)SKEL_TILE;
+#ifdef SKEL_VLOAD
+        if (m == SKEL_TILE && SKEL_VEC_OK(lo)) {
+            SKEL_T x[SKEL_RK];
+            for (uint k = 0; k < SKEL_RK / 4; ++k) {
+                SKEL_VLOAD(t + 4 * (k * SKEL_RWG + l), x + 4 * k);
+            }
+            for (uint k = 0; k < SKEL_RK / 4; ++k) {
+                for (uint i = 0; i < 4; ++i) {
+                    tile[SKEL_PAD(4 * (k * SKEL_RWG + l) + i)] = x[4 * k + i];
+                }
+            }
+        } else
+#endif
         if (m == SKEL_TILE) {
             SKEL_T x[SKEL_RK];
             for (uint k = 0; k < SKEL_RK; ++k) {
@@ -108,6 +123,17 @@ void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong ch
         // Uniform again: after a tile (never empty) there is always a carry.
         has_carry = true;
         barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef SKEL_VSTORE
+        if (m == SKEL_TILE && (out_off + lo) % 4 == 0) {
+            for (uint k = 0; k < SKEL_RK / 4; ++k) {
+                SKEL_T x[4];
+                for (uint i = 0; i < 4; ++i) {
+                    x[i] = tile[SKEL_PAD(4 * (k * SKEL_RWG + l) + i)];
+                }
+                SKEL_VSTORE(t + 4 * (k * SKEL_RWG + l), x);
+            }
+        } else
+#endif
         if (m == SKEL_TILE) {
             for (uint k = 0; k < SKEL_RK; ++k) {
                 out[out_off + t + k * SKEL_RWG + l] = tile[SKEL_PAD(k * SKEL_RWG + l)];

@@ -38,7 +38,7 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx, plan: &reduce::Plan)
     plan.defines(&mut s);
     s.push_str(TEMPLATE);
     reduce::instantiate(&mut s, "skel_map_reduce", &load_params, &load);
-    reduce::plain(&mut s);
+    reduce::plain(&mut s, plan);
     Ok(s)
 }
 

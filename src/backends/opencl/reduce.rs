@@ -21,47 +21,71 @@ use crate::plan::Axis;
 use crate::{DeviceType, Error, Result};
 
 pub(super) const TEMPLATE: &str = include_str!("../../../opencl/reduce.cl");
+
+/// 16-byte loads and stores of 4 values of a 4-byte `SKEL_T` (kernel parameters `in`,
+/// `in_off`, `out`, `out_off`); buffers are at least 16-byte aligned, so an offset that is a
+/// multiple of 4 values is too.
+const VEC4: &str = "typedef union { uint4 v; SKEL_T t[4]; } skel_vec4;
+#define SKEL_VEC_OK(lo) ((in_off + (lo)) % 4 == 0)
+#define SKEL_VLOAD(p, dst) do { skel_vec4 u_; \\
+    u_.v = *(__global const uint4*)(in + in_off + (p)); \\
+    (dst)[0] = u_.t[0]; (dst)[1] = u_.t[1]; (dst)[2] = u_.t[2]; (dst)[3] = u_.t[3]; } while (0)
+#define SKEL_VSTORE(p, src) do { skel_vec4 u_; \\
+    u_.t[0] = (src)[0]; u_.t[1] = (src)[1]; u_.t[2] = (src)[2]; u_.t[3] = (src)[3]; \\
+    *(__global uint4*)(out + out_off + (p)) = u_.v; } while (0)
+";
 const COLS_TEMPLATE: &str = include_str!("../../../opencl/reduce_cols.cl");
 
 /// The launch shape of the `reduce.cl` / `scan.cl` kernels for one element size: work-group
 /// size (`SKEL_RWG`), values per work-item and tile (`SKEL_RK`), work-item results per run
-/// (`SKEL_RUN`), and how many work-groups per compute unit a large input is split over.
+/// (`SKEL_RUN`), how many work-groups per compute unit a large input is split over, and
+/// whether plain loads (and Scan's stores) of 4-byte values go 16 bytes at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Plan {
     pub(super) wg: usize,
     pub(super) items: usize,
     pub(super) run: usize,
     pub(super) per_cu: usize,
+    pub(super) vec: bool,
 }
 
-/// `SKEL_OPENCL_TUNE=wg=W,items=K,groups=G` (any subset) overrides the defaults of [`Plan`]
-/// for benchmarks: W and K powers of two, G work-groups per compute unit. Parsed once.
-fn tune() -> Result<(Option<usize>, Option<usize>, Option<usize>)> {
-    static TUNE: OnceLock<std::result::Result<Tune3, String>> = OnceLock::new();
+/// Overrides of [`Plan`]'s defaults, from `SKEL_OPENCL_TUNE`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tune {
+    wg: Option<usize>,
+    items: Option<usize>,
+    groups: Option<usize>,
+    vec: Option<bool>,
+}
+
+/// `SKEL_OPENCL_TUNE=wg=W,items=K,groups=G,vec=0|1` (any subset) overrides the defaults of
+/// [`Plan`], for benchmarks: W and K powers of two, G work-groups per compute unit, vec
+/// whether to use 16-byte loads. Parsed once; a bad value is an error of every call.
+fn tune() -> Result<Tune> {
+    static TUNE: OnceLock<std::result::Result<Tune, String>> = OnceLock::new();
     TUNE.get_or_init(|| match std::env::var("SKEL_OPENCL_TUNE") {
         Ok(v) => parse_tune(&v),
-        Err(_) => Ok((None, None, None)),
+        Err(_) => Ok(Tune::default()),
     })
     .clone()
     .map_err(Error::InvalidArgument)
 }
 
-type Tune3 = (Option<usize>, Option<usize>, Option<usize>);
-
-fn parse_tune(v: &str) -> std::result::Result<Tune3, String> {
-    let mut t = (None, None, None);
+fn parse_tune(v: &str) -> std::result::Result<Tune, String> {
+    let mut t = Tune::default();
     for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || {
             format!(
-                "SKEL_OPENCL_TUNE: `{part}` is not one of wg=<power of two 16..=1024>,                  items=<power of two 1..=64>, groups=<1..=1024 per compute unit>"
+                "SKEL_OPENCL_TUNE: `{part}` is not one of wg=<power of two 16..=1024>,                  items=<power of two 1..=64>, groups=<1..=1024 per compute unit>, vec=0|1"
             )
         };
         let (key, val) = part.split_once('=').ok_or_else(bad)?;
         let val: usize = val.trim().parse().map_err(|_| bad())?;
         match key.trim() {
-            "wg" if val.is_power_of_two() && (16..=1024).contains(&val) => t.0 = Some(val),
-            "items" if val.is_power_of_two() && val <= 64 => t.1 = Some(val),
-            "groups" if (1..=1024).contains(&val) => t.2 = Some(val),
+            "wg" if val.is_power_of_two() && (16..=1024).contains(&val) => t.wg = Some(val),
+            "items" if val.is_power_of_two() && val <= 64 => t.items = Some(val),
+            "groups" if (1..=1024).contains(&val) => t.groups = Some(val),
+            "vec" if val <= 1 => t.vec = Some(val == 1),
             _ => return Err(bad()),
         }
     }
@@ -70,13 +94,19 @@ fn parse_tune(v: &str) -> std::result::Result<Tune3, String> {
 
 impl Plan {
     /// The plan for elements of `elem` bytes on `ctx`'s device: work-groups of the
-    /// context's size, 16 values per work-item (fewer while a tile would take more than a
-    /// quarter of the local memory, so several work-groups fit a compute unit), runs of 16.
+    /// context's size, 16 values per work-item (fewer while a tile would take more than half
+    /// the local memory a work-group may have), runs of 16,
+    /// 16-byte loads for 4-byte values.
     pub(super) fn new(ctx: &Ctx, elem: usize) -> Result<Plan> {
-        let (wg, items, per_cu) = tune()?;
-        let wg = wg.unwrap_or(ctx.wg);
-        let mut items = items.unwrap_or(16);
-        while items > 1 && (wg * items * elem) as u64 > ctx.local_mem / 4 {
+        let tune = tune()?;
+        let wg = tune.wg.unwrap_or(ctx.wg);
+        // Explicit items are only capped by what fits at all.
+        let budget = match tune.items {
+            Some(_) => ctx.local_mem * 3 / 4,
+            None => ctx.local_mem / 2,
+        };
+        let mut items = tune.items.unwrap_or(16);
+        while items > 1 && (wg * items * elem) as u64 > budget {
             items /= 2;
         }
         // GPUs: enough work-groups for two full waves of 2048 work-items per compute unit;
@@ -86,7 +116,8 @@ impl Plan {
             wg,
             items,
             run: wg.min(16),
-            per_cu: per_cu.unwrap_or(default_per_cu),
+            per_cu: tune.groups.unwrap_or(default_per_cu),
+            vec: tune.vec.unwrap_or(true) && elem == 4 && items % 4 == 0,
         })
     }
 
@@ -112,11 +143,14 @@ impl Plan {
     /// positions (a whole number of tiles; the last chunk may be shorter), at most
     /// `per_cu` per compute unit.
     pub(super) fn split(&self, ctx: &Ctx, n: usize) -> (usize, usize) {
-        let cap = (ctx.compute_units * self.per_cu).max(1);
-        let tiles = n.div_ceil(self.tile());
-        let chunk = tiles.div_ceil(cap) * self.tile();
-        (chunk, n.div_ceil(chunk))
+        chunks(n, self.tile(), ctx.compute_units * self.per_cu)
     }
+}
+
+/// `(chunk, groups)`: `n > 0` positions in at most `cap` chunks of whole tiles of `tile`.
+fn chunks(n: usize, tile: usize, cap: usize) -> (usize, usize) {
+    let chunk = n.div_ceil(tile).div_ceil(cap.max(1)) * tile;
+    (chunk, n.div_ceil(chunk))
 }
 
 /// The plan for elements of type `T`, `Ok` if its local memory fits the device (checked
@@ -138,8 +172,12 @@ pub(super) fn instantiate(s: &mut String, name: &str, load_params: &str, load: &
     s.push_str("\n#undef SKEL_KNAME\n#undef SKEL_LOAD_PARAMS\n#undef SKEL_LOAD\n");
 }
 
-/// The plain reduction kernel `skel_reduce` of `SKEL_T` with `SKEL_F` defined.
-pub(super) fn plain(s: &mut String) {
+/// The plain reduction kernel `skel_reduce` of `SKEL_T` with `SKEL_F` defined (and the
+/// 16-byte load and store macros, which `scan.cl` uses too, if the plan says so).
+pub(super) fn plain(s: &mut String, plan: &Plan) {
+    if plan.vec {
+        s.push_str(VEC4);
+    }
     instantiate(
         s,
         "skel_reduce",
@@ -153,7 +191,7 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<Strin
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
     plan.defines(&mut s);
-    plain(&mut s);
+    plain(&mut s, plan);
     s.push_str(COLS_TEMPLATE);
     Ok(s)
 }
@@ -189,7 +227,15 @@ fn pass(
     ];
     args.extend(load_args);
     let wg = plan.wg;
-    launch(ctx, prog, name, &args, 1, [groups * wg, 1, 1], Some([wg, 1, 1]))
+    launch(
+        ctx,
+        prog,
+        name,
+        &args,
+        1,
+        [groups * wg, 1, 1],
+        Some([wg, 1, 1]),
+    )
 }
 
 /// Per-chunk partials of `first` (a `reduce.cl` kernel over `n > 0` positions whose load
@@ -291,7 +337,15 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
                 KArg::U64(dst_off as u64),
             ];
             let global = [round_up(cols, lx), round_up(blocks, ly), 1];
-            launch(ctx, &p, "skel_reduce_cols", &args, 2, global, Some([lx, ly, 1]))
+            launch(
+                ctx,
+                &p,
+                "skel_reduce_cols",
+                &args,
+                2,
+                global,
+                Some([lx, ly, 1]),
+            )
         };
         let (blocks, per) = col_blocks(ctx, rows, cols);
         if blocks == 1 {
@@ -305,8 +359,61 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         // One work-group per row: row r is chunk r of the flat positions.
         let args = vec![KArg::Mem(in_mem), KArg::U64(input.offset() as u64)];
         let split = (cols, rows);
-        pass(ctx, &plan, &p, "skel_reduce", args, rows * cols, split, &out_mem, out.offset())?
+        pass(
+            ctx,
+            &plan,
+            &p,
+            "skel_reduce",
+            args,
+            rows * cols,
+            split,
+            &out_mem,
+            out.offset(),
+        )?
     };
     memory::written(ctx, &out, ev);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{chunks, parse_tune, Tune};
+
+    #[test]
+    fn chunks_are_whole_tiles_and_cover_the_input() {
+        for (n, tile, cap) in [
+            (1, 4096, 2112),
+            (4096, 4096, 8),
+            (4097, 4096, 8),
+            (1 << 28, 4096, 2112),
+        ] {
+            let (chunk, groups) = chunks(n, tile, cap);
+            assert_eq!(chunk % tile, 0);
+            assert!(groups <= cap && groups * chunk >= n && (groups - 1) * chunk < n);
+        }
+        assert_eq!(chunks(4097, 4096, 8), (4096, 2));
+        assert_eq!(chunks(1 << 20, 1024, 4), (1 << 18, 4));
+    }
+
+    #[test]
+    fn tune_overrides_parse_and_bad_ones_say_what_is_allowed() {
+        assert_eq!(parse_tune(""), Ok(Tune::default()));
+        let t = parse_tune(" wg=128, items=8,groups=3,vec=0").unwrap();
+        assert_eq!(
+            t,
+            Tune {
+                wg: Some(128),
+                items: Some(8),
+                groups: Some(3),
+                vec: Some(false)
+            }
+        );
+        for bad in ["wg=100", "items=3", "groups=0", "vec=2", "speed=1", "wg"] {
+            let msg = parse_tune(bad).unwrap_err();
+            assert!(
+                msg.contains(bad) && msg.contains("items=<power of two"),
+                "{msg}"
+            );
+        }
+    }
 }

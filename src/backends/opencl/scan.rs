@@ -24,7 +24,7 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<Strin
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
     plan.defines(&mut s);
-    reduce::plain(&mut s);
+    reduce::plain(&mut s, plan);
     s.push_str(TEMPLATE);
     Ok(s)
 }
@@ -61,7 +61,15 @@ impl<T: DeviceType> Chunks<'_, T> {
             KArg::I32(self.exclusive as i32),
         ];
         let wg = plan.wg;
-        launch(ctx, p, "skel_scan_chunks", &args, 1, [groups * wg, 1, 1], Some([wg, 1, 1]))
+        launch(
+            ctx,
+            p,
+            "skel_scan_chunks",
+            &args,
+            1,
+            [groups * wg, 1, 1],
+            Some([wg, 1, 1]),
+        )
     }
 }
 
