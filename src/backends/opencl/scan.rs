@@ -92,13 +92,16 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     let out_mem = memory::output(ctx, &out, false)?;
     let exclusive = mode == ScanMode::Exclusive;
     let split = plan.split(ctx, n);
-    let carries = if split.1 > 1 {
+    let g = split.1;
+    // carries[0..g) at element 0 (skel_scan_chunks indexes them from there), the chunk
+    // totals from element g.
+    let scratch = if g > 1 {
+        let s = reduce::Scratch::take::<T>(ctx, 2 * g)?;
         let load = vec![KArg::Mem(in_mem.clone()), KArg::U64(input.offset() as u64)];
-        let (totals, g) = reduce::partials::<T>(ctx, &plan, &p, "skel_reduce", load, n)?;
-        let carries = memory::alloc_elems::<T>(ctx, g)?;
+        reduce::pass(ctx, &plan, &p, "skel_reduce", load, n, split, &s.mem, g)?;
         Chunks {
-            src: (&totals, 0),
-            dst: (&carries, 0),
+            src: (&s.mem, g),
+            dst: (&s.mem, 0),
             n: g,
             split: (g, 1),
             carries: None,
@@ -107,7 +110,7 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
             exclusive: true,
         }
         .launch(ctx, &plan, &p)?;
-        Some(carries)
+        Some(s)
     } else {
         None
     };
@@ -116,12 +119,15 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
         dst: (&out_mem, out.offset()),
         n,
         split,
-        carries: carries.as_ref(),
+        carries: scratch.as_ref().map(|s| &s.mem),
         start,
         seeded: exclusive,
         exclusive,
     }
     .launch(ctx, &plan, &p)?;
+    if let Some(s) = scratch {
+        s.give_back();
+    }
     // The only kernel writing `out`, the last one enqueued: waiting on it waits for all.
     memory::written(ctx, &out, ev);
     Ok(())
