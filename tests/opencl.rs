@@ -576,6 +576,10 @@ fn order_is_kept_for_four_byte_values_at_every_alignment() {
         (7, 4096),
         (3, 4099),
         (4099, 3),
+        (300, 16),
+        (300, 17),
+        (130, 32),
+        (130, 33),
     ] {
         let m = Matrix::from_fn(rows, cols, |r, c| packed15(r * 31 + c));
         let per = |b, by_rows: bool| {

@@ -4,7 +4,8 @@
 //! (coalesced striped loads, blocked folds through local memory), one partial per
 //! work-group; a second pass folds the partials in one work-group on the device; only the
 //! final value is read back and folded with `start` on the host. Rows: the same kernel,
-//! one work-group per row. Columns: each work-item folds one column over a block of rows
+//! one work-group per row, or for rows of at most a work-item's share of a tile, one
+//! work-group per band of rows, one work-item per row (`opencl/reduce_rows.cl`). Columns: each work-item folds one column over a block of rows
 //! (coalesced across work-items), then one pass over the block partials.
 
 use std::fmt::Write as _;
@@ -35,6 +36,7 @@ const VEC4: &str = "typedef union { uint4 v; SKEL_T t[4]; } skel_vec4;
     *(__global uint4*)(out + out_off + (p)) = u_.v; } while (0)
 ";
 const COLS_TEMPLATE: &str = include_str!("../../../opencl/reduce_cols.cl");
+const ROWS_TEMPLATE: &str = include_str!("../../../opencl/reduce_rows.cl");
 
 /// The launch shape of the `reduce.cl` / `scan.cl` kernels for one element size: work-group
 /// size (`SKEL_RWG`), values per work-item and tile (`SKEL_RK`), work-item results per run
@@ -200,6 +202,7 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<Strin
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
     plan.defines(&mut s);
     plain(&mut s, plan);
+    s.push_str(ROWS_TEMPLATE);
     s.push_str(COLS_TEMPLATE);
     Ok(s)
 }
@@ -392,6 +395,27 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
             cols_pass(in_mem, input.offset(), rows, per, partials.clone(), 0)?;
             cols_pass(partials, 0, blocks, blocks, out_mem, out.offset())?
         }
+    } else if cols <= plan.items {
+        // Bands of narrow rows, one work-group each, one work-item per row.
+        let args = vec![
+            KArg::U64(rows as u64),
+            KArg::U64(cols as u64),
+            KArg::Mem(out_mem),
+            KArg::U64(out.offset() as u64),
+            KArg::Mem(in_mem),
+            KArg::U64(input.offset() as u64),
+        ];
+        let (wg, bands) = (plan.wg, rows.div_ceil(plan.wg));
+        let name = "skel_reduce_rows_narrow";
+        launch(
+            ctx,
+            &p,
+            name,
+            &args,
+            1,
+            [bands * wg, 1, 1],
+            Some([wg, 1, 1]),
+        )?
     } else {
         // One work-group per row: row r is chunk r of the flat positions.
         let args = vec![KArg::Mem(in_mem), KArg::U64(input.offset() as u64)];
