@@ -23,6 +23,37 @@
 // Work-item results are read SKEL_RUN apart by the run folds: pad once per run.
 #define SKEL_PADR(j) ((j) + (j) / SKEL_RUN)
 #define SKEL_NRUNS (SKEL_RWG / SKEL_RUN)
+
+// x[k] (loaded from tile position k*SKEL_RWG + l) into the tile.
+void skel_tile_put(__local SKEL_T* tile, const SKEL_T* x, uint l)
+{
+    for (uint k = 0; k < SKEL_RK; ++k) {
+        tile[SKEL_PAD(k * SKEL_RWG + l)] = x[k];
+    }
+}
+
+// x[4k + i] (loaded from tile position 4*(k*SKEL_RWG + l) + i) into the tile.
+void skel_tile_put4(__local SKEL_T* tile, const SKEL_T* x, uint l)
+{
+    for (uint k = 0; k < SKEL_RK / 4; ++k) {
+        for (uint i = 0; i < 4; ++i) {
+            tile[SKEL_PAD(4 * (k * SKEL_RWG + l) + i)] = x[4 * k + i];
+        }
+    }
+}
+
+// The values of tile positions a.. (below m, at least one) into y, and their fold.
+SKEL_T skel_tile_fold(__local const SKEL_T* tile, uint a, uint m, SKEL_T* y)
+{
+    for (uint k = 0; k < SKEL_RK; ++k) {
+        if (a + k < m) y[k] = tile[SKEL_PAD(a + k)];
+    }
+    SKEL_T acc = y[0];
+    for (uint k = 1; k < SKEL_RK; ++k) {
+        if (a + k < m) acc = SKEL_F(acc, y[k]);
+    }
+    return acc;
+}
 #endif
 
 __kernel __attribute__((reqd_work_group_size(SKEL_RWG, 1, 1)))
@@ -47,11 +78,7 @@ void SKEL_KNAME(ulong n, ulong chunk, __global SKEL_T* partials, ulong part_off 
             for (uint k = 0; k < SKEL_RK / 4; ++k) {
                 SKEL_VLOAD(t + 4 * (k * SKEL_RWG + l), x + 4 * k);
             }
-            for (uint k = 0; k < SKEL_RK / 4; ++k) {
-                for (uint i = 0; i < 4; ++i) {
-                    tile[SKEL_PAD(4 * (k * SKEL_RWG + l) + i)] = x[4 * k + i];
-                }
-            }
+            skel_tile_put4(tile, x, l);
         } else
 #endif
         if (m == SKEL_TILE) {
@@ -60,9 +87,7 @@ void SKEL_KNAME(ulong n, ulong chunk, __global SKEL_T* partials, ulong part_off 
             for (uint k = 0; k < SKEL_RK; ++k) {
                 x[k] = SKEL_LOAD(t + k * SKEL_RWG + l);
             }
-            for (uint k = 0; k < SKEL_RK; ++k) {
-                tile[SKEL_PAD(k * SKEL_RWG + l)] = x[k];
-            }
+            skel_tile_put(tile, x, l);
         } else {
             for (uint j = l; j < m; j += SKEL_RWG) {
                 tile[SKEL_PAD(j)] = SKEL_LOAD(t + j);
@@ -72,14 +97,7 @@ void SKEL_KNAME(ulong n, ulong chunk, __global SKEL_T* partials, ulong part_off 
         const uint valid = (m + SKEL_RK - 1) / SKEL_RK;
         if (a < m) {
             SKEL_T y[SKEL_RK];
-            for (uint k = 0; k < SKEL_RK; ++k) {
-                if (a + k < m) y[k] = tile[SKEL_PAD(a + k)];
-            }
-            SKEL_T acc = y[0];
-            for (uint k = 1; k < SKEL_RK; ++k) {
-                if (a + k < m) acc = SKEL_F(acc, y[k]);
-            }
-            part[SKEL_PADR(l)] = acc;
+            part[SKEL_PADR(l)] = skel_tile_fold(tile, a, m, y);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint r0 = l * SKEL_RUN;

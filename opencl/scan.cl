@@ -43,11 +43,7 @@ void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong ch
             for (uint k = 0; k < SKEL_RK / 4; ++k) {
                 SKEL_VLOAD(t + 4 * (k * SKEL_RWG + l), x + 4 * k);
             }
-            for (uint k = 0; k < SKEL_RK / 4; ++k) {
-                for (uint i = 0; i < 4; ++i) {
-                    tile[SKEL_PAD(4 * (k * SKEL_RWG + l) + i)] = x[4 * k + i];
-                }
-            }
+            skel_tile_put4(tile, x, l);
         } else
 #endif
         if (m == SKEL_TILE) {
@@ -55,9 +51,7 @@ void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong ch
             for (uint k = 0; k < SKEL_RK; ++k) {
                 x[k] = in[in_off + t + k * SKEL_RWG + l];
             }
-            for (uint k = 0; k < SKEL_RK; ++k) {
-                tile[SKEL_PAD(k * SKEL_RWG + l)] = x[k];
-            }
+            skel_tile_put(tile, x, l);
         } else {
             for (uint j = l; j < m; j += SKEL_RWG) {
                 tile[SKEL_PAD(j)] = in[in_off + t + j];
@@ -69,14 +63,7 @@ void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong ch
         const bool had = has_carry;
         SKEL_T y[SKEL_RK];
         if (a < m) {
-            for (uint k = 0; k < SKEL_RK; ++k) {
-                if (a + k < m) y[k] = tile[SKEL_PAD(a + k)];
-            }
-            SKEL_T acc = y[0];
-            for (uint k = 1; k < SKEL_RK; ++k) {
-                if (a + k < m) acc = SKEL_F(acc, y[k]);
-            }
-            part[SKEL_PADR(l)] = acc;
+            part[SKEL_PADR(l)] = skel_tile_fold(tile, a, m, y);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint r0 = l * SKEL_RUN;

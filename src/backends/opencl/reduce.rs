@@ -287,7 +287,7 @@ impl Scratch {
     /// enqueued); the larger of two buffers is kept.
     pub(super) fn give_back(self) {
         let mut slot = SCRATCH.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.as_ref().is_none_or(|s| s.bytes < self.bytes) {
+        if slot.as_ref().map_or(true, |s| s.bytes < self.bytes) {
             *slot = Some(self);
         }
     }
