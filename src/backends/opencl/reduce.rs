@@ -250,7 +250,7 @@ pub(super) fn pass(
 }
 
 /// A device buffer for the temporaries of Reduce, MapReduce and Scan (partials, carries,
-/// the result), kept from call to call: allocating and freeing device memory in every call
+/// the result; the block partials of column reductions), kept from call to call: allocating and freeing device memory in every call
 /// costs more than a small reduction (a free waits for the device on NVIDIA's driver).
 /// Commands run in the order of the one in-order queue, so a call may reuse the buffer as
 /// soon as the previous call's commands using it are enqueued; a call that finds it taken
@@ -274,10 +274,10 @@ impl Scratch {
             Some(s) if s.bytes >= bytes => Ok(s),
             _ => {
                 // Rounded up, so slowly growing sizes do not allocate every time.
-                let bytes = bytes.next_power_of_two().max(4096);
+                let n = n.next_power_of_two().max(1024);
                 Ok(Scratch {
-                    mem: memory::alloc(ctx, bytes)?,
-                    bytes,
+                    mem: memory::alloc_elems::<T>(ctx, n)?,
+                    bytes: n * std::mem::size_of::<T>(),
                 })
             }
         }
@@ -391,9 +391,11 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         if blocks == 1 {
             cols_pass(in_mem, input.offset(), rows, rows, out_mem, out.offset())?
         } else {
-            let partials = memory::alloc_elems::<T>(ctx, blocks * cols)?;
-            cols_pass(in_mem, input.offset(), rows, per, partials.clone(), 0)?;
-            cols_pass(partials, 0, blocks, blocks, out_mem, out.offset())?
+            let s = Scratch::take::<T>(ctx, blocks * cols)?;
+            cols_pass(in_mem, input.offset(), rows, per, s.mem.clone(), 0)?;
+            let ev = cols_pass(s.mem.clone(), 0, blocks, blocks, out_mem, out.offset())?;
+            s.give_back();
+            ev
         }
     } else if cols <= plan.items {
         // Bands of narrow rows, one work-group each, one work-item per row.
