@@ -1,12 +1,13 @@
-//! Reduce on OpenCL (`opencl/reduce.cl`, `opencl/reduce_cols.cl`).
+//! Reduce on OpenCL (`opencl/reduce.cl`, `opencl/reduce_rows.cl`, `opencl/reduce_cols.cl`).
 //!
 //! 1D: each work-group folds one contiguous chunk of the input in order, tile by tile
 //! (coalesced striped loads, blocked folds through local memory), one partial per
 //! work-group; a second pass folds the partials in one work-group on the device; only the
 //! final value is read back and folded with `start` on the host. Rows: the same kernel,
-//! one work-group per row, or for rows of at most a work-item's share of a tile, one
-//! work-group per band of rows, one work-item per row (`opencl/reduce_rows.cl`). Columns: each work-item folds one column over a block of rows
-//! (coalesced across work-items), then one pass over the block partials.
+//! one work-group per row; rows of at most a work-item's share of a tile go in bands, one
+//! work-group per band and one work-item per row. Columns: each work-item folds one column
+//! over a block of rows (coalesced across work-items), then one pass over the block
+//! partials. Temporaries live in one reused device buffer ([`Scratch`]).
 
 use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock, PoisonError};
