@@ -415,6 +415,27 @@ proptest! {
     }
 }
 
+/// Asserts that the row and column reductions of the `rows x cols` matrix `m` by `f` on
+/// OpenCL equal those on `cpu`.
+macro_rules! assert_rows_and_cols_match_cpu {
+    ($f:expr, $m:expr, $rows:expr, $cols:expr) => {
+        for by_rows in [true, false] {
+            let per = |b| {
+                let mut out = Vector::zeroed(if by_rows { $rows } else { $cols });
+                let r = Reduce::new($f).backend(b);
+                if by_rows {
+                    r.run_rows(&$m, &mut out).unwrap();
+                } else {
+                    r.run_cols(&$m, &mut out).unwrap();
+                }
+                out.to_vec()
+            };
+            let (rows, cols) = ($rows, $cols);
+            assert_eq!(per(B), per(Backend::Cpu), "{rows}x{cols} rows={by_rows}");
+        }
+    };
+}
+
 // ---- order: associative, not commutative ----------------------------------------------
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
@@ -492,19 +513,7 @@ fn order_is_kept_across_work_groups_and_tiles() {
             m: if (r + 2 * c) % 7 == 0 { -1 } else { 1 },
             c: ((r * 3 + c) % 9) as i64 - 4,
         });
-        let per = |b, by_rows: bool| {
-            let mut out = Vector::zeroed(if by_rows { rows } else { cols });
-            let r = Reduce::new(compose).backend(b);
-            if by_rows {
-                r.run_rows(&m, &mut out).unwrap();
-            } else {
-                r.run_cols(&m, &mut out).unwrap();
-            }
-            out.to_vec()
-        };
-        for by_rows in [true, false] {
-            assert_eq!(per(B, by_rows), per(Backend::Cpu, by_rows), "{rows}x{cols}");
-        }
+        assert_rows_and_cols_match_cpu!(compose, m, rows, cols);
     }
 }
 
@@ -582,22 +591,6 @@ fn order_is_kept_for_four_byte_values_at_every_alignment() {
         (130, 33),
     ] {
         let m = Matrix::from_fn(rows, cols, |r, c| packed15(r * 31 + c));
-        let per = |b, by_rows: bool| {
-            let mut out = Vector::zeroed(if by_rows { rows } else { cols });
-            let r = Reduce::new(compose15).backend(b);
-            if by_rows {
-                r.run_rows(&m, &mut out).unwrap();
-            } else {
-                r.run_cols(&m, &mut out).unwrap();
-            }
-            out.to_vec()
-        };
-        for by_rows in [true, false] {
-            assert_eq!(
-                per(B, by_rows),
-                per(Backend::Cpu, by_rows),
-                "{rows}x{cols} rows={by_rows}"
-            );
-        }
+        assert_rows_and_cols_match_cpu!(compose15, m, rows, cols);
     }
 }
