@@ -415,6 +415,27 @@ proptest! {
     }
 }
 
+/// Asserts that the row and column reductions of the `rows x cols` matrix `m` by `f` on
+/// OpenCL equal those on `cpu`.
+macro_rules! assert_rows_and_cols_match_cpu {
+    ($f:expr, $m:expr, $rows:expr, $cols:expr) => {
+        for by_rows in [true, false] {
+            let per = |b| {
+                let mut out = Vector::zeroed(if by_rows { $rows } else { $cols });
+                let r = Reduce::new($f).backend(b);
+                if by_rows {
+                    r.run_rows(&$m, &mut out).unwrap();
+                } else {
+                    r.run_cols(&$m, &mut out).unwrap();
+                }
+                out.to_vec()
+            };
+            let (rows, cols) = ($rows, $cols);
+            assert_eq!(per(B), per(Backend::Cpu), "{rows}x{cols} rows={by_rows}");
+        }
+    };
+}
+
 // ---- order: associative, not commutative ----------------------------------------------
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
@@ -448,7 +469,8 @@ fn order_is_kept_across_work_groups_and_tiles() {
     }
     let id = Affine { m: 1, c: 0 };
     for n in [
-        1usize, 2, 255, 256, 257, 2047, 2048, 2049, 4099, 70_001, 600_003,
+        1usize, 2, 255, 256, 257, 511, 512, 513, 2047, 2048, 2049, 4095, 4096, 4097, 4099, 70_001,
+        600_003,
     ] {
         let ints = Vector::from_fn(n, |i| (i as i64 * 7919) % 1009);
         let fs = Vector::from_fn(n, |i| Affine {
@@ -479,23 +501,96 @@ fn order_is_kept_across_work_groups_and_tiles() {
             assert_eq!(scan(B), scan(Backend::Cpu), "scan {mode:?} n={n}");
         }
     }
-    for (rows, cols) in [(3, 5000), (5000, 3), (17, 2049)] {
+    for (rows, cols) in [
+        (3, 5000),
+        (5000, 3),
+        (17, 2049),
+        (1, 4097),
+        (4097, 1),
+        (1, 1),
+    ] {
         let m = Matrix::from_fn(rows, cols, |r, c| Affine {
             m: if (r + 2 * c) % 7 == 0 { -1 } else { 1 },
             c: ((r * 3 + c) % 9) as i64 - 4,
         });
-        let per = |b, by_rows: bool| {
-            let mut out = Vector::zeroed(if by_rows { rows } else { cols });
-            let r = Reduce::new(compose).backend(b);
-            if by_rows {
-                r.run_rows(&m, &mut out).unwrap();
-            } else {
-                r.run_cols(&m, &mut out).unwrap();
+        assert_rows_and_cols_match_cpu!(compose, m, rows, cols);
+    }
+}
+
+// ---- 4-byte values: 16-byte loads and stores, at every alignment ----------------------
+
+/// x -> m*x + c (mod 2^15), packed as `m << 16 | c`: associative, not commutative, and 4
+/// bytes wide, so Reduce and Scan take their 16-byte load (and store) paths where aligned.
+#[userfn]
+fn compose15(a: u32, b: u32) -> u32 {
+    let m = ((a >> 16) * (b >> 16)) % 32768;
+    let c = ((a & 65535) * (b >> 16) + (b & 65535)) % 32768;
+    (m << 16) | c
+}
+
+fn packed15(i: usize) -> u32 {
+    let m = [1u32, 3, 32767, 5, 1, 1, 7][(i * 13) % 7];
+    (m << 16) | ((i * 7919) % 32768) as u32
+}
+
+#[test]
+fn order_is_kept_for_four_byte_values_at_every_alignment() {
+    if !opencl() {
+        return;
+    }
+    let start = packed15(12345);
+    for n in [
+        1usize,
+        3,
+        4,
+        5,
+        4095,
+        4096,
+        4097,
+        3 * 4096 + 5,
+        70_001,
+        600_003,
+    ] {
+        let all = Vector::from_fn(n + 4, packed15);
+        for off in 0..4 {
+            let input = all.view(off..off + n);
+            let reduce = |b| {
+                Reduce::new(compose15)
+                    .start(start)
+                    .backend(b)
+                    .run(&input)
+                    .unwrap()
+            };
+            assert_eq!(reduce(B), reduce(Backend::Cpu), "reduce n={n} off={off}");
+            for mode in [ScanMode::Inclusive, ScanMode::Exclusive] {
+                let scan = |b| {
+                    let mut out = Vector::zeroed(n + 4);
+                    let o = (off + 1) % 4;
+                    Scan::new(compose15)
+                        .mode(mode)
+                        .start(start)
+                        .backend(b)
+                        .run(&input, &mut out.view_mut(o..o + n))
+                        .unwrap();
+                    out.to_vec()
+                };
+                assert_eq!(scan(B), scan(Backend::Cpu), "scan {mode:?} n={n} off={off}");
             }
-            out.to_vec()
-        };
-        for by_rows in [true, false] {
-            assert_eq!(per(B, by_rows), per(Backend::Cpu, by_rows), "{rows}x{cols}");
         }
+    }
+    for (rows, cols) in [
+        (1, 1),
+        (1, 5000),
+        (5000, 1),
+        (7, 4096),
+        (3, 4099),
+        (4099, 3),
+        (300, 16),
+        (300, 17),
+        (130, 32),
+        (130, 33),
+    ] {
+        let m = Matrix::from_fn(rows, cols, |r, c| packed15(r * 31 + c));
+        assert_rows_and_cols_match_cpu!(compose15, m, rows, cols);
     }
 }

@@ -19,7 +19,7 @@ use crate::Result;
 /// Only a comment: MapReduce is `reduce.cl` instantiated twice.
 const TEMPLATE: &str = include_str!("../../../opencl/map_reduce.cl");
 
-fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx) -> Result<String> {
+fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx, plan: &reduce::Plan) -> Result<String> {
     let mdef = M::definition();
     let (mut s, entries) = source_head(ctx, "__global", &[mdef, R::definition()])?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<M::Out>());
@@ -35,10 +35,10 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx) -> Result<String> {
         uniform_params(mdef, "")
     );
     let load = call_expr(mdef, &entries[0], &shape, "");
-    let elem = std::mem::size_of::<M::Out>();
+    plan.defines(&mut s);
     s.push_str(TEMPLATE);
-    reduce::instantiate(ctx, elem, &mut s, "skel_map_reduce", &load_params, &load);
-    reduce::plain(ctx, elem, &mut s);
+    reduce::instantiate(&mut s, "skel_map_reduce", &load_params, &load);
+    reduce::plain(&mut s, plan);
     Ok(s)
 }
 
@@ -58,9 +58,9 @@ where
     if n == 0 {
         return Ok(start);
     }
-    reduce::check_tile::<M::Out>(ctx, "MapReduce")?;
+    let plan = reduce::plan_for::<M::Out>(ctx, "MapReduce")?;
     let p = program(ctx, ProgKey::of::<(M, R)>("map_reduce"), M::NAME, || {
-        source::<M, R>(ctx)
+        source::<M, R>(ctx, &plan)
     })?;
     let mut up = Inputs {
         ctx,
@@ -69,6 +69,6 @@ where
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
-    let total = reduce::two_pass::<M::Out>(ctx, &p, "skel_map_reduce", &p, args, n)?;
+    let total = reduce::two_pass::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n)?;
     Ok(R::apply((), (start, total), &()))
 }

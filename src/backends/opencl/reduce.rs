@@ -1,67 +1,195 @@
-//! Reduce on OpenCL (`opencl/reduce.cl`, `opencl/reduce_cols.cl`).
+//! Reduce on OpenCL (`opencl/reduce.cl`, `opencl/reduce_rows.cl`, `opencl/reduce_cols.cl`).
 //!
-//! 1D: a tree reduction in local memory, one partial per work-group, then a second pass
-//! over the partials in one work-group on the device; only the final value is read back
-//! and folded with `start` on the host. Rows: one work-group per row. Columns: blocks of
-//! rows per work-item, then one pass over the block partials.
+//! 1D: each work-group folds one contiguous chunk of the input in order, tile by tile
+//! (coalesced striped loads, blocked folds through local memory), one partial per
+//! work-group; a second pass folds the partials in one work-group on the device; only the
+//! final value is read back and folded with `start` on the host. Rows: the same kernel,
+//! one work-group per row; rows of at most a work-item's share of a tile go in bands, one
+//! work-group per band and one work-item per row. Columns: each work-item folds one column
+//! over a block of rows (coalesced across work-items), then one pass over the block
+//! partials. Temporaries live in one reused device buffer ([`Scratch`]).
 
 use std::fmt::Write as _;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use ocl::core as cl;
 
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
-use super::{check_local, cty, dims, launch, memory, source_head, KArg};
+use super::{check_local, cty, dims, launch, memory, round_up, source_head, KArg};
 use crate::backends::BinaryFn;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
-use crate::{DeviceType, Result};
+use crate::{DeviceType, Error, Result};
 
 pub(super) const TEMPLATE: &str = include_str!("../../../opencl/reduce.cl");
+
+/// 16-byte loads and stores of 4 values of a 4-byte `SKEL_T` (kernel parameters `in`,
+/// `in_off`, `out`, `out_off`); buffers are at least 16-byte aligned, so an offset that is a
+/// multiple of 4 values is too.
+const VEC4: &str = "typedef union { uint4 v; SKEL_T t[4]; } skel_vec4;
+#define SKEL_VEC_OK(lo) ((in_off + (lo)) % 4 == 0)
+#define SKEL_VLOAD(p, dst) do { skel_vec4 u_; \\
+    u_.v = *(__global const uint4*)(in + in_off + (p)); \\
+    (dst)[0] = u_.t[0]; (dst)[1] = u_.t[1]; (dst)[2] = u_.t[2]; (dst)[3] = u_.t[3]; } while (0)
+#define SKEL_VSTORE(p, src) do { skel_vec4 u_; \\
+    u_.t[0] = (src)[0]; u_.t[1] = (src)[1]; u_.t[2] = (src)[2]; u_.t[3] = (src)[3]; \\
+    *(__global uint4*)(out + out_off + (p)) = u_.v; } while (0)
+";
 const COLS_TEMPLATE: &str = include_str!("../../../opencl/reduce_cols.cl");
+const ROWS_TEMPLATE: &str = include_str!("../../../opencl/reduce_rows.cl");
 
-/// Elements each work-item folds per tile in `reduce.cl` (`SKEL_RK`) for elements of
-/// `elem` bytes: 8, halved while the tile would take more than half the device's local
-/// memory (at least 1).
-pub(super) fn tile_k(ctx: &Ctx, elem: usize) -> usize {
-    let mut k = 8;
-    while k > 1 && (ctx.wg * k * elem) as u64 > ctx.local_mem / 2 {
-        k /= 2;
+/// The launch shape of the `reduce.cl` / `scan.cl` kernels for one element size: work-group
+/// size (`SKEL_RWG`), values per work-item and tile (`SKEL_RK`), work-item results per run
+/// (`SKEL_RUN`), how many work-groups per compute unit a large input is split over, and
+/// whether plain loads (and Scan's stores) of 4-byte values go 16 bytes at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Plan {
+    pub(super) wg: usize,
+    pub(super) items: usize,
+    pub(super) run: usize,
+    pub(super) per_cu: usize,
+    pub(super) vec: bool,
+}
+
+/// Overrides of [`Plan`]'s defaults, from `SKEL_OPENCL_TUNE`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tune {
+    wg: Option<usize>,
+    items: Option<usize>,
+    groups: Option<usize>,
+    vec: Option<bool>,
+}
+
+/// `SKEL_OPENCL_TUNE=wg=W,items=K,groups=G,vec=0|1` (any subset) overrides the defaults of
+/// [`Plan`], for benchmarks: W and K powers of two, G work-groups per compute unit, vec
+/// whether to use 16-byte loads. Parsed once; a bad value is an error of every call.
+fn tune() -> Result<Tune> {
+    static TUNE: OnceLock<std::result::Result<Tune, String>> = OnceLock::new();
+    TUNE.get_or_init(|| match std::env::var("SKEL_OPENCL_TUNE") {
+        Ok(v) => parse_tune(&v),
+        Err(_) => Ok(Tune::default()),
+    })
+    .clone()
+    .map_err(Error::InvalidArgument)
+}
+
+fn parse_tune(v: &str) -> std::result::Result<Tune, String> {
+    let mut t = Tune::default();
+    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || {
+            format!(
+                "SKEL_OPENCL_TUNE: `{part}` is not one of wg=<power of two 16..=1024>,                  items=<power of two 1..=64>, groups=<1..=1024 per compute unit>, vec=0|1"
+            )
+        };
+        let (key, val) = part.split_once('=').ok_or_else(bad)?;
+        let val: usize = val.trim().parse().map_err(|_| bad())?;
+        match key.trim() {
+            "wg" if val.is_power_of_two() && (16..=1024).contains(&val) => t.wg = Some(val),
+            "items" if val.is_power_of_two() && val <= 64 => t.items = Some(val),
+            "groups" if (1..=1024).contains(&val) => t.groups = Some(val),
+            "vec" if val <= 1 => t.vec = Some(val == 1),
+            _ => return Err(bad()),
+        }
     }
-    k
+    Ok(t)
 }
 
-/// `Ok` if the tile of `reduce.cl` over elements of type `T` fits the device's local
-/// memory (checked before building, so a large element type is a clear error).
-pub(super) fn check_tile<T: DeviceType>(ctx: &Ctx, what: &str) -> Result<()> {
+impl Plan {
+    /// The plan for elements of `elem` bytes on `ctx`'s device: work-groups of 64 and 32
+    /// values per work-item on GPUs, of the context's size and 16 values on CPUs (fewer
+    /// values while a tile would take more than half the local memory a work-group may
+    /// have), runs of 16,
+    /// 16-byte loads for 4-byte values.
+    pub(super) fn new(ctx: &Ctx, elem: usize) -> Result<Plan> {
+        let tune = tune()?;
+        // Measured on an H100 (NVIDIA's OpenCL): work-groups of 64 with 32 values per
+        // work-item beat 256 x 16 by 4-20 % (Reduce, Scan, rows) at the same tile size.
+        let (wg, default_items) = if ctx.gpu {
+            (ctx.wg.min(64), 32)
+        } else {
+            (ctx.wg, 16)
+        };
+        let wg = tune.wg.unwrap_or(wg);
+        // Explicit items are only capped by what fits at all.
+        let budget = match tune.items {
+            Some(_) => ctx.local_mem * 3 / 4,
+            None => ctx.local_mem / 2,
+        };
+        let mut items = tune.items.unwrap_or(default_items);
+        while items > 1 && (wg * items * elem) as u64 > budget {
+            items /= 2;
+        }
+        // GPUs: enough work-groups for two full waves of 2048 work-items per compute unit;
+        // CPUs (one work-group at a time per core): a few per core, for balance.
+        let default_per_cu = if ctx.gpu { (4096 / wg).max(1) } else { 4 };
+        Ok(Plan {
+            wg,
+            items,
+            run: wg.min(16),
+            per_cu: tune.groups.unwrap_or(default_per_cu),
+            vec: tune.vec.unwrap_or(true) && elem == 4 && items % 4 == 0,
+        })
+    }
+
+    /// Positions per tile.
+    pub(super) fn tile(&self) -> usize {
+        self.wg * self.items
+    }
+
+    /// Bytes of local memory the kernels take per work-group, elements of `elem` bytes.
+    pub(super) fn local_bytes(&self, elem: usize) -> usize {
+        let t = self.tile();
+        (t + t / 32 + self.wg + self.wg / self.run + self.wg / self.run) * elem
+    }
+
+    /// `#define`s of the plan's sizes, for a program source.
+    pub(super) fn defines(&self, s: &mut String) {
+        let _ = writeln!(s, "#define SKEL_RWG {}", self.wg);
+        let _ = writeln!(s, "#define SKEL_RK {}", self.items);
+        let _ = writeln!(s, "#define SKEL_RUN {}", self.run);
+    }
+
+    /// `(chunk, groups)`: `n > 0` positions split into `groups` contiguous chunks of `chunk`
+    /// positions (a whole number of tiles; the last chunk may be shorter), at most
+    /// `per_cu` per compute unit.
+    pub(super) fn split(&self, ctx: &Ctx, n: usize) -> (usize, usize) {
+        chunks(n, self.tile(), ctx.compute_units * self.per_cu)
+    }
+}
+
+/// `(chunk, groups)`: `n > 0` positions in at most `cap` chunks of whole tiles of `tile`.
+fn chunks(n: usize, tile: usize, cap: usize) -> (usize, usize) {
+    let chunk = n.div_ceil(tile).div_ceil(cap.max(1)) * tile;
+    (chunk, n.div_ceil(chunk))
+}
+
+/// The plan for elements of type `T`, `Ok` if its local memory fits the device (checked
+/// before building, so a large element type is a clear error).
+pub(super) fn plan_for<T: DeviceType>(ctx: &Ctx, what: &str) -> Result<Plan> {
     let elem = std::mem::size_of::<T>();
-    check_local(ctx, ctx.wg * tile_k(ctx, elem) * elem, what)
+    let plan = Plan::new(ctx, elem)?;
+    check_local(ctx, plan.local_bytes(elem), what)?;
+    Ok(plan)
 }
 
-/// `reduce.cl` instantiated as kernel `name` over elements of `elem` bytes, reading
-/// elements with `load(p)` whose buffers are the kernel parameters `load_params`.
-pub(super) fn instantiate(
-    ctx: &Ctx,
-    elem: usize,
-    s: &mut String,
-    name: &str,
-    load_params: &str,
-    load: &str,
-) {
+/// `reduce.cl` instantiated as kernel `name`, reading elements with `load(p)` whose buffers
+/// are the kernel parameters `load_params` (the plan's `#define`s come first).
+pub(super) fn instantiate(s: &mut String, name: &str, load_params: &str, load: &str) {
     let _ = writeln!(s, "#define SKEL_KNAME {name}");
     let _ = writeln!(s, "#define SKEL_LOAD_PARAMS {load_params}");
     let _ = writeln!(s, "#define SKEL_LOAD(p) {load}");
-    let _ = writeln!(s, "#define SKEL_RK {}", tile_k(ctx, elem));
     s.push_str(TEMPLATE);
-    s.push_str("\n#undef SKEL_KNAME\n#undef SKEL_LOAD_PARAMS\n#undef SKEL_LOAD\n#undef SKEL_RK\n");
+    s.push_str("\n#undef SKEL_KNAME\n#undef SKEL_LOAD_PARAMS\n#undef SKEL_LOAD\n");
 }
 
-/// The plain reduction kernel `skel_reduce` of `SKEL_T` (`elem` bytes) with `SKEL_F`
-/// defined.
-pub(super) fn plain(ctx: &Ctx, elem: usize, s: &mut String) {
+/// The plain reduction kernel `skel_reduce` of `SKEL_T` with `SKEL_F` defined (and the
+/// 16-byte load and store macros, which `scan.cl` uses too, if the plan says so).
+pub(super) fn plain(s: &mut String, plan: &Plan) {
+    if plan.vec {
+        s.push_str(VEC4);
+    }
     instantiate(
-        ctx,
-        elem,
         s,
         "skel_reduce",
         ", __global const SKEL_T* in, ulong in_off",
@@ -69,77 +197,128 @@ pub(super) fn plain(ctx: &Ctx, elem: usize, s: &mut String) {
     );
 }
 
-fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
+fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<String> {
     let (mut s, entries) = source_head(ctx, "__global", &[F::definition()])?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
-    plain(ctx, std::mem::size_of::<T>(), &mut s);
+    plan.defines(&mut s);
+    plain(&mut s, plan);
+    s.push_str(ROWS_TEMPLATE);
     s.push_str(COLS_TEMPLATE);
     Ok(s)
 }
 
-fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<cl::Program> {
-    check_tile::<T>(ctx, "Reduce")?;
-    program(ctx, ProgKey::of::<(F, T)>("reduce"), F::NAME, || {
-        source::<F, T>(ctx)
-    })
+fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<(cl::Program, Plan)> {
+    let plan = plan_for::<T>(ctx, "Reduce")?;
+    let p = program(ctx, ProgKey::of::<(F, T)>("reduce"), F::NAME, || {
+        source::<F, T>(ctx, &plan)
+    })?;
+    Ok((p, plan))
 }
 
-/// Number of work-groups of the first pass over `n` elements of `elem` bytes (each at
-/// least one tile, if there are enough elements).
-fn groups(ctx: &Ctx, n: usize, elem: usize) -> usize {
-    let cap = (ctx.compute_units * 8).clamp(64, 1024);
-    n.div_ceil(ctx.wg * tile_k(ctx, elem)).clamp(1, cap)
-}
-
-/// Runs `first` (a `reduce.cl` kernel whose load parameters are `load_args`) over `n > 0`
-/// positions, then `skel_reduce` of `final_prog` over its partials; returns the value.
-pub(super) fn two_pass<T: DeviceType>(
+/// Enqueues `name` of `prog` (a `reduce.cl` kernel whose load parameters are `load_args`)
+/// over positions `0..n`, in `groups` chunks of `chunk` positions, one result per chunk
+/// into `dst` from `dst_off`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pass(
     ctx: &Ctx,
-    first_prog: &cl::Program,
-    first: &str,
-    final_prog: &cl::Program,
+    plan: &Plan,
+    prog: &cl::Program,
+    name: &str,
     load_args: Vec<KArg>,
     n: usize,
-) -> Result<T> {
-    let chunk = n.div_ceil(groups(ctx, n, std::mem::size_of::<T>()));
-    let g = n.div_ceil(chunk);
-    let partials = memory::alloc_elems::<T>(ctx, g)?;
+    (chunk, groups): (usize, usize),
+    dst: &cl::Mem,
+    dst_off: usize,
+) -> Result<cl::Event> {
     let mut args = vec![
         KArg::U64(n as u64),
         KArg::U64(chunk as u64),
-        KArg::Mem(partials.clone()),
-        KArg::U64(0),
+        KArg::Mem(dst.clone()),
+        KArg::U64(dst_off as u64),
     ];
     args.extend(load_args);
-    let local = Some([ctx.wg, 1, 1]);
-    launch(ctx, first_prog, first, &args, 1, [g * ctx.wg, 1, 1], local)?;
-    let result = if g > 1 {
-        let result = memory::alloc_elems::<T>(ctx, 1)?;
-        let args = vec![
-            KArg::U64(g as u64),
-            KArg::U64(g as u64),
-            KArg::Mem(result.clone()),
-            KArg::U64(0),
-            KArg::Mem(partials),
-            KArg::U64(0),
-        ];
-        launch(
-            ctx,
-            final_prog,
-            "skel_reduce",
-            &args,
-            1,
-            [ctx.wg, 1, 1],
-            local,
-        )?;
-        result
+    let wg = plan.wg;
+    launch(
+        ctx,
+        prog,
+        name,
+        &args,
+        1,
+        [groups * wg, 1, 1],
+        Some([wg, 1, 1]),
+    )
+}
+
+/// A device buffer for the temporaries of Reduce, MapReduce and Scan (partials, carries,
+/// the result; the block partials of column reductions), kept from call to call: allocating and freeing device memory in every call
+/// costs more than a small reduction (a free waits for the device on NVIDIA's driver).
+/// Commands run in the order of the one in-order queue, so a call may reuse the buffer as
+/// soon as the previous call's commands using it are enqueued; a call that finds it taken
+/// (by another thread) allocates its own.
+pub(super) struct Scratch {
+    pub(super) mem: cl::Mem,
+    bytes: usize,
+}
+
+static SCRATCH: Mutex<Option<Scratch>> = Mutex::new(None);
+
+impl Scratch {
+    /// A buffer of at least `n` elements of `T`.
+    pub(super) fn take<T: DeviceType>(ctx: &Ctx, n: usize) -> Result<Scratch> {
+        let bytes = n * std::mem::size_of::<T>();
+        let cached = SCRATCH
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match cached {
+            Some(s) if s.bytes >= bytes => Ok(s),
+            _ => {
+                // Rounded up, so slowly growing sizes do not allocate every time.
+                let n = n.next_power_of_two().max(1024);
+                Ok(Scratch {
+                    mem: memory::alloc_elems::<T>(ctx, n)?,
+                    bytes: n * std::mem::size_of::<T>(),
+                })
+            }
+        }
+    }
+
+    /// Returns the buffer for later calls (call only after the last command using it is
+    /// enqueued); the larger of two buffers is kept.
+    pub(super) fn give_back(self) {
+        let mut slot = SCRATCH.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.as_ref().map_or(true, |s| s.bytes < self.bytes) {
+            *slot = Some(self);
+        }
+    }
+}
+
+/// Runs `first` (a `reduce.cl` kernel whose load parameters are `load_args`) over `n > 0`
+/// positions, then `skel_reduce` of `prog` over its partials in one work-group; reads back
+/// only the value.
+pub(super) fn two_pass<T: DeviceType>(
+    ctx: &Ctx,
+    plan: &Plan,
+    prog: &cl::Program,
+    first: &str,
+    load_args: Vec<KArg>,
+    n: usize,
+) -> Result<T> {
+    let split = plan.split(ctx, n);
+    let g = split.1;
+    // The result at element 0, the partials (if more than one) from element 1.
+    let s = Scratch::take::<T>(ctx, g + 1)?;
+    if g == 1 {
+        pass(ctx, plan, prog, first, load_args, n, split, &s.mem, 0)?;
     } else {
-        partials
-    };
-    memory::read_elems::<T>(ctx, &result, 1)?
-        .pop()
-        .ok_or_else(|| crate::Error::Driver("internal: empty reduction result".into()))
+        pass(ctx, plan, prog, first, load_args, n, split, &s.mem, 1)?;
+        let args = vec![KArg::Mem(s.mem.clone()), KArg::U64(1)];
+        pass(ctx, plan, prog, "skel_reduce", args, g, (g, 1), &s.mem, 0)?;
+    }
+    let value = memory::read_elems::<T>(ctx, &s.mem, 1)?.pop();
+    s.give_back();
+    value.ok_or_else(|| crate::Error::Driver("internal: empty reduction result".into()))
 }
 
 pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
@@ -151,11 +330,22 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(start);
     }
-    let p = prog::<F, T>(ctx)?;
+    let (p, plan) = prog::<F, T>(ctx)?;
     let mem = memory::input(ctx, &input)?;
     let args = vec![KArg::Mem(mem), KArg::U64(input.offset() as u64)];
-    let total = two_pass::<T>(ctx, &p, "skel_reduce", &p, args, n)?;
+    let total = two_pass::<T>(ctx, &plan, &p, "skel_reduce", args, n)?;
     Ok(F::apply((), (start, total), &()))
+}
+
+/// `(blocks, rows per block)` of the first column pass over a `rows x cols` matrix: enough
+/// blocks for about 4096 work-items per compute unit (each work-item one column of one
+/// block), blocks of at least 16 rows so the second pass stays small.
+fn col_blocks(ctx: &Ctx, rows: usize, cols: usize) -> (usize, usize) {
+    let wanted = (ctx.compute_units * 4096)
+        .div_ceil(cols)
+        .clamp(1, rows.div_ceil(16).max(1));
+    let per = rows.div_ceil(wanted);
+    (rows.div_ceil(per), per)
 }
 
 pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
@@ -168,20 +358,16 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    let p = prog::<F, T>(ctx)?;
+    let (p, plan) = prog::<F, T>(ctx)?;
     let in_mem = memory::input(ctx, &input)?;
     let out_mem = memory::output(ctx, &out, false)?;
     let ev = if axis == Axis::Cols {
-        let blocks_wanted = 16384usize.div_ceil(cols).clamp(1, rows);
-        let per = rows.div_ceil(blocks_wanted);
-        let blocks = rows.div_ceil(per);
-        let pass = |src: cl::Mem,
-                    src_off: usize,
-                    rows: usize,
-                    per: usize,
-                    dst: cl::Mem,
-                    dst_off: usize,
-                    blocks: usize| {
+        // Work-groups of 64: consecutive work-items take consecutive columns (coalesced
+        // row segments); narrow matrices stack several blocks of rows in one work-group.
+        let lx = cols.next_power_of_two().min(64);
+        let ly = 64 / lx;
+        let cols_pass = |src: cl::Mem, src_off: usize, rows: usize, per: usize, dst, dst_off| {
+            let blocks = rows.div_ceil(per);
             let args = vec![
                 KArg::Mem(src),
                 KArg::U64(src_off as u64),
@@ -191,50 +377,107 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
                 KArg::Mem(dst),
                 KArg::U64(dst_off as u64),
             ];
+            let global = [round_up(cols, lx), round_up(blocks, ly), 1];
             launch(
                 ctx,
                 &p,
                 "skel_reduce_cols",
                 &args,
                 2,
-                [cols, blocks, 1],
-                None,
+                global,
+                Some([lx, ly, 1]),
             )
         };
+        let (blocks, per) = col_blocks(ctx, rows, cols);
         if blocks == 1 {
-            pass(in_mem, input.offset(), rows, rows, out_mem, out.offset(), 1)?
+            cols_pass(in_mem, input.offset(), rows, rows, out_mem, out.offset())?
         } else {
-            let partials = memory::alloc_elems::<T>(ctx, blocks * cols)?;
-            pass(
-                in_mem,
-                input.offset(),
-                rows,
-                per,
-                partials.clone(),
-                0,
-                blocks,
-            )?;
-            pass(partials, 0, blocks, blocks, out_mem, out.offset(), 1)?
+            let s = Scratch::take::<T>(ctx, blocks * cols)?;
+            cols_pass(in_mem, input.offset(), rows, per, s.mem.clone(), 0)?;
+            let ev = cols_pass(s.mem.clone(), 0, blocks, blocks, out_mem, out.offset())?;
+            s.give_back();
+            ev
         }
-    } else {
+    } else if cols <= plan.items {
+        // Bands of narrow rows, one work-group each, one work-item per row.
         let args = vec![
-            KArg::U64((rows * cols) as u64),
+            KArg::U64(rows as u64),
             KArg::U64(cols as u64),
             KArg::Mem(out_mem),
             KArg::U64(out.offset() as u64),
             KArg::Mem(in_mem),
             KArg::U64(input.offset() as u64),
         ];
+        let (wg, bands) = (plan.wg, rows.div_ceil(plan.wg));
+        let name = "skel_reduce_rows_narrow";
         launch(
             ctx,
             &p,
-            "skel_reduce",
+            name,
             &args,
             1,
-            [rows * ctx.wg, 1, 1],
-            Some([ctx.wg, 1, 1]),
+            [bands * wg, 1, 1],
+            Some([wg, 1, 1]),
+        )?
+    } else {
+        // One work-group per row: row r is chunk r of the flat positions.
+        let args = vec![KArg::Mem(in_mem), KArg::U64(input.offset() as u64)];
+        let split = (cols, rows);
+        pass(
+            ctx,
+            &plan,
+            &p,
+            "skel_reduce",
+            args,
+            rows * cols,
+            split,
+            &out_mem,
+            out.offset(),
         )?
     };
     memory::written(ctx, &out, ev);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{chunks, parse_tune, Tune};
+
+    #[test]
+    fn chunks_are_whole_tiles_and_cover_the_input() {
+        for (n, tile, cap) in [
+            (1, 4096, 2112),
+            (4096, 4096, 8),
+            (4097, 4096, 8),
+            (1 << 28, 4096, 2112),
+        ] {
+            let (chunk, groups) = chunks(n, tile, cap);
+            assert_eq!(chunk % tile, 0);
+            assert!(groups <= cap && groups * chunk >= n && (groups - 1) * chunk < n);
+        }
+        assert_eq!(chunks(4097, 4096, 8), (4096, 2));
+        assert_eq!(chunks(1 << 20, 1024, 4), (1 << 18, 4));
+    }
+
+    #[test]
+    fn tune_overrides_parse_and_bad_ones_say_what_is_allowed() {
+        assert_eq!(parse_tune(""), Ok(Tune::default()));
+        let t = parse_tune(" wg=128, items=8,groups=3,vec=0").unwrap();
+        assert_eq!(
+            t,
+            Tune {
+                wg: Some(128),
+                items: Some(8),
+                groups: Some(3),
+                vec: Some(false)
+            }
+        );
+        for bad in ["wg=100", "items=3", "groups=0", "vec=2", "speed=1", "wg"] {
+            let msg = parse_tune(bad).unwrap_err();
+            assert!(
+                msg.contains(bad) && msg.contains("items=<power of two"),
+                "{msg}"
+            );
+        }
+    }
 }

@@ -1,7 +1,8 @@
-//! Scan on OpenCL (`opencl/scan.cl`): per-block scans in local memory, a recursive scan
-//! of the block totals, then each block adds the total of everything before it.
-//! Exclusive scans finish with one more pass: `out[0] = start`,
-//! `out[i] = f(start, inclusive[i-1])`.
+//! Scan on OpenCL (`opencl/scan.cl`), reduce-then-scan in three kernels and no host round
+//! trip: the totals of contiguous chunks (`reduce.cl`), their exclusive scan in one
+//! work-group (seeded with `start` for exclusive scans), then every chunk scanned from its
+//! carry. Reads the input twice, writes the output once; exclusive scans need no
+//! temporary.
 
 use std::fmt::Write as _;
 
@@ -9,7 +10,8 @@ use ocl::core as cl;
 
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
-use super::{check_local, cty, launch, memory, round_up, source_head, KArg};
+use super::reduce::{self, Plan};
+use super::{cty, launch, memory, source_head, KArg};
 use crate::backends::BinaryFn;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ScanMode;
@@ -17,73 +19,58 @@ use crate::{DeviceType, Result};
 
 const TEMPLATE: &str = include_str!("../../../opencl/scan.cl");
 
-/// Elements per work-item in the block scan.
-const K: usize = 4;
-
-fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
+fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<String> {
     let (mut s, entries) = source_head(ctx, "__global", &[F::definition()])?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
-    let _ = writeln!(s, "#define SKEL_K {K}");
+    plan.defines(&mut s);
+    reduce::plain(&mut s, plan);
     s.push_str(TEMPLATE);
     Ok(s)
 }
 
-/// Inclusive scan of `n > 0` elements of `src` (from `src_off`) into `dst` (from `dst_off`).
-/// `touched` is called with the completion of the first kernel that writes `dst`, as soon
-/// as it is enqueued (later launches may still fail).
-#[allow(clippy::too_many_arguments)]
-fn inclusive<T: DeviceType>(
-    ctx: &Ctx,
-    p: &cl::Program,
-    src: &cl::Mem,
-    src_off: usize,
-    dst: &cl::Mem,
-    dst_off: usize,
+/// One launch of `skel_scan_chunks`: `src` (from `src_off`, `n` positions) scanned into `dst`
+/// (from `dst_off`) in `groups` chunks of `chunk`; chunk g > 0 starts from `carries[g]` if
+/// given, chunk 0 from `start` if `seeded`.
+struct Chunks<'a, T> {
+    src: (&'a cl::Mem, usize),
+    dst: (&'a cl::Mem, usize),
     n: usize,
-    touched: &mut dyn FnMut(&cl::Event),
-) -> Result<cl::Event> {
-    let block = ctx.wg * K;
-    let blocks = n.div_ceil(block);
-    let sums = memory::alloc_elems::<T>(ctx, blocks)?;
-    let args = vec![
-        KArg::Mem(src.clone()),
-        KArg::U64(src_off as u64),
-        KArg::U64(n as u64),
-        KArg::Mem(dst.clone()),
-        KArg::U64(dst_off as u64),
-        KArg::Mem(sums.clone()),
-    ];
-    let local = Some([ctx.wg, 1, 1]);
-    let ev = launch(
-        ctx,
-        p,
-        "skel_scan_blocks",
-        &args,
-        1,
-        [blocks * ctx.wg, 1, 1],
-        local,
-    )?;
-    touched(&ev);
-    if blocks == 1 {
-        return Ok(ev);
+    split: (usize, usize),
+    carries: Option<&'a cl::Mem>,
+    start: T,
+    seeded: bool,
+    exclusive: bool,
+}
+
+impl<T: DeviceType> Chunks<'_, T> {
+    fn launch(&self, ctx: &Ctx, plan: &Plan, p: &cl::Program) -> Result<cl::Event> {
+        let (chunk, groups) = self.split;
+        let args = vec![
+            KArg::Mem(self.src.0.clone()),
+            KArg::U64(self.src.1 as u64),
+            KArg::U64(self.n as u64),
+            KArg::U64(chunk as u64),
+            KArg::Mem(self.dst.0.clone()),
+            KArg::U64(self.dst.1 as u64),
+            // Never read without carries: any buffer will do.
+            KArg::Mem(self.carries.unwrap_or(self.src.0).clone()),
+            KArg::I32(self.carries.is_some() as i32),
+            KArg::I32(self.seeded as i32),
+            KArg::value(&self.start),
+            KArg::I32(self.exclusive as i32),
+        ];
+        let wg = plan.wg;
+        launch(
+            ctx,
+            p,
+            "skel_scan_chunks",
+            &args,
+            1,
+            [groups * wg, 1, 1],
+            Some([wg, 1, 1]),
+        )
     }
-    inclusive::<T>(ctx, p, &sums, 0, &sums, 0, blocks, &mut |_| {})?;
-    let args = vec![
-        KArg::Mem(dst.clone()),
-        KArg::U64(dst_off as u64),
-        KArg::U64(n as u64),
-        KArg::Mem(sums),
-    ];
-    launch(
-        ctx,
-        p,
-        "skel_scan_add",
-        &args,
-        1,
-        [round_up(n, ctx.wg), 1, 1],
-        local,
-    )
 }
 
 pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
@@ -97,50 +84,51 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(());
     }
-    check_local(ctx, ctx.wg * std::mem::size_of::<T>(), "Scan")?;
+    let plan = reduce::plan_for::<T>(ctx, "Scan")?;
     let p = program(ctx, ProgKey::of::<(F, T)>("scan"), F::NAME, || {
-        source::<F, T>(ctx)
+        source::<F, T>(ctx, &plan)
     })?;
     let in_mem = memory::input(ctx, &input)?;
     let out_mem = memory::output(ctx, &out, false)?;
-    // As soon as a kernel writing `out` is enqueued, `out` is recorded as written on the
-    // device: if a later allocation or launch fails, the host copy must not be believed
-    // current (nor an earlier device copy intact).
-    let mut mark = |ev: &cl::Event| memory::written(ctx, &out, ev.clone());
-    let ev = match mode {
-        ScanMode::Inclusive => inclusive::<T>(
-            ctx,
-            &p,
-            &in_mem,
-            input.offset(),
-            &out_mem,
-            out.offset(),
-            n,
-            &mut mark,
-        )?,
-        ScanMode::Exclusive => {
-            let tmp = memory::alloc_elems::<T>(ctx, n)?;
-            inclusive::<T>(ctx, &p, &in_mem, input.offset(), &tmp, 0, n, &mut |_| {})?;
-            let args = vec![
-                KArg::Mem(tmp),
-                KArg::U64(n as u64),
-                KArg::Mem(out_mem),
-                KArg::U64(out.offset() as u64),
-                KArg::value(&start),
-            ];
-            let local = Some([ctx.wg, 1, 1]);
-            launch(
-                ctx,
-                &p,
-                "skel_scan_exclusive",
-                &args,
-                1,
-                [round_up(n, ctx.wg), 1, 1],
-                local,
-            )?
+    let exclusive = mode == ScanMode::Exclusive;
+    let split = plan.split(ctx, n);
+    let g = split.1;
+    // carries[0..g) at element 0 (skel_scan_chunks indexes them from there), the chunk
+    // totals from element g.
+    let scratch = if g > 1 {
+        let s = reduce::Scratch::take::<T>(ctx, 2 * g)?;
+        let load = vec![KArg::Mem(in_mem.clone()), KArg::U64(input.offset() as u64)];
+        reduce::pass(ctx, &plan, &p, "skel_reduce", load, n, split, &s.mem, g)?;
+        Chunks {
+            src: (&s.mem, g),
+            dst: (&s.mem, 0),
+            n: g,
+            split: (g, 1),
+            carries: None,
+            start,
+            seeded: exclusive,
+            exclusive: true,
         }
+        .launch(ctx, &plan, &p)?;
+        Some(s)
+    } else {
+        None
     };
-    // The last kernel's completion: waiting on it waits for every write to `out`.
+    let ev = Chunks {
+        src: (&in_mem, input.offset()),
+        dst: (&out_mem, out.offset()),
+        n,
+        split,
+        carries: scratch.as_ref().map(|s| &s.mem),
+        start,
+        seeded: exclusive,
+        exclusive,
+    }
+    .launch(ctx, &plan, &p)?;
+    if let Some(s) = scratch {
+        s.give_back();
+    }
+    // The only kernel writing `out`, the last one enqueued: waiting on it waits for all.
     memory::written(ctx, &out, ev);
     Ok(())
 }
