@@ -96,6 +96,8 @@ pub struct FieldTy {
 
 mod dialect;
 mod emit_c;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) mod cost;
 pub mod ir;
 mod typeck;
 
