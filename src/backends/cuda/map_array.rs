@@ -1,9 +1,10 @@
 //! MapArray on CUDA: the Map kernel (`cuda/map.cu`) with the whole array as one more
-//! parameter. The array is uploaded once per call (only what is not on the device
+//! parameter (`const __restrict__`: read through the read-only data path, where the
+//! threads of a warp reading one element, as all-pairs functions do, are served at once). The array is uploaded once per call (only what is not on the device
 //! already), by the first chunk's stream; the other chunks' streams wait for its event.
 
 use super::context::ctx;
-use super::map::{chunked, map_source};
+use super::map::{chunked, map_source, Launch};
 use super::module_cache::module;
 use super::{array_param, cty, Cuda};
 use crate::backends::jit::ProgKey;
@@ -17,7 +18,12 @@ use crate::Result;
 pub(crate) fn source<F: ArrayFn>() -> Result<String> {
     let user = device_source::<F>(Dialect::Cuda)?;
     let def = F::definition();
-    Ok(map_source(&user, def, cty::<F::Out>(), array_param(def)))
+    Ok(map_source(
+        &user,
+        def,
+        (cty::<F::Out>(), array_param(def)),
+        Launch::of(def)?,
+    ))
 }
 
 /// `out[i] = F(index(i), array, inputs[i], uniforms)`.
@@ -47,7 +53,7 @@ where
         exec,
         ctx,
         "map_array",
-        m.func("skel_map")?,
+        (m.func("skel_map")?, Launch::of(F::definition())?),
         (Some(array), &inputs),
         out,
         uniforms,
