@@ -39,27 +39,24 @@ pub(crate) enum Cost {
 pub(crate) const COMPUTE_WEIGHT: u32 = 48;
 
 /// The launch class of `def`.
-pub(crate) fn classify(def: &FnDef) -> Cost {
+pub(crate) fn classify(def: &'static FnDef) -> Cost {
     let mut walk = Walk::default();
     weigh(&def.body, &mut walk, &mut Vec::new());
-    let varying: HashSet<&str> = def
-        .params
-        .iter()
-        .filter(|p| {
-            matches!(
-                p.kind,
-                ParamKind::Index | ParamKind::IndexRow | ParamKind::IndexCol | ParamKind::Elem
-            )
-        })
-        .map(|p| p.name)
-        .collect();
     let arrays: Vec<&str> = def
         .params
         .iter()
         .filter(|p| p.kind == ParamKind::Array)
         .map(|p| p.name)
         .collect();
-    if !arrays.is_empty() && all_pairs_loop(&def.body, &arrays, &mut varying.clone()) {
+    let varying = varying(def);
+    let mut all_pairs = false;
+    visit_block(&def.body, &mut |node| {
+        if let Node::Stmt(s) = node {
+            all_pairs |=
+                same_for_all(s, &varying) && indexes(loop_body(s), &arrays, &mut Vec::new());
+        }
+    });
+    if all_pairs {
         Cost::AllPairs
     } else if walk.loops || walk.weight >= COMPUTE_WEIGHT {
         Cost::Compute
@@ -91,7 +88,7 @@ fn op_weight(f: MathFn) -> u32 {
 /// Straight-line weight and whether any loop runs, summed over `b` and its callees.
 /// `stack` holds the callees being walked: a recursive call (which the code generator
 /// rejects anyway) is not followed twice.
-fn weigh(b: &Block, walk: &mut Walk, stack: &mut Vec<*const FnDef>) {
+fn weigh(b: &'static Block, walk: &mut Walk, stack: &mut Vec<*const FnDef>) {
     visit_block(b, &mut |node| match node {
         Node::Stmt(Stmt::For { .. } | Stmt::While { .. }) => walk.loops = true,
         Node::Stmt(Stmt::Assign { op: Some(_), .. }) => walk.weight += 1,
@@ -113,7 +110,7 @@ fn weigh(b: &Block, walk: &mut Walk, stack: &mut Vec<*const FnDef>) {
                 _ => 0,
             };
             if let Expr::Call { callee, .. } = e {
-                let def: &FnDef = callee();
+                let def: &'static FnDef = callee();
                 let key = def as *const FnDef;
                 if !stack.contains(&key) {
                     stack.push(key);
@@ -132,60 +129,68 @@ struct Walk {
     loops: bool,
 }
 
-/// Whether `b` holds a `for` loop with bounds that do not vary per element and a body that
-/// indexes one of `arrays`. `varying` holds the names whose value differs between elements
-/// (the index and element parameters, and locals computed from them); the walk adds the
-/// locals it meets, so it sees them in source order.
-fn all_pairs_loop(b: &Block, arrays: &[&str], varying: &mut HashSet<&'static str>) -> bool {
-    for s in b.stmts {
-        match s {
-            Stmt::Let { name, init, .. } => {
-                // A local without initialiser is assigned later; treat it as varying.
-                if init.map_or(true, |e| mentions(e, varying)) {
-                    varying.insert(name);
-                } else {
-                    varying.remove(name);
-                }
+/// The names whose value may differ between the elements of one call: the index and
+/// element parameters, every loop variable, every local assigned after its `let` (anywhere:
+/// its value may then depend on a branch taken per element) and every local initialised
+/// from one of those. Conservative: a name counts everywhere if it does anywhere.
+pub(crate) fn varying(def: &'static FnDef) -> HashSet<&'static str> {
+    let mut names: HashSet<&'static str> = def
+        .params
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.kind,
+                ParamKind::Index | ParamKind::IndexRow | ParamKind::IndexCol | ParamKind::Elem
+            )
+        })
+        .map(|p| p.name)
+        .collect();
+    let mut lets: Vec<(&'static str, &'static Expr)> = Vec::new();
+    visit_block(&def.body, &mut |node| match node {
+        Node::Stmt(Stmt::Assign { place, .. }) => names.extend(root_var(place)),
+        Node::Stmt(Stmt::For { var, .. }) => {
+            names.insert(var);
+        }
+        Node::Stmt(Stmt::Let { name, init, .. }) => match init {
+            Some(e) => lets.push((name, e)),
+            None => {
+                names.insert(name);
             }
-            Stmt::Assign { place, value, .. } => {
-                if mentions(value, varying) {
-                    if let Some(name) = root_var(place) {
-                        varying.insert(name);
-                    }
-                }
+        },
+        _ => {}
+    });
+    loop {
+        let before = names.len();
+        for (name, init) in &lets {
+            if mentions(init, &names) {
+                names.insert(name);
             }
-            Stmt::For {
-                var,
-                start,
-                end,
-                body,
-                ..
-            } => {
-                if !mentions(start, varying)
-                    && !mentions(end, varying)
-                    && indexes(body, arrays, &mut Vec::new())
-                {
-                    return true;
-                }
-                let mut inner = varying.clone();
-                inner.insert(var);
-                if all_pairs_loop(body, arrays, &mut inner) {
-                    return true;
-                }
-            }
-            Stmt::While { body, .. } => {
-                if all_pairs_loop(body, arrays, &mut varying.clone()) {
-                    return true;
-                }
-            }
-            Stmt::Expr(_) | Stmt::Return(_) | Stmt::Break | Stmt::Continue => {}
+        }
+        if names.len() == before {
+            return names;
         }
     }
-    false
+}
+
+/// Whether `s` is a `for` loop whose bounds are the same for every element.
+pub(crate) fn same_for_all(s: &'static Stmt, varying: &HashSet<&'static str>) -> bool {
+    matches!(s, Stmt::For { start, end, .. } if !mentions(start, varying) && !mentions(end, varying))
+}
+
+/// The body of a loop statement (an empty block for other statements).
+fn loop_body(s: &'static Stmt) -> &'static Block {
+    const EMPTY: Block = Block {
+        stmts: &[],
+        tail: None,
+    };
+    match s {
+        Stmt::For { body, .. } | Stmt::While { body, .. } => body,
+        _ => &EMPTY,
+    }
 }
 
 /// The local a place expression (`x`, `x.f`, `x.f.g`) assigns to.
-fn root_var(e: &Expr) -> Option<&'static str> {
+fn root_var(e: &'static Expr) -> Option<&'static str> {
     match e {
         Expr::Var(name) => Some(name),
         Expr::Field { expr, .. } | Expr::Index { base: expr, .. } => root_var(expr),
@@ -194,7 +199,7 @@ fn root_var(e: &Expr) -> Option<&'static str> {
 }
 
 /// Whether `e` reads any of `names`.
-fn mentions(e: &Expr, names: &HashSet<&'static str>) -> bool {
+pub(crate) fn mentions(e: &'static Expr, names: &HashSet<&'static str>) -> bool {
     let mut found = false;
     visit_expr(e, &mut |x| {
         if let Node::Expr(Expr::Var(v)) = x {
@@ -205,14 +210,14 @@ fn mentions(e: &Expr, names: &HashSet<&'static str>) -> bool {
 }
 
 /// Whether `b` (or a user function it calls with one of `arrays`) indexes one of `arrays`.
-fn indexes(b: &Block, arrays: &[&str], stack: &mut Vec<*const FnDef>) -> bool {
+fn indexes(b: &'static Block, arrays: &[&str], stack: &mut Vec<*const FnDef>) -> bool {
     let mut found = false;
     visit_block(b, &mut |e| match e {
         Node::Expr(Expr::Index { base, .. }) => {
             found |= matches!(base, Expr::Var(v) if arrays.contains(v));
         }
         Node::Expr(Expr::Call { callee, args }) => {
-            let def: &FnDef = callee();
+            let def: &'static FnDef = callee();
             let key = def as *const FnDef;
             // The callee's names for the arrays passed to it.
             let passed: Vec<&str> = def
@@ -236,13 +241,13 @@ fn indexes(b: &Block, arrays: &[&str], stack: &mut Vec<*const FnDef>) -> bool {
 }
 
 /// A statement or an expression, as [`visit_block`] meets them.
-enum Node<'a> {
+pub(crate) enum Node<'a> {
     Stmt(&'a Stmt),
     Expr(&'a Expr),
 }
 
 /// Calls `f` on every statement and expression of `b`, outermost first.
-fn visit_block(b: &Block, f: &mut dyn FnMut(Node<'_>)) {
+pub(crate) fn visit_block(b: &Block, f: &mut dyn FnMut(Node<'static>)) {
     for s in b.stmts {
         f(Node::Stmt(s));
         match s {
@@ -276,7 +281,7 @@ fn visit_block(b: &Block, f: &mut dyn FnMut(Node<'_>)) {
 }
 
 /// Calls `f` on `e` and everything inside it, outermost first.
-fn visit_expr(e: &Expr, f: &mut dyn FnMut(Node<'_>)) {
+pub(crate) fn visit_expr(e: &'static Expr, f: &mut dyn FnMut(Node<'static>)) {
     f(Node::Expr(e));
     match e {
         Expr::Int { .. }
@@ -410,7 +415,11 @@ mod tests {
             ax += q.m * dx * inv;
             ay += q.m * dy * inv;
         }
-        Body { x: ax, y: ay, m: p.m }
+        Body {
+            x: ax,
+            y: ay,
+            m: p.m,
+        }
     }
 
     #[userfn]

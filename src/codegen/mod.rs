@@ -94,11 +94,13 @@ pub struct FieldTy {
     pub ty: Ty,
 }
 
-mod dialect;
-mod emit_c;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) mod cost;
+mod dialect;
+mod emit_c;
 pub mod ir;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) mod tile;
 mod typeck;
 
 pub use dialect::{c_type, Dialect};

@@ -28,27 +28,55 @@ pub(crate) const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Launch {
     /// Memory-bound: four consecutive elements per thread, 16-byte accesses.
-    Vector = 0,
+    Vector,
     /// Compute-bound: one element per thread.
-    One = 1,
+    One,
     /// Compute-bound 2D index map: one element per thread of a 2D grid.
-    Grid2d = 2,
+    Grid2d,
+    /// All-pairs MapArray through shared-memory tiles of this many bytes.
+    Tiled(u32),
 }
 
 impl Launch {
     /// The launch shape for user function `def`; `SKEL_LAUNCH=memory|compute` forces the
     /// class of every function (for measuring the choice), `auto` or unset classifies.
-    pub(crate) fn of(def: &FnDef) -> Result<Launch> {
+    pub(crate) fn of(def: &'static FnDef) -> Result<Launch> {
+        // Classified once per function: calls pay a lookup, not a walk of the tree.
+        static KNOWN: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<usize, Launch>>,
+        > = std::sync::OnceLock::new();
+        let known = KNOWN.get_or_init(Default::default);
+        let key = def as *const FnDef as usize;
+        let lock = || {
+            known
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(l) = lock().get(&key) {
+            return Ok(*l);
+        }
         let class = match forced_class()? {
             Some(c) => c,
             None => classify(def),
         };
         let grid_2d = def.params.iter().any(|p| p.kind == ParamKind::IndexRow);
-        Ok(match class {
+        let launch = match class {
             Cost::Memory => Launch::Vector,
             Cost::Compute | Cost::AllPairs if grid_2d => Launch::Grid2d,
             Cost::Compute | Cost::AllPairs => Launch::One,
-        })
+        };
+        lock().insert(key, launch);
+        Ok(launch)
+    }
+
+    /// The `SKEL_LAUNCH` value of `cuda/map.cu` that selects this form.
+    fn form(self) -> u8 {
+        match self {
+            Launch::Vector => 0,
+            Launch::One => 1,
+            Launch::Grid2d => 2,
+            Launch::Tiled(_) => 3,
+        }
     }
 
     /// Grid and block for positions `part` of an operand with `cols` columns.
@@ -61,7 +89,7 @@ impl Launch {
         };
         Ok(match self {
             Launch::Vector => Dims::line(grid_for(ctx, n, 256, 8), 256, 0),
-            Launch::One => {
+            Launch::One | Launch::Tiled(_) => {
                 // The largest block that still gives two blocks per multiprocessor, so that
                 // a short call spreads over all of them.
                 let block = [256, 128, 64]
@@ -69,7 +97,11 @@ impl Launch {
                     .find(|&b| n.div_ceil(b) >= 2 * ctx.sms as usize)
                     .unwrap_or(64);
                 let grid = n.div_ceil(block).min(i32::MAX as usize) as u32;
-                Dims::line(grid, block as u32, 0)
+                let shared = match self {
+                    Launch::Tiled(bytes) => bytes,
+                    _ => 0,
+                };
+                Dims::line(grid, block as u32, shared)
             }
             Launch::Grid2d => {
                 let cols = cols.max(1);
@@ -128,7 +160,7 @@ pub(crate) fn map_source(
         .replace("((skel_base + (SKEL_I)) / cols)", "(SKEL_ROW)")
         .replace("((skel_base + (SKEL_I)) % cols)", "(SKEL_COL)");
     let mut defines = vec![
-        ("SKEL_LAUNCH", (launch as u8).to_string()),
+        ("SKEL_LAUNCH", launch.form().to_string()),
         ("SKEL_OUT_T", out_ty),
         (
             "SKEL_PARAMS",
