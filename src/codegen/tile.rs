@@ -100,8 +100,7 @@ fn param(name: &'static str, kind: ParamKind, ty: Ty) -> Param {
 fn intrinsic<T: DeviceType>(which: usize, make: impl FnOnce() -> FnDef) -> &'static FnDef {
     type Defs = Mutex<HashMap<(usize, TypeId), &'static FnDef>>;
     static DEFS: std::sync::OnceLock<Defs> = std::sync::OnceLock::new();
-    *DEFS
-        .get_or_init(Default::default)
+    DEFS.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .entry((which, TypeId::of::<T>()))
@@ -501,6 +500,7 @@ impl Subst {
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)] // the functions under test index their arrays
 mod tests {
     use super::tiled;
     use crate::codegen::{device_source_multi, Dialect};

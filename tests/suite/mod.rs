@@ -4,6 +4,8 @@
 //! it; a backend without a device prints `skipped: no <backend> device` and passes.
 
 #![allow(dead_code)]
+// All-pairs user functions index their array: the pattern the GPU backends tile.
+#![allow(clippy::needless_range_loop)]
 
 use skel::prelude::*;
 
@@ -169,8 +171,8 @@ pub fn collatz(x: u32) -> u32 {
     steps
 }
 
-/// Straight-line, arithmetic-heavy (above the compute threshold), exactly rounded
-/// operations only, so every backend gives the same bits.
+/// Straight-line and arithmetic-heavy, exactly rounded operations only, so every backend
+/// gives the same bits.
 #[userfn]
 pub fn root_chain(x: f32, y: f32) -> f32 {
     let a = (x * x + 1.0).sqrt();
@@ -209,13 +211,23 @@ pub fn accel(p: Body, bodies: &[Body], #[uniform] n: u32) -> Body {
         ay += dy * s;
         az += dz * s;
     }
-    Body { x: ax, y: ay, z: az, m: p.m }
+    Body {
+        x: ax,
+        y: ay,
+        z: az,
+        m: p.m,
+    }
 }
 
 /// A loop over the array whose run depends on the element (not all-pairs: the generic
 /// one-element-per-thread form).
 #[userfn]
-pub fn window_mass(#[index] i: usize, bodies: &[Body], #[uniform] n: u32, #[uniform] w: u32) -> f32 {
+pub fn window_mass(
+    #[index] i: usize,
+    bodies: &[Body],
+    #[uniform] n: u32,
+    #[uniform] w: u32,
+) -> f32 {
     let mut s = 0.0f32;
     let mut j = i as u32;
     while j < i as u32 + w {
@@ -231,7 +243,12 @@ pub fn window_mass(#[index] i: usize, bodies: &[Body], #[uniform] n: u32, #[unif
 pub fn bodies(n: usize, seed: u64) -> Vec<Body> {
     let v = ints_f32(4 * n, seed);
     (0..n)
-        .map(|i| Body { x: v[4 * i], y: v[4 * i + 1] * 0.5, z: v[4 * i + 2] * 0.25, m: v[4 * i + 3].abs() + 1.0 })
+        .map(|i| Body {
+            x: v[4 * i],
+            y: v[4 * i + 1] * 0.5,
+            z: v[4 * i + 2] * 0.25,
+            m: v[4 * i + 3].abs() + 1.0,
+        })
         .collect()
 }
 

@@ -106,9 +106,10 @@ impl Launch {
             Launch::Grid2d => {
                 let cols = cols.max(1);
                 let rows = (part.end - 1) / cols - part.start / cols + 1;
-                // 256 threads, as wide as a warp along the row where the rows are long
-                // enough, taller where the chunk spans few columns or many rows.
-                let wide = cols.next_power_of_two().min(32);
+                // 256 threads, 16 x 16 where the chunk is at least that wide and tall: a
+                // warp covers 16 x 2 elements, a compact patch, so the elements whose loops
+                // run longest (Mandelbrot's) wait for fewer others than in a row of 32.
+                let wide = cols.next_power_of_two().min(16);
                 let by = rows.next_power_of_two().min(256 / wide);
                 let bx = 256 / by;
                 let gx = u32::try_from(cols.div_ceil(bx)).map_err(|_| too_large())?;

@@ -150,6 +150,7 @@ where
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)] // the functions under test index their arrays
 mod tests {
     use super::source;
     use crate::prelude::*;
