@@ -94,7 +94,7 @@ pub struct FieldTy {
     pub ty: Ty,
 }
 
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) mod cost;
 mod dialect;
 mod emit_c;
