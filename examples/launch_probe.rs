@@ -9,6 +9,8 @@
 
 // The all-pairs user function indexes its array: the pattern skel tiles.
 #![allow(clippy::needless_range_loop)]
+// 3 / 4096 is exact in f32: the same constant as in the hand-written kernel.
+#![allow(clippy::excessive_precision)]
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -162,7 +162,7 @@ pub fn collatz(x: u32) -> u32 {
     let mut steps = 0u32;
     while v > 1 {
         if v % 2 == 0 {
-            v = v / 2;
+            v /= 2;
         } else {
             v = 3 * v + 1;
         }

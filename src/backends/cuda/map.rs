@@ -33,7 +33,8 @@ pub(crate) enum Launch {
     One,
     /// Compute-bound 2D index map: one element per thread of a 2D grid.
     Grid2d,
-    /// All-pairs MapArray through shared-memory tiles of this many bytes.
+    /// All-pairs MapArray through shared-memory tiles of this many bytes (0 from
+    /// [`Launch::of`]: the MapArray backend decides whether the array's type allows it).
     Tiled(u32),
 }
 
@@ -63,7 +64,8 @@ impl Launch {
         let launch = match class {
             Cost::Memory => Launch::Vector,
             Cost::Compute | Cost::AllPairs if grid_2d => Launch::Grid2d,
-            Cost::Compute | Cost::AllPairs => Launch::One,
+            Cost::Compute => Launch::One,
+            Cost::AllPairs => Launch::Tiled(0),
         };
         lock().insert(key, launch);
         Ok(launch)

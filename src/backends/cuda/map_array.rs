@@ -9,7 +9,6 @@ use super::map::{chunked, map_source, Launch};
 use super::module_cache::module;
 use super::{array_param, cty, Cuda};
 use crate::backends::jit::ProgKey;
-use crate::codegen::cost::{classify, Cost};
 use crate::codegen::tile::{tiled, TILE};
 use crate::codegen::{c_type, device_source, device_source_multi, Dialect, Prim, Ty};
 use crate::containers::{Arg, ArgMut};
@@ -24,19 +23,14 @@ const MAX_TILE_BYTES: usize = 16 * 1024;
 /// The launch for `F`: tiled when its all-pairs loop can be.
 fn launch_of<F: ArrayFn>() -> Result<Launch> {
     let def = F::definition();
-    let launch = Launch::of(def)?;
     let bytes = TILE * std::mem::size_of::<F::Array>();
-    Ok(
-        if launch == Launch::One
-            && classify(def) == Cost::AllPairs
-            && bytes <= MAX_TILE_BYTES
-            && tiled::<F::Array>(def).is_some()
-        {
+    Ok(match Launch::of(def)? {
+        Launch::Tiled(_) if bytes <= MAX_TILE_BYTES && tiled::<F::Array>(def).is_some() => {
             Launch::Tiled(bytes as u32)
-        } else {
-            launch
-        },
-    )
+        }
+        Launch::Tiled(_) => Launch::One,
+        other => other,
+    })
 }
 
 /// The kernel source for `F`.
