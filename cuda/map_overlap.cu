@@ -1,74 +1,151 @@
 // MapOverlap: 1D (flat), row-wise, column-wise and 2D stencils through shared-memory tiles
 // with halo. Defines: SKEL_IN_T, SKEL_OUT_T, SKEL_CALL(w, stride) (the user call with the
-// window's centre pointer; a 2D window also gets the row stride), SKEL_BX, SKEL_BY,
-// SKEL_IY (outputs per thread along y), SKEL_COLMAJOR (1: the tile is stored column by
-// column, so a 1D window runs down a column), SKEL_PARAMS (uniforms).
+// window's centre pointer; a 2D window also gets the row stride), SKEL_PARAMS (uniforms);
+// the block shape SKEL_BX x SKEL_BY, SKEL_EX outputs per thread along x (SKEL_BX apart) and
+// SKEL_IY along y (consecutive rows); the radius SKEL_RR (rows), SKEL_RC (columns); SKEL_UNIT, the largest power of two up to 16 dividing the
+// element's size; SKEL_REGWIN (1: each thread copies its window into registers and slides
+// it down its SKEL_IY rows, so a 2D window costs one new row of shared-memory reads per
+// output instead of all of it, and a column-wise 1D window is contiguous).
 //
 // The data is a rows x cols matrix (a vector is one row). A block computes a tile of
-// (SKEL_BY*SKEL_IY) x SKEL_BX outputs; it first loads the tile plus a halo of rr rows and rc
-// columns into shared memory, reading beyond the borders by the edge mode (0 duplicate,
-// 1 cyclic, 2 pad; 3 none: outputs whose window leaves the data are not written).
+// (SKEL_BY*SKEL_IY) x (SKEL_BX*SKEL_EX) outputs; it first loads the tile plus a halo of
+// SKEL_RR rows and SKEL_RC columns into shared memory. A tile whose halo lies inside the
+// data (nearly all of them) copies each of its rows with 16-byte loads and computes
+// without a test; only tiles at the border apply the edge mode, element by element. The
+// tile's row pitch (elements) makes its rows agree with the input's modulo 16 bytes.
+// The edge mode `edge` is an argument (0 duplicate, 1 cyclic, 2 pad, 3 none: outputs
+// whose window leaves the data are not written): only border tiles look at it.
 // A MultiStream chunk computes only the outputs in rows row_lo .. row_hi and columns
 // col_lo .. col_hi (a band), reading the whole input's coordinates (its halo is uploaded).
 
-#define SKEL_TH_OUT (SKEL_BY * SKEL_IY)
+#define SKEL_TWO (SKEL_BX * SKEL_EX)
+#define SKEL_THO (SKEL_BY * SKEL_IY)
+#define SKEL_TW (SKEL_TWO + 2 * SKEL_RC)
+#define SKEL_TH (SKEL_THO + 2 * SKEL_RR)
+#define SKEL_WW (2 * SKEL_RC + 1)
+#define SKEL_WH (2 * SKEL_RR + 1)
+#define SKEL_ROW_BYTES (SKEL_TW * sizeof(SKEL_IN_T))
+// The 16-byte words a tile row can touch, wherever it starts.
+#define SKEL_SLOTS ((SKEL_ROW_BYTES + 30) / 16)
+
+#if SKEL_UNIT == 16
+typedef uint4 skel_unit_t;
+#elif SKEL_UNIT == 8
+typedef unsigned long long skel_unit_t;
+#elif SKEL_UNIT == 4
+typedef unsigned int skel_unit_t;
+#elif SKEL_UNIT == 2
+typedef unsigned short skel_unit_t;
+#else
+typedef unsigned char skel_unit_t;
+#endif
 
 __device__ __forceinline__ skel_i64 skel_wrap(skel_i64 i, skel_i64 n) {
     skel_i64 r = i % n;
     return r < 0 ? r + n : r;
 }
 
+// Copies the part of a tile row (global bytes g .. g + SKEL_ROW_BYTES) that falls in its
+// 16-byte word `slot` to shared memory at s, where s and g agree modulo 16: a whole word
+// with one 16-byte load, the row's partial first and last words in SKEL_UNIT pieces.
+__device__ __forceinline__ void skel_copy_slot(const unsigned char* g, unsigned char* s, int slot) {
+    const int lo = 16 * slot - (int)(reinterpret_cast<size_t>(g) & 15), hi = lo + 16;
+    const int a = lo > 0 ? lo : 0, b = hi < (int)SKEL_ROW_BYTES ? hi : (int)SKEL_ROW_BYTES;
+    if (a == lo && b == hi) {
+        *reinterpret_cast<uint4*>(s + a) = __ldg(reinterpret_cast<const uint4*>(g + a));
+    } else {
+        for (int p = a; p < b; p += SKEL_UNIT)
+            *reinterpret_cast<skel_unit_t*>(s + p) = *reinterpret_cast<const skel_unit_t*>(g + p);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(SKEL_BX * SKEL_BY)
 skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, skel_i64 rows,
-             skel_i64 cols, int rr, int rc, int edge, SKEL_IN_T pad, skel_i64 tiles_x,
-             skel_i64 tiles_y, skel_i64 row_lo, skel_i64 row_hi, skel_i64 col_lo,
-             skel_i64 col_hi SKEL_PARAMS) {
+             skel_i64 cols, int pitch, int edge, SKEL_IN_T pad, skel_i64 tiles_x, skel_i64 tiles_y, skel_i64 row_lo,
+             skel_i64 row_hi, skel_i64 col_lo, skel_i64 col_hi SKEL_PARAMS) {
     extern __shared__ __align__(16) unsigned char skel_smem[];
-    SKEL_IN_T* tile = reinterpret_cast<SKEL_IN_T*>(skel_smem);
-    const int TW = SKEL_BX + 2 * rc;
-    const int TH = SKEL_TH_OUT + 2 * rr;
-    const int LD = SKEL_COLMAJOR ? (TH | 1) : TW;
     const int tid = threadIdx.y * SKEL_BX + threadIdx.x;
     const int nthreads = SKEL_BX * SKEL_BY;
+    const bool aligned = (reinterpret_cast<size_t>(in) & (SKEL_UNIT - 1)) == 0;
+    (void)pad;
 
     for (skel_i64 ty_ = blockIdx.y; ty_ < tiles_y; ty_ += gridDim.y) {
         for (skel_i64 tx_ = blockIdx.x; tx_ < tiles_x; tx_ += gridDim.x) {
-            const skel_i64 r0 = row_lo + ty_ * SKEL_TH_OUT, c0 = col_lo + tx_ * SKEL_BX;
+            const skel_i64 r0 = row_lo + ty_ * SKEL_THO, c0 = col_lo + tx_ * SKEL_TWO;
+            // Every output of the tile is in the band and its whole window in the data.
+            const bool interior = r0 >= SKEL_RR && r0 + SKEL_THO + SKEL_RR <= rows &&
+                                  c0 >= SKEL_RC && c0 + SKEL_TWO + SKEL_RC <= cols &&
+                                  r0 + SKEL_THO <= row_hi && c0 + SKEL_TWO <= col_hi;
+            const bool fast = interior && aligned;
+            // The tile's first element in global memory (only formed for a fast tile, where
+            // it is inside the data).
+            const unsigned char* g0 = reinterpret_cast<const unsigned char*>(
+                fast ? in + (r0 - SKEL_RR) * cols + (c0 - SKEL_RC) : in);
+            unsigned char* base = skel_smem + (reinterpret_cast<size_t>(g0) & 15);
+            SKEL_IN_T* tile = reinterpret_cast<SKEL_IN_T*>(base);
             __syncthreads();
-            for (int e = tid; e < TW * TH; e += nthreads) {
-                const int ty = e / TW, tx = e - (e / TW) * TW;
-                skel_i64 gi = r0 - rr + ty, gj = c0 - rc + tx;
-                // Past the band's halo: no output of the band reads it (and another
-                // chunk's upload may still be writing it).
-                if (gi >= row_hi + rr || gj >= col_hi + rc) continue;
-                SKEL_IN_T v;
-                const bool inside = gi >= 0 && gi < rows && gj >= 0 && gj < cols;
-                if (inside) {
-                    v = in[gi * cols + gj];
-                } else if (edge == 0) {
-                    gi = gi < 0 ? 0 : (gi >= rows ? rows - 1 : gi);
-                    gj = gj < 0 ? 0 : (gj >= cols ? cols - 1 : gj);
-                    v = in[gi * cols + gj];
-                } else if (edge == 1) {
-                    v = in[skel_wrap(gi, rows) * cols + skel_wrap(gj, cols)];
-                } else {
-                    v = pad;
+            if (fast) {
+                for (int e = tid; e < SKEL_TH * SKEL_SLOTS; e += nthreads) {
+                    const int ty = e / SKEL_SLOTS, slot = e - ty * SKEL_SLOTS;
+                    skel_copy_slot(g0 + ty * cols * (skel_i64)sizeof(SKEL_IN_T),
+                                   base + ty * pitch * (int)sizeof(SKEL_IN_T), slot);
                 }
-                if (SKEL_COLMAJOR) tile[tx * LD + ty] = v;
-                else tile[ty * TW + tx] = v;
+            } else {
+                for (int e = tid; e < SKEL_TH * SKEL_TW; e += nthreads) {
+                    const int ty = e / SKEL_TW, tx = e - ty * SKEL_TW;
+                    skel_i64 gi = r0 - SKEL_RR + ty, gj = c0 - SKEL_RC + tx;
+                    // Past the band's halo: no output of the band reads it (and another
+                    // chunk's upload may still be writing it).
+                    if (gi >= row_hi + SKEL_RR || gj >= col_hi + SKEL_RC) continue;
+                    SKEL_IN_T v;
+                    if (gi >= 0 && gi < rows && gj >= 0 && gj < cols) {
+                        v = in[gi * cols + gj];
+                    } else if (edge == 0) {
+                        gi = gi < 0 ? 0 : (gi >= rows ? rows - 1 : gi);
+                        gj = gj < 0 ? 0 : (gj >= cols ? cols - 1 : gj);
+                        v = in[gi * cols + gj];
+                    } else if (edge == 1) {
+                        v = in[skel_wrap(gi, rows) * cols + skel_wrap(gj, cols)];
+                    } else {
+                        v = pad;
+                    }
+                    tile[ty * pitch + tx] = v;
+                }
             }
             __syncthreads();
 #pragma unroll
-            for (int k = 0; k < SKEL_IY; ++k) {
-                const int ly = threadIdx.y + k * SKEL_BY, lx = threadIdx.x;
-                const skel_i64 i = r0 + ly, j = c0 + lx;
-                if (i < row_hi && j < col_hi) {
-                    const bool inner = i >= rr && i < rows - rr && j >= rc && j < cols - rc;
-                    if (edge != 3 || inner) {
-                        const SKEL_IN_T* w = SKEL_COLMAJOR ? &tile[(lx + rc) * LD + (ly + rr)]
-                                                           : &tile[(ly + rr) * TW + (lx + rc)];
-                        out[i * cols + j] = SKEL_CALL(w, TW);
+            for (int k = 0; k < SKEL_EX; ++k) {
+                const int lx = threadIdx.x + k * SKEL_BX, ly0 = threadIdx.y * SKEL_IY;
+                const skel_i64 j = c0 + lx;
+                const bool col_ok = j < col_hi && (edge != 3 || (j >= SKEL_RC && j < cols - SKEL_RC));
+#if SKEL_REGWIN
+                SKEL_IN_T win[SKEL_WH * SKEL_WW];
+#pragma unroll
+                for (int t = 0; t < (SKEL_WH - 1) * SKEL_WW; ++t)
+                    win[t] = tile[(ly0 + t / SKEL_WW) * pitch + lx + t % SKEL_WW];
+#endif
+#pragma unroll
+                for (int m = 0; m < SKEL_IY; ++m) {
+                    const skel_i64 i = r0 + ly0 + m;
+#if SKEL_REGWIN
+#pragma unroll
+                    for (int t = 0; t < SKEL_WW; ++t)
+                        win[(SKEL_WH - 1) * SKEL_WW + t] = tile[(ly0 + m + SKEL_WH - 1) * pitch + lx + t];
+                    const SKEL_IN_T* w = win + SKEL_RR * SKEL_WW + SKEL_RC;
+                    const int stride = SKEL_WW;
+#else
+                    const SKEL_IN_T* w = &tile[(ly0 + m + SKEL_RR) * pitch + lx + SKEL_RC];
+                    const int stride = pitch;
+#endif
+                    (void)stride;
+                    if (interior || (col_ok && i < row_hi &&
+                                     (edge != 3 || (i >= SKEL_RR && i < rows - SKEL_RR)))) {
+                        out[i * cols + j] = SKEL_CALL(w, stride);
                     }
+#if SKEL_REGWIN
+#pragma unroll
+                    for (int t = 0; t < (SKEL_WH - 1) * SKEL_WW; ++t) win[t] = win[t + SKEL_WW];
+#endif
                 }
             }
         }

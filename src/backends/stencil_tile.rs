@@ -1,0 +1,308 @@
+//! The tile geometry of MapOverlap on the GPU backends, shared by `cuda/map_overlap.cu` and
+//! `opencl/map_overlap.cl` (one template each, defines of the same names): every form is
+//! a stencil over a `rows x cols` matrix (a vector is one row; row-wise is radius
+//! `(0, r)`, column-wise `(r, 0)`), computed by blocks of `bx x by` threads, each thread
+//! `ex` outputs along a row (`bx` apart) and `iy` down a column (consecutive).
+//!
+//! Kernels are specialised on the radius: the tile's shape is then a constant and its loops
+//! unroll. The edge mode is an argument: only border tiles read it.
+
+// Only the GPU backends use this module; without them it is dead code.
+#![allow(dead_code)]
+
+use crate::plan::{Axis, Edge};
+
+/// Block shape and work per thread of one form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) bx: usize,
+    pub(crate) by: usize,
+    /// Outputs per thread along a row, `bx` apart.
+    pub(crate) ex: usize,
+    /// Outputs per thread down a column, consecutive.
+    pub(crate) iy: usize,
+    window: Window,
+}
+
+/// Where the user function reads its window from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Window {
+    /// The shared tile.
+    Shared,
+    /// A copy in registers, slid down the thread's column: needed where a 1D window runs
+    /// down a column (the window must be contiguous).
+    Registers,
+    /// Registers for windows up to [`REGWIN_MAX_BYTES`]: each tile row is then read from
+    /// shared memory once per thread column instead of once per output.
+    RegistersIfSmall,
+}
+
+/// A vector: a block of 256 threads covers 2048 outputs, so the halo is a small part of
+/// its tile and each thread issues several 16-byte loads.
+const FLAT: Layout = Layout {
+    bx: 256,
+    by: 1,
+    ex: 8,
+    iy: 1,
+    window: Window::Shared,
+};
+const ROWS: Layout = Layout {
+    bx: 64,
+    by: 4,
+    ex: 4,
+    iy: 1,
+    window: Window::Shared,
+};
+const COLS: Layout = Layout {
+    bx: 32,
+    by: 8,
+    ex: 2,
+    iy: 8,
+    window: Window::Registers,
+};
+/// Column-wise with a wide window: one output per thread, so the window is not slid.
+const COLS_WIDE: Layout = Layout {
+    bx: 32,
+    by: 8,
+    ex: 1,
+    iy: 1,
+    window: Window::Registers,
+};
+/// 2D: warps along rows (conflict-free shared reads), each thread 2 x 8 outputs.
+const TILE2D: Layout = Layout {
+    bx: 32,
+    by: 4,
+    ex: 2,
+    iy: 8,
+    window: Window::RegistersIfSmall,
+};
+
+/// Largest window (in bytes) kept in registers by choice: a 9 x 9 window of `f32` fits.
+const REGWIN_MAX_BYTES: usize = 400;
+
+/// The code of an edge mode in the templates.
+pub(crate) fn edge_code(edge: Edge) -> i32 {
+    match edge {
+        Edge::Duplicate => 0,
+        Edge::Cyclic => 1,
+        Edge::Pad => 2,
+        Edge::None => 3,
+    }
+}
+
+/// The largest power of two up to 16 that divides `size`: the piece a tile row's unaligned
+/// ends are copied in.
+fn copy_unit(size: usize) -> usize {
+    1 << size.trailing_zeros().min(4)
+}
+
+/// One compiled variant of a stencil template and the shape of its data.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plan {
+    /// The form (a program-cache kind).
+    pub(crate) kind: &'static str,
+    pub(crate) layout: Layout,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) radius: (usize, usize),
+    pub(crate) edge: Edge,
+    pub(crate) elem_size: usize,
+}
+
+impl Plan {
+    /// A 1D stencil of radius `r` along `axis` of data `rows x cols` (a vector: `1 x n`).
+    pub(crate) fn one_d(
+        axis: Axis,
+        (rows, cols): (usize, usize),
+        r: usize,
+        edge: Edge,
+        elem_size: usize,
+    ) -> Plan {
+        let (kind, layout, radius) = match axis {
+            Axis::Flat => ("overlap_flat", FLAT, (0, r)),
+            Axis::Rows => ("overlap_rows", ROWS, (0, r)),
+            Axis::Cols if (2 * r + 1) * elem_size <= REGWIN_MAX_BYTES => {
+                ("overlap_cols", COLS, (r, 0))
+            }
+            Axis::Cols => ("overlap_cols_wide", COLS_WIDE, (r, 0)),
+        };
+        let (rows, cols) = if axis == Axis::Flat {
+            (1, rows * cols)
+        } else {
+            (rows, cols)
+        };
+        Plan {
+            kind,
+            layout,
+            rows,
+            cols,
+            radius,
+            edge,
+            elem_size,
+        }
+    }
+
+    /// A 2D stencil of radius `(rows, cols)` over a `rows x cols` matrix.
+    pub(crate) fn two_d(
+        (rows, cols): (usize, usize),
+        radius: (usize, usize),
+        edge: Edge,
+        elem_size: usize,
+    ) -> Plan {
+        Plan {
+            kind: "overlap_2d",
+            layout: TILE2D,
+            rows,
+            cols,
+            radius,
+            edge,
+            elem_size,
+        }
+    }
+
+    /// The same plan with blocks of at most `max` threads (a device's work-group limit):
+    /// fewer rows of threads first, then fewer columns.
+    pub(crate) fn fit_block(mut self, max: usize) -> Plan {
+        let l = &mut self.layout;
+        while l.bx * l.by > max.max(1) {
+            if l.by > 1 {
+                l.by /= 2;
+            } else {
+                l.bx /= 2;
+            }
+        }
+        self
+    }
+
+    /// Whether the user function reads a copy of its window in registers.
+    pub(crate) fn regwin(&self) -> bool {
+        let (rr, rc) = self.radius;
+        match self.layout.window {
+            Window::Shared => false,
+            Window::Registers => true,
+            Window::RegistersIfSmall => {
+                (2 * rr + 1) * (2 * rc + 1) * self.elem_size <= REGWIN_MAX_BYTES
+            }
+        }
+    }
+
+    /// Outputs of one tile: `(rows, cols)`.
+    pub(crate) fn tile_outputs(&self) -> (usize, usize) {
+        let l = self.layout;
+        (l.by * l.iy, l.bx * l.ex)
+    }
+
+    /// The tile's row pitch in elements: congruent to `cols` modulo the elements in 16
+    /// bytes' worth of copy units, so that every tile row sits at the same offset modulo 16
+    /// bytes as its row in global memory (rows are copied with 16-byte loads).
+    pub(crate) fn pitch(&self) -> Option<i32> {
+        let (_, tw) = self.tile_outputs();
+        let tw = tw.checked_add(self.radius.1.checked_mul(2)?)?;
+        let q = 16 / copy_unit(self.elem_size);
+        let pitch = tw + (self.cols % q + q - tw % q) % q;
+        i32::try_from(pitch).ok()
+    }
+
+    /// Bytes of shared (local) memory per block: the tile at its widest row pitch, plus up
+    /// to 16 bytes for aligning it like the input; `None` if that overflows.
+    pub(crate) fn shared_bytes(&self) -> Option<usize> {
+        let (th, tw) = self.tile_outputs();
+        let (rr, rc) = self.radius;
+        let tw = tw.checked_add(rc.checked_mul(2)?)?;
+        let th = th.checked_add(rr.checked_mul(2)?)?;
+        let pitch = tw + 16 / copy_unit(self.elem_size) - 1;
+        th.checked_mul(pitch)?
+            .checked_mul(self.elem_size)?
+            .checked_add(16)
+    }
+
+    /// A name for the compiled variant: the form, block, radius and window.
+    pub(crate) fn variant(&self) -> String {
+        let l = self.layout;
+        format!(
+            "{}_{}x{}_r{}x{}{}",
+            self.kind,
+            l.bx,
+            l.by,
+            self.radius.0,
+            self.radius.1,
+            if self.regwin() { "_reg" } else { "" }
+        )
+    }
+
+    /// The template's geometry defines.
+    pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
+        let l = self.layout;
+        vec![
+            ("SKEL_BX", l.bx.to_string()),
+            ("SKEL_BY", l.by.to_string()),
+            ("SKEL_EX", l.ex.to_string()),
+            ("SKEL_IY", l.iy.to_string()),
+            ("SKEL_RR", self.radius.0.to_string()),
+            ("SKEL_RC", self.radius.1.to_string()),
+            ("SKEL_UNIT", copy_unit(self.elem_size).to_string()),
+            ("SKEL_REGWIN", u8::from(self.regwin()).to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_unit_divides_the_size_and_16() {
+        for size in 1..=64 {
+            let u = copy_unit(size);
+            assert_eq!((size % u, 16 % u), (0, 0), "size {size}");
+            assert!(
+                u == 16 || (size / u) % 2 == 1,
+                "size {size}: {u} is not the largest"
+            );
+        }
+    }
+
+    #[test]
+    fn blocks_fit_the_device_limit() {
+        let p = Plan::two_d((100, 100), (2, 2), Edge::None, 4);
+        for max in [1, 2, 16, 64, 128, 1024] {
+            let l = p.fit_block(max).layout;
+            assert!(
+                l.bx * l.by <= max && l.bx >= 1 && l.by >= 1,
+                "max {max}: {l:?}"
+            );
+        }
+        assert_eq!(p.fit_block(1024).layout, p.layout);
+    }
+
+    #[test]
+    fn small_windows_go_to_registers_and_wide_column_windows_are_not_slid() {
+        let two_d = |r| Plan::two_d((64, 64), (r, r), Edge::Pad, 4);
+        assert!(two_d(2).regwin() && two_d(4).regwin() && !two_d(5).regwin());
+        let cols = |r| Plan::one_d(Axis::Cols, (64, 64), r, Edge::Pad, 8);
+        assert_eq!(cols(2).layout, COLS);
+        assert_eq!(cols(40).layout, COLS_WIDE);
+        assert!(cols(40).regwin() && cols(2).variant() != cols(3).variant());
+        let flat = Plan::one_d(Axis::Flat, (3, 5), 1, Edge::Pad, 4);
+        assert_eq!((flat.rows, flat.cols, flat.radius), (1, 15, (0, 1)));
+    }
+
+    #[test]
+    fn shared_bytes_cover_the_tile_and_overflow_is_none() {
+        let p = Plan::one_d(Axis::Flat, (1, 1 << 20), 3, Edge::Cyclic, 4);
+        assert_eq!(p.shared_bytes(), Some((2048 + 6 + 3) * 4 + 16));
+        let huge = Plan::one_d(Axis::Flat, (1, 10), usize::MAX / 2, Edge::Pad, 4);
+        assert_eq!(huge.shared_bytes(), None);
+        for (cols, size) in [(1000, 4), (1001, 4), (7, 12), (33, 1), (5, 8), (9, 16)] {
+            let p = Plan::one_d(Axis::Rows, (3, cols), 2, Edge::Pad, size);
+            let pitch = p.pitch().unwrap() as usize;
+            assert_eq!(
+                (pitch * size) % 16,
+                (cols * size) % 16,
+                "cols {cols} size {size}"
+            );
+            // 4 rows of 256 outputs and a halo of 2 each side, at any offset modulo 16
+            assert!(pitch >= 260 && 4 * pitch * size + 15 <= p.shared_bytes().unwrap());
+        }
+    }
+}
