@@ -493,7 +493,7 @@ fn check(what: &str, got: &[f32], want: &[f32]) -> Res<()> {
     let bad = got
         .iter()
         .zip(want)
-        .position(|(&g, &w)| !((g - w).abs() <= 1e-5 * w.abs().max(1.0)));
+        .position(|(&g, &w)| (g - w).abs() > 1e-5 * w.abs().max(1.0) || g.is_nan());
     match bad {
         None if got.len() == want.len() => Ok(()),
         None => Err(format!("{what}: {} values, want {}", got.len(), want.len())),

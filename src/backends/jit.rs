@@ -113,18 +113,6 @@ pub(crate) fn cache_store(sub: &str, key: &str, ext: &str, bytes: &[u8]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hash_is_stable_and_separates_parts() {
-        assert_eq!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"ab", b"c"]));
-        assert_ne!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"a", b"bc"]));
-        assert_eq!(stable_hash(&[]).len(), 32);
-    }
-}
-
 /// `name` as a `&'static str` for a [`ProgKey`] kind, leaked once per distinct name: for
 /// kernels specialised on per-call values (a stencil's radius), whose variants are few.
 pub(crate) fn interned(name: String) -> &'static str {
@@ -140,4 +128,16 @@ pub(crate) fn interned(name: String) -> &'static str {
     let s: &'static str = Box::leak(name.into_boxed_str());
     names.insert(s);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_stable_and_separates_parts() {
+        assert_eq!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"ab", b"c"]));
+        assert_ne!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"a", b"bc"]));
+        assert_eq!(stable_hash(&[]).len(), 32);
+    }
 }

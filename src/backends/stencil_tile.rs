@@ -77,6 +77,10 @@ const TILE2D: Layout = Layout {
     window: Window::RegistersIfSmall,
 };
 
+/// Tiles a call should have at least (several per multiprocessor of a large GPU): smaller
+/// data gets smaller tiles, fewer outputs per thread first.
+const MIN_TILES: usize = 1024;
+
 /// Largest window (in bytes) kept in registers by choice: a 9 x 9 window of `f32` fits.
 const REGWIN_MAX_BYTES: usize = 400;
 
@@ -140,6 +144,7 @@ impl Plan {
             edge,
             elem_size,
         }
+        .fill_device()
     }
 
     /// A 2D stencil of radius `(rows, cols)` over a `rows x cols` matrix.
@@ -158,6 +163,25 @@ impl Plan {
             edge,
             elem_size,
         }
+        .fill_device()
+    }
+
+    /// Fewer outputs per thread (down a column first, then along a row) until the call has
+    /// [`MIN_TILES`] tiles or each thread computes one output.
+    fn fill_device(mut self) -> Plan {
+        let tiles = |p: &Plan| {
+            let (th, tw) = p.tile_outputs();
+            p.rows.div_ceil(th).saturating_mul(p.cols.div_ceil(tw))
+        };
+        while tiles(&self) < MIN_TILES && self.layout.iy * self.layout.ex > 1 {
+            let l = &mut self.layout;
+            if l.iy > 1 {
+                l.iy /= 2;
+            } else {
+                l.ex /= 2;
+            }
+        }
+        self
     }
 
     /// The same plan with blocks of at most `max` threads (a device's work-group limit):
@@ -216,14 +240,17 @@ impl Plan {
             .checked_add(16)
     }
 
-    /// A name for the compiled variant: the form, block, radius and window.
+    /// A name for the compiled variant: the form, block, outputs per thread, radius and
+    /// window.
     pub(crate) fn variant(&self) -> String {
         let l = self.layout;
         format!(
-            "{}_{}x{}_r{}x{}{}",
+            "{}_{}x{}_{}x{}_r{}x{}{}",
             self.kind,
             l.bx,
             l.by,
+            l.ex,
+            l.iy,
             self.radius.0,
             self.radius.1,
             if self.regwin() { "_reg" } else { "" }
@@ -279,7 +306,7 @@ mod tests {
     fn small_windows_go_to_registers_and_wide_column_windows_are_not_slid() {
         let two_d = |r| Plan::two_d((64, 64), (r, r), Edge::Pad, 4);
         assert!(two_d(2).regwin() && two_d(4).regwin() && !two_d(5).regwin());
-        let cols = |r| Plan::one_d(Axis::Cols, (64, 64), r, Edge::Pad, 8);
+        let cols = |r| Plan::one_d(Axis::Cols, (4096, 4096), r, Edge::Pad, 8);
         assert_eq!(cols(2).layout, COLS);
         assert_eq!(cols(40).layout, COLS_WIDE);
         assert!(cols(40).regwin() && cols(2).variant() != cols(3).variant());
@@ -288,8 +315,27 @@ mod tests {
     }
 
     #[test]
+    fn small_data_gets_small_tiles() {
+        let flat = |n| Plan::one_d(Axis::Flat, (1, n), 1, Edge::Pad, 4).layout;
+        assert_eq!(flat(1 << 28), FLAT);
+        assert_eq!(
+            (flat(1 << 20).ex, flat(1 << 18).ex, flat(1 << 16).ex),
+            (4, 1, 1)
+        );
+        let two_d = |side| Plan::two_d((side, side), (1, 1), Edge::Pad, 4).layout;
+        assert_eq!(two_d(8192), TILE2D);
+        assert_eq!((two_d(1024).iy, two_d(1024).ex), (4, 2));
+        assert_eq!((two_d(256).iy, two_d(256).ex), (1, 1));
+        let p = Plan::two_d((256, 256), (1, 1), Edge::Pad, 4);
+        assert_ne!(
+            p.variant(),
+            Plan::two_d((8192, 8192), (1, 1), Edge::Pad, 4).variant()
+        );
+    }
+
+    #[test]
     fn shared_bytes_cover_the_tile_and_overflow_is_none() {
-        let p = Plan::one_d(Axis::Flat, (1, 1 << 20), 3, Edge::Cyclic, 4);
+        let p = Plan::one_d(Axis::Flat, (1, 1 << 28), 3, Edge::Cyclic, 4);
         assert_eq!(p.shared_bytes(), Some((2048 + 6 + 3) * 4 + 16));
         let huge = Plan::one_d(Axis::Flat, (1, 10), usize::MAX / 2, Edge::Pad, 4);
         assert_eq!(huge.shared_bytes(), None);
@@ -301,8 +347,9 @@ mod tests {
                 (cols * size) % 16,
                 "cols {cols} size {size}"
             );
-            // 4 rows of 256 outputs and a halo of 2 each side, at any offset modulo 16
-            assert!(pitch >= 260 && 4 * pitch * size + 15 <= p.shared_bytes().unwrap());
+            // the tile's rows (outputs and a halo of 2 each side), at any offset modulo 16
+            let (th, tw) = p.tile_outputs();
+            assert!(pitch >= tw + 4 && th * pitch * size + 15 <= p.shared_bytes().unwrap());
         }
     }
 }
