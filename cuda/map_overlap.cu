@@ -2,17 +2,18 @@
 // with halo. Defines: SKEL_IN_T, SKEL_OUT_T, SKEL_CALL(w, stride) (the user call with the
 // window's centre pointer; a 2D window also gets the row stride), SKEL_PARAMS (uniforms);
 // the block shape SKEL_BX x SKEL_BY, SKEL_EX outputs per thread along x (SKEL_BX apart) and
-// SKEL_IY along y (consecutive rows); the radius SKEL_RR (rows), SKEL_RC (columns); SKEL_UNIT, the largest power of two up to 16 dividing the
-// element's size; SKEL_REGWIN (1: each thread copies its window into registers and slides
-// it down its SKEL_IY rows, so a 2D window costs one new row of shared-memory reads per
-// output instead of all of it, and a column-wise 1D window is contiguous).
+// SKEL_IY along y (consecutive rows); the radius SKEL_RR (rows), SKEL_RC (columns);
+// SKEL_REGWIN (1: each thread copies its window into registers and slides it down its
+// SKEL_IY rows, so a 2D window costs one new row of shared-memory reads per output instead
+// of all of it, and a column-wise 1D window is contiguous).
 //
 // The data is a rows x cols matrix (a vector is one row). A block computes a tile of
 // (SKEL_BY*SKEL_IY) x (SKEL_BX*SKEL_EX) outputs; it first loads the tile plus a halo of
 // SKEL_RR rows and SKEL_RC columns into shared memory. A tile whose halo lies inside the
-// data (nearly all of them) copies each of its rows with 16-byte loads and computes
-// without a test; only tiles at the border apply the edge mode, element by element. The
-// tile's row pitch (elements) makes its rows agree with the input's modulo 16 bytes.
+// data (nearly all of them) copies the aligned 16-byte words around each of its rows and
+// computes without a test; only tiles at the border apply the edge mode, element by
+// element. The tile's row pitch (elements, `pitch`) keeps its rows at the offset modulo 16
+// bytes of their global rows, at least 32 bytes apart.
 // The edge mode `edge` is an argument (0 duplicate, 1 cyclic, 2 pad, 3 none: outputs
 // whose window leaves the data are not written): only border tiles look at it.
 // A MultiStream chunk computes only the outputs in rows row_lo .. row_hi and columns
@@ -24,49 +25,38 @@
 #define SKEL_TH (SKEL_THO + 2 * SKEL_RR)
 #define SKEL_WW (2 * SKEL_RC + 1)
 #define SKEL_WH (2 * SKEL_RR + 1)
-#define SKEL_ROW_BYTES (SKEL_TW * sizeof(SKEL_IN_T))
-// The 16-byte words a tile row can touch, wherever it starts.
+#define SKEL_ROW_BYTES ((int)(SKEL_TW * sizeof(SKEL_IN_T)))
+#define SKEL_NT (SKEL_BX * SKEL_BY)
+// The aligned 16-byte words a tile row can touch, wherever it starts, and in all the tile.
 #define SKEL_SLOTS ((SKEL_ROW_BYTES + 30) / 16)
-
-#if SKEL_UNIT == 16
-typedef uint4 skel_unit_t;
-#elif SKEL_UNIT == 8
-typedef unsigned long long skel_unit_t;
-#elif SKEL_UNIT == 4
-typedef unsigned int skel_unit_t;
-#elif SKEL_UNIT == 2
-typedef unsigned short skel_unit_t;
-#else
-typedef unsigned char skel_unit_t;
-#endif
+#define SKEL_TILE_WORDS (SKEL_TH * SKEL_SLOTS)
+// Words per thread and round of the fast copy: a round issues all its loads before its
+// first store, so they are in flight together (a load-store loop would wait for each).
+#define SKEL_ROUND_ALL ((SKEL_TILE_WORDS + SKEL_NT - 1) / SKEL_NT)
+#define SKEL_ROUND (SKEL_ROUND_ALL < 8 ? SKEL_ROUND_ALL : 8)
 
 __device__ __forceinline__ skel_i64 skel_wrap(skel_i64 i, skel_i64 n) {
     skel_i64 r = i % n;
     return r < 0 ? r + n : r;
 }
 
-// Copies the part of a tile row (global bytes g .. g + SKEL_ROW_BYTES) that falls in its
-// 16-byte word `slot` to shared memory at s, where s and g agree modulo 16: a whole word
-// with one 16-byte load, the row's partial first and last words in SKEL_UNIT pieces.
-__device__ __forceinline__ void skel_copy_slot(const unsigned char* g, unsigned char* s, int slot) {
-    const int lo = 16 * slot - (int)(reinterpret_cast<size_t>(g) & 15), hi = lo + 16;
-    const int a = lo > 0 ? lo : 0, b = hi < (int)SKEL_ROW_BYTES ? hi : (int)SKEL_ROW_BYTES;
-    if (a == lo && b == hi) {
-        *reinterpret_cast<uint4*>(s + a) = __ldg(reinterpret_cast<const uint4*>(g + a));
-    } else {
-        for (int p = a; p < b; p += SKEL_UNIT)
-            *reinterpret_cast<skel_unit_t*>(s + p) = *reinterpret_cast<const skel_unit_t*>(g + p);
-    }
-}
+// SKEL_MIN_BLOCKS, where defined: blocks per multiprocessor the register allocation must
+// allow (for experiments: more blocks keep more loads in flight, but spill).
+#ifdef SKEL_MIN_BLOCKS
+#define SKEL_BOUNDS __launch_bounds__(SKEL_NT, SKEL_MIN_BLOCKS)
+#else
+#define SKEL_BOUNDS __launch_bounds__(SKEL_NT)
+#endif
 
-extern "C" __global__ void __launch_bounds__(SKEL_BX * SKEL_BY)
+extern "C" __global__ void SKEL_BOUNDS
 skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, skel_i64 rows,
              skel_i64 cols, int pitch, int edge, SKEL_IN_T pad, skel_i64 tiles_x, skel_i64 tiles_y, skel_i64 row_lo,
              skel_i64 row_hi, skel_i64 col_lo, skel_i64 col_hi SKEL_PARAMS) {
     extern __shared__ __align__(16) unsigned char skel_smem[];
     const int tid = threadIdx.y * SKEL_BX + threadIdx.x;
-    const int nthreads = SKEL_BX * SKEL_BY;
-    const bool aligned = (reinterpret_cast<size_t>(in) & (SKEL_UNIT - 1)) == 0;
+    const size_t in_addr = reinterpret_cast<size_t>(in);
+    const size_t row_bytes = (size_t)cols * sizeof(SKEL_IN_T);
+    const size_t in_end = in_addr + (size_t)rows * row_bytes;
     (void)pad;
 
     for (skel_i64 ty_ = blockIdx.y; ty_ < tiles_y; ty_ += gridDim.y) {
@@ -76,22 +66,44 @@ skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, ske
             const bool interior = r0 >= SKEL_RR && r0 + SKEL_THO + SKEL_RR <= rows &&
                                   c0 >= SKEL_RC && c0 + SKEL_TWO + SKEL_RC <= cols &&
                                   r0 + SKEL_THO <= row_hi && c0 + SKEL_TWO <= col_hi;
-            const bool fast = interior && aligned;
-            // The tile's first element in global memory (only formed for a fast tile, where
-            // it is inside the data).
-            const unsigned char* g0 = reinterpret_cast<const unsigned char*>(
-                fast ? in + (r0 - SKEL_RR) * cols + (c0 - SKEL_RC) : in);
-            unsigned char* base = skel_smem + (reinterpret_cast<size_t>(g0) & 15);
+            // The tile's first byte in global memory (meaningful for an interior tile).
+            const size_t g0 = in_addr + (size_t)((r0 - SKEL_RR) * cols + (c0 - SKEL_RC)) *
+                                            sizeof(SKEL_IN_T);
+            // The fast copy reads the aligned words around each tile row: they must be in
+            // the data (and, for a vector's band, in its uploaded halo).
+            const size_t last_end = g0 + (SKEL_TH - 1) * row_bytes + SKEL_ROW_BYTES;
+            const bool fast = interior && (in_addr & 15) == 0 &&
+                              ((last_end + 15) & ~(size_t)15) <= in_end &&
+                              (rows > 1 || ((c0 - col_lo) * (skel_i64)sizeof(SKEL_IN_T) >= 16 &&
+                                            (col_hi - c0 - SKEL_TWO) * (skel_i64)sizeof(SKEL_IN_T) >= 16));
+            // Tile rows sit at the same offset modulo 16 as their global rows (the pitch
+            // keeps it so, with at least 32 bytes between rows for the words around them).
+            unsigned char* base = skel_smem + ((fast ? g0 : in_addr) & 15);
             SKEL_IN_T* tile = reinterpret_cast<SKEL_IN_T*>(base);
             __syncthreads();
             if (fast) {
-                for (int e = tid; e < SKEL_TH * SKEL_SLOTS; e += nthreads) {
-                    const int ty = e / SKEL_SLOTS, slot = e - ty * SKEL_SLOTS;
-                    skel_copy_slot(g0 + ty * cols * (skel_i64)sizeof(SKEL_IN_T),
-                                   base + ty * pitch * (int)sizeof(SKEL_IN_T), slot);
+                for (int first = 0; first < SKEL_TILE_WORDS; first += SKEL_ROUND * SKEL_NT) {
+                    uint4 v[SKEL_ROUND];
+#pragma unroll
+                    for (int k = 0; k < SKEL_ROUND; ++k) {
+                        const int e = first + k * SKEL_NT + tid, ty = e / SKEL_SLOTS;
+                        const size_t g = g0 + ty * row_bytes;
+                        const size_t a = (g & ~(size_t)15) + 16 * (e - ty * SKEL_SLOTS);
+                        if (e < SKEL_TILE_WORDS && a < g + SKEL_ROW_BYTES)
+                            v[k] = __ldg(reinterpret_cast<const uint4*>(a));
+                    }
+#pragma unroll
+                    for (int k = 0; k < SKEL_ROUND; ++k) {
+                        const int e = first + k * SKEL_NT + tid, ty = e / SKEL_SLOTS;
+                        const size_t g = g0 + ty * row_bytes;
+                        const size_t a = (g & ~(size_t)15) + 16 * (e - ty * SKEL_SLOTS);
+                        if (e < SKEL_TILE_WORDS && a < g + SKEL_ROW_BYTES)
+                            *reinterpret_cast<uint4*>(base + ty * pitch * (int)sizeof(SKEL_IN_T) +
+                                                      (int)((skel_i64)a - (skel_i64)g)) = v[k];
+                    }
                 }
             } else {
-                for (int e = tid; e < SKEL_TH * SKEL_TW; e += nthreads) {
+                for (int e = tid; e < SKEL_TH * SKEL_TW; e += SKEL_NT) {
                     const int ty = e / SKEL_TW, tx = e - ty * SKEL_TW;
                     skel_i64 gi = r0 - SKEL_RR + ty, gj = c0 - SKEL_RC + tx;
                     // Past the band's halo: no output of the band reads it (and another

@@ -140,14 +140,14 @@ fn every_template_is_valid_cpp() {
         (Axis::Cols, 1, Edge::Pad),
         (Axis::Cols, 30, Edge::None),
     ] {
-        let plan = Plan::one_d(axis, (64, 64), r, edge, 4);
+        let plan = Plan::one_d(axis, (4096, 4096), r, edge, 4);
         check(
             &plan.variant(),
             &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
         );
     }
     for r in [1, 7] {
-        let plan = Plan::two_d((64, 64), (r, r), Edge::Duplicate, 8);
+        let plan = Plan::two_d((8192, 8192), (r, r), Edge::Duplicate, 8);
         check(
             &plan.variant(),
             &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),
