@@ -40,6 +40,16 @@ __device__ __forceinline__ skel_i64 skel_wrap(skel_i64 i, skel_i64 n) {
     return r < 0 ? r + n : r;
 }
 
+// Word e of the fast copy: its tile row ty, the row's first byte g in global memory and
+// the aligned word's address a; false past the tile or the row.
+__device__ __forceinline__ bool skel_word(int e, size_t g0, size_t row_bytes, int* ty, size_t* g,
+                                          size_t* a) {
+    *ty = e / SKEL_SLOTS;
+    *g = g0 + *ty * row_bytes;
+    *a = (*g & ~(size_t)15) + 16 * (size_t)(e - *ty * SKEL_SLOTS);
+    return e < SKEL_TILE_WORDS && *a < *g + SKEL_ROW_BYTES;
+}
+
 // SKEL_MIN_BLOCKS, where defined: blocks per multiprocessor the register allocation must
 // allow (for experiments: more blocks keep more loads in flight, but spill).
 #ifdef SKEL_MIN_BLOCKS
@@ -84,20 +94,16 @@ skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, ske
             if (fast) {
                 for (int first = 0; first < SKEL_TILE_WORDS; first += SKEL_ROUND * SKEL_NT) {
                     uint4 v[SKEL_ROUND];
+                    int ty;
+                    size_t g, a;
 #pragma unroll
                     for (int k = 0; k < SKEL_ROUND; ++k) {
-                        const int e = first + k * SKEL_NT + tid, ty = e / SKEL_SLOTS;
-                        const size_t g = g0 + ty * row_bytes;
-                        const size_t a = (g & ~(size_t)15) + 16 * (e - ty * SKEL_SLOTS);
-                        if (e < SKEL_TILE_WORDS && a < g + SKEL_ROW_BYTES)
+                        if (skel_word(first + k * SKEL_NT + tid, g0, row_bytes, &ty, &g, &a))
                             v[k] = __ldg(reinterpret_cast<const uint4*>(a));
                     }
 #pragma unroll
                     for (int k = 0; k < SKEL_ROUND; ++k) {
-                        const int e = first + k * SKEL_NT + tid, ty = e / SKEL_SLOTS;
-                        const size_t g = g0 + ty * row_bytes;
-                        const size_t a = (g & ~(size_t)15) + 16 * (e - ty * SKEL_SLOTS);
-                        if (e < SKEL_TILE_WORDS && a < g + SKEL_ROW_BYTES)
+                        if (skel_word(first + k * SKEL_NT + tid, g0, row_bytes, &ty, &g, &a))
                             *reinterpret_cast<uint4*>(base + ty * pitch * (int)sizeof(SKEL_IN_T) +
                                                       (int)((skel_i64)a - (skel_i64)g)) = v[k];
                     }

@@ -35,6 +35,14 @@ static inline long skel_wrap(long i, long n) {
     return r < 0 ? r + n : r;
 }
 
+// Word e of the fast copy: its tile row ty and the aligned word's offset a from the row's
+// first byte (negative for the word it starts in); false past the tile or the row.
+static inline bool skel_word(int e, __global const uchar* g0, size_t row_bytes, int* ty, int* a) {
+    *ty = e / SKEL_SLOTS;
+    *a = 16 * (e - *ty * SKEL_SLOTS) - (int)((size_t)(g0 + *ty * row_bytes) & 15);
+    return e < SKEL_TILE_WORDS && *a < SKEL_ROW_BYTES;
+}
+
 __kernel __attribute__((reqd_work_group_size(SKEL_BX, SKEL_BY, 1)))
 void skel_map_overlap(__global const SKEL_T* in_buf, ulong in_off, __global SKEL_OUT_T* out_buf,
                       ulong out_off, long rows, long cols, int pitch, int edge, SKEL_T pad,
@@ -62,19 +70,15 @@ void skel_map_overlap(__global const SKEL_T* in_buf, ulong in_off, __global SKEL
     if (fast) {
         for (int first = 0; first < SKEL_TILE_WORDS; first += SKEL_ROUND * SKEL_NT) {
             uint4 v[SKEL_ROUND];
+            int ty, a;
 #pragma unroll
             for (int k = 0; k < SKEL_ROUND; ++k) {
-                const int e = first + k * SKEL_NT + tid, ty = e / SKEL_SLOTS;
-                __global const uchar* g = g0 + ty * row_bytes;
-                const int a = 16 * (e - ty * SKEL_SLOTS) - (int)((size_t)g & 15);
-                if (e < SKEL_TILE_WORDS && a < SKEL_ROW_BYTES) v[k] = *(__global const uint4*)(g + a);
+                if (skel_word(first + k * SKEL_NT + tid, g0, row_bytes, &ty, &a))
+                    v[k] = *(__global const uint4*)(g0 + ty * row_bytes + a);
             }
 #pragma unroll
             for (int k = 0; k < SKEL_ROUND; ++k) {
-                const int e = first + k * SKEL_NT + tid, ty = e / SKEL_SLOTS;
-                __global const uchar* g = g0 + ty * row_bytes;
-                const int a = 16 * (e - ty * SKEL_SLOTS) - (int)((size_t)g & 15);
-                if (e < SKEL_TILE_WORDS && a < SKEL_ROW_BYTES)
+                if (skel_word(first + k * SKEL_NT + tid, g0, row_bytes, &ty, &a))
                     *(__local uint4*)(base + ty * pitch * (int)sizeof(SKEL_T) + a) = v[k];
             }
         }

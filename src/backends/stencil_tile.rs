@@ -10,6 +10,8 @@
 // Only the GPU backends use this module; without them it is dead code.
 #![allow(dead_code)]
 
+use crate::backends::Stencil;
+use crate::containers::Shape;
 use crate::plan::{Axis, Edge};
 
 /// Block shape and work per thread of one form.
@@ -117,49 +119,46 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// A 1D stencil of radius `r` along `axis` of data `rows x cols` (a vector: `1 x n`).
-    pub(crate) fn one_d(
-        axis: Axis,
-        (rows, cols): (usize, usize),
-        r: usize,
-        edge: Edge,
-        elem_size: usize,
-    ) -> Plan {
+    /// A 1D stencil of elements `T` along `axis` of data of `shape`.
+    pub(crate) fn one_d<T>(axis: Axis, shape: Shape, stencil: &Stencil<T, usize>) -> Plan {
+        let (r, size) = (stencil.radius, std::mem::size_of::<T>());
         let (kind, layout, radius) = match axis {
             Axis::Flat => ("overlap_flat", FLAT, (0, r)),
             Axis::Rows => ("overlap_rows", ROWS, (0, r)),
-            Axis::Cols if (2 * r + 1) * elem_size <= REGWIN_MAX_BYTES => {
-                ("overlap_cols", COLS, (r, 0))
-            }
+            Axis::Cols if (2 * r + 1) * size <= REGWIN_MAX_BYTES => ("overlap_cols", COLS, (r, 0)),
             Axis::Cols => ("overlap_cols_wide", COLS_WIDE, (r, 0)),
         };
-        let (rows, cols) = if axis == Axis::Flat {
-            (1, rows * cols)
-        } else {
-            (rows, cols)
+        let dims = match axis {
+            Axis::Flat => (1, shape.len()),
+            _ => shape.dims(),
         };
-        Plan {
-            kind,
-            layout,
-            rows,
-            cols,
-            radius,
-            edge,
-            elem_size,
-        }
-        .fill_device()
+        Plan::new(kind, layout, dims, radius, stencil.edge, size)
     }
 
-    /// A 2D stencil of radius `(rows, cols)` over a `rows x cols` matrix.
-    pub(crate) fn two_d(
+    /// A 2D stencil of elements `T` over a matrix of `shape`.
+    pub(crate) fn two_d<T>(shape: Shape, stencil: &Stencil<T, (usize, usize)>) -> Plan {
+        let size = std::mem::size_of::<T>();
+        Plan::new(
+            "overlap_2d",
+            TILE2D,
+            shape.dims(),
+            stencil.radius,
+            stencil.edge,
+            size,
+        )
+    }
+
+    fn new(
+        kind: &'static str,
+        layout: Layout,
         (rows, cols): (usize, usize),
         radius: (usize, usize),
         edge: Edge,
         elem_size: usize,
     ) -> Plan {
         Plan {
-            kind: "overlap_2d",
-            layout: TILE2D,
+            kind,
+            layout,
             rows,
             cols,
             radius,
@@ -290,6 +289,30 @@ impl Plan {
 mod tests {
     use super::*;
 
+    fn one_d<T: Default>(axis: Axis, (rows, cols): (usize, usize), radius: usize) -> Plan {
+        let stencil = Stencil {
+            radius,
+            edge: Edge::Pad,
+            pad: T::default(),
+        };
+        Plan::one_d(axis, Shape::Matrix { rows, cols }, &stencil)
+    }
+
+    fn two_d<T: Default>(side: usize, r: usize) -> Plan {
+        let stencil = Stencil {
+            radius: (r, r),
+            edge: Edge::Pad,
+            pad: T::default(),
+        };
+        Plan::two_d(
+            Shape::Matrix {
+                rows: side,
+                cols: side,
+            },
+            &stencil,
+        )
+    }
+
     #[test]
     fn copy_unit_divides_the_size_and_16() {
         for size in 1..=64 {
@@ -304,7 +327,7 @@ mod tests {
 
     #[test]
     fn blocks_fit_the_device_limit() {
-        let p = Plan::two_d((100, 100), (2, 2), Edge::None, 4);
+        let p = two_d::<f32>(100, 2);
         for max in [1, 2, 16, 64, 128, 1024] {
             let l = p.fit_block(max).layout;
             assert!(
@@ -317,53 +340,59 @@ mod tests {
 
     #[test]
     fn small_windows_go_to_registers_and_wide_column_windows_are_not_slid() {
-        let two_d = |r| Plan::two_d((64, 64), (r, r), Edge::Pad, 4);
-        assert!(two_d(2).regwin() && two_d(4).regwin() && !two_d(5).regwin());
-        let cols = |r| Plan::one_d(Axis::Cols, (4096, 4096), r, Edge::Pad, 8);
+        assert!(two_d::<f32>(64, 2).regwin() && two_d::<f32>(64, 4).regwin());
+        assert!(!two_d::<f32>(64, 5).regwin());
+        let cols = |r| one_d::<f64>(Axis::Cols, (4096, 4096), r);
         assert_eq!(cols(2).layout, COLS);
         assert_eq!(cols(40).layout, COLS_WIDE);
         assert!(cols(40).regwin() && cols(2).variant() != cols(3).variant());
-        let flat = Plan::one_d(Axis::Flat, (3, 5), 1, Edge::Pad, 4);
+        let flat = one_d::<f32>(Axis::Flat, (3, 5), 1);
         assert_eq!((flat.rows, flat.cols, flat.radius), (1, 15, (0, 1)));
     }
 
     #[test]
     fn small_data_gets_small_tiles() {
-        let flat = |n| Plan::one_d(Axis::Flat, (1, n), 1, Edge::Pad, 4).layout;
+        let flat = |n| one_d::<f32>(Axis::Flat, (1, n), 1).layout;
         assert_eq!(flat(1 << 28), FLAT);
-        assert_eq!(
-            (flat(1 << 20).ex, flat(1 << 18).ex, flat(1 << 16).ex),
-            (8, 2, 1)
-        );
-        let two_d = |side| Plan::two_d((side, side), (1, 1), Edge::Pad, 4).layout;
-        assert_eq!(two_d(8192), TILE2D);
-        assert_eq!((two_d(1024).iy, two_d(1024).ex), (8, 1));
-        assert_eq!((two_d(256).iy, two_d(256).ex), (1, 1));
-        let p = Plan::two_d((256, 256), (1, 1), Edge::Pad, 4);
+        let ex = (flat(1 << 20).ex, flat(1 << 18).ex, flat(1 << 16).ex);
+        assert_eq!(ex, (8, 2, 1));
+        let square = |side| two_d::<f32>(side, 1).layout;
+        assert_eq!(square(8192), TILE2D);
+        assert_eq!((square(1024).iy, square(1024).ex), (8, 1));
+        assert_eq!((square(256).iy, square(256).ex), (1, 1));
         assert_ne!(
-            p.variant(),
-            Plan::two_d((8192, 8192), (1, 1), Edge::Pad, 4).variant()
+            two_d::<f32>(256, 1).variant(),
+            two_d::<f32>(8192, 1).variant()
         );
+    }
+
+    /// Rows of `T` along a 3 x `cols` matrix, radius 2: the pitch keeps tile rows aligned
+    /// like global rows, 32 bytes apart, inside the shared bytes.
+    fn check_pitch<T: Default>(cols: usize) {
+        let p = one_d::<T>(Axis::Rows, (3, cols), 2);
+        let size = std::mem::size_of::<T>();
+        let pitch = p.pitch().unwrap() as usize;
+        assert_eq!(
+            (pitch * size) % 16,
+            (cols * size) % 16,
+            "cols {cols} size {size}"
+        );
+        let (th, tw) = p.tile_outputs();
+        assert!((pitch - tw - 4) * size >= 32);
+        assert!(th * pitch * size + 16 <= p.shared_bytes().unwrap());
     }
 
     #[test]
     fn shared_bytes_cover_the_tile_and_overflow_is_none() {
-        let p = Plan::one_d(Axis::Flat, (1, 1 << 28), 3, Edge::Cyclic, 4);
+        let p = one_d::<f32>(Axis::Flat, (1, 1 << 28), 3);
         assert_eq!(p.shared_bytes(), Some((2048 + 6 + 8 + 3) * 4 + 16));
-        let huge = Plan::one_d(Axis::Flat, (1, 10), usize::MAX / 2, Edge::Pad, 4);
+        let huge = one_d::<f32>(Axis::Flat, (1, 10), usize::MAX / 2);
         assert_eq!(huge.shared_bytes(), None);
-        for (cols, size) in [(1000, 4), (1001, 4), (7, 12), (33, 1), (5, 8), (9, 16)] {
-            let p = Plan::one_d(Axis::Rows, (3, cols), 2, Edge::Pad, size);
-            let pitch = p.pitch().unwrap() as usize;
-            assert_eq!(
-                (pitch * size) % 16,
-                (cols * size) % 16,
-                "cols {cols} size {size}"
-            );
-            // the tile's rows (outputs and a halo of 2 each side), at any offset modulo 16
-            let (th, tw) = p.tile_outputs();
-            assert!((pitch - tw - 4) * size >= 32);
-            assert!(th * pitch * size + 16 <= p.shared_bytes().unwrap());
-        }
+        check_pitch::<f32>(1000);
+        check_pitch::<f32>(1001);
+        check_pitch::<[f32; 3]>(7);
+        check_pitch::<u8>(33);
+        check_pitch::<f64>(5);
+        check_pitch::<[f32; 4]>(9);
     }
 }

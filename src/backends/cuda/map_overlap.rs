@@ -211,13 +211,7 @@ pub(crate) fn run_1d<F: WindowFn>(
     axis: Axis,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let plan = Plan::one_d(
-        axis,
-        input.shape().dims(),
-        stencil.radius,
-        stencil.edge,
-        std::mem::size_of::<F::Elem>(),
-    );
+    let plan = Plan::one_d(axis, input.shape(), &stencil);
     launch_stencil::<F, F::Elem, F::Uniforms>(exec, plan, input, out, stencil.pad, uniforms)
 }
 
@@ -229,11 +223,6 @@ pub(crate) fn run_2d<F: Window2Fn>(
     stencil: Stencil<F::Elem, (usize, usize)>,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let plan = Plan::two_d(
-        input.shape().dims(),
-        stencil.radius,
-        stencil.edge,
-        std::mem::size_of::<F::Elem>(),
-    );
+    let plan = Plan::two_d(input.shape(), &stencil);
     launch_stencil::<F, F::Elem, F::Uniforms>(exec, plan, input, out, stencil.pad, uniforms)
 }

@@ -9,6 +9,8 @@ use std::process::Command;
 use super::{map, map_array, map_overlap, map_reduce, module_cache, reduce, scan};
 use crate::backends::jit::ProgKey;
 use crate::backends::stencil_tile::Plan;
+use crate::backends::Stencil;
+use crate::containers::Shape;
 use crate::plan::Axis;
 use crate::prelude::*;
 
@@ -140,14 +142,37 @@ fn every_template_is_valid_cpp() {
         (Axis::Cols, 1, Edge::Pad),
         (Axis::Cols, 30, Edge::None),
     ] {
-        let plan = Plan::one_d(axis, (4096, 4096), r, edge, 4);
+        let stencil = Stencil {
+            radius: r,
+            edge,
+            pad: 0.0f32,
+        };
+        let plan = Plan::one_d(
+            axis,
+            Shape::Matrix {
+                rows: 4096,
+                cols: 4096,
+            },
+            &stencil,
+        );
         check(
             &plan.variant(),
             &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
         );
     }
     for r in [1, 7] {
-        let plan = Plan::two_d((8192, 8192), (r, r), Edge::Duplicate, 8);
+        let stencil = Stencil {
+            radius: (r, r),
+            edge: Edge::Duplicate,
+            pad: 0.0f64,
+        };
+        let plan = Plan::two_d(
+            Shape::Matrix {
+                rows: 8192,
+                cols: 8192,
+            },
+            &stencil,
+        );
         check(
             &plan.variant(),
             &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, check_local, cty, dims, launch, memory, push_uniforms, source_head, uniform_params,
+    call_expr, check_local, cty, launch, memory, push_uniforms, source_head, uniform_params,
     CallShape, KArg,
 };
 use crate::backends::jit::interned;
@@ -117,13 +117,7 @@ pub(super) fn run_1d<F: WindowFn>(
     axis: Axis,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let plan = Plan::one_d(
-        axis,
-        dims(input.shape()),
-        stencil.radius,
-        stencil.edge,
-        std::mem::size_of::<F::Elem>(),
-    );
+    let plan = Plan::one_d(axis, input.shape(), &stencil);
     run::<F>(ctx, plan, input, out, &stencil.pad, uniforms)
 }
 
@@ -134,11 +128,6 @@ pub(super) fn run_2d<F: Window2Fn>(
     stencil: Stencil<F::Elem, (usize, usize)>,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let plan = Plan::two_d(
-        dims(input.shape()),
-        stencil.radius,
-        stencil.edge,
-        std::mem::size_of::<F::Elem>(),
-    );
+    let plan = Plan::two_d(input.shape(), &stencil);
     run::<F>(ctx, plan, input, out, &stencil.pad, uniforms)
 }
