@@ -1,7 +1,8 @@
-//! MapOverlap on CUDA: shared-memory tiles with halo (`cuda/map_overlap.cu`). One kernel
-//! template serves every form: a vector is a one-row matrix; row-wise is a 2D stencil of
-//! radius (0, r); column-wise one of radius (r, 0) whose tile is stored column by column,
-//! so the 1D window runs down a column contiguously.
+//! MapOverlap on CUDA: shared-memory tiles with halo (`cuda/map_overlap.cu`, geometry in
+//! [`crate::backends::stencil_tile`]). One kernel template serves every form: a vector is a
+//! one-row matrix; row-wise is a 2D stencil of radius (0, r); column-wise one of radius
+//! (r, 0) whose window each thread copies into registers, so it runs down a column
+//! contiguously.
 //!
 //! MultiStream splits a matrix into bands of rows and a vector into bands of columns; each
 //! band uploads its part of the input plus its halo (wrapping around for a cyclic edge)
