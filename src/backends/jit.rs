@@ -113,6 +113,23 @@ pub(crate) fn cache_store(sub: &str, key: &str, ext: &str, bytes: &[u8]) {
     }
 }
 
+/// `name` as a `&'static str` for a [`ProgKey`] kind, leaked once per distinct name: for
+/// kernels specialised on per-call values (a stencil's radius), whose variants are few.
+pub(crate) fn interned(name: String) -> &'static str {
+    static NAMES: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<&'static str>>> =
+        std::sync::OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&s) = names.get(name.as_str()) {
+        return s;
+    }
+    let s: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(s);
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub(crate) mod jit;
 pub(crate) mod opencl;
 #[cfg(feature = "rayon")]
 pub(crate) mod rayon;
+pub(crate) mod stencil_tile;
 
 use std::fmt;
 use std::str::FromStr;

@@ -257,6 +257,42 @@ pub fn bodies(n: usize, seed: u64) -> Vec<Body> {
         .collect()
 }
 
+/// Weighted sum over a whole `(2rr+1) x (2rc+1)` window (GPU backends keep small ones in
+/// registers and read large ones from the tile).
+#[userfn]
+pub fn box2(w: Window2<f32>, #[uniform] rr: i32, #[uniform] rc: i32) -> f32 {
+    let mut acc = 0.0;
+    let mut i = -rr;
+    while i <= rr {
+        let mut j = -rc;
+        while j <= rc {
+            acc += w[(i as isize, j as isize)] * (i * 7 + j + 1) as f32;
+            j += 1;
+        }
+        i += 1;
+    }
+    acc
+}
+
+#[userfn]
+pub fn pixel_blur(w: Window<Pixel>) -> Pixel {
+    Pixel {
+        r: w[-1].r + w[1].r,
+        g: w[0].g * 2.0,
+        b: w[1].b - w[-1].b,
+    }
+}
+
+#[userfn]
+pub fn affine_window(w: Window<Affine>) -> Affine {
+    affine_compose(affine_compose(w[-2], w[0]), w[2])
+}
+
+#[userfn]
+pub fn max3_u8(w: Window<u8>) -> u8 {
+    w[-1].max(w[0]).max(w[1])
+}
+
 /// Integer-valued data, so float sums are exact in any order.
 pub fn ints_f32(n: usize, seed: u64) -> Vec<f32> {
     (0..n)
@@ -681,6 +717,74 @@ macro_rules! backend_suite {
                             }
                         }
                     }
+                }
+            }
+
+            #[test]
+            fn map_overlap_tiles_borders_and_element_types() {
+                require!();
+                let cpu = Backend::Cpu;
+                let edges = [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None];
+                // around a GPU tile (2048 outputs of a vector), smaller, and a halo wider than it
+                for (n, r) in [(5, 1), (2047, 4), (2048, 1), (2049, 4), (6150, 1), (2600, 1100)] {
+                    let v = Vector::from(ints_i64(n, 5));
+                    for edge in edges {
+                        let s = MapOverlap::new(weighted, r).edge(edge).pad(-3).uniforms((r as i32,));
+                        let (mut got, mut want) = (Vector::filled(n, 7i64), Vector::filled(n, 7i64));
+                        s.backend(B).run(&v, &mut got).unwrap();
+                        s.backend(cpu).run(&v, &mut want).unwrap();
+                        assert_eq!(got, want, "n={n} r={r} {edge:?}");
+                    }
+                }
+                // 1 x n and n x 1 matrices, 1D both ways and 2D; 2D windows in registers and not
+                for (rows, cols, rr, rc) in [(1, 300, 0, 2), (300, 1, 2, 0), (70, 150, 4, 4), (70, 150, 5, 5), (97, 133, 3, 1)] {
+                    let m = Matrix::from_vec(rows, cols, ints_f32(rows * cols, 9)).unwrap();
+                    for edge in edges {
+                        let (mut got, mut want) = (Matrix::filled(rows, cols, 0.5f32), Matrix::filled(rows, cols, 0.5f32));
+                        let s = MapOverlap::new(box2, (rr, rc)).edge(edge).pad(2.0).uniforms((rr as i32, rc as i32));
+                        s.backend(B).run(&m, &mut got).unwrap();
+                        s.backend(cpu).run(&m, &mut want).unwrap();
+                        assert_eq!(got, want, "2D {rows}x{cols} radius ({rr}, {rc}) {edge:?}");
+                        let r = rr.max(rc);
+                        let mi = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 4)).unwrap();
+                        for colwise in [false, true] {
+                            if (colwise && rows < 2 * r) || (!colwise && cols < 2 * r) {
+                                continue;
+                            }
+                            let s = MapOverlap::new(weighted, r).edge(edge).pad(1).uniforms((r as i32,));
+                            let s = if colwise { s.colwise() } else { s.rowwise() };
+                            let (mut got, mut want) = (Matrix::filled(rows, cols, 3i64), Matrix::filled(rows, cols, 3i64));
+                            s.backend(B).run(&mi, &mut got).unwrap();
+                            s.backend(cpu).run(&mi, &mut want).unwrap();
+                            assert_eq!(got, want, "{rows}x{cols} r={r} colwise={colwise} {edge:?}");
+                        }
+                    }
+                }
+                // element sizes 12 (copied in 4-byte pieces), 16 (whole 16-byte words; a view
+                // at an odd offset is not 16-byte aligned) and 1
+                let n = 5000;
+                let px = Vector::from_fn(n, |i| Pixel { r: i as f32, g: (i % 7) as f32, b: -(i as f32) });
+                let aff = Vector::from_fn(n, |i| Affine { m: (i % 5) as i64 - 2, c: i as i64 });
+                let bytes = Vector::from_fn(n, |i| (i * 37 % 251) as u8);
+                for edge in edges {
+                    let s = MapOverlap::new(pixel_blur, 1).edge(edge).pad(Pixel { r: 1.0, g: 2.0, b: 3.0 });
+                    let (mut got, mut want) = (Vector::filled(n, Pixel::default()), Vector::filled(n, Pixel::default()));
+                    s.backend(B).run(&px, &mut got).unwrap();
+                    s.backend(cpu).run(&px, &mut want).unwrap();
+                    assert_eq!(got, want, "Pixel {edge:?}");
+                    for off in [0, 1] {
+                        let a = aff.view(off..n - 2);
+                        let s = MapOverlap::new(affine_window, 2).edge(edge).pad(Affine { m: 1, c: 1 });
+                        let (mut got, mut want) = (Vector::filled(n - 2 - off, Affine::default()), Vector::filled(n - 2 - off, Affine::default()));
+                        s.backend(B).run(&a, &mut got).unwrap();
+                        s.backend(cpu).run(&a, &mut want).unwrap();
+                        assert_eq!(got, want, "Affine offset {off} {edge:?}");
+                    }
+                    let s = MapOverlap::new(max3_u8, 1).edge(edge).pad(255);
+                    let (mut got, mut want) = (Vector::filled(n, 0u8), Vector::filled(n, 0u8));
+                    s.backend(B).run(&bytes.view(3..n), &mut got.view_mut(0..n - 3)).unwrap();
+                    s.backend(cpu).run(&bytes.view(3..n), &mut want.view_mut(0..n - 3)).unwrap();
+                    assert_eq!(got, want, "u8 {edge:?}");
                 }
             }
 

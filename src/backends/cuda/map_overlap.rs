@@ -1,7 +1,8 @@
-//! MapOverlap on CUDA: shared-memory tiles with halo (`cuda/map_overlap.cu`). One kernel
-//! template serves every form: a vector is a one-row matrix; row-wise is a 2D stencil of
-//! radius (0, r); column-wise one of radius (r, 0) whose tile is stored column by column,
-//! so the 1D window runs down a column contiguously.
+//! MapOverlap on CUDA: shared-memory tiles with halo (`cuda/map_overlap.cu`, geometry in
+//! [`crate::backends::stencil_tile`]). One kernel template serves every form: a vector is a
+//! one-row matrix; row-wise is a 2D stencil of radius (0, r); column-wise one of radius
+//! (r, 0) whose window each thread copies into registers, so it runs down a column
+//! contiguously.
 //!
 //! MultiStream splits a matrix into bands of rows and a vector into bands of columns; each
 //! band uploads its part of the input plus its halo (wrapping around for a cyclic edge)
@@ -15,7 +16,8 @@ use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::trace::Tag;
 use super::{assemble, call_expr, cty, uniform_params, CallSite, Cuda};
-use crate::backends::jit::ProgKey;
+use crate::backends::jit::{interned, ProgKey};
+use crate::backends::stencil_tile::{edge_code, Plan};
 use crate::backends::Stencil;
 use crate::codegen::{device_source, Dialect};
 use crate::containers::{Arg, ArgMut};
@@ -25,50 +27,7 @@ use crate::{DeviceType, Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../cuda/map_overlap.cu");
 
-/// Block shape and tile layout of one form.
-#[derive(Clone, Copy)]
-pub(crate) struct Layout {
-    bx: usize,
-    by: usize,
-    iy: usize,
-    colmajor: bool,
-}
-
-pub(crate) const FLAT: Layout = Layout {
-    bx: 256,
-    by: 1,
-    iy: 1,
-    colmajor: false,
-};
-pub(crate) const ROWS: Layout = Layout {
-    bx: 128,
-    by: 2,
-    iy: 1,
-    colmajor: false,
-};
-pub(crate) const COLS: Layout = Layout {
-    bx: 32,
-    by: 8,
-    iy: 4,
-    colmajor: true,
-};
-pub(crate) const TILE2D: Layout = Layout {
-    bx: 32,
-    by: 8,
-    iy: 4,
-    colmajor: false,
-};
-
-fn edge_code(edge: Edge) -> i32 {
-    match edge {
-        Edge::Duplicate => 0,
-        Edge::Cyclic => 1,
-        Edge::Pad => 2,
-        Edge::None => 3,
-    }
-}
-
-pub(crate) fn source<F: UserFn>(layout: Layout, elem: String, out: String) -> Result<String> {
+pub(crate) fn source<F: UserFn>(plan: &Plan, elem: String, out: String) -> Result<String> {
     let user = device_source::<F>(Dialect::Cuda)?;
     let def = F::definition();
     let site = CallSite {
@@ -77,19 +36,16 @@ pub(crate) fn source<F: UserFn>(layout: Layout, elem: String, out: String) -> Re
         window: "SKEL_W",
         stride: "SKEL_S",
     };
-    let defines = [
+    let mut defines = vec![
         ("SKEL_IN_T", elem),
         ("SKEL_OUT_T", out),
         (
             "SKEL_CALL(SKEL_W, SKEL_S)",
             call_expr(user.entry(), def, &site),
         ),
-        ("SKEL_BX", layout.bx.to_string()),
-        ("SKEL_BY", layout.by.to_string()),
-        ("SKEL_IY", layout.iy.to_string()),
-        ("SKEL_COLMAJOR", u8::from(layout.colmajor).to_string()),
         ("SKEL_PARAMS", uniform_params(def)),
     ];
+    defines.extend(plan.defines());
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -115,59 +71,47 @@ fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> 
         .collect()
 }
 
-/// A stencil over a `rows x cols` matrix.
-struct Grid2 {
-    rows: usize,
-    cols: usize,
-    radius: (usize, usize),
-    edge: Edge,
-}
-
-/// Launches the stencil kernel of module `kind` over a `rows x cols` matrix, split into
-/// bands over streams: bands of rows, or of columns for a vector (one row). Each band
-/// uploads its rows (or columns) plus the halo its outputs read.
-#[allow(clippy::too_many_arguments)]
+/// Launches the stencil kernel of `plan`, split into bands over streams: bands of rows, or
+/// of columns for a vector (one row). Each band uploads its rows (or columns) plus the halo
+/// its outputs read.
 fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     exec: &Cuda,
-    kind: &'static str,
-    layout: Layout,
+    plan: Plan,
     input: Arg<'_, T>,
     out: ArgMut<'_, F::Out>,
-    g: Grid2,
     pad: T,
     uniforms: &U,
 ) -> Result<()> {
     let ctx = ctx()?;
-    let Grid2 {
+    let Plan {
+        kind,
         rows,
         cols,
         radius: (rr, rc),
         edge,
-    } = g;
+        ..
+    } = plan;
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    let too_big = || Error::InvalidArgument(format!("stencil radius ({rr}, {rc}) is too large"));
-    let rr32 = i32::try_from(rr).map_err(|_| too_big())?;
-    let rc32 = i32::try_from(rc).map_err(|_| too_big())?;
+    let shared = plan
+        .shared_bytes()
+        .and_then(|b| u32::try_from(b).ok())
+        .filter(|&b| b <= ctx.smem_optin);
+    let (Some(shared), Some(pitch)) = (shared, plan.pitch()) else {
+        return Err(Error::InvalidArgument(format!(
+            "MapOverlap: a window of radius ({rr}, {rc}) needs a tile larger than the {} bytes \
+             of shared memory a block may use on this device; use a smaller radius",
+            ctx.smem_optin
+        )));
+    };
     let m = module(
         ctx,
-        ProgKey::of::<(F, T)>(kind, ctx.ordinal),
+        ProgKey::of::<(F, T)>(interned(plan.variant()), ctx.ordinal),
         kind,
         &["skel_overlap"],
-        || source::<F>(layout, cty::<T>(), cty::<F::Out>()),
+        || source::<F>(&plan, cty::<T>(), cty::<F::Out>()),
     )?;
-    let tw = layout.bx + 2 * rc;
-    let th = layout.by * layout.iy + 2 * rr;
-    let cells = if layout.colmajor {
-        tw * (th | 1)
-    } else {
-        tw * th
-    };
-    let shared = cells
-        .checked_mul(std::mem::size_of::<T>())
-        .and_then(|b| u32::try_from(b).ok())
-        .ok_or_else(too_big)?;
     let keep = edge == Edge::None;
     let eager = memory::eager_download(&out, exec.download);
     let n = rows * cols;
@@ -209,15 +153,15 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
         } else {
             ((part.start, part.end), (0, cols))
         };
-        let tiles_x = (col_hi - col_lo).div_ceil(layout.bx);
-        let tiles_y = (row_hi - row_lo).div_ceil(layout.by * layout.iy);
+        let (tile_rows, tile_cols) = plan.tile_outputs();
+        let tiles_x = (col_hi - col_lo).div_ceil(tile_cols);
+        let tiles_y = (row_hi - row_lo).div_ceil(tile_rows);
         let mut args = KernelArgs::default();
         args.ptr(src)
             .ptr(dst)
             .i64(rows as i64)
             .i64(cols as i64)
-            .i32(rr32)
-            .i32(rc32)
+            .i32(pitch)
             .i32(edge_code(edge))
             .value(&pad)
             .i64(tiles_x as i64)
@@ -233,7 +177,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
                 tiles_y.min(65535) as u32,
                 1,
             ),
-            block: (layout.bx as u32, layout.by as u32, 1),
+            block: (plan.layout.bx as u32, plan.layout.by as u32, 1),
             shared,
         };
         launch(ctx, lane, tag, m.func("skel_overlap")?, dims, &mut args)?;
@@ -268,30 +212,8 @@ pub(crate) fn run_1d<F: WindowFn>(
     axis: Axis,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let (rows, cols) = input.shape().dims();
-    let r = stencil.radius;
-    let (kind, layout, shape, radius) = match axis {
-        Axis::Flat => ("overlap_flat", FLAT, (1, input.shape().len()), (0, r)),
-        Axis::Rows => ("overlap_rows", ROWS, (rows, cols), (0, r)),
-        Axis::Cols => ("overlap_cols", COLS, (rows, cols), (r, 0)),
-    };
-    let (rows, cols) = shape;
-    let grid = Grid2 {
-        rows,
-        cols,
-        radius,
-        edge: stencil.edge,
-    };
-    launch_stencil::<F, F::Elem, F::Uniforms>(
-        exec,
-        kind,
-        layout,
-        input,
-        out,
-        grid,
-        stencil.pad,
-        uniforms,
-    )
+    let plan = Plan::one_d(axis, input.shape(), &stencil);
+    launch_stencil::<F, F::Elem, F::Uniforms>(exec, plan, input, out, stencil.pad, uniforms)
 }
 
 /// 2D stencil over a matrix.
@@ -302,21 +224,6 @@ pub(crate) fn run_2d<F: Window2Fn>(
     stencil: Stencil<F::Elem, (usize, usize)>,
     uniforms: &F::Uniforms,
 ) -> Result<()> {
-    let (rows, cols) = input.shape().dims();
-    let grid = Grid2 {
-        rows,
-        cols,
-        radius: stencil.radius,
-        edge: stencil.edge,
-    };
-    launch_stencil::<F, F::Elem, F::Uniforms>(
-        exec,
-        "overlap_2d",
-        TILE2D,
-        input,
-        out,
-        grid,
-        stencil.pad,
-        uniforms,
-    )
+    let plan = Plan::two_d(input.shape(), &stencil);
+    launch_stencil::<F, F::Elem, F::Uniforms>(exec, plan, input, out, stencil.pad, uniforms)
 }

@@ -6,9 +6,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::map_overlap::{COLS, FLAT, ROWS, TILE2D};
 use super::{filter, map, map_array, map_overlap, map_reduce, module_cache, reduce, scan};
 use crate::backends::jit::ProgKey;
+use crate::backends::stencil_tile::Plan;
+use crate::backends::Stencil;
+use crate::containers::Shape;
+use crate::plan::Axis;
 use crate::prelude::*;
 
 #[userfn]
@@ -145,18 +148,50 @@ fn every_template_is_valid_cpp() {
     check("scan_f32_packed", &scan::source::<add, f32>().unwrap());
     check("scan_u8_packed", &scan::source::<small, u8>().unwrap());
     check("scan_aff", &scan::source::<compose, Aff>().unwrap());
-    for (k, l) in [("flat", FLAT), ("rows", ROWS), ("cols", COLS)] {
+    for (axis, r, edge) in [
+        (Axis::Flat, 1, Edge::Duplicate),
+        (Axis::Rows, 2, Edge::Cyclic),
+        (Axis::Cols, 1, Edge::Pad),
+        (Axis::Cols, 30, Edge::None),
+    ] {
+        let stencil = Stencil {
+            radius: r,
+            edge,
+            pad: 0.0f32,
+        };
+        let plan = Plan::one_d(
+            axis,
+            Shape::Matrix {
+                rows: 4096,
+                cols: 4096,
+            },
+            &stencil,
+        );
         check(
-            &format!("overlap_{k}"),
-            &map_overlap::source::<blur>(l, "float".into(), "float".into()).unwrap(),
+            &plan.variant(),
+            &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
+        );
+    }
+    for r in [1, 7] {
+        let stencil = Stencil {
+            radius: (r, r),
+            edge: Edge::Duplicate,
+            pad: 0.0f64,
+        };
+        let plan = Plan::two_d(
+            Shape::Matrix {
+                rows: 8192,
+                cols: 8192,
+            },
+            &stencil,
+        );
+        check(
+            &plan.variant(),
+            &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),
         );
     }
     check("filter_u32", &filter::source::<multiple, u32>().unwrap());
     check("filter_aff_index", &filter::source::<early, Aff>().unwrap());
-    check(
-        "overlap_2d",
-        &map_overlap::source::<lap>(TILE2D, "double".into(), "double".into()).unwrap(),
-    );
 }
 
 /// Names the broken program in the in-memory cache.

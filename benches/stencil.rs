@@ -1,0 +1,719 @@
+//! MapOverlap on the GPU, side by side in one process, device-resident: skel CUDA and skel
+//! OpenCL against a naive hand-written CUDA C stencil of the same computation (one thread
+//! per output, global loads, compiled with NVRTC through cudarc) and the d2d copy bound
+//! (`cuMemcpyDtoD` of the same bytes). 1D radius 1, 2, 4 over vectors and 2D 3x3, 5x5, 9x9
+//! over square matrices, 2^16 .. 2^28 `f32`, `Edge::Duplicate`. GB/s count the input read
+//! once and the output written once; every skel result is checked against the hand-written
+//! one.
+//!
+//! ```text
+//! cargo bench --features "cuda opencl" --bench stencil                 # 2^16, 2^18 .. 2^28
+//! cargo bench --features "cuda opencl" --bench stencil -- --quick      # 2^16, 2^20, 2^24
+//! cargo bench --features "cuda opencl" --bench stencil -- --log2 20,28 --only 2d
+//! ```
+//!
+//! A time is per call: the best of `--reps` batches of back-to-back calls (about 2 ms of
+//! work each), each batch ended by one synchronisation, so it includes each side's cost of
+//! issuing a call (small next to the kernel from about 2^20 elements up). The OpenCL side
+//! runs on the platform `SKEL_OPENCL_DEVICE` picks (NVIDIA's, for a comparison on one
+//! GPU). Without a CUDA device it prints "skipped: no CUDA device" and exits 0.
+
+mod common;
+
+use std::ffi::{c_char, c_void, CString};
+use std::time::Instant;
+
+use cudarc::driver::{result, sys};
+use skel::prelude::*;
+
+type Res<T> = std::result::Result<T, String>;
+
+#[userfn]
+fn blur1(w: Window<f32>) -> f32 {
+    (w[-1] + w[0] + w[1]) / 3.0
+}
+
+#[userfn]
+fn blur2(w: Window<f32>) -> f32 {
+    (w[-2] + w[-1] + w[0] + w[1] + w[2]) / 5.0
+}
+
+#[userfn]
+fn blur4(w: Window<f32>) -> f32 {
+    (w[-4] + w[-3] + w[-2] + w[-1] + w[0] + w[1] + w[2] + w[3] + w[4]) / 9.0
+}
+
+#[userfn]
+fn box3(w: Window2<f32>) -> f32 {
+    (w[(-1, -1)]
+        + w[(-1, 0)]
+        + w[(-1, 1)]
+        + w[(0, -1)]
+        + w[(0, 0)]
+        + w[(0, 1)]
+        + w[(1, -1)]
+        + w[(1, 0)]
+        + w[(1, 1)])
+        / 9.0
+}
+
+#[userfn]
+fn box5(w: Window2<f32>) -> f32 {
+    (w[(-2, -2)]
+        + w[(-2, -1)]
+        + w[(-2, 0)]
+        + w[(-2, 1)]
+        + w[(-2, 2)]
+        + w[(-1, -2)]
+        + w[(-1, -1)]
+        + w[(-1, 0)]
+        + w[(-1, 1)]
+        + w[(-1, 2)]
+        + w[(0, -2)]
+        + w[(0, -1)]
+        + w[(0, 0)]
+        + w[(0, 1)]
+        + w[(0, 2)]
+        + w[(1, -2)]
+        + w[(1, -1)]
+        + w[(1, 0)]
+        + w[(1, 1)]
+        + w[(1, 2)]
+        + w[(2, -2)]
+        + w[(2, -1)]
+        + w[(2, 0)]
+        + w[(2, 1)]
+        + w[(2, 2)])
+        / 25.0
+}
+
+#[userfn]
+fn box9(w: Window2<f32>) -> f32 {
+    (w[(-4, -4)]
+        + w[(-4, -3)]
+        + w[(-4, -2)]
+        + w[(-4, -1)]
+        + w[(-4, 0)]
+        + w[(-4, 1)]
+        + w[(-4, 2)]
+        + w[(-4, 3)]
+        + w[(-4, 4)]
+        + w[(-3, -4)]
+        + w[(-3, -3)]
+        + w[(-3, -2)]
+        + w[(-3, -1)]
+        + w[(-3, 0)]
+        + w[(-3, 1)]
+        + w[(-3, 2)]
+        + w[(-3, 3)]
+        + w[(-3, 4)]
+        + w[(-2, -4)]
+        + w[(-2, -3)]
+        + w[(-2, -2)]
+        + w[(-2, -1)]
+        + w[(-2, 0)]
+        + w[(-2, 1)]
+        + w[(-2, 2)]
+        + w[(-2, 3)]
+        + w[(-2, 4)]
+        + w[(-1, -4)]
+        + w[(-1, -3)]
+        + w[(-1, -2)]
+        + w[(-1, -1)]
+        + w[(-1, 0)]
+        + w[(-1, 1)]
+        + w[(-1, 2)]
+        + w[(-1, 3)]
+        + w[(-1, 4)]
+        + w[(0, -4)]
+        + w[(0, -3)]
+        + w[(0, -2)]
+        + w[(0, -1)]
+        + w[(0, 0)]
+        + w[(0, 1)]
+        + w[(0, 2)]
+        + w[(0, 3)]
+        + w[(0, 4)]
+        + w[(1, -4)]
+        + w[(1, -3)]
+        + w[(1, -2)]
+        + w[(1, -1)]
+        + w[(1, 0)]
+        + w[(1, 1)]
+        + w[(1, 2)]
+        + w[(1, 3)]
+        + w[(1, 4)]
+        + w[(2, -4)]
+        + w[(2, -3)]
+        + w[(2, -2)]
+        + w[(2, -1)]
+        + w[(2, 0)]
+        + w[(2, 1)]
+        + w[(2, 2)]
+        + w[(2, 3)]
+        + w[(2, 4)]
+        + w[(3, -4)]
+        + w[(3, -3)]
+        + w[(3, -2)]
+        + w[(3, -1)]
+        + w[(3, 0)]
+        + w[(3, 1)]
+        + w[(3, 2)]
+        + w[(3, 3)]
+        + w[(3, 4)]
+        + w[(4, -4)]
+        + w[(4, -3)]
+        + w[(4, -2)]
+        + w[(4, -1)]
+        + w[(4, 0)]
+        + w[(4, 1)]
+        + w[(4, 2)]
+        + w[(4, 3)]
+        + w[(4, 4)])
+        / 81.0
+}
+
+/// The naive kernels: one thread per output, every window element read from global memory
+/// (through L1), borders clamped (`Edge::Duplicate`); sums in the user functions' order.
+const HAND: &str = r#"
+template <int R>
+__device__ void st1(const float* in, float* out, long long n) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float s = 0.0f;
+#pragma unroll
+    for (int d = -R; d <= R; ++d) {
+        long long j = i + d;
+        j = j < 0 ? 0 : (j >= n ? n - 1 : j);
+        s = d == -R ? in[j] : s + in[j];
+    }
+    out[i] = s / (float)(2 * R + 1);
+}
+
+template <int R>
+__device__ void st2(const float* in, float* out, long long rows, long long cols) {
+    long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    long long r = blockIdx.y * (long long)blockDim.y + threadIdx.y;
+    if (r >= rows || c >= cols) return;
+    float s = 0.0f;
+#pragma unroll
+    for (int di = -R; di <= R; ++di) {
+        long long i = r + di;
+        i = i < 0 ? 0 : (i >= rows ? rows - 1 : i);
+#pragma unroll
+        for (int dj = -R; dj <= R; ++dj) {
+            long long j = c + dj;
+            j = j < 0 ? 0 : (j >= cols ? cols - 1 : j);
+            s = (di == -R && dj == -R) ? in[i * cols + j] : s + in[i * cols + j];
+        }
+    }
+    out[r * cols + c] = s / (float)((2 * R + 1) * (2 * R + 1));
+}
+
+extern "C" __global__ void st1_r1(const float* in, float* out, long long n) { st1<1>(in, out, n); }
+extern "C" __global__ void st1_r2(const float* in, float* out, long long n) { st1<2>(in, out, n); }
+extern "C" __global__ void st1_r4(const float* in, float* out, long long n) { st1<4>(in, out, n); }
+extern "C" __global__ void st2_r1(const float* in, float* out, long long rows, long long cols) { st2<1>(in, out, rows, cols); }
+extern "C" __global__ void st2_r2(const float* in, float* out, long long rows, long long cols) { st2<2>(in, out, rows, cols); }
+extern "C" __global__ void st2_r4(const float* in, float* out, long long rows, long long cols) { st2<4>(in, out, rows, cols); }
+"#;
+
+struct Options {
+    log2: Vec<u32>,
+    reps: usize,
+    one_d: bool,
+    two_d: bool,
+}
+
+fn options() -> Res<Options> {
+    let mut o = Options {
+        log2: (16..=28).step_by(2).collect(),
+        reps: 5,
+        one_d: true,
+        two_d: true,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => (o.log2, o.reps) = (vec![16, 20, 24], 3),
+            "--log2" => {
+                let v = args.next().ok_or("--log2 needs a list, e.g. 16,20,28")?;
+                o.log2 = v
+                    .split(',')
+                    .map(|s| s.trim().parse().map_err(|_| format!("bad --log2 {v}")))
+                    .collect::<Res<_>>()?;
+            }
+            "--reps" => {
+                let v = args.next().ok_or("--reps needs a number")?;
+                o.reps = v
+                    .parse::<usize>()
+                    .map_err(|_| format!("bad --reps {v}"))?
+                    .max(1);
+            }
+            "--only" => match args.next().as_deref() {
+                Some("1d") => o.two_d = false,
+                Some("2d") => o.one_d = false,
+                other => return Err(format!("--only 1d or 2d, not {other:?}")),
+            },
+            "--bench" => {}
+            other => return Err(format!("unknown option {other} (see the file's header)")),
+        }
+    }
+    if let Some(&bad) = o.log2.iter().find(|&&l| !(2..=30).contains(&l)) {
+        return Err(format!("--log2 {bad}: sizes from 2^2 to 2^30"));
+    }
+    Ok(o)
+}
+
+fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+/// Device memory freed on drop.
+struct DevBuf {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl DevBuf {
+    fn new(bytes: usize) -> Res<Self> {
+        // SAFETY: a plain allocation, freed in drop.
+        let ptr = unsafe { result::malloc_sync(bytes.max(4)) }.map_err(drv("cuMemAlloc"))?;
+        Ok(DevBuf { ptr, bytes })
+    }
+
+    fn from(data: &[f32]) -> Res<Self> {
+        let b = DevBuf::new(std::mem::size_of_val(data))?;
+        // SAFETY: `b` holds exactly the bytes of `data`.
+        unsafe { result::memcpy_htod_sync(b.ptr, data) }.map_err(drv("cuMemcpyHtoD"))?;
+        Ok(b)
+    }
+
+    fn to_vec(&self) -> Res<Vec<f32>> {
+        let mut v = vec![0.0f32; self.bytes / 4];
+        // SAFETY: `v` holds the buffer's bytes; the copy is synchronous.
+        unsafe { result::memcpy_dtoh_sync(&mut v, self.ptr) }.map_err(drv("cuMemcpyDtoH"))?;
+        Ok(v)
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemAlloc; every use was synchronised (`Hand::sync`).
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+/// The hand-written side: raw driver calls on the primary context (the one skel uses) and
+/// a stream of its own.
+struct Hand {
+    stream: sys::CUstream,
+    module: sys::CUmodule,
+}
+
+/// Makes libnvrtc loadable: the usual CUDA directories (kept loaded, so cudarc's lookup by
+/// name finds it).
+fn ensure_nvrtc() -> Res<()> {
+    // SAFETY: only dlopens NVIDIA's library by its usual names.
+    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Ok(());
+    }
+    let dirs = [
+        std::env::var("CUDA_HOME")
+            .map(|d| format!("{d}/lib64"))
+            .ok(),
+        Some("/usr/local/cuda/lib64".to_string()),
+    ];
+    for dir in dirs.into_iter().flatten() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut libs: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().contains("libnvrtc.so"))
+            .collect();
+        libs.sort();
+        for lib in libs {
+            // SAFETY: loading NVRTC runs its initialisers only.
+            if let Ok(l) = unsafe { libloading::Library::new(&lib) } {
+                std::mem::forget(l);
+                // SAFETY: as above.
+                if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Err("libnvrtc not found (set LD_LIBRARY_PATH or CUDA_HOME)".into())
+}
+
+/// CUBIN of `src` for `arch`, with the options skel uses (no FMA contraction).
+fn compile(src: &str, arch: &str) -> Res<Vec<u8>> {
+    use cudarc::nvrtc::sys as nv;
+    ensure_nvrtc()?;
+    let csrc = CString::new(src).map_err(|e| e.to_string())?;
+    let prog = cudarc::nvrtc::result::create_program(&csrc, None)
+        .map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
+    let opts: Vec<CString> = [
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "--fmad=false".into(),
+    ]
+    .into_iter()
+    .filter_map(|o| CString::new(o).ok())
+    .collect();
+    let ptrs: Vec<*const c_char> = opts.iter().map(|c| c.as_ptr()).collect();
+    // SAFETY: a live program; the option strings outlive the call.
+    let rc = unsafe { nv::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
+    let out = if rc == nv::nvrtcResult::NVRTC_SUCCESS {
+        let mut size = 0usize;
+        // SAFETY: a compiled program; an out-pointer to a local, then a buffer of that size.
+        unsafe {
+            let _ = nv::nvrtcGetCUBINSize(prog, &mut size);
+            let mut bin = vec![0u8; size];
+            let rc = nv::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast::<c_char>());
+            (rc == nv::nvrtcResult::NVRTC_SUCCESS && size > 0)
+                .then_some(bin)
+                .ok_or_else(|| format!("nvrtcGetCUBIN: {rc:?}"))
+        }
+    } else {
+        // SAFETY: a live program.
+        let log = unsafe { cudarc::nvrtc::result::get_program_log(prog) }
+            .map(|l| l.iter().map(|&c| c as u8 as char).collect::<String>())
+            .unwrap_or_default();
+        Err(format!(
+            "the hand-written kernels do not compile: {rc:?}\n{log}"
+        ))
+    };
+    // SAFETY: not used afterwards.
+    let _ = unsafe { cudarc::nvrtc::result::destroy_program(prog) };
+    out
+}
+
+impl Hand {
+    fn new() -> Res<Self> {
+        result::init().map_err(drv("cuInit"))?;
+        let ordinal = std::env::var("SKEL_CUDA_DEVICE")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        let dev = result::device::get(ordinal).map_err(drv("cuDeviceGet"))?;
+        // SAFETY: the primary context is retained for the process (skel retains it too).
+        let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(drv("retain"))?;
+        // SAFETY: just retained.
+        unsafe { result::ctx::set_current(ctx) }.map_err(drv("cuCtxSetCurrent"))?;
+        use sys::CUdevice_attribute as A;
+        // SAFETY: a valid device.
+        let at = |a| unsafe { result::device::get_attribute(dev, a) }.map_err(drv("attribute"));
+        let arch = format!(
+            "sm_{}{}",
+            at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?
+        );
+        let image = compile(HAND, &arch)?;
+        // SAFETY: a complete CUBIN for this device; never unloaded.
+        let module = unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }
+            .map_err(drv("cuModuleLoadData"))?;
+        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(drv("cuStreamCreate"))?;
+        Ok(Hand { stream, module })
+    }
+
+    /// Launches kernel `name` of [`HAND`] with `args` (each a pointer or an `i64`).
+    fn launch(&self, name: &str, grid: (u32, u32), block: (u32, u32), args: &[u64]) -> Res<()> {
+        let cname = CString::new(name).map_err(|e| e.to_string())?;
+        // SAFETY: the module is loaded for the process.
+        let f = unsafe { result::module::get_function(self.module, cname) }
+            .map_err(drv("cuModuleGetFunction"))?;
+        let mut vals = args.to_vec();
+        let mut ptrs: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+        // SAFETY: every kernel of HAND is launched with exactly its parameters (8 bytes
+        // each), device pointers to live buffers of the sizes the kernel indexes.
+        unsafe {
+            result::launch_kernel(
+                f,
+                (grid.0, grid.1, 1),
+                (block.0, block.1, 1),
+                0,
+                self.stream,
+                &mut ptrs,
+            )
+        }
+        .map_err(drv(name))
+    }
+
+    fn sync(&self) -> Res<()> {
+        // SAFETY: our stream.
+        unsafe { result::stream::synchronize(self.stream) }.map_err(drv("sync"))
+    }
+}
+
+/// Seconds per call of `call`: best of `reps` batches of `calls` calls, each batch ended by
+/// `sync`; one untimed batch first (compiles, uploads).
+fn per_call(
+    reps: usize,
+    calls: usize,
+    mut call: impl FnMut() -> Res<()>,
+    sync: impl Fn() -> Res<()>,
+) -> Res<f64> {
+    let mut best = f64::INFINITY;
+    for rep in 0..=reps {
+        sync()?;
+        let t = Instant::now();
+        for _ in 0..calls {
+            call()?;
+        }
+        sync()?;
+        if rep > 0 {
+            best = best.min(t.elapsed().as_secs_f64() / calls as f64);
+        }
+    }
+    Ok(best)
+}
+
+/// Waits for everything skel enqueued on `b`.
+fn skel_sync(b: Backend, probe: &Vector<f32>) -> Res<()> {
+    match b {
+        Backend::Cuda => skel::debug::synchronize().map_err(|e| e.to_string()),
+        // One in-order queue: a Reduce, which reads its result back, waits for all of it.
+        _ => Reduce::new(add)
+            .backend(b)
+            .run(probe)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+    }
+}
+
+#[userfn]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+fn check(what: &str, got: &[f32], want: &[f32]) -> Res<()> {
+    let bad = got
+        .iter()
+        .zip(want)
+        .position(|(&g, &w)| (g - w).abs() > 1e-5 * w.abs().max(1.0) || g.is_nan());
+    match bad {
+        None if got.len() == want.len() => Ok(()),
+        None => Err(format!("{what}: {} values, want {}", got.len(), want.len())),
+        Some(i) => Err(format!(
+            "{what}: [{i}] = {}, hand-written {}",
+            got[i], want[i]
+        )),
+    }
+}
+
+/// One stencil at one size: `(skel cuda, skel opencl, hand, copy)` seconds per call, or
+/// why a column is missing.
+struct Row {
+    name: String,
+    n: usize,
+    cells: [Res<f64>; 4],
+}
+
+impl Row {
+    fn print(&self) {
+        let gbs = |t: &Res<f64>| match t {
+            Ok(t) => format!("{:.0}", 8.0 * self.n as f64 / t / 1e9),
+            Err(_) => "-".into(),
+        };
+        let ratio = |a: &Res<f64>, b: &Res<f64>| match (a, b) {
+            (Ok(a), Ok(b)) => format!("{:.2}", b / a),
+            _ => "-".into(),
+        };
+        let [cuda, ocl, hand, copy] = &self.cells;
+        println!(
+            "| {} | 2^{} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            self.name,
+            self.n.trailing_zeros(),
+            gbs(cuda),
+            gbs(ocl),
+            gbs(hand),
+            gbs(copy),
+            ratio(cuda, copy),
+            ratio(cuda, hand),
+            ratio(ocl, copy),
+            ratio(ocl, hand),
+        );
+        for (what, c) in ["skel cuda", "skel opencl", "hand", "copy"]
+            .iter()
+            .zip(&self.cells)
+        {
+            if let Err(e) = c {
+                println!("|   {what}: {} | | | | | | | | | |", e.replace('\n', " "));
+            }
+        }
+    }
+}
+
+/// What a row runs: the hand kernel's launch and the skel call (`true`: read the result
+/// back).
+struct Case<'a> {
+    name: String,
+    n: usize,
+    hand: &'a dyn Fn(&Hand, &DevBuf, &DevBuf) -> Res<()>,
+    skel: &'a mut dyn FnMut(Backend, bool) -> skel::Result<Option<Vec<f32>>>,
+}
+
+fn row(h: &Hand, o: &Options, host: &[f32], case: Case<'_>, probe: &Vector<f32>) -> Row {
+    let n = case.n;
+    let calls = ((1usize << 26) / n).clamp(3, 400);
+    let bufs = DevBuf::from(host).and_then(|i| Ok((i, DevBuf::new(4 * n)?)));
+    let (inp, out) = match bufs {
+        Ok(b) => b,
+        Err(e) => {
+            let cells = [Err(e.clone()), Err(e.clone()), Err(e.clone()), Err(e)];
+            return Row {
+                name: case.name,
+                n,
+                cells,
+            };
+        }
+    };
+    let hand = per_call(o.reps, calls, || (case.hand)(h, &inp, &out), || h.sync());
+    let want = out.to_vec();
+    let copy = per_call(
+        o.reps,
+        calls,
+        // SAFETY: both buffers hold 4n bytes; the stream orders the copies.
+        || {
+            unsafe { result::memcpy_dtod_async(out.ptr, inp.ptr, 4 * n, h.stream) }
+                .map_err(drv("cuMemcpyDtoD"))
+        },
+        || h.sync(),
+    );
+    let mut timed = |b: Backend| -> Res<f64> {
+        b.check().map_err(|e| e.to_string())?;
+        let got = (case.skel)(b, true)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        check(&case.name, &got, want.as_ref().map_err(|e| e.clone())?)?;
+        let mut call = || (case.skel)(b, false).map(|_| ()).map_err(|e| e.to_string());
+        per_call(o.reps, calls, &mut call, || skel_sync(b, probe))
+    };
+    let cuda = timed(Backend::Cuda);
+    let ocl = timed(Backend::OpenCl);
+    Row {
+        name: case.name,
+        n,
+        cells: [cuda, ocl, hand, copy],
+    }
+}
+
+fn main() {
+    let o = match options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = Backend::Cuda.check() {
+        println!("skipped: no CUDA device");
+        eprintln!("({e})");
+        return;
+    }
+    let h = match Hand::new() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let probe = Vector::from(vec![1.0f32; 4]);
+    println!("### MapOverlap, device-resident, f32, Edge::Duplicate (GB/s: 8 bytes per element)\n");
+    println!(
+        "| stencil | elements | skel cuda GB/s | skel opencl GB/s | hand-written GB/s | \
+         d2d copy GB/s | cuda / copy | cuda / hand | opencl / copy | opencl / hand |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for &log2 in &o.log2 {
+        let n = 1usize << log2;
+        let host = common::data(n, 7);
+        if o.one_d {
+            let v = Vector::from(host.clone());
+            let mut out: Vector<f32> = Vector::zeroed(n);
+            for r in [1usize, 2, 4] {
+                let kernel = format!("st1_r{r}");
+                let mut skel = |b: Backend, read: bool| {
+                    match r {
+                        1 => MapOverlap::new(blur1, 1)
+                            .backend(b)
+                            .download(false)
+                            .run(&v, &mut out),
+                        2 => MapOverlap::new(blur2, 2)
+                            .backend(b)
+                            .download(false)
+                            .run(&v, &mut out),
+                        _ => MapOverlap::new(blur4, 4)
+                            .backend(b)
+                            .download(false)
+                            .run(&v, &mut out),
+                    }?;
+                    Ok(read.then(|| out.to_vec()))
+                };
+                let case = Case {
+                    name: format!("1D radius {r}"),
+                    n,
+                    hand: &|h, i, out| {
+                        let grid = (n.div_ceil(256) as u32, 1);
+                        h.launch(&kernel, grid, (256, 1), &[i.ptr, out.ptr, n as u64])
+                    },
+                    skel: &mut skel,
+                };
+                row(&h, &o, &host, case, &probe).print();
+            }
+        }
+        if o.two_d && log2 % 2 == 0 {
+            let side = 1usize << (log2 / 2);
+            let m = match Matrix::from_vec(side, side, host.clone()) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("{e}");
+                    continue;
+                }
+            };
+            let mut out: Matrix<f32> = Matrix::zeroed(side, side);
+            for r in [1usize, 2, 4] {
+                let kernel = format!("st2_r{r}");
+                let edge = Edge::Duplicate;
+                let mut skel = |b: Backend, read: bool| {
+                    match r {
+                        1 => MapOverlap::new(box3, (1, 1))
+                            .edge(edge)
+                            .backend(b)
+                            .download(false)
+                            .run(&m, &mut out),
+                        2 => MapOverlap::new(box5, (2, 2))
+                            .edge(edge)
+                            .backend(b)
+                            .download(false)
+                            .run(&m, &mut out),
+                        _ => MapOverlap::new(box9, (4, 4))
+                            .edge(edge)
+                            .backend(b)
+                            .download(false)
+                            .run(&m, &mut out),
+                    }?;
+                    Ok(read.then(|| out.as_slice().to_vec()))
+                };
+                let case = Case {
+                    name: format!("2D {0}x{0}", 2 * r + 1),
+                    n,
+                    hand: &|h, i, out| {
+                        let grid = (side.div_ceil(32) as u32, side.div_ceil(8) as u32);
+                        h.launch(
+                            &kernel,
+                            grid,
+                            (32, 8),
+                            &[i.ptr, out.ptr, side as u64, side as u64],
+                        )
+                    },
+                    skel: &mut skel,
+                };
+                row(&h, &o, &host, case, &probe).print();
+            }
+        }
+    }
+}
