@@ -2,7 +2,8 @@
 //!
 //! Data-parallel skeletons — [`Map`], [`Reduce`], [`MapReduce`], [`MapArray`],
 //! [`MapOverlap`], [`Scan`] — over smart containers ([`Vector`], [`Matrix`]), from one user
-//! function written in Rust, on the sequential CPU, Rayon, CUDA or OpenCL.
+//! function written in Rust, on the sequential CPU, Rayon, CUDA or OpenCL; and
+//! [`stream`]: pipelines and farms of threads over a stream of items, around them.
 //!
 //! ```
 //! use skel::prelude::*;
@@ -126,6 +127,7 @@ pub mod debug;
 mod error;
 mod plan;
 pub mod skeletons;
+pub mod stream;
 pub mod trace;
 pub mod userfn;
 
