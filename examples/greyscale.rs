@@ -19,7 +19,7 @@
 //! ```
 
 #[path = "common/greyscale_io.rs"]
-mod io;
+pub mod io;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
