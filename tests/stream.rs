@@ -15,6 +15,18 @@ fn triple(x: f32) -> f32 {
     3.0 * x
 }
 
+/// The parts of an `Error::Stage`; any other error fails the test.
+fn stage_error(err: Error) -> (usize, usize, Error) {
+    match err {
+        Error::Stage {
+            stage,
+            item,
+            source,
+        } => (stage, item, *source),
+        other => panic!("not a stage error: {other}"),
+    }
+}
+
 #[test]
 fn a_skeleton_inside_a_stage_keeps_order_through_farms() -> Result<()> {
     let report = Pipeline::from_iter(0..24usize)
@@ -64,16 +76,9 @@ fn errors_name_stage_and_item_and_keep_the_source() {
         .run()
         .unwrap_err();
     assert_eq!(err.to_string(), "stage 1 failed on item 6: disk full");
-    let Error::Stage {
-        stage,
-        item,
-        source,
-    } = err
-    else {
-        panic!("not a stage error: {err}")
-    };
+    let (stage, item, source) = stage_error(err);
     assert_eq!((stage, item), (1, 6));
-    assert!(matches!(*source, Error::Other(ref e) if e.is::<std::io::Error>()));
+    assert!(matches!(source, Error::Other(ref e) if e.is::<std::io::Error>()));
 }
 
 #[test]
@@ -87,16 +92,9 @@ fn skeleton_errors_pass_through_unchanged() {
         })
         .run()
         .unwrap_err();
-    let Error::Stage {
-        stage,
-        item,
-        source,
-    } = err
-    else {
-        panic!("not a stage error")
-    };
+    let (stage, item, source) = stage_error(err);
     assert_eq!((stage, item), (0, 1));
-    assert!(matches!(*source, Error::ShapeMismatch { .. }), "{source}");
+    assert!(matches!(source, Error::ShapeMismatch { .. }), "{source}");
 }
 
 #[test]
@@ -108,16 +106,9 @@ fn panics_become_errors() {
         })
         .run()
         .unwrap_err();
-    let Error::Stage {
-        stage,
-        item,
-        source,
-    } = err
-    else {
-        panic!("not a stage error")
-    };
+    let (stage, item, source) = stage_error(err);
     assert_eq!((stage, item), (0, 5));
-    let Error::Other(inner) = *source else {
+    let Error::Other(inner) = source else {
         panic!("not wrapped")
     };
     let panic = inner.downcast_ref::<StagePanic>().expect("a StagePanic");

@@ -55,11 +55,11 @@ where
         let (done_tx, done_rx) = bounded(window);
         let (tx, rx) = bounded(capacity);
         let f = Arc::new(f);
-        for _ in 0..workers {
+        for w in 0..workers {
             let (input, ticket_box, done_tx) = (input.clone(), ticket_box.clone(), done_tx.clone());
-            let (f, ctx) = (Arc::clone(&f), Arc::clone(ctx));
-            scope.spawn(move || {
-                let mut worker = Worker::new(&ctx, stage);
+            let (f, shared) = (Arc::clone(&f), Arc::clone(ctx));
+            ctx.spawn(scope, format!("stage-{stage}-worker-{w}"), move || {
+                let mut worker = Worker::new(&shared, stage);
                 while ticket_box.recv().is_ok() {
                     let Ok(msg) = input.recv() else { break };
                     if done_tx.send(worker.process(msg, &*f)).is_err() {
@@ -68,7 +68,8 @@ where
                 }
             });
         }
-        scope.spawn(move || collect_in_order(done_rx, tx, tickets));
+        let what = format!("stage-{stage}-order");
+        ctx.spawn(scope, what, move || collect_in_order(done_rx, tx, tickets));
         rx
     }
 }

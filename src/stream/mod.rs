@@ -67,7 +67,7 @@ pub use report::{Report, StageReport};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::{Error, Result};
@@ -166,6 +166,25 @@ impl Ctx {
             *failure = Some((stage, seq, error));
         }
         self.stop_after.fetch_min(seq, Ordering::AcqRel);
+    }
+
+    /// Starts a named thread of the pipeline (`skel-stream-<what>`, seen in panic messages
+    /// and debuggers). If the system refuses, the closure is dropped with its channels, so
+    /// the threads around it wind down, and the run fails with that reason.
+    fn spawn<'s, 'e>(
+        self: &Arc<Self>,
+        scope: &'s std::thread::Scope<'s, 'e>,
+        what: String,
+        f: impl FnOnce() + Send + 's,
+    ) {
+        let name = format!("skel-stream-{what}");
+        if let Err(e) = std::thread::Builder::new()
+            .name(name)
+            .spawn_scoped(scope, f)
+        {
+            let error = Error::other(format!("cannot start a thread for {what}: {e}"));
+            self.fail(pipeline::SOURCE, 0, error);
+        }
     }
 
     fn take_failure(&self) -> Option<Error> {

@@ -45,8 +45,9 @@ where
     ) -> Receiver<Msg<I::Item>> {
         let (tx, rx) = bounded(capacity);
         let mut items = self.0;
-        let ctx = Arc::clone(ctx);
-        scope.spawn(move || {
+        let shared = Arc::clone(ctx);
+        ctx.spawn(scope, "input".into(), move || {
+            let ctx = shared;
             for seq in 0.. {
                 if ctx.skips(seq) {
                     break;
@@ -98,9 +99,9 @@ where
         let StageLink { prev, mut f, stage } = *self;
         let input = prev.spawn(scope, ctx, capacity);
         let (tx, rx) = bounded(capacity);
-        let ctx = Arc::clone(ctx);
-        scope.spawn(move || {
-            let mut worker = Worker::new(&ctx, stage);
+        let shared = Arc::clone(ctx);
+        ctx.spawn(scope, format!("stage-{stage}"), move || {
+            let mut worker = Worker::new(&shared, stage);
             for msg in input {
                 if tx.send(worker.process(msg, &mut f)).is_err() {
                     break;
