@@ -23,10 +23,11 @@ pub mod io;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
+use crossbeam::channel::{bounded, Receiver, Sender};
 use io::{Checked, Res};
 use skel::prelude::*;
 use skel::stream::Pipeline;
@@ -115,19 +116,28 @@ enum Source {
     Synthetic(Arc<Vec<Pixel>>, (u32, u32)),
 }
 
-/// The task travelling down the pipeline.
+/// The task travelling down the pipeline. Its containers are lent by a pool and go back to
+/// it when the frame is dropped (also when a stage fails on it).
 struct Frame {
     name: String,
     size: (u32, u32),
     write: bool,
     rgb: Vector<Pixel>,
     out: Vector<Pixel>,
-    /// Mean 8-bit luma of the input, from the stats farm.
-    mean_in: f64,
+    mean_in: f64, // from the stats farm
+    pool: Sender<Pair>,
 }
 
-/// Finished frames' containers, refilled by the decode farm: no allocation per frame.
-type Spare = Mutex<Vec<(Vector<Pixel>, Vector<Pixel>)>>;
+type Pair = (Vector<Pixel>, Vector<Pixel>);
+type Pool = (Sender<Pair>, Receiver<Pair>);
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        let rgb = std::mem::replace(&mut self.rgb, Vector::zeroed(0));
+        let out = std::mem::replace(&mut self.out, Vector::zeroed(0));
+        let _ = self.pool.send((rgb, out)); // never blocks: the pool has room for every pair
+    }
+}
 
 fn main() -> ExitCode {
     match run(Args::parse()) {
@@ -143,11 +153,7 @@ fn main() -> ExitCode {
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
 fn run(args: Args) -> Res<bool> {
     if args.stream {
-        return Err(
-            "--stream moved to its own example: cargo run --release --features cuda \
-            --example greyscale_stream -- --backend cuda --frames 60 --repeat 3 --check"
-                .into(),
-        );
+        return Err("--stream moved to its own example: greyscale_stream (see README)".into());
     }
     let files = io::collect_images(&args.input)?;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -157,24 +163,18 @@ fn run(args: Args) -> Res<bool> {
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let workers = args.workers.unwrap_or(cores);
 
-    let pass: Vec<(Source, bool)> = match args.frames {
-        None => files
-            .iter()
-            .map(|f| (Source::File(f.clone()), true))
-            .collect(),
+    let ((w, h), write) = (args.size, args.frames.is_none() || args.write_synthetic);
+    let sources: Vec<Source> = match args.frames {
+        None => files.iter().cloned().map(Source::File).collect(),
         Some(n) => {
-            let (w, h) = args.size;
-            let bases = files
-                .iter()
-                .map(|f| io::synthetic_base(f, w, h).map(Arc::new));
-            let bases = bases.collect::<Res<Vec<_>>>()?;
-            let base = |i: usize| Arc::clone(&bases[i % bases.len()]);
-            let frame = |i| (Source::Synthetic(base(i), args.size), args.write_synthetic);
+            let base = |f: &PathBuf| io::synthetic_base(f, w, h).map(Arc::new);
+            let bases = files.iter().map(base).collect::<Res<Vec<_>>>()?;
+            let frame = |i: usize| Source::Synthetic(Arc::clone(&bases[i % bases.len()]), (w, h));
             (0..n).map(frame).collect()
         }
     };
     let jobs: Vec<(Source, bool)> = (0..args.repeat)
-        .flat_map(|rep| pass.iter().map(move |(s, w)| (s.clone(), *w && rep == 0)))
+        .flat_map(|rep| sources.iter().map(move |s| (s.clone(), write && rep == 0)))
         .collect();
     if jobs.iter().any(|(_, write)| *write) {
         let err = |e| format!("cannot create {}: {e}", out_dir.display());
@@ -194,13 +194,19 @@ fn run(args: Args) -> Res<bool> {
         println!("kernel ready in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
     }
 
-    let spare = Spare::default();
+    // Containers for the frames in flight, allocated once (pinned with CUDA). Decode waits
+    // for a free pair (in its busy time); no deadlock, as the pool holds more pairs than the
+    // decode farm holds frames (workers + channel capacity 2).
+    let (t, pairs) = (Instant::now(), 2 * workers + 4);
+    let pool: Pool = bounded(pairs);
+    let len = args.frames.map_or(0, |_| w as usize * h as usize);
+    (0..pairs).for_each(|_| drop(pool.0.send((Vector::zeroed(len), Vector::zeroed(len)))));
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    println!("{pairs} frame buffers ready in {ms:.0} ms");
     let bar = indicatif::ProgressBar::new(n as u64);
     let (check, out_dir) = (args.check, out_dir.as_path());
     let report = Pipeline::from_iter(jobs.into_iter().enumerate())
-        .farm(workers, |(i, (source, write))| {
-            load(i, source, write, &spare)
-        })
+        .farm(workers, |job| load(job, &pool))
         .name("decode")
         .stage(move |mut f: Frame| {
             map.run(&f.rgb, &mut f.out)?;
@@ -209,7 +215,7 @@ fn run(args: Args) -> Res<bool> {
         .name("map (skel)")
         .farm(workers, stats)
         .name("cpu stats")
-        .farm(workers, |f| finish(f, check, out_dir, &bar, &spare))
+        .farm(workers, |f| finish(f, check, out_dir, &bar))
         .name("check+encode")
         .progress(|done| bar.set_position(done as u64))
         .run()?;
@@ -226,8 +232,8 @@ fn run(args: Args) -> Res<bool> {
 }
 
 /// Decode farm: a photo decoded, or a synthetic frame copied (as a producer would), into
-/// spare containers.
-fn load(i: usize, source: Source, write: bool, spare: &Spare) -> skel::Result<Frame> {
+/// containers from the pool.
+fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Result<Frame> {
     let (name, size, pixels) = match source {
         Source::File(path) => {
             let img = io::decode(&path).map_err(Error::other)?;
@@ -237,15 +243,12 @@ fn load(i: usize, source: Source, write: bool, spare: &Spare) -> skel::Result<Fr
         }
         Source::Synthetic(base, size) => (format!("synthetic-{i:05}"), size, base),
     };
-    let n = pixels.len();
-    let reused = {
-        let mut spare = spare.lock().unwrap_or_else(|p| p.into_inner());
-        let at = spare.iter().position(|(rgb, _)| rgb.len() == n);
-        at.map(|i| spare.swap_remove(i))
-    };
-    let (mut rgb, out) = reused.unwrap_or_else(|| (Vector::zeroed(n), Vector::zeroed(n)));
+    let (mut rgb, mut out) = pool.1.recv().map_err(Error::other)?;
+    if rgb.len() != pixels.len() {
+        (rgb, out) = (Vector::zeroed(pixels.len()), Vector::zeroed(pixels.len()));
+    }
     rgb.try_as_mut_slice()?.copy_from_slice(&pixels);
-    let mean_in = 0.0; // the stats farm's
+    let (mean_in, pool) = (0.0, pool.0.clone());
     Ok(Frame {
         name,
         size,
@@ -253,6 +256,7 @@ fn load(i: usize, source: Source, write: bool, spare: &Spare) -> skel::Result<Fr
         rgb,
         out,
         mean_in,
+        pool,
     })
 }
 
@@ -269,13 +273,12 @@ fn stats(mut f: Frame) -> skel::Result<Frame> {
 }
 
 /// Check + encode farm: reads the Map result (on a device backend, the copy-back), checks
-/// it, writes the PNG, and hands the containers back to the decode farm.
+/// it and writes the PNG.
 fn finish(
     f: Frame,
     check: bool,
     out_dir: &std::path::Path,
     bar: &indicatif::ProgressBar,
-    spare: &Spare,
 ) -> skel::Result<Checked> {
     let out = f.out.try_as_slice()?;
     let checked = match check {
@@ -293,7 +296,5 @@ fn finish(
         let what = format!("{w}x{h}, mean luma in {mean_in:.1}, mean grey out {mean:.1}");
         bar.suspend(|| println!("  wrote {} ({what})", path.display()));
     }
-    let mut spare = spare.lock().unwrap_or_else(|p| p.into_inner());
-    spare.push((f.rgb, f.out));
     Ok(checked)
 }
