@@ -40,7 +40,7 @@
 //! returns `Err(Error::Stage { stage, item, source })`. If several items fail, the error is
 //! the one a plain sequential loop over the items would have met first: the earliest failing
 //! item in input order, at the first stage it failed in. A panic's message comes back as
-//! [`Error::Other`](crate::Error::Other) holding a [`StagePanic`].
+//! [`Error::Other`] holding a [`StagePanic`].
 //!
 //! ```
 //! use skel::{stream::Pipeline, Error};
