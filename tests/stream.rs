@@ -208,8 +208,8 @@ struct Case {
 
 fn cases() -> impl Strategy<Value = Case> {
     (
-        0usize..40,
-        prop::collection::vec(prop::option::of(1usize..6), 1..5),
+        0usize..60,
+        prop::collection::vec(prop::option::of(1usize..9), 1..5),
         0usize..4,
     )
         .prop_flat_map(|(items, stages, capacity)| {
@@ -286,7 +286,7 @@ fn expected_value(i: usize, stages: usize) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
     fn no_item_lost_or_duplicated(case in cases()) {
