@@ -150,9 +150,9 @@ impl<'a, T: Send + 'a> Pipeline<'a, T> {
     ///
     /// ```
     /// use skel::stream::Pipeline;
-    /// let report = Pipeline::from_iter(0u64..).stage(|x| Ok(x)).progress(|_| {});
-    /// // (not run: it would never end)
-    /// # drop(report);
+    /// let endless = Pipeline::from_iter(0u64..).farm(4, |x| Ok(x * x));
+    /// // Not run here: it would never end. With `.take(n)` on the input it would.
+    /// # drop(endless);
     /// ```
     // Not `FromIterator`: that trait cannot require the iterator to be `Send`, and the
     // iterator runs on its own thread.
