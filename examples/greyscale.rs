@@ -153,7 +153,7 @@ fn main() -> ExitCode {
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
 fn run(args: Args) -> Res<bool> {
     if args.stream {
-        return Err("--stream moved to its own example: greyscale_stream (see README)".into());
+        return Err("--stream moved: cargo run --release --example greyscale_stream".into());
     }
     let files = io::collect_images(&args.input)?;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
