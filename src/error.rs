@@ -60,9 +60,38 @@ pub enum Error {
     /// Anything else the CUDA or OpenCL runtime reported.
     #[error("driver error: {0}")]
     Driver(String),
+    /// A stage of a [`skel::stream::Pipeline`](crate::stream::Pipeline) failed (returned
+    /// `Err` or panicked) on one item; the pipeline was stopped and drained.
+    #[error("stage {stage} failed on item {item}: {source}")]
+    Stage {
+        /// 0-based position of the stage (or farm) in the pipeline.
+        stage: usize,
+        /// 0-based position of the failing item in the pipeline's input.
+        item: usize,
+        /// What the stage reported (a panic becomes [`Error::Other`]).
+        source: Box<Error>,
+    },
+    /// An error of the user's own, wrapped by [`Error::other`].
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl Error {
+    /// Wraps an error of the user's own (anything `std::error::Error + Send + Sync`, or a
+    /// message) so that it can travel as a `skel::Error`, e.g. out of a pipeline stage.
+    ///
+    /// ```
+    /// let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such photo");
+    /// let err = skel::Error::other(io);
+    /// assert_eq!(err.to_string(), "no such photo");
+    /// assert!(matches!(err, skel::Error::Other(_)));
+    /// let msg = skel::Error::other("frame 3 is empty");
+    /// assert_eq!(msg.to_string(), "frame 3 is empty");
+    /// ```
+    pub fn other(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        Error::Other(error.into())
+    }
+
     pub(crate) fn shape(
         context: impl Into<String>,
         expected: impl std::fmt::Display,

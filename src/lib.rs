@@ -1,8 +1,10 @@
 //! # skel
 //!
 //! Data-parallel skeletons — [`Map`], [`Reduce`], [`MapReduce`], [`MapArray`],
-//! [`MapOverlap`], [`Scan`], [`MapPairs`], [`MapPairsReduce`] — over smart containers ([`Vector`], [`Matrix`]), from one user
-//! function written in Rust, on the sequential CPU, Rayon, CUDA or OpenCL.
+//! [`MapOverlap`], [`Scan`], [`MapPairs`], [`MapPairsReduce`], [`Filter`] — over smart containers
+//! ([`Vector`], [`Matrix`]), from one user function written in Rust, on the sequential CPU,
+//! Rayon, CUDA or OpenCL; and [`stream`]: pipelines and farms of threads over a stream of
+//! items, around them.
 //!
 //! ```
 //! use skel::prelude::*;
@@ -157,6 +159,7 @@ pub mod debug;
 mod error;
 mod plan;
 pub mod skeletons;
+pub mod stream;
 pub mod trace;
 pub mod userfn;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peer of skel's image-stream benchmark (MultiStream, examples/greyscale.rs).
+"""PyTorch peer of skel's image-stream benchmark (MultiStream, examples/greyscale_stream.rs).
 
 What it measures: a stream of --frames frames of WIDTHxHEIGHT RGB f32 pixels (interleaved
 r,g,b float32; 24,883,200 bytes for 1920x1080), each in its own pinned host tensor, is
