@@ -1,0 +1,86 @@
+//! SkePU's `median` filter: a 2D MapOverlap whose user function copies its 5x5 window into
+//! a local array and sorts it. Removes salt-and-pepper noise from a grey image.
+//!
+//! `cargo run --example skepu_median -- --backend rayon --size 128`
+
+use skel::prelude::*;
+
+mod common;
+
+#[userfn]
+fn median5x5(w: Window2<f32>) -> f32 {
+    let mut v = [0.0f32; 25];
+    let mut k = 0;
+    for di in -2..=2 {
+        for dj in -2..=2 {
+            v[k] = w[(di, dj)];
+            k += 1;
+        }
+    }
+    // Insertion sort: 25 elements, no recursion, no heap.
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+    v[12]
+}
+
+/// `image` filtered on `backend`; borders repeat the edge pixels.
+pub fn compute(backend: Backend, image: &Matrix<f32>) -> skel::Result<Matrix<f32>> {
+    let mut out = Matrix::zeroed(image.rows(), image.cols());
+    MapOverlap::new(median5x5, (2, 2))
+        .edge(Edge::Duplicate)
+        .backend(backend)
+        .run(image, &mut out)?;
+    Ok(out)
+}
+
+/// The same in plain Rust: clamp to the border, sort, take the middle.
+pub fn reference(image: &Matrix<f32>) -> Matrix<f32> {
+    let (rows, cols) = (image.rows() as isize, image.cols() as isize);
+    Matrix::from_fn(image.rows(), image.cols(), |r, c| {
+        let mut window: Vec<f32> = (0..25)
+            .map(|k| {
+                let rr = (r as isize + k / 5 - 2).clamp(0, rows - 1);
+                let cc = (c as isize + k % 5 - 2).clamp(0, cols - 1);
+                image[(rr as usize, cc as usize)]
+            })
+            .collect();
+        window.sort_by(f32::total_cmp);
+        window[12]
+    })
+}
+
+/// A smooth `n x n` image with 10 % of its pixels set to black or white.
+pub fn inputs(n: usize) -> Matrix<f32> {
+    let noise = common::data(n * n, 9);
+    Matrix::from_fn(n, n, |r, c| match noise[r * n + c] {
+        p if p < 0.05 => 0.0,
+        p if p < 0.10 => 255.0,
+        _ => 128.0 + 100.0 * ((r as f32 * 0.1).sin() * (c as f32 * 0.07).cos()),
+    })
+}
+
+fn main() -> std::process::ExitCode {
+    common::main("skepu_median", 128, |backend, n| {
+        let image = inputs(n);
+        let (got, want) = (compute(backend, &image)?, reference(&image));
+        let extreme = |m: &Matrix<f32>| {
+            m.as_slice()
+                .iter()
+                .filter(|&&p| p == 0.0 || p == 255.0)
+                .count()
+        };
+        let line = format!(
+            "salt-and-pepper pixels: {} before, {} after",
+            extreme(&image),
+            extreme(&got)
+        );
+        Ok((line, got == want))
+    })
+}
