@@ -4,6 +4,10 @@
 //! reorder. Small sizes, so the debug build stays fast; a backend without a device prints
 //! `skipped: no <backend> device` unless `SKEL_REQUIRE` names it.
 
+// Every example is a crate of its own with `mod common;`, so this file, which includes them
+// all, holds one copy of the helpers per example.
+#![allow(clippy::duplicate_mod)]
+
 mod common;
 
 use skel::prelude::*;
@@ -33,7 +37,6 @@ examples! {
     taylor: "../examples/skepu/taylor.rs"
 }
 
-#[allow(dead_code)]
 #[path = "../examples/skepu/common.rs"]
 mod check;
 
