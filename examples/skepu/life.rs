@@ -46,9 +46,9 @@ pub fn compute(
 /// The same in plain Rust, wrapping around the edges.
 pub fn reference(board: &Matrix<u8>, generations: usize) -> Matrix<u8> {
     let (rows, cols) = (board.rows(), board.cols());
-    let mut b = board.clone();
+    let mut b = board.to_vec();
     for _ in 0..generations {
-        b = Matrix::from_fn(rows, cols, |r, c| {
+        let next = Matrix::from_fn(rows, cols, |r, c| {
             let around = [
                 (rows - 1, cols - 1),
                 (rows - 1, 0),
@@ -61,12 +61,13 @@ pub fn reference(board: &Matrix<u8>, generations: usize) -> Matrix<u8> {
             ];
             let n: u8 = around
                 .iter()
-                .map(|&(dr, dc)| b[((r + dr) % rows, (c + dc) % cols)])
+                .map(|&(dr, dc)| b[(r + dr) % rows * cols + (c + dc) % cols])
                 .sum();
-            u8::from(n == 3 || (b[(r, c)] == 1 && n == 2))
+            u8::from(n == 3 || (b[r * cols + c] == 1 && n == 2))
         });
+        b = next.to_vec();
     }
-    b
+    Matrix::from_vec(rows, cols, b).expect("rows * cols cells")
 }
 
 /// An `n x n` board, about a third alive, with a glider in the corner.

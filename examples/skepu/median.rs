@@ -50,12 +50,13 @@ pub fn compute(backend: Backend, image: &Matrix<f32>) -> skel::Result<Matrix<f32
 /// The same in plain Rust: clamp to the border, sort, take the middle.
 pub fn reference(image: &Matrix<f32>) -> Matrix<f32> {
     let (rows, cols) = (image.rows() as isize, image.cols() as isize);
+    let pixels = image.as_slice();
     Matrix::from_fn(image.rows(), image.cols(), |r, c| {
         let mut window: Vec<f32> = (0..25)
             .map(|k| {
                 let rr = (r as isize + k / 5 - 2).clamp(0, rows - 1);
                 let cc = (c as isize + k % 5 - 2).clamp(0, cols - 1);
-                image[(rr as usize, cc as usize)]
+                pixels[(rr * cols + cc) as usize]
             })
             .collect();
         window.sort_by(f32::total_cmp);

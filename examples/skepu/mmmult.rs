@@ -44,8 +44,11 @@ pub fn compute(backend: Backend, a: &Matrix<f32>, b: &Matrix<f32>) -> skel::Resu
 
 /// The textbook triple loop in plain Rust, summing each entry in the same order.
 pub fn reference(a: &Matrix<f32>, b: &Matrix<f32>) -> Matrix<f32> {
-    Matrix::from_fn(a.rows(), b.cols(), |i, j| {
-        (0..a.cols()).fold(0.0f32, |s, l| s + a[(i, l)] * b[(l, j)])
+    // Through slices: `Matrix` indexing checks coherence on every access.
+    let (k, m, bs) = (a.cols(), b.cols(), b.as_slice());
+    Matrix::from_fn(a.rows(), m, |i, j| {
+        let row = a.row(i);
+        (0..k).fold(0.0f32, |s, l| s + row[l] * bs[l * m + j])
     })
 }
 
