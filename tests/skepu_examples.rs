@@ -71,6 +71,11 @@ fn ppmcc() {
             let want = ppmcc::reference(&x, &y);
             assert!(check::close(got, want, 1e-3), "{b} n={n}: {got} vs {want}");
         }
+        let err = ppmcc::compute(b, &[1.0], &[2.0]).unwrap_err();
+        assert!(
+            err.to_string().contains("at least 2 samples, got 1"),
+            "{b}: {err}"
+        );
     }
 }
 
@@ -83,6 +88,15 @@ fn psnr() {
             let want = psnr::reference(&original, &noisy);
             assert!(check::close(got, want, 1e-5), "{b} n={n}: {got} vs {want}");
         }
+        let (same, _) = psnr::inputs(9);
+        assert_eq!(
+            psnr::compute(b, &same, &same).unwrap(),
+            f64::INFINITY,
+            "{b}"
+        );
+        let empty = Matrix::zeroed(0, 0);
+        let err = psnr::compute(b, &empty, &empty).unwrap_err();
+        assert!(matches!(err, skel::Error::InvalidArgument(_)), "{b}: {err}");
     }
 }
 

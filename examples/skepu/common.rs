@@ -80,9 +80,10 @@ pub fn data(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// Whether `got` is within `rel` of `want`, relative to `max(|want|, 1)`.
+/// Whether `got` is within `rel` of `want`, relative to `max(|want|, 1)` (or equal, which
+/// takes in infinities).
 pub fn close(got: f64, want: f64, rel: f64) -> bool {
-    (got - want).abs() <= rel * want.abs().max(1.0)
+    got == want || (got - want).abs() <= rel * want.abs().max(1.0)
 }
 
 /// Whether every element of `got` is [`close`] to the one of `want`.

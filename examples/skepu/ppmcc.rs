@@ -19,6 +19,12 @@ fn add(a: f32, b: f32) -> f32 {
 
 /// The correlation of `x` and `y` on `backend`.
 pub fn compute(backend: Backend, x: &[f32], y: &[f32]) -> skel::Result<f64> {
+    if x.len() < 2 {
+        let n = x.len();
+        return Err(skel::Error::InvalidArgument(format!(
+            "a correlation needs at least 2 samples, got {n}"
+        )));
+    }
     let (xs, ys) = (Vector::from(x.to_vec()), Vector::from(y.to_vec()));
     let sum = Reduce::new(add).backend(backend);
     let dot = MapReduce::new(mult, add).backend(backend);

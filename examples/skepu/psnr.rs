@@ -22,6 +22,11 @@ pub const PEAK: f64 = 255.0;
 
 /// PSNR in dB of `noisy` against `original` (both `n x n` grey images) on `backend`.
 pub fn compute(backend: Backend, original: &Matrix<f32>, noisy: &Matrix<f32>) -> skel::Result<f64> {
+    if original.is_empty() {
+        return Err(skel::Error::InvalidArgument(
+            "the PSNR of an empty image is undefined".into(),
+        ));
+    }
     let sse = MapReduce::new(squared_error, add)
         .backend(backend)
         .run(original, noisy)?;
