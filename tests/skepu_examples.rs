@@ -1,0 +1,239 @@
+//! SkePU's example programs (`examples/skepu/`) on every backend, each against its
+//! plain-Rust reference: exactly where the order of operations is fixed (Map, MapArray,
+//! MapOverlap, MapPairs, max-folds), within a tolerance where a reduction or scan may
+//! reorder. Small sizes, so the debug build stays fast; a backend without a device prints
+//! `skipped: no <backend> device` unless `SKEL_REQUIRE` names it.
+
+// Every example is a crate of its own with `mod common;`, so this file, which includes them
+// all, holds one copy of the helpers per example.
+#![allow(clippy::duplicate_mod)]
+
+mod common;
+
+use skel::prelude::*;
+
+macro_rules! examples {
+    ($($name:ident: $path:literal)*) => {$(
+        // The examples' `main` and command-line helpers are not called from here.
+        #[allow(dead_code)]
+        #[path = $path]
+        mod $name;
+    )*};
+}
+
+examples! {
+    dot: "../examples/skepu/dot.rs"
+    ppmcc: "../examples/skepu/ppmcc.rs"
+    psnr: "../examples/skepu/psnr.rs"
+    cma: "../examples/skepu/cma.rs"
+    mandelbrot: "../examples/skepu/mandelbrot.rs"
+    nbody: "../examples/skepu/nbody.rs"
+    coulombic: "../examples/skepu/coulombic.rs"
+    median: "../examples/skepu/median.rs"
+    life: "../examples/skepu/life.rs"
+    mvmult: "../examples/skepu/mvmult.rs"
+    mmmult: "../examples/skepu/mmmult.rs"
+    pairs: "../examples/skepu/pairs.rs"
+    taylor: "../examples/skepu/taylor.rs"
+}
+
+#[path = "../examples/skepu/common.rs"]
+mod check;
+
+fn backends() -> Vec<Backend> {
+    [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda]
+        .into_iter()
+        .filter(|&b| common::available(b))
+        .collect()
+}
+
+#[test]
+fn dot_product() {
+    for b in backends() {
+        for n in [0, 1, 1009, 65537] {
+            let (x, y) = dot::inputs(n);
+            let got = dot::compute(b, &x, &y).unwrap();
+            let want = dot::reference(&x, &y);
+            assert!(
+                check::close(got as f64, want, 1e-4),
+                "{b} n={n}: {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ppmcc() {
+    for b in backends() {
+        for n in [3, 1009, 65537] {
+            let (x, y) = ppmcc::inputs(n);
+            let got = ppmcc::compute(b, &x, &y).unwrap();
+            let want = ppmcc::reference(&x, &y);
+            assert!(check::close(got, want, 1e-3), "{b} n={n}: {got} vs {want}");
+        }
+        let err = ppmcc::compute(b, &[1.0], &[2.0]).unwrap_err();
+        assert!(
+            err.to_string().contains("at least 2 samples, got 1"),
+            "{b}: {err}"
+        );
+    }
+}
+
+#[test]
+fn psnr() {
+    for b in backends() {
+        for n in [17, 128] {
+            let (original, noisy) = psnr::inputs(n);
+            let got = psnr::compute(b, &original, &noisy).unwrap();
+            let want = psnr::reference(&original, &noisy);
+            assert!(check::close(got, want, 1e-5), "{b} n={n}: {got} vs {want}");
+        }
+        let (same, _) = psnr::inputs(9);
+        assert_eq!(
+            psnr::compute(b, &same, &same).unwrap(),
+            f64::INFINITY,
+            "{b}"
+        );
+        let empty = Matrix::zeroed(0, 0);
+        let err = psnr::compute(b, &empty, &empty).unwrap_err();
+        assert!(matches!(err, skel::Error::InvalidArgument(_)), "{b}: {err}");
+    }
+}
+
+#[test]
+fn cumulative_moving_average() {
+    for b in backends() {
+        for n in [0, 1, 1009, 65537] {
+            let x = cma::inputs(n);
+            let got = cma::compute(b, &x).unwrap();
+            assert!(
+                check::all_close(&got, &cma::reference(&x), 1e-4),
+                "{b} n={n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mandelbrot() {
+    for b in backends() {
+        for (h, w) in [(1, 1), (17, 40), (48, 96)] {
+            let got = mandelbrot::compute(b, h, w).unwrap();
+            assert!(got == mandelbrot::reference(h, w), "{b} {h}x{w}");
+        }
+    }
+}
+
+#[test]
+fn nbody_step() {
+    for b in backends() {
+        for n in [1, 7, 300] {
+            let ps = nbody::inputs(n);
+            assert_eq!(
+                nbody::compute(b, &ps).unwrap(),
+                nbody::reference(&ps),
+                "{b} n={n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn coulombic_potential() {
+    for b in backends() {
+        for (atoms, n) in [(1, 1), (50, 33)] {
+            let a = coulombic::inputs(atoms, n);
+            let got = coulombic::compute(b, &a, n).unwrap();
+            assert!(
+                got == coulombic::reference(&a, n),
+                "{b} {atoms} atoms, {n}x{n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn median_filter() {
+    for b in backends() {
+        for n in [5, 37, 64] {
+            let image = median::inputs(n);
+            let got = median::compute(b, &image).unwrap();
+            assert!(got == median::reference(&image), "{b} {n}x{n}");
+        }
+    }
+}
+
+#[test]
+fn game_of_life() {
+    for b in backends() {
+        for (n, generations) in [(3, 1), (17, 0), (17, 10), (40, 7)] {
+            let board = life::inputs(n);
+            let got = life::compute(b, &board, generations).unwrap();
+            let want = life::reference(&board, generations);
+            assert!(got == want, "{b} {n}x{n}, {generations} generations");
+        }
+    }
+}
+
+#[test]
+fn matrix_vector() {
+    for b in backends() {
+        for (rows, cols) in [(1, 1), (33, 36), (257, 260)] {
+            let (a, x) = mvmult::inputs(rows, cols);
+            let got = mvmult::compute(b, &a, &x).unwrap();
+            assert!(
+                check::all_close(&got, &mvmult::reference(&a, &x), 1e-4),
+                "{b} {rows}x{cols}"
+            );
+        }
+        let (a, x) = mvmult::inputs(4, 5);
+        let err = mvmult::compute(b, &a, &x[..4]).unwrap_err();
+        assert!(
+            matches!(err, skel::Error::ShapeMismatch { .. }),
+            "{b}: {err}"
+        );
+    }
+}
+
+#[test]
+fn matrix_matrix() {
+    for b in backends() {
+        for n in [1, 17, 64] {
+            let (x, y) = mmmult::inputs(n);
+            assert!(
+                mmmult::compute(b, &x, &y).unwrap() == mmmult::reference(&x, &y),
+                "{b} n={n}"
+            );
+        }
+        let (x, _) = mmmult::inputs(3);
+        let err = mmmult::compute(b, &x, &x).unwrap_err();
+        assert!(err.to_string().contains("rows of B"), "{b}: {err}");
+    }
+}
+
+#[test]
+fn pairwise_distances() {
+    for b in backends() {
+        for n in [1, 33, 200] {
+            let (v, h) = pairs::inputs(n);
+            assert!(
+                pairs::compute(b, &v, &h).unwrap() == pairs::reference(&v, &h),
+                "{b} n={n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn taylor_series() {
+    for b in backends() {
+        for (x, terms) in [(0.5, 1), (0.5, 10), (-0.5, 1000), (1.0, 1000)] {
+            let got = taylor::compute(b, x, terms).unwrap();
+            let want = taylor::reference(x, terms);
+            assert!(
+                check::close(got as f64, want, 1e-5),
+                "{b} x={x} terms={terms}: {got} vs {want}"
+            );
+        }
+    }
+}
