@@ -71,6 +71,21 @@ pub enum Error {
         /// What the stage reported (a panic becomes [`Error::Other`]).
         source: Box<Error>,
     },
+    /// A user function went wrong: an index out of range (a `&[T]` parameter, a local array,
+    /// a window), an integer division or remainder by zero, or, on the `cpu` and `rayon`
+    /// backends, a panic. Checked calls (see [`crate::check`]) report it on every backend; the
+    /// call's output holds no results then, and its inputs are intact.
+    #[error("user function `{function}` failed: {what}")]
+    UserFunction {
+        /// The user function's name.
+        function: String,
+        /// What went wrong, in words.
+        what: String,
+        /// The offending index (window offset; dividend of a division), where there is one.
+        index: Option<i64>,
+        /// The length of what was indexed, for an index out of range.
+        len: Option<u64>,
+    },
     /// An error of the user's own, wrapped by [`Error::other`].
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),

@@ -152,6 +152,7 @@
 extern crate self as skel;
 
 pub mod backends;
+pub mod check;
 pub mod codegen;
 pub mod containers;
 #[doc(hidden)]

@@ -283,6 +283,9 @@ impl<T> Index<isize> for Window<'_, T> {
     /// If the offset is outside `-r..=r`.
     #[inline(always)]
     fn index(&self, offset: isize) -> &T {
+        if offset.unsigned_abs() > self.radius {
+            crate::check::window_fault(offset, self.radius);
+        }
         &self.data[(self.radius as isize + offset) as usize]
     }
 }
@@ -337,10 +340,12 @@ impl<T> Index<(isize, isize)> for Window2<'_, T> {
     #[inline(always)]
     fn index(&self, (di, dj): (isize, isize)) -> &T {
         let (ri, rj) = (self.radius.0 as isize, self.radius.1 as isize);
-        assert!(
-            di.abs() <= ri && dj.abs() <= rj,
-            "window offset ({di}, {dj}) outside radius ({ri}, {rj})"
-        );
+        if di.abs() > ri {
+            crate::check::window_fault(di, self.radius.0);
+        }
+        if dj.abs() > rj {
+            crate::check::window_fault(dj, self.radius.1);
+        }
         &self.data[((ri + di) as usize) * self.stride + (rj + dj) as usize]
     }
 }

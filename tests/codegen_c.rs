@@ -1089,11 +1089,79 @@ fn exes(
     })
 }
 
+/// One user function per integer type with every integer operator, compound assignment
+/// and negation included; the reference is Rust's explicitly wrapping methods. Divisors are
+/// odd (never 0, but -1 for `MIN / -1`); shift amounts run past the width.
+macro_rules! int_ops_fns {
+    ($($name:ident: $t:ident $(, $neg:tt)?;)*) => {
+        $(
+            #[userfn]
+            fn $name(a: $t, b: $t, n: u32) -> [$t; 13] {
+                let mut c = a;
+                c += b;
+                c *= a;
+                c -= 7;
+                c <<= n;
+                let mut d = a;
+                d /= b | 1;
+                d %= 5;
+                [
+                    a + b, a - b, a * b, a << n, a >> n, a << b, a >> b,
+                    a / (b | 1), a % (b | 1), c, d, a * a * a - b * 3,
+                    $($neg)? a,
+                ]
+            }
+        )*
+        fn int_ops_defs() -> Vec<(&'static skel::codegen::FnDef, bool)> {
+            vec![$((<$name as skel::userfn::UserFn>::definition(), $t::MIN != 0)),*]
+        }
+        fn int_ops_rust(a: u64, b: u64, n: u32) -> Vec<Vec<i128>> {
+            vec![$({
+                let (a, b) = (a as $t, b as $t);
+                let c = a.wrapping_add(b).wrapping_mul(a).wrapping_sub(7).wrapping_shl(n);
+                let d = a.wrapping_div(b | 1).wrapping_rem(5);
+                vec![
+                    a.wrapping_add(b), a.wrapping_sub(b), a.wrapping_mul(b), a.wrapping_shl(n),
+                    a.wrapping_shr(n), a.wrapping_shl(b as u32), a.wrapping_shr(b as u32),
+                    a.wrapping_div(b | 1), a.wrapping_rem(b | 1), c, d,
+                    a.wrapping_mul(a).wrapping_mul(a).wrapping_sub(b.wrapping_mul(3)),
+                    int_ops_fns!(@neg a $($neg)?),
+                ].into_iter().map(|v| v as i128).collect()
+            }),*]
+        }
+    };
+    (@neg $a:ident -) => { $a.wrapping_neg() };
+    (@neg $a:ident) => { $a };
+}
+
+int_ops_fns! {
+    ops_i8: i8, -;
+    ops_u8: u8;
+    ops_i16: i16, -;
+    ops_u16: u16;
+    ops_i32: i32, -;
+    ops_u32: u32;
+    ops_i64: i64, -;
+    ops_u64: u64;
+}
+
+static INT_OPS_EXES: Exes = OnceLock::new();
+
 fn int_exes() -> &'static [(Dialect, std::path::PathBuf)] {
-    let defs: Vec<_> = int_math_defs().iter().map(|d| d.0).collect();
-    exes(&INT_EXES, "intmath", &defs, |entries, dialect| {
+    int_array_exes(&INT_EXES, "intmath", int_math_defs())
+}
+
+/// The executables of `defs`, functions of `(a, b, n)` returning 13 integers, for every
+/// dialect: each input line prints every function's results, `|`-separated.
+fn int_array_exes(
+    cache: &'static Exes,
+    name: &str,
+    defs: Vec<(&'static skel::codegen::FnDef, bool)>,
+) -> &'static [(Dialect, std::path::PathBuf)] {
+    let fns: Vec<_> = defs.iter().map(|d| d.0).collect();
+    exes(cache, name, &fns, |entries, dialect| {
         let mut main = String::from("int main(void){unsigned long long a,b;unsigned n;while(scanf(\"%llu %llu %u\",&a,&b,&n)==3){");
-        for ((def, signed), entry) in int_math_defs().iter().zip(entries) {
+        for ((def, signed), entry) in defs.iter().zip(entries) {
             let skel::codegen::Ty::Array(arr) = def.ret else {
                 panic!("an array return")
             };
@@ -1113,11 +1181,19 @@ fn int_exes() -> &'static [(Dialect, std::path::PathBuf)] {
 }
 
 fn check_int_methods(inputs: &[(u64, u64, u32)]) {
+    check_int_arrays(int_exes(), int_math_rust, inputs);
+}
+
+fn check_int_arrays(
+    exes: &[(Dialect, std::path::PathBuf)],
+    rust: fn(u64, u64, u32) -> Vec<Vec<i128>>,
+    inputs: &[(u64, u64, u32)],
+) {
     let input: String = inputs
         .iter()
         .map(|(a, b, n)| format!("{a} {b} {n}\n"))
         .collect();
-    for (dialect, exe) in int_exes() {
+    for (dialect, exe) in exes {
         let out = run_timeout(exe, &input);
         assert_eq!(out.len(), inputs.len());
         for (o, &(a, b, n)) in out.iter().zip(inputs) {
@@ -1128,7 +1204,7 @@ fn check_int_methods(inputs: &[(u64, u64, u32)]) {
                 .collect();
             assert_eq!(
                 got,
-                int_math_rust(a, b, n),
+                rust(a, b, n),
                 "{dialect:?}: a={a:#x} b={b:#x} n={n}"
             );
         }
@@ -1138,6 +1214,25 @@ fn check_int_methods(inputs: &[(u64, u64, u32)]) {
 #[test]
 fn integer_methods_match_rust_in_release() {
     check_int_methods(&int_inputs());
+}
+
+/// The Rust side (`call`, in this debug build) and the C of every dialect wrap alike at
+/// the extremes: no overflow panic in Rust, no undefined behaviour in C.
+#[test]
+fn integer_operators_wrap_in_rust_and_c() {
+    let inputs = int_inputs();
+    for &(a, b, n) in &inputs {
+        let got = [
+            ops_i8::call(a as i8, b as i8, n).map(|v| v as i128).to_vec(),
+            ops_u16::call(a as u16, b as u16, n).map(|v| v as i128).to_vec(),
+            ops_i32::call(a as i32, b as i32, n).map(|v| v as i128).to_vec(),
+            ops_i64::call(a as i64, b as i64, n).map(|v| v as i128).to_vec(),
+        ];
+        let want = int_ops_rust(a, b, n);
+        assert_eq!(got, [want[0].clone(), want[3].clone(), want[4].clone(), want[6].clone()]);
+    }
+    let exes = int_array_exes(&INT_OPS_EXES, "intops", int_ops_defs());
+    check_int_arrays(exes, int_ops_rust, &inputs);
 }
 
 /// Floats that exercise every method's corner: zeros of both signs, halves (rounding),

@@ -12,6 +12,7 @@ use proc_macro::TokenStream;
 mod body;
 mod derive;
 mod parse;
+mod wrap;
 
 /// Turns a Rust function into a skel user function. See `skel`'s documentation.
 #[proc_macro_attribute]

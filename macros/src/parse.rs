@@ -367,8 +367,16 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
     let attrs = &func.attrs;
     let mut block = (*func.block).clone();
     CallRewriter.visit_block_mut(&mut block);
+    crate::wrap::WrapRewriter {
+        function: name_str.clone(),
+        windows: params
+            .iter()
+            .filter(|p| matches!(p.kind, Kind::Window | Kind::Window2))
+            .flat_map(|p| p.names.clone())
+            .collect(),
+    }
+    .visit_block_mut(&mut block);
     let inputs = &func.sig.inputs;
-    let constness = &func.sig.constness;
 
     let index_ty = match params.first().map(|p| p.kind) {
         Some(Kind::Index) => quote!(usize),
@@ -494,7 +502,9 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             #[inline(always)]
             // Index loops are how a body walks an array: device code has no iterators.
             #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-            #vis #constness fn call(#inputs) -> #out_ty #block
+            // The wrapping rewrite turns operands into call arguments, keeping their parentheses.
+            #[allow(unused_parens)]
+            #vis fn call(#inputs) -> #out_ty #block
         }
         impl ::skel::userfn::UserFn for #name {
             type Out = #out_ty;

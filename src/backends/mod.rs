@@ -158,23 +158,25 @@ pub(crate) trait Execute {
     ) -> Result<usize>;
 }
 
-/// Runs `$body` with `$exec` bound to the executor of the resolved backend.
+/// Runs `$body` with `$exec` bound to the executor of the resolved backend; on the host
+/// backends an unwind out of the user function `$name` comes back as
+/// [`Error::UserFunction`].
 macro_rules! dispatch {
-    ($options:expr, |$exec:ident| $body:expr) => {{
+    ($options:expr, $name:expr, |$exec:ident| $body:expr) => {{
         use $crate::backends::Execute as _;
         let options: $crate::skeletons::Options = $options;
         let backend = $crate::backends::resolve(options.backend)?;
         #[allow(unreachable_patterns)]
         match backend {
-            $crate::Backend::Cpu => {
+            $crate::Backend::Cpu => $crate::check::catch($name, || {
                 let $exec = &$crate::backends::cpu::Cpu;
                 $body
-            }
+            }),
             #[cfg(feature = "rayon")]
-            $crate::Backend::Rayon => {
+            $crate::Backend::Rayon => $crate::check::catch($name, || {
                 let $exec = &$crate::backends::rayon::Rayon;
                 $body
-            }
+            }),
             #[cfg(feature = "cuda")]
             $crate::Backend::Cuda => {
                 let $exec = &$crate::backends::cuda::Cuda::new(&options);

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::dialect::{c_type, float_math, prelude, Dialect, RESERVED};
 use super::ir::{BinOp, Block, ConstValue, Expr, FnDef, MathFn, ParamKind, Stmt, UnOp};
-use super::typeck::{self, is_float, ty_eq, ty_name, TBlock, TExpr, TStmt};
+use super::typeck::{self, is_float, is_int, ty_eq, ty_name, TBlock, TExpr, TStmt};
 use super::{tuple_field, Prim, Ty};
 use crate::userfn::UserFn;
 use crate::Error;
@@ -935,6 +935,11 @@ impl FnEmitter<'_> {
         let Ty::Prim(p) = lt else {
             return Err("operator applied to a struct".into());
         };
+        if is_int(p) {
+            if let Some(e) = self.int_binary(op, l, r, p)? {
+                return Ok(e);
+            }
+        }
         let sym = match op {
             BinOp::Add => "+",
             BinOp::Sub => "-",
@@ -973,6 +978,49 @@ impl FnEmitter<'_> {
             }
             _ => e,
         })
+    }
+
+    /// Integer `+ - * / % << >>` with Rust's wrapping semantics (a release build's): the
+    /// arithmetic runs in an unsigned type of at least 32 bits, so neither signed overflow
+    /// nor the promotion of a narrow type to `int` is undefined; shift amounts are taken
+    /// modulo the width; division and remainder go through helpers that define `MIN / -1`
+    /// (wraps) and a zero divisor. `None` for the other operators.
+    fn int_binary(&mut self, op: BinOp, l: &str, r: &str, p: Prim) -> R<Option<String>> {
+        let d = self.d();
+        let t = c_type(Ty::Prim(p), d);
+        let (bits, signed) = int_bits(p);
+        let ut = c_type(Ty::Prim(if bits <= 32 { Prim::U32 } else { Prim::U64 }), d);
+        let mask = bits - 1;
+        Ok(Some(match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                let sym = match op {
+                    BinOp::Add => "+",
+                    BinOp::Sub => "-",
+                    _ => "*",
+                };
+                format!("(({t})(({ut})({l}) {sym} ({ut})({r})))")
+            }
+            BinOp::Shl => format!("(({t})(({ut})({l}) << (({r}) & {mask})))"),
+            // `>>` of a signed value is arithmetic in every dialect skel emits
+            BinOp::Shr => format!("(({t})(({l}) >> (({r}) & {mask})))"),
+            BinOp::Div | BinOp::Rem => {
+                let div = op == BinOp::Div;
+                let name = format!("skel_{}_{}", if div { "div" } else { "rem" }, prim_tag(p));
+                let body = match (div, signed) {
+                    (true, true) => format!(
+                        "if (b == 0) return 0; if (b == -1) return ({t})(({ut})0 - ({ut})a); return a / b;"
+                    ),
+                    (false, true) => "if (b == 0 || b == -1) return 0; return a % b;".to_string(),
+                    (true, false) => "if (b == 0) return 0; return a / b;".to_string(),
+                    (false, false) => "if (b == 0) return 0; return a % b;".to_string(),
+                };
+                let h = self.helper_fn(name, |n| {
+                    format!("SKEL_FN {t} {n}({t} a, {t} b) {{ {body} }}\n")
+                });
+                format!("{h}({l}, {r})")
+            }
+            _ => return Ok(None),
+        }))
     }
 
     /// A C helper function `name`, defined once per program by `code(name)`.
@@ -1262,6 +1310,12 @@ impl FnEmitter<'_> {
                     }
                 }
                 let v = self.expr(expr, &te.kids[0])?;
+                if *op == UnOp::Neg && is_int(p) {
+                    let bits = int_bits(p).0;
+                    let ut = c_type(Ty::Prim(if bits <= 32 { Prim::U32 } else { Prim::U64 }), d);
+                    let t = c_type(Ty::Prim(p), d);
+                    return Ok(format!("(({t})(({ut})0 - ({ut})({v})))"));
+                }
                 let sym = match (op, p) {
                     (UnOp::Neg, _) => "-",
                     (UnOp::Not, Prim::Bool) => "!",

@@ -97,7 +97,7 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
             )));
         }
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, F::NAME, |exec| exec
             .filter::<F, T>(input, out, uniforms))
     }
 }

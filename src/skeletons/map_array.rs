@@ -78,7 +78,7 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let array = array.arg();
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, F::NAME, |exec| exec
             .map_array::<F, I>(array, inputs, out, uniforms))
     }
 }

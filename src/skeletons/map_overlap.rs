@@ -163,7 +163,7 @@ where
         };
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let stencil = self.stencil(Edge::Duplicate);
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, F::NAME, |exec| exec
             .map_overlap::<F>(input, out, stencil, axis, uniforms))
     }
 }
@@ -198,7 +198,7 @@ where
         check_radius("each row", cols, self.radius.1)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let stencil = self.stencil(Edge::None);
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, F::NAME, |exec| exec
             .map_overlap_2d::<F>(input, out, stencil, uniforms))
     }
 }

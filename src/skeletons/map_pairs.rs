@@ -94,7 +94,7 @@ impl<F: ElementwiseFn> MapPairs<F> {
             out.shape(),
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, F::NAME, |exec| exec
             .map_pairs::<F, A, B>(v, h, out, uniforms))
     }
 }

@@ -131,7 +131,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
             pairs,
         )?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, M::NAME, |exec| exec
             .map_pairs_reduce::<M, R, A, B>(v, h, out, axis, uniforms))
     }
 }

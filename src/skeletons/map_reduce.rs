@@ -83,7 +83,7 @@ where
         check_index_dims("MapReduce", M::NAME, <M::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
         let start = self.start.unwrap_or_default();
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, M::NAME, |exec| exec
             .map_reduce::<M, R, I>(inputs, shape, uniforms, start))
     }
 }

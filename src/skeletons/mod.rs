@@ -80,6 +80,7 @@ pub(crate) struct Options {
     pub backend: Option<Backend>,
     pub streams: Option<usize>,
     pub download: Option<bool>,
+    pub checked: Option<bool>,
 }
 
 impl Options {
@@ -91,6 +92,13 @@ impl Options {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// Whether this call runs its user function checked (`.checked(..)`, else the process
+    /// default of [`crate::check`]).
+    #[allow(dead_code)] // read by the device backends only
+    pub(crate) fn checked(&self) -> bool {
+        self.checked.unwrap_or_else(crate::check::default_checked)
     }
 }
 
@@ -119,6 +127,17 @@ macro_rules! common_options {
         /// Host backends ignore it.
         pub fn download(mut self, eager: bool) -> Self {
             self.options.download = Some(eager);
+            self
+        }
+
+        /// Whether the user function runs checked: an index out of range or an integer
+        /// division or remainder by zero then makes the call return
+        /// [`Error::UserFunction`]($crate::Error::UserFunction) on every backend. Without
+        /// it, `SKEL_CHECK=1|0` decides, else checked in debug builds and unchecked in
+        /// release builds. See [`skel::check`]($crate::check) for what an unchecked call
+        /// does on each backend.
+        pub fn checked(mut self, on: bool) -> Self {
+            self.options.checked = Some(on);
             self
         }
     };

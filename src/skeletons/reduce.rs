@@ -69,7 +69,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         self.options.validate()?;
         let input = input.arg();
         let start = self.start.unwrap_or_default();
-        dispatch!(self.options, |exec| exec.reduce::<F, T>(input, start))
+        dispatch!(self.options, F::NAME, |exec| exec.reduce::<F, T>(input, start))
     }
 
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
@@ -108,7 +108,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
             Shape::Vector(results),
             out.shape(),
         )?;
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, F::NAME, |exec| exec
             .reduce_axis::<F, T>(input, out, axis))
     }
 }

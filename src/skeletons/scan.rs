@@ -70,7 +70,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Scan<F, T> {
         let (input, out) = (input.arg(), out.arg_mut());
         check_shape("Scan output against the input", input.shape(), out.shape())?;
         let start = self.start.unwrap_or_default();
-        dispatch!(self.options, |exec| exec
+        dispatch!(self.options, F::NAME, |exec| exec
             .scan::<F, T>(input, out, self.mode, start))
     }
 }

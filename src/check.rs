@@ -1,0 +1,327 @@
+//! Checked user functions: the faults a user function can hit, the wrapping arithmetic the
+//! `#[userfn]` macro gives the Rust side, and the checked-mode switch.
+//!
+//! The macro rewrites a body so that integer `+ - *`, negation, shifts, `pow` and `abs` wrap
+//! (as in a release build and as the generated C does), an index into an array is checked
+//! before Rust's own bounds check, and an integer division or remainder by zero is caught.
+//! A fault unwinds with a [`Fault`] payload; the CPU backends catch every unwind out of a
+//! skeleton call and turn it into [`Error::UserFunction`].
+//!
+//! ```
+//! use skel::prelude::*;
+//! #[userfn]
+//! fn lookup(#[index] i: usize, t: &[f32]) -> f32 { t[i * 10] }
+//! let table = Vector::from(vec![1.0f32, 2.0]);
+//! let mut out = Vector::zeroed(2);
+//! let err = MapArray::new(lookup).backend(Backend::Cpu).run(&table, &mut out).unwrap_err();
+//! match err {
+//!     Error::UserFunction { function, index, len, .. } => {
+//!         assert_eq!((function.as_str(), index, len), ("lookup", Some(10), Some(2)));
+//!     }
+//!     other => panic!("{other}"),
+//! }
+//! ```
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Once, OnceLock};
+
+use crate::Error;
+
+/// What went wrong inside a user function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// An index into a `&[T]` parameter or a local array is out of range.
+    Index,
+    /// A window offset is outside the window's radius.
+    Window,
+    /// An integer division by zero.
+    DivZero,
+    /// An integer remainder by zero.
+    RemZero,
+}
+
+impl FaultKind {
+    /// The device code of the fault (the GPU flag buffer stores it).
+    pub const fn code(self) -> u32 {
+        match self {
+            FaultKind::Index => 1,
+            FaultKind::Window => 2,
+            FaultKind::DivZero => 3,
+            FaultKind::RemZero => 4,
+        }
+    }
+
+    /// The fault of a device code, if it is one.
+    pub fn from_code(code: u32) -> Option<FaultKind> {
+        [
+            FaultKind::Index,
+            FaultKind::Window,
+            FaultKind::DivZero,
+            FaultKind::RemZero,
+        ]
+        .into_iter()
+        .find(|k| k.code() == code)
+    }
+}
+
+/// The payload a faulting user function unwinds with.
+#[derive(Clone, Copy, Debug)]
+pub struct Fault {
+    /// The user function, where the fault site knows it.
+    pub function: Option<&'static str>,
+    /// What went wrong.
+    pub kind: FaultKind,
+    /// The offending index (offset for a window; the dividend for a division).
+    pub index: i64,
+    /// The length of what was indexed (`2 * radius + 1` for a window; 0 for a division).
+    pub len: u64,
+}
+
+impl Fault {
+    /// The error a skeleton call returns for this fault.
+    pub fn into_error(self, function: &str) -> Error {
+        let function = self.function.unwrap_or(function).to_string();
+        let (index, len) = (self.index, self.len);
+        let what = match self.kind {
+            FaultKind::Index => format!("index {index} out of range for an array of length {len}"),
+            FaultKind::Window => format!("window offset {index} outside a window of {len} elements"),
+            FaultKind::DivZero => format!("integer division of {index} by zero"),
+            FaultKind::RemZero => format!("integer remainder of {index} by zero"),
+        };
+        let is_index = matches!(self.kind, FaultKind::Index | FaultKind::Window);
+        Error::UserFunction {
+            function,
+            what,
+            index: Some(index),
+            len: is_index.then_some(len),
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fault(function: Option<&'static str>, kind: FaultKind, index: i64, len: u64) -> ! {
+    quiet_faults();
+    std::panic::panic_any(Fault {
+        function,
+        kind,
+        index,
+        len,
+    })
+}
+
+/// `i` if it is below `len`, else a [`FaultKind::Index`] fault of `function`.
+#[doc(hidden)]
+#[inline(always)]
+pub fn index(function: &'static str, len: usize, i: usize) -> usize {
+    if i < len {
+        i
+    } else {
+        fault(Some(function), FaultKind::Index, i as i64, len as u64)
+    }
+}
+
+/// A window offset outside `-radius..=radius`.
+#[cold]
+#[inline(never)]
+pub(crate) fn window_fault(offset: isize, radius: usize) -> ! {
+    fault(None, FaultKind::Window, offset as i64, 2 * radius as u64 + 1)
+}
+
+/// Arithmetic that wraps for integers (as a release build and the generated C do) and is
+/// plain IEEE arithmetic for floats.
+#[doc(hidden)]
+pub trait Wrap: Copy {
+    /// `self + r`, wrapping.
+    fn w_add(self, r: Self) -> Self;
+    /// `self - r`, wrapping.
+    fn w_sub(self, r: Self) -> Self;
+    /// `self * r`, wrapping.
+    fn w_mul(self, r: Self) -> Self;
+    /// `-self`, wrapping.
+    fn w_neg(self) -> Self;
+    /// `self.abs()`, wrapping (`MIN.abs() == MIN`).
+    fn w_abs(self) -> Self;
+    /// `self / r`, wrapping (`MIN / -1 == MIN`); `None` for an integer division by zero.
+    fn w_div(self, r: Self) -> Option<Self>;
+    /// `self % r`, wrapping (`MIN % -1 == 0`); `None` for an integer remainder by zero.
+    fn w_rem(self, r: Self) -> Option<Self>;
+    /// The value as an `i64` for a fault report.
+    fn report(self) -> i64;
+}
+
+/// Shifts that take the amount modulo the width, as `wrapping_shl`/`wrapping_shr`.
+#[doc(hidden)]
+pub trait Shift<S>: Copy {
+    /// `self << s`, the amount modulo the width.
+    fn w_shl(self, s: S) -> Self;
+    /// `self >> s`, the amount modulo the width.
+    fn w_shr(self, s: S) -> Self;
+}
+
+/// `pow` that wraps.
+#[doc(hidden)]
+pub trait Pow: Copy {
+    /// `self.pow(e)`, wrapping.
+    fn w_pow(self, e: u32) -> Self;
+}
+
+/// `l / r` with [`Wrap::w_div`], a [`FaultKind::DivZero`] fault of `function` on zero.
+#[doc(hidden)]
+#[inline(always)]
+pub fn div<T: Wrap>(function: &'static str, l: T, r: T) -> T {
+    match l.w_div(r) {
+        Some(v) => v,
+        None => fault(Some(function), FaultKind::DivZero, l.report(), 0),
+    }
+}
+
+/// `l % r` with [`Wrap::w_rem`], a [`FaultKind::RemZero`] fault of `function` on zero.
+#[doc(hidden)]
+#[inline(always)]
+pub fn rem<T: Wrap>(function: &'static str, l: T, r: T) -> T {
+    match l.w_rem(r) {
+        Some(v) => v,
+        None => fault(Some(function), FaultKind::RemZero, l.report(), 0),
+    }
+}
+
+macro_rules! wrap_int {
+    ($($t:ty),*) => {$(
+        impl Wrap for $t {
+            #[inline(always)]
+            fn w_add(self, r: Self) -> Self { self.wrapping_add(r) }
+            #[inline(always)]
+            fn w_sub(self, r: Self) -> Self { self.wrapping_sub(r) }
+            #[inline(always)]
+            fn w_mul(self, r: Self) -> Self { self.wrapping_mul(r) }
+            #[inline(always)]
+            fn w_neg(self) -> Self { self.wrapping_neg() }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn w_abs(self) -> Self { if self < 0 { self.wrapping_neg() } else { self } }
+            #[inline(always)]
+            fn w_div(self, r: Self) -> Option<Self> {
+                if r == 0 { None } else { Some(self.wrapping_div(r)) }
+            }
+            #[inline(always)]
+            fn w_rem(self, r: Self) -> Option<Self> {
+                if r == 0 { None } else { Some(self.wrapping_rem(r)) }
+            }
+            #[inline(always)]
+            fn report(self) -> i64 { self as i64 }
+        }
+        impl Pow for $t {
+            #[inline(always)]
+            fn w_pow(self, e: u32) -> Self { self.wrapping_pow(e) }
+        }
+        shift_int!($t; i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+    )*};
+}
+
+macro_rules! shift_int {
+    ($t:ty; $($s:ty),*) => {$(
+        impl Shift<$s> for $t {
+            // The low bits of the amount are all a shift modulo the width reads.
+            #[inline(always)]
+            fn w_shl(self, s: $s) -> Self { self.wrapping_shl(s as u32) }
+            #[inline(always)]
+            fn w_shr(self, s: $s) -> Self { self.wrapping_shr(s as u32) }
+        }
+    )*};
+}
+
+wrap_int!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+macro_rules! wrap_float {
+    ($($t:ty),*) => {$(
+        impl Wrap for $t {
+            #[inline(always)]
+            fn w_add(self, r: Self) -> Self { self + r }
+            #[inline(always)]
+            fn w_sub(self, r: Self) -> Self { self - r }
+            #[inline(always)]
+            fn w_mul(self, r: Self) -> Self { self * r }
+            #[inline(always)]
+            fn w_neg(self) -> Self { -self }
+            #[inline(always)]
+            fn w_abs(self) -> Self { self.abs() }
+            #[inline(always)]
+            fn w_div(self, r: Self) -> Option<Self> { Some(self / r) }
+            #[inline(always)]
+            fn w_rem(self, r: Self) -> Option<Self> { Some(self % r) }
+            #[inline(always)]
+            fn report(self) -> i64 { self as i64 }
+        }
+    )*};
+}
+
+wrap_float!(f32, f64);
+
+/// The error of an unwind out of a CPU skeleton call of `function`: a [`Fault`] says what
+/// went wrong; any other panic (a `clamp` with `min > max`, ...) keeps its message.
+pub(crate) fn panic_error(function: &str, payload: Box<dyn Any + Send>) -> Error {
+    if let Some(f) = payload.downcast_ref::<Fault>() {
+        return f.into_error(function);
+    }
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into());
+    Error::UserFunction {
+        function: function.to_string(),
+        what: format!("panicked: {message}"),
+        index: None,
+        len: None,
+    }
+}
+
+/// Runs one CPU skeleton call of `function`, an unwind out of it (a fault or a panic in
+/// the user function, also on a Rayon worker, which Rayon hands back here) becoming
+/// [`Error::UserFunction`].
+pub(crate) fn catch<R>(function: &str, call: impl FnOnce() -> crate::Result<R>) -> crate::Result<R> {
+    // Unwind safety: on an unwind the call's output may be partly written, which the
+    // returned error says; inputs are only read and the containers' bookkeeping is updated
+    // only after the loops (a host backend marks the host copy newest up front, which it is).
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
+        .unwrap_or_else(|payload| Err(panic_error(function, payload)))
+}
+
+/// A [`Fault`] is an expected outcome that comes back as an `Err`: the default panic hook
+/// would print a confusing "Box<dyn Any>" line for it, so it is kept quiet; every other panic
+/// goes to the hook that was installed before.
+fn quiet_faults() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<Fault>().is_none() {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// 0: not read yet; 1: unchecked; 2: checked.
+static CHECKED_DEFAULT: AtomicU8 = AtomicU8::new(0);
+
+/// Whether a skeleton without `.checked(..)` runs checked: `SKEL_CHECK=1|0`, else checked
+/// in debug builds and unchecked in release builds.
+pub(crate) fn default_checked() -> bool {
+    match CHECKED_DEFAULT.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            static FROM_ENV: OnceLock<bool> = OnceLock::new();
+            let on = *FROM_ENV.get_or_init(|| match std::env::var("SKEL_CHECK").as_deref() {
+                Ok("1") | Ok("true") | Ok("on") => true,
+                Ok("0") | Ok("false") | Ok("off") => false,
+                _ => cfg!(debug_assertions),
+            });
+            CHECKED_DEFAULT.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+            on
+        }
+    }
+}
