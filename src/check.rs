@@ -13,7 +13,7 @@
 //! fn lookup(#[index] i: usize, t: &[f32]) -> f32 { t[i * 10] }
 //! let table = Vector::from(vec![1.0f32, 2.0]);
 //! let mut out = Vector::zeroed(2);
-//! let err = MapArray::new(lookup).backend(Backend::Cpu).run(&table, &mut out).unwrap_err();
+//! let err = MapArray::new(lookup).backend(Backend::Cpu).run_index(&table, &mut out).unwrap_err();
 //! match err {
 //!     Error::UserFunction { function, index, len, .. } => {
 //!         assert_eq!((function.as_str(), index, len), ("lookup", Some(10), Some(2)));

@@ -7,6 +7,7 @@
 // All-pairs user functions index their array: the pattern the GPU backends tile.
 #![allow(clippy::needless_range_loop)]
 
+pub mod checked;
 pub mod lang;
 
 use skel::prelude::*;

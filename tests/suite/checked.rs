@@ -1,0 +1,260 @@
+//! The same answer or the same error on every backend: integer arithmetic wraps at the
+//! extremes everywhere (the `cpu` oracle runs in this debug build, where plain Rust would
+//! panic), and on the host backends a fault or a panic inside a user function is an
+//! `Err(Error::UserFunction)` with the same function, index and length, inputs intact and
+//! the containers usable afterwards.
+
+use skel::prelude::*;
+
+use super::available;
+
+const BACKENDS: [Backend; 4] = [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda];
+const HOST: [Backend; 2] = [Backend::Cpu, Backend::Rayon];
+
+fn backends() -> impl Iterator<Item = Backend> {
+    BACKENDS.into_iter().filter(|&b| available(b))
+}
+
+/// The extremes of `i32` and their neighbours, against each other.
+fn extremes_i32() -> (Vec<i32>, Vec<i32>) {
+    let v = [i32::MIN, i32::MIN + 1, -2, -1, 0, 1, 2, 31, 32, 33, 64, i32::MAX - 1, i32::MAX];
+    let a: Vec<i32> = v.iter().flat_map(|&x| v.iter().map(move |_| x)).collect();
+    let b: Vec<i32> = v.iter().flat_map(|_| v.iter().copied()).collect();
+    (a, b)
+}
+
+#[userfn]
+pub fn ops_i32(a: i32, b: i32) -> [i32; 10] {
+    let mut c = a;
+    c *= b;
+    c -= i32::MAX;
+    [a + b, a - b, a * b, -a, a << b, a >> b, a / (b | 1), a % (b | 1), c, a.abs() + b.pow(3)]
+}
+
+fn ops_i32_want(a: i32, b: i32) -> [i32; 10] {
+    [
+        a.wrapping_add(b),
+        a.wrapping_sub(b),
+        a.wrapping_mul(b),
+        a.wrapping_neg(),
+        a.wrapping_shl(b as u32),
+        a.wrapping_shr(b as u32),
+        a.wrapping_div(b | 1),
+        a.wrapping_rem(b | 1),
+        a.wrapping_mul(b).wrapping_sub(i32::MAX),
+        a.wrapping_abs().wrapping_add(b.wrapping_pow(3)),
+    ]
+}
+
+#[userfn]
+pub fn ops_u16(a: u16, b: u16) -> u16 {
+    // u16 * u16 promotes to C's `int`, where 65535 * 65535 would overflow
+    a * b * a + (a << b) - (b >> 17u32)
+}
+
+#[userfn]
+pub fn ops_i64(a: i64, b: i64) -> i64 {
+    a * b - (a << (b & 127)) + -b
+}
+
+#[userfn]
+pub fn add_i32(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+#[test]
+fn integer_arithmetic_wraps_at_the_extremes_on_every_backend() {
+    let (ha, hb) = extremes_i32();
+    let want: Vec<[i32; 10]> = ha.iter().zip(&hb).map(|(&a, &b)| ops_i32_want(a, b)).collect();
+    let (a, b) = (Vector::from(ha.clone()), Vector::from(hb.clone()));
+    let ha16: Vec<u16> = ha.iter().map(|&x| x as u16).collect();
+    let hb16: Vec<u16> = hb.iter().map(|&x| x as u16).collect();
+    let want16: Vec<u16> = ha16
+        .iter()
+        .zip(&hb16)
+        .map(|(&a, &b)| {
+            a.wrapping_mul(b)
+                .wrapping_mul(a)
+                .wrapping_add(a.wrapping_shl(b as u32))
+                .wrapping_sub(b.wrapping_shr(17))
+        })
+        .collect();
+    let h64: (Vec<i64>, Vec<i64>) = (
+        ha.iter().map(|&x| (x as i64) << 32 | 7).collect(),
+        hb.iter().map(|&x| x as i64 * 3).collect(),
+    );
+    let want64: Vec<i64> = h64
+        .0
+        .iter()
+        .zip(&h64.1)
+        .map(|(&a, &b)| {
+            a.wrapping_mul(b)
+                .wrapping_sub(a.wrapping_shl((b & 127) as u32))
+                .wrapping_add(b.wrapping_neg())
+        })
+        .collect();
+    let sum: i32 = ha.iter().fold(0i32, |s, &x| s.wrapping_add(x));
+    for be in backends() {
+        let mut out = Vector::filled(ha.len(), [0i32; 10]);
+        Map::new(ops_i32).backend(be).run(&a, &b, &mut out).unwrap();
+        assert_eq!(out.to_vec(), want, "{be}: i32 operators");
+
+        let (a16, b16) = (Vector::from(ha16.clone()), Vector::from(hb16.clone()));
+        let mut out16 = Vector::zeroed(ha.len());
+        Map::new(ops_u16).backend(be).run(&a16, &b16, &mut out16).unwrap();
+        assert_eq!(out16.to_vec(), want16, "{be}: u16 operators");
+
+        let (a64, b64) = (Vector::from(h64.0.clone()), Vector::from(h64.1.clone()));
+        let mut out64 = Vector::zeroed(ha.len());
+        Map::new(ops_i64).backend(be).run(&a64, &b64, &mut out64).unwrap();
+        assert_eq!(out64.to_vec(), want64, "{be}: i64 operators");
+
+        assert_eq!(Reduce::new(add_i32).backend(be).run(&a).unwrap(), sum, "{be}: Reduce wraps");
+        let mut scan = Vector::zeroed(ha.len());
+        Scan::new(add_i32).backend(be).run(&a, &mut scan).unwrap();
+        assert_eq!(scan[ha.len() - 1], sum, "{be}: Scan wraps");
+    }
+}
+
+#[userfn]
+pub fn lookup(#[index] i: usize, t: &[f32]) -> f32 {
+    t[i * 3]
+}
+
+#[userfn]
+pub fn bins(x: u32) -> u32 {
+    let mut h = [0u32; 4];
+    h[x as usize] += 1;
+    h[0] + h[3]
+}
+
+#[userfn]
+pub fn ratio(a: i32, b: i32) -> i32 {
+    a / b
+}
+
+#[userfn]
+pub fn modulo(a: i64, b: i64) -> i64 {
+    a % b
+}
+
+#[userfn]
+pub fn inner(x: i32) -> i32 {
+    100 / x
+}
+
+#[userfn]
+pub fn outer(a: i32, b: i32) -> i32 {
+    inner(a) + inner(b)
+}
+
+#[userfn]
+pub fn reach(w: Window<i32>, #[uniform] k: i32) -> i32 {
+    w[k as isize]
+}
+
+#[userfn]
+pub fn keep_if_div(x: i32) -> bool {
+    10 % x == 0
+}
+
+#[userfn]
+pub fn pair_div(a: i32, b: i32) -> i32 {
+    a / b
+}
+
+#[userfn]
+pub fn bad_clamp(x: f32, #[uniform] lo: f32) -> f32 {
+    x.clamp(lo, 0.0)
+}
+
+/// `(function, index, len)` of a `UserFunction` error; fails on any other result.
+fn fault<T: std::fmt::Debug>(r: Result<T>) -> (String, Option<i64>, Option<u64>, String) {
+    match r {
+        Err(Error::UserFunction { function, what, index, len }) => (function, index, len, what),
+        other => panic!("expected Err(UserFunction), got {other:?}"),
+    }
+}
+
+#[test]
+fn faults_are_the_same_err_on_the_host_backends() {
+    for be in HOST.into_iter().filter(|&b| available(b)) {
+        for checked in [true, false] {
+            // an index out of range of a `&[T]` parameter, at element 2 of 5 (2 * 3 = 6)
+            let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+            let mut out = Vector::filled(5, -1.0f32);
+            let r = MapArray::new(lookup).backend(be).checked(checked).run_index(&table, &mut out);
+            let (f, i, n, what) = fault(r);
+            assert_eq!((f.as_str(), i, n), ("lookup", Some(6), Some(6)), "{be}: {what}");
+            assert!(what.contains("index 6 out of range for an array of length 6"), "{what}");
+            assert_eq!(table.to_vec(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{be}: input intact");
+            let mut ok = Vector::zeroed(2);
+            MapArray::new(lookup).backend(be).run_index(&table, &mut ok).unwrap();
+            assert_eq!(ok.to_vec(), vec![1.0, 4.0], "{be}: usable afterwards");
+
+            // a local array indexed out of range, on a Rayon worker (the element is late)
+            let xs = Vector::from_fn(40_000, |i| if i == 39_999 { 9 } else { i as u32 % 4 });
+            let mut out = Vector::zeroed(40_000);
+            let (f, i, n, _) = fault(Map::new(bins).backend(be).checked(checked).run(&xs, &mut out));
+            assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
+
+            // division and remainder by zero, and in a nested user function
+            let a = Vector::from(vec![7, 8, i32::MIN]);
+            let b = Vector::from(vec![1, 0, -1]);
+            let mut q = Vector::zeroed(3);
+            let (f, i, n, what) = fault(Map::new(ratio).backend(be).run(&a, &b, &mut q));
+            assert_eq!((f.as_str(), i, n), ("ratio", Some(8), None), "{be}");
+            assert!(what.contains("division of 8 by zero"), "{what}");
+            let (la, lb) = (Vector::from(vec![5i64]), Vector::from(vec![0i64]));
+            let (f, _, _, what) = fault(MapReduce::new(modulo, add_i64).backend(be).run(&la, &lb));
+            assert_eq!(f, "modulo", "{be}");
+            assert!(what.contains("remainder of 5 by zero"), "{what}");
+            let z = Vector::from(vec![4, 0]);
+            let (f, ..) = fault(Map::new(outer).backend(be).run(&z, &z, &mut Vector::zeroed(2)));
+            assert_eq!(f, "inner", "{be}: the innermost function is named");
+            let (f, ..) = fault(Filter::new(keep_if_div).backend(be).run(&z, &mut Vector::zeroed(2)));
+            assert_eq!(f, "keep_if_div", "{be}");
+            let mut m = Matrix::zeroed(2, 2);
+            let (f, ..) = fault(MapPairs::new(pair_div).backend(be).run(&z, &z, &mut m));
+            assert_eq!(f, "pair_div", "{be}");
+            let (f, ..) =
+                fault(MapPairsReduce::new(pair_div, add_i32).backend(be).run_rows(&z, &z, &mut Vector::zeroed(2)));
+            assert_eq!(f, "pair_div", "{be}");
+            let (f, ..) = fault(Reduce::new(ratio).backend(be).run(&z));
+            assert_eq!(f, "ratio", "{be}");
+            let (f, ..) = fault(Scan::new(ratio).backend(be).run(&z, &mut Vector::zeroed(2)));
+            assert_eq!(f, "ratio", "{be}");
+
+            // a window offset beyond the radius
+            let v = Vector::from(vec![1, 2, 3, 4]);
+            let mut o = Vector::zeroed(4);
+            let r = MapOverlap::new(reach, 1).uniforms((2,)).backend(be).run(&v, &mut o);
+            let (f, i, n, what) = fault(r);
+            assert_eq!((f.as_str(), i, n), ("reach", Some(2), Some(3)), "{be}: {what}");
+            MapOverlap::new(reach, 1).uniforms((-1,)).backend(be).run(&v, &mut o).unwrap();
+            assert_eq!(o.to_vec(), vec![1, 1, 2, 3], "{be}: usable afterwards");
+        }
+    }
+}
+
+#[userfn]
+pub fn add_i64(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[test]
+fn a_panic_in_a_user_function_is_an_err_and_leaves_the_pool_usable() {
+    for be in HOST.into_iter().filter(|&b| available(b)) {
+        let x = Vector::from_fn(100_000, |i| i as f32);
+        let mut out = Vector::zeroed(100_000);
+        let r = Map::new(bad_clamp).uniforms((1.0,)).backend(be).run(&x, &mut out);
+        let (f, i, n, what) = fault(r);
+        assert_eq!((f.as_str(), i, n), ("bad_clamp", None, None), "{be}");
+        assert!(what.starts_with("panicked:") && what.contains("min > max"), "{be}: {what}");
+        // the same containers and the pool work on
+        Map::new(bad_clamp).uniforms((-1e9,)).backend(be).run(&x, &mut out).unwrap();
+        assert_eq!((out[0], out[99_999]), (0.0, 0.0), "{be}");
+        let s = Reduce::new(super::add_f32).backend(be).run(&Vector::filled(1000, 1.0f32)).unwrap();
+        assert_eq!(s, 1000.0, "{be}");
+    }
+}
