@@ -184,7 +184,9 @@ macro_rules! dispatch {
             }
             #[cfg(feature = "opencl")]
             $crate::Backend::OpenCl => {
-                let $exec = &$crate::backends::opencl::OpenCl;
+                let $exec = &$crate::backends::opencl::OpenCl {
+                    checked: options.checked(),
+                };
                 $body
             }
             other => Err($crate::Error::BackendUnavailable {

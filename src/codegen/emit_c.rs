@@ -6,6 +6,7 @@ use super::dialect::{c_type, float_math, prelude, Dialect, RESERVED};
 use super::ir::{BinOp, Block, ConstValue, Expr, FnDef, MathFn, ParamKind, Stmt, UnOp};
 use super::typeck::{self, is_float, is_int, ty_eq, ty_name, TBlock, TExpr, TStmt};
 use super::{tuple_field, Prim, Ty};
+use crate::check::FaultKind;
 use crate::userfn::UserFn;
 use crate::Error;
 
@@ -75,8 +76,38 @@ pub fn device_source_multi(
     defs: &[&'static FnDef],
     dialect: Dialect,
 ) -> crate::Result<DeviceSource> {
+    device_source_checked(defs, dialect, false)
+}
+
+/// Like [`device_source_multi`]; with `checked`, the checked variant: every function takes
+/// a fault record `SKEL_FAULT_SPACE unsigned* skel_fault` first (and every array parameter
+/// its length after the pointer); an index out of range of an array parameter or a local
+/// array, or an integer division or remainder by zero, stores the first fault there
+/// (`[code, index low, index high, len low, len high, function]`, code from
+/// [`crate::check::FaultKind::code`], function the position in
+/// [`checked_functions`]) and goes on with index 0 / result 0.
+///
+/// ```
+/// use skel::prelude::*;
+/// use skel::userfn::UserFn;
+/// use skel::codegen::{device_source_checked, Dialect};
+/// #[userfn]
+/// fn pick(t: &[f32], i: u32) -> f32 { t[i as usize] }
+/// let src = device_source_checked(&[pick::definition()], Dialect::OpenCl, true)?;
+/// assert!(src.source.contains("skel_fn_pick(SKEL_FAULT_SPACE uint* skel_fault"));
+/// assert!(src.source.contains("skel_chk(skel_fault"));
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[doc(hidden)]
+pub fn device_source_checked(
+    defs: &[&'static FnDef],
+    dialect: Dialect,
+    checked: bool,
+) -> crate::Result<DeviceSource> {
     let kernel = defs.first().map(|d| d.name).unwrap_or("");
     let mut prog = Program {
+        checked,
+        current: 0,
         dialect,
         names: HashMap::new(),
         used_fn_names: HashSet::new(),
@@ -89,7 +120,8 @@ pub fn device_source_multi(
             prog.collect(d, &mut Vec::new())?;
         }
         let mut fns = String::new();
-        for def in prog.order.clone() {
+        for (id, def) in prog.order.clone().into_iter().enumerate() {
+            prog.current = id;
             let body =
                 typeck::check(def).map_err(|m| format!("in user function `{}`: {m}", def.name))?;
             fns.push_str(
@@ -118,6 +150,28 @@ pub fn device_source_multi(
         log,
         source_code: String::new(),
     })
+}
+
+/// The functions of the program of `defs`, in the order a fault record numbers them.
+#[doc(hidden)]
+pub fn checked_functions(defs: &[&'static FnDef]) -> Vec<&'static str> {
+    let mut prog = Program {
+        checked: true,
+        current: 0,
+        dialect: Dialect::HostC,
+        names: HashMap::new(),
+        used_fn_names: HashSet::new(),
+        order: Vec::new(),
+        aggregates: Vec::new(),
+        helpers: BTreeMap::new(),
+    };
+    for d in defs {
+        // A recursive program never compiles, so it never records a fault.
+        if prog.collect(d, &mut Vec::new()).is_err() {
+            return Vec::new();
+        }
+    }
+    prog.order.iter().map(|d| d.name).collect()
 }
 
 fn key(d: &'static FnDef) -> usize {
@@ -192,6 +246,10 @@ fn aggregate_decl(t: Ty, d: Dialect) -> String {
 }
 
 struct Program {
+    /// The checked variant (see [`device_source_checked`]).
+    checked: bool,
+    /// The position in `order` of the function being emitted (its id in a fault record).
+    current: usize,
     dialect: Dialect,
     names: HashMap<usize, String>,
     used_fn_names: HashSet<String>,
@@ -445,6 +503,10 @@ impl Program {
             tmp: 0,
         };
         let mut params = Vec::new();
+        if e.prog.checked {
+            e.fault_helpers();
+            params.push(format!("SKEL_FAULT_SPACE {}* skel_fault", c_type(Ty::Prim(Prim::U32), d)));
+        }
         for p in def.params {
             let cname = e.declare_name(p.name);
             let b = match p.kind {
@@ -461,7 +523,8 @@ impl Program {
                         "SKEL_ARRAY_SPACE const {}* {cname}",
                         c_type(p.ty, d)
                     ));
-                    let len = array_len_param_of(def, p.name, &mut Vec::new()).then(|| {
+                    let wants_len = e.prog.checked || array_len_param_of(def, p.name, &mut Vec::new());
+                    let len = wants_len.then(|| {
                         let len = e.fresh_name(&format!("{cname}_len"));
                         params.push(format!("{} {len}", c_type(Ty::Prim(Prim::Usize), d)));
                         len
@@ -1005,7 +1068,28 @@ impl FnEmitter<'_> {
             BinOp::Shr => format!("(({t})(({l}) >> (({r}) & {mask})))"),
             BinOp::Div | BinOp::Rem => {
                 let div = op == BinOp::Div;
-                let name = format!("skel_{}_{}", if div { "div" } else { "rem" }, prim_tag(p));
+                let checked = self.prog.checked;
+                let (params, fault, args) = if checked {
+                    let i64t = c_type(Ty::Prim(Prim::I64), d);
+                    let kind = if div { FaultKind::DivZero } else { FaultKind::RemZero };
+                    self.fault_helpers();
+                    (
+                        format!(
+                            "SKEL_FAULT_SPACE {u32t}* f, {t} a, {t} b, {u32t} id",
+                            u32t = c_type(Ty::Prim(Prim::U32), d)
+                        ),
+                        format!("if (b == 0) {{ skel_fault_rec(f, {}u, ({i64t})a, 0, id); return 0; }} ", kind.code()),
+                        format!("skel_fault, {l}, {r}, {}u", self.prog.current),
+                    )
+                } else {
+                    (format!("{t} a, {t} b"), String::new(), format!("{l}, {r}"))
+                };
+                let name = format!(
+                    "skel_{}_{}{}",
+                    if div { "div" } else { "rem" },
+                    prim_tag(p),
+                    if checked { "_chk" } else { "" }
+                );
                 let body = match (div, signed) {
                     (true, true) => format!(
                         "if (b == 0) return 0; if (b == -1) return ({t})(({ut})0 - ({ut})a); return a / b;"
@@ -1015,12 +1099,49 @@ impl FnEmitter<'_> {
                     (false, false) => "if (b == 0) return 0; return a % b;".to_string(),
                 };
                 let h = self.helper_fn(name, |n| {
-                    format!("SKEL_FN {t} {n}({t} a, {t} b) {{ {body} }}\n")
+                    format!("SKEL_FN {t} {n}({params}) {{ {fault}{body} }}\n")
                 });
-                format!("{h}({l}, {r})")
+                format!("{h}({args})")
             }
             _ => return Ok(None),
         }))
+    }
+
+    /// The checked variant's fault recording: `skel_fault_rec` keeps the first fault of a
+    /// launch (an atomic compare-and-swap of its code), `skel_chk` passes an index in range
+    /// and records any other, going on with index 0.
+    fn fault_helpers(&mut self) {
+        let d = self.d();
+        let (u32t, u64t, i64t) = (
+            c_type(Ty::Prim(Prim::U32), d),
+            c_type(Ty::Prim(Prim::U64), d),
+            c_type(Ty::Prim(Prim::I64), d),
+        );
+        let (space, claim) = match d {
+            Dialect::Cuda => ("", "atomicCAS(f, 0u, code) == 0u"),
+            Dialect::OpenCl => ("__global", "atomic_cmpxchg((volatile __global uint*)f, 0u, code) == 0u"),
+            Dialect::HostC => ("", "f[0] == 0u && (f[0] = code, 1)"),
+        };
+        let code = FaultKind::Index.code();
+        // `skel_0` sorts before every other helper, which may call these.
+        self.helper_fn("skel_0fault".into(), |_| {
+            format!(
+                "#ifndef SKEL_FAULT_SPACE\n#define SKEL_FAULT_SPACE {space}\n#endif\n\
+                 SKEL_FN void skel_fault_rec(SKEL_FAULT_SPACE {u32t}* f, {u32t} code, {i64t} index, {u64t} len, {u32t} id) {{ \
+                 if ({claim}) {{ f[1] = ({u32t})index; f[2] = ({u32t})(({u64t})index >> 32); \
+                 f[3] = ({u32t})len; f[4] = ({u32t})(len >> 32); f[5] = id; }} }}\n\
+                 SKEL_FN {u64t} skel_chk(SKEL_FAULT_SPACE {u32t}* f, {u64t} i, {u64t} len, {u32t} id) {{ \
+                 if (i < len) return i; skel_fault_rec(f, {code}u, ({i64t})i, len, id); return 0; }}\n"
+            )
+        });
+    }
+
+    /// `i`, checked against `len` in the checked variant.
+    fn check_index(&mut self, i: &str, len: &str) -> String {
+        self.fault_helpers();
+        let u64t = c_type(Ty::Prim(Prim::U64), self.d());
+        let id = self.prog.current;
+        format!("skel_chk(skel_fault, ({u64t})({i}), ({u64t})({len}), {id}u)")
     }
 
     /// A C helper function `name`, defined once per program by `code(name)`.
@@ -1379,7 +1500,8 @@ impl FnEmitter<'_> {
                                 return Err("array/window argument must be a parameter".into());
                             };
                             let wants_len = p.kind == ParamKind::Array
-                                && array_len_param_of(def, p.name, &mut Vec::new());
+                                && (self.prog.checked
+                                    || array_len_param_of(def, p.name, &mut Vec::new()));
                             match self.lookup(n)? {
                                 Bind::Slice(c, Some(s), _) => cargs.push(format!("{c}, {s}")),
                                 Bind::Slice(c, None, Some(len)) if wants_len => {
@@ -1391,6 +1513,9 @@ impl FnEmitter<'_> {
                         }
                         _ => cargs.push(self.expr(a, ta)?),
                     }
+                }
+                if self.prog.checked {
+                    cargs.insert(0, "skel_fault".into());
                 }
                 format!("{name}({})", cargs.join(", "))
             }
@@ -1412,7 +1537,13 @@ impl FnEmitter<'_> {
             Expr::Index { base, index } if te.kids.len() == 2 => {
                 let b = self.expr(base, &te.kids[0])?;
                 let i = self.expr(index, &te.kids[1])?;
-                format!("{b}.v[{i}]")
+                match Self::ty_of(&te.kids[0])? {
+                    Ty::Array(a) if self.prog.checked => {
+                        let len = self.int_lit(a.len as i128, Prim::Usize);
+                        format!("{b}.v[{}]", self.check_index(&i, &len))
+                    }
+                    _ => format!("{b}.v[{i}]"),
+                }
             }
             Expr::Index { base, index } => {
                 let Expr::Var(n) = base else {
@@ -1420,6 +1551,9 @@ impl FnEmitter<'_> {
                 };
                 let i = self.expr(index, &te.kids[0])?;
                 match self.lookup(n)? {
+                    Bind::Slice(c, None, Some(len)) if self.prog.checked => {
+                        format!("{c}[{}]", self.check_index(&i, &len))
+                    }
                     Bind::Slice(c, None, _) => format!("{c}[{i}]"),
                     _ => return Err(format!("`{n}` cannot be indexed with one index")),
                 }

@@ -187,6 +187,9 @@ pub(crate) mod tile;
 mod typeck;
 
 pub use dialect::{c_type, Dialect};
-pub use emit_c::{array_len_param, device_source, device_source_multi, DeviceSource};
+pub use emit_c::{
+    array_len_param, checked_functions, device_source, device_source_checked, device_source_multi,
+    DeviceSource,
+};
 pub use ir::ConstValue;
 pub use ir::FnDef;

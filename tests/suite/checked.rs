@@ -258,3 +258,48 @@ fn a_panic_in_a_user_function_is_an_err_and_leaves_the_pool_usable() {
         assert_eq!(s, 1000.0, "{be}");
     }
 }
+
+/// The backends whose Map and MapArray run checked user functions.
+const CHECKED: [Backend; 3] = [Backend::Cpu, Backend::Rayon, Backend::OpenCl];
+
+#[test]
+fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
+    let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let xs = Vector::from_fn(3000, |i| if i == 2999 { 9 } else { i as u32 % 4 });
+    let (a, b) = (Vector::from(vec![7, 8, i32::MIN]), Vector::from(vec![1, 0, -1]));
+    let z = Vector::from(vec![4, 0]);
+    for be in CHECKED.into_iter().filter(|&b| available(b)) {
+        let device = !matches!(be, Backend::Cpu | Backend::Rayon);
+        let mut out = Vector::filled(5, -1.0f32);
+        let r = MapArray::new(lookup).backend(be).checked(true).run_index(&table, &mut out);
+        let (f, i, n, _) = fault(r);
+        assert_eq!((f.as_str(), i, n), ("lookup", Some(6), Some(6)), "{be}");
+        if device {
+            assert_eq!(out.to_vec(), vec![-1.0; 5], "{be}: no results in the output");
+        }
+        assert_eq!(table.to_vec(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{be}: input intact");
+        let mut ok = Vector::zeroed(2);
+        MapArray::new(lookup).backend(be).checked(true).run_index(&table, &mut ok).unwrap();
+        assert_eq!(ok.to_vec(), vec![1.0, 4.0], "{be}: the checked kernel computes");
+
+        let mut out = Vector::zeroed(3000);
+        let (f, i, n, _) = fault(Map::new(bins).backend(be).checked(true).run(&xs, &mut out));
+        assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
+
+        let mut q = Vector::filled(3, 5);
+        let (f, i, n, what) = fault(Map::new(ratio).backend(be).checked(true).run(&a, &b, &mut q));
+        assert_eq!((f.as_str(), i, n), ("ratio", Some(8), None), "{be}: {what}");
+        if device {
+            assert_eq!(q.to_vec(), vec![5, 5, 5], "{be}: no results in the output");
+        }
+        let (f, ..) = fault(Map::new(outer).backend(be).checked(true).run(&z, &z, &mut Vector::zeroed(2)));
+        assert_eq!(f, "inner", "{be}: the innermost function is named");
+
+        // without a fault, checked and unchecked agree (MIN / -1 wraps)
+        let b1 = Vector::from(vec![1, 3, -1]);
+        for checked in [true, false] {
+            Map::new(ratio).backend(be).checked(checked).run(&a, &b1, &mut q).unwrap();
+            assert_eq!(q.to_vec(), vec![7, 2, i32::MIN], "{be}, checked: {checked}");
+        }
+    }
+}

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
-    uniform_params, CallShape, Inputs, KArg,
+    call_expr, checked_call, checked_source_head, cty, elem_params, fault, fault_param, launch,
+    memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
 };
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
@@ -18,9 +18,9 @@ use crate::Result;
 
 const TEMPLATE: &str = include_str!("../../../opencl/map.cl");
 
-fn source<F: ElementwiseFn>(ctx: &Ctx) -> Result<String> {
+fn source<F: ElementwiseFn>(ctx: &Ctx, checked: bool) -> Result<String> {
     let def = F::definition();
-    let (mut s, entries) = source_head(ctx, "__global", &[def])?;
+    let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
     let shape = CallShape {
         pos: "i",
         array: "",
@@ -29,11 +29,16 @@ fn source<F: ElementwiseFn>(ctx: &Ctx) -> Result<String> {
     let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS {}{}",
+        "#define SKEL_PARAMS {}{}{}",
         elem_params(def, ""),
-        uniform_params(def, "")
+        uniform_params(def, ""),
+        fault_param(checked)
     );
-    let call = call_expr(def, &entries[0], &shape, "");
+    let call = checked_call(
+        &call_expr(def, &entries[0], &shape, ""),
+        &entries[0],
+        checked,
+    );
     if grid_2d(def) {
         let call2 = call
             .replace("(ulong)((i) / cols)", "(ulong)(row)")
@@ -57,6 +62,7 @@ pub(super) fn run<'a, F, I>(
     inputs: I,
     out: ArgMut<'_, F::Out>,
     uniforms: &F::Uniforms,
+    checked: bool,
 ) -> Result<()>
 where
     F: ElementwiseFn,
@@ -66,7 +72,10 @@ where
     if n == 0 {
         return Ok(());
     }
-    let prog = program(ctx, ProgKey::of::<F>("map"), F::NAME, || source::<F>(ctx))?;
+    let kind = if checked { "map_checked" } else { "map" };
+    let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
+        source::<F>(ctx, checked)
+    })?;
     let out_mem = memory::output(ctx, &out, false)?;
     let cols = out.shape().cols().max(1);
     let mut up = Inputs {
@@ -81,6 +90,8 @@ where
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
+    let rec = checked.then(|| fault::record(ctx)).transpose()?;
+    args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
     let (dims, global, local) = if grid_2d(F::definition()) {
         let wide = 16.min(ctx.wg);
         let tall = ctx.wg / wide;
@@ -94,6 +105,11 @@ where
         (1, [round_up(n, ctx.wg), 1, 1], [ctx.wg, 1, 1])
     };
     let ev = launch(ctx, &prog, "skel_map", &args, dims, global, Some(local))?;
-    memory::written(ctx, &out, ev);
-    Ok(())
+    match rec {
+        Some(rec) => fault::finish(ctx, &rec, &out, ev, &[F::definition()]),
+        None => {
+            memory::written(ctx, &out, ev);
+            Ok(())
+        }
+    }
 }

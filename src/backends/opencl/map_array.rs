@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    array_ty, call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
-    uniform_params, CallShape, Inputs, KArg,
+    array_ty, call_expr, checked_call, checked_source_head, cty, elem_params, fault, fault_param,
+    launch, memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
 };
 use crate::codegen::{c_type, Dialect};
 use crate::containers::{Arg, ArgMut};
@@ -17,27 +17,34 @@ use crate::{Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../opencl/map_array.cl");
 
-fn source<F: ArrayFn>(ctx: &Ctx) -> Result<String> {
+fn source<F: ArrayFn>(ctx: &Ctx, checked: bool) -> Result<String> {
     let def = F::definition();
-    let (mut s, entries) = source_head(ctx, "__global", &[def])?;
+    let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
     let aty = array_ty(def).ok_or_else(|| Error::Driver("internal: no array parameter".into()))?;
     let shape = CallShape {
         pos: "i",
-        array: "(arr + arr_off)",
+        array: if checked {
+            "(arr + arr_off), arr_len"
+        } else {
+            "(arr + arr_off)"
+        },
         window: ("", ""),
     };
     let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS , __global const {}* arr, ulong arr_off{}{}",
+        "#define SKEL_PARAMS , __global const {}* arr, ulong arr_off{}{}{}{}",
         c_type(aty, Dialect::OpenCl),
+        if checked { ", ulong arr_len" } else { "" },
         elem_params(def, ""),
-        uniform_params(def, "")
+        uniform_params(def, ""),
+        fault_param(checked)
     );
+    let call = call_expr(def, &entries[0], &shape, "");
     let _ = writeln!(
         s,
         "#define SKEL_CALL(i) {}",
-        call_expr(def, &entries[0], &shape, "")
+        checked_call(&call, &entries[0], checked)
     );
     s.push_str(TEMPLATE);
     Ok(s)
@@ -49,6 +56,7 @@ pub(super) fn run<'a, F, I>(
     inputs: I,
     out: ArgMut<'_, F::Out>,
     uniforms: &F::Uniforms,
+    checked: bool,
 ) -> Result<()>
 where
     F: ArrayFn,
@@ -58,8 +66,9 @@ where
     if n == 0 {
         return Ok(());
     }
-    let prog = program(ctx, ProgKey::of::<F>("map_array"), F::NAME, || {
-        source::<F>(ctx)
+    let kind = if checked { "map_array_checked" } else { "map_array" };
+    let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
+        source::<F>(ctx, checked)
     })?;
     let out_mem = memory::output(ctx, &out, false)?;
     let arr_mem = memory::input(ctx, &array)?;
@@ -74,9 +83,14 @@ where
             KArg::U64(array.offset() as u64),
         ],
     };
+    if checked {
+        up.args.push(KArg::U64(array.shape().len() as u64));
+    }
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
+    let rec = checked.then(|| fault::record(ctx)).transpose()?;
+    args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
     let ev = launch(
         ctx,
         &prog,
@@ -86,6 +100,11 @@ where
         [round_up(n, ctx.wg), 1, 1],
         Some([ctx.wg, 1, 1]),
     )?;
-    memory::written(ctx, &out, ev);
-    Ok(())
+    match rec {
+        Some(rec) => fault::finish(ctx, &rec, &out, ev, &[F::definition()]),
+        None => {
+            memory::written(ctx, &out, ev);
+            Ok(())
+        }
+    }
 }

@@ -15,7 +15,7 @@ use ocl::core as cl;
 use super::context::Ctx;
 use super::driver;
 use crate::containers::host::as_bytes;
-use crate::containers::{Arg, ArgMut, DeviceCopy, ReadyEvent, State};
+use crate::containers::{Arg, ArgMut, DeviceCopy, Location, ReadyEvent, State};
 use crate::{DeviceType, Error, Result};
 
 /// A container's copy on the OpenCL device: the whole container, in one buffer.
@@ -283,6 +283,18 @@ pub(crate) fn written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::
         if w.len() > 16 {
             w.remove(0);
         }
+    }
+}
+
+/// Records that a kernel (done after `event`) wrote the operand's range on the device, but
+/// not results (a checked call that faulted): where the host holds the whole range, the
+/// device copy is invalidated, so the host keeps reading the values from before the call.
+pub(crate) fn discarded<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::Event) {
+    let host_holds = out.lock().coherence.is_valid(Location::Host, out.range());
+    if host_holds {
+        out.lock().coherence.invalidate(ctx.location(), out.range());
+    } else {
+        written(ctx, out, event);
     }
 }
 

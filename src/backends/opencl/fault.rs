@@ -1,0 +1,53 @@
+//! The fault record of a checked call (`codegen::device_source_checked`): six `uint`s,
+//! zero until the first fault of the launch claims them, read back with the result.
+
+use ocl::core as cl;
+
+use super::context::Ctx;
+use super::{driver, memory};
+use crate::check::{Fault, FaultKind};
+use crate::codegen::{checked_functions, FnDef};
+use crate::containers::ArgMut;
+use crate::{DeviceType, Result};
+
+/// A zeroed fault record for one launch.
+pub(crate) fn record(ctx: &Ctx) -> Result<cl::Mem> {
+    let zeros = [0u32; 6];
+    // SAFETY: the driver copies `zeros` (COPY_HOST_PTR) before create_buffer returns.
+    unsafe {
+        cl::create_buffer(
+            &ctx.context,
+            cl::MemFlags::new().read_write().copy_host_ptr(),
+            zeros.len(),
+            Some(&zeros[..]),
+        )
+    }
+    .map_err(driver)
+}
+
+/// Waits for the launch (`event`) that wrote `out` with fault record `rec`: no fault, and
+/// `out` is recorded as written; a fault, and the kernel's writes are discarded and the
+/// call is `Err(UserFunction)` naming the faulting function of the program of `defs`.
+pub(crate) fn finish<T: DeviceType>(
+    ctx: &Ctx,
+    rec: &cl::Mem,
+    out: &ArgMut<'_, T>,
+    event: cl::Event,
+    defs: &[&'static FnDef],
+) -> Result<()> {
+    let r = memory::read_elems::<u32>(ctx, rec, 6)?;
+    let Some(kind) = FaultKind::from_code(r[0]) else {
+        memory::written(ctx, out, event);
+        return Ok(());
+    };
+    memory::discarded(ctx, out, event);
+    let wide = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+    let functions = checked_functions(defs);
+    Err(Fault {
+        function: functions.get(r[5] as usize).copied(),
+        kind,
+        index: wide(r[1], r[2]) as i64,
+        len: wide(r[3], r[4]),
+    }
+    .into_error(defs.first().map_or("?", |d| d.name)))
+}
