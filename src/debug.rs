@@ -44,6 +44,23 @@ pub fn transfers<T: DeviceType>(container: &impl Input<T>) -> Transfers {
     t
 }
 
+/// `(used, total)` bytes of the CUDA device's memory (`cuMemGetInfo`: every process's
+/// allocations, this one's memory pool included), once the CUDA backend has opened the
+/// device; `None` before, and without the `cuda` feature. For leak checks over long runs
+/// (`examples/soak.rs`).
+///
+/// ```
+/// if let Some((used, total)) = skel::debug::device_memory() {
+///     assert!(used <= total);
+/// }
+/// ```
+pub fn device_memory() -> Option<(u64, u64)> {
+    #[cfg(feature = "cuda")]
+    return crate::backends::cuda::device_memory();
+    #[cfg(not(feature = "cuda"))]
+    None
+}
+
 /// The MultiStream cost model of a device: what splitting one call into `k` chunks on `k`
 /// streams is predicted to cost (Parisi 2015, chapter 3).
 ///

@@ -91,6 +91,16 @@ pub(crate) fn transfers(st: &State) -> Option<(u64, u64)> {
     buffer_transfers(st, context::opened()?.ordinal)
 }
 
+/// `(used, total)` bytes of the opened device's memory (`skel::debug::device_memory`).
+pub(crate) fn device_memory() -> Option<(u64, u64)> {
+    let ctx = context::opened()?;
+    ctx.bind().ok()?;
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: the device's context is current on this thread; both pointers are valid.
+    let r = unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) };
+    (r == sys::CUresult::CUDA_SUCCESS).then(|| ((total - free) as u64, total as u64))
+}
+
 /// A driver error as an [`Error::Driver`].
 pub(crate) fn driver(e: DriverError) -> Error {
     Error::Driver(format!("CUDA: {e}"))

@@ -1,0 +1,259 @@
+//! Soak: many small skeleton calls and a stream of image-sized Maps on one backend, with
+//! host RSS (`/proc/self/statm`) and device memory (`skel::debug::device_memory`, CUDA)
+//! sampled every few seconds, so that a leak in the buffer pool, the event lists or the
+//! containers shows as a rising line. Every round also makes one checked call fault, so
+//! the error path is soaked too.
+//!
+//! ```text
+//! cargo run --release --example soak -- [--backend NAME] [--minutes M] [--every SECS] [--out docs/soak]
+//! ```
+//!
+//! Short by default (10 seconds). `--out PREFIX` writes `PREFIX.csv` and `PREFIX.svg`. The
+//! exit status is 1 if host RSS or device memory grew by more than 10% (and 16 MiB) between
+//! the end of the first quarter of the run (warm-up: caches, pools) and its end.
+
+use std::time::{Duration, Instant};
+
+use plotters::prelude::*;
+use skel::prelude::*;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Pixel {
+    r: f32,
+    g: f32,
+    b: f32,
+}
+
+#[userfn]
+fn luma(p: Pixel, #[uniform] gain: f32) -> f32 {
+    (0.299 * p.r + 0.587 * p.g + 0.114 * p.b) * gain
+}
+
+#[userfn]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+fn pick(#[index] i: usize, t: &[f32]) -> f32 {
+    t[i % t.len()]
+}
+
+#[userfn]
+fn out_of_range(#[index] i: usize, t: &[f32]) -> f32 {
+    t[i + t.len()]
+}
+
+struct Args {
+    backend: Backend,
+    minutes: f64,
+    every: f64,
+    out: Option<String>,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut args = Args {
+        backend: skel::default_backend()?,
+        minutes: 10.0 / 60.0,
+        every: 1.0,
+        out: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| Error::InvalidArgument(format!("{flag} needs a value")))
+        };
+        let number = |v: String| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|x| *x > 0.0)
+                .ok_or_else(|| Error::InvalidArgument(format!("{flag}: `{v}` is not a positive number")))
+        };
+        match flag.as_str() {
+            "--backend" => args.backend = value()?.parse()?,
+            "--minutes" => args.minutes = number(value()?)?,
+            "--every" => args.every = number(value()?)?,
+            "--out" => args.out = Some(value()?),
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown argument `{other}`: expected --backend, --minutes, --every, --out"
+                )))
+            }
+        }
+    }
+    Ok(args)
+}
+
+/// Resident set size of this process in MiB.
+fn rss_mib() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: f64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0.0);
+    pages * 4096.0 / (1024.0 * 1024.0)
+}
+
+struct Sample {
+    secs: f64,
+    calls: u64,
+    frames: u64,
+    rss: f64,
+    device: Option<f64>,
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let b = args.backend;
+    let (w, h) = (1920, 1080);
+    let frame = Matrix::from_fn(h, w, |r, c| Pixel {
+        r: (r % 256) as f32,
+        g: (c % 256) as f32,
+        b: ((r + c) % 256) as f32,
+    });
+    let mut grey = Matrix::zeroed(h, w);
+    let small_a = Vector::from_fn(64, |i| i as f32);
+    let small_b = Vector::from_fn(64, |i| (64 - i) as f32);
+    let mut small_out = Vector::zeroed(64);
+    let table = Vector::from_fn(16, |i| i as f32 * 0.5);
+
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(args.minutes * 60.0);
+    let every = Duration::from_secs_f64(args.every);
+    let mut next = start;
+    let (mut calls, mut frames) = (0u64, 0u64);
+    let mut samples = Vec::new();
+    println!("soak on {b} for {:.1} min, a sample every {:.1} s", args.minutes, args.every);
+    println!("secs,calls,frames,rss_mib,device_mib");
+    loop {
+        let now = Instant::now();
+        if now >= next {
+            let s = Sample {
+                secs: now.duration_since(start).as_secs_f64(),
+                calls,
+                frames,
+                rss: rss_mib(),
+                device: skel::debug::device_memory().map(|(used, _)| used as f64 / (1024.0 * 1024.0)),
+            };
+            let dev = s.device.map(|d| format!("{d:.1}")).unwrap_or_default();
+            println!("{:.1},{},{},{:.1},{dev}", s.secs, s.calls, s.frames, s.rss);
+            samples.push(s);
+            next += every;
+        }
+        if now >= end {
+            break;
+        }
+        for _ in 0..100 {
+            Map::new(add).backend(b).run(&small_a, &small_b, &mut small_out)?;
+            let s = Reduce::new(add).backend(b).run(&small_out)?;
+            if s != 64.0 * 64.0 {
+                return Err(Error::other(format!("small calls: sum {s}, expected 4096")));
+            }
+            MapArray::new(pick).backend(b).run_index(&table, &mut small_out)?;
+            calls += 3;
+        }
+        match MapArray::new(out_of_range).backend(b).checked(true).run_index(&table, &mut small_out) {
+            Err(Error::UserFunction { .. }) => calls += 1,
+            // a backend without checked kernels computes garbage instead: not a leak
+            Ok(()) if matches!(b, Backend::Cuda) => calls += 1,
+            other => return Err(Error::other(format!("a faulting checked call gave {other:?}"))),
+        }
+        Map::new(luma).uniforms((1.0,)).backend(b).run(&frame, &mut grey)?;
+        // reading a pixel brings the frame back (device backends), as a consumer would
+        if grey[(h - 1, w - 1)] < 0.0 {
+            return Err(Error::other("negative luma"));
+        }
+        frames += 1;
+    }
+    let flat = judge(&samples);
+    if let Some(prefix) = &args.out {
+        write_csv(&format!("{prefix}.csv"), &samples)?;
+        plot(&format!("{prefix}.svg"), &samples, b).map_err(|e| Error::other(e.to_string()))?;
+        println!("wrote {prefix}.csv and {prefix}.svg");
+    }
+    if !flat {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Whether RSS and device memory stayed flat after warm-up (the first quarter).
+fn judge(samples: &[Sample]) -> bool {
+    let Some(last) = samples.last() else {
+        return true;
+    };
+    let warm = &samples[samples.len() / 4];
+    let grew = |a: f64, b: f64| b > a * 1.1 && b - a > 16.0;
+    let rss_grew = grew(warm.rss, last.rss);
+    let dev_grew = matches!((warm.device, last.device), (Some(a), Some(b)) if grew(a, b));
+    println!(
+        "after warm-up ({:.0} s): rss {:.1} -> {:.1} MiB{}; {} calls, {} frames: {}",
+        warm.secs,
+        warm.rss,
+        last.rss,
+        match (warm.device, last.device) {
+            (Some(a), Some(b)) => format!(", device {a:.1} -> {b:.1} MiB"),
+            _ => String::new(),
+        },
+        last.calls,
+        last.frames,
+        if rss_grew || dev_grew { "GREW" } else { "flat" }
+    );
+    !(rss_grew || dev_grew)
+}
+
+fn write_csv(path: &str, samples: &[Sample]) -> Result<()> {
+    let mut s = String::from("secs,calls,frames,rss_mib,device_mib\n");
+    for x in samples {
+        let dev = x.device.map(|d| format!("{d:.3}")).unwrap_or_default();
+        s.push_str(&format!("{:.3},{},{},{:.3},{dev}\n", x.secs, x.calls, x.frames, x.rss));
+    }
+    std::fs::write(path, s).map_err(|e| Error::other(format!("{path}: {e}")))
+}
+
+fn plot(path: &str, samples: &[Sample], b: Backend) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let secs = samples.last().map_or(1.0, |s| s.secs.max(1.0));
+    let top = samples
+        .iter()
+        .flat_map(|s| [Some(s.rss), s.device])
+        .flatten()
+        .fold(1.0f64, f64::max)
+        * 1.2;
+    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let calls = samples.last().map_or(0, |s| s.calls);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("skel soak on {b}: {calls} calls"), ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..secs, 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc("MiB")
+        .draw()?;
+    chart
+        .draw_series(LineSeries::new(samples.iter().map(|s| (s.secs, s.rss)), &BLUE))?
+        .label("host RSS")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
+    if samples.iter().any(|s| s.device.is_some()) {
+        chart
+            .draw_series(LineSeries::new(
+                samples.iter().filter_map(|s| s.device.map(|d| (s.secs, d))),
+                &RED,
+            ))?
+            .label("device memory used")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
