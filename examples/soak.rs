@@ -37,7 +37,7 @@ fn add(a: f32, b: f32) -> f32 {
 
 #[userfn]
 fn pick(#[index] i: usize, t: &[f32]) -> f32 {
-    t[i % t.len()]
+    t[i % 16]
 }
 
 #[userfn]
@@ -118,6 +118,7 @@ fn main() -> Result<()> {
     let small_a = Vector::from_fn(64, |i| i as f32);
     let small_b = Vector::from_fn(64, |i| (64 - i) as f32);
     let mut small_out = Vector::zeroed(64);
+    // `pick` reads it modulo 16
     let table = Vector::from_fn(16, |i| i as f32 * 0.5);
 
     let start = Instant::now();
@@ -237,15 +238,21 @@ fn plot(path: &str, samples: &[Sample], b: Backend) -> std::result::Result<(), B
         .y_desc("MiB")
         .draw()?;
     chart
-        .draw_series(LineSeries::new(samples.iter().map(|s| (s.secs, s.rss)), &BLUE))?
+        .draw_series(std::iter::once(PathElement::new(
+            samples.iter().map(|s| (s.secs, s.rss)).collect::<Vec<_>>(),
+            BLUE,
+        )))?
         .label("host RSS")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
     if samples.iter().any(|s| s.device.is_some()) {
         chart
-            .draw_series(LineSeries::new(
-                samples.iter().filter_map(|s| s.device.map(|d| (s.secs, d))),
-                &RED,
-            ))?
+            .draw_series(std::iter::once(PathElement::new(
+                samples
+                    .iter()
+                    .filter_map(|s| s.device.map(|d| (s.secs, d)))
+                    .collect::<Vec<_>>(),
+                RED,
+            )))?
             .label("device memory used")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
     }

@@ -122,6 +122,11 @@ pub fn lookup(#[index] i: usize, t: &[f32]) -> f32 {
 }
 
 #[userfn]
+pub fn reverse(#[index] i: usize, t: &[f32]) -> f32 {
+    t[t.len() - 1 - i]
+}
+
+#[userfn]
 pub fn bins(x: u32) -> u32 {
     let mut h = [0u32; 4];
     h[x as usize] += 1;
@@ -294,6 +299,13 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
         }
         let (f, ..) = fault(Map::new(outer).backend(be).checked(true).run(&z, &z, &mut Vector::zeroed(2)));
         assert_eq!(f, "inner", "{be}: the innermost function is named");
+
+        // `.len()` of the array, checked or not
+        for checked in [true, false] {
+            let mut back = Vector::zeroed(6);
+            MapArray::new(reverse).backend(be).checked(checked).run_index(&table, &mut back).unwrap();
+            assert_eq!(back.to_vec(), vec![6.0, 5.0, 4.0, 3.0, 2.0, 1.0], "{be}, checked: {checked}");
+        }
 
         // without a fault, checked and unchecked agree (MIN / -1 wraps)
         let b1 = Vector::from(vec![1, 3, -1]);

@@ -9,7 +9,8 @@ use super::{
     array_ty, call_expr, checked_call, checked_source_head, cty, elem_params, fault, fault_param,
     launch, memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
 };
-use crate::codegen::{c_type, Dialect};
+use crate::codegen::ir::FnDef;
+use crate::codegen::{array_len_param, c_type, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ArgTuple;
 use crate::userfn::ArrayFn;
@@ -17,13 +18,19 @@ use crate::{Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../opencl/map_array.cl");
 
+/// Whether the kernel passes the array's length (the user function reads `.len()` of it, or
+/// checks its indices).
+fn with_len(def: &'static FnDef, checked: bool) -> bool {
+    checked || array_len_param(def)
+}
+
 fn source<F: ArrayFn>(ctx: &Ctx, checked: bool) -> Result<String> {
     let def = F::definition();
     let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
     let aty = array_ty(def).ok_or_else(|| Error::Driver("internal: no array parameter".into()))?;
     let shape = CallShape {
         pos: "i",
-        array: if checked {
+        array: if with_len(def, checked) {
             "(arr + arr_off), arr_len"
         } else {
             "(arr + arr_off)"
@@ -35,7 +42,11 @@ fn source<F: ArrayFn>(ctx: &Ctx, checked: bool) -> Result<String> {
         s,
         "#define SKEL_PARAMS , __global const {}* arr, ulong arr_off{}{}{}{}",
         c_type(aty, Dialect::OpenCl),
-        if checked { ", ulong arr_len" } else { "" },
+        if with_len(def, checked) {
+            ", ulong arr_len"
+        } else {
+            ""
+        },
         elem_params(def, ""),
         uniform_params(def, ""),
         fault_param(checked)
@@ -83,7 +94,7 @@ where
             KArg::U64(array.offset() as u64),
         ],
     };
-    if checked {
+    if with_len(F::definition(), checked) {
         up.args.push(KArg::U64(array.shape().len() as u64));
     }
     inputs.visit(&mut up)?;
