@@ -66,10 +66,9 @@ fn parse_args() -> Result<Args> {
                 .ok_or_else(|| Error::InvalidArgument(format!("{flag} needs a value")))
         };
         let number = |v: String| {
-            v.parse::<f64>()
-                .ok()
-                .filter(|x| *x > 0.0)
-                .ok_or_else(|| Error::InvalidArgument(format!("{flag}: `{v}` is not a positive number")))
+            v.parse::<f64>().ok().filter(|x| *x > 0.0).ok_or_else(|| {
+                Error::InvalidArgument(format!("{flag}: `{v}` is not a positive number"))
+            })
         };
         match flag.as_str() {
             "--backend" => args.backend = value()?.parse()?,
@@ -127,7 +126,10 @@ fn main() -> Result<()> {
     let mut next = start;
     let (mut calls, mut frames) = (0u64, 0u64);
     let mut samples = Vec::new();
-    println!("soak on {b} for {:.1} min, a sample every {:.1} s", args.minutes, args.every);
+    println!(
+        "soak on {b} for {:.1} min, a sample every {:.1} s",
+        args.minutes, args.every
+    );
     println!("secs,calls,frames,rss_mib,device_mib");
     loop {
         let now = Instant::now();
@@ -137,7 +139,8 @@ fn main() -> Result<()> {
                 calls,
                 frames,
                 rss: rss_mib(),
-                device: skel::debug::device_memory().map(|(used, _)| used as f64 / (1024.0 * 1024.0)),
+                device: skel::debug::device_memory()
+                    .map(|(used, _)| used as f64 / (1024.0 * 1024.0)),
             };
             let dev = s.device.map(|d| format!("{d:.1}")).unwrap_or_default();
             println!("{:.1},{},{},{:.1},{dev}", s.secs, s.calls, s.frames, s.rss);
@@ -148,21 +151,36 @@ fn main() -> Result<()> {
             break;
         }
         for _ in 0..100 {
-            Map::new(add).backend(b).run(&small_a, &small_b, &mut small_out)?;
+            Map::new(add)
+                .backend(b)
+                .run(&small_a, &small_b, &mut small_out)?;
             let s = Reduce::new(add).backend(b).run(&small_out)?;
             if s != 64.0 * 64.0 {
                 return Err(Error::other(format!("small calls: sum {s}, expected 4096")));
             }
-            MapArray::new(pick).backend(b).run_index(&table, &mut small_out)?;
+            MapArray::new(pick)
+                .backend(b)
+                .run_index(&table, &mut small_out)?;
             calls += 3;
         }
-        match MapArray::new(out_of_range).backend(b).checked(true).run_index(&table, &mut small_out) {
+        match MapArray::new(out_of_range)
+            .backend(b)
+            .checked(true)
+            .run_index(&table, &mut small_out)
+        {
             Err(Error::UserFunction { .. }) => calls += 1,
             // a backend without checked kernels computes garbage instead: not a leak
             Ok(()) if matches!(b, Backend::Cuda) => calls += 1,
-            other => return Err(Error::other(format!("a faulting checked call gave {other:?}"))),
+            other => {
+                return Err(Error::other(format!(
+                    "a faulting checked call gave {other:?}"
+                )))
+            }
         }
-        Map::new(luma).uniforms((1.0,)).backend(b).run(&frame, &mut grey)?;
+        Map::new(luma)
+            .uniforms((1.0,))
+            .backend(b)
+            .run(&frame, &mut grey)?;
         // reading a pixel brings the frame back (device backends), as a consumer would
         if grey[(h - 1, w - 1)] < 0.0 {
             return Err(Error::other("negative luma"));
@@ -210,12 +228,19 @@ fn write_csv(path: &str, samples: &[Sample]) -> Result<()> {
     let mut s = String::from("secs,calls,frames,rss_mib,device_mib\n");
     for x in samples {
         let dev = x.device.map(|d| format!("{d:.3}")).unwrap_or_default();
-        s.push_str(&format!("{:.3},{},{},{:.3},{dev}\n", x.secs, x.calls, x.frames, x.rss));
+        s.push_str(&format!(
+            "{:.3},{},{},{:.3},{dev}\n",
+            x.secs, x.calls, x.frames, x.rss
+        ));
     }
     std::fs::write(path, s).map_err(|e| Error::other(format!("{path}: {e}")))
 }
 
-fn plot(path: &str, samples: &[Sample], b: Backend) -> std::result::Result<(), Box<dyn std::error::Error>> {
+fn plot(
+    path: &str,
+    samples: &[Sample],
+    b: Backend,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let secs = samples.last().map_or(1.0, |s| s.secs.max(1.0));
     let top = samples
         .iter()
@@ -227,7 +252,10 @@ fn plot(path: &str, samples: &[Sample], b: Backend) -> std::result::Result<(), B
     root.fill(&WHITE)?;
     let calls = samples.last().map_or(0, |s| s.calls);
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("skel soak on {b}: {calls} calls"), ("sans-serif", 18))
+        .caption(
+            format!("skel soak on {b}: {calls} calls"),
+            ("sans-serif", 18),
+        )
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(56)

@@ -7,6 +7,23 @@
 //! A fault unwinds with a [`Fault`] payload; the CPU backends catch every unwind out of a
 //! skeleton call and turn it into [`Error::UserFunction`].
 //!
+//! ## Checked and unchecked calls, backend by backend
+//!
+//! `.checked(bool)` on a skeleton, else `SKEL_CHECK=1|0`, else the build (checked in debug
+//! builds, unchecked in release builds) decides. In every mode integer `+ - *`, `-x`,
+//! `pow` and `abs` wrap, shifts take the amount modulo the width and `MIN / -1` is `MIN`.
+//!
+//! | backend | checked | unchecked |
+//! |---------|---------|-----------|
+//! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; a panic (`clamp` with `min > max`) too | the same: Rust checks every index anyway |
+//! | OpenCL | Map and MapArray run the checked kernel variant: the first fault of the launch is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range reads whatever lies there; an integer division or remainder by zero gives 0 |
+//! | CUDA | not yet: as unchecked | as OpenCL |
+//!
+//! Other skeletons on OpenCL run the unchecked variant in both modes; window offsets are
+//! checked on the CPU backends only (on a device a window offset beyond the radius reads a
+//! neighbouring element). On the CPU backends an `Err` leaves the part of the output
+//! computed before the fault written.
+//!
 //! ```
 //! use skel::prelude::*;
 //! #[userfn]
@@ -85,7 +102,9 @@ impl Fault {
         let (index, len) = (self.index, self.len);
         let what = match self.kind {
             FaultKind::Index => format!("index {index} out of range for an array of length {len}"),
-            FaultKind::Window => format!("window offset {index} outside a window of {len} elements"),
+            FaultKind::Window => {
+                format!("window offset {index} outside a window of {len} elements")
+            }
             FaultKind::DivZero => format!("integer division of {index} by zero"),
             FaultKind::RemZero => format!("integer remainder of {index} by zero"),
         };
@@ -126,7 +145,12 @@ pub fn index(function: &'static str, len: usize, i: usize) -> usize {
 #[cold]
 #[inline(never)]
 pub(crate) fn window_fault(offset: isize, radius: usize) -> ! {
-    fault(None, FaultKind::Window, offset as i64, 2 * radius as u64 + 1)
+    fault(
+        None,
+        FaultKind::Window,
+        offset as i64,
+        2 * radius as u64 + 1,
+    )
 }
 
 /// Arithmetic that wraps for integers (as a release build and the generated C do) and is
@@ -281,7 +305,10 @@ pub(crate) fn panic_error(function: &str, payload: Box<dyn Any + Send>) -> Error
 /// Runs one CPU skeleton call of `function`, an unwind out of it (a fault or a panic in
 /// the user function, also on a Rayon worker, which Rayon hands back here) becoming
 /// [`Error::UserFunction`].
-pub(crate) fn catch<R>(function: &str, call: impl FnOnce() -> crate::Result<R>) -> crate::Result<R> {
+pub(crate) fn catch<R>(
+    function: &str,
+    call: impl FnOnce() -> crate::Result<R>,
+) -> crate::Result<R> {
     // Unwind safety: on an unwind the call's output may be partly written, which the
     // returned error says; inputs are only read and the containers' bookkeeping is updated
     // only after the loops (a host backend marks the host copy newest up front, which it is).

@@ -26,8 +26,8 @@
 //!   is copied by value as in Rust. CUDA keeps a local array in registers when every index
 //!   is a constant after unrolling (e.g. `for` loops over `0..a.len()` with constant bounds);
 //!   indexed with a run-time value (a histogram bin, an insertion sort) it lives in the
-//!   thread's local memory, which is cached but slower. Indexing out of bounds panics in
-//!   Rust and is undefined on a device.
+//!   thread's local memory, which is cached but slower. Indexing out of bounds is an
+//!   `Err(Error::UserFunction)` in a checked call (see [`crate::check`]).
 //! - **`bool`**, a device type (a byte, 0 or 1; `uchar` in OpenCL C, which has no `bool` in
 //!   memory).
 //! - **tuples** of 2 to 4 values as return types (`-> (f32, f32)`, a C struct with members
@@ -42,9 +42,10 @@
 //!   is_finite`; for integers `min max abs clamp pow wrapping_add wrapping_sub wrapping_mul
 //!   rotate_left rotate_right count_ones leading_zeros trailing_zeros`, with Rust's
 //!   semantics: `round` rounds half away from zero, `signum(-0.0) == -1.0`, `min`/`max`
-//!   return the other operand of a NaN, `leading_zeros(0)` is the width, and where a debug
-//!   build panics on overflow (`i32::MIN.abs()`, `pow`) the device wraps like a release
-//!   build. `clamp` with `min > max` (a panic in Rust) is not checked on a device. The
+//!   return the other operand of a NaN, `leading_zeros(0)` is the width, and integer
+//!   arithmetic wraps on every backend in every build, as in a release build (`#[userfn]`
+//!   rewrites `+ - *`, `-x`, shifts, `pow` and `abs` of the Rust body into their wrapping
+//!   forms, so a debug build does not panic where a GPU wraps). `clamp` with `min > max` (a panic in Rust) is not checked on a device. The
 //!   exactly rounded operations (`+ - * /`, `sqrt`, `mul_add`, rounding, `fract`, `min`,
 //!   `max`, ...) give the `cpu` backend's bits; the transcendental ones may differ by a few
 //!   units in the last place (the tests allow 16, the OpenCL 1.2 bound for `pow`; CUDA's

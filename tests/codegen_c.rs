@@ -1202,11 +1202,7 @@ fn check_int_arrays(
                 .split('|')
                 .map(|f| f.split_whitespace().map(|v| v.parse().unwrap()).collect())
                 .collect();
-            assert_eq!(
-                got,
-                rust(a, b, n),
-                "{dialect:?}: a={a:#x} b={b:#x} n={n}"
-            );
+            assert_eq!(got, rust(a, b, n), "{dialect:?}: a={a:#x} b={b:#x} n={n}");
         }
     }
 }
@@ -1223,13 +1219,29 @@ fn integer_operators_wrap_in_rust_and_c() {
     let inputs = int_inputs();
     for &(a, b, n) in &inputs {
         let got = [
-            ops_i8::call(a as i8, b as i8, n).map(|v| v as i128).to_vec(),
-            ops_u16::call(a as u16, b as u16, n).map(|v| v as i128).to_vec(),
-            ops_i32::call(a as i32, b as i32, n).map(|v| v as i128).to_vec(),
-            ops_i64::call(a as i64, b as i64, n).map(|v| v as i128).to_vec(),
+            ops_i8::call(a as i8, b as i8, n)
+                .map(|v| v as i128)
+                .to_vec(),
+            ops_u16::call(a as u16, b as u16, n)
+                .map(|v| v as i128)
+                .to_vec(),
+            ops_i32::call(a as i32, b as i32, n)
+                .map(|v| v as i128)
+                .to_vec(),
+            ops_i64::call(a as i64, b as i64, n)
+                .map(|v| v as i128)
+                .to_vec(),
         ];
         let want = int_ops_rust(a, b, n);
-        assert_eq!(got, [want[0].clone(), want[3].clone(), want[4].clone(), want[6].clone()]);
+        assert_eq!(
+            got,
+            [
+                want[0].clone(),
+                want[3].clone(),
+                want[4].clone(),
+                want[6].clone()
+            ]
+        );
     }
     let exes = int_array_exes(&INT_OPS_EXES, "intops", int_ops_defs());
     check_int_arrays(exes, int_ops_rust, &inputs);

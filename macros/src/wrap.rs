@@ -90,8 +90,15 @@ impl WrapRewriter {
             Expr::Call(c) => {
                 // `i32::pow(x, e)`, `i64::abs(x)`: the type is in the path
                 let Expr::Path(p) = &*c.func else { return None };
-                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
-                let [ty, func] = segs.as_slice() else { return None };
+                let segs: Vec<String> = p
+                    .path
+                    .segments
+                    .iter()
+                    .map(|s| s.ident.to_string())
+                    .collect();
+                let [ty, func] = segs.as_slice() else {
+                    return None;
+                };
                 if !INTS.contains(&ty.as_str()) {
                     return None;
                 }

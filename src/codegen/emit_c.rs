@@ -505,7 +505,10 @@ impl Program {
         let mut params = Vec::new();
         if e.prog.checked {
             e.fault_helpers();
-            params.push(format!("SKEL_FAULT_SPACE {}* skel_fault", c_type(Ty::Prim(Prim::U32), d)));
+            params.push(format!(
+                "SKEL_FAULT_SPACE {}* skel_fault",
+                c_type(Ty::Prim(Prim::U32), d)
+            ));
         }
         for p in def.params {
             let cname = e.declare_name(p.name);
@@ -523,7 +526,8 @@ impl Program {
                         "SKEL_ARRAY_SPACE const {}* {cname}",
                         c_type(p.ty, d)
                     ));
-                    let wants_len = e.prog.checked || array_len_param_of(def, p.name, &mut Vec::new());
+                    let wants_len =
+                        e.prog.checked || array_len_param_of(def, p.name, &mut Vec::new());
                     let len = wants_len.then(|| {
                         let len = e.fresh_name(&format!("{cname}_len"));
                         params.push(format!("{} {len}", c_type(Ty::Prim(Prim::Usize), d)));
@@ -1071,7 +1075,11 @@ impl FnEmitter<'_> {
                 let checked = self.prog.checked;
                 let (params, fault, args) = if checked {
                     let i64t = c_type(Ty::Prim(Prim::I64), d);
-                    let kind = if div { FaultKind::DivZero } else { FaultKind::RemZero };
+                    let kind = if div {
+                        FaultKind::DivZero
+                    } else {
+                        FaultKind::RemZero
+                    };
                     self.fault_helpers();
                     (
                         format!(
@@ -1119,7 +1127,10 @@ impl FnEmitter<'_> {
         );
         let (space, claim) = match d {
             Dialect::Cuda => ("", "atomicCAS(f, 0u, code) == 0u"),
-            Dialect::OpenCl => ("__global", "atomic_cmpxchg((volatile __global uint*)f, 0u, code) == 0u"),
+            Dialect::OpenCl => (
+                "__global",
+                "atomic_cmpxchg((volatile __global uint*)f, 0u, code) == 0u",
+            ),
             Dialect::HostC => ("", "f[0] == 0u && (f[0] = code, 1)"),
         };
         let code = FaultKind::Index.code();

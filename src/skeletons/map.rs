@@ -81,7 +81,8 @@ impl<F: ElementwiseFn, E> Map<F, E> {
         check_inputs("Map", &inputs.shapes(), out.shape())?;
         check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, out.shape())?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, F::NAME, |exec| exec.map::<F, I>(inputs, out, uniforms))
+        dispatch!(self.options, F::NAME, |exec| exec
+            .map::<F, I>(inputs, out, uniforms))
     }
 }
 

@@ -69,7 +69,8 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         self.options.validate()?;
         let input = input.arg();
         let start = self.start.unwrap_or_default();
-        dispatch!(self.options, F::NAME, |exec| exec.reduce::<F, T>(input, start))
+        dispatch!(self.options, F::NAME, |exec| exec
+            .reduce::<F, T>(input, start))
     }
 
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.

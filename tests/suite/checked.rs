@@ -17,7 +17,21 @@ fn backends() -> impl Iterator<Item = Backend> {
 
 /// The extremes of `i32` and their neighbours, against each other.
 fn extremes_i32() -> (Vec<i32>, Vec<i32>) {
-    let v = [i32::MIN, i32::MIN + 1, -2, -1, 0, 1, 2, 31, 32, 33, 64, i32::MAX - 1, i32::MAX];
+    let v = [
+        i32::MIN,
+        i32::MIN + 1,
+        -2,
+        -1,
+        0,
+        1,
+        2,
+        31,
+        32,
+        33,
+        64,
+        i32::MAX - 1,
+        i32::MAX,
+    ];
     let a: Vec<i32> = v.iter().flat_map(|&x| v.iter().map(move |_| x)).collect();
     let b: Vec<i32> = v.iter().flat_map(|_| v.iter().copied()).collect();
     (a, b)
@@ -28,7 +42,18 @@ pub fn ops_i32(a: i32, b: i32) -> [i32; 10] {
     let mut c = a;
     c *= b;
     c -= i32::MAX;
-    [a + b, a - b, a * b, -a, a << b, a >> b, a / (b | 1), a % (b | 1), c, a.abs() + b.pow(3)]
+    [
+        a + b,
+        a - b,
+        a * b,
+        -a,
+        a << b,
+        a >> b,
+        a / (b | 1),
+        a % (b | 1),
+        c,
+        a.abs() + b.pow(3),
+    ]
 }
 
 fn ops_i32_want(a: i32, b: i32) -> [i32; 10] {
@@ -65,7 +90,11 @@ pub fn add_i32(a: i32, b: i32) -> i32 {
 #[test]
 fn integer_arithmetic_wraps_at_the_extremes_on_every_backend() {
     let (ha, hb) = extremes_i32();
-    let want: Vec<[i32; 10]> = ha.iter().zip(&hb).map(|(&a, &b)| ops_i32_want(a, b)).collect();
+    let want: Vec<[i32; 10]> = ha
+        .iter()
+        .zip(&hb)
+        .map(|(&a, &b)| ops_i32_want(a, b))
+        .collect();
     let (a, b) = (Vector::from(ha.clone()), Vector::from(hb.clone()));
     let ha16: Vec<u16> = ha.iter().map(|&x| x as u16).collect();
     let hb16: Vec<u16> = hb.iter().map(|&x| x as u16).collect();
@@ -101,15 +130,25 @@ fn integer_arithmetic_wraps_at_the_extremes_on_every_backend() {
 
         let (a16, b16) = (Vector::from(ha16.clone()), Vector::from(hb16.clone()));
         let mut out16 = Vector::zeroed(ha.len());
-        Map::new(ops_u16).backend(be).run(&a16, &b16, &mut out16).unwrap();
+        Map::new(ops_u16)
+            .backend(be)
+            .run(&a16, &b16, &mut out16)
+            .unwrap();
         assert_eq!(out16.to_vec(), want16, "{be}: u16 operators");
 
         let (a64, b64) = (Vector::from(h64.0.clone()), Vector::from(h64.1.clone()));
         let mut out64 = Vector::zeroed(ha.len());
-        Map::new(ops_i64).backend(be).run(&a64, &b64, &mut out64).unwrap();
+        Map::new(ops_i64)
+            .backend(be)
+            .run(&a64, &b64, &mut out64)
+            .unwrap();
         assert_eq!(out64.to_vec(), want64, "{be}: i64 operators");
 
-        assert_eq!(Reduce::new(add_i32).backend(be).run(&a).unwrap(), sum, "{be}: Reduce wraps");
+        assert_eq!(
+            Reduce::new(add_i32).backend(be).run(&a).unwrap(),
+            sum,
+            "{be}: Reduce wraps"
+        );
         let mut scan = Vector::zeroed(ha.len());
         Scan::new(add_i32).backend(be).run(&a, &mut scan).unwrap();
         assert_eq!(scan[ha.len() - 1], sum, "{be}: Scan wraps");
@@ -176,7 +215,12 @@ pub fn bad_clamp(x: f32, #[uniform] lo: f32) -> f32 {
 /// `(function, index, len)` of a `UserFunction` error; fails on any other result.
 fn fault<T: std::fmt::Debug>(r: Result<T>) -> (String, Option<i64>, Option<u64>, String) {
     match r {
-        Err(Error::UserFunction { function, what, index, len }) => (function, index, len, what),
+        Err(Error::UserFunction {
+            function,
+            what,
+            index,
+            len,
+        }) => (function, index, len, what),
         other => panic!("expected Err(UserFunction), got {other:?}"),
     }
 }
@@ -188,19 +232,41 @@ fn faults_are_the_same_err_on_the_host_backends() {
             // an index out of range of a `&[T]` parameter, at element 2 of 5 (2 * 3 = 6)
             let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
             let mut out = Vector::filled(5, -1.0f32);
-            let r = MapArray::new(lookup).backend(be).checked(checked).run_index(&table, &mut out);
+            let r = MapArray::new(lookup)
+                .backend(be)
+                .checked(checked)
+                .run_index(&table, &mut out);
             let (f, i, n, what) = fault(r);
-            assert_eq!((f.as_str(), i, n), ("lookup", Some(6), Some(6)), "{be}: {what}");
-            assert!(what.contains("index 6 out of range for an array of length 6"), "{what}");
-            assert_eq!(table.to_vec(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{be}: input intact");
+            assert_eq!(
+                (f.as_str(), i, n),
+                ("lookup", Some(6), Some(6)),
+                "{be}: {what}"
+            );
+            assert!(
+                what.contains("index 6 out of range for an array of length 6"),
+                "{what}"
+            );
+            assert_eq!(
+                table.to_vec(),
+                vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                "{be}: input intact"
+            );
             let mut ok = Vector::zeroed(2);
-            MapArray::new(lookup).backend(be).run_index(&table, &mut ok).unwrap();
+            MapArray::new(lookup)
+                .backend(be)
+                .run_index(&table, &mut ok)
+                .unwrap();
             assert_eq!(ok.to_vec(), vec![1.0, 4.0], "{be}: usable afterwards");
 
             // a local array indexed out of range, on a Rayon worker (the element is late)
             let xs = Vector::from_fn(40_000, |i| if i == 39_999 { 9 } else { i as u32 % 4 });
             let mut out = Vector::zeroed(40_000);
-            let (f, i, n, _) = fault(Map::new(bins).backend(be).checked(checked).run(&xs, &mut out));
+            let (f, i, n, _) = fault(
+                Map::new(bins)
+                    .backend(be)
+                    .checked(checked)
+                    .run(&xs, &mut out),
+            );
             assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
 
             // division and remainder by zero, and in a nested user function
@@ -215,15 +281,26 @@ fn faults_are_the_same_err_on_the_host_backends() {
             assert_eq!(f, "modulo", "{be}");
             assert!(what.contains("remainder of 5 by zero"), "{what}");
             let z = Vector::from(vec![4, 0]);
-            let (f, ..) = fault(Map::new(outer).backend(be).run(&z, &z, &mut Vector::zeroed(2)));
+            let (f, ..) = fault(
+                Map::new(outer)
+                    .backend(be)
+                    .run(&z, &z, &mut Vector::zeroed(2)),
+            );
             assert_eq!(f, "inner", "{be}: the innermost function is named");
-            let (f, ..) = fault(Filter::new(keep_if_div).backend(be).run(&z, &mut Vector::zeroed(2)));
+            let (f, ..) = fault(
+                Filter::new(keep_if_div)
+                    .backend(be)
+                    .run(&z, &mut Vector::zeroed(2)),
+            );
             assert_eq!(f, "keep_if_div", "{be}");
             let mut m = Matrix::zeroed(2, 2);
             let (f, ..) = fault(MapPairs::new(pair_div).backend(be).run(&z, &z, &mut m));
             assert_eq!(f, "pair_div", "{be}");
-            let (f, ..) =
-                fault(MapPairsReduce::new(pair_div, add_i32).backend(be).run_rows(&z, &z, &mut Vector::zeroed(2)));
+            let (f, ..) = fault(MapPairsReduce::new(pair_div, add_i32).backend(be).run_rows(
+                &z,
+                &z,
+                &mut Vector::zeroed(2),
+            ));
             assert_eq!(f, "pair_div", "{be}");
             let (f, ..) = fault(Reduce::new(ratio).backend(be).run(&z));
             assert_eq!(f, "ratio", "{be}");
@@ -233,10 +310,21 @@ fn faults_are_the_same_err_on_the_host_backends() {
             // a window offset beyond the radius
             let v = Vector::from(vec![1, 2, 3, 4]);
             let mut o = Vector::zeroed(4);
-            let r = MapOverlap::new(reach, 1).uniforms((2,)).backend(be).run(&v, &mut o);
+            let r = MapOverlap::new(reach, 1)
+                .uniforms((2,))
+                .backend(be)
+                .run(&v, &mut o);
             let (f, i, n, what) = fault(r);
-            assert_eq!((f.as_str(), i, n), ("reach", Some(2), Some(3)), "{be}: {what}");
-            MapOverlap::new(reach, 1).uniforms((-1,)).backend(be).run(&v, &mut o).unwrap();
+            assert_eq!(
+                (f.as_str(), i, n),
+                ("reach", Some(2), Some(3)),
+                "{be}: {what}"
+            );
+            MapOverlap::new(reach, 1)
+                .uniforms((-1,))
+                .backend(be)
+                .run(&v, &mut o)
+                .unwrap();
             assert_eq!(o.to_vec(), vec![1, 1, 2, 3], "{be}: usable afterwards");
         }
     }
@@ -252,14 +340,27 @@ fn a_panic_in_a_user_function_is_an_err_and_leaves_the_pool_usable() {
     for be in HOST.into_iter().filter(|&b| available(b)) {
         let x = Vector::from_fn(100_000, |i| i as f32);
         let mut out = Vector::zeroed(100_000);
-        let r = Map::new(bad_clamp).uniforms((1.0,)).backend(be).run(&x, &mut out);
+        let r = Map::new(bad_clamp)
+            .uniforms((1.0,))
+            .backend(be)
+            .run(&x, &mut out);
         let (f, i, n, what) = fault(r);
         assert_eq!((f.as_str(), i, n), ("bad_clamp", None, None), "{be}");
-        assert!(what.starts_with("panicked:") && what.contains("min > max"), "{be}: {what}");
+        assert!(
+            what.starts_with("panicked:") && what.contains("min > max"),
+            "{be}: {what}"
+        );
         // the same containers and the pool work on
-        Map::new(bad_clamp).uniforms((-1e9,)).backend(be).run(&x, &mut out).unwrap();
+        Map::new(bad_clamp)
+            .uniforms((-1e9,))
+            .backend(be)
+            .run(&x, &mut out)
+            .unwrap();
         assert_eq!((out[0], out[99_999]), (0.0, 0.0), "{be}");
-        let s = Reduce::new(super::add_f32).backend(be).run(&Vector::filled(1000, 1.0f32)).unwrap();
+        let s = Reduce::new(super::add_f32)
+            .backend(be)
+            .run(&Vector::filled(1000, 1.0f32))
+            .unwrap();
         assert_eq!(s, 1000.0, "{be}");
     }
 }
@@ -271,46 +372,89 @@ const CHECKED: [Backend; 3] = [Backend::Cpu, Backend::Rayon, Backend::OpenCl];
 fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
     let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
     let xs = Vector::from_fn(3000, |i| if i == 2999 { 9 } else { i as u32 % 4 });
-    let (a, b) = (Vector::from(vec![7, 8, i32::MIN]), Vector::from(vec![1, 0, -1]));
+    let (a, b) = (
+        Vector::from(vec![7, 8, i32::MIN]),
+        Vector::from(vec![1, 0, -1]),
+    );
     let z = Vector::from(vec![4, 0]);
     for be in CHECKED.into_iter().filter(|&b| available(b)) {
         let device = !matches!(be, Backend::Cpu | Backend::Rayon);
         let mut out = Vector::filled(5, -1.0f32);
-        let r = MapArray::new(lookup).backend(be).checked(true).run_index(&table, &mut out);
+        let r = MapArray::new(lookup)
+            .backend(be)
+            .checked(true)
+            .run_index(&table, &mut out);
         let (f, i, n, _) = fault(r);
         assert_eq!((f.as_str(), i, n), ("lookup", Some(6), Some(6)), "{be}");
         if device {
-            assert_eq!(out.to_vec(), vec![-1.0; 5], "{be}: no results in the output");
+            assert_eq!(
+                out.to_vec(),
+                vec![-1.0; 5],
+                "{be}: no results in the output"
+            );
         }
-        assert_eq!(table.to_vec(), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "{be}: input intact");
+        assert_eq!(
+            table.to_vec(),
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            "{be}: input intact"
+        );
         let mut ok = Vector::zeroed(2);
-        MapArray::new(lookup).backend(be).checked(true).run_index(&table, &mut ok).unwrap();
-        assert_eq!(ok.to_vec(), vec![1.0, 4.0], "{be}: the checked kernel computes");
+        MapArray::new(lookup)
+            .backend(be)
+            .checked(true)
+            .run_index(&table, &mut ok)
+            .unwrap();
+        assert_eq!(
+            ok.to_vec(),
+            vec![1.0, 4.0],
+            "{be}: the checked kernel computes"
+        );
 
         let mut out = Vector::zeroed(3000);
         let (f, i, n, _) = fault(Map::new(bins).backend(be).checked(true).run(&xs, &mut out));
         assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
 
         let mut q = Vector::filled(3, 5);
-        let (f, i, n, what) = fault(Map::new(ratio).backend(be).checked(true).run(&a, &b, &mut q));
+        let (f, i, n, what) = fault(
+            Map::new(ratio)
+                .backend(be)
+                .checked(true)
+                .run(&a, &b, &mut q),
+        );
         assert_eq!((f.as_str(), i, n), ("ratio", Some(8), None), "{be}: {what}");
         if device {
             assert_eq!(q.to_vec(), vec![5, 5, 5], "{be}: no results in the output");
         }
-        let (f, ..) = fault(Map::new(outer).backend(be).checked(true).run(&z, &z, &mut Vector::zeroed(2)));
+        let (f, ..) = fault(Map::new(outer).backend(be).checked(true).run(
+            &z,
+            &z,
+            &mut Vector::zeroed(2),
+        ));
         assert_eq!(f, "inner", "{be}: the innermost function is named");
 
         // `.len()` of the array, checked or not
         for checked in [true, false] {
             let mut back = Vector::zeroed(6);
-            MapArray::new(reverse).backend(be).checked(checked).run_index(&table, &mut back).unwrap();
-            assert_eq!(back.to_vec(), vec![6.0, 5.0, 4.0, 3.0, 2.0, 1.0], "{be}, checked: {checked}");
+            MapArray::new(reverse)
+                .backend(be)
+                .checked(checked)
+                .run_index(&table, &mut back)
+                .unwrap();
+            assert_eq!(
+                back.to_vec(),
+                vec![6.0, 5.0, 4.0, 3.0, 2.0, 1.0],
+                "{be}, checked: {checked}"
+            );
         }
 
         // without a fault, checked and unchecked agree (MIN / -1 wraps)
         let b1 = Vector::from(vec![1, 3, -1]);
         for checked in [true, false] {
-            Map::new(ratio).backend(be).checked(checked).run(&a, &b1, &mut q).unwrap();
+            Map::new(ratio)
+                .backend(be)
+                .checked(checked)
+                .run(&a, &b1, &mut q)
+                .unwrap();
             assert_eq!(q.to_vec(), vec![7, 2, i32::MIN], "{be}, checked: {checked}");
         }
     }

@@ -77,7 +77,11 @@ where
     if n == 0 {
         return Ok(());
     }
-    let kind = if checked { "map_array_checked" } else { "map_array" };
+    let kind = if checked {
+        "map_array_checked"
+    } else {
+        "map_array"
+    };
     let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
         source::<F>(ctx, checked)
     })?;
