@@ -171,9 +171,14 @@ fn is_float(name: &str) -> bool {
     name == "f32" || name == "f64"
 }
 
+/// The names of `path`'s segments (`["f32", "consts", "PI"]`).
+pub fn path_names(path: &syn::Path) -> Vec<String> {
+    path.segments.iter().map(|s| s.ident.to_string()).collect()
+}
+
 /// Is `path` rooted at a primitive type (`f32::sqrt`, `f32::MAX`, `std::f32::consts::PI`)?
 pub fn is_primitive_path(path: &syn::Path) -> bool {
-    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let segs = path_names(path);
     let segs: Vec<&str> = segs.iter().map(|s| s.as_str()).collect();
     let rest = match segs.as_slice() {
         ["std" | "core", rest @ ..] => rest,
@@ -652,12 +657,7 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<TokenStream> {
             "this path (use locals, parameters, SCREAMING_CASE constants, or constants like f32::MAX or f32::consts::PI)",
         ));
     }
-    let segs: Vec<String> = p
-        .path
-        .segments
-        .iter()
-        .map(|s| s.ident.to_string())
-        .collect();
+    let segs = path_names(&p.path);
     let segs: Vec<&str> = segs.iter().map(|s| s.as_str()).collect();
     let rest = match segs.as_slice() {
         ["std" | "core", rest @ ..] => rest,
@@ -761,12 +761,7 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
             }
             if is_primitive_path(&p.path) {
                 // f32::sqrt(x)
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .collect();
+                let segs = path_names(&p.path);
                 let (t, m) = if segs.len() == 2 {
                     (segs[0].as_str(), segs[1].as_str())
                 } else {

@@ -299,12 +299,7 @@ struct CallRewriter;
 impl VisitMut for CallRewriter {
     fn visit_expr_path_mut(&mut self, p: &mut syn::ExprPath) {
         // `f32::consts::PI` -> `::core::f32::consts::PI`
-        let segs: Vec<String> = p
-            .path
-            .segments
-            .iter()
-            .map(|s| s.ident.to_string())
-            .collect();
+        let segs = body::path_names(&p.path);
         if p.qself.is_none()
             && p.path.leading_colon.is_none()
             && segs.len() == 3

@@ -90,12 +90,7 @@ impl WrapRewriter {
             Expr::Call(c) => {
                 // `i32::pow(x, e)`, `i64::abs(x)`: the type is in the path
                 let Expr::Path(p) = &*c.func else { return None };
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .collect();
+                let segs = crate::body::path_names(&p.path);
                 let [ty, func] = segs.as_slice() else {
                     return None;
                 };

@@ -225,87 +225,47 @@ fn fault<T: std::fmt::Debug>(r: Result<T>) -> (String, Option<i64>, Option<u64>,
     }
 }
 
+/// Faults of the skeletons other than Map and MapArray (run checked on the host backends
+/// only), checked and unchecked alike.
 #[test]
-fn faults_are_the_same_err_on_the_host_backends() {
+fn faults_of_every_skeleton_are_the_same_err_on_the_host_backends() {
+    let z = Vector::from(vec![4, 0]);
     for be in HOST.into_iter().filter(|&b| available(b)) {
         for checked in [true, false] {
-            // an index out of range of a `&[T]` parameter, at element 2 of 5 (2 * 3 = 6)
-            let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
-            let mut out = Vector::filled(5, -1.0f32);
-            let r = MapArray::new(lookup)
+            let (la, lb) = (Vector::from(vec![5i64]), Vector::from(vec![0i64]));
+            let r = MapReduce::new(modulo, add_i64)
                 .backend(be)
                 .checked(checked)
-                .run_index(&table, &mut out);
-            let (f, i, n, what) = fault(r);
-            assert_eq!(
-                (f.as_str(), i, n),
-                ("lookup", Some(6), Some(6)),
-                "{be}: {what}"
-            );
-            assert!(
-                what.contains("index 6 out of range for an array of length 6"),
-                "{what}"
-            );
-            assert_eq!(
-                table.to_vec(),
-                vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-                "{be}: input intact"
-            );
-            let mut ok = Vector::zeroed(2);
-            MapArray::new(lookup)
-                .backend(be)
-                .run_index(&table, &mut ok)
-                .unwrap();
-            assert_eq!(ok.to_vec(), vec![1.0, 4.0], "{be}: usable afterwards");
-
-            // a local array indexed out of range, on a Rayon worker (the element is late)
-            let xs = Vector::from_fn(40_000, |i| if i == 39_999 { 9 } else { i as u32 % 4 });
-            let mut out = Vector::zeroed(40_000);
-            let (f, i, n, _) = fault(
-                Map::new(bins)
-                    .backend(be)
-                    .checked(checked)
-                    .run(&xs, &mut out),
-            );
-            assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
-
-            // division and remainder by zero, and in a nested user function
-            let a = Vector::from(vec![7, 8, i32::MIN]);
-            let b = Vector::from(vec![1, 0, -1]);
-            let mut q = Vector::zeroed(3);
-            let (f, i, n, what) = fault(Map::new(ratio).backend(be).run(&a, &b, &mut q));
-            assert_eq!((f.as_str(), i, n), ("ratio", Some(8), None), "{be}");
-            assert!(what.contains("division of 8 by zero"), "{what}");
-            let (la, lb) = (Vector::from(vec![5i64]), Vector::from(vec![0i64]));
-            let (f, _, _, what) = fault(MapReduce::new(modulo, add_i64).backend(be).run(&la, &lb));
+                .run(&la, &lb);
+            let (f, _, _, what) = fault(r);
             assert_eq!(f, "modulo", "{be}");
             assert!(what.contains("remainder of 5 by zero"), "{what}");
-            let z = Vector::from(vec![4, 0]);
-            let (f, ..) = fault(
-                Map::new(outer)
-                    .backend(be)
-                    .run(&z, &z, &mut Vector::zeroed(2)),
-            );
-            assert_eq!(f, "inner", "{be}: the innermost function is named");
-            let (f, ..) = fault(
-                Filter::new(keep_if_div)
-                    .backend(be)
-                    .run(&z, &mut Vector::zeroed(2)),
-            );
-            assert_eq!(f, "keep_if_div", "{be}");
-            let mut m = Matrix::zeroed(2, 2);
-            let (f, ..) = fault(MapPairs::new(pair_div).backend(be).run(&z, &z, &mut m));
-            assert_eq!(f, "pair_div", "{be}");
-            let (f, ..) = fault(MapPairsReduce::new(pair_div, add_i32).backend(be).run_rows(
+            let r = Filter::new(keep_if_div)
+                .backend(be)
+                .checked(checked)
+                .run(&z, &mut Vector::zeroed(2));
+            assert_eq!(fault(r).0, "keep_if_div", "{be}");
+            let r = MapPairs::new(pair_div).backend(be).checked(checked).run(
                 &z,
                 &z,
-                &mut Vector::zeroed(2),
-            ));
-            assert_eq!(f, "pair_div", "{be}");
-            let (f, ..) = fault(Reduce::new(ratio).backend(be).run(&z));
-            assert_eq!(f, "ratio", "{be}");
-            let (f, ..) = fault(Scan::new(ratio).backend(be).run(&z, &mut Vector::zeroed(2)));
-            assert_eq!(f, "ratio", "{be}");
+                &mut Matrix::zeroed(2, 2),
+            );
+            assert_eq!(fault(r).0, "pair_div", "{be}");
+            let r = MapPairsReduce::new(pair_div, add_i32)
+                .backend(be)
+                .checked(checked)
+                .run_rows(&z, &z, &mut Vector::zeroed(2));
+            assert_eq!(fault(r).0, "pair_div", "{be}");
+            assert_eq!(
+                fault(Reduce::new(ratio).backend(be).checked(checked).run(&z)).0,
+                "ratio",
+                "{be}"
+            );
+            let r = Scan::new(ratio)
+                .backend(be)
+                .checked(checked)
+                .run(&z, &mut Vector::zeroed(2));
+            assert_eq!(fault(r).0, "ratio", "{be}");
 
             // a window offset beyond the radius
             let v = Vector::from(vec![1, 2, 3, 4]);
@@ -313,6 +273,7 @@ fn faults_are_the_same_err_on_the_host_backends() {
             let r = MapOverlap::new(reach, 1)
                 .uniforms((2,))
                 .backend(be)
+                .checked(checked)
                 .run(&v, &mut o);
             let (f, i, n, what) = fault(r);
             assert_eq!(
@@ -371,7 +332,8 @@ const CHECKED: [Backend; 3] = [Backend::Cpu, Backend::Rayon, Backend::OpenCl];
 #[test]
 fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
     let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
-    let xs = Vector::from_fn(3000, |i| if i == 2999 { 9 } else { i as u32 % 4 });
+    // the fault is late: on a Rayon worker
+    let xs = Vector::from_fn(40_000, |i| if i == 39_999 { 9 } else { i as u32 % 4 });
     let (a, b) = (
         Vector::from(vec![7, 8, i32::MIN]),
         Vector::from(vec![1, 0, -1]),
@@ -379,58 +341,70 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
     let z = Vector::from(vec![4, 0]);
     for be in CHECKED.into_iter().filter(|&b| available(b)) {
         let device = !matches!(be, Backend::Cpu | Backend::Rayon);
-        let mut out = Vector::filled(5, -1.0f32);
-        let r = MapArray::new(lookup)
-            .backend(be)
-            .checked(true)
-            .run_index(&table, &mut out);
-        let (f, i, n, _) = fault(r);
-        assert_eq!((f.as_str(), i, n), ("lookup", Some(6), Some(6)), "{be}");
-        if device {
-            assert_eq!(
-                out.to_vec(),
-                vec![-1.0; 5],
-                "{be}: no results in the output"
-            );
-        }
-        assert_eq!(
-            table.to_vec(),
-            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
-            "{be}: input intact"
-        );
-        let mut ok = Vector::zeroed(2);
-        MapArray::new(lookup)
-            .backend(be)
-            .checked(true)
-            .run_index(&table, &mut ok)
-            .unwrap();
-        assert_eq!(
-            ok.to_vec(),
-            vec![1.0, 4.0],
-            "{be}: the checked kernel computes"
-        );
-
-        let mut out = Vector::zeroed(3000);
-        let (f, i, n, _) = fault(Map::new(bins).backend(be).checked(true).run(&xs, &mut out));
-        assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
-
-        let mut q = Vector::filled(3, 5);
-        let (f, i, n, what) = fault(
-            Map::new(ratio)
+        // the host backends check in both modes
+        for checked in if device {
+            vec![true]
+        } else {
+            vec![true, false]
+        } {
+            let mut out = Vector::filled(5, -1.0f32);
+            let r = MapArray::new(lookup)
                 .backend(be)
-                .checked(true)
-                .run(&a, &b, &mut q),
-        );
-        assert_eq!((f.as_str(), i, n), ("ratio", Some(8), None), "{be}: {what}");
-        if device {
-            assert_eq!(q.to_vec(), vec![5, 5, 5], "{be}: no results in the output");
+                .checked(checked)
+                .run_index(&table, &mut out);
+            let (f, i, n, _) = fault(r);
+            assert_eq!((f.as_str(), i, n), ("lookup", Some(6), Some(6)), "{be}");
+            if device {
+                assert_eq!(
+                    out.to_vec(),
+                    vec![-1.0; 5],
+                    "{be}: no results in the output"
+                );
+            }
+            assert_eq!(
+                table.to_vec(),
+                vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                "{be}: input intact"
+            );
+            let mut ok = Vector::zeroed(2);
+            MapArray::new(lookup)
+                .backend(be)
+                .checked(checked)
+                .run_index(&table, &mut ok)
+                .unwrap();
+            assert_eq!(
+                ok.to_vec(),
+                vec![1.0, 4.0],
+                "{be}: the kernel computes, and the table is usable afterwards"
+            );
+
+            let mut out = Vector::zeroed(40_000);
+            let (f, i, n, _) = fault(
+                Map::new(bins)
+                    .backend(be)
+                    .checked(checked)
+                    .run(&xs, &mut out),
+            );
+            assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
+
+            let mut q = Vector::filled(3, 5);
+            let (f, i, n, what) = fault(
+                Map::new(ratio)
+                    .backend(be)
+                    .checked(checked)
+                    .run(&a, &b, &mut q),
+            );
+            assert_eq!((f.as_str(), i, n), ("ratio", Some(8), None), "{be}: {what}");
+            if device {
+                assert_eq!(q.to_vec(), vec![5, 5, 5], "{be}: no results in the output");
+            }
+            let (f, ..) = fault(Map::new(outer).backend(be).checked(checked).run(
+                &z,
+                &z,
+                &mut Vector::zeroed(2),
+            ));
+            assert_eq!(f, "inner", "{be}: the innermost function is named");
         }
-        let (f, ..) = fault(Map::new(outer).backend(be).checked(true).run(
-            &z,
-            &z,
-            &mut Vector::zeroed(2),
-        ));
-        assert_eq!(f, "inner", "{be}: the innermost function is named");
 
         // `.len()` of the array, checked or not
         for checked in [true, false] {
@@ -449,6 +423,7 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
 
         // without a fault, checked and unchecked agree (MIN / -1 wraps)
         let b1 = Vector::from(vec![1, 3, -1]);
+        let mut q = Vector::zeroed(3);
         for checked in [true, false] {
             Map::new(ratio)
                 .backend(be)
