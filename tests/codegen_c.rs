@@ -1011,11 +1011,11 @@ int_math_fns! {
 }
 
 /// The OpenCL built-ins the integer methods use, for the host compiler.
-const OPENCL_INT_SHIM: &str = "#define popcount(x) _Generic((x), uchar: __builtin_popcount, ushort: __builtin_popcount, uint: __builtin_popcount, ulong: __builtin_popcountl)(x)\nstatic inline uchar clz_u8(uchar x){return x?__builtin_clz(x)-24:8;}\nstatic inline ushort clz_u16(ushort x){return x?__builtin_clz(x)-16:16;}\nstatic inline uint clz_u32(uint x){return x?__builtin_clz(x):32;}\nstatic inline ulong clz_u64(ulong x){return x?__builtin_clzl(x):64;}\n#define clz(x) _Generic((x), uchar: clz_u8, ushort: clz_u16, uint: clz_u32, ulong: clz_u64)(x)\n";
+const OPENCL_INT_SHIM: &str = "static inline uint atomic_cmpxchg(volatile uint* p, uint c, uint v){uint o=*p; if(o==c)*p=v; return o;}\n#define popcount(x) _Generic((x), uchar: __builtin_popcount, ushort: __builtin_popcount, uint: __builtin_popcount, ulong: __builtin_popcountl)(x)\nstatic inline uchar clz_u8(uchar x){return x?__builtin_clz(x)-24:8;}\nstatic inline ushort clz_u16(ushort x){return x?__builtin_clz(x)-16:16;}\nstatic inline uint clz_u32(uint x){return x?__builtin_clz(x):32;}\nstatic inline ulong clz_u64(ulong x){return x?__builtin_clzl(x):64;}\n#define clz(x) _Generic((x), uchar: clz_u8, ushort: clz_u16, uint: clz_u32, ulong: clz_u64)(x)\n";
 
 /// The CUDA intrinsics the generated code uses, as documented in the CUDA Math API, for
 /// the host C++ compiler (so that the CUDA dialect's helpers are run here too).
-const CUDA_SHIM: &str = "#include <math.h>\n#define __device__\n#define __forceinline__ inline\nstatic inline int __popc(unsigned int x){return __builtin_popcount(x);}\nstatic inline int __popcll(unsigned long long x){return __builtin_popcountll(x);}\nstatic inline int __clz(int x){return x?__builtin_clz((unsigned int)x):32;}\nstatic inline int __clzll(long long x){return x?__builtin_clzll((unsigned long long)x):64;}\n";
+const CUDA_SHIM: &str = "#include <math.h>\n#define __device__\nstatic inline unsigned atomicCAS(unsigned* p, unsigned c, unsigned v){unsigned o=*p; if(o==c)*p=v; return o;}\n#define __forceinline__ inline\nstatic inline int __popc(unsigned int x){return __builtin_popcount(x);}\nstatic inline int __popcll(unsigned long long x){return __builtin_popcountll(x);}\nstatic inline int __clz(int x){return x?__builtin_clz((unsigned int)x):32;}\nstatic inline int __clzll(long long x){return x?__builtin_clzll((unsigned long long)x):64;}\n";
 
 /// Every dialect with the shim that lets the host compiler build it.
 fn dialects() -> [(Dialect, String); 3] {
@@ -1063,6 +1063,7 @@ type Exes = OnceLock<Vec<(Dialect, std::path::PathBuf)>>;
 static INT_EXES: Exes = OnceLock::new();
 static FLOAT_EXES: Exes = OnceLock::new();
 static LANG_EXES: Exes = OnceLock::new();
+static CHECKED_EXES: Exes = OnceLock::new();
 
 /// Builds, once per process, `name` for every dialect: the functions `defs` and the
 /// `main` that `main(entries, dialect)` writes.
@@ -1072,11 +1073,22 @@ fn exes(
     defs: &[&'static skel::codegen::FnDef],
     main: impl Fn(&[String], Dialect) -> String,
 ) -> &'static [(Dialect, std::path::PathBuf)] {
+    variant_exes(cache, name, defs, false, main)
+}
+
+/// [`exes`] of the checked variant (`checked`) or the plain one.
+fn variant_exes(
+    cache: &'static Exes,
+    name: &str,
+    defs: &[&'static skel::codegen::FnDef],
+    checked: bool,
+    main: impl Fn(&[String], Dialect) -> String,
+) -> &'static [(Dialect, std::path::PathBuf)] {
     cache.get_or_init(|| {
         dialects()
             .into_iter()
             .map(|(dialect, shim)| {
-                let src = skel::codegen::device_source_multi(defs, dialect).unwrap();
+                let src = skel::codegen::device_source_checked(defs, dialect, checked).unwrap();
                 let exe = build_as(
                     &format!("{name}_{dialect:?}"),
                     &format!("{shim}{}", src.source),
@@ -1512,4 +1524,79 @@ fn language_forms_in_every_dialect() {
         cuda.contains("__popc(") && cuda.contains("__clz("),
         "{cuda}"
     );
+}
+
+#[userfn]
+fn probe_inner(t: &[i32], k: u32) -> i32 {
+    t[k as usize] % (k as i32 - 2)
+}
+
+/// At most one fault per input below (C evaluates operands in no fixed order).
+#[userfn]
+fn probe_checked(t: &[i32], i: u32, k: u32, d: i32) -> i32 {
+    let h = [1, 2, 3];
+    t[i as usize] + h[k as usize] + 100 / d + probe_inner(t, k)
+}
+
+/// The checked variant of every dialect records the fault the Rust side reports (kind,
+/// index, length, function), and without a fault computes what Rust computes.
+#[test]
+fn checked_c_records_the_fault_rust_reports() {
+    let table = [10, 20, 30, 40];
+    let defs = [<probe_checked as skel::userfn::UserFn>::definition()];
+    let names = skel::codegen::checked_functions(&defs);
+    let exes = variant_exes(&CHECKED_EXES, "checked", &defs, true, |e, _| {
+        format!(
+            "int main(void){{int t[4]={{10,20,30,40}};unsigned i,k;int d;while(scanf(\"%u %u %d\",&i,&k,&d)==3){{\
+             unsigned f[6]={{0,0,0,0,0,0}};int r={}(f,t,4,i,k,d);printf(\"%d %u %u %u %u %u %u\\n\",r,f[0],f[1],f[2],f[3],f[4],f[5]);}}return 0;}}",
+            e[0]
+        )
+    });
+    // (i, k, d): none, each fault alone, and `MIN`-free wrapping left to other tests
+    let inputs = [
+        (0u32, 0u32, 1i32),
+        (3, 1, -7),
+        (4, 0, 1),
+        (9, 1, 5),
+        (1, 3, 1),
+        (2, 0, 0),
+        (0, 2, 3),
+    ];
+    let input: String = inputs
+        .iter()
+        .map(|(i, k, d)| format!("{i} {k} {d}\n"))
+        .collect();
+    for (dialect, exe) in exes {
+        let out = run_timeout(exe, &input);
+        assert_eq!(out.len(), inputs.len());
+        for (o, &(i, k, d)) in out.iter().zip(&inputs) {
+            let got: Vec<i64> = o.split_whitespace().map(|v| v.parse().unwrap()).collect();
+            let rust = std::panic::catch_unwind(|| probe_checked::call(&table, i, k, d));
+            match rust {
+                Ok(v) => assert_eq!(
+                    got,
+                    [v as i64, 0, 0, 0, 0, 0, 0],
+                    "{dialect:?} ({i}, {k}, {d})"
+                ),
+                Err(payload) => {
+                    let f = payload
+                        .downcast_ref::<skel::check::Fault>()
+                        .expect("a Fault");
+                    let want = [
+                        f.kind.code() as i64,
+                        f.index & 0xffff_ffff,
+                        f.index >> 32 & 0xffff_ffff,
+                        f.len as i64,
+                        0,
+                    ];
+                    assert_eq!(got[1..6], want, "{dialect:?} ({i}, {k}, {d})");
+                    assert_eq!(
+                        Some(names[got[6] as usize]),
+                        f.function,
+                        "{dialect:?} ({i}, {k}, {d})"
+                    );
+                }
+            }
+        }
+    }
 }
