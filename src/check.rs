@@ -16,10 +16,9 @@
 //! | backend | checked | unchecked |
 //! |---------|---------|-----------|
 //! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; a panic (`clamp` with `min > max`) too | the same: Rust checks every index anyway |
-//! | OpenCL | Map and MapArray run the checked kernel variant: the first fault of the launch is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range reads whatever lies there; an integer division or remainder by zero gives 0 |
-//! | CUDA | not yet: as unchecked | as OpenCL |
+//! | OpenCL, CUDA | Map and MapArray run the checked kernel variant: the first fault of the launch (of all its MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range reads whatever lies there; an integer division or remainder by zero gives 0 |
 //!
-//! Other skeletons on OpenCL run the unchecked variant in both modes; window offsets are
+//! Other skeletons on the devices run the unchecked variant in both modes; window offsets are
 //! checked on the CPU backends only (on a device a window offset beyond the radius reads a
 //! neighbouring element). On the CPU backends an `Err` leaves the part of the output
 //! computed before the fault written.

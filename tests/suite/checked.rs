@@ -327,7 +327,7 @@ fn a_panic_in_a_user_function_is_an_err_and_leaves_the_pool_usable() {
 }
 
 /// The backends whose Map and MapArray run checked user functions.
-const CHECKED: [Backend; 3] = [Backend::Cpu, Backend::Rayon, Backend::OpenCl];
+const CHECKED: [Backend; 4] = [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda];
 
 #[test]
 fn checked_map_and_map_array_give_the_same_err_on_every_backend() {

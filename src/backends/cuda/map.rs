@@ -5,7 +5,7 @@
 use cudarc::driver::sys;
 
 use super::context::{ctx, Ctx};
-use super::memory::{self, CuEvent};
+use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::{
@@ -13,15 +13,21 @@ use super::{
     vector_defines, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::jit::ProgKey;
+use crate::check::{Fault, FaultKind};
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
-use crate::codegen::{device_source, DeviceSource, Dialect};
+use crate::codegen::{
+    array_len_param, checked_functions, device_source_checked, DeviceSource, Dialect,
+};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::{ArgTuple, ArgVisitor};
 use crate::userfn::{ElementwiseFn, UniformTuple};
 use crate::{DeviceType, Error, Result};
 
 pub(crate) const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
+
+/// Words of a fault record (see `codegen::device_source_checked`).
+const FAULT_WORDS: usize = 6;
 
 /// How a Map kernel spreads a chunk over threads: the `SKEL_LAUNCH` form of `cuda/map.cu`
 /// that the user function's cost class ([`classify`]) asks for.
@@ -147,10 +153,17 @@ fn forced_class() -> Result<Option<Cost>> {
 /// MapArray parameter, or nothing) before the inputs, in launch shape `launch`.
 pub(crate) fn map_source(
     user: &DeviceSource,
-    def: &FnDef,
+    def: &'static FnDef,
     (out_ty, array): (String, String),
     launch: Launch,
+    checked: bool,
 ) -> String {
+    let with_len = !array.is_empty() && (checked || array_len_param(def));
+    let array = if with_len {
+        format!("{array}, skel_u64 arr_len")
+    } else {
+        array
+    };
     let site = CallSite {
         pos: "SKEL_I",
         index: "skel_base + (SKEL_I)",
@@ -167,25 +180,73 @@ pub(crate) fn map_source(
         ("SKEL_OUT_T", out_ty),
         (
             "SKEL_PARAMS",
-            format!("{array}{}{}", input_params(def), uniform_params(def)),
+            format!(
+                "{array}{}{}{}",
+                input_params(def),
+                uniform_params(def),
+                if checked {
+                    ", unsigned int* skel_fault"
+                } else {
+                    ""
+                }
+            ),
         ),
         ("SKEL_CALL(SKEL_I)", call),
         ("SKEL_CALL2(SKEL_I, SKEL_ROW, SKEL_COL)", call2),
     ];
     defines.extend(vector_defines(user.entry(), def));
+    for (name, value) in defines.iter_mut() {
+        if with_len && name.starts_with("SKEL_CALL") {
+            *value = with_array_len(value);
+        }
+        if checked {
+            *value = fault_first(value, user.entry());
+        }
+    }
     assemble(&user.source, &defines, TEMPLATE)
 }
 
+/// `code` with every call of `entry` passing the fault record `skel_fault` first (the
+/// checked variant's calling convention).
+fn fault_first(code: &str, entry: &str) -> String {
+    let call = format!("{entry}(");
+    let mut parts = code.split(call.as_str());
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for rest in parts {
+        let sep = if rest.starts_with(')') { "" } else { ", " };
+        out.push_str(&format!("{call}skel_fault{sep}{rest}"));
+    }
+    out
+}
+
+/// `call` with its array argument `arr` followed by the array's length `arr_len`.
+fn with_array_len(call: &str) -> String {
+    call.replace("(arr, ", "(arr, arr_len, ")
+        .replace(", arr, ", ", arr, arr_len, ")
+        .replace(", arr)", ", arr, arr_len)")
+        .replace("(arr)", "(arr, arr_len)")
+}
+
 /// The kernel source for `F`.
-pub(crate) fn source<F: ElementwiseFn>() -> Result<String> {
-    let user = device_source::<F>(Dialect::Cuda)?;
+pub(crate) fn source<F: ElementwiseFn>(checked: bool) -> Result<String> {
     let def = F::definition();
+    let user = device_source_checked(&[def], Dialect::Cuda, checked)?;
     Ok(map_source(
         &user,
         def,
         (cty::<F::Out>(), String::new()),
         Launch::of(def)?,
+        checked,
     ))
+}
+
+/// A Map kernel: the function, its launch shape, the user function it calls and whether
+/// it is the checked variant (whose fault record the call reads with the result).
+pub(crate) struct Kernel {
+    pub(crate) func: sys::CUfunction,
+    pub(crate) launch: Launch,
+    pub(crate) def: &'static FnDef,
+    pub(crate) checked: bool,
 }
 
 /// `out[i] = F(index(i), inputs[i], uniforms)`.
@@ -203,22 +264,22 @@ where
     if out.shape().is_empty() {
         return Ok(());
     }
+    let checked = exec.checked;
+    let kind = if checked { "map_checked" } else { "map" };
     let m = module(
         ctx,
-        ProgKey::of::<F>("map", ctx.ordinal),
+        ProgKey::of::<F>(kind, ctx.ordinal),
         "map",
         &["skel_map"],
-        source::<F>,
+        || source::<F>(checked),
     )?;
-    chunked::<I, u8, F::Out>(
-        exec,
-        ctx,
-        "map",
-        (m.func("skel_map")?, Launch::of(F::definition())?),
-        (None, &inputs),
-        out,
-        uniforms,
-    )
+    let kernel = Kernel {
+        func: m.func("skel_map")?,
+        launch: Launch::of(F::definition())?,
+        def: F::definition(),
+        checked,
+    };
+    chunked::<I, u8, F::Out>(exec, ctx, "map", kernel, (None, &inputs), out, uniforms)
 }
 
 /// An element-wise call split into chunks: per chunk, its part of every input (and the
@@ -228,7 +289,7 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
     exec: &Cuda,
     ctx: &Ctx,
     skeleton: &'static str,
-    (func, shape): (sys::CUfunction, Launch),
+    kernel: Kernel,
     (array, inputs): (Option<Arg<'_, A>>, &I),
     out: ArgMut<'_, O>,
     uniforms: &impl UniformTuple,
@@ -262,6 +323,19 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         work,
     )?;
     let whole = |a: Arg<'_, A>| 0..a.shape().len();
+    let with_len = kernel.checked || array_len_param(kernel.def);
+    let lanes: Vec<_> = split.parts().map(|(_, _, lane, _)| lane).collect();
+    // The fault record of the checked variant: zeroed on the first stream, then shared.
+    let fault = match lanes.first() {
+        Some(&first) if kernel.checked => {
+            let rec = Scratch::new(first, FAULT_WORDS * 4)?;
+            rec.zero(0, FAULT_WORDS * 4)?;
+            rec.share(&lanes)?;
+            Some((rec, first))
+        }
+        _ => None,
+    };
+    let mut pending = Vec::new();
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
         let mut ptrs = Vec::new();
@@ -278,18 +352,63 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
             .u64(part.len() as u64)
             .u64(out.shape().cols() as u64)
             .u64(part.start as u64);
+        let mut ptrs = ptrs.into_iter();
+        if let Some(a) = array {
+            if let Some(p) = ptrs.next() {
+                args.ptr(p);
+            }
+            if with_len {
+                args.u64(a.shape().len() as u64);
+            }
+        }
         for p in ptrs {
             args.ptr(p);
         }
         args.uniforms(uniforms);
-        let dims = shape.dims(ctx, &part, out.shape().cols())?;
-        launch(ctx, lane, tag, func, dims, &mut args)?;
+        if let Some((rec, _)) = &fault {
+            args.ptr(rec.ptr);
+        }
+        let dims = kernel.launch.dims(ctx, &part, out.shape().cols())?;
+        launch(ctx, lane, tag, kernel.func, dims, &mut args)?;
         let ev = CuEvent::record(lane)?;
         if let Some(a) = array {
             memory::read_by(ctx, &a, whole(a), &ev)?;
         }
         inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
-        memory::written_part(ctx, &out, part, &ev)?;
+        if fault.is_some() {
+            pending.push((part, ev));
+        } else {
+            memory::written_part(ctx, &out, part, &ev)?;
+        }
+    }
+    if let Some((rec, first)) = fault {
+        // Read with the result: the copy waits for every chunk's kernel.
+        for (_, ev) in &pending {
+            ev.order(first)?;
+        }
+        let mut bytes = [0u8; FAULT_WORDS * 4];
+        rec.read(0, &mut bytes)?;
+        let w: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        if let Some(kind) = FaultKind::from_code(w[0]) {
+            for (part, ev) in &pending {
+                memory::discarded_part(ctx, &out, part.clone(), ev)?;
+            }
+            let wide = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+            let functions = checked_functions(&[kernel.def]);
+            return Err(Fault {
+                function: functions.get(w[5] as usize).copied(),
+                kind,
+                index: wide(w[1], w[2]) as i64,
+                len: wide(w[3], w[4]),
+            }
+            .into_error(kernel.def.name));
+        }
+        for (part, ev) in &pending {
+            memory::written_part(ctx, &out, part.clone(), ev)?;
+        }
     }
     if eager {
         split.download(ctx, &out, |part| part)?;

@@ -5,12 +5,12 @@
 //! already), by the first chunk's stream; the other chunks' streams wait for its event.
 
 use super::context::ctx;
-use super::map::{chunked, map_source, Launch};
+use super::map::{chunked, map_source, Kernel, Launch};
 use super::module_cache::module;
 use super::{array_param, cty, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::codegen::tile::{tiled, TILE};
-use crate::codegen::{c_type, device_source, device_source_multi, Dialect, Prim, Ty};
+use crate::codegen::{c_type, device_source_checked, device_source_multi, Dialect, Prim, Ty};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ArgTuple;
 use crate::userfn::ArrayFn;
@@ -20,12 +20,15 @@ use crate::Result;
 /// multiprocessor; such arrays are read through the read-only path.
 const MAX_TILE_BYTES: usize = 16 * 1024;
 
-/// The launch for `F`: tiled when its all-pairs loop can be.
-fn launch_of<F: ArrayFn>() -> Result<Launch> {
+/// The launch for `F`: tiled when its all-pairs loop can be (and the call is unchecked:
+/// the checked variant reads the array as written, with its indices checked).
+fn launch_of<F: ArrayFn>(checked: bool) -> Result<Launch> {
     let def = F::definition();
     let bytes = TILE * std::mem::size_of::<F::Array>();
     Ok(match Launch::of(def)? {
-        Launch::Tiled(_) if bytes <= MAX_TILE_BYTES && tiled::<F::Array>(def).is_some() => {
+        Launch::Tiled(_)
+            if !checked && bytes <= MAX_TILE_BYTES && tiled::<F::Array>(def).is_some() =>
+        {
             Launch::Tiled(bytes as u32)
         }
         Launch::Tiled(_) => Launch::One,
@@ -34,9 +37,9 @@ fn launch_of<F: ArrayFn>() -> Result<Launch> {
 }
 
 /// The kernel source for `F`.
-pub(crate) fn source<F: ArrayFn>() -> Result<String> {
+pub(crate) fn source<F: ArrayFn>(checked: bool) -> Result<String> {
     let def = F::definition();
-    let launch = launch_of::<F>()?;
+    let launch = launch_of::<F>(checked)?;
     let user = match (launch, tiled::<F::Array>(def)) {
         (Launch::Tiled(_), Some(t)) => {
             let mut user = device_source_multi(&[t.def, t.stage, t.get], Dialect::Cuda)?;
@@ -55,13 +58,14 @@ pub(crate) fn source<F: ArrayFn>() -> Result<String> {
             user.entries.truncate(1);
             user
         }
-        _ => device_source::<F>(Dialect::Cuda)?,
+        _ => device_source_checked(&[def], Dialect::Cuda, checked)?,
     };
     Ok(map_source(
         &user,
         def,
         (cty::<F::Out>(), array_param(def)),
         launch,
+        checked,
     ))
 }
 
@@ -125,18 +129,30 @@ where
     if out.shape().is_empty() {
         return Ok(());
     }
+    let checked = exec.checked;
+    let kind = if checked {
+        "map_array_checked"
+    } else {
+        "map_array"
+    };
     let m = module(
         ctx,
-        ProgKey::of::<F>("map_array", ctx.ordinal),
+        ProgKey::of::<F>(kind, ctx.ordinal),
         "map_array",
         &["skel_map"],
-        source::<F>,
+        || source::<F>(checked),
     )?;
+    let kernel = Kernel {
+        func: m.func("skel_map")?,
+        launch: launch_of::<F>(checked)?,
+        def: F::definition(),
+        checked,
+    };
     chunked(
         exec,
         ctx,
         "map_array",
-        (m.func("skel_map")?, launch_of::<F>()?),
+        kernel,
         (Some(array), &inputs),
         out,
         uniforms,
@@ -172,7 +188,7 @@ mod tests {
 
     #[test]
     fn all_pairs_sources_read_the_array_through_tiles() {
-        let src = source::<pull>().unwrap();
+        let src = source::<pull>(false).unwrap();
         if std::env::var_os("SKEL_PRINT_SOURCE").is_some() {
             println!("{src}");
         }
@@ -181,7 +197,7 @@ mod tests {
         assert_eq!(src.matches("__syncthreads();").count(), 2);
         assert!(src.contains("reinterpret_cast<const P*>(skel_smem)[j - start]"));
         assert!(!src.contains("return src[j]"));
-        let plain = source::<lookup>().unwrap();
+        let plain = source::<lookup>(false).unwrap();
         assert!(plain.contains("#define SKEL_LAUNCH 0") && !plain.contains("skel_smem"));
     }
 }

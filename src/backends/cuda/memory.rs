@@ -31,7 +31,7 @@ use super::context::{opened, Ctx, Lane, STREAMS};
 use super::trace::{self, Op, Tag};
 use super::{driver, oom_or_driver};
 use crate::containers::store::Store;
-use crate::containers::{Arg, ArgMut, DeviceCopy, PinnedAllocator, ReadyEvent, State};
+use crate::containers::{Arg, ArgMut, DeviceCopy, Location, PinnedAllocator, ReadyEvent, State};
 use crate::{DeviceType, Error, Result};
 
 /// Allocates `bytes` (at least 1) from the device's pool, ordered on `lane`.
@@ -753,6 +753,25 @@ pub(crate) fn written_part<T: DeviceType>(
     let ready: Arc<dyn ReadyEvent> = event.clone();
     st.coherence.write(ctx.location(), range, Some(ready));
     st.device_written();
+    Ok(())
+}
+
+/// Records that the work before `event` wrote elements `part` of `out` on the device, but
+/// not results (a checked call that faulted): where the host holds the part, the device copy
+/// is invalidated, so the host keeps the values from before the call.
+pub(crate) fn discarded_part<T: DeviceType>(
+    ctx: &Ctx,
+    out: &ArgMut<'_, T>,
+    part: Range<usize>,
+    event: &Arc<CuEvent>,
+) -> Result<()> {
+    let range = out.offset() + part.start..out.offset() + part.end;
+    if !out.lock().coherence.is_valid(Location::Host, range.clone()) {
+        return written_part(ctx, out, part, event);
+    }
+    let mut st = out.lock();
+    device_buffer(ctx, &mut st)?.accessed(range.clone(), event, true);
+    st.coherence.invalidate(ctx.location(), range);
     Ok(())
 }
 

@@ -57,6 +57,8 @@ pub(crate) struct Cuda {
     streams: Option<usize>,
     /// `.download(eager)`, if given.
     download: Option<bool>,
+    /// Whether Map and MapArray run the checked variant of the user function.
+    checked: bool,
 }
 
 impl Cuda {
@@ -64,6 +66,7 @@ impl Cuda {
         Cuda {
             streams: options.streams,
             download: options.download,
+            checked: options.checked(),
         }
     }
 }

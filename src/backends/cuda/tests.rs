@@ -100,6 +100,7 @@ template <typename T> T __ldg(const T* p) { return *p; }
 template <typename T> T __ldcg(const T* p) { return *p; }
 template <typename T> void __stcg(T* p, T v) { *p = v; }
 unsigned atomicAdd(unsigned* p, unsigned v);
+unsigned atomicCAS(unsigned* p, unsigned compare, unsigned value);
 void __syncthreads(); void __threadfence(); void __syncwarp();
 unsigned __ballot_sync(unsigned, int);
 template <typename T> T __shfl_sync(unsigned, T v, int) { return v; }
@@ -134,9 +135,18 @@ fn check(name: &str, src: &str) {
 
 #[test]
 fn every_template_is_valid_cpp() {
-    check("map_add", &map::source::<add>().unwrap());
-    check("map_where2d", &map::source::<where2d>().unwrap());
-    check("map_array", &map_array::source::<lookup>().unwrap());
+    check("map_add", &map::source::<add>(false).unwrap());
+    check("map_where2d", &map::source::<where2d>(false).unwrap());
+    check("map_array", &map_array::source::<lookup>(false).unwrap());
+    check("map_add_checked", &map::source::<add>(true).unwrap());
+    check(
+        "map_where2d_checked",
+        &map::source::<where2d>(true).unwrap(),
+    );
+    check(
+        "map_array_checked",
+        &map_array::source::<lookup>(true).unwrap(),
+    );
     check("reduce_f32", &reduce::source::<add, f32>().unwrap());
     check("reduce_aff", &reduce::source::<compose, Aff>().unwrap());
     check("reduce_u8", &reduce::source::<small, u8>().unwrap());

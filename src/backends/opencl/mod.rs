@@ -45,7 +45,7 @@ pub(crate) use context::{is_gpu, probe};
 /// The OpenCL executor of one call.
 pub(crate) struct OpenCl {
     /// Whether the call's Map / MapArray kernels run the checked variant of the user
-    /// function (see [`fault`]).
+    /// function (see `fault.rs`).
     pub(crate) checked: bool,
 }
 
