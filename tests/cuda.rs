@@ -289,9 +289,11 @@ fn child_device_fault() {
     let table = Vector::from_fn(64, |i| i as i64);
     let x = Vector::from_fn(1024, |i| i as i64);
     let mut out = Vector::zeroed(1024);
-    // The launch itself is asynchronous and succeeds.
+    // The launch itself is asynchronous and succeeds (unchecked: a checked call would
+    // catch the index before it reaches memory).
     let r = MapArray::new(wild_gather)
         .backend(Backend::Cuda)
+        .checked(false)
         .run(&table, &x, &mut out);
     match r {
         Ok(()) => match out.try_as_slice() {
