@@ -6,6 +6,9 @@
 //!
 //! Kernels are specialised on the radius: the tile's shape is then a constant and its loops
 //! unroll. The edge mode is an argument: only border tiles read it.
+//!
+//! CUDA computes small data with the direct kernel of the same template ([`Plan::direct`]):
+//! one thread per output, the window read in place, blocks of `bx x by` outputs.
 
 // Only the GPU backends use this module; without them it is dead code.
 #![allow(dead_code)]
@@ -29,7 +32,7 @@ pub(crate) struct Layout {
 /// Where the user function reads its window from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Window {
-    /// The shared tile.
+    /// The shared tile (in the direct kernel: global memory, in place).
     Shared,
     /// A copy in registers, slid down the thread's column: needed where a 1D window runs
     /// down a column (the window must be contiguous).
@@ -82,6 +85,39 @@ const TILE2D: Layout = Layout {
     window: Window::RegistersIfSmall,
 };
 
+/// The direct kernel on a vector: one output per thread, as many threads per block as the
+/// naive kernel it replaces.
+const DIRECT_LINE: Layout = Layout {
+    bx: 256,
+    by: 1,
+    ex: 1,
+    iy: 1,
+    window: Window::Shared,
+};
+/// The direct kernel on a matrix: a warp along a row, eight rows per block.
+const DIRECT_2D: Layout = Layout {
+    bx: 32,
+    by: 8,
+    ex: 1,
+    iy: 1,
+    window: Window::Shared,
+};
+/// Column-wise, the direct kernel copies the window into registers (it must be contiguous).
+const DIRECT_COLS: Layout = Layout {
+    window: Window::Registers,
+    ..DIRECT_2D
+};
+
+/// Largest data (elements) that the direct kernel computes by default: input and output of
+/// 4-byte elements then fit in an H100's 50 MB L2, where a tile saves no DRAM traffic, and a
+/// call is a wave or two, where the tile's load->barrier->compute chain is not hidden
+/// (the tiled kernel alone ran at 0.6x the naive one at 2^20).
+const DIRECT_MAX_ELEMS: usize = 1 << 22;
+/// Largest window (elements) that the direct kernel computes by default: every element is a
+/// load from L1, so wider windows are faster through the tile at every size measured (2D
+/// 5x5 at 2^20: tiled 1.35x the naive kernel).
+const DIRECT_MAX_WINDOW: usize = 9;
+
 /// Tiles a call should have at least (several per multiprocessor of a large GPU): smaller
 /// data gets smaller tiles, fewer outputs per thread first.
 const MIN_TILES: usize = 1024;
@@ -116,6 +152,11 @@ pub(crate) struct Plan {
     pub(crate) radius: (usize, usize),
     pub(crate) edge: Edge,
     pub(crate) elem_size: usize,
+    /// The direct kernel (`SKEL_DIRECT`) instead of tiles.
+    pub(crate) direct: bool,
+    /// Blocks per multiprocessor the register allocation must allow (`SKEL_MIN_BLOCKS`);
+    /// 0: the compiler's choice.
+    pub(crate) min_blocks: usize,
 }
 
 impl Plan {
@@ -164,8 +205,47 @@ impl Plan {
             radius,
             edge,
             elem_size,
+            direct: false,
+            min_blocks: 0,
         }
         .fill_device()
+    }
+
+    /// Whether the direct kernel is the faster one for this plan: small data and a small
+    /// window.
+    pub(crate) fn direct_pays(&self) -> bool {
+        let (rr, rc) = self.radius;
+        self.rows.saturating_mul(self.cols) <= DIRECT_MAX_ELEMS
+            && (2 * rr + 1).saturating_mul(2 * rc + 1) <= DIRECT_MAX_WINDOW
+    }
+
+    /// The same stencil through the direct kernel (one thread per output, no tile).
+    pub(crate) fn direct(mut self) -> Plan {
+        self.layout = if self.layout.window == Window::Registers {
+            DIRECT_COLS
+        } else if self.rows == 1 {
+            DIRECT_LINE
+        } else {
+            DIRECT_2D
+        };
+        self.direct = true;
+        self.min_blocks = 0;
+        self
+    }
+
+    /// Whether capping the registers of a tiled 2D kernel (full occupancy) pays: measured
+    /// on an H100 for a 3x3 window sliding in registers (0.79 -> 0.91 of the copy
+    /// bandwidth in a standalone sweep); 5x5 gained nothing.
+    pub(crate) fn cap_pays(&self) -> bool {
+        let (rr, rc) = self.radius;
+        self.kind == "overlap_2d" && self.regwin() && (2 * rr + 1) * (2 * rc + 1) <= 9
+    }
+
+    /// The same plan with registers capped so that `blocks` blocks fit on a multiprocessor
+    /// (0: uncapped); only the tiled kernel reads it.
+    pub(crate) fn min_blocks(mut self, blocks: usize) -> Plan {
+        self.min_blocks = if self.direct { 0 } else { blocks };
+        self
     }
 
     /// Fewer outputs per thread (down a column first, then along a row) until the call has
@@ -253,12 +333,12 @@ impl Plan {
             .checked_add(16)
     }
 
-    /// A name for the compiled variant: the form, block, outputs per thread, radius and
-    /// window.
+    /// A name for the compiled variant: the form, block, outputs per thread, radius,
+    /// window, kernel and register cap.
     pub(crate) fn variant(&self) -> String {
         let l = self.layout;
         format!(
-            "{}_{}x{}_{}x{}_r{}x{}{}",
+            "{}_{}x{}_{}x{}_r{}x{}{}{}_b{}",
             self.kind,
             l.bx,
             l.by,
@@ -266,14 +346,16 @@ impl Plan {
             l.iy,
             self.radius.0,
             self.radius.1,
-            if self.regwin() { "_reg" } else { "" }
+            if self.regwin() { "_reg" } else { "" },
+            if self.direct { "_direct" } else { "" },
+            self.min_blocks
         )
     }
 
     /// The template's geometry defines.
     pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
         let l = self.layout;
-        vec![
+        let mut defines = vec![
             ("SKEL_BX", l.bx.to_string()),
             ("SKEL_BY", l.by.to_string()),
             ("SKEL_EX", l.ex.to_string()),
@@ -281,7 +363,12 @@ impl Plan {
             ("SKEL_RR", self.radius.0.to_string()),
             ("SKEL_RC", self.radius.1.to_string()),
             ("SKEL_REGWIN", u8::from(self.regwin()).to_string()),
-        ]
+            ("SKEL_DIRECT", u8::from(self.direct).to_string()),
+        ];
+        if self.min_blocks > 0 {
+            defines.push(("SKEL_MIN_BLOCKS", self.min_blocks.to_string()));
+        }
+        defines
     }
 }
 
@@ -364,6 +451,36 @@ mod tests {
             two_d::<f32>(256, 1).variant(),
             two_d::<f32>(8192, 1).variant()
         );
+    }
+
+    #[test]
+    fn the_direct_kernel_takes_small_data_with_small_windows() {
+        let flat = |n, r| one_d::<f32>(Axis::Flat, (1, n), r);
+        assert!(flat(1 << 16, 1).direct_pays() && flat(1 << 22, 4).direct_pays());
+        assert!(!flat((1 << 22) + 1, 1).direct_pays() && !flat(1 << 16, 5).direct_pays());
+        assert!(two_d::<f32>(2048, 1).direct_pays() && !two_d::<f32>(2048, 2).direct_pays());
+        assert_eq!(flat(1 << 16, 1).direct().layout, DIRECT_LINE);
+        assert_eq!(two_d::<f32>(64, 1).direct().layout, DIRECT_2D);
+        let cols = one_d::<f32>(Axis::Cols, (64, 64), 1).direct();
+        assert!(cols.regwin() && !two_d::<f32>(64, 1).direct().regwin());
+        // A one-row matrix still copies a column-wise window (it must be contiguous).
+        assert!(one_d::<f32>(Axis::Cols, (1, 64), 1).direct().regwin());
+        let direct = flat(1 << 16, 1).direct();
+        assert_ne!(direct.variant(), flat(1 << 16, 1).variant());
+        assert!(direct.defines().contains(&("SKEL_DIRECT", "1".into())));
+        // The register cap is for tiled kernels only.
+        assert_eq!(direct.min_blocks(8).min_blocks, 0);
+    }
+
+    #[test]
+    fn registers_are_capped_for_tiled_3x3_only() {
+        let p = two_d::<f32>(8192, 1);
+        assert!(p.cap_pays() && !two_d::<f32>(8192, 2).cap_pays());
+        assert!(!one_d::<f32>(Axis::Flat, (1, 1 << 28), 1).cap_pays());
+        let capped = p.min_blocks(8);
+        assert!(capped.defines().contains(&("SKEL_MIN_BLOCKS", "8".into())));
+        assert!(!p.defines().iter().any(|(k, _)| *k == "SKEL_MIN_BLOCKS"));
+        assert_ne!(capped.variant(), p.variant());
     }
 
     /// Rows of `T` along a 3 x `cols` matrix, radius 2: the pitch keeps tile rows aligned

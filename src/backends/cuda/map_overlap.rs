@@ -4,6 +4,12 @@
 //! (r, 0) whose window each thread copies into registers, so it runs down a column
 //! contiguously.
 //!
+//! Small data with a small window runs the direct kernel of the same template instead (one
+//! thread per output, the window read in place: [`Plan::direct`]); a tiled 2D 3x3 window
+//! runs with its registers capped for full occupancy ([`Plan::cap_pays`]).
+//! `SKEL_STENCIL=tiled|direct|capped|uncapped` forces the kernel or the cap (for measuring
+//! the choice; `auto` or unset chooses).
+//!
 //! MultiStream splits a matrix into bands of rows and a vector into bands of columns; each
 //! band uploads its part of the input plus its halo (wrapping around for a cyclic edge)
 //! and computes only its own outputs.
@@ -49,6 +55,60 @@ pub(crate) fn source<F: UserFn>(plan: &Plan, elem: String, out: String) -> Resul
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
+/// Threads per multiprocessor a capped kernel must fit: 64 registers each (of 64K), the
+/// `__launch_bounds__(128, 8)` measured for 3x3.
+const CAPPED_THREADS: usize = 1024;
+
+/// What `SKEL_STENCIL` forces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Forced {
+    Auto,
+    Tiled,
+    Direct,
+    Capped,
+    Uncapped,
+}
+
+/// `SKEL_STENCIL`, read once per process.
+fn forced() -> Result<Forced> {
+    static FORCED: std::sync::OnceLock<std::result::Result<Forced, String>> =
+        std::sync::OnceLock::new();
+    FORCED
+        .get_or_init(|| match std::env::var("SKEL_STENCIL").as_deref() {
+            Err(_) | Ok("auto") | Ok("") => Ok(Forced::Auto),
+            Ok("tiled") => Ok(Forced::Tiled),
+            Ok("direct") => Ok(Forced::Direct),
+            Ok("capped") => Ok(Forced::Capped),
+            Ok("uncapped") => Ok(Forced::Uncapped),
+            Ok(other) => Err(format!(
+                "SKEL_STENCIL={other}: expected `auto`, `tiled`, `direct`, `capped` or `uncapped`"
+            )),
+        })
+        .clone()
+        .map_err(Error::InvalidArgument)
+}
+
+/// The kernel `plan` runs on CUDA: direct or tiled, registers capped or not, as measured
+/// (or as `SKEL_STENCIL` forces).
+fn cuda_plan(plan: Plan) -> Result<Plan> {
+    let forced = forced()?;
+    let direct = match forced {
+        Forced::Tiled => false,
+        Forced::Direct => true,
+        _ => plan.direct_pays(),
+    };
+    if direct {
+        return Ok(plan.direct());
+    }
+    let cap = match forced {
+        Forced::Capped => true,
+        Forced::Uncapped => false,
+        _ => plan.cap_pays(),
+    };
+    let blocks = CAPPED_THREADS / (plan.layout.bx * plan.layout.by).max(1);
+    Ok(plan.min_blocks(if cap { blocks.max(1) } else { 0 }))
+}
+
 /// Rows (or columns, for a vector) `lo .. hi` of `n` plus those within `r` of them that a
 /// stencil reads, as element ranges (a line has `unit` elements); with a cyclic edge, the
 /// halo wraps around.
@@ -83,6 +143,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     uniforms: &U,
 ) -> Result<()> {
     let ctx = ctx()?;
+    let plan = cuda_plan(plan)?;
     let Plan {
         kind,
         rows,
