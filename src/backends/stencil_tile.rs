@@ -18,7 +18,7 @@ use crate::containers::Shape;
 use crate::plan::{Axis, Edge};
 
 /// Block shape and work per thread of one form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Layout {
     pub(crate) bx: usize,
     pub(crate) by: usize,
@@ -30,7 +30,7 @@ pub(crate) struct Layout {
 }
 
 /// Where the user function reads its window from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Window {
     /// The shared tile (in the direct kernel: global memory, in place).
     Shared,
@@ -352,6 +352,30 @@ impl Plan {
         )
     }
 
+    /// [`Plan::variant`], interned: calls of a compiled variant look its name up instead of
+    /// formatting it (this runs on every call).
+    pub(crate) fn variant_name(&self) -> &'static str {
+        type Key = (&'static str, Layout, (usize, usize), bool, bool, usize);
+        static NAMES: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<Key, &'static str>>,
+        > = std::sync::OnceLock::new();
+        let key = (
+            self.kind,
+            self.layout,
+            self.radius,
+            self.regwin(),
+            self.direct,
+            self.min_blocks,
+        );
+        let mut names = NAMES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        names
+            .entry(key)
+            .or_insert_with(|| crate::backends::jit::interned(self.variant()))
+    }
+
     /// The template's geometry defines.
     pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
         let l = self.layout;
@@ -481,6 +505,8 @@ mod tests {
         assert!(capped.defines().contains(&("SKEL_MIN_BLOCKS", "8".into())));
         assert!(!p.defines().iter().any(|(k, _)| *k == "SKEL_MIN_BLOCKS"));
         assert_ne!(capped.variant(), p.variant());
+        assert_eq!(capped.variant_name(), capped.variant());
+        assert_eq!(p.variant_name(), p.variant());
     }
 
     /// Rows of `T` along a 3 x `cols` matrix, radius 2: the pitch keeps tile rows aligned

@@ -22,7 +22,7 @@ use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::trace::Tag;
 use super::{assemble, call_expr, cty, uniform_params, CallSite, Cuda};
-use crate::backends::jit::{interned, ProgKey};
+use crate::backends::jit::ProgKey;
 use crate::backends::stencil_tile::{edge_code, Plan};
 use crate::backends::Stencil;
 use crate::codegen::{device_source, Dialect};
@@ -111,24 +111,21 @@ fn cuda_plan(plan: Plan) -> Result<Plan> {
 
 /// Rows (or columns, for a vector) `lo .. hi` of `n` plus those within `r` of them that a
 /// stencil reads, as element ranges (a line has `unit` elements); with a cyclic edge, the
-/// halo wraps around.
-fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> Vec<Range<usize>> {
-    let mut lines = Vec::new();
+/// halo wraps around. Unused ranges are empty (no allocation: this runs on every call).
+fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> [Range<usize>; 3] {
+    let mut lines = [0..0, 0..0, 0..0];
     if r >= n {
-        lines.push(0..n);
+        lines[0] = 0..n;
     } else {
-        lines.push(lo.saturating_sub(r)..(hi + r).min(n));
+        lines[0] = lo.saturating_sub(r)..(hi + r).min(n);
         if cyclic && lo < r {
-            lines.push(n - (r - lo)..n);
+            lines[1] = n - (r - lo)..n;
         }
         if cyclic && hi + r > n {
-            lines.push(0..hi + r - n);
+            lines[2] = 0..hi + r - n;
         }
     }
-    lines
-        .into_iter()
-        .map(|l| l.start * unit..l.end * unit)
-        .collect()
+    lines.map(|l| l.start * unit..l.end * unit)
 }
 
 /// Launches the stencil kernel of `plan`, split into bands over streams: bands of rows, or
@@ -168,7 +165,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     };
     let m = module(
         ctx,
-        ProgKey::of::<(F, T)>(interned(plan.variant()), ctx.ordinal),
+        ProgKey::of::<(F, T)>(plan.variant_name(), ctx.ordinal),
         kind,
         &["skel_overlap"],
         || source::<F>(&plan, cty::<T>(), cty::<F::Out>()),
@@ -201,7 +198,9 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     let cyclic = edge == Edge::Cyclic;
     for (_, part, lane, tag) in split.parts() {
         for range in halo(part.start, part.end, r, lines, cyclic, unit) {
-            memory::input_part(ctx, &input, range, lane, tag)?;
+            if !range.is_empty() {
+                memory::input_part(ctx, &input, range, lane, tag)?;
+            }
         }
     }
     let src = input_base(ctx, &input, split.lanes[0], split.tag)?;
@@ -244,7 +243,9 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
         launch(ctx, lane, tag, m.func("skel_overlap")?, dims, &mut args)?;
         let ev = CuEvent::record(lane)?;
         for range in halo(part.start, part.end, r, lines, cyclic, unit) {
-            memory::read_by(ctx, &input, range, &ev)?;
+            if !range.is_empty() {
+                memory::read_by(ctx, &input, range, &ev)?;
+            }
         }
         memory::written_part(ctx, &out, elems, &ev)?;
     }
