@@ -7,8 +7,10 @@
 //! Kernels are specialised on the radius: the tile's shape is then a constant and its loops
 //! unroll. The edge mode is an argument: only border tiles read it.
 //!
-//! CUDA computes small data with the direct kernel of the same template ([`Plan::direct`]):
-//! one thread per output, the window read in place, blocks of `bx x by` outputs.
+//! The CUDA template also has a direct kernel ([`Plan::direct`]): one thread per output,
+//! the window read in place, blocks of `bx x by` outputs. Measured on an H100 it is slower
+//! than the tiles from 2^18 elements up and no faster below, so it runs only when
+//! `SKEL_STENCIL=direct` asks for it.
 
 // Only the GPU backends use this module; without them it is dead code.
 #![allow(dead_code)]
@@ -108,16 +110,6 @@ const DIRECT_COLS: Layout = Layout {
     ..DIRECT_2D
 };
 
-/// Largest data (elements) that the direct kernel computes by default: input and output of
-/// 4-byte elements then fit in an H100's 50 MB L2, where a tile saves no DRAM traffic, and a
-/// call is a wave or two, where the tile's load->barrier->compute chain is not hidden
-/// (the tiled kernel alone ran at 0.6x the naive one at 2^20).
-const DIRECT_MAX_ELEMS: usize = 1 << 22;
-/// Largest window (elements) that the direct kernel computes by default: every element is a
-/// load from L1, so wider windows are faster through the tile at every size measured (2D
-/// 5x5 at 2^20: tiled 1.35x the naive kernel).
-const DIRECT_MAX_WINDOW: usize = 9;
-
 /// Tiles a call should have at least (several per multiprocessor of a large GPU): smaller
 /// data gets smaller tiles, fewer outputs per thread first.
 const MIN_TILES: usize = 1024;
@@ -211,14 +203,6 @@ impl Plan {
         .fill_device()
     }
 
-    /// Whether the direct kernel is the faster one for this plan: small data and a small
-    /// window.
-    pub(crate) fn direct_pays(&self) -> bool {
-        let (rr, rc) = self.radius;
-        self.rows.saturating_mul(self.cols) <= DIRECT_MAX_ELEMS
-            && (2 * rr + 1).saturating_mul(2 * rc + 1) <= DIRECT_MAX_WINDOW
-    }
-
     /// The same stencil through the direct kernel (one thread per output, no tile).
     pub(crate) fn direct(mut self) -> Plan {
         self.layout = if self.layout.window == Window::Registers {
@@ -234,8 +218,9 @@ impl Plan {
     }
 
     /// Whether capping the registers of a tiled 2D kernel (full occupancy) pays: measured
-    /// on an H100 for a 3x3 window sliding in registers (0.79 -> 0.91 of the copy
-    /// bandwidth in a standalone sweep); 5x5 gained nothing.
+    /// through the library on an H100 for a 3x3 window sliding in registers (0.79 -> 0.94
+    /// of the copy bandwidth at 2^28, 0.75 -> 0.89 at 2^26); 5x5 gained nothing in a
+    /// standalone sweep.
     pub(crate) fn cap_pays(&self) -> bool {
         let (rr, rc) = self.radius;
         self.kind == "overlap_2d" && self.regwin() && (2 * rr + 1) * (2 * rc + 1) <= 9
@@ -465,6 +450,11 @@ mod tests {
     fn small_data_gets_small_tiles() {
         let flat = |n| one_d::<f32>(Axis::Flat, (1, n), 1).layout;
         assert_eq!(flat(1 << 28), FLAT);
+        // the sizes of the suite's full-size tile test
+        assert_eq!(
+            (flat((1 << 21) + 5), two_d::<f32>(1501, 1).layout),
+            (FLAT, TILE2D)
+        );
         let ex = (flat(1 << 20).ex, flat(1 << 18).ex, flat(1 << 16).ex);
         assert_eq!(ex, (8, 2, 1));
         let square = |side| two_d::<f32>(side, 1).layout;
@@ -478,19 +468,17 @@ mod tests {
     }
 
     #[test]
-    fn the_direct_kernel_takes_small_data_with_small_windows() {
-        let flat = |n, r| one_d::<f32>(Axis::Flat, (1, n), r);
-        assert!(flat(1 << 16, 1).direct_pays() && flat(1 << 22, 4).direct_pays());
-        assert!(!flat((1 << 22) + 1, 1).direct_pays() && !flat(1 << 16, 5).direct_pays());
-        assert!(two_d::<f32>(2048, 1).direct_pays() && !two_d::<f32>(2048, 2).direct_pays());
-        assert_eq!(flat(1 << 16, 1).direct().layout, DIRECT_LINE);
+    fn the_direct_kernel_has_one_output_per_thread() {
+        let flat = one_d::<f32>(Axis::Flat, (1, 1 << 16), 1);
+        assert_eq!(flat.direct().layout, DIRECT_LINE);
         assert_eq!(two_d::<f32>(64, 1).direct().layout, DIRECT_2D);
         let cols = one_d::<f32>(Axis::Cols, (64, 64), 1).direct();
         assert!(cols.regwin() && !two_d::<f32>(64, 1).direct().regwin());
+        assert_eq!(cols.tile_outputs(), (8, 32));
         // A one-row matrix still copies a column-wise window (it must be contiguous).
         assert!(one_d::<f32>(Axis::Cols, (1, 64), 1).direct().regwin());
-        let direct = flat(1 << 16, 1).direct();
-        assert_ne!(direct.variant(), flat(1 << 16, 1).variant());
+        let direct = flat.direct();
+        assert_ne!(direct.variant(), flat.variant());
         assert!(direct.defines().contains(&("SKEL_DIRECT", "1".into())));
         // The register cap is for tiled kernels only.
         assert_eq!(direct.min_blocks(8).min_blocks, 0);

@@ -4,9 +4,9 @@
 //! (r, 0) whose window each thread copies into registers, so it runs down a column
 //! contiguously.
 //!
-//! Small data with a small window runs the direct kernel of the same template instead (one
-//! thread per output, the window read in place: [`Plan::direct`]); a tiled 2D 3x3 window
-//! runs with its registers capped for full occupancy ([`Plan::cap_pays`]).
+//! A 2D 3x3 window runs with its registers capped for full occupancy ([`Plan::cap_pays`]).
+//! The template's direct kernel (one thread per output, the window read in place:
+//! [`Plan::direct`]) was measured slower than the tiles, so it runs only when asked for.
 //! `SKEL_STENCIL=tiled|direct|capped|uncapped` forces the kernel or the cap (for measuring
 //! the choice; `auto` or unset chooses).
 //!
@@ -62,10 +62,15 @@ const CAPPED_THREADS: usize = 1024;
 /// What `SKEL_STENCIL` forces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Forced {
+    /// Tiles, registers capped where measured to pay.
     Auto,
+    /// The same as `Auto` (the name says what runs).
     Tiled,
+    /// The direct kernel.
     Direct,
+    /// Tiles, registers capped for every 2D window.
     Capped,
+    /// Tiles, registers never capped.
     Uncapped,
 }
 
@@ -88,16 +93,11 @@ fn forced() -> Result<Forced> {
         .map_err(Error::InvalidArgument)
 }
 
-/// The kernel `plan` runs on CUDA: direct or tiled, registers capped or not, as measured
-/// (or as `SKEL_STENCIL` forces).
+/// The kernel `plan` runs on CUDA: tiled, registers capped where that was measured to
+/// pay, or what `SKEL_STENCIL` forces.
 fn cuda_plan(plan: Plan) -> Result<Plan> {
     let forced = forced()?;
-    let direct = match forced {
-        Forced::Tiled => false,
-        Forced::Direct => true,
-        _ => plan.direct_pays(),
-    };
-    if direct {
+    if forced == Forced::Direct {
         return Ok(plan.direct());
     }
     let cap = match forced {
