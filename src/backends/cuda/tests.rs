@@ -167,10 +167,13 @@ fn every_template_is_valid_cpp() {
             },
             &stencil,
         );
-        check(
-            &plan.variant(),
-            &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
-        );
+        // Both kernels of the template: tiled (registers capped or not) and direct.
+        for plan in [plan, plan.min_blocks(8), plan.direct()] {
+            check(
+                &plan.variant(),
+                &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
+            );
+        }
     }
     for r in [1, 7] {
         let stencil = Stencil {
@@ -185,10 +188,12 @@ fn every_template_is_valid_cpp() {
             },
             &stencil,
         );
-        check(
-            &plan.variant(),
-            &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),
-        );
+        for plan in [plan, plan.direct()] {
+            check(
+                &plan.variant(),
+                &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),
+            );
+        }
     }
     check("filter_u32", &filter::source::<multiple, u32>().unwrap());
     check("filter_aff_index", &filter::source::<early, Aff>().unwrap());
