@@ -12,6 +12,90 @@
 //!
 //! The Rust body is kept as `name::call(..)` and inlined into the CPU loops; the same body is
 //! described by [`UserFn::definition`] for the C code generator of the GPU backends.
+//!
+//! ## The language of a body
+//!
+//! Literals, `let`/`let mut`, (compound) assignment, arithmetic, comparison, logical and bit
+//! operators, `as` between numbers, `if`/`else` (statement and value), `for i in a..b` and
+//! `a..=b`, `while`, `loop`, `break`, `continue` and `return` anywhere, struct literals and
+//! fields, calls of other `#[userfn]` functions (not recursive), and:
+//!
+//! - **arrays**: `[0.0f32; 9]`, `[x, y, z]`, `a[i]` reads and writes (also `m[i][j]`,
+//!   `s.taps[i]`), `a.len()`; `[T; N]` of any device type is a device type (elements,
+//!   uniforms, struct fields, return values). In C an array is a struct `{ T v[N]; }`, so it
+//!   is copied by value as in Rust. CUDA keeps a local array in registers when every index
+//!   is a constant after unrolling (e.g. `for` loops over `0..a.len()` with constant bounds);
+//!   indexed with a run-time value (a histogram bin, an insertion sort) it lives in the
+//!   thread's local memory, which is cached but slower. Indexing out of bounds panics in
+//!   Rust and is undefined on a device.
+//! - **`bool`**, a device type (a byte, 0 or 1; `uchar` in OpenCL C, which has no `bool` in
+//!   memory).
+//! - **tuples** of 2 to 4 values as return types (`-> (f32, f32)`, a C struct with members
+//!   `f0`, `f1`, ..; see [`UserFn::outputs`]), tuple expressions, `let (a, b) = g(x);`
+//!   (also `_`) and `t.0`. Like every device type a tuple has no padding: `(f32, u32)` or
+//!   `(u16, u8, bool)`, not `(f32, u8)` (a compile error that says so).
+//! - **`.len()`** of local arrays and of `&[T]` parameters (the C function then takes the
+//!   length after the pointer, see [`crate::codegen::array_len_param`]).
+//! - **math** for `f32`/`f64`, as `x.sqrt()` or `f32::sqrt(x)`: `abs sqrt cbrt powf powi exp
+//!   exp2 ln log2 log10 sin cos tan asin acos atan atan2 sinh cosh tanh hypot floor ceil
+//!   round round_ties_even trunc fract min max clamp mul_add signum copysign is_nan
+//!   is_finite`; for integers `min max abs clamp pow wrapping_add wrapping_sub wrapping_mul
+//!   rotate_left rotate_right count_ones leading_zeros trailing_zeros`, with Rust's
+//!   semantics: `round` rounds half away from zero, `signum(-0.0) == -1.0`, `min`/`max`
+//!   return the other operand of a NaN, `leading_zeros(0)` is the width, and where a debug
+//!   build panics on overflow (`i32::MIN.abs()`, `pow`) the device wraps like a release
+//!   build. `clamp` with `min > max` (a panic in Rust) is not checked on a device. The
+//!   exactly rounded operations (`+ - * /`, `sqrt`, `mul_add`, rounding, `fract`, `min`,
+//!   `max`, ...) give the `cpu` backend's bits; the transcendental ones may differ by a few
+//!   units in the last place (the tests allow 16, the OpenCL 1.2 bound for `pow`; CUDA's
+//!   are lower).
+//! - **constants**: `f32::MAX`, `f32::EPSILON`, `u32::MAX`, `f64::consts::PI`, ... and
+//!   module-level `const` items of any device type, named in `SCREAMING_CASE` (as Rust
+//!   names constants) directly or by path (`K`, `filters::GAUSS`, `Pixel::WHITE`). A
+//!   `SCREAMING_CASE` name that the function binds itself (a parameter or local) is that
+//!   local. The expansion reads the constant's value when the function is translated to C.
+//!
+//! Closures, heap types (`Vec`, `String`, `Box`, ..), references other than the parameter
+//! kinds, generics, `unsafe`, macros, `match`, labels and recursion are compile errors at
+//! their span that say what to write instead (mutual recursion, which the macro cannot see,
+//! is an [`crate::Error::Compile`] when a GPU backend translates the function).
+//!
+//! ```
+//! use skel::prelude::*;
+//!
+//! #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+//! #[repr(C)]
+//! struct Sample { taps: [f32; 4], valid: bool, pad: [u8; 3] }
+//!
+//! const BIAS: [f32; 4] = [0.5, 0.25, 0.0, -0.25];
+//!
+//! #[userfn]
+//! fn polar(x: f32, y: f32) -> (f32, f32) { ((x * x + y * y).sqrt(), y.atan2(x)) }
+//!
+//! #[userfn]
+//! fn filter(s: Sample, #[uniform] k: [f32; 3]) -> f32 {
+//!     if !s.valid {
+//!         return 0.0;
+//!     }
+//!     let mut v = [0.0f32; 4];
+//!     for i in 0..v.len() {
+//!         v[i] = s.taps[i] * k[i % k.len()] + BIAS[i];
+//!     }
+//!     let (r, _) = polar(v[0], v[1]);
+//!     let mut n = 0;
+//!     loop {
+//!         n += 1;
+//!         if n == 3 { break; }
+//!     }
+//!     r.max(v[2]).clamp(0.0, 10.0) + n as f32 + f32::EPSILON
+//! }
+//!
+//! let s = Vector::from(vec![Sample { taps: [3.0, 4.0, 1.0, 0.0], valid: true, pad: [0; 3] }]);
+//! let mut out = Vector::zeroed(1);
+//! Map::new(filter).uniforms(([1.0f32, 1.0, 1.0],)).run(&s, &mut out)?;
+//! assert_eq!(out[0], (3.5f32 * 3.5 + 4.25 * 4.25).sqrt() + 3.0 + f32::EPSILON);
+//! # Ok::<(), skel::Error>(())
+//! ```
 
 use std::ops::Index;
 
@@ -19,8 +103,10 @@ use crate::codegen::{FnDef, Ty};
 
 /// A plain-old-data type that can live in device memory and be named in C.
 ///
-/// Implemented for `f32 f64 i8 i16 i32 i64 u8 u16 u32 u64`, and derivable with
-/// `#[derive(DeviceType)]` for `#[repr(C)]` structs whose fields are device types.
+/// Implemented for `f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool`, for arrays `[T; N]` and
+/// tuples of two to four device types (padding-free ones; a tuple is what a multi-output
+/// user function returns), and derivable with `#[derive(DeviceType)]` for `#[repr(C)]`
+/// structs whose fields are device types (arrays included).
 ///
 /// ```
 /// use skel::prelude::*;
@@ -47,6 +133,25 @@ pub trait UserFn: Copy + Send + Sync + 'static {
     const NAME: &'static str;
     /// The typed body the C code generator translates (see [`crate::codegen`]).
     fn definition() -> &'static FnDef;
+
+    /// The types of the values the function returns: the elements of a tuple return
+    /// (`-> (f32, u32)`, one per output of a multi-output Map), else the one return type.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// use skel::userfn::UserFn;
+    /// #[userfn]
+    /// fn polar(x: f32, y: f32) -> (f32, f32) { ((x * x + y * y).sqrt(), y.atan2(x)) }
+    /// assert_eq!(polar::outputs().len(), 2);
+    /// assert_eq!(polar::call(3.0, 0.0), (3.0, 0.0));
+    /// ```
+    fn outputs() -> Vec<Ty> {
+        let ty = <Self::Out as DeviceType>::TY;
+        match ty.tuple_elems() {
+            Some(elems) => elems.to_vec(),
+            None => vec![ty],
+        }
+    }
 }
 
 /// How the optional `#[index]` parameter is computed from a flat element position.
@@ -254,6 +359,51 @@ primitive_device_types!(
     i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
 );
+
+// SAFETY: one byte, no padding, no pointers. Not every bit pattern is a valid `bool`, but
+// every value device code stores is: C's `bool` (CUDA, host C) converts to 0 or 1, and in
+// OpenCL C, where `bool` may not live in buffers, it is a `uchar` that the generated code
+// only ever sets from comparisons and logical operators (0 or 1).
+unsafe impl DeviceType for bool {
+    const TY: Ty = Ty::Prim(crate::codegen::Prim::Bool);
+}
+
+// SAFETY: an array of device types is laid out as its elements back to back, with no
+// padding between them (size = N * size_of::<T>()); C's wrapper struct `{ T v[N]; }` has
+// the same size and alignment.
+unsafe impl<T: DeviceType, const N: usize> DeviceType for [T; N] {
+    const TY: Ty = Ty::Array(&crate::codegen::ArrayTy {
+        elem: T::TY,
+        len: N,
+    });
+}
+
+macro_rules! tuple_device_types {
+    ($(($($t:ident $i:tt),*))*) => {$(
+        // SAFETY: the elements are device types; TY records each element's offset in
+        // Rust's layout (the C struct declares them in that order), and the assertion
+        // rejects, when TY is used, a tuple whose elements leave padding.
+        unsafe impl<$($t: DeviceType),*> DeviceType for ($($t,)*) {
+            const TY: Ty = {
+                assert!(
+                    0 $(+ std::mem::size_of::<$t>())* == std::mem::size_of::<Self>(),
+                    "a tuple used in device code must not contain padding: order its \
+                     elements so that none needs alignment (e.g. all f32, or f64 before u8)"
+                );
+                Ty::Tuple(&crate::codegen::TupleTy {
+                    elems: &[$($t::TY),*],
+                    offsets: &[$(std::mem::offset_of!(Self, $i)),*],
+                })
+            };
+        }
+    )*};
+}
+
+tuple_device_types! {
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+}
 
 /// The `#[uniform]` arguments of a user function: `()` or a tuple of up to 12 device types.
 /// Device backends use it to pass each uniform to a kernel by value, as raw bytes.

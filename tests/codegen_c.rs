@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
-use skel::codegen::{device_source, Dialect};
+use skel::codegen::{c_type, device_source, Dialect};
 use skel::prelude::*;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
@@ -262,6 +262,11 @@ fn run_timeout(exe: &std::path::Path, input: &str) -> Vec<String> {
 
 /// Compiles `src` + `main` with cc; returns the executable path.
 fn build(name: &str, src: &str, main: &str) -> std::path::PathBuf {
+    build_as(name, src, main, false)
+}
+
+/// [`build`], as C++ (`cpp`) for the CUDA dialect behind [`CUDA_SHIM`].
+fn build_as(name: &str, src: &str, main: &str, cpp: bool) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("skel_codegen_c_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let c = dir.join(format!("{name}.c"));
@@ -271,9 +276,14 @@ fn build(name: &str, src: &str, main: &str) -> std::path::PathBuf {
         format!("#include <stdio.h>\n#include <string.h>\n{src}\n{main}\n"),
     )
     .unwrap();
+    let lang: &[&str] = if cpp {
+        &["-x", "c++", "-std=c++14"]
+    } else {
+        &["-std=c99"]
+    };
     let out = Command::new("cc")
+        .args(lang)
         .args([
-            "-std=c99",
             "-O2",
             "-ffp-contract=off",
             "-Wall",
@@ -704,4 +714,695 @@ fn inclusive_ranges_end_at_max_even_with_continue() {
             .collect();
         assert_eq!(out, want, "{dialect:?}\n{}", src.source);
     }
+}
+
+// ---- The complete language: local arrays, bool, loop, tuples, .len(), constants, math ----
+
+const GAIN: f32 = 1.5;
+const TAPS: [f32; 3] = [0.25, 0.5, 0.25];
+const PAIR: (f32, u32) = (0.75, 9);
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Quad {
+    w: [f32; 4],
+    n: u32,
+    on: bool,
+    pad: [u8; 3],
+}
+
+const QUAD: Quad = Quad {
+    w: [1.0, 2.0, 3.0, 4.0],
+    n: 7,
+    on: true,
+    pad: [0; 3],
+};
+
+mod consts {
+    pub const OFFSET: i32 = -17;
+}
+
+/// A median of nine by insertion sort in a local array.
+#[userfn]
+fn median9(a: f32, b: f32) -> f32 {
+    let mut v = [0.0f32; 9];
+    for i in 0..v.len() {
+        v[i] = a * (i as f32) - b * ((i * i) % 7) as f32;
+    }
+    for i in 1..9 {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+    v[4] + TAPS[0] * GAIN
+}
+
+/// Nested array literals, arrays in a struct, a histogram, constants of every kind.
+#[userfn]
+fn arrays(q: Quad, x: f32) -> f32 {
+    let m = [[x, 1.0, 2.0], [3.0, x * x, 5.0]];
+    let mut acc = [0.0; 3];
+    for r in 0..m.len() {
+        for c in 0..m[r].len() {
+            acc[c] += m[r][c] * q.w[c];
+        }
+    }
+    let mut h = [0u32; 4];
+    for i in 0..q.n % 16 {
+        h[(i % 4) as usize] += 1;
+    }
+    let mut s = acc[0] + acc[1] * 2.0 + acc[2] * 3.0;
+    if q.on {
+        s = -s;
+    }
+    let mut q2 = q;
+    q2.w[3] = s;
+    s + h[1] as f32 + QUAD.w[2] + PAIR.0 * PAIR.1 as f32 + q2.w[3] + consts::OFFSET as f32
+}
+
+/// `loop`, `break`, `bool` locals, wrapping methods.
+#[userfn]
+fn collatz(n: u32, limit: u32) -> u32 {
+    let mut x = n;
+    let mut steps = 0;
+    let mut done = false;
+    loop {
+        if x <= 1 {
+            done = true;
+            break;
+        }
+        if steps >= limit {
+            break;
+        }
+        x = if x % 2 == 0 {
+            x / 2
+        } else {
+            x.wrapping_mul(3).wrapping_add(1)
+        };
+        steps += 1;
+    }
+    if done {
+        steps
+    } else {
+        u32::MAX - steps
+    }
+}
+
+/// `.len()` of a `&[T]` parameter, passed on to a callee; `return` from nested loops.
+#[userfn]
+fn find_first(t: &[i32], key: i32) -> i32 {
+    for i in 0..t.len() {
+        if t[i] == key {
+            return i as i32;
+        }
+        let mut k = 0;
+        loop {
+            k += 1;
+            if k > 2 {
+                break;
+            }
+            if t[i] + k == key {
+                return -(i as i32) - 100 - count_below(t, key) as i32;
+            }
+        }
+    }
+    -1
+}
+
+#[userfn]
+fn count_below(t: &[i32], key: i32) -> u32 {
+    let mut n = 0;
+    for i in 0..t.len() {
+        if t[i] < key {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[userfn]
+fn polar(x: f32, y: f32) -> (f32, f32) {
+    ((x * x + y * y).sqrt(), y.atan2(x))
+}
+
+#[userfn]
+fn divmod(a: i32, b: i32) -> (i32, i32) {
+    if b == 0 {
+        return (0, 0);
+    }
+    (a / b, a % b)
+}
+
+/// Destructuring calls and tuple expressions, `.0` of a tuple local, `_`.
+#[userfn]
+fn use_tuples(x: f32, y: f32) -> f32 {
+    let (r, th) = polar(x, y);
+    let (a, b) = (th, r);
+    let (b, a) = (a, b);
+    let p = polar(a, b);
+    let (q, _) = divmod(x as i32, (y as i32) | 1);
+    r + th + p.0 - p.1 * 2.0 + q as f32 + f32::hypot(a, b)
+}
+
+/// Annotated array locals, arrays from `if`, `let _`, `BITS`, `return` inside a block
+/// expression, arrays of arrays built from locals.
+#[userfn]
+fn misc_forms(x: i32, n: u32) -> i32 {
+    let a: [i32; 3] = if x > 0 { [x, 1, 2] } else { [0; 3] };
+    let _ = a;
+    let b = {
+        let t = a[0] + a[1];
+        if t > 1000 {
+            return -1;
+        }
+        t
+    };
+    let mut s = b + (n % u8::BITS) as i32;
+    let mut i = 0usize;
+    while i < a.len() {
+        s += a[i];
+        i += 1;
+    }
+    let c = [a, [s, s, s]];
+    s + c[1][2] + c[0][0] + i32::BITS as i32
+}
+
+#[userfn]
+fn is_small(x: f32, #[uniform] limit: f32) -> bool {
+    let big = x.abs() > limit;
+    !big && !x.is_nan()
+}
+
+macro_rules! float_math_fns {
+    ($exact:ident, $approx:ident, $t:ident) => {
+        /// Methods Rust and C both compute exactly (correctly rounded or exact).
+        #[userfn]
+        fn $exact(x: $t, y: $t) -> [$t; 16] {
+            [
+                x.abs(),
+                x.sqrt(),
+                x.floor(),
+                x.ceil(),
+                x.round(),
+                x.round_ties_even(),
+                x.trunc(),
+                x.fract(),
+                x.min(y),
+                x.max(y),
+                x.clamp(-1.5, 2.5),
+                x.mul_add(y, 0.5),
+                x.signum(),
+                $t::copysign(x, y),
+                if x.is_nan() { 1.0 } else { 0.0 },
+                if x.is_finite() { 1.0 } else { 0.0 },
+            ]
+        }
+
+        /// Methods the math libraries round differently (tolerance in the test).
+        #[userfn]
+        fn $approx(x: $t, y: $t) -> [$t; 20] {
+            [
+                x.cbrt(),
+                x.powf(y),
+                x.powi(3),
+                x.exp(),
+                x.exp2(),
+                x.ln(),
+                x.log2(),
+                x.log10(),
+                x.sin(),
+                x.cos(),
+                x.tan(),
+                x.asin(),
+                x.acos(),
+                x.atan(),
+                y.atan2(x),
+                x.sinh(),
+                x.cosh(),
+                x.tanh(),
+                x.hypot(y),
+                $t::atan2(x, y),
+            ]
+        }
+    };
+}
+
+float_math_fns!(fm_exact_f32, fm_approx_f32, f32);
+float_math_fns!(fm_exact_f64, fm_approx_f64, f64);
+
+/// One user function per integer type with every integer method; the reference is
+/// computed with Rust's explicitly wrapping methods (what a release build does).
+macro_rules! int_math_fns {
+    ($($name:ident: $t:ident $(, $abs:ident)?;)*) => {
+        $(
+            #[userfn]
+            fn $name(a: $t, b: $t, n: u32) -> [$t; 13] {
+                [
+                    a.min(b),
+                    $t::max(a, b),
+                    a.clamp(3, 100),
+                    a.wrapping_add(b),
+                    a.wrapping_sub(b),
+                    a.wrapping_mul(b),
+                    a.rotate_left(n),
+                    a.rotate_right(n),
+                    a.count_ones() as $t,
+                    a.leading_zeros() as $t,
+                    a.trailing_zeros() as $t,
+                    a.pow(n % 70),
+                    a $(.$abs())?,
+                ]
+            }
+        )*
+        /// Definitions, whether signed, and the reference results for (a, b, n) given as
+        /// 64-bit patterns (truncated to each type).
+        fn int_math_defs() -> Vec<(&'static skel::codegen::FnDef, bool)> {
+            vec![$((<$name as skel::userfn::UserFn>::definition(), $t::MIN != 0)),*]
+        }
+        fn int_math_rust(a: u64, b: u64, n: u32) -> Vec<Vec<i128>> {
+            vec![$({
+                let (a, b) = (a as $t, b as $t);
+                vec![
+                    a.min(b), a.max(b), a.clamp(3, 100), a.wrapping_add(b), a.wrapping_sub(b),
+                    a.wrapping_mul(b), a.rotate_left(n), a.rotate_right(n), a.count_ones() as $t,
+                    a.leading_zeros() as $t, a.trailing_zeros() as $t, a.wrapping_pow(n % 70),
+                    int_math_fns!(@wabs a $($abs)?),
+                ].into_iter().map(|v| v as i128).collect()
+            }),*]
+        }
+    };
+    (@wabs $a:ident abs) => { $a.wrapping_abs() };
+    (@wabs $a:ident) => { $a };
+}
+
+int_math_fns! {
+    int_i8: i8, abs;
+    int_u8: u8;
+    int_i16: i16, abs;
+    int_u16: u16;
+    int_i32: i32, abs;
+    int_u32: u32;
+    int_i64: i64, abs;
+    int_u64: u64;
+}
+
+/// The OpenCL built-ins the integer methods use, for the host compiler.
+const OPENCL_INT_SHIM: &str = "#define popcount(x) _Generic((x), uchar: __builtin_popcount, ushort: __builtin_popcount, uint: __builtin_popcount, ulong: __builtin_popcountl)(x)\nstatic inline uchar clz_u8(uchar x){return x?__builtin_clz(x)-24:8;}\nstatic inline ushort clz_u16(ushort x){return x?__builtin_clz(x)-16:16;}\nstatic inline uint clz_u32(uint x){return x?__builtin_clz(x):32;}\nstatic inline ulong clz_u64(ulong x){return x?__builtin_clzl(x):64;}\n#define clz(x) _Generic((x), uchar: clz_u8, ushort: clz_u16, uint: clz_u32, ulong: clz_u64)(x)\n";
+
+/// The CUDA intrinsics the generated code uses, as documented in the CUDA Math API, for
+/// the host C++ compiler (so that the CUDA dialect's helpers are run here too).
+const CUDA_SHIM: &str = "#include <math.h>\n#define __device__\n#define __forceinline__ inline\nstatic inline int __popc(unsigned int x){return __builtin_popcount(x);}\nstatic inline int __popcll(unsigned long long x){return __builtin_popcountll(x);}\nstatic inline int __clz(int x){return x?__builtin_clz((unsigned int)x):32;}\nstatic inline int __clzll(long long x){return x?__builtin_clzll((unsigned long long)x):64;}\n";
+
+/// Every dialect with the shim that lets the host compiler build it.
+fn dialects() -> [(Dialect, String); 3] {
+    [
+        (Dialect::HostC, String::new()),
+        (Dialect::OpenCl, format!("{OPENCL_SHIM}{OPENCL_INT_SHIM}")),
+        (Dialect::Cuda, CUDA_SHIM.to_string()),
+    ]
+}
+
+/// 64-bit test values: the bounds of every width, small numbers, powers of two and a
+/// pseudo-random walk.
+fn int_inputs() -> Vec<(u64, u64, u32)> {
+    let mut vals: Vec<u64> = vec![0, 1, 2, 3, 5, 100, 127, 128, 255, 256, 32767, 32768, 65535];
+    for bits in [8u32, 16, 32, 64] {
+        let top = if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        vals.extend([top, top - 1, top >> 1, (top >> 1) + 1, (top >> 1) - 1]);
+    }
+    for k in 0..64 {
+        vals.push(1 << k);
+        vals.push((1u64 << k).wrapping_neg());
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..100 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        vals.push(x >> (x % 61));
+    }
+    let mut out = Vec::new();
+    for (i, &a) in vals.iter().enumerate() {
+        let b = vals[(i * 7 + 3) % vals.len()];
+        out.push((a, b, (i as u32 * 37) % 200));
+    }
+    out
+}
+
+/// One executable per dialect (built once per test process).
+type Exes = OnceLock<Vec<(Dialect, std::path::PathBuf)>>;
+
+static INT_EXES: Exes = OnceLock::new();
+static FLOAT_EXES: Exes = OnceLock::new();
+static LANG_EXES: Exes = OnceLock::new();
+
+/// Builds, once per process, `name` for every dialect: the functions `defs` and the
+/// `main` that `main(entries, dialect)` writes.
+fn exes(
+    cache: &'static Exes,
+    name: &str,
+    defs: &[&'static skel::codegen::FnDef],
+    main: impl Fn(&[String], Dialect) -> String,
+) -> &'static [(Dialect, std::path::PathBuf)] {
+    cache.get_or_init(|| {
+        dialects()
+            .into_iter()
+            .map(|(dialect, shim)| {
+                let src = skel::codegen::device_source_multi(defs, dialect).unwrap();
+                let exe = build_as(
+                    &format!("{name}_{dialect:?}"),
+                    &format!("{shim}{}", src.source),
+                    &main(&src.entries, dialect),
+                    dialect == Dialect::Cuda,
+                );
+                (dialect, exe)
+            })
+            .collect()
+    })
+}
+
+fn int_exes() -> &'static [(Dialect, std::path::PathBuf)] {
+    let defs: Vec<_> = int_math_defs().iter().map(|d| d.0).collect();
+    exes(&INT_EXES, "intmath", &defs, |entries, dialect| {
+        let mut main = String::from("int main(void){unsigned long long a,b;unsigned n;while(scanf(\"%llu %llu %u\",&a,&b,&n)==3){");
+        for ((def, signed), entry) in int_math_defs().iter().zip(entries) {
+            let skel::codegen::Ty::Array(arr) = def.ret else {
+                panic!("an array return")
+            };
+            let (rt, ct) = (c_type(def.ret, dialect), c_type(arr.elem, dialect));
+            let (fmt, cast) = if *signed {
+                ("%lld", "long long")
+            } else {
+                ("%llu", "unsigned long long")
+            };
+            main.push_str(&format!(
+                "{{{rt} r={entry}(({ct})a,({ct})b,n);for(int k=0;k<13;k++)printf(\"{fmt} \",({cast})r.v[k]);}}printf(\"|\");"
+            ));
+        }
+        main.push_str("printf(\"\\n\");}return 0;}");
+        main
+    })
+}
+
+fn check_int_methods(inputs: &[(u64, u64, u32)]) {
+    let input: String = inputs
+        .iter()
+        .map(|(a, b, n)| format!("{a} {b} {n}\n"))
+        .collect();
+    for (dialect, exe) in int_exes() {
+        let out = run_timeout(exe, &input);
+        assert_eq!(out.len(), inputs.len());
+        for (o, &(a, b, n)) in out.iter().zip(inputs) {
+            let got: Vec<Vec<i128>> = o
+                .trim_end_matches('|')
+                .split('|')
+                .map(|f| f.split_whitespace().map(|v| v.parse().unwrap()).collect())
+                .collect();
+            assert_eq!(
+                got,
+                int_math_rust(a, b, n),
+                "{dialect:?}: a={a:#x} b={b:#x} n={n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn integer_methods_match_rust_in_release() {
+    check_int_methods(&int_inputs());
+}
+
+/// Floats that exercise every method's corner: zeros of both signs, halves (rounding),
+/// the non-finite values, subnormals, huge values, and a spread of ordinary ones.
+fn float_inputs() -> Vec<(f64, f64)> {
+    let mut v: Vec<f64> = vec![
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.5,
+        -1.5,
+        2.5,
+        -2.5,
+        1.0,
+        -1.0,
+        0.3,
+        -0.7,
+        3.0,
+        1e-40,
+        -1e-310,
+        1e30,
+        -1e30,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        4503599627370497.0,
+        8388609.0,
+    ];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..60 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.push(((x >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 20.0);
+    }
+    let n = v.len();
+    (0..n)
+        .flat_map(|i| [(v[i], v[(i * 5 + 1) % n]), (v[i], v[i])])
+        .collect()
+}
+
+/// Equal, both NaN, or (`ulps` > 0) at most `ulps` representable values apart; a min/max of
+/// two zeros may be either zero in both languages.
+fn close_bits(a: u64, b: u64, width: u32, ulps: u64, zeros_equal: bool) -> bool {
+    let (nan, zero) = if width == 32 {
+        let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+        (x.is_nan() && y.is_nan(), x == 0.0 && y == 0.0)
+    } else {
+        let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+        (x.is_nan() && y.is_nan(), x == 0.0 && y == 0.0)
+    };
+    let ord = |v: u64| {
+        let sign = 1u64 << (width - 1);
+        if v & sign != 0 {
+            -((v & !sign) as i128)
+        } else {
+            v as i128
+        }
+    };
+    a == b || nan || (zeros_equal && zero) || (ord(a) - ord(b)).unsigned_abs() <= ulps as u128
+}
+
+/// Transcendental functions (cbrt powf powi exp exp2 ln log2 log10 sin cos tan asin acos
+/// atan atan2 sinh cosh tanh hypot) may differ between Rust's and C's math libraries by a
+/// few units in the last place; here, on the host, at most this many.
+const APPROX_ULPS: u64 = 4;
+
+fn float_exes() -> &'static [(Dialect, std::path::PathBuf)] {
+    let defs = [
+        <fm_exact_f32 as skel::userfn::UserFn>::definition(),
+        <fm_approx_f32 as skel::userfn::UserFn>::definition(),
+        <fm_exact_f64 as skel::userfn::UserFn>::definition(),
+        <fm_approx_f64 as skel::userfn::UserFn>::definition(),
+    ];
+    exes(&FLOAT_EXES, "floatmath", &defs, |e, _| {
+        format!(
+            "int main(void){{unsigned long long xb,yb;while(scanf(\"%llx %llx\",&xb,&yb)==2){{double x,y;memcpy(&x,&xb,8);memcpy(&y,&yb,8);float xf=(float)x,yf=(float)y;\
+             skel_a16_f32 a={}(xf,yf);skel_a20_f32 b={}(xf,yf);skel_a16_f64 c={}(x,y);skel_a20_f64 d={}(x,y);unsigned u;unsigned long long w;\
+             for(int k=0;k<16;k++){{memcpy(&u,&a.v[k],4);printf(\"%x \",u);}}for(int k=0;k<20;k++){{memcpy(&u,&b.v[k],4);printf(\"%x \",u);}}\
+             for(int k=0;k<16;k++){{memcpy(&w,&c.v[k],8);printf(\"%llx \",w);}}for(int k=0;k<20;k++){{memcpy(&w,&d.v[k],8);printf(\"%llx \",w);}}printf(\"\\n\");}}return 0;}}",
+            e[0], e[1], e[2], e[3]
+        )
+    })
+}
+
+fn check_float_methods(inputs: &[(f64, f64)]) {
+    let input: String = inputs
+        .iter()
+        .map(|(x, y)| format!("{:x} {:x}\n", x.to_bits(), y.to_bits()))
+        .collect();
+    for (dialect, exe) in float_exes() {
+        let out = run_timeout(exe, &input);
+        assert_eq!(out.len(), inputs.len());
+        for (o, &(x, y)) in out.iter().zip(inputs) {
+            let got: Vec<u64> = o
+                .split_whitespace()
+                .map(|v| u64::from_str_radix(v, 16).unwrap())
+                .collect();
+            let (xf, yf) = (x as f32, y as f32);
+            let want: Vec<(u64, u32, u64, bool)> = fm_exact_f32::call(xf, yf)
+                .iter()
+                .enumerate()
+                .map(|(k, v)| (v.to_bits() as u64, 32, 0, k == 8 || k == 9))
+                .chain(
+                    fm_approx_f32::call(xf, yf)
+                        .iter()
+                        .map(|v| (v.to_bits() as u64, 32, APPROX_ULPS, false)),
+                )
+                .chain(
+                    fm_exact_f64::call(x, y)
+                        .iter()
+                        .enumerate()
+                        .map(|(k, v)| (v.to_bits(), 64, 0, k == 8 || k == 9)),
+                )
+                .chain(
+                    fm_approx_f64::call(x, y)
+                        .iter()
+                        .map(|v| (v.to_bits(), 64, APPROX_ULPS, false)),
+                )
+                .collect();
+            assert_eq!(got.len(), want.len());
+            for (k, (g, (w, width, ulps, zeros))) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    close_bits(*g, *w, *width, *ulps, *zeros),
+                    "{dialect:?}: result {k} for x={x:e} y={y:e}: C {g:#x} vs Rust {w:#x}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn float_methods_match_rust() {
+    check_float_methods(&float_inputs());
+}
+
+/// The table `find_first` searches.
+fn lang_table() -> Vec<i32> {
+    (0..23).map(|i| (i * 7919) % 61 - 20).collect()
+}
+
+fn lang_exes() -> &'static [(Dialect, std::path::PathBuf)] {
+    let defs = [
+        <median9 as skel::userfn::UserFn>::definition(),
+        <arrays as skel::userfn::UserFn>::definition(),
+        <collatz as skel::userfn::UserFn>::definition(),
+        <find_first as skel::userfn::UserFn>::definition(),
+        <use_tuples as skel::userfn::UserFn>::definition(),
+        <is_small as skel::userfn::UserFn>::definition(),
+        <divmod as skel::userfn::UserFn>::definition(),
+        <misc_forms as skel::userfn::UserFn>::definition(),
+    ];
+    let tl: Vec<String> = lang_table().iter().map(|v| v.to_string()).collect();
+    exes(&LANG_EXES, "lang", &defs, |e, _| {
+        format!(
+            "int main(void){{int t[23]={{{}}};Quad q;q.w.v[0]=0.5f;q.w.v[1]=-1.0f;q.w.v[2]=2.0f;q.w.v[3]=0.25f;q.n=11;q.on=1;q.pad.v[0]=1;q.pad.v[1]=2;q.pad.v[2]=3;\
+             unsigned xb,yb,n;int k;while(scanf(\"%x %x %u %d\",&xb,&yb,&n,&k)==4){{float x,y,r;memcpy(&x,&xb,4);memcpy(&y,&yb,4);\
+             r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);r={}(q,x);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%u \",{}(n,100u));\
+             printf(\"%d \",{}(t,23,k));r={}(x,y);memcpy(&xb,&r,4);printf(\"%x \",xb);printf(\"%d \",(int){}(x,3.0f));\
+             skel_t2_i32i32 dm={}(k,(int)n%7);printf(\"%d %d %d\\n\",dm.f0,dm.f1,{}(k*37,n));}}return 0;}}",
+            tl.join(","),
+            e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]
+        )
+    })
+}
+
+fn check_lang(inputs: &[(f32, f32, u32, i32)]) {
+    let table = lang_table();
+    let input: String = inputs
+        .iter()
+        .map(|(x, y, n, k)| format!("{:x} {:x} {n} {k}\n", x.to_bits(), y.to_bits()))
+        .collect();
+    let quad = Quad {
+        w: [0.5, -1.0, 2.0, 0.25],
+        n: 11,
+        on: true,
+        pad: [1, 2, 3],
+    };
+    for (dialect, exe) in lang_exes() {
+        let out = run_timeout(exe, &input);
+        assert_eq!(out.len(), inputs.len());
+        for (o, &(x, y, n, k)) in out.iter().zip(inputs) {
+            let dm = divmod::call(k, n as i32 % 7);
+            let want = format!(
+                "{:x} {:x} {} {} {:x} {} {} {} {}",
+                median9::call(x, y).to_bits(),
+                arrays::call(quad, x).to_bits(),
+                collatz::call(n, 100),
+                find_first::call(&table, k),
+                use_tuples::call(x, y).to_bits(),
+                is_small::call(x, 3.0) as i32,
+                dm.0,
+                dm.1,
+                misc_forms::call(k * 37, n)
+            );
+            assert_eq!(o, &want, "{dialect:?}: x={x:e} y={y:e} n={n} k={k}");
+        }
+    }
+}
+
+#[test]
+fn arrays_loops_tuples_and_constants_match_rust() {
+    let inputs: Vec<(f32, f32, u32, i32)> = float_inputs()
+        .iter()
+        .enumerate()
+        .filter(|(_, (x, y))| x.is_finite() && y.is_finite() && x.abs() < 1e6 && y.abs() < 1e6)
+        .map(|(i, &(x, y))| {
+            (
+                x as f32,
+                y as f32,
+                (i as u32).wrapping_mul(2654435761) % 100_000,
+                (i as i32 % 70) - 25,
+            )
+        })
+        .collect();
+    check_lang(&inputs);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prop_the_language_matches_rust(
+        ints in prop::collection::vec((any::<u64>(), any::<u64>(), any::<u32>()), 1..200),
+        floats in prop::collection::vec((-1e3f64..1e3, -1e3f64..1e3), 1..200),
+        lang in prop::collection::vec((-1e4f32..1e4, -1e4f32..1e4, 0u32..1_000_000, -30i32..60), 1..200),
+    ) {
+        check_int_methods(&ints);
+        check_float_methods(&floats);
+        check_lang(&lang);
+    }
+}
+
+#[test]
+fn language_forms_in_every_dialect() {
+    for d in [Dialect::Cuda, Dialect::OpenCl, Dialect::HostC] {
+        let s = device_source::<find_first>(d).unwrap().source;
+        let len = c_type(skel::codegen::Ty::Prim(skel::codegen::Prim::Usize), d);
+        assert!(
+            s.contains(&format!(
+                "SKEL_ARRAY_SPACE const int* t, {len} t_len, int key"
+            )),
+            "{s}"
+        );
+        assert!(s.contains("skel_fn_count_below(t, t_len, key)"), "{s}");
+        let q = device_source::<arrays>(d).unwrap().source;
+        let b = if d == Dialect::OpenCl {
+            "uchar on;"
+        } else {
+            "bool on;"
+        };
+        assert!(q.contains("skel_a4_f32 w;") && q.contains(b), "{q}");
+        let p = device_source::<polar>(d).unwrap().source;
+        assert!(p.contains("SKEL_FN skel_t2_f32f32 skel_fn_polar("), "{p}");
+    }
+    assert!(skel::codegen::array_len_param(
+        <find_first as skel::userfn::UserFn>::definition()
+    ));
+    assert!(!skel::codegen::array_len_param(
+        <lookup as skel::userfn::UserFn>::definition()
+    ));
+    let cuda = device_source::<int_u32>(Dialect::Cuda).unwrap().source;
+    assert!(
+        cuda.contains("__popc(") && cuda.contains("__clz("),
+        "{cuda}"
+    );
 }

@@ -150,3 +150,68 @@ fn derive_struct() {
         _ => panic!(),
     }
 }
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Kernel {
+    w: [f32; 4],
+    on: bool,
+    pad: [u8; 3],
+}
+
+const K0: Kernel = Kernel {
+    w: [1.0, 2.0, 3.0, 4.0],
+    on: true,
+    pad: [7, 8, 9],
+};
+
+#[userfn]
+fn minmax(a: f32, b: f32, #[uniform] k: [f32; 2]) -> (f32, f32, u32) {
+    let _ = K0;
+    (a.min(b) * k[0], a.max(b) * k[1], (a < b) as u32)
+}
+
+#[test]
+fn arrays_tuples_bool_and_constants_on_the_rust_side() {
+    use skel::codegen::{ir::Expr, ConstValue, Prim, Ty};
+    // device types: layout sizes and the C description agree with Rust
+    assert_eq!(
+        <[f32; 4] as DeviceType>::TY.size(),
+        std::mem::size_of::<[f32; 4]>()
+    );
+    assert_eq!(
+        <Kernel as DeviceType>::TY.size(),
+        std::mem::size_of::<Kernel>()
+    );
+    assert_eq!(<(u16, u8, bool) as DeviceType>::TY.size(), 4);
+    assert!(matches!(<bool as DeviceType>::TY, Ty::Prim(Prim::Bool)));
+    let Ty::Tuple(t) = <(f64, u32, u32) as DeviceType>::TY else {
+        panic!("a tuple")
+    };
+    let offsets: Vec<usize> = t.offsets.to_vec();
+    let x = (1.0f64, 2u32, 3u32);
+    let base = &x as *const _ as usize;
+    assert_eq!(
+        offsets,
+        vec![
+            &x.0 as *const _ as usize - base,
+            &x.1 as *const _ as usize - base,
+            &x.2 as *const _ as usize - base
+        ]
+    );
+    // the call traits see the tuple return and the array uniform
+    assert_eq!(minmax::call(1.0, 2.0, [2.0, 3.0]), (2.0, 6.0, 1));
+    let r = <minmax as ElementwiseFn>::apply((), (3.0, 1.0), &([1.0, 1.0],));
+    assert_eq!(r, (1.0, 3.0, 0));
+    assert_eq!(minmax::outputs().len(), 3);
+    assert_eq!(add::outputs().len(), 1);
+    // a module constant is captured by value, with its type
+    let def = <minmax as UserFn>::definition();
+    let skel::codegen::ir::Stmt::Expr(Expr::Extern { name, value }) = &def.body.stmts[0] else {
+        panic!("`let _ = K0` reads the constant: {:?}", def.body.stmts[0])
+    };
+    let ConstValue { ty, bytes } = value();
+    assert_eq!(*name, "K0");
+    assert_eq!(ty.c_struct_name(), Some("Kernel"));
+    assert_eq!(&bytes[16..], &[1, 7, 8, 9]);
+}

@@ -31,28 +31,106 @@ const PRIMS: &[(&str, &str)] = &[
     ("f64", "F64"),
 ];
 
-const MATH: &[(&str, &str)] = &[
-    ("abs", "Abs"),
-    ("sqrt", "Sqrt"),
-    ("powf", "Powf"),
-    ("powi", "Powi"),
-    ("exp", "Exp"),
-    ("ln", "Ln"),
-    ("log2", "Log2"),
-    ("log10", "Log10"),
-    ("sin", "Sin"),
-    ("cos", "Cos"),
-    ("tan", "Tan"),
-    ("floor", "Floor"),
-    ("ceil", "Ceil"),
-    ("round", "Round"),
-    ("round_ties_even", "RoundTiesEven"),
-    ("min", "Min"),
-    ("max", "Max"),
-    ("mul_add", "MulAdd"),
+/// Math methods: Rust name, `MathFn` variant, arity (receiver included), and whether
+/// floats / integers have it.
+const MATH: &[(&str, &str, usize, bool, bool)] = &[
+    ("abs", "Abs", 1, true, true),
+    ("sqrt", "Sqrt", 1, true, false),
+    ("cbrt", "Cbrt", 1, true, false),
+    ("powf", "Powf", 2, true, false),
+    ("powi", "Powi", 2, true, false),
+    ("exp", "Exp", 1, true, false),
+    ("exp2", "Exp2", 1, true, false),
+    ("ln", "Ln", 1, true, false),
+    ("log2", "Log2", 1, true, false),
+    ("log10", "Log10", 1, true, false),
+    ("sin", "Sin", 1, true, false),
+    ("cos", "Cos", 1, true, false),
+    ("tan", "Tan", 1, true, false),
+    ("asin", "Asin", 1, true, false),
+    ("acos", "Acos", 1, true, false),
+    ("atan", "Atan", 1, true, false),
+    ("atan2", "Atan2", 2, true, false),
+    ("sinh", "Sinh", 1, true, false),
+    ("cosh", "Cosh", 1, true, false),
+    ("tanh", "Tanh", 1, true, false),
+    ("hypot", "Hypot", 2, true, false),
+    ("floor", "Floor", 1, true, false),
+    ("ceil", "Ceil", 1, true, false),
+    ("round", "Round", 1, true, false),
+    ("round_ties_even", "RoundTiesEven", 1, true, false),
+    ("trunc", "Trunc", 1, true, false),
+    ("fract", "Fract", 1, true, false),
+    ("min", "Min", 2, true, true),
+    ("max", "Max", 2, true, true),
+    ("clamp", "Clamp", 3, true, true),
+    ("mul_add", "MulAdd", 3, true, false),
+    ("signum", "Signum", 1, true, false),
+    ("copysign", "Copysign", 2, true, false),
+    ("is_nan", "IsNan", 1, true, false),
+    ("is_finite", "IsFinite", 1, true, false),
+    ("pow", "Pow", 2, false, true),
+    ("wrapping_add", "WrappingAdd", 2, false, true),
+    ("wrapping_sub", "WrappingSub", 2, false, true),
+    ("wrapping_mul", "WrappingMul", 2, false, true),
+    ("rotate_left", "RotateLeft", 2, false, true),
+    ("rotate_right", "RotateRight", 2, false, true),
+    ("count_ones", "CountOnes", 1, false, true),
+    ("leading_zeros", "LeadingZeros", 1, false, true),
+    ("trailing_zeros", "TrailingZeros", 1, false, true),
 ];
 
-const INT_MATH: &[&str] = &["min", "max", "abs"];
+/// Heap and pointer-owning types, rejected with a hint.
+const HEAP_TYPES: &[&str] = &[
+    "Vec",
+    "String",
+    "Box",
+    "Rc",
+    "Arc",
+    "HashMap",
+    "HashSet",
+    "BTreeMap",
+    "BTreeSet",
+    "VecDeque",
+    "BinaryHeap",
+    "LinkedList",
+    "Cow",
+    "RefCell",
+    "Cell",
+];
+
+thread_local! {
+    /// Names bound by the function's parameters and `let`/`for` patterns (so that a
+    /// SCREAMING_CASE name is a local, not a module-level constant) and the function's
+    /// own name (recursion).
+    static SCOPE: std::cell::RefCell<(std::collections::HashSet<String>, String)> =
+        Default::default();
+}
+
+/// Collects every name a pattern in the function binds.
+struct Binders(std::collections::HashSet<String>);
+
+impl<'ast> syn::visit::Visit<'ast> for Binders {
+    fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+        self.0.insert(p.ident.to_string());
+        syn::visit::visit_pat_ident(self, p);
+    }
+}
+
+/// `SCREAMING_CASE`: how Rust names constants.
+fn is_const_name(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_bound(name: &str) -> bool {
+    SCOPE.with(|s| s.borrow().0.contains(name))
+}
+
+fn math_names() -> String {
+    MATH.iter().map(|m| m.0).collect::<Vec<_>>().join(" ")
+}
 
 const FLOAT_CONSTS: &[&str] = &[
     "MAX",
@@ -121,22 +199,56 @@ pub fn ty_tokens(ty: &Type) -> syn::Result<TokenStream> {
                     return Ok(quote!(::skel::codegen::Ty::Prim(#pt)));
                 }
             }
+            if let Some(last) = p.path.segments.last() {
+                let n = last.ident.to_string();
+                if HEAP_TYPES.contains(&n.as_str()) {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        format!("`{n}` lives on the heap, which device code cannot use; use a fixed-size array `[T; N]` (or a `&[T]` parameter)"),
+                    ));
+                }
+            }
             Ok(quote_spanned!(ty.span()=> <#ty as ::skel::DeviceType>::TY))
         }
+        Type::Array(a) => {
+            ty_tokens(&a.elem)?;
+            Ok(quote_spanned!(ty.span()=> <#ty as ::skel::DeviceType>::TY))
+        }
+        Type::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
+            for e in &t.elems {
+                ty_tokens(e)?;
+            }
+            Ok(quote_spanned!(ty.span()=> <#ty as ::skel::DeviceType>::TY))
+        }
+        Type::Tuple(t) => Err(syn::Error::new_spanned(
+            t,
+            "a tuple in a user function has 2 to 4 elements (use a DeviceType struct for more)",
+        )),
+        Type::Reference(_) | Type::Ptr(_) => Err(syn::Error::new_spanned(
+            ty,
+            "references are not supported here: pass values (DeviceType), or take `&[T]` as a parameter",
+        )),
+        Type::Slice(_) => Err(syn::Error::new_spanned(
+            ty,
+            "a slice has no fixed size; use an array `[T; N]` (or a `&[T]` parameter)",
+        )),
         _ => Err(syn::Error::new_spanned(
             ty,
-            "unsupported type in a user function (use a number type or a DeviceType struct)",
+            "unsupported type in a user function (use a number, bool, array, tuple or DeviceType struct)",
         )),
     }
 }
 
+/// "`what` is not supported in a user function", with the hint that ends `what` in
+/// parentheses (what to write instead), if any, after a colon.
 fn unsupported(node: &impl quote::ToTokens, what: &str) -> syn::Error {
-    syn::Error::new_spanned(
-        node,
-        format!(
+    let msg = match what.strip_suffix(')').and_then(|w| w.split_once(" (")) {
+        Some((what, hint)) => format!("{what} is not supported in a user function: {hint}"),
+        None => format!(
             "{what} is not supported in a user function (it cannot be translated to device code)"
         ),
-    )
+    };
+    syn::Error::new_spanned(node, msg)
 }
 
 pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStream> {
@@ -158,6 +270,9 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
         ReturnType::Type(_, t) => ty_tokens(t)?,
         ReturnType::Default => unreachable!(),
     };
+    let mut binders = Binders(Default::default());
+    syn::visit::Visit::visit_item_fn(&mut binders, func);
+    SCOPE.with(|s| *s.borrow_mut() = (binders.0, name.clone()));
     let body = block(&func.block)?;
     Ok(quote! {
         use ::skel::codegen::ir as __ir;
@@ -178,8 +293,18 @@ fn block(b: &syn::Block) -> syn::Result<TokenStream> {
     for (i, s) in b.stmts.iter().enumerate() {
         match s {
             Stmt::Local(l) => stmts.push(local(l)?),
-            Stmt::Item(it) => return Err(unsupported(it, "an item declaration")),
-            Stmt::Macro(m) => return Err(unsupported(&m.mac, "a macro invocation")),
+            Stmt::Item(it) => {
+                return Err(unsupported(
+                    it,
+                    "an item declaration (declare constants and functions outside: the body reads SCREAMING_CASE module constants and calls other `#[userfn]` functions)",
+                ))
+            }
+            Stmt::Macro(m) => {
+                return Err(unsupported(
+                    &m.mac,
+                    "a macro invocation (write the expression out in the supported subset)",
+                ))
+            }
             Stmt::Expr(e, semi) => {
                 if semi.is_none() && i + 1 == n && (!is_stmt_like(e) || is_valued_if(e)) {
                     let t = expr(e)?;
@@ -204,6 +329,7 @@ fn is_stmt_like(e: &Expr) -> bool {
             | Expr::Continue(_)
             | Expr::Assign(_)
             | Expr::If(_)
+            | Expr::Loop(_)
     ) || matches!(e, Expr::Binary(b) if is_compound(&b.op).is_some())
 }
 
@@ -251,6 +377,34 @@ fn is_compound(op: &BinOp) -> Option<TokenStream> {
 }
 
 fn local(l: &syn::Local) -> syn::Result<TokenStream> {
+    if let Pat::Tuple(tp) = &l.pat {
+        let mut names = Vec::new();
+        for e in &tp.elems {
+            match e {
+                Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
+                    let (n, m) = (pi.ident.to_string(), pi.mutability.is_some());
+                    names.push(quote!((#n, #m)));
+                }
+                Pat::Wild(_) => names.push(quote!(("_", false))),
+                other => return Err(unsupported(other, "this pattern (use plain names or `_`)")),
+            }
+        }
+        let Some(init) = &l.init else {
+            return Err(unsupported(l, "`let (..)` without a value"));
+        };
+        if let Some((_, d)) = &init.diverge {
+            return Err(unsupported(&**d, "`let ... else`"));
+        }
+        let e = expr(&init.expr)?;
+        return Ok(quote!(__ir::Stmt::LetTuple { names: &[#(#names),*], init: &#e }));
+    }
+    if let (Pat::Wild(_), Some(init)) = (&l.pat, &l.init) {
+        if init.diverge.is_none() {
+            // `let _ = e;` evaluates `e` and drops it
+            let e = expr(&init.expr)?;
+            return Ok(quote!(__ir::Stmt::Expr(&#e)));
+        }
+    }
     let (pat, ty) = match &l.pat {
         Pat::Type(pt) => (&*pt.pat, Some(ty_tokens(&pt.ty)?)),
         p => (p, None),
@@ -293,7 +447,10 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
         }
         Expr::ForLoop(f) => {
             if let Some(l) = &f.label {
-                return Err(unsupported(l, "a loop label"));
+                return Err(unsupported(
+                    l,
+                    "a loop label (use a flag variable and `break`)",
+                ));
             }
             let var = match &*f.pat {
                 Pat::Ident(pi) if pi.subpat.is_none() && pi.by_ref.is_none() => {
@@ -309,14 +466,14 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
                     other => {
                         return Err(unsupported(
                             other,
-                            "a `for` loop over anything but a range `a..b`",
+                            "a `for` loop over anything but a range `a..b` (write `for i in 0..a.len()` and index `a[i]`)",
                         ))
                     }
                 },
                 other => {
                     return Err(unsupported(
                         other,
-                        "a `for` loop over anything but a range `a..b`",
+                        "a `for` loop over anything but a range `a..b` (write `for i in 0..a.len()` and index `a[i]`)",
                     ))
                 }
             };
@@ -331,7 +488,10 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
         }
         Expr::While(w) => {
             if let Some(l) = &w.label {
-                return Err(unsupported(l, "a loop label"));
+                return Err(unsupported(
+                    l,
+                    "a loop label (use a flag variable and `break`)",
+                ));
             }
             if let Expr::Let(l) = &*w.cond {
                 return Err(unsupported(l, "`while let`"));
@@ -347,15 +507,34 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
                 quote!(__ir::Stmt::Return(::core::option::Option::Some(&#v)))
             }
         },
+        Expr::Loop(l) => {
+            if let Some(l) = &l.label {
+                return Err(unsupported(
+                    l,
+                    "a loop label (use a flag variable and `break`)",
+                ));
+            }
+            let body = block(&l.body)?;
+            quote!(__ir::Stmt::Loop { body: #body })
+        }
         Expr::Break(b) => {
-            if b.expr.is_some() || b.label.is_some() {
-                return Err(unsupported(b, "`break` with a value or label"));
+            if b.expr.is_some() {
+                return Err(unsupported(
+                    b,
+                    "`break` with a value (assign to a `let mut` variable declared before the loop, then `break`)",
+                ));
+            }
+            if b.label.is_some() {
+                return Err(unsupported(b, "`break` with a label (use a flag variable)"));
             }
             quote!(__ir::Stmt::Break)
         }
         Expr::Continue(c) => {
             if c.label.is_some() {
-                return Err(unsupported(c, "`continue` with a label"));
+                return Err(unsupported(
+                    c,
+                    "`continue` with a label (use a flag variable)",
+                ));
             }
             quote!(__ir::Stmt::Continue)
         }
@@ -370,11 +549,19 @@ fn stmt_expr(e: &Expr) -> syn::Result<TokenStream> {
 
 fn place(e: &Expr) -> syn::Result<TokenStream> {
     match e {
-        Expr::Path(_) | Expr::Field(_) => expr(e),
+        Expr::Path(_) => expr(e),
+        Expr::Field(f) => {
+            place(&f.base)?;
+            expr(e)
+        }
+        Expr::Index(i) => {
+            place(&i.expr)?;
+            expr(e)
+        }
         Expr::Paren(p) => place(&p.expr),
         other => Err(unsupported(
             other,
-            "assigning to anything but a local variable or one of its fields",
+            "assigning to anything but a local variable, one of its fields or an element of a local array",
         )),
     }
 }
@@ -437,7 +624,33 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<TokenStream> {
     }
     if let Some(id) = p.path.get_ident() {
         let n = id.to_string();
-        return Ok(quote!(__ir::Expr::Var(#n)));
+        if !is_const_name(&n) || is_bound(&n) {
+            return Ok(quote!(__ir::Expr::Var(#n)));
+        }
+    }
+    if !is_primitive_path(&p.path) {
+        // A constant outside the function (`K`, `filters::GAUSS`, `Pixel::ZERO`): its value
+        // is read through a function the expansion defines next to the tree.
+        let last = p.path.segments.last().map(|s| s.ident.to_string());
+        if last.as_deref().is_some_and(is_const_name) {
+            let path = &p.path;
+            let name = quote!(#path).to_string().replace(' ', "");
+            return Ok(quote_spanned! {p.span()=>
+                __ir::Expr::Extern {
+                    name: #name,
+                    value: {
+                        fn __skel_const() -> ::skel::codegen::ConstValue {
+                            ::skel::codegen::ConstValue::of(&#path)
+                        }
+                        __skel_const
+                    },
+                }
+            });
+        }
+        return Err(unsupported(
+            p,
+            "this path (use locals, parameters, SCREAMING_CASE constants, or constants like f32::MAX or f32::consts::PI)",
+        ));
     }
     let segs: Vec<String> = p
         .path
@@ -452,7 +665,7 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<TokenStream> {
     };
     let ok = match rest {
         [t, c] if is_float(t) => FLOAT_CONSTS.contains(c),
-        [t, c] if prim_variant(t).is_some() && *t != "bool" => matches!(*c, "MAX" | "MIN"),
+        [t, c] if prim_variant(t).is_some() && *t != "bool" => matches!(*c, "MAX" | "MIN" | "BITS"),
         [t, "consts", c] if is_float(t) => MATH_CONSTS.contains(c),
         _ => false,
     };
@@ -492,18 +705,14 @@ fn bin_op(op: &BinOp) -> Option<&'static str> {
 }
 
 fn math_variant(name: &str) -> Option<TokenStream> {
-    MATH.iter().find(|(n, _)| *n == name).map(|(_, v)| {
-        let id = syn::Ident::new(v, proc_macro2::Span::call_site());
+    MATH.iter().find(|m| m.0 == name).map(|m| {
+        let id = syn::Ident::new(m.1, proc_macro2::Span::call_site());
         quote!(__ir::MathFn::#id)
     })
 }
 
 fn arity(name: &str) -> usize {
-    match name {
-        "powf" | "powi" | "min" | "max" => 2,
-        "mul_add" => 3,
-        _ => 1,
-    }
+    MATH.iter().find(|m| m.0 == name).map_or(1, |m| m.2)
 }
 
 fn exprs<'a>(es: impl IntoIterator<Item = &'a Expr>) -> syn::Result<Vec<TokenStream>> {
@@ -520,7 +729,12 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
             let op = match u.op {
                 UnOp::Neg(_) => quote!(__ir::UnOp::Neg),
                 UnOp::Not(_) => quote!(__ir::UnOp::Not),
-                _ => return Err(unsupported(u, "dereferencing")),
+                _ => {
+                    return Err(unsupported(
+                        u,
+                        "dereferencing (parameters and locals are values: drop the `*`)",
+                    ))
+                }
             };
             let inner = expr(&u.expr)?;
             quote!(__ir::Expr::Unary { op: #op, expr: &#inner })
@@ -558,11 +772,9 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                 } else {
                     return Err(unsupported(p, "this function"));
                 };
-                let allowed = if is_float(t) {
-                    MATH.iter().any(|(n, _)| *n == m)
-                } else {
-                    t != "bool" && INT_MATH.contains(&m)
-                };
+                let allowed = MATH
+                    .iter()
+                    .any(|x| x.0 == m && if is_float(t) { x.3 } else { t != "bool" && x.4 });
                 if !allowed {
                     return Err(unsupported(p, &format!("the function `{t}::{m}`")));
                 }
@@ -579,8 +791,18 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
             } else {
                 for seg in &p.path.segments {
                     if !seg.arguments.is_none() {
-                        return Err(unsupported(seg, "a generic call"));
+                        return Err(unsupported(
+                            seg,
+                            "a generic call (call a `#[userfn]` function of concrete types)",
+                        ));
                     }
+                }
+                let own = SCOPE.with(|s| s.borrow().1.clone());
+                if p.path.is_ident(&own) {
+                    return Err(unsupported(
+                        c,
+                        "recursion (device code has no call stack to speak of; write it as a loop)",
+                    ));
                 }
                 let path = &p.path;
                 let args = exprs(&c.args)?;
@@ -589,15 +811,19 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
         }
         Expr::MethodCall(m) => {
             let name = m.method.to_string();
-            let Some(f) = math_variant(&name) else {
-                return Err(unsupported(
-                    &m.method,
-                    &format!("the method `{name}` (supported: abs sqrt powf powi exp ln log2 log10 sin cos tan floor ceil round round_ties_even min max mul_add)"),
-                ));
-            };
             if m.turbofish.is_some() {
                 return Err(unsupported(m, "a turbofish"));
             }
+            if name == "len" && m.args.is_empty() {
+                let base = expr(&m.receiver)?;
+                return Ok(quote!(__ir::Expr::Len(&#base)));
+            }
+            let Some(f) = math_variant(&name) else {
+                return Err(unsupported(
+                    &m.method,
+                    &format!("the method `{name}` (supported: len {})", math_names()),
+                ));
+            };
             if m.args.len() + 1 != arity(&name) {
                 return Err(syn::Error::new_spanned(
                     m,
@@ -611,7 +837,7 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
         Expr::Field(f) => {
             let name = match &f.member {
                 syn::Member::Named(n) => n.to_string(),
-                syn::Member::Unnamed(_) => return Err(unsupported(f, "tuple field access")),
+                syn::Member::Unnamed(i) => i.index.to_string(),
             };
             let inner = expr(&f.base)?;
             quote!(__ir::Expr::Field { expr: &#inner, name: #name })
@@ -684,21 +910,55 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
             let b = block(&b.block)?;
             quote!(__ir::Expr::Block(#b))
         }
-        Expr::Closure(c) => return Err(unsupported(c, "a closure")),
-        Expr::Macro(m) => return Err(unsupported(&m.mac, "a macro invocation")),
-        Expr::Unsafe(u) => return Err(unsupported(u, "`unsafe`")),
-        Expr::Reference(r) => return Err(unsupported(r, "taking a reference")),
-        Expr::Loop(l) => return Err(unsupported(l, "`loop` (use `while` or `for i in a..b`)")),
+        Expr::Closure(c) => {
+            return Err(unsupported(
+                c,
+                "a closure (write another `#[userfn]` function and call it)",
+            ))
+        }
+        Expr::Macro(m) => {
+            return Err(unsupported(
+                &m.mac,
+                "a macro invocation (write the expression out in the supported subset)",
+            ))
+        }
+        Expr::Unsafe(u) => {
+            return Err(unsupported(
+                u,
+                "`unsafe` (write the body in safe Rust: device code is translated from it)",
+            ))
+        }
+        Expr::Reference(r) => {
+            return Err(unsupported(
+                r,
+                "taking a reference (use the value itself: device types are `Copy`)",
+            ))
+        }
         Expr::Match(m) => return Err(unsupported(m, "`match` (use `if`/`else`)")),
-        Expr::Tuple(t) => return Err(unsupported(t, "a tuple")),
-        Expr::Array(a) => return Err(unsupported(a, "an array")),
-        Expr::Repeat(a) => return Err(unsupported(a, "an array")),
+        Expr::Tuple(t) if (2..=4).contains(&t.elems.len()) => {
+            let es = exprs(&t.elems)?;
+            quote!(__ir::Expr::Tuple(&[#(#es),*]))
+        }
+        Expr::Tuple(t) => return Err(unsupported(t, "a tuple of other than 2 to 4 values")),
+        Expr::Array(a) => {
+            let es = exprs(&a.elems)?;
+            quote!(__ir::Expr::Array(&[#(#es),*]))
+        }
+        Expr::Repeat(r) => {
+            let v = expr(&r.expr)?;
+            let len = &r.len;
+            quote!(__ir::Expr::Repeat { value: &#v, len: #len })
+        }
         Expr::Range(r) => return Err(unsupported(r, "a range outside `for`")),
         Expr::Try(t) => return Err(unsupported(t, "the `?` operator")),
         Expr::Async(a) => return Err(unsupported(a, "`async`")),
         Expr::Await(a) => return Err(unsupported(a, "`.await`")),
         Expr::Let(l) => return Err(unsupported(l, "`let` in an expression")),
         Expr::Assign(a) => return Err(unsupported(a, "an assignment inside an expression")),
+        Expr::Loop(l) => return Err(unsupported(
+            l,
+            "`loop` as a value (declare `let mut result` before the loop, assign it, then `break`)",
+        )),
         Expr::ForLoop(_)
         | Expr::While(_)
         | Expr::Return(_)

@@ -106,13 +106,13 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         return Err(syn::Error::new_spanned(
             &sig.generics,
-            "a user function cannot be generic (its C translation needs concrete types)",
+            "a user function cannot be generic (its C translation needs concrete types): write one function per type, e.g. from a `macro_rules!` around `#[userfn]`",
         ));
     }
     if let Some(u) = &sig.unsafety {
         return Err(syn::Error::new_spanned(
             u,
-            "a user function cannot be unsafe",
+            "a user function cannot be unsafe (write it in safe Rust)",
         ));
     }
     if let Some(a) = &sig.asyncness {
@@ -227,7 +227,7 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
                 _ => {
                     return Err(syn::Error::new_spanned(
                         &pt.ty,
-                        "references are not supported in user functions, except one read-only array `&[T]`",
+                        "references are not supported in user functions, except one read-only array `&[T]`: take the value itself (`x: T`, device types are `Copy`)",
                     ))
                 }
             },
@@ -492,7 +492,8 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         impl #name {
             #(#attrs)*
             #[inline(always)]
-            #[allow(clippy::too_many_arguments)]
+            // Index loops are how a body walks an array: device code has no iterators.
+            #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
             #vis #constness fn call(#inputs) -> #out_ty #block
         }
         impl ::skel::userfn::UserFn for #name {

@@ -33,7 +33,10 @@ pub fn c_type(ty: Ty, dialect: Dialect) -> String {
     let ocl = dialect == Dialect::OpenCl;
     match ty {
         Ty::Struct(s) => s.name.to_string(),
+        Ty::Array(_) | Ty::Tuple(_) => format!("skel_{}", ty_tag(ty)),
         Ty::Prim(p) => match p {
+            // OpenCL C allows no `bool` in buffers or kernel arguments.
+            Prim::Bool if ocl => "uchar",
             Prim::Bool => "bool",
             Prim::I8 if ocl => "char",
             Prim::I8 => "signed char",
@@ -53,6 +56,21 @@ pub fn c_type(ty: Ty, dialect: Dialect) -> String {
             Prim::F64 => "double",
         }
         .to_string(),
+    }
+}
+
+/// A C identifier fragment naming `ty` uniquely: primitives by their Rust name, structs
+/// length-prefixed (`5Pixel`), arrays `a<N>_<elem>`, tuples `t<K>_<elems>` (the parts are
+/// prefix-free, so two different types never get the same tag).
+pub(crate) fn ty_tag(ty: Ty) -> String {
+    match ty {
+        Ty::Prim(p) => format!("{p:?}").to_lowercase(),
+        Ty::Struct(s) => format!("{}{}", s.name.len(), s.name),
+        Ty::Array(a) => format!("a{}_{}", a.len, ty_tag(a.elem)),
+        Ty::Tuple(t) => {
+            let parts: String = t.elems.iter().map(|e| ty_tag(*e)).collect();
+            format!("t{}_{parts}", t.elems.len())
+        }
     }
 }
 
@@ -87,50 +105,46 @@ pub(crate) fn prelude(dialect: Dialect) -> &'static str {
 }
 
 /// C name of a float math function for `p` (`f32`/`f64`) in `dialect`.
-pub(crate) fn float_math(f: MathFn, p: Prim, dialect: Dialect) -> &'static str {
+pub(crate) fn float_math(f: MathFn, p: Prim, dialect: Dialect) -> Option<String> {
     let base = match f {
         MathFn::Abs => "fabs",
         MathFn::Sqrt => "sqrt",
+        MathFn::Cbrt => "cbrt",
         MathFn::Powf | MathFn::Powi => "pow",
         MathFn::Exp => "exp",
+        MathFn::Exp2 => "exp2",
         MathFn::Ln => "log",
         MathFn::Log2 => "log2",
         MathFn::Log10 => "log10",
         MathFn::Sin => "sin",
         MathFn::Cos => "cos",
         MathFn::Tan => "tan",
+        MathFn::Asin => "asin",
+        MathFn::Acos => "acos",
+        MathFn::Atan => "atan",
+        MathFn::Atan2 => "atan2",
+        MathFn::Sinh => "sinh",
+        MathFn::Cosh => "cosh",
+        MathFn::Tanh => "tanh",
+        MathFn::Hypot => "hypot",
         MathFn::Floor => "floor",
         MathFn::Ceil => "ceil",
         MathFn::Round => "round",
         MathFn::RoundTiesEven => "rint",
+        MathFn::Trunc => "trunc",
         MathFn::Min => "fmin",
         MathFn::Max => "fmax",
         MathFn::MulAdd => "fma",
+        MathFn::Copysign => "copysign",
+        _ => return None,
     };
-    if dialect == Dialect::OpenCl || p == Prim::F64 {
-        return base;
-    }
-    // f32 in CUDA / C99: the `f`-suffixed functions (no silent double math).
-    match base {
-        "fabs" => "fabsf",
-        "sqrt" => "sqrtf",
-        "pow" => "powf",
-        "exp" => "expf",
-        "log" => "logf",
-        "log2" => "log2f",
-        "log10" => "log10f",
-        "sin" => "sinf",
-        "cos" => "cosf",
-        "tan" => "tanf",
-        "floor" => "floorf",
-        "ceil" => "ceilf",
-        "round" => "roundf",
-        "rint" => "rintf",
-        "fmin" => "fminf",
-        "fmax" => "fmaxf",
-        "fma" => "fmaf",
-        other => other,
-    }
+    // f32 in CUDA / C99: the `f`-suffixed functions (no silent double math); OpenCL's
+    // built-ins are overloaded.
+    Some(if dialect == Dialect::OpenCl || p == Prim::F64 {
+        base.to_string()
+    } else {
+        format!("{base}f")
+    })
 }
 
 /// Identifiers a user's name must not become in C (keywords of C, C++ and OpenCL C,

@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::dialect::{c_type, float_math, prelude, Dialect, RESERVED};
-use super::ir::{BinOp, Block, Expr, FnDef, MathFn, ParamKind, Stmt, UnOp};
+use super::ir::{BinOp, Block, ConstValue, Expr, FnDef, MathFn, ParamKind, Stmt, UnOp};
 use super::typeck::{self, is_float, ty_eq, ty_name, TBlock, TExpr, TStmt};
-use super::{Prim, StructTy, Ty};
+use super::{tuple_field, Prim, Ty};
 use crate::userfn::UserFn;
 use crate::Error;
 
@@ -81,7 +81,7 @@ pub fn device_source_multi(
         names: HashMap::new(),
         used_fn_names: HashSet::new(),
         order: Vec::new(),
-        structs: Vec::new(),
+        aggregates: Vec::new(),
         helpers: BTreeMap::new(),
     };
     let build = |prog: &mut Program| -> R<DeviceSource> {
@@ -100,8 +100,8 @@ pub fn device_source_multi(
         }
         let mut out = String::from(prelude(dialect));
         out.push('\n');
-        for s in &prog.structs {
-            out.push_str(&struct_decl(s, dialect));
+        for t in &prog.aggregates {
+            out.push_str(&aggregate_decl(*t, dialect));
         }
         for code in prog.helpers.values() {
             out.push_str(code);
@@ -136,29 +136,56 @@ fn prim_tag(p: Prim) -> String {
     format!("{p:?}").to_lowercase()
 }
 
-fn struct_decl(s: &StructTy, d: Dialect) -> String {
-    let mut out = format!("typedef struct {} {{\n", s.name);
-    for f in s.fields {
+/// The C typedef of a struct, array or tuple type, and for structs and tuples a
+/// constructor `skel_make_<name>(members in Rust order)`.
+fn aggregate_decl(t: Ty, d: Dialect) -> String {
+    let name = c_type(t, d);
+    let members: Vec<(String, Ty)> = match t {
+        Ty::Struct(s) => s
+            .fields
+            .iter()
+            .map(|f| (field_name(f.name), f.ty))
+            .collect(),
+        Ty::Tuple(tt) => tt
+            .elems
+            .iter()
+            .enumerate()
+            .map(|(k, e)| (tuple_field(k), *e))
+            .collect(),
+        Ty::Array(a) => {
+            return format!(
+                "typedef struct {name} {{\n    {} v[{}];\n}} {name};\n\n",
+                c_type(a.elem, d),
+                a.len
+            )
+        }
+        Ty::Prim(_) => return String::new(),
+    };
+    // Declared in memory order: Rust may place tuple elements in any order.
+    let mut order: Vec<usize> = (0..members.len()).collect();
+    if let Ty::Tuple(tt) = t {
+        order.sort_by_key(|&k| tt.offsets[k]);
+    }
+    let mut out = format!("typedef struct {name} {{\n");
+    for &k in &order {
         out.push_str(&format!(
             "    {} {};\n",
-            c_type(f.ty, d),
-            field_name(f.name)
+            c_type(members[k].1, d),
+            members[k].0
         ));
     }
-    out.push_str(&format!("}} {};\n", s.name));
-    let params: Vec<String> = s
-        .fields
+    out.push_str(&format!("}} {name};\n"));
+    let params: Vec<String> = members
         .iter()
         .enumerate()
-        .map(|(i, f)| format!("{} f{i}", c_type(f.ty, d)))
+        .map(|(i, (_, ty))| format!("{} f{i}", c_type(*ty, d)))
         .collect();
     out.push_str(&format!(
-        "SKEL_FN {n} skel_make_{n}({}) {{\n    {n} s;\n",
-        params.join(", "),
-        n = s.name
+        "SKEL_FN {name} skel_make_{name}({}) {{\n    {name} s;\n",
+        params.join(", ")
     ));
-    for (i, f) in s.fields.iter().enumerate() {
-        out.push_str(&format!("    s.{} = f{i};\n", field_name(f.name)));
+    for (i, (m, _)) in members.iter().enumerate() {
+        out.push_str(&format!("    s.{m} = f{i};\n"));
     }
     out.push_str("    return s;\n}\n\n");
     out
@@ -169,81 +196,138 @@ struct Program {
     names: HashMap<usize, String>,
     used_fn_names: HashSet<String>,
     order: Vec<&'static FnDef>,
-    structs: Vec<&'static StructTy>,
+    /// Struct, array and tuple types in dependency order.
+    aggregates: Vec<Ty>,
     helpers: BTreeMap<String, String>,
 }
 
-fn callees_block(b: &'static Block, out: &mut Vec<&'static FnDef>) {
+/// Whether node `e` reads `.len()` of parameter `name` or passes `name` to a callee that
+/// needs its length.
+fn node_uses_len(e: &'static Expr, name: &str, seen: &mut Vec<usize>) -> bool {
+    match e {
+        Expr::Len(b) => matches!(b, Expr::Var(n) if *n == name),
+        Expr::Call { callee, args } => {
+            let def = callee();
+            let params = def.params.iter().filter(|p| p.kind != ParamKind::IndexCol);
+            params.zip(args.iter()).any(|(p, a)| {
+                p.kind == ParamKind::Array
+                    && matches!(a, Expr::Var(n) if *n == name)
+                    && array_len_param_of(def, p.name, seen)
+            })
+        }
+        _ => false,
+    }
+}
+
+/// Calls `f` on every expression of `b`, outermost first.
+fn visit_block(b: &'static Block, f: &mut dyn FnMut(&'static Expr)) {
     for s in b.stmts {
         match s {
-            Stmt::Let { init, .. } => {
-                if let Some(e) = init {
-                    callees_expr(e, out)
-                }
-            }
+            Stmt::Let { init, .. } => init.iter().for_each(|e| visit_expr(e, f)),
             Stmt::Assign { place, value, .. } => {
-                callees_expr(place, out);
-                callees_expr(value, out);
+                visit_expr(place, f);
+                visit_expr(value, f);
             }
-            Stmt::Expr(e) => callees_expr(e, out),
+            Stmt::Expr(e) | Stmt::LetTuple { init: e, .. } | Stmt::Return(Some(e)) => {
+                visit_expr(e, f)
+            }
             Stmt::For {
                 start, end, body, ..
             } => {
-                callees_expr(start, out);
-                callees_expr(end, out);
-                callees_block(body, out);
+                visit_expr(start, f);
+                visit_expr(end, f);
+                visit_block(body, f);
             }
             Stmt::While { cond, body } => {
-                callees_expr(cond, out);
-                callees_block(body, out);
+                visit_expr(cond, f);
+                visit_block(body, f);
             }
-            Stmt::Return(Some(e)) => callees_expr(e, out),
+            Stmt::Loop { body } => visit_block(body, f),
             Stmt::Return(None) | Stmt::Break | Stmt::Continue => {}
         }
     }
     if let Some(t) = b.tail {
-        callees_expr(t, out);
+        visit_expr(t, f);
     }
 }
 
-fn callees_expr(e: &'static Expr, out: &mut Vec<&'static FnDef>) {
+fn visit_expr(e: &'static Expr, f: &mut dyn FnMut(&'static Expr)) {
+    f(e);
     match e {
         Expr::Int { .. }
         | Expr::Float { .. }
         | Expr::Bool(_)
         | Expr::Var(_)
-        | Expr::Const { .. } => {}
-        Expr::Unary { expr, .. } | Expr::Cast { expr, .. } | Expr::Field { expr, .. } => {
-            callees_expr(expr, out)
-        }
+        | Expr::Const { .. }
+        | Expr::Extern { .. } => {}
+        Expr::Unary { expr, .. }
+        | Expr::Cast { expr, .. }
+        | Expr::Field { expr, .. }
+        | Expr::Len(expr)
+        | Expr::Repeat { value: expr, .. } => visit_expr(expr, f),
+        Expr::Array(es)
+        | Expr::Tuple(es)
+        | Expr::Call { args: es, .. }
+        | Expr::Math { args: es, .. } => es.iter().for_each(|a| visit_expr(a, f)),
         Expr::Binary { lhs, rhs, .. } => {
-            callees_expr(lhs, out);
-            callees_expr(rhs, out);
+            visit_expr(lhs, f);
+            visit_expr(rhs, f);
         }
-        Expr::Call { callee, args } => {
-            out.push(callee());
-            args.iter().for_each(|a| callees_expr(a, out));
-        }
-        Expr::Math { args, .. } => args.iter().for_each(|a| callees_expr(a, out)),
         Expr::Index { base, index } => {
-            callees_expr(base, out);
-            callees_expr(index, out);
+            visit_expr(base, f);
+            visit_expr(index, f);
         }
         Expr::Index2 { base, row, col } => {
-            callees_expr(base, out);
-            callees_expr(row, out);
-            callees_expr(col, out);
+            visit_expr(base, f);
+            visit_expr(row, f);
+            visit_expr(col, f);
         }
-        Expr::Struct { fields, .. } => fields.iter().for_each(|f| callees_expr(&f.value, out)),
+        Expr::Struct { fields, .. } => fields.iter().for_each(|x| visit_expr(&x.value, f)),
         Expr::If { cond, then, els } => {
-            callees_expr(cond, out);
-            callees_block(then, out);
+            visit_expr(cond, f);
+            visit_block(then, f);
             if let Some(b) = els {
-                callees_block(b, out);
+                visit_block(b, f);
             }
         }
-        Expr::Block(b) => callees_block(b, out),
+        Expr::Block(b) => visit_block(b, f),
     }
+}
+
+fn array_len_param_of(def: &'static FnDef, name: &str, seen: &mut Vec<usize>) -> bool {
+    if seen.contains(&key(def)) {
+        // recursion, reported by `collect`
+        return false;
+    }
+    seen.push(key(def));
+    let mut found = false;
+    visit_block(&def.body, &mut |e| {
+        found = found || node_uses_len(e, name, seen)
+    });
+    seen.pop();
+    found
+}
+
+/// Whether the C function of `def` takes the length of its `&[T]` parameter: it does
+/// when the body (or a user function it passes the array to) reads `.len()` of it. Then
+/// the parameter `SKEL_ARRAY_SPACE const T* name` is followed by `unsigned long long
+/// name_len` (`ulong` in OpenCL), which the kernel passes.
+///
+/// ```
+/// use skel::prelude::*;
+/// use skel::userfn::UserFn;
+/// #[userfn]
+/// fn last(t: &[f32], x: f32) -> f32 { t[t.len() - 1] * x }
+/// #[userfn]
+/// fn first(t: &[f32], x: f32) -> f32 { t[0] * x }
+/// assert!(skel::codegen::array_len_param(last::definition()));
+/// assert!(!skel::codegen::array_len_param(first::definition()));
+/// ```
+pub fn array_len_param(def: &'static FnDef) -> bool {
+    def.params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Array)
+        .any(|p| array_len_param_of(def, p.name, &mut Vec::new()))
 }
 
 impl Program {
@@ -260,7 +344,11 @@ impl Program {
         }
         stack.push(k);
         let mut callees = Vec::new();
-        callees_block(&def.body, &mut callees);
+        visit_block(&def.body, &mut |e| {
+            if let Expr::Call { callee, .. } = e {
+                callees.push(callee());
+            }
+        });
         for c in callees {
             self.collect(c, stack)?;
         }
@@ -279,21 +367,34 @@ impl Program {
     }
 
     fn add_ty(&mut self, t: Ty) -> R<()> {
-        if let Ty::Struct(s) = t {
-            if let Some(old) = self.structs.iter().find(|o| o.name == s.name) {
-                if !ty_eq(Ty::Struct(old), t) {
-                    return Err(format!(
-                        "two different structs named `{}` in one program",
-                        s.name
-                    ));
-                }
-                return Ok(());
-            }
-            for f in s.fields {
-                self.add_ty(f.ty)?;
-            }
-            self.structs.push(s);
+        if let Ty::Prim(_) = t {
+            return Ok(());
         }
+        let name = c_type(t, self.dialect);
+        if let Some(old) = self
+            .aggregates
+            .iter()
+            .find(|o| c_type(**o, self.dialect) == name)
+        {
+            if !ty_eq(*old, t) {
+                return Err(format!("two different types named `{name}` in one program"));
+            }
+            return Ok(());
+        }
+        match t {
+            Ty::Struct(s) => s.fields.iter().try_for_each(|f| self.add_ty(f.ty))?,
+            Ty::Tuple(tt) => tt.elems.iter().try_for_each(|e| self.add_ty(*e))?,
+            Ty::Array(a) => {
+                if a.len == 0 {
+                    return Err(
+                        "an empty array has no device type (arrays need 1 or more elements)".into(),
+                    );
+                }
+                self.add_ty(a.elem)?
+            }
+            Ty::Prim(_) => {}
+        }
+        self.aggregates.push(t);
         Ok(())
     }
 
@@ -360,14 +461,19 @@ impl Program {
                         "SKEL_ARRAY_SPACE const {}* {cname}",
                         c_type(p.ty, d)
                     ));
-                    Bind::Slice(cname, None)
+                    let len = array_len_param_of(def, p.name, &mut Vec::new()).then(|| {
+                        let len = e.fresh_name(&format!("{cname}_len"));
+                        params.push(format!("{} {len}", c_type(Ty::Prim(Prim::Usize), d)));
+                        len
+                    });
+                    Bind::Slice(cname, None, len)
                 }
                 ParamKind::Window => {
                     params.push(format!(
                         "SKEL_WINDOW_SPACE const {}* {cname}",
                         c_type(p.ty, d)
                     ));
-                    Bind::Slice(cname, None)
+                    Bind::Slice(cname, None, None)
                 }
                 ParamKind::Window2 => {
                     let stride = e.fresh_name(&format!("{cname}_stride"));
@@ -376,7 +482,7 @@ impl Program {
                         c_type(p.ty, d),
                         c_type(Ty::Prim(Prim::Isize), d)
                     ));
-                    Bind::Slice(cname, Some(stride))
+                    Bind::Slice(cname, Some(stride), None)
                 }
             };
             e.scopes[0].insert(p.name, b);
@@ -395,8 +501,9 @@ impl Program {
 #[derive(Clone)]
 enum Bind {
     Value(String),
-    /// An array or window pointer, with the stride name of a 2D window.
-    Slice(String, Option<String>),
+    /// An array or window pointer, with the stride name of a 2D window and the length
+    /// name of an array whose length the function takes.
+    Slice(String, Option<String>, Option<String>),
 }
 
 #[derive(Clone)]
@@ -542,7 +649,7 @@ impl FnEmitter<'_> {
         tail: Tail,
     ) -> R<()> {
         let c = self.expr(cond, &te.kids[0])?;
-        self.line(&format!("if ({c}) {{"));
+        self.line(&format!("if ({}) {{", unparen(&c)));
         self.braced(then, &te.blocks[0], tail.clone())?;
         if let Some(b) = els {
             self.line("} else {");
@@ -634,7 +741,7 @@ impl FnEmitter<'_> {
                     r
                 })?;
                 if pre.is_empty() {
-                    self.line(&format!("while ({c}) {{"));
+                    self.line(&format!("while ({}) {{", unparen(&c)));
                 } else {
                     self.line("while (1) {");
                     self.out.push_str(&pre);
@@ -644,6 +751,49 @@ impl FnEmitter<'_> {
                 }
                 self.braced(body, &ts.blocks[0], Tail::Discard)?;
                 self.line("}");
+            }
+            Stmt::Loop { body } => {
+                self.line("for (;;) {");
+                self.braced(body, &ts.blocks[0], Tail::Discard)?;
+                self.line("}");
+            }
+            Stmt::LetTuple { names, init } => {
+                let te = &ts.kids[0];
+                // `let (a, b) = (x, y)`: every element is evaluated before any name is
+                // bound (a name may shadow a variable the other elements read).
+                let vals: Vec<(String, Ty)> = match (init, ts.ty) {
+                    (Expr::Tuple(es), None) => {
+                        let mut vals = Vec::new();
+                        for (x, tx) in es.iter().zip(&te.kids) {
+                            let ty = Self::ty_of(tx)?;
+                            let v = self.expr(x, tx)?;
+                            let t = self.temp();
+                            self.line(&format!("{} {t} = {v};", c_type(ty, d)));
+                            vals.push((t, ty));
+                        }
+                        vals
+                    }
+                    (_, Some(ty @ Ty::Tuple(tt))) => {
+                        let v = self.expr(init, te)?;
+                        let t = self.temp();
+                        self.line(&format!("{} {t} = {v};", c_type(ty, d)));
+                        (0..tt.elems.len())
+                            .map(|k| (format!("{t}.{}", tuple_field(k)), tt.elems[k]))
+                            .collect()
+                    }
+                    _ => return Err("`let (..)` of a value that is not a tuple".into()),
+                };
+                for ((name, _), (v, ty)) in names.iter().zip(vals) {
+                    if *name == "_" {
+                        continue;
+                    }
+                    let cname = self.declare_name(name);
+                    self.line(&format!("{} {cname} = {v};", c_type(ty, d)));
+                    self.scopes
+                        .last_mut()
+                        .unwrap()
+                        .insert(name, Bind::Value(cname));
+                }
             }
             Stmt::Return(v) => match v {
                 Some(e) => {
@@ -656,6 +806,70 @@ impl FnEmitter<'_> {
             Stmt::Continue => self.line("continue;"),
         }
         Ok(())
+    }
+
+    /// A C expression of type `ty` with the value of `bytes` (Rust's layout, no padding).
+    fn const_c(&mut self, ty: Ty, bytes: &[u8]) -> R<String> {
+        let d = self.d();
+        Ok(match ty {
+            Ty::Prim(p) => {
+                let n = bytes.len();
+                let mut b = [0u8; 8];
+                b[..n].copy_from_slice(bytes);
+                let raw = u64::from_ne_bytes(b);
+                // the value's bits are in the low bytes on a little-endian host and in the
+                // high ones on a big-endian host
+                let raw = if cfg!(target_endian = "big") {
+                    raw >> (64 - 8 * n as u32)
+                } else {
+                    raw
+                };
+                match p {
+                    Prim::F32 => fmt_f32(f32::from_bits(raw as u32)),
+                    Prim::F64 => fmt_f64(f64::from_bits(raw)),
+                    Prim::Bool => (raw != 0).to_string(),
+                    _ => {
+                        let (bits, signed) = int_bits(p);
+                        let v = if signed {
+                            ((raw << (64 - bits)) as i64 >> (64 - bits)) as i128
+                        } else {
+                            raw as i128
+                        };
+                        self.int_lit(v, p)
+                    }
+                }
+            }
+            Ty::Struct(s) => {
+                let mut vals = Vec::new();
+                let mut at = 0;
+                for f in s.fields {
+                    let n = f.ty.size();
+                    vals.push(self.const_c(f.ty, &bytes[at..at + n])?);
+                    at += n;
+                }
+                format!("skel_make_{}({})", s.name, vals.join(", "))
+            }
+            Ty::Tuple(tt) => {
+                let mut vals = Vec::new();
+                for (e, &at) in tt.elems.iter().zip(tt.offsets) {
+                    vals.push(self.const_c(*e, &bytes[at..at + e.size()])?);
+                }
+                format!("skel_make_{}({})", c_type(ty, d), vals.join(", "))
+            }
+            Ty::Array(a) => {
+                let n = a.elem.size();
+                let mut vals = Vec::new();
+                for k in 0..a.len {
+                    vals.push(self.const_c(a.elem, &bytes[k * n..(k + 1) * n])?);
+                }
+                let t = self.temp();
+                self.line(&format!("{} {t};", c_type(ty, d)));
+                for (k, v) in vals.iter().enumerate() {
+                    self.line(&format!("{t}.v[{k}] = {v};"));
+                }
+                t
+            }
+        })
     }
 
     fn int_lit(&self, v: i128, p: Prim) -> String {
@@ -709,7 +923,10 @@ impl FnEmitter<'_> {
     fn prim_of(te: &TExpr) -> R<Prim> {
         match Self::ty_of(te)? {
             Ty::Prim(p) => Ok(p),
-            Ty::Struct(s) => Err(format!("operator applied to struct `{}`", s.name)),
+            other => Err(format!(
+                "operator applied to a value of type {}",
+                ty_name(other)
+            )),
         }
     }
 
@@ -758,24 +975,156 @@ impl FnEmitter<'_> {
         })
     }
 
-    fn helper(&mut self, f: MathFn, p: Prim) -> String {
-        let name = format!("skel_{}_{}", f.name(), prim_tag(p));
+    /// A C helper function `name`, defined once per program by `code(name)`.
+    fn helper_fn(&mut self, name: String, code: impl FnOnce(&str) -> String) -> String {
         if !self.prog.helpers.contains_key(&name) {
-            let t = c_type(Ty::Prim(p), self.d());
-            let body = match f {
-                MathFn::Min => "a < b ? a : b".to_string(),
-                MathFn::Max => "a > b ? a : b".to_string(),
-                _ => format!("a < 0 ? ({t})(-a) : a"),
-            };
-            let params = if f == MathFn::Abs {
-                format!("{t} a")
-            } else {
-                format!("{t} a, {t} b")
-            };
-            let code = format!("SKEL_FN {t} {name}({params}) {{ return {body}; }}\n");
-            self.prog.helpers.insert(name.clone(), code);
+            let c = code(&name);
+            self.prog.helpers.insert(name.clone(), c);
         }
         name
+    }
+
+    /// The C of `func(args..)` for receiver type `p`, with Rust's semantics.
+    fn math(&mut self, func: MathFn, p: Prim, vs: &[String]) -> R<String> {
+        let d = self.d();
+        let t = c_type(Ty::Prim(p), d);
+        let args = vs.join(", ");
+        let name = format!("skel_{}_{}", func.name(), prim_tag(p));
+        if is_float(p) {
+            let f = |m: MathFn| float_math(m, p, d).unwrap_or_default();
+            let one = if p == Prim::F32 { "1.0f" } else { "1.0" };
+            let body = match func {
+                MathFn::Powi if d == Dialect::OpenCl => return Ok(format!("pown({args})")),
+                MathFn::Powi => return Ok(format!("{}({}, ({t})({}))", f(func), vs[0], vs[1])),
+                MathFn::Fract => format!("return x - {}(x);", f(MathFn::Trunc)),
+                // NaN stays NaN; zeros keep their sign: signum(-0.0) == -1.0
+                MathFn::Signum => format!("return x != x ? x : {}({one}, x);", f(MathFn::Copysign)),
+                MathFn::IsNan => "return x != x;".to_string(),
+                MathFn::IsFinite => {
+                    let max = if p == Prim::F32 {
+                        fmt_f32(f32::MAX)
+                    } else {
+                        fmt_f64(f64::MAX)
+                    };
+                    format!("return {}(x) <= {max};", f(MathFn::Abs))
+                }
+                // As Rust: `if x < lo { lo } else if x > hi { hi } else { x }` (NaN x stays)
+                MathFn::Clamp => "return x < lo ? lo : x > hi ? hi : x;".to_string(),
+                _ => match float_math(func, p, d) {
+                    Some(c) => return Ok(format!("{c}({args})")),
+                    None => return Err(format!("`{}` is not defined for floats", func.name())),
+                },
+            };
+            let ret = match func {
+                MathFn::IsNan | MathFn::IsFinite => c_type(Ty::Prim(Prim::Bool), d),
+                _ => t.clone(),
+            };
+            let params = if func == MathFn::Clamp {
+                format!("{t} x, {t} lo, {t} hi")
+            } else {
+                format!("{t} x")
+            };
+            let h = self.helper_fn(name, |n| {
+                format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n")
+            });
+            return Ok(format!("{h}({args})"));
+        }
+        let (bits, signed) = int_bits(p);
+        // Wrapping arithmetic in an unsigned type of at least 32 bits (no promotion to a
+        // signed `int` that could overflow), then truncated back to the type.
+        let ut = c_type(Ty::Prim(if bits <= 32 { Prim::U32 } else { Prim::U64 }), d);
+        let uw = c_type(
+            Ty::Prim(match bits {
+                8 => Prim::U8,
+                16 => Prim::U16,
+                32 => Prim::U32,
+                _ => Prim::U64,
+            }),
+            d,
+        );
+        let u32t = c_type(Ty::Prim(Prim::U32), d);
+        let popcount = |x: &str| match d {
+            Dialect::Cuda if bits == 64 => format!("(unsigned int)__popcll({x})"),
+            Dialect::Cuda => format!("(unsigned int)__popc((unsigned int)({x}))"),
+            Dialect::OpenCl => format!("(uint)popcount({x})"),
+            Dialect::HostC if bits == 64 => format!("(unsigned int)__builtin_popcountll({x})"),
+            Dialect::HostC => format!("(unsigned int)__builtin_popcount((unsigned int)({x}))"),
+        };
+        let (params, ret, body) = match func {
+            MathFn::Min => (format!("{t} a, {t} b"), t.clone(), "return a < b ? a : b;".to_string()),
+            MathFn::Max => (format!("{t} a, {t} b"), t.clone(), "return a > b ? a : b;".to_string()),
+            MathFn::Clamp => (
+                format!("{t} a, {t} lo, {t} hi"),
+                t.clone(),
+                "return a < lo ? lo : a > hi ? hi : a;".to_string(),
+            ),
+            // MIN.abs() wraps to MIN, as in a release build
+            MathFn::Abs if signed => (
+                format!("{t} a"),
+                t.clone(),
+                format!("return a < 0 ? ({t})(({ut})0 - ({ut})a) : a;"),
+            ),
+            MathFn::Abs => (format!("{t} a"), t.clone(), "return a;".to_string()),
+            MathFn::WrappingAdd | MathFn::WrappingSub | MathFn::WrappingMul => {
+                let op = match func {
+                    MathFn::WrappingAdd => "+",
+                    MathFn::WrappingSub => "-",
+                    _ => "*",
+                };
+                (
+                    format!("{t} a, {t} b"),
+                    t.clone(),
+                    format!("return ({t})(({ut})a {op} ({ut})b);"),
+                )
+            }
+            // wrapping, as in a release build
+            MathFn::Pow => (
+                format!("{t} a, {u32t} e"),
+                t.clone(),
+                format!(
+                    "{ut} r = 1, b = ({ut})a; while (e) {{ if (e & 1u) r *= b; b *= b; e >>= 1; }} return ({t})r;"
+                ),
+            ),
+            MathFn::RotateLeft | MathFn::RotateRight => {
+                let (l, r) = if func == MathFn::RotateLeft { ("<<", ">>") } else { (">>", "<<") };
+                (
+                    format!("{t} a, {u32t} n"),
+                    t.clone(),
+                    format!(
+                        "{uw} x = ({uw})a; n %= {bits}u; if (n == 0u) return a; return ({t})({uw})((x {l} n) | (x {r} ({bits}u - n)));"
+                    ),
+                )
+            }
+            MathFn::CountOnes => (
+                format!("{t} a"),
+                u32t.clone(),
+                format!("return {};", popcount(&format!("({uw})a"))),
+            ),
+            // the bits below the lowest set bit (all of them for 0), counted
+            MathFn::TrailingZeros => (
+                format!("{t} a"),
+                u32t.clone(),
+                format!("{uw} x = ({uw})a; {uw} y = ({uw})(~x & (x - 1)); return {};", popcount("y")),
+            ),
+            MathFn::LeadingZeros => {
+                let count = match d {
+                    Dialect::OpenCl => "(uint)clz(x)".to_string(),
+                    Dialect::Cuda if bits == 64 => "(unsigned int)__clzll((long long)x)".to_string(),
+                    Dialect::Cuda => format!("(unsigned int)__clz((int)(unsigned int)x) - {}u", 32 - bits),
+                    Dialect::HostC if bits == 64 => "x == 0 ? 64u : (unsigned int)__builtin_clzll(x)".to_string(),
+                    Dialect::HostC => format!(
+                        "x == 0 ? {bits}u : (unsigned int)__builtin_clz((unsigned int)x) - {}u",
+                        32 - bits
+                    ),
+                };
+                (format!("{t} a"), u32t.clone(), format!("{uw} x = ({uw})a; return {count};"))
+            }
+            _ => return Err(format!("`{}` is not defined for integers", func.name())),
+        };
+        let h = self.helper_fn(name, |n| {
+            format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n")
+        });
+        Ok(format!("{h}({args})"))
     }
 
     /// `v as to` for a float `v`: Rust's `as` truncates toward zero and saturates (NaN
@@ -839,6 +1188,72 @@ impl FnEmitter<'_> {
                 Bind::Slice(..) => return Err(format!("`{n}` used as a value")),
             },
             Expr::Const { ty, name } => const_value(*ty, name, self)?,
+            Expr::Extern { name, value } => {
+                let ConstValue { ty, bytes } = value();
+                if bytes.len() != ty.size() {
+                    return Err(format!(
+                        "constant `{name}`: {} bytes for a {}",
+                        bytes.len(),
+                        ty_name(ty)
+                    ));
+                }
+                self.const_c(ty, &bytes)?
+            }
+            Expr::Array(es) => {
+                let ty = Self::ty_of(te)?;
+                let mut vals = Vec::new();
+                for (x, tx) in es.iter().zip(&te.kids) {
+                    vals.push(self.expr(x, tx)?);
+                }
+                let t = self.temp();
+                self.line(&format!("{} {t};", c_type(ty, d)));
+                for (k, v) in vals.iter().enumerate() {
+                    self.line(&format!("{t}.v[{k}] = {v};"));
+                }
+                t
+            }
+            Expr::Repeat { value, len } => {
+                let ty = Self::ty_of(te)?;
+                let ety = Self::ty_of(&te.kids[0])?;
+                let v = self.expr(value, &te.kids[0])?;
+                let (x, t, k) = (self.temp(), self.temp(), self.temp());
+                self.line(&format!("{} {x} = {v};", c_type(ety, d)));
+                self.line(&format!("{} {t};", c_type(ty, d)));
+                self.line(&format!(
+                    "for (int {k} = 0; {k} < {len}; ++{k}) {t}.v[{k}] = {x};"
+                ));
+                t
+            }
+            Expr::Tuple(es) => {
+                let ty = Self::ty_of(te).map_err(|_| {
+                    "a tuple can only be returned or destructured with `let (a, b) = ..`"
+                        .to_string()
+                })?;
+                let mut vals = Vec::new();
+                for (x, tx) in es.iter().zip(&te.kids) {
+                    vals.push(self.expr(x, tx)?);
+                }
+                format!("skel_make_{}({})", c_type(ty, d), vals.join(", "))
+            }
+            Expr::Len(base) => match te.kids.first() {
+                Some(tb) => match Self::ty_of(tb)? {
+                    Ty::Array(a) => self.int_lit(a.len as i128, Prim::Usize),
+                    other => return Err(format!("`.len()` of a {}", ty_name(other))),
+                },
+                None => {
+                    let Expr::Var(n) = base else {
+                        return Err("`.len()` of an array parameter".into());
+                    };
+                    match self.lookup(n)? {
+                        Bind::Slice(_, _, Some(len)) => len,
+                        _ => {
+                            return Err(format!(
+                                "`{n}.len()`: the length of `{n}` is not available"
+                            ))
+                        }
+                    }
+                }
+            },
             Expr::Unary { op, expr } => {
                 let p = Self::prim_of(te)?;
                 if let (UnOp::Neg, Expr::Int { value, .. }) = (op, &**expr) {
@@ -909,10 +1324,15 @@ impl FnEmitter<'_> {
                             let Expr::Var(n) = a else {
                                 return Err("array/window argument must be a parameter".into());
                             };
+                            let wants_len = p.kind == ParamKind::Array
+                                && array_len_param_of(def, p.name, &mut Vec::new());
                             match self.lookup(n)? {
-                                Bind::Slice(c, None) => cargs.push(c),
-                                Bind::Slice(c, Some(s)) => cargs.push(format!("{c}, {s}")),
-                                Bind::Value(_) => return Err(format!("`{n}` is not an array")),
+                                Bind::Slice(c, Some(s), _) => cargs.push(format!("{c}, {s}")),
+                                Bind::Slice(c, None, Some(len)) if wants_len => {
+                                    cargs.push(format!("{c}, {len}"))
+                                }
+                                Bind::Slice(c, None, _) if !wants_len => cargs.push(c),
+                                _ => return Err(format!("`{n}` cannot be passed as `{}`", p.name)),
                             }
                         }
                         _ => cargs.push(self.expr(a, ta)?),
@@ -926,28 +1346,19 @@ impl FnEmitter<'_> {
                 for (a, ta) in args.iter().zip(&te.kids) {
                     vs.push(self.expr(a, ta)?);
                 }
-                if is_float(p) {
-                    if *func == MathFn::Powi {
-                        if d == Dialect::OpenCl {
-                            format!("pown({}, {})", vs[0], vs[1])
-                        } else {
-                            let ct = c_type(Ty::Prim(p), d);
-                            format!("{}({}, ({ct})({}))", float_math(*func, p, d), vs[0], vs[1])
-                        }
-                    } else {
-                        format!("{}({})", float_math(*func, p, d), vs.join(", "))
-                    }
-                } else {
-                    if !matches!(func, MathFn::Min | MathFn::Max | MathFn::Abs) {
-                        return Err(format!("`{}` is not defined for integers", func.name()));
-                    }
-                    let h = self.helper(*func, p);
-                    format!("{h}({})", vs.join(", "))
-                }
+                self.math(*func, p, &vs)?
             }
             Expr::Field { expr, name } => {
                 let v = self.expr(expr, &te.kids[0])?;
-                format!("{v}.{}", field_name(name))
+                match Self::ty_of(&te.kids[0])? {
+                    Ty::Tuple(_) => format!("{v}.f{name}"),
+                    _ => format!("{v}.{}", field_name(name)),
+                }
+            }
+            Expr::Index { base, index } if te.kids.len() == 2 => {
+                let b = self.expr(base, &te.kids[0])?;
+                let i = self.expr(index, &te.kids[1])?;
+                format!("{b}.v[{i}]")
             }
             Expr::Index { base, index } => {
                 let Expr::Var(n) = base else {
@@ -955,7 +1366,7 @@ impl FnEmitter<'_> {
                 };
                 let i = self.expr(index, &te.kids[0])?;
                 match self.lookup(n)? {
-                    Bind::Slice(c, None) => format!("{c}[{i}]"),
+                    Bind::Slice(c, None, _) => format!("{c}[{i}]"),
                     _ => return Err(format!("`{n}` cannot be indexed with one index")),
                 }
             }
@@ -966,7 +1377,7 @@ impl FnEmitter<'_> {
                 let r = self.expr(row, &te.kids[0])?;
                 let c = self.expr(col, &te.kids[1])?;
                 match self.lookup(n)? {
-                    Bind::Slice(w, Some(s)) => format!("{w}[({r}) * {s} + ({c})]"),
+                    Bind::Slice(w, Some(s), _) => format!("{w}[({r}) * {s} + ({c})]"),
                     _ => return Err(format!("`{n}` is not a Window2")),
                 }
             }
@@ -1004,7 +1415,7 @@ impl FnEmitter<'_> {
                         }
                         let t = self.temp();
                         self.line(&format!("{} {t};", c_type(ty, d)));
-                        self.line(&format!("if ({c}) {{"));
+                        self.line(&format!("if ({}) {{", unparen(&c)));
                         self.braced(then, &te.blocks[0], Tail::Assign(t.clone()))?;
                         self.line("} else {");
                         self.braced(els, &te.blocks[1], Tail::Assign(t.clone()))?;
@@ -1028,6 +1439,27 @@ impl FnEmitter<'_> {
             }
         })
     }
+}
+
+/// `c` without the parentheses around the whole of it, if any: `if ((a == b))` makes C
+/// compilers warn (`-Wparentheses-equality`).
+fn unparen(c: &str) -> &str {
+    let Some(inner) = c.strip_prefix('(').and_then(|c| c.strip_suffix(')')) else {
+        return c;
+    };
+    let mut depth = 0i32;
+    for ch in inner.chars() {
+        depth += match ch {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            // `(a) + (b)`: the first and last parentheses are not a pair
+            return c;
+        }
+    }
+    inner
 }
 
 /// Width in bits and signedness of an integer type (`usize`/`isize` are 64-bit in C).
@@ -1132,6 +1564,7 @@ fn const_value(p: Prim, name: &str, e: &FnEmitter<'_>) -> R<String> {
         ($t:ident) => {
             match name {
                 "MAX" => Ok(e.int_lit($t::MAX as i128, p)),
+                "BITS" => Ok(e.int_lit($t::BITS as i128, Prim::U32)),
                 "MIN" => Ok(e.int_lit($t::MIN as i128, p)),
                 _ => Err(format!("unknown constant `{}::{name}`", stringify!($t))),
             }

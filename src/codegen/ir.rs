@@ -7,7 +7,7 @@
 //!
 //! The tree is deliberately close to the Rust source: literals keep their text and suffix,
 //! unsuffixed literals have no type yet, locals have an optional annotation. Types are
-//! inferred by [`super::typeck`] when the tree is translated.
+//! inferred (by the crate-private `typeck`) when the tree is translated.
 
 use super::Ty;
 
@@ -113,6 +113,19 @@ pub enum Stmt {
         /// Loop body.
         body: Block,
     },
+    /// `loop { body }` (left with `break` or `return`).
+    Loop {
+        /// Loop body.
+        body: Block,
+    },
+    /// `let (a, mut b, _) = init;`: destructuring a tuple (a called function's result, a
+    /// tuple local or a tuple expression).
+    LetTuple {
+        /// The names bound, in order (`"_"` binds nothing), and whether each is `mut`.
+        names: &'static [(&'static str, bool)],
+        /// The tuple.
+        init: &'static Expr,
+    },
     /// `while cond { body }`.
     While {
         /// The condition.
@@ -149,13 +162,36 @@ pub enum Expr {
     Bool(bool),
     /// A local or parameter.
     Var(&'static str),
-    /// An associated constant of a primitive: `f32::MAX`, `f64::consts::PI`, `i32::MIN`.
+    /// An associated constant of a primitive: `f32::MAX`, `f64::consts::PI`, `i32::MIN`,
+    /// `u8::BITS` (a `u32`).
     Const {
         /// The primitive type.
         ty: super::Prim,
         /// The constant's name (`MAX`, `PI`, ...).
         name: &'static str,
     },
+    /// A named constant outside the function: a module-level `const` (or an associated
+    /// constant of a user type) of any device type, referenced by path (`K`,
+    /// `filters::GAUSS`). Its value is read when the function is translated.
+    Extern {
+        /// The path as written (for messages).
+        name: &'static str,
+        /// The value and its type.
+        value: fn() -> ConstValue,
+    },
+    /// `[a, b, c]`.
+    Array(&'static [Expr]),
+    /// `[value; len]`.
+    Repeat {
+        /// The element (evaluated once).
+        value: &'static Expr,
+        /// The length (a constant).
+        len: usize,
+    },
+    /// `(a, b, ..)`, the value of a function returning a tuple.
+    Tuple(&'static [Expr]),
+    /// `x.len()` of a local array or a `&[T]` parameter.
+    Len(&'static Expr),
     /// A unary operation.
     Unary {
         /// The operator.
@@ -195,14 +231,15 @@ pub enum Expr {
         /// Receiver, then the other arguments.
         args: &'static [Expr],
     },
-    /// `expr.field`.
+    /// `expr.field` (or `expr.0` of a tuple).
     Field {
         /// The struct value.
         expr: &'static Expr,
-        /// The field's name.
+        /// The field's name (`"0"`, `"1"`, .. for a tuple element).
         name: &'static str,
     },
-    /// `base[index]`: an array element or a 1D window offset.
+    /// `base[index]`: an element of a `&[T]` parameter or a local array (any expression of
+    /// array type), or a 1D window offset.
     Index {
         /// The array or window.
         base: &'static Expr,
@@ -280,61 +317,113 @@ pub enum BinOp {
     Ge,
 }
 
-/// The math methods a user function may call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)]
-pub enum MathFn {
-    Abs,
-    Sqrt,
-    Powf,
-    Powi,
-    Exp,
-    Ln,
-    Log2,
-    Log10,
-    Sin,
-    Cos,
-    Tan,
-    Floor,
-    Ceil,
-    Round,
-    RoundTiesEven,
-    Min,
-    Max,
-    MulAdd,
+/// The value of an [`Expr::Extern`] constant: its type and its bytes in Rust's layout.
+#[derive(Clone, Debug)]
+pub struct ConstValue {
+    /// The constant's type.
+    pub ty: Ty,
+    /// Its bytes (native endianness; device types have no padding).
+    pub bytes: Vec<u8>,
 }
 
-impl MathFn {
-    /// The method's Rust name.
-    pub fn name(self) -> &'static str {
-        match self {
-            MathFn::Abs => "abs",
-            MathFn::Sqrt => "sqrt",
-            MathFn::Powf => "powf",
-            MathFn::Powi => "powi",
-            MathFn::Exp => "exp",
-            MathFn::Ln => "ln",
-            MathFn::Log2 => "log2",
-            MathFn::Log10 => "log10",
-            MathFn::Sin => "sin",
-            MathFn::Cos => "cos",
-            MathFn::Tan => "tan",
-            MathFn::Floor => "floor",
-            MathFn::Ceil => "ceil",
-            MathFn::Round => "round",
-            MathFn::RoundTiesEven => "round_ties_even",
-            MathFn::Min => "min",
-            MathFn::Max => "max",
-            MathFn::MulAdd => "mul_add",
+impl ConstValue {
+    /// Captures `v` (called by `#[userfn]`'s expansion).
+    ///
+    /// ```
+    /// let c = skel::codegen::ConstValue::of(&[1u8, 2, 3]);
+    /// assert_eq!(c.bytes, [1, 2, 3]);
+    /// ```
+    pub fn of<T: crate::DeviceType>(v: &T) -> ConstValue {
+        ConstValue {
+            ty: T::TY,
+            bytes: crate::containers::host::as_bytes(std::slice::from_ref(v)).to_vec(),
         }
     }
+}
 
-    /// Number of arguments including the receiver.
-    pub fn arity(self) -> usize {
-        match self {
-            MathFn::Powf | MathFn::Powi | MathFn::Min | MathFn::Max => 2,
-            MathFn::MulAdd => 3,
-            _ => 1,
+macro_rules! math_fns {
+    ($($v:ident $name:literal $arity:literal $class:ident,)*) => {
+        /// The math methods a user function may call.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[allow(missing_docs)]
+        pub enum MathFn {
+            $($v,)*
         }
-    }
+
+        impl MathFn {
+            /// Every method, for the macro's and the messages' lists.
+            pub const ALL: &'static [MathFn] = &[$(MathFn::$v,)*];
+
+            /// The method's Rust name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(MathFn::$v => $name,)*
+                }
+            }
+
+            /// Number of arguments including the receiver.
+            pub fn arity(self) -> usize {
+                match self {
+                    $(MathFn::$v => $arity,)*
+                }
+            }
+
+            /// Whether it is defined for floats and for integers.
+            pub fn classes(self) -> (bool, bool) {
+                match self {
+                    $(MathFn::$v => math_fns!(@class $class),)*
+                }
+            }
+        }
+    };
+    (@class float) => { (true, false) };
+    (@class int) => { (false, true) };
+    (@class both) => { (true, true) };
+}
+
+math_fns! {
+    Abs "abs" 1 both,
+    Sqrt "sqrt" 1 float,
+    Cbrt "cbrt" 1 float,
+    Powf "powf" 2 float,
+    Powi "powi" 2 float,
+    Exp "exp" 1 float,
+    Exp2 "exp2" 1 float,
+    Ln "ln" 1 float,
+    Log2 "log2" 1 float,
+    Log10 "log10" 1 float,
+    Sin "sin" 1 float,
+    Cos "cos" 1 float,
+    Tan "tan" 1 float,
+    Asin "asin" 1 float,
+    Acos "acos" 1 float,
+    Atan "atan" 1 float,
+    Atan2 "atan2" 2 float,
+    Sinh "sinh" 1 float,
+    Cosh "cosh" 1 float,
+    Tanh "tanh" 1 float,
+    Hypot "hypot" 2 float,
+    Floor "floor" 1 float,
+    Ceil "ceil" 1 float,
+    Round "round" 1 float,
+    RoundTiesEven "round_ties_even" 1 float,
+    Trunc "trunc" 1 float,
+    Fract "fract" 1 float,
+    Min "min" 2 both,
+    Max "max" 2 both,
+    Clamp "clamp" 3 both,
+    MulAdd "mul_add" 3 float,
+    Signum "signum" 1 float,
+    Copysign "copysign" 2 float,
+    IsNan "is_nan" 1 float,
+    IsFinite "is_finite" 1 float,
+    Pow "pow" 2 int,
+    WrappingAdd "wrapping_add" 2 int,
+    WrappingSub "wrapping_sub" 2 int,
+    WrappingMul "wrapping_mul" 2 int,
+    RotateLeft "rotate_left" 2 int,
+    RotateRight "rotate_right" 2 int,
+    CountOnes "count_ones" 1 int,
+    LeadingZeros "leading_zeros" 1 int,
+    TrailingZeros "trailing_zeros" 1 int,
 }

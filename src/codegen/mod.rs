@@ -27,14 +27,25 @@
 //! pointing at the centre (`w[(di, dj)]` ↦ `name[(di) * name_stride + (dj)]`). The prelude
 //! defines `SKEL_ARRAY_SPACE` / `SKEL_WINDOW_SPACE` only `#ifndef` (empty for CUDA, `__global`
 //! for OpenCL), so a template may define them first (e.g. `__local` for tiled stencils).
+//! A `&[T]` parameter whose length the body reads (`t.len()`, also through a callee) is
+//! followed by `<c_type(Usize)> name_len` ([`array_len_param`] says whether). Arrays `[T; N]`
+//! and tuples are wrapper structs (`skel_a<N>_<T> { T v[N]; }`, `skel_t<K>_.. { f0; f1; .. }`,
+//! see [`Ty`]), passed and returned by value like structs; `bool` is `bool` in CUDA and host
+//! C and `uchar` in OpenCL C.
 //! `SKEL_FN` is `static __device__ __forceinline__` (CUDA) or `static inline` (OpenCL).
 //! The prelude is guarded by `SKEL_PRELUDE`. User locals/parameters keep their names unless
 //! they could clash with C (keywords, builtins, macros: `float` becomes `float_`).
 //!
 //! **Semantics.** Math maps per type (`f32` uses `sqrtf`... in CUDA, the type-generic
 //! builtins in OpenCL; `ln`→`log`, `mul_add`→`fma`, `min`/`max`→`fmin`/`fmax`,
-//! `round`→`round`, `round_ties_even`→`rint`, `powi`→`pown` (OpenCL) / `pow`); integer
-//! `min`/`max`/`abs` use typed helpers; 8/16-bit arithmetic is truncated back to its type.
+//! `round`→`round`, `round_ties_even`→`rint`, `powi`→`pown` (OpenCL) / `pow`); `fract`,
+//! `signum`, `clamp`, `is_nan`, `is_finite` and every integer method are typed helpers
+//! with Rust's (release-build) semantics: wrapping in a wide unsigned type, `rotate_*` by
+//! the amount modulo the width, `leading_zeros`/`trailing_zeros`/`count_ones` on the
+//! value's own width. 8/16-bit arithmetic is truncated back to its type. Local arrays are
+//! built by statements before the expression that uses them (a literal element by element,
+//! `[x; N]` by a loop); module-level constants ([`ir::Expr::Extern`]) are emitted as
+//! literals from their bytes.
 //! Results equal Rust's for non-overflowing values; out-of-range float→int casts (which
 //! saturate in Rust) are undefined in C.
 
@@ -57,23 +68,77 @@ pub enum Prim {
     F64,
 }
 
-/// A device type: a primitive or a `#[repr(C)]` struct of device types.
+/// A device type: a primitive, a `#[repr(C)]` struct, a fixed-size array or a tuple.
 #[derive(Clone, Copy, Debug)]
 pub enum Ty {
-    /// A primitive number.
+    /// A primitive number or `bool`.
     Prim(Prim),
     /// A `#[derive(DeviceType)]` struct.
     Struct(&'static StructTy),
+    /// `[T; N]`: in C a wrapper struct `skel_a<N>_<T>` with one member `v[N]` (C cannot
+    /// pass, return or assign arrays by value), with the array's layout.
+    Array(&'static ArrayTy),
+    /// `(A, B, ..)` of two to four device types (a tuple return): in C a struct
+    /// `skel_t<K>_<A><B>..` with members `f0`, `f1`, .. declared in Rust's memory order.
+    Tuple(&'static TupleTy),
 }
 
 impl Ty {
-    /// The struct's name, or `None` for a primitive.
+    /// The struct's name, or `None` for a primitive, an array or a tuple.
     pub const fn c_struct_name(&self) -> Option<&'static str> {
         match self {
-            Ty::Prim(_) => None,
             Ty::Struct(s) => Some(s.name),
+            _ => None,
         }
     }
+
+    /// The element types of a tuple, `None` for any other type. A multi-output skeleton
+    /// writes element `k` of the C value to its `k`-th output through the member named
+    /// [`tuple_field`]`(k)`.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// use skel::codegen::{Prim, Ty};
+    /// let tys = <(f32, u32) as DeviceType>::TY.tuple_elems().unwrap();
+    /// assert!(matches!(tys, [Ty::Prim(Prim::F32), Ty::Prim(Prim::U32)]));
+    /// assert!(<f32 as DeviceType>::TY.tuple_elems().is_none());
+    /// ```
+    pub const fn tuple_elems(&self) -> Option<&'static [Ty]> {
+        match self {
+            Ty::Tuple(t) => Some(t.elems),
+            _ => None,
+        }
+    }
+
+    /// Size in bytes (device types have no padding, so this is also Rust's size).
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// assert_eq!(<[f64; 3] as DeviceType>::TY.size(), 24);
+    /// assert_eq!(<(u8, bool) as DeviceType>::TY.size(), 2);
+    /// ```
+    pub fn size(&self) -> usize {
+        match self {
+            Ty::Prim(p) => match p {
+                Prim::Bool | Prim::I8 | Prim::U8 => 1,
+                Prim::I16 | Prim::U16 => 2,
+                Prim::I32 | Prim::U32 | Prim::F32 => 4,
+                _ => 8,
+            },
+            Ty::Struct(s) => s.fields.iter().map(|f| f.ty.size()).sum(),
+            Ty::Array(a) => a.len * a.elem.size(),
+            Ty::Tuple(t) => t.elems.iter().map(Ty::size).sum(),
+        }
+    }
+}
+
+/// The C member name of element `k` of a tuple value (see [`Ty::Tuple`]).
+///
+/// ```
+/// assert_eq!(skel::codegen::tuple_field(1), "f1");
+/// ```
+pub fn tuple_field(k: usize) -> String {
+    format!("f{k}")
 }
 
 /// A `#[repr(C)]` struct: its name and fields in declaration order.
@@ -94,11 +159,30 @@ pub struct FieldTy {
     pub ty: Ty,
 }
 
+/// `[elem; len]`.
+#[derive(Debug)]
+pub struct ArrayTy {
+    /// Element type.
+    pub elem: Ty,
+    /// Number of elements.
+    pub len: usize,
+}
+
+/// A tuple type: element types in order, and where Rust put each element.
+#[derive(Debug)]
+pub struct TupleTy {
+    /// Element types, `.0` first.
+    pub elems: &'static [Ty],
+    /// Byte offset of each element in Rust's layout (Rust may reorder tuple elements).
+    pub offsets: &'static [usize],
+}
+
 mod dialect;
 mod emit_c;
 pub mod ir;
 mod typeck;
 
 pub use dialect::{c_type, Dialect};
-pub use emit_c::{device_source, device_source_multi, DeviceSource};
+pub use emit_c::{array_len_param, device_source, device_source_multi, DeviceSource};
+pub use ir::ConstValue;
 pub use ir::FnDef;

@@ -8,17 +8,20 @@
 //! same class (`0.5 as f32` is an `f32` literal), as in rustc.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use super::ir::{BinOp, Block, Expr, FnDef, MathFn, ParamKind, Stmt, UnOp};
-use super::{Prim, Ty};
+use super::{ArrayTy, Prim, Ty};
 
 /// A typed mirror of one [`Expr`]: its type and the mirrors of its sub-expressions and
 /// blocks, in a fixed order per node kind (the emitter walks both trees in lock step;
 /// addresses of nodes are not used as keys because identical constants may be merged).
 ///
-/// Children: `Unary`/`Cast`/`Field`: `[expr]`; `Binary`: `[lhs, rhs]`; `Call`/`Math`: the
-/// arguments; `Index`: `[index]`; `Index2`: `[row, col]`; `Struct`: field values in
-/// source order; `If`: `[cond]` and blocks `[then, else?]`; `Block`: block `[b]`.
+/// Children: `Unary`/`Cast`/`Field`/`Len`: `[expr]` (`Len` of a `&[T]`: none); `Binary`:
+/// `[lhs, rhs]`; `Call`/`Math`: the arguments; `Index`: `[index]` on a parameter, `[base,
+/// index]` on an array value; `Index2`: `[row, col]`; `Struct`: field values in source
+/// order; `Array`/`Tuple`: the elements; `Repeat`: `[value]`; `If`: `[cond]` and blocks
+/// `[then, else?]`; `Block`: block `[b]`.
 #[derive(Debug, Default)]
 pub(crate) struct TExpr {
     /// The inferred type (`None` for unit-valued expressions).
@@ -36,8 +39,10 @@ pub(crate) struct TBlock {
 }
 
 /// Typed mirror of a [`Stmt`]. `ty` is the type of the local a `Let`/`For` introduces.
-/// Children: `Let`: `[init?]`; `Assign`: `[place, value]`; `Expr`: `[e]`; `For`:
-/// `[start, end]` + block body; `While`: `[cond]` + block body; `Return`: `[value?]`.
+/// Children: `Let`: `[init?]`; `LetTuple`: `[init]` (`ty` is the tuple's type, `None` when
+/// `init` is a tuple expression, bound element by element); `Assign`: `[place, value]`;
+/// `Expr`: `[e]`; `For`: `[start, end]` + block body; `While`: `[cond]` + block body;
+/// `Loop`: block body; `Return`: `[value?]`.
 #[derive(Debug, Default)]
 pub(crate) struct TStmt {
     pub ty: Option<Ty>,
@@ -49,6 +54,12 @@ pub(crate) struct TStmt {
 /// Structural type equality (struct constants may be duplicated in memory).
 pub(crate) fn ty_eq(a: Ty, b: Ty) -> bool {
     match (a, b) {
+        (Ty::Array(x), Ty::Array(y)) => x.len == y.len && ty_eq(x.elem, y.elem),
+        (Ty::Tuple(x), Ty::Tuple(y)) => {
+            x.offsets == y.offsets
+                && x.elems.len() == y.elems.len()
+                && x.elems.iter().zip(y.elems).all(|(p, q)| ty_eq(*p, *q))
+        }
         (Ty::Prim(x), Ty::Prim(y)) => x == y,
         (Ty::Struct(x), Ty::Struct(y)) => {
             std::ptr::eq(x, y)
@@ -67,6 +78,11 @@ pub(crate) fn ty_eq(a: Ty, b: Ty) -> bool {
 pub(crate) fn ty_name(t: Ty) -> String {
     match t {
         Ty::Struct(s) => s.name.to_string(),
+        Ty::Array(a) => format!("[{}; {}]", ty_name(a.elem), a.len),
+        Ty::Tuple(t) => {
+            let parts: Vec<String> = t.elems.iter().map(|e| ty_name(*e)).collect();
+            format!("({})", parts.join(", "))
+        }
         Ty::Prim(p) => format!("{p:?}").to_lowercase(),
     }
 }
@@ -79,6 +95,19 @@ pub(crate) fn is_int(p: Prim) -> bool {
     !is_float(p) && p != Prim::Bool
 }
 
+/// The array type `[elem; len]` as a `'static` [`Ty`]: array types that inference builds
+/// (literals, `[x; N]`) are interned, so each distinct one is allocated once per process.
+pub(crate) fn intern_array(elem: Ty, len: usize) -> Ty {
+    static TABLE: Mutex<Vec<&'static ArrayTy>> = Mutex::new(Vec::new());
+    let mut table = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(a) = table.iter().find(|a| a.len == len && ty_eq(a.elem, elem)) {
+        return Ty::Array(a);
+    }
+    let a: &'static ArrayTy = Box::leak(Box::new(ArrayTy { elem, len }));
+    table.push(a);
+    Ty::Array(a)
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Tv {
     Known(Ty),
@@ -86,6 +115,10 @@ enum Tv {
     Float,
     Any,
     Unit,
+    /// `[elem; len]` with an element type still being inferred.
+    Array(usize, usize),
+    /// A tuple whose element types are the variables `start..start + count`.
+    Tuple(usize, usize),
 }
 
 #[derive(Clone, Copy)]
@@ -134,6 +167,11 @@ impl Infer {
             Tv::Float => "{float}".into(),
             Tv::Any => "_".into(),
             Tv::Unit => "()".into(),
+            Tv::Array(e, n) => format!("[{}; {n}]", self.describe(e)),
+            Tv::Tuple(s, n) => {
+                let parts: Vec<String> = (s..s + n).map(|v| self.describe(v)).collect();
+                format!("({})", parts.join(", "))
+            }
         }
     }
     fn unify(&mut self, a: usize, b: usize) -> R<()> {
@@ -155,6 +193,32 @@ impl Infer {
                 Tv::Known(Ty::Prim(p))
             }
             (Tv::Known(x), Tv::Known(y)) if ty_eq(x, y) => Tv::Known(x),
+            (Tv::Array(e, n), Tv::Array(f, m)) if n == m => {
+                self.unify(e, f)?;
+                Tv::Array(e, n)
+            }
+            (Tv::Array(e, n), Tv::Known(t @ Ty::Array(a)))
+            | (Tv::Known(t @ Ty::Array(a)), Tv::Array(e, n))
+                if a.len == n =>
+            {
+                self.unify_ty(e, a.elem)?;
+                Tv::Known(t)
+            }
+            (Tv::Tuple(s, n), Tv::Tuple(t, m)) if n == m => {
+                for k in 0..n {
+                    self.unify(s + k, t + k)?;
+                }
+                Tv::Tuple(s, n)
+            }
+            (Tv::Tuple(s, n), Tv::Known(t @ Ty::Tuple(tt)))
+            | (Tv::Known(t @ Ty::Tuple(tt)), Tv::Tuple(s, n))
+                if tt.elems.len() == n =>
+            {
+                for (k, e) in tt.elems.iter().enumerate() {
+                    self.unify_ty(s + k, *e)?;
+                }
+                Tv::Known(t)
+            }
             _ => {
                 return Err(format!(
                     "mismatched types: {} and {}",
@@ -163,6 +227,7 @@ impl Infer {
                 ))
             }
         };
+        let (ra, rb) = (self.find(ra), self.find(rb));
         self.parent[ra] = rb;
         self.vars[rb] = merged;
         Ok(())
@@ -189,7 +254,11 @@ impl Infer {
         let mut diverges = false;
         for s in b.stmts {
             self.stmt(s)?;
-            diverges = matches!(s, Stmt::Return(_) | Stmt::Break | Stmt::Continue);
+            diverges = match s {
+                Stmt::Return(_) | Stmt::Break | Stmt::Continue => true,
+                Stmt::Loop { body } => !breaks_block(body),
+                _ => false,
+            };
         }
         self.kids.push(Vec::new());
         let t = match b.tail {
@@ -231,6 +300,11 @@ impl Infer {
         let mut bound = None;
         match s {
             Stmt::Let { name, ty, init, .. } => {
+                if let Some(Expr::Tuple(_)) = init {
+                    return Err(format!(
+                        "`let {name} = (..)`: a tuple can only be returned or destructured (`let (a, b) = ..`)"
+                    ));
+                }
                 let v = match ty {
                     Some(t) => self.known(*t),
                     None => self.fresh(Tv::Any),
@@ -278,6 +352,38 @@ impl Infer {
                 let c = self.expr(cond)?;
                 self.unify_ty(c, Ty::Prim(Prim::Bool))?;
                 self.block(body)?;
+            }
+            Stmt::Loop { body } => {
+                self.block(body)?;
+            }
+            Stmt::LetTuple { names, init } => {
+                let t = self.expr(init)?;
+                let elems: Vec<usize> = match (self.get(t), init) {
+                    (Tv::Tuple(start, n), Expr::Tuple(_)) => (start..start + n).collect(),
+                    (Tv::Known(Ty::Tuple(tt)), _) => {
+                        bound = Some(t);
+                        tt.elems.iter().map(|e| self.known(*e)).collect()
+                    }
+                    _ => {
+                        return Err(format!(
+                            "`let ({}) = ..` destructures a tuple, found {}",
+                            names.iter().map(|n| n.0).collect::<Vec<_>>().join(", "),
+                            self.describe(t)
+                        ))
+                    }
+                };
+                if elems.len() != names.len() {
+                    return Err(format!(
+                        "a tuple of {} values destructured into {} names",
+                        elems.len(),
+                        names.len()
+                    ));
+                }
+                for ((name, _), v) in names.iter().zip(elems) {
+                    if *name != "_" {
+                        self.bind(name, Binding::Value(v));
+                    }
+                }
             }
             Stmt::Return(v) => {
                 let t = match v {
@@ -336,7 +442,55 @@ impl Infer {
                 ))
                 }
             },
+            // `u8::BITS` is a `u32`, like every `BITS`
+            Expr::Const { name: "BITS", .. } => self.known(Ty::Prim(Prim::U32)),
             Expr::Const { ty, .. } => self.known(Ty::Prim(*ty)),
+            Expr::Extern { value, .. } => self.known(value().ty),
+            Expr::Array(elems) => {
+                if elems.is_empty() {
+                    return Err(
+                        "an empty array has no device type (arrays need 1 or more elements)".into(),
+                    );
+                }
+                let e = self.fresh(Tv::Any);
+                for (i, x) in elems.iter().enumerate() {
+                    let t = self.expr(x)?;
+                    self.unify(e, t)
+                        .map_err(|m| format!("array element {i}: {m}"))?;
+                }
+                self.fresh(Tv::Array(e, elems.len()))
+            }
+            Expr::Repeat { value, len } => {
+                if *len == 0 {
+                    return Err(
+                        "an empty array has no device type (arrays need 1 or more elements)".into(),
+                    );
+                }
+                let e = self.expr(value)?;
+                self.fresh(Tv::Array(e, *len))
+            }
+            Expr::Tuple(elems) => {
+                let ts: Vec<usize> = elems.iter().map(|x| self.expr(x)).collect::<R<_>>()?;
+                // consecutive variables, unified with the elements
+                let start = self.vars.len();
+                for &t in &ts {
+                    let v = self.fresh(Tv::Any);
+                    self.unify(v, t)?;
+                }
+                self.fresh(Tv::Tuple(start, ts.len()))
+            }
+            Expr::Len(base) => {
+                if !matches!(self.slice_of(base), Some((ParamKind::Array, _))) {
+                    let t = self.expr(base)?;
+                    if !matches!(self.get(t), Tv::Array(..) | Tv::Known(Ty::Array(_))) {
+                        return Err(format!(
+                            "`.len()` of a value of type {} (only arrays and `&[T]` parameters have one)",
+                            self.describe(t)
+                        ));
+                    }
+                }
+                self.known(Ty::Prim(Prim::Usize))
+            }
             Expr::Unary { op, expr } => {
                 let t = self.expr(expr)?;
                 if *op == UnOp::Not {
@@ -440,17 +594,22 @@ impl Infer {
                 }
                 for (i, a) in args.iter().enumerate().skip(1) {
                     let ta = self.expr(a)?;
-                    if *func == MathFn::Powi {
-                        self.unify_ty(ta, Ty::Prim(Prim::I32))?;
-                    } else {
-                        self.unify(t0, ta)
-                            .map_err(|m| format!("argument {i} of `{}`: {m}", func.name()))?;
+                    let fixed = match func {
+                        MathFn::Powi => Some(Prim::I32),
+                        MathFn::Pow | MathFn::RotateLeft | MathFn::RotateRight => Some(Prim::U32),
+                        _ => None,
+                    };
+                    match fixed {
+                        Some(p) => self.unify_ty(ta, Ty::Prim(p)),
+                        None => self.unify(t0, ta),
                     }
+                    .map_err(|m| format!("argument {i} of `{}`: {m}", func.name()))?;
                 }
-                let int_ok = matches!(func, MathFn::Min | MathFn::Max | MathFn::Abs);
+                let (float_ok, int_ok) = func.classes();
                 match self.get(t0) {
-                    Tv::Known(Ty::Prim(p)) if is_float(p) || (int_ok && is_int(p)) => {}
-                    Tv::Float => {}
+                    Tv::Known(Ty::Prim(p))
+                        if (float_ok && is_float(p)) || (int_ok && is_int(p)) => {}
+                    Tv::Float if float_ok => {}
                     Tv::Int if int_ok => {}
                     Tv::Any => {}
                     _ => {
@@ -461,7 +620,13 @@ impl Infer {
                         ))
                     }
                 }
-                t0
+                match func {
+                    MathFn::IsNan | MathFn::IsFinite => self.known(Ty::Prim(Prim::Bool)),
+                    MathFn::CountOnes | MathFn::LeadingZeros | MathFn::TrailingZeros => {
+                        self.known(Ty::Prim(Prim::U32))
+                    }
+                    _ => t0,
+                }
             }
             Expr::Field { expr, name } => {
                 let t = self.expr(expr)?;
@@ -469,6 +634,19 @@ impl Infer {
                     Tv::Known(Ty::Struct(s)) => match s.fields.iter().find(|f| f.name == *name) {
                         Some(f) => self.known(f.ty),
                         None => return Err(format!("struct `{}` has no field `{name}`", s.name)),
+                    },
+                    Tv::Known(Ty::Tuple(tt)) => match name.parse::<usize>() {
+                        Ok(k) if k < tt.elems.len() => self.known(tt.elems[k]),
+                        _ => {
+                            return Err(format!(
+                                "a tuple of {} has no element `.{name}`",
+                                tt.elems.len()
+                            ))
+                        }
+                    },
+                    Tv::Tuple(start, n) => match name.parse::<usize>() {
+                        Ok(k) if k < n => start + k,
+                        _ => return Err(format!("a tuple of {n} has no element `.{name}`")),
                     },
                     _ => {
                         return Err(format!(
@@ -480,7 +658,19 @@ impl Infer {
             }
             Expr::Index { base, index } => {
                 let Some((kind, elem)) = self.slice_of(base) else {
-                    return Err("only `&[T]` and `Window<T>` parameters can be indexed".into());
+                    // an array value: a local, a field, an element of an array of arrays, ..
+                    let tb = self.expr(base)?;
+                    let ti = self.expr(index)?;
+                    self.unify_ty(ti, Ty::Prim(Prim::Usize))
+                        .map_err(|m| format!("array index: {m}"))?;
+                    return match self.get(tb) {
+                        Tv::Array(e, _) => Ok(e),
+                        Tv::Known(Ty::Array(a)) => Ok(self.known(a.elem)),
+                        _ => Err(format!(
+                            "indexing a value of type {} (only arrays, `&[T]` parameters and windows can be indexed)",
+                            self.describe(tb)
+                        )),
+                    };
                 };
                 let ti = self.expr(index)?;
                 match kind {
@@ -545,7 +735,35 @@ fn resolve(inf: &mut Infer, v: usize) -> Option<Ty> {
         Tv::Known(t) => Some(t),
         Tv::Int => Some(Ty::Prim(Prim::I32)),
         Tv::Float => Some(Ty::Prim(Prim::F64)),
-        Tv::Unit | Tv::Any => None,
+        Tv::Array(e, n) => resolve(inf, e).map(|t| intern_array(t, n)),
+        // a tuple is only returned (typed by the return type) or destructured
+        Tv::Unit | Tv::Any | Tv::Tuple(..) => None,
+    }
+}
+
+/// Whether a `loop` body can be left with `break` (a `break` of an inner loop does not
+/// count), i.e. whether the loop does not diverge.
+fn breaks_block(b: &Block) -> bool {
+    b.stmts.iter().any(|s| match s {
+        Stmt::Break => true,
+        Stmt::Let { init, .. } => init.is_some_and(breaks_expr),
+        Stmt::LetTuple { init, .. } => breaks_expr(init),
+        Stmt::Assign { place, value, .. } => breaks_expr(place) || breaks_expr(value),
+        Stmt::Expr(e) => breaks_expr(e),
+        Stmt::Return(e) => e.is_some_and(breaks_expr),
+        Stmt::For { start, end, .. } => breaks_expr(start) || breaks_expr(end),
+        Stmt::While { cond, .. } => breaks_expr(cond),
+        Stmt::Loop { .. } | Stmt::Continue => false,
+    }) || b.tail.is_some_and(breaks_expr)
+}
+
+fn breaks_expr(e: &Expr) -> bool {
+    match e {
+        Expr::If { cond, then, els } => {
+            breaks_expr(cond) || breaks_block(then) || els.as_ref().is_some_and(breaks_block)
+        }
+        Expr::Block(b) => breaks_block(b),
+        _ => false,
     }
 }
 

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod lang;
+
 use skel::prelude::*;
 
 #[macro_use]
