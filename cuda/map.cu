@@ -7,8 +7,13 @@
 // every pointer is 16-byte aligned.
 // The call covers positions base .. base + n of the operands (one MultiStream chunk): the
 // pointers point at position `skel_base`, index parameters see skel_base + i.
-// Grid-stride loop, four independent elements per thread and iteration in flight.
+// SKEL_LAUNCH picks the launch shape the user function's cost class asks for
+// (src/codegen/cost.rs): 0 memory-bound, 1 one element per thread, 2 a 2D index map over a
+// 2D grid (SKEL_CALL2(i, row, col) is then the call with the row and column given), 3 an
+// all-pairs MapArray whose loop reads the array through shared-memory tiles.
 
+#if SKEL_LAUNCH == 0
+// Grid-stride loop, four independent elements per thread and iteration in flight.
 extern "C" __global__ void __launch_bounds__(256)
 skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_base SKEL_PARAMS) {
     (void)skel_base;
@@ -39,3 +44,55 @@ skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_
     }
     for (; i < n; i += stride) out[i] = SKEL_CALL(i);
 }
+
+#elif SKEL_LAUNCH == 1
+// Compute-bound: one element per thread, a grid as large as the call (the loop only strides
+// past the grid size limit), so a loop whose trip count differs between elements runs once
+// per thread and a short call of heavy elements still reaches every multiprocessor.
+extern "C" __global__ void __launch_bounds__(256)
+skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_base SKEL_PARAMS) {
+    (void)skel_base;
+    (void)cols;
+    const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
+    for (skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = SKEL_CALL(i);
+}
+
+#elif SKEL_LAUNCH == 3
+// All-pairs MapArray: the user function's loop over the array runs tile by tile
+// (src/codegen/tile.rs); all threads of a block load each tile into dynamic shared memory
+// together and wait at barriers, so every thread of a block must make the same calls: a
+// thread past the end computes the last element again and does not store it. The grid
+// strides by whole blocks, so all threads of a block make the same number of rounds.
+extern "C" __global__ void __launch_bounds__(256)
+skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_base SKEL_PARAMS) {
+    (void)skel_base;
+    (void)cols;
+    const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
+    for (skel_u64 b = (skel_u64)blockIdx.x * blockDim.x; b < n; b += stride) {
+        const skel_u64 i = b + threadIdx.x;
+        const skel_u64 c = i < n ? i : n - 1;
+        const SKEL_OUT_T r = SKEL_CALL(c);
+        if (i < n) out[i] = r;
+    }
+}
+
+#else
+// Compute-bound 2D index map: x runs along a row, y over the rows the chunk touches (it may
+// start and end inside a row). Row and column are the thread's coordinates: one 64-bit
+// multiply per element instead of a division and a remainder.
+extern "C" __global__ void __launch_bounds__(256)
+skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_base SKEL_PARAMS) {
+    const skel_u64 col = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= cols) return;
+    const skel_u64 end = skel_base + n;
+    const skel_u64 rows_stride = (skel_u64)gridDim.y * blockDim.y;
+    for (skel_u64 row = skel_base / cols + (skel_u64)blockIdx.y * blockDim.y + threadIdx.y;; row += rows_stride) {
+        const skel_u64 flat = row * cols + col;
+        if (flat >= end) return;
+        if (flat >= skel_base) {
+            const skel_u64 i = flat - skel_base;
+            out[i] = SKEL_CALL2(i, row, col);
+        }
+    }
+}
+#endif

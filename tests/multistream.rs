@@ -491,6 +491,84 @@ fn map_on_matrices_with_a_2d_index_matches_the_cpu() {
     }
 }
 
+/// Escape time of a Mandelbrot point (a loop: the compute-bound, one-element-per-thread
+/// launch; with a 2D index, the 2D grid, whose chunks start and end inside rows).
+#[userfn]
+fn escape(#[index] (row, col): (usize, usize), shift: f32) -> f32 {
+    let cr = col as f32 * 0.002 - 1.5 + shift * 0.001;
+    let ci = row as f32 * 0.003 - 1.0;
+    let mut zr = 0.0f32;
+    let mut zi = 0.0f32;
+    let mut k = 0u32;
+    while k < 24 && zr * zr + zi * zi < 4.0 {
+        let t = zr * zr - zi * zi + cr;
+        zi = 2.0 * zr * zi + ci;
+        zr = t;
+        k += 1;
+    }
+    k as f32 + shift
+}
+
+/// All-pairs: a loop over the whole array, the same for every element.
+#[allow(clippy::needless_range_loop)]
+#[userfn]
+fn pull(x: f32, table: &[f32], #[uniform] n: u32) -> f32 {
+    let mut s = 0.0f32;
+    for j in 0..n as usize {
+        let d = table[j] - x;
+        s += d / (d * d + 1.0);
+    }
+    s
+}
+
+#[test]
+fn compute_bound_launches_split_into_chunks_match_the_cpu() {
+    if !cuda() {
+        return;
+    }
+    for (salt, &(rows, cols)) in SHAPES.iter().enumerate() {
+        let n = rows * cols;
+        let shift = matrix(rows, cols, floats(n, 21));
+        let mut want = Matrix::zeroed(rows, cols);
+        Map::new(escape)
+            .backend(CPU)
+            .run(&shift, &mut want)
+            .unwrap();
+        for (k, dl) in launches(n, salt) {
+            let mut got = Matrix::filled(rows, cols, f32::NAN);
+            on_cuda!(Map::new(escape), k, dl)
+                .run(&shift, &mut got)
+                .unwrap();
+            same_f32(
+                got.as_slice(),
+                want.as_slice(),
+                format_args!("escape {rows}x{cols} k={k} download={dl:?}"),
+            );
+        }
+    }
+    let table = Vector::from(floats(300, 22));
+    for (salt, &n) in SIZES.iter().enumerate().filter(|(_, &n)| n <= LARGE) {
+        let x = Vector::from(floats(n, 23));
+        let mut want = Vector::zeroed(n);
+        MapArray::new(pull)
+            .uniforms((300,))
+            .backend(CPU)
+            .run(&table, &x, &mut want)
+            .unwrap();
+        for (k, dl) in launches(n, salt) {
+            let mut got = Vector::filled(n, f32::NAN);
+            on_cuda!(MapArray::new(pull).uniforms((300,)), k, dl)
+                .run(&table, &x, &mut got)
+                .unwrap();
+            same_f32(
+                got.as_slice(),
+                want.as_slice(),
+                format_args!("pull n={n} k={k} download={dl:?}"),
+            );
+        }
+    }
+}
+
 #[test]
 fn map_on_views_with_chunks_touches_only_the_range() {
     if !cuda() {

@@ -177,9 +177,13 @@ pub struct TupleTy {
     pub offsets: &'static [usize],
 }
 
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) mod cost;
 mod dialect;
 mod emit_c;
 pub mod ir;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) mod tile;
 mod typeck;
 
 pub use dialect::{c_type, Dialect};

@@ -4,6 +4,8 @@
 //! it; a backend without a device prints `skipped: no <backend> device` and passes.
 
 #![allow(dead_code)]
+// All-pairs user functions index their array: the pattern the GPU backends tile.
+#![allow(clippy::needless_range_loop)]
 
 pub mod lang;
 
@@ -129,6 +131,132 @@ pub fn stencil2(w: Window2<i64>) -> i64 {
     w[(-1, 0)] + 2 * w[(1, 0)] + 3 * w[(0, -1)] + 5 * w[(0, 1)] - 7 * w[(0, 0)] + 11 * w[(-1, -1)]
 }
 
+/// Escape time of a Mandelbrot point: a loop whose trip count differs from element to
+/// element (compute-bound).
+#[userfn]
+pub fn escape(cr: f32, ci: f32, iters: u32) -> u32 {
+    let mut zr = 0.0f32;
+    let mut zi = 0.0f32;
+    let mut k = 0u32;
+    while k < iters && zr * zr + zi * zi < 4.0 {
+        let t = zr * zr - zi * zi + cr;
+        zi = 2.0 * zr * zi + ci;
+        zr = t;
+        k += 1;
+    }
+    k
+}
+
+/// Mandelbrot over a 2D index.
+#[userfn]
+pub fn mandel(#[index] (row, col): (usize, usize), #[uniform] iters: u32) -> u32 {
+    escape(col as f32 * 0.0625 - 2.0, row as f32 * 0.0625 - 1.0, iters)
+}
+
+/// The same with an element input: the 2D grid also reads inputs at the right position.
+#[userfn]
+pub fn mandel_from(#[index] (row, col): (usize, usize), shift: f32) -> f32 {
+    let k = escape(col as f32 * 0.0625 - 2.0, row as f32 * 0.0625 - 1.0, 40);
+    k as f32 + shift
+}
+
+/// Collatz steps: a data-dependent `while` over one element input (compute-bound, 1D).
+#[userfn]
+pub fn collatz(x: u32) -> u32 {
+    let mut v = x;
+    let mut steps = 0u32;
+    while v > 1 {
+        if v % 2 == 0 {
+            v /= 2;
+        } else {
+            v = 3 * v + 1;
+        }
+        steps += 1;
+    }
+    steps
+}
+
+/// Straight-line and arithmetic-heavy, exactly rounded operations only, so every backend
+/// gives the same bits.
+#[userfn]
+pub fn root_chain(x: f32, y: f32) -> f32 {
+    let a = (x * x + 1.0).sqrt();
+    let b = (a + y * y).sqrt() / (a + 2.0);
+    let c = (b * b + a).sqrt() - (y.abs() + 1.0).sqrt();
+    let d = (c * c + b + 3.0).sqrt() / (x.abs() + 0.5).sqrt();
+    let e = (d + a * b).sqrt() + (c.abs() + d * d).sqrt();
+    let f = (e * e + x * y + 100.0).sqrt() / (d + 1.5);
+    (f + e).sqrt() - (a + b + c).abs().sqrt() + f.max(e).min(40.0)
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct Body {
+    pub x: f32,
+    pub y: f32,
+    pub z: f32,
+    pub m: f32,
+}
+
+/// All-pairs: each body's acceleration from all `n` bodies of the array (itself included,
+/// softened), the loop the same for every element.
+#[userfn]
+pub fn accel(p: Body, bodies: &[Body], #[uniform] n: u32) -> Body {
+    let mut ax = 0.0f32;
+    let mut ay = 0.0f32;
+    let mut az = 0.0f32;
+    for j in 0..n as usize {
+        let q = bodies[j];
+        let dx = q.x - p.x;
+        let dy = q.y - p.y;
+        let dz = q.z - p.z;
+        let r2 = dx * dx + dy * dy + dz * dz + 0.01;
+        let s = q.m / (r2 * r2.sqrt());
+        ax += dx * s;
+        ay += dy * s;
+        az += dz * s;
+    }
+    Body {
+        x: ax,
+        y: ay,
+        z: az,
+        m: p.m,
+    }
+}
+
+/// A loop over the array whose run depends on the element (not all-pairs: the generic
+/// one-element-per-thread form).
+#[userfn]
+pub fn window_mass(
+    #[index] i: usize,
+    bodies: &[Body],
+    #[uniform] n: u32,
+    #[uniform] w: u32,
+) -> f32 {
+    let mut s = 0.0f32;
+    let mut j = i as u32;
+    while j < i as u32 + w {
+        if n > 0 {
+            s += bodies[(j % n) as usize].m;
+        }
+        j += 1;
+    }
+    s
+}
+
+/// Deterministic bodies with small integer-valued coordinates.
+pub fn bodies(n: usize, seed: u64) -> Vec<Body> {
+    let v = ints_f32(4 * n, seed);
+    (0..n)
+        .map(|i| Body {
+            x: v[4 * i],
+            y: v[4 * i + 1] * 0.5,
+            z: v[4 * i + 2] * 0.25,
+            m: v[4 * i + 3].abs() + 1.0,
+        })
+        .collect()
+}
+
 /// Integer-valued data, so float sums are exact in any order.
 pub fn ints_f32(n: usize, seed: u64) -> Vec<f32> {
     (0..n)
@@ -233,6 +361,67 @@ macro_rules! backend_suite {
                             assert_eq!(out[(r, c)], (r * 1000 + c) as i32 + (r + c) as i32);
                         }
                     }
+                }
+            }
+
+            #[test]
+            fn compute_heavy_maps_and_divergent_loops() {
+                require!();
+                for &n in SIZES.iter().filter(|&&n| n <= 20_000) {
+                    let x = Vector::from_fn(n, |i| (i as u32 * 7919) % 10_000);
+                    let mut got = Vector::filled(n, u32::MAX);
+                    let mut want = Vector::zeroed(n);
+                    Map::new(collatz).backend(B).run(&x, &mut got).unwrap();
+                    Map::new(collatz).backend(Backend::Cpu).run(&x, &mut want).unwrap();
+                    assert_eq!(got, want, "collatz n={n}");
+                    let a = Vector::from(ints_f32(n, 3));
+                    let b = Vector::from(ints_f32(n, 4));
+                    let mut got = Vector::filled(n, f32::NAN);
+                    let mut want = Vector::zeroed(n);
+                    Map::new(root_chain).backend(B).run(&a, &b, &mut got).unwrap();
+                    Map::new(root_chain).backend(Backend::Cpu).run(&a, &b, &mut want).unwrap();
+                    let bits = |v: &Vector<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "root_chain n={n}");
+                }
+            }
+
+            #[test]
+            fn index_maps_2d_of_odd_shapes() {
+                require!();
+                let shapes = [(0, 0), (0, 5), (1, 1), (1, 300), (300, 1), (1, 4099), (4099, 1), (13, 17), (31, 257), (33, 31), (64, 65)];
+                for (rows, cols) in shapes {
+                    let mut got = Matrix::filled(rows, cols, u32::MAX);
+                    let mut want = Matrix::zeroed(rows, cols);
+                    Map::new(mandel).uniforms((50,)).backend(B).run_index(&mut got).unwrap();
+                    Map::new(mandel).uniforms((50,)).backend(Backend::Cpu).run_index(&mut want).unwrap();
+                    assert_eq!(got.as_slice(), want.as_slice(), "mandel {rows}x{cols}");
+                    let shift = Matrix::from_fn(rows, cols, |r, c| (r * 3 + c) as f32 * 0.5);
+                    let mut got = Matrix::filled(rows, cols, f32::NAN);
+                    let mut want = Matrix::zeroed(rows, cols);
+                    Map::new(mandel_from).backend(B).run(&shift, &mut got).unwrap();
+                    Map::new(mandel_from).backend(Backend::Cpu).run(&shift, &mut want).unwrap();
+                    assert_eq!(got.as_slice(), want.as_slice(), "mandel_from {rows}x{cols}");
+                }
+            }
+
+            #[test]
+            fn map_array_all_pairs_and_data_dependent_reads() {
+                require!();
+                // array lengths: empty, one, primes, around and off a 256-element tile
+                for (na, m) in [(0, 5), (1, 1), (1, 0), (2, 3), (13, 257), (255, 31), (256, 256), (257, 1000), (1009, 7), (1000, 1009)] {
+                    let arr = Vector::from(bodies(na, 5));
+                    let ps = Vector::from(bodies(m, 9));
+                    let mut got = Vector::filled(m, Body { x: f32::NAN, ..Body::default() });
+                    let mut want = Vector::zeroed(m);
+                    MapArray::new(accel).uniforms((na as u32,)).backend(B).run(&arr, &ps, &mut got).unwrap();
+                    MapArray::new(accel).uniforms((na as u32,)).backend(Backend::Cpu).run(&arr, &ps, &mut want).unwrap();
+                    let bits = |v: &Vector<Body>| v.iter().flat_map(|b| [b.x, b.y, b.z, b.m].map(f32::to_bits)).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "accel na={na} m={m}");
+                    let mut got = Vector::filled(m, f32::NAN);
+                    let mut want = Vector::zeroed(m);
+                    MapArray::new(window_mass).uniforms((na as u32, 5)).backend(B).run_index(&arr, &mut got).unwrap();
+                    MapArray::new(window_mass).uniforms((na as u32, 5)).backend(Backend::Cpu).run_index(&arr, &mut want).unwrap();
+                    assert_eq!(got, want, "window_mass na={na} m={m}");
                 }
             }
 

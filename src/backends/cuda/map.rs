@@ -1,5 +1,6 @@
 //! Map and index Map on CUDA: a grid-stride kernel (`cuda/map.cu`), one launch per
-//! MultiStream chunk. MapArray (`map_array.rs`) runs through the same code.
+//! MultiStream chunk, in the launch shape the user function's cost class asks for
+//! ([`Launch`]). MapArray (`map_array.rs`) runs through the same code.
 
 use cudarc::driver::sys;
 
@@ -12,22 +13,143 @@ use super::{
     vector_defines, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::jit::ProgKey;
-use crate::codegen::ir::FnDef;
+use crate::codegen::cost::{classify, Cost};
+use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{device_source, DeviceSource, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::{ArgTuple, ArgVisitor};
 use crate::userfn::{ElementwiseFn, UniformTuple};
-use crate::{DeviceType, Result};
+use crate::{DeviceType, Error, Result};
 
 pub(crate) const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
 
+/// How a Map kernel spreads a chunk over threads: the `SKEL_LAUNCH` form of `cuda/map.cu`
+/// that the user function's cost class ([`classify`]) asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Launch {
+    /// Memory-bound: four consecutive elements per thread, 16-byte accesses.
+    Vector,
+    /// Compute-bound: one element per thread.
+    One,
+    /// Compute-bound 2D index map: one element per thread of a 2D grid.
+    Grid2d,
+    /// All-pairs MapArray through shared-memory tiles of this many bytes (0 from
+    /// [`Launch::of`]: the MapArray backend decides whether the array's type allows it).
+    Tiled(u32),
+}
+
+impl Launch {
+    /// The launch shape for user function `def`; `SKEL_LAUNCH=memory|compute` forces the
+    /// class of every function (for measuring the choice), `auto` or unset classifies.
+    pub(crate) fn of(def: &'static FnDef) -> Result<Launch> {
+        // Classified once per function: calls pay a lookup, not a walk of the tree.
+        static KNOWN: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<usize, Launch>>,
+        > = std::sync::OnceLock::new();
+        let known = KNOWN.get_or_init(Default::default);
+        let key = def as *const FnDef as usize;
+        let lock = || {
+            known
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(l) = lock().get(&key) {
+            return Ok(*l);
+        }
+        let class = match forced_class()? {
+            Some(c) => c,
+            None => classify(def),
+        };
+        let grid_2d = def.params.iter().any(|p| p.kind == ParamKind::IndexRow);
+        let launch = match class {
+            Cost::Memory => Launch::Vector,
+            Cost::Compute | Cost::AllPairs if grid_2d => Launch::Grid2d,
+            Cost::Compute => Launch::One,
+            Cost::AllPairs => Launch::Tiled(0),
+        };
+        lock().insert(key, launch);
+        Ok(launch)
+    }
+
+    /// The `SKEL_LAUNCH` value of `cuda/map.cu` that selects this form.
+    fn form(self) -> u8 {
+        match self {
+            Launch::Vector => 0,
+            Launch::One => 1,
+            Launch::Grid2d => 2,
+            Launch::Tiled(_) => 3,
+        }
+    }
+
+    /// Grid and block for positions `part` of an operand with `cols` columns.
+    fn dims(self, ctx: &Ctx, part: &std::ops::Range<usize>, cols: usize) -> Result<Dims> {
+        let n = part.len();
+        let too_large = || {
+            Error::InvalidArgument(format!(
+                "a Map over {n} elements in rows of {cols} needs more thread blocks than CUDA can launch"
+            ))
+        };
+        Ok(match self {
+            Launch::Vector => Dims::line(grid_for(ctx, n, 256, 8), 256, 0),
+            Launch::One | Launch::Tiled(_) => {
+                // The largest block that still gives two blocks per multiprocessor, so that
+                // a short call spreads over all of them.
+                let block = [256, 128, 64]
+                    .into_iter()
+                    .find(|&b| n.div_ceil(b) >= 2 * ctx.sms as usize)
+                    .unwrap_or(64);
+                let grid = n.div_ceil(block).min(i32::MAX as usize) as u32;
+                let shared = match self {
+                    Launch::Tiled(bytes) => bytes,
+                    _ => 0,
+                };
+                Dims::line(grid, block as u32, shared)
+            }
+            Launch::Grid2d => {
+                let cols = cols.max(1);
+                let rows = (part.end - 1) / cols - part.start / cols + 1;
+                // 256 threads, 16 x 16 where the chunk is at least that wide and tall: a
+                // warp covers 16 x 2 elements, a compact patch, so the elements whose loops
+                // run longest (Mandelbrot's) wait for fewer others than in a row of 32.
+                let wide = cols.next_power_of_two().min(16);
+                let by = rows.next_power_of_two().min(256 / wide);
+                let bx = 256 / by;
+                let gx = u32::try_from(cols.div_ceil(bx)).map_err(|_| too_large())?;
+                let gy = rows.div_ceil(by).min(65535) as u32;
+                Dims {
+                    grid: (gx, gy, 1),
+                    block: (bx as u32, by as u32, 1),
+                    shared: 0,
+                }
+            }
+        })
+    }
+}
+
+/// The class `SKEL_LAUNCH` forces, read once per process.
+fn forced_class() -> Result<Option<Cost>> {
+    static FORCED: std::sync::OnceLock<std::result::Result<Option<Cost>, String>> =
+        std::sync::OnceLock::new();
+    FORCED
+        .get_or_init(|| match std::env::var("SKEL_LAUNCH").as_deref() {
+            Err(_) | Ok("auto") | Ok("") => Ok(None),
+            Ok("memory") => Ok(Some(Cost::Memory)),
+            Ok("compute") => Ok(Some(Cost::Compute)),
+            Ok(other) => Err(format!(
+                "SKEL_LAUNCH={other}: expected `auto`, `memory` or `compute`"
+            )),
+        })
+        .clone()
+        .map_err(Error::InvalidArgument)
+}
+
 /// The Map kernel source for user function `def` writing `out_ty`, with `array` (the
-/// MapArray parameter, or nothing) before the inputs.
+/// MapArray parameter, or nothing) before the inputs, in launch shape `launch`.
 pub(crate) fn map_source(
     user: &DeviceSource,
     def: &FnDef,
-    out_ty: String,
-    array: String,
+    (out_ty, array): (String, String),
+    launch: Launch,
 ) -> String {
     let site = CallSite {
         pos: "SKEL_I",
@@ -35,13 +157,20 @@ pub(crate) fn map_source(
         window: "",
         stride: "",
     };
+    let call = call_expr(user.entry(), def, &site);
+    // The 2D grid knows each element's row and column: the call takes them as they are.
+    let call2 = call
+        .replace("((skel_base + (SKEL_I)) / cols)", "(SKEL_ROW)")
+        .replace("((skel_base + (SKEL_I)) % cols)", "(SKEL_COL)");
     let mut defines = vec![
+        ("SKEL_LAUNCH", launch.form().to_string()),
         ("SKEL_OUT_T", out_ty),
         (
             "SKEL_PARAMS",
             format!("{array}{}{}", input_params(def), uniform_params(def)),
         ),
-        ("SKEL_CALL(SKEL_I)", call_expr(user.entry(), def, &site)),
+        ("SKEL_CALL(SKEL_I)", call),
+        ("SKEL_CALL2(SKEL_I, SKEL_ROW, SKEL_COL)", call2),
     ];
     defines.extend(vector_defines(user.entry(), def));
     assemble(&user.source, &defines, TEMPLATE)
@@ -50,11 +179,12 @@ pub(crate) fn map_source(
 /// The kernel source for `F`.
 pub(crate) fn source<F: ElementwiseFn>() -> Result<String> {
     let user = device_source::<F>(Dialect::Cuda)?;
+    let def = F::definition();
     Ok(map_source(
         &user,
-        F::definition(),
-        cty::<F::Out>(),
-        String::new(),
+        def,
+        (cty::<F::Out>(), String::new()),
+        Launch::of(def)?,
     ))
 }
 
@@ -84,7 +214,7 @@ where
         exec,
         ctx,
         "map",
-        m.func("skel_map")?,
+        (m.func("skel_map")?, Launch::of(F::definition())?),
         (None, &inputs),
         out,
         uniforms,
@@ -98,7 +228,7 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
     exec: &Cuda,
     ctx: &Ctx,
     skeleton: &'static str,
-    func: sys::CUfunction,
+    (func, shape): (sys::CUfunction, Launch),
     (array, inputs): (Option<Arg<'_, A>>, &I),
     out: ArgMut<'_, O>,
     uniforms: &impl UniformTuple,
@@ -152,8 +282,8 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
             args.ptr(p);
         }
         args.uniforms(uniforms);
-        let grid = grid_for(ctx, part.len(), 256, 8);
-        launch(ctx, lane, tag, func, Dims::line(grid, 256, 0), &mut args)?;
+        let dims = shape.dims(ctx, &part, out.shape().cols())?;
+        launch(ctx, lane, tag, func, dims, &mut args)?;
         let ev = CuEvent::record(lane)?;
         if let Some(a) = array {
             memory::read_by(ctx, &a, whole(a), &ev)?;
