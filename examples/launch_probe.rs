@@ -392,39 +392,27 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let n = 1usize << log2;
         let x = Vector::from_fn(n, |i| (i % 1000) as f32 * 0.01);
         let mut out: Vector<f32> = Vector::zeroed(n);
-        let t1 = time(
-            20,
-            || {
-                Map::new(trig)
-                    .backend(Backend::Cuda)
-                    .download(false)
-                    .run(&x, &mut out)
-                    .unwrap()
-            },
-            sync_cuda,
-        );
-        let t3 = time(
-            20,
-            || {
-                Map::new(heavy32)
-                    .backend(Backend::Cuda)
-                    .download(false)
-                    .run(&x, &mut out)
-                    .unwrap()
-            },
-            sync_cuda,
-        );
-        let ta = time(
-            20,
-            || {
-                Map::new(add)
-                    .backend(Backend::Cuda)
-                    .download(false)
-                    .run(&x, &x, &mut out)
-                    .unwrap()
-            },
-            sync_cuda,
-        );
+        let mut on_cuda = |f: &dyn Fn(&mut Vector<f32>) -> Result<()>| {
+            time(20, || f(&mut out).unwrap(), sync_cuda)
+        };
+        let t1 = on_cuda(&|o| {
+            Map::new(trig)
+                .backend(Backend::Cuda)
+                .download(false)
+                .run(&x, o)
+        });
+        let t3 = on_cuda(&|o| {
+            Map::new(heavy32)
+                .backend(Backend::Cuda)
+                .download(false)
+                .run(&x, o)
+        });
+        let ta = on_cuda(&|o| {
+            Map::new(add)
+                .backend(Backend::Cuda)
+                .download(false)
+                .run(&x, &x, o)
+        });
         let _ = out[0];
         println!(
             "weights 2^{log2:<2}  trig (8 calls) {t1:8.4} ms  heavy32 {t3:8.4} ms  a+b {ta:8.4} ms"
