@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use super::{BinaryFn, Execute, Stencil};
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
@@ -20,14 +20,17 @@ pub(crate) struct Cpu;
 #[inline]
 pub(crate) fn map_range<F: ElementwiseFn>(
     inputs: impl HostSlices<Elems = F::Elems>,
-    out: &mut [F::Out],
+    mut out: impl HostOut<Elems = F::Out>,
     first: usize,
     cols: usize,
     uniforms: &F::Uniforms,
 ) {
     let inputs = inputs.slice(0..out.len());
-    for (k, o) in out.iter_mut().enumerate() {
-        *o = F::apply(F::Index::from_flat(first + k, cols), inputs.at(k), uniforms);
+    for k in 0..out.len() {
+        out.set(
+            k,
+            F::apply(F::Index::from_flat(first + k, cols), inputs.at(k), uniforms),
+        );
     }
 }
 
@@ -344,17 +347,13 @@ pub(crate) fn stencil_output<'o, T: DeviceType>(
 }
 
 impl Execute for Cpu {
-    fn map<'a, F, I>(
-        &self,
-        inputs: I,
-        mut out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
+    fn map<'a, 'o, F, I, O>(&self, inputs: I, mut out: O, uniforms: &F::Uniforms) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
     {
-        let cols = out.shape().cols();
+        let cols = out.shapes()[0].cols();
         let inputs = inputs.host()?;
         map_range::<F>(inputs, out.host_overwrite()?, 0, cols, uniforms);
         Ok(())

@@ -19,7 +19,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -44,15 +44,12 @@ pub(crate) struct Stencil<T, R> {
 /// What a backend implements: one method per skeleton form. Operands arrive checked
 /// (shapes agree, radii fit); a backend only schedules and computes.
 pub(crate) trait Execute {
-    fn map<'a, F, I>(
-        &self,
-        inputs: I,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
+    /// `out` is one operand, or one per element of a tuple result (multi-output Map).
+    fn map<'a, 'o, F, I, O>(&self, inputs: I, out: O, uniforms: &F::Uniforms) -> Result<()>
     where
         F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>;
+        I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>;
 
     fn map_array<'a, F, I>(
         &self,

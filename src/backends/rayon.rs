@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use super::cpu::{self, Cpu};
 use super::{BinaryFn, Execute, Stencil};
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
@@ -60,24 +60,29 @@ fn sequential(n: usize) -> bool {
 }
 
 impl Execute for Rayon {
-    fn map<'a, F, I>(
-        &self,
-        inputs: I,
-        mut out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
+    fn map<'a, 'o, F, I, O>(&self, inputs: I, mut out: O, uniforms: &F::Uniforms) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
     {
-        if sequential(out.shape().len()) {
-            return Cpu.map::<F, I>(inputs, out, uniforms);
+        let shape = out.shapes()[0];
+        if sequential(shape.len()) {
+            return Cpu.map::<F, I, O>(inputs, out, uniforms);
         }
-        let cols = out.shape().cols();
+        let cols = shape.cols();
         let inputs = inputs.host()?;
-        let out = out.host_overwrite()?;
-        let chunk = chunk_len(out.len());
-        out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
+        let chunk = chunk_len(shape.len());
+        // Every output is cut at the same positions (a tuple of slices has no par_chunks).
+        let mut parts = Vec::with_capacity(shape.len().div_ceil(chunk));
+        let mut rest = out.host_overwrite()?;
+        while rest.len() > chunk {
+            let (head, tail) = rest.split_at(chunk);
+            parts.push(head);
+            rest = tail;
+        }
+        parts.push(rest);
+        parts.into_par_iter().enumerate().for_each(|(c, o)| {
             let first = c * chunk;
             cpu::map_range::<F>(
                 inputs.slice(first..first + o.len()),

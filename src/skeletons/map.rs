@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
 use crate::backends::dispatch;
-use crate::containers::{Input, Output};
+use crate::containers::{Input, OutArgs, Outputs};
 use crate::plan::ArgTuple;
 use crate::userfn::{ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -72,23 +72,26 @@ impl<F: ElementwiseFn, E> Map<F, E> {
         self.f
     }
 
-    fn execute<'a, I>(&self, inputs: I, out: &mut impl Output<F::Out>) -> Result<()>
+    fn execute<'a, I>(&self, inputs: I, out: &mut impl Outputs<F::Out>) -> Result<()>
     where
         I: ArgTuple<'a, Elems = F::Elems>,
     {
         self.options.validate()?;
-        let out = out.arg_mut();
-        check_inputs("Map", &inputs.shapes(), out.shape())?;
-        check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, out.shape())?;
+        let out = out.args_mut();
+        let shape = out.shape("Map")?;
+        check_inputs("Map", &inputs.shapes(), shape)?;
+        check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, |exec| exec.map::<F, I>(inputs, out, uniforms))
+        dispatch!(self.options, |exec| exec
+            .map::<F, I, _>(inputs, out, uniforms))
     }
 }
 
 impl<F: ElementwiseFn<Elems = ()>> Map<F, ()> {
     /// Runs a function with no element parameters, only `#[index]` (and uniforms), over
-    /// every position of `out`.
-    pub fn run_index(&self, out: &mut impl Output<F::Out>) -> Result<()> {
+    /// every position of `out` (one output, or a tuple of `&mut` outputs, see
+    /// [`Outputs`]).
+    pub fn run_index(&self, out: &mut impl Outputs<F::Out>) -> Result<()> {
         self.execute((), out)
     }
 }
@@ -99,9 +102,11 @@ macro_rules! map_run {
         where
             F: ElementwiseFn<Elems = ($($t,)+)>,
         {
-            /// Runs the map: one input per element parameter, then the output. All operands
-            /// have one shape (vectors of one length, or matrices of one size).
-            pub fn run(&self, $($a: &impl Input<$t>,)+ out: &mut impl Output<F::Out>) -> Result<()> {
+            /// Runs the map: one input per element parameter, then the output: one container
+            /// or view, or for a function returning a tuple also a tuple of `&mut`
+            /// containers or views, one per element ([`Outputs`]). All operands have one
+            /// shape (vectors of one length, or matrices of one size).
+            pub fn run(&self, $($a: &impl Input<$t>,)+ out: &mut impl Outputs<F::Out>) -> Result<()> {
                 self.execute(($($a.arg(),)+), out)
             }
         }

@@ -41,7 +41,7 @@ use super::{BinaryFn, Execute, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
@@ -331,17 +331,13 @@ pub(crate) fn grid_for(ctx: &context::Ctx, n: usize, threads: usize, per_sm: usi
 }
 
 impl Execute for Cuda {
-    fn map<'a, F, I>(
-        &self,
-        inputs: I,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
+    fn map<'a, 'o, F, I, O>(&self, inputs: I, out: O, uniforms: &F::Uniforms) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
     {
-        map::run::<F, I>(self, inputs, out, uniforms)
+        map::run::<F, I, O>(self, inputs, out, uniforms)
     }
 
     fn map_array<'a, F, I>(

@@ -32,7 +32,7 @@ use super::{BinaryFn, Execute, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_multi, Dialect, Ty};
 use crate::containers::host::as_bytes;
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -305,17 +305,13 @@ pub(crate) fn dims(shape: Shape) -> (usize, usize) {
 }
 
 impl Execute for OpenCl {
-    fn map<'a, F, I>(
-        &self,
-        inputs: I,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
+    fn map<'a, 'o, F, I, O>(&self, inputs: I, out: O, uniforms: &F::Uniforms) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
     {
-        map::run::<F, I>(ctx()?, inputs, out, uniforms)
+        map::run::<F, I, O>(ctx()?, inputs, out, uniforms)
     }
 
     fn map_array<'a, F, I>(

@@ -1,0 +1,205 @@
+//! Multi-output Map (a tuple result written into a tuple of `&mut` containers or views), on
+//! the backend under test against the `cpu` oracle and plain Rust: `args_suite!()` is
+//! expanded inside `backend_suite!`.
+
+use skel::prelude::*;
+
+/// Straight-line (the memory-bound launch form on CUDA), exactly rounded operations only,
+/// so every backend gives the `cpu` backend's bits.
+#[userfn]
+pub fn polar_exact(x: f32, y: f32) -> (f32, f32) {
+    ((x * x + y * y).sqrt(), x * y - x)
+}
+
+/// Three outputs of three types, an index and a uniform.
+#[userfn]
+pub fn split3(#[index] i: usize, a: i32, #[uniform] k: i32) -> (i32, u32, f32) {
+    (a * k + i as i32, (a as u32) ^ (i as u32), a as f32 * 0.5)
+}
+
+/// Four one-byte outputs: the bytes of a word.
+#[userfn]
+pub fn bytes4(w: u32) -> (u8, u8, u8, u8) {
+    (w as u8, (w >> 8) as u8, (w >> 16) as u8, (w >> 24) as u8)
+}
+
+/// A loop whose trip count differs per element (the compute-bound launch form).
+#[userfn]
+pub fn collatz2(x: u32) -> (u32, u32) {
+    let mut v = x;
+    let mut steps = 0u32;
+    let mut peak = x;
+    while v > 1 && steps < 500 {
+        v = if v % 2 == 0 { v / 2 } else { 3 * v + 1 };
+        peak = peak.max(v);
+        steps += 1;
+    }
+    (steps, peak)
+}
+
+/// A 2D index map with two outputs.
+#[userfn]
+pub fn rowcol(#[index] (row, col): (usize, usize)) -> (u32, u32) {
+    (row as u32, col as u32)
+}
+
+pub fn words(n: usize, seed: u32) -> Vec<u32> {
+    (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed))
+        .collect()
+}
+
+pub fn bits(v: &Vector<f32>) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[macro_export]
+macro_rules! args_suite {
+    () => {
+        mod args {
+            use super::*;
+            use $crate::suite::args::*;
+
+            #[test]
+            fn multi_output_two_to_four_outputs_all_sizes() {
+                require!();
+                for &n in SIZES {
+                    let x = Vector::from_fn(n, |i| (i as f32 * 0.37).sin());
+                    let y = Vector::from_fn(n, |i| (i as f32 * 0.11).cos());
+                    let (mut r, mut t) = (Vector::filled(n, f32::NAN), Vector::filled(n, f32::NAN));
+                    Map::new(polar_exact).backend(B).run(&x, &y, &mut (&mut r, &mut t)).unwrap();
+                    let (mut wr, mut wt) = (Vector::zeroed(n), Vector::zeroed(n));
+                    Map::new(polar_exact).backend(Backend::Cpu).run(&x, &y, &mut (&mut wr, &mut wt)).unwrap();
+                    assert_eq!((bits(&r), bits(&t)), (bits(&wr), bits(&wt)), "polar n={n}");
+                    let plain: Vec<(f32, f32)> = (0..n).map(|i| polar_exact::call(x[i], y[i])).collect();
+                    assert!(plain.iter().enumerate().all(|(i, p)| p.0.to_bits() == wr[i].to_bits() && p.1.to_bits() == wt[i].to_bits()), "cpu n={n}");
+
+                    let a = Vector::from_fn(n, |i| (i as i32 * 7919) % 1001 - 500);
+                    let (mut o0, mut o1, mut o2) = (Vector::filled(n, -1), Vector::filled(n, 7), Vector::filled(n, f32::NAN));
+                    Map::new(split3).uniforms((3,)).backend(B).run(&a, &mut (&mut o0, &mut o1, &mut o2)).unwrap();
+                    for i in 0..n {
+                        let want = (a[i] * 3 + i as i32, (a[i] as u32) ^ (i as u32), a[i] as f32 * 0.5);
+                        assert_eq!((o0[i], o1[i], o2[i]), want, "split3 n={n} i={i}");
+                    }
+
+                    let w = Vector::from(words(n, 17));
+                    let mut bs: Vec<Vector<u8>> = (0..4).map(|_| Vector::filled(n, 0xAA)).collect();
+                    let [b0, b1, b2, b3] = &mut bs[..] else { unreachable!() };
+                    Map::new(bytes4).backend(B).run(&w, &mut (b0, b1, b2, b3)).unwrap();
+                    for (k, b) in bs.iter().enumerate() {
+                        let want: Vec<u8> = w.iter().map(|x| x.to_le_bytes()[k]).collect();
+                        assert_eq!(b.to_vec(), want, "bytes4 output {k} n={n}");
+                    }
+                }
+            }
+
+            #[test]
+            fn multi_output_loops_views_and_2d_indices() {
+                require!();
+                for &n in SIZES.iter().filter(|&&n| n <= 20_000) {
+                    let x = Vector::from_fn(n, |i| (i as u32 * 7919) % 10_000);
+                    let (mut s, mut p) = (Vector::filled(n, u32::MAX), Vector::filled(n, u32::MAX));
+                    Map::new(collatz2).backend(B).run(&x, &mut (&mut s, &mut p)).unwrap();
+                    let want: Vec<(u32, u32)> = x.iter().map(|&v| collatz2::call(v)).collect();
+                    let got: Vec<(u32, u32)> = s.iter().copied().zip(p.iter().copied()).collect();
+                    assert_eq!(got, want, "collatz2 n={n}");
+
+                    // Views at different offsets of bigger containers: only the ranges change.
+                    let (mut big0, mut big1) = (Vector::filled(n + 9, 1u32), Vector::filled(n + 4, 2u32));
+                    Map::new(collatz2)
+                        .backend(B)
+                        .run(&x, &mut (&mut big0.view_mut(5..n + 5), &mut big1.view_mut(3..n + 3)))
+                        .unwrap();
+                    assert_eq!(&big0.as_slice()[5..n + 5], s.as_slice(), "view 0 n={n}");
+                    assert_eq!(&big1.as_slice()[3..n + 3], p.as_slice(), "view 1 n={n}");
+                    assert!(big0.as_slice()[..5].iter().chain(&big0.as_slice()[n + 5..]).all(|&v| v == 1));
+                    assert!(big1.as_slice()[..3].iter().chain(&big1.as_slice()[n + 3..]).all(|&v| v == 2));
+                }
+                for (rows, cols) in [(0, 0), (1, 1), (3, 5), (17, 13), (130, 129), (1, 300), (300, 1)] {
+                    let (mut r, mut c) = (Matrix::filled(rows, cols, u32::MAX), Matrix::filled(rows, cols, u32::MAX));
+                    Map::new(rowcol).backend(B).run_index(&mut (&mut r, &mut c)).unwrap();
+                    for i in 0..rows {
+                        for j in 0..cols {
+                            assert_eq!((r[(i, j)], c[(i, j)]), (i as u32, j as u32), "{rows}x{cols}");
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn multi_output_results_chain_on_the_device_and_host_writes_win() {
+                require!();
+                let n = 40_000;
+                let x = Vector::from_fn(n, |i| (i % 97) as f32 - 48.0);
+                let y = Vector::from_fn(n, |i| (i % 13) as f32);
+                let (mut r, mut t) = (Vector::zeroed(n), Vector::zeroed(n));
+                Map::new(polar_exact).backend(B).run(&x, &y, &mut (&mut r, &mut t)).unwrap();
+                // Both outputs feed the next call without a host read in between.
+                let mut sum = Vector::zeroed(n);
+                Map::new(add_f32).backend(B).run(&r, &t, &mut sum).unwrap();
+                // A host write to one output invalidates its device copy.
+                t[7] = 1000.0;
+                let mut sum2 = Vector::zeroed(n);
+                Map::new(add_f32).backend(B).run(&r, &t, &mut sum2).unwrap();
+                for i in 0..n {
+                    let (pr, pt) = polar_exact::call(x[i], y[i]);
+                    assert_eq!(sum[i].to_bits(), (pr + pt).to_bits(), "i={i}");
+                    let pt = if i == 7 { 1000.0 } else { pt };
+                    assert_eq!(sum2[i].to_bits(), (pr + pt).to_bits(), "after host write, i={i}");
+                }
+            }
+
+            #[test]
+            fn multi_output_shape_mismatch_is_an_error_and_writes_nothing() {
+                require!();
+                let x = Vector::from(vec![1.0f32, 2.0, 3.0]);
+                let (mut r, mut t) = (Vector::filled(3, 9.0f32), Vector::filled(4, 9.0f32));
+                let err = Map::new(polar_exact).backend(B).run(&x, &x, &mut (&mut r, &mut t)).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                let msg = err.to_string();
+                assert!(msg.contains("vector of 3") && msg.contains("vector of 4") && msg.contains("output 1"), "{msg}");
+                assert_eq!((r.to_vec(), t.to_vec()), (vec![9.0; 3], vec![9.0; 4]));
+
+                // Outputs agree with each other but not with the inputs.
+                let mut t3 = Vector::filled(2, 9.0f32);
+                let mut r3 = Vector::filled(2, 9.0f32);
+                let err = Map::new(polar_exact).backend(B).run(&x, &x, &mut (&mut r3, &mut t3)).unwrap_err();
+                assert!(err.to_string().contains("vector of 2"), "{err}");
+                assert_eq!((r3.to_vec(), t3.to_vec()), (vec![9.0; 2], vec![9.0; 2]));
+
+                // A matrix and a vector of as many elements are different shapes.
+                let mut m = Matrix::filled(1, 3, 9.0f32);
+                let mut v = Vector::filled(3, 9.0f32);
+                let err = Map::new(polar_exact).backend(B).run(&x, &x, &mut (&mut v, &mut m)).unwrap_err();
+                assert!(err.to_string().contains("1x3 matrix"), "{err}");
+                assert_eq!((v.to_vec(), m.to_vec()), (vec![9.0; 3], vec![9.0; 3]));
+            }
+
+            proptest::proptest! {
+                #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+                #[test]
+                fn multi_output_matches_cpu(data in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..3000), k in -50i32..50) {
+                    if !available(B) {
+                        return Ok(());
+                    }
+                    let n = data.len();
+                    let w = Vector::from(data);
+                    let a = Vector::from_fn(n, |i| w[i] as i32 % 1000);
+                    let mut got = (Vector::filled(n, 0), Vector::filled(n, 0u32), Vector::filled(n, 0.0f32));
+                    let mut want = (Vector::zeroed(n), Vector::zeroed(n), Vector::zeroed(n));
+                    Map::new(split3).uniforms((k,)).backend(B).run(&a, &mut (&mut got.0, &mut got.1, &mut got.2)).unwrap();
+                    Map::new(split3).uniforms((k,)).backend(Backend::Cpu).run(&a, &mut (&mut want.0, &mut want.1, &mut want.2)).unwrap();
+                    proptest::prop_assert_eq!(got.0.to_vec(), want.0.to_vec());
+                    proptest::prop_assert_eq!(got.1.to_vec(), want.1.to_vec());
+                    proptest::prop_assert_eq!(bits(&got.2), bits(&want.2));
+                    let (mut s, mut p) = (Vector::zeroed(n), Vector::zeroed(n));
+                    let (mut ws, mut wp) = (Vector::zeroed(n), Vector::zeroed(n));
+                    let x = Vector::from_fn(n, |i| w[i] % 100_000);
+                    Map::new(collatz2).backend(B).run(&x, &mut (&mut s, &mut p)).unwrap();
+                    Map::new(collatz2).backend(Backend::Cpu).run(&x, &mut (&mut ws, &mut wp)).unwrap();
+                    proptest::prop_assert_eq!((s.to_vec(), p.to_vec()), (ws.to_vec(), wp.to_vec()));
+                }
+            }
+        }
+    };
+}
