@@ -5,6 +5,8 @@
 //! ([`crate::plan`]). Skeletons resolve a `Backend` to an executor with [`dispatch!`] and
 //! never see which one runs them.
 
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) mod args;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;

@@ -152,7 +152,7 @@ fn forced_class() -> Result<Option<Cost>> {
 /// MapArray parameter, or nothing) before the inputs, in launch shape `launch`.
 pub(crate) fn map_source(
     user: &DeviceSource,
-    def: &FnDef,
+    def: &'static FnDef,
     (out_ty, array): (String, String),
     launch: Launch,
 ) -> String {

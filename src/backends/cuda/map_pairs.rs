@@ -28,7 +28,7 @@ pub(crate) const RB: usize = 256;
 /// uniforms, and the call of `entry` (`def`) on `in0[0]`, `in1[0]` at position `skel_flat`.
 pub(crate) fn pair_defines(
     entry: &str,
-    def: &FnDef,
+    def: &'static FnDef,
     (a, b, out): (String, String, String),
 ) -> Vec<(&'static str, String)> {
     let site = CallSite {

@@ -41,6 +41,7 @@ use super::{BinaryFn, Execute, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
+use crate::backends::args;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::skeletons::Options;
@@ -143,8 +144,9 @@ pub(crate) struct CallSite<'s> {
 /// `entry(args...)` for user function `def`: index parameters from the flat position (2D:
 /// row and column through `cols`), the array as `arr`, element `k` as `in<k>[pos]`,
 /// uniform `k` as `u<k>`, windows as given.
-pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String {
-    let (mut e, mut u) = (0, 0);
+pub(crate) fn call_expr(entry: &str, def: &'static FnDef, site: &CallSite<'_>) -> String {
+    let (mut e, mut u, mut c) = (0, 0, 0);
+    let single = args::single_array(def);
     let (pos, index) = (site.pos, site.index);
     let args: Vec<String> = def
         .params
@@ -153,7 +155,11 @@ pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String
             ParamKind::Index => format!("(skel_u64)({index})"),
             ParamKind::IndexRow => format!("(skel_u64)(({index}) / cols)"),
             ParamKind::IndexCol => format!("(skel_u64)(({index}) % cols)"),
-            ParamKind::Array => "arr".to_string(),
+            ParamKind::Array if single => "arr".to_string(),
+            ParamKind::Array | ParamKind::Mat => {
+                c += 1;
+                args::call_args(def, p, c - 1, &format!("ca{}", c - 1))
+            }
             ParamKind::Elem => {
                 e += 1;
                 format!("in{}[{pos}]", e - 1)
@@ -172,7 +178,7 @@ pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String
 /// The vectorised form of a Map call (see `cuda/map.cu`): `SKEL_VLOAD(SKEL_I)` loads four
 /// consecutive values of each input into `x<k>[4]`, `SKEL_CALLV(SKEL_I, SKEL_V)` is the call
 /// for the `SKEL_V`-th of them, `SKEL_ALIGNED` checks that every pointer is 16-byte aligned.
-pub(crate) fn vector_defines(entry: &str, def: &FnDef) -> Vec<(&'static str, String)> {
+pub(crate) fn vector_defines(entry: &str, def: &'static FnDef) -> Vec<(&'static str, String)> {
     let elems: Vec<String> = def
         .params
         .iter()

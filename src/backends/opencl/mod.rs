@@ -32,6 +32,7 @@ use super::{BinaryFn, Execute, Stencil};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_multi, Dialect, Ty};
 use crate::containers::host::as_bytes;
+use crate::backends::args;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
@@ -234,8 +235,14 @@ pub(crate) struct CallShape<'s> {
 
 /// `entry(args..)` for `def`: index from the position and `cols`, element `k` from
 /// `in{k}[in{k}_off + pos]`, uniform `k` as `u{k}`.
-pub(crate) fn call_expr(def: &FnDef, entry: &str, c: &CallShape<'_>, prefix: &str) -> String {
-    let (mut e, mut u) = (0, 0);
+pub(crate) fn call_expr(
+    def: &'static FnDef,
+    entry: &str,
+    c: &CallShape<'_>,
+    prefix: &str,
+) -> String {
+    let (mut e, mut u, mut k) = (0, 0, 0);
+    let single = args::single_array(def);
     let args: Vec<String> = def
         .params
         .iter()
@@ -251,7 +258,12 @@ pub(crate) fn call_expr(def: &FnDef, entry: &str, c: &CallShape<'_>, prefix: &st
                 u += 1;
                 format!("{prefix}u{}", u - 1)
             }
-            ParamKind::Array => c.array.to_string(),
+            ParamKind::Array if single => c.array.to_string(),
+            ParamKind::Array | ParamKind::Mat => {
+                k += 1;
+                let ptr = format!("({prefix}ca{0} + {prefix}ca{0}_off)", k - 1);
+                args::call_args(def, p, k - 1, &ptr)
+            }
             ParamKind::Window => c.window.0.to_string(),
             ParamKind::Window2 => format!("{}, {}", c.window.0, c.window.1),
         })
