@@ -4,8 +4,8 @@
 //!
 //! Container `k` of a function is the kernel parameter `ca<k>` followed by its dimensions
 //! `ca<k>_rows` and `ca<k>_cols` (a vector is one row), and in OpenCL its offset
-//! `ca<k>_off`. The one exception keeps MapArray's kernels as they are: a function whose
-//! only container is one `&[T]` calls it with the backend's MapArray array expression.
+//! `ca<k>_off`. A function whose only container is one `&[T]` (MapArray's shape) calls it
+//! with the backend's MapArray array expression (CUDA: `arr`, with `arr_rows`, `arr_cols`).
 
 use crate::codegen::array_len_param_named;
 use crate::codegen::ir::{FnDef, Param, ParamKind};
@@ -23,13 +23,13 @@ pub(crate) fn single_array(def: &FnDef) -> bool {
     matches!(containers(def)[..], [p] if p.kind == ParamKind::Array)
 }
 
-/// The arguments of a call for container `k` (parameter `p` of `def`): the pointer `ptr`
-/// then, for a `Mat<T>`, its rows and columns, for a `&[T]` whose length the body reads,
-/// its length.
-pub(crate) fn call_args(def: &'static FnDef, p: &Param, k: usize, ptr: &str) -> String {
+/// The arguments of a call for container parameter `p` of `def`: the pointer `ptr` then,
+/// for a `Mat<T>`, its rows and columns `<dims>_rows, <dims>_cols`, for a `&[T]` whose
+/// length the body reads, its length `<dims>_cols`.
+pub(crate) fn call_args(def: &'static FnDef, p: &Param, ptr: &str, dims: &str) -> String {
     match p.kind {
-        ParamKind::Mat => format!("{ptr}, ca{k}_rows, ca{k}_cols"),
-        _ if array_len_param_named(def, p.name) => format!("{ptr}, ca{k}_cols"),
+        ParamKind::Mat => format!("{ptr}, {dims}_rows, {dims}_cols"),
+        _ if array_len_param_named(def, p.name) => format!("{ptr}, {dims}_cols"),
         _ => ptr.to_string(),
     }
 }

@@ -7,18 +7,32 @@
 
 use std::ops::Range;
 
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, Stencil};
 use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn};
+use crate::userfn::{
+    ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn,
+};
 use crate::{DeviceType, Result};
 
 /// The sequential executor.
 pub(crate) struct Cpu;
 
-/// `out[k] = f(index(first + k), inputs[k], uniforms)`; `inputs` start at element `first`.
+/// The container arguments of `F` as the Rust body takes them, over their host copies.
+pub(crate) fn container_refs<'c, F: ElementwiseFn>(
+    arrays: &ContainerOps<'c, F>,
+) -> Result<<F::Arrays as ContainerArgs>::Refs<'c>> {
+    Ok(<F::Arrays as ContainerArgs>::refs(
+        arrays.host()?,
+        &arrays.shapes(),
+    ))
+}
+
+/// `out[k] = f(index(first + k), arrays, inputs[k], uniforms)`; `inputs` start at element
+/// `first`.
 #[inline]
 pub(crate) fn map_range<F: ElementwiseFn>(
+    arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
     inputs: impl HostSlices<Elems = F::Elems>,
     mut out: impl HostOut<Elems = F::Out>,
     first: usize,
@@ -29,7 +43,12 @@ pub(crate) fn map_range<F: ElementwiseFn>(
     for k in 0..out.len() {
         out.set(
             k,
-            F::apply(F::Index::from_flat(first + k, cols), inputs.at(k), uniforms),
+            F::apply_with(
+                F::Index::from_flat(first + k, cols),
+                arrays,
+                inputs.at(k),
+                uniforms,
+            ),
         );
     }
 }
@@ -67,6 +86,7 @@ pub(crate) fn fold<F: BinaryFn<T>, T: DeviceType>(data: &[T]) -> Option<T> {
 /// The fold of `map(inputs[k])` over `len` positions starting at element `first`.
 #[inline]
 pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     inputs: impl HostSlices<Elems = M::Elems>,
     positions: Range<usize>,
     cols: usize,
@@ -75,8 +95,14 @@ pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     let (first, n) = (positions.start, positions.len());
     // Re-slicing to exactly `n` lets the compiler drop the bounds checks in `at`.
     let inputs = inputs.slice(0..n);
-    let mut mapped =
-        (0..n).map(|k| M::apply(M::Index::from_flat(first + k, cols), inputs.at(k), uniforms));
+    let mut mapped = (0..n).map(|k| {
+        M::apply_with(
+            M::Index::from_flat(first + k, cols),
+            arrays,
+            inputs.at(k),
+            uniforms,
+        )
+    });
     let head = mapped.next()?;
     Some(mapped.fold(head, |acc, x| R::apply((), (acc, x), &())))
 }
@@ -280,7 +306,7 @@ pub(crate) fn pairs_rows<F, A, B>(
     first_row: usize,
     uniforms: &F::Uniforms,
 ) where
-    F: ElementwiseFn<Elems = (A, B)>,
+    F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
     A: DeviceType,
     B: DeviceType,
 {
@@ -304,7 +330,7 @@ pub(crate) fn pairs_fold_range<M, R, A, B>(
     axis: Axis,
     uniforms: &M::Uniforms,
 ) where
-    M: ElementwiseFn<Elems = (A, B)>,
+    M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
     R: BinaryFn<M::Out>,
     A: DeviceType,
     B: DeviceType,
@@ -347,7 +373,13 @@ pub(crate) fn stencil_output<'o, T: DeviceType>(
 }
 
 impl Execute for Cpu {
-    fn map<'a, 'o, F, I, O>(&self, inputs: I, mut out: O, uniforms: &F::Uniforms) -> Result<()>
+    fn map<'a, 'c, 'o, F, I, O>(
+        &self,
+        arrays: ContainerOps<'c, F>,
+        inputs: I,
+        mut out: O,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
@@ -355,7 +387,8 @@ impl Execute for Cpu {
     {
         let cols = out.shapes()[0].cols();
         let inputs = inputs.host()?;
-        map_range::<F>(inputs, out.host_overwrite()?, 0, cols, uniforms);
+        let arrays = container_refs::<F>(&arrays)?;
+        map_range::<F>(arrays, inputs, out.host_overwrite()?, 0, cols, uniforms);
         Ok(())
     }
 
@@ -399,8 +432,9 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -414,7 +448,13 @@ impl Execute for Cpu {
         let inputs = inputs.host()?;
         Ok(combine::<R, M::Out>(
             start,
-            map_fold::<M, R>(inputs, 0..shape.len(), shape.cols(), uniforms),
+            map_fold::<M, R>(
+                container_refs::<M>(&arrays)?,
+                inputs,
+                0..shape.len(),
+                shape.cols(),
+                uniforms,
+            ),
         ))
     }
 
@@ -488,7 +528,7 @@ impl Execute for Cpu {
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B)>,
+        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         A: DeviceType,
         B: DeviceType,
     {
@@ -506,7 +546,7 @@ impl Execute for Cpu {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,

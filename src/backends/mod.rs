@@ -28,10 +28,13 @@ use crate::{DeviceType, Error, Result};
 
 /// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
 /// of MapReduce take.
-pub trait BinaryFn<T>: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = ()> {}
+pub trait BinaryFn<T>:
+    ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = (), Arrays = ()>
+{
+}
 
 impl<T, F> BinaryFn<T> for F where
-    F: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = ()>
+    F: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = (), Arrays = ()>
 {
 }
 
@@ -46,8 +49,15 @@ pub(crate) struct Stencil<T, R> {
 /// What a backend implements: one method per skeleton form. Operands arrive checked
 /// (shapes agree, radii fit); a backend only schedules and computes.
 pub(crate) trait Execute {
-    /// `out` is one operand, or one per element of a tuple result (multi-output Map).
-    fn map<'a, 'o, F, I, O>(&self, inputs: I, out: O, uniforms: &F::Uniforms) -> Result<()>
+    /// `out` is one operand, or one per element of a tuple result (multi-output Map);
+    /// `arrays` are the container arguments, read whole by every element.
+    fn map<'a, 'c, 'o, F, I, O>(
+        &self,
+        arrays: ContainerOps<'c, F>,
+        inputs: I,
+        out: O,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
@@ -74,8 +84,9 @@ pub(crate) trait Execute {
         axis: Axis,
     ) -> Result<()>;
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -120,7 +131,7 @@ pub(crate) trait Execute {
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B)>,
+        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         A: DeviceType,
         B: DeviceType;
 
@@ -135,11 +146,15 @@ pub(crate) trait Execute {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType;
 }
+
+/// The container arguments of user function `F` bound for one call.
+pub(crate) type ContainerOps<'c, F> =
+    <<F as ElementwiseFn>::Arrays as crate::userfn::ContainerArgs>::Args<'c>;
 
 /// Runs `$body` with `$exec` bound to the executor of the resolved backend.
 macro_rules! dispatch {

@@ -12,7 +12,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::cpu::{self, Cpu};
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, Stencil};
 use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
@@ -60,7 +60,13 @@ fn sequential(n: usize) -> bool {
 }
 
 impl Execute for Rayon {
-    fn map<'a, 'o, F, I, O>(&self, inputs: I, mut out: O, uniforms: &F::Uniforms) -> Result<()>
+    fn map<'a, 'c, 'o, F, I, O>(
+        &self,
+        arrays: ContainerOps<'c, F>,
+        inputs: I,
+        mut out: O,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
@@ -68,9 +74,10 @@ impl Execute for Rayon {
     {
         let shape = out.shapes()[0];
         if sequential(shape.len()) {
-            return Cpu.map::<F, I, O>(inputs, out, uniforms);
+            return Cpu.map::<F, I, O>(arrays, inputs, out, uniforms);
         }
         let cols = shape.cols();
+        let arrays = cpu::container_refs::<F>(&arrays)?;
         let inputs = inputs.host()?;
         let chunk = chunk_len(shape.len());
         // Every output is cut at the same positions (a tuple of slices has no par_chunks).
@@ -85,6 +92,7 @@ impl Execute for Rayon {
         parts.into_par_iter().enumerate().for_each(|(c, o)| {
             let first = c * chunk;
             cpu::map_range::<F>(
+                arrays,
                 inputs.slice(first..first + o.len()),
                 o,
                 first,
@@ -177,8 +185,9 @@ impl Execute for Rayon {
         Ok(())
     }
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -191,11 +200,13 @@ impl Execute for Rayon {
     {
         let n = shape.len();
         if sequential(n) {
-            return Cpu.map_reduce::<M, R, I>(inputs, shape, uniforms, start);
+            return Cpu.map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start);
         }
+        let arrays = cpu::container_refs::<M>(&arrays)?;
         let inputs = inputs.host()?;
         let leaf = |range: Range<usize>| {
-            cpu::map_fold::<M, R>(inputs.slice(range.clone()), range, shape.cols(), uniforms)
+            let part = inputs.slice(range.clone());
+            cpu::map_fold::<M, R>(arrays, part, range, shape.cols(), uniforms)
         };
         let folded = split_fold(0..n, &leaf, &|a, b| R::apply((), (a, b), &()));
         Ok(cpu::combine::<R, M::Out>(start, folded))
@@ -303,7 +314,7 @@ impl Execute for Rayon {
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B)>,
+        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         A: DeviceType,
         B: DeviceType,
     {
@@ -329,7 +340,7 @@ impl Execute for Rayon {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,

@@ -631,9 +631,13 @@ impl Infer {
                     _ => t0,
                 }
             }
-            Expr::Field { expr, name } if matches!(self.slice_of(expr), Some((ParamKind::Mat, _))) => {
+            Expr::Field { expr, name }
+                if matches!(self.slice_of(expr), Some((ParamKind::Mat, _))) =>
+            {
                 if !matches!(*name, "rows" | "cols") {
-                    return Err(format!("a `Mat<T>` has `.rows()` and `.cols()`, not `{name}`"));
+                    return Err(format!(
+                        "a `Mat<T>` has `.rows()` and `.cols()`, not `{name}`"
+                    ));
                 }
                 self.known(Ty::Prim(Prim::Usize))
             }
@@ -691,16 +695,15 @@ impl Infer {
                 self.known(elem)
             }
             Expr::Index2 { base, row, col } => {
-                let (pos, elem) = match self.slice_of(base) {
-                    Some((ParamKind::Window2, elem)) => (Prim::Isize, elem),
-                    Some((ParamKind::Mat, elem)) => (Prim::Usize, elem),
-                    _ => {
-                        return Err(
+                let (pos, elem) =
+                    match self.slice_of(base) {
+                        Some((ParamKind::Window2, elem)) => (Prim::Isize, elem),
+                        Some((ParamKind::Mat, elem)) => (Prim::Usize, elem),
+                        _ => return Err(
                             "only `Window2<T>` and `Mat<T>` parameters are indexed with `[(i, j)]`"
                                 .into(),
-                        )
-                    }
-                };
+                        ),
+                    };
                 let r = self.expr(row)?;
                 let c = self.expr(col)?;
                 self.unify_ty(r, Ty::Prim(pos))?;

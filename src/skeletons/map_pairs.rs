@@ -77,7 +77,7 @@ impl<F: ElementwiseFn> MapPairs<F> {
         out: &mut impl Output<F::Out>,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B)>,
+        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
     {
         self.options.validate()?;
         let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());

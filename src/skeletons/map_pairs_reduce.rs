@@ -78,7 +78,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
         out: &mut impl Output<M::Out>,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
     {
         self.execute(v, h, out, Axis::Rows)
     }
@@ -91,7 +91,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
         out: &mut impl Output<M::Out>,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
     {
         self.execute(v, h, out, Axis::Cols)
     }
@@ -104,7 +104,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
         axis: Axis,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
     {
         self.options.validate()?;
         let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());

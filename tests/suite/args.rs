@@ -1,6 +1,7 @@
-//! Multi-output Map (a tuple result written into a tuple of `&mut` containers or views), on
-//! the backend under test against the `cpu` oracle and plain Rust: `args_suite!()` is
-//! expanded inside `backend_suite!`.
+//! Multi-output Map (a tuple result written into a tuple of `&mut` containers or views) and
+//! container arguments (`Mat<T>` / `&[T]` parameters bound with `.arrays(..)` on Map and
+//! MapReduce), on the backend under test against the `cpu` oracle and plain Rust:
+//! `args_suite!()` is expanded inside `backend_suite!`.
 
 use skel::prelude::*;
 
@@ -41,6 +42,52 @@ pub fn collatz2(x: u32) -> (u32, u32) {
 #[userfn]
 pub fn rowcol(#[index] (row, col): (usize, usize)) -> (u32, u32) {
     (row as u32, col as u32)
+}
+
+/// Matrix-vector product, the API's form: every element reads a row of `m` and all of `x`.
+#[userfn]
+pub fn mv(#[index] i: usize, m: Mat<f32>, x: &[f32]) -> f32 {
+    let mut s = 0.0;
+    for j in 0..m.cols() {
+        s += m[(i, j)] * x[j];
+    }
+    s
+}
+
+/// Two `&[T]` containers around an element, one read through its length, and a uniform.
+#[userfn]
+pub fn pick(x: u32, a: &[i64], b: &[i64], #[uniform] k: i64) -> i64 {
+    let j = x as usize;
+    a[j % a.len()] * k - b[j % 7]
+}
+
+/// A transpose through a 2D index (the 2D launch forms) reading a `Mat<T>`.
+#[userfn]
+pub fn transpose(#[index] (r, c): (usize, usize), m: Mat<u32>) -> u32 {
+    m[(c, r)] + (m.rows() * 1000 + m.cols()) as u32
+}
+
+/// Multi-output with a container: the minimum and maximum of row `i`.
+#[userfn]
+pub fn row_range(#[index] i: usize, m: Mat<i32>) -> (i32, i32) {
+    let mut lo = i32::MAX;
+    let mut hi = i32::MIN;
+    for j in 0..m.cols() {
+        lo = lo.min(m[(i, j)]);
+        hi = hi.max(m[(i, j)]);
+    }
+    (lo, hi)
+}
+
+/// A weighted_by element for MapReduce.
+#[userfn]
+pub fn weighted_by(#[index] i: usize, x: i64, w: &[i64]) -> i64 {
+    x * w[i % w.len()]
+}
+
+#[userfn]
+pub fn add_i64s(a: i64, b: i64) -> i64 {
+    a + b
 }
 
 pub fn words(n: usize, seed: u32) -> Vec<u32> {
@@ -173,6 +220,121 @@ macro_rules! args_suite {
                 let err = Map::new(polar_exact).backend(B).run(&x, &x, &mut (&mut v, &mut m)).unwrap_err();
                 assert!(err.to_string().contains("1x3 matrix"), "{err}");
                 assert_eq!((v.to_vec(), m.to_vec()), (vec![9.0; 3], vec![9.0; 3]));
+            }
+
+            #[test]
+            fn container_args_matrix_vector_product() {
+                require!();
+                for (rows, cols) in [(1, 1), (1, 0), (3, 2), (7, 13), (33, 65), (300, 129), (1000, 3)] {
+                    let a = Matrix::from_fn(rows, cols, |r, c| ((r * 31 + c * 17) % 23) as f32 * 0.37 - 4.0);
+                    let x = Vector::from_fn(cols, |j| (j % 11) as f32 * 0.5 - 2.0);
+                    let mut y = Vector::filled(rows, f32::NAN);
+                    Map::new(mv).arrays((&a, &x)).backend(B).run_index(&mut y).unwrap();
+                    let want: Vec<u32> = (0..rows)
+                        .map(|i| {
+                            let mut s = 0.0f32;
+                            for j in 0..cols {
+                                s += a[(i, j)] * x[j];
+                            }
+                            s.to_bits()
+                        })
+                        .collect();
+                    assert_eq!(bits(&y), want, "{rows}x{cols}");
+
+                    // A view of a longer vector binds like a vector.
+                    let long = Vector::from_fn(cols + 5, |j| if j < 3 { 99.0 } else { x.as_slice().get(j - 3).copied().unwrap_or(99.0) });
+                    let mut yv = Vector::filled(rows, f32::NAN);
+                    Map::new(mv).arrays((&a, &long.view(3..cols + 3))).backend(B).run_index(&mut yv).unwrap();
+                    assert_eq!(bits(&yv), want, "view {rows}x{cols}");
+                }
+            }
+
+            #[test]
+            fn container_args_with_elements_uniforms_lengths_and_2d() {
+                require!();
+                let a = Vector::from_fn(13, |j| j as i64 * 3 - 10);
+                let b = Vector::from_fn(7, |j| 100 - j as i64);
+                for &n in SIZES {
+                    let x = Vector::from(words(n, 5));
+                    let mut out = Vector::filled(n, -1i64);
+                    Map::new(pick).arrays((&a, &b)).uniforms((-3,)).backend(B).run(&x, &mut out).unwrap();
+                    let want: Vec<i64> = x.iter().map(|&v| pick::call(v, a.as_slice(), b.as_slice(), -3)).collect();
+                    assert_eq!(out.to_vec(), want, "pick n={n}");
+                }
+                for (rows, cols) in [(1, 1), (2, 3), (17, 13), (64, 65), (130, 129)] {
+                    let m = Matrix::from_fn(rows, cols, |r, c| (r * 7 + c * 3) as u32);
+                    let mut t = Matrix::filled(cols, rows, u32::MAX);
+                    Map::new(transpose).arrays((&m,)).backend(B).run_index(&mut t).unwrap();
+                    for r in 0..cols {
+                        for c in 0..rows {
+                            assert_eq!(t[(r, c)], m[(c, r)] + (rows * 1000 + cols) as u32, "{rows}x{cols}");
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn container_args_with_multi_output_and_map_reduce() {
+                require!();
+                for (rows, cols) in [(1, 1), (5, 1), (9, 31), (257, 40)] {
+                    let m = Matrix::from_fn(rows, cols, |r, c| ((r * 7919 + c * 104_729) % 2001) as i32 - 1000);
+                    let (mut lo, mut hi) = (Vector::filled(rows, 0), Vector::filled(rows, 0));
+                    Map::new(row_range).arrays((&m,)).backend(B).run_index(&mut (&mut lo, &mut hi)).unwrap();
+                    for i in 0..rows {
+                        let row = m.row(i);
+                        assert_eq!((lo[i], hi[i]), (*row.iter().min().unwrap(), *row.iter().max().unwrap()), "{rows}x{cols} row {i}");
+                    }
+                }
+                let w = Vector::from(vec![3i64, -1, 4, -1, 5]);
+                for &n in SIZES {
+                    let x = Vector::from_fn(n, |i| (i % 101) as i64 - 50);
+                    let got = MapReduce::new(weighted_by, add_i64s).arrays((&w,)).backend(B).run(&x).unwrap();
+                    let want: i64 = (0..n).map(|i| x[i] * w[i % 5]).sum();
+                    assert_eq!(got, want, "weighted_by n={n}");
+                    let started = MapReduce::new(weighted_by, add_i64s).arrays((&w,)).start(7).backend(B).run(&x).unwrap();
+                    assert_eq!(started, want + 7, "start n={n}");
+                }
+            }
+
+            #[test]
+            fn container_args_follow_host_writes_and_are_never_written() {
+                require!();
+                let rows = 50;
+                let mut a = Matrix::from_fn(rows, 8, |r, c| (r + c) as f32);
+                let x = Vector::filled(8, 1.0f32);
+                let mut y = Vector::zeroed(rows);
+                Map::new(mv).arrays((&a, &x)).backend(B).run_index(&mut y).unwrap();
+                let up = skel::debug::transfers(&a).up;
+                // A second call with the same containers uploads nothing more.
+                Map::new(mv).arrays((&a, &x)).backend(B).run_index(&mut y).unwrap();
+                assert_eq!(skel::debug::transfers(&a).up, up, "second call re-uploaded the matrix");
+                assert_eq!(y[3], (3..11).sum::<usize>() as f32);
+                // A host write invalidates the device copy: the next call sees it.
+                a[(3, 0)] = 100.0;
+                Map::new(mv).arrays((&a, &x)).backend(B).run_index(&mut y).unwrap();
+                assert_eq!(y[3], (3..11).sum::<usize>() as f32 - 3.0 + 100.0);
+                assert_eq!(a[(3, 0)], 100.0);
+                assert_eq!(a[(4, 7)], 11.0, "containers are read, never written");
+            }
+
+            #[test]
+            fn container_args_of_the_wrong_kind_are_errors() {
+                require!();
+                let m = Matrix::from_fn(3, 4, |r, c| (r + c) as f32);
+                let v = Vector::filled(4, 1.0f32);
+                let mut y = Vector::filled(3, 9.0f32);
+                let err = Map::new(mv).arrays((&v, &v)).backend(B).run_index(&mut y).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                let msg = err.to_string();
+                assert!(msg.contains("container argument 0") && msg.contains("Mat<T>") && msg.contains("vector of 4"), "{msg}");
+                let err = Map::new(mv).arrays((&m, &m)).backend(B).run_index(&mut y).unwrap_err();
+                let msg = err.to_string();
+                assert!(msg.contains("container argument 1") && msg.contains("&[T]") && msg.contains("3x4 matrix"), "{msg}");
+                assert_eq!(y.to_vec(), vec![9.0; 3], "nothing written");
+                let w = Matrix::from_fn(1, 5, |_, c| c as i64);
+                let x = Vector::from(vec![1i64, 2, 3]);
+                let err = MapReduce::new(weighted_by, add_i64s).arrays((&w,)).backend(B).run(&x).unwrap_err();
+                assert!(err.to_string().contains("1x5 matrix"), "{err}");
             }
 
             proptest::proptest! {

@@ -14,15 +14,16 @@ use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Split, Work};
 use super::trace::Tag;
 use super::{
-    assemble, call_expr, cty, grid_for, input_params, inputs_read, stage_inputs, uniform_params,
-    vector_defines, CallSite, Cuda, MissingBytes,
+    arrays, assemble, call_expr, cty, grid_for, input_params, inputs_read, stage_inputs,
+    uniform_params, vector_defines, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::jit::ProgKey;
+use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source, tuple_field, DeviceSource, Dialect};
-use crate::containers::{Arg, ArgMut, OutArgs, OutCollector, Shape};
-use crate::plan::{ArgTuple, ArgVisitor};
+use crate::containers::{ArgMut, OutArgs, OutCollector, Shape};
+use crate::plan::ArgTuple;
 use crate::userfn::{ElementwiseFn, UniformTuple};
 use crate::{DeviceType, Error, Result};
 
@@ -181,26 +182,29 @@ pub(crate) fn map_source(
     assemble(&user.source, &defines, TEMPLATE)
 }
 
+/// The launch shape of a Map of `F` writing `outputs` containers.
+fn map_launch<F: ElementwiseFn>(outputs: usize) -> Result<Launch> {
+    Ok(match Launch::of(F::definition())? {
+        // Several outputs of different types cannot be stored as one vector of four, so
+        // memory-bound functions run one element per thread too.
+        Launch::Vector if outputs > 1 => Launch::One,
+        // Tiles are MapArray's: a loop over a container argument runs untiled.
+        Launch::Tiled(_) => Launch::One,
+        other => other,
+    })
+}
+
 /// The kernel source for `F`, writing `outputs` containers: one (the whole result), or one
-/// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`).
+/// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`). The
+/// container arguments come first among the kernel's parameters after the outputs.
 pub(crate) fn source<F: ElementwiseFn>(outputs: usize) -> Result<String> {
     let user = device_source::<F>(Dialect::Cuda)?;
     let def = F::definition();
-    let launch = Launch::of(def)?;
+    let launch = map_launch::<F>(outputs)?;
+    let arrays = arrays::container_params(def);
     if outputs == 1 {
-        return Ok(map_source(
-            &user,
-            def,
-            (cty::<F::Out>(), String::new()),
-            launch,
-        ));
+        return Ok(map_source(&user, def, (cty::<F::Out>(), arrays), launch));
     }
-    // Several outputs of different types cannot be stored as one vector of four, so
-    // memory-bound functions run one element per thread too.
-    let launch = match launch {
-        Launch::Vector => Launch::One,
-        other => other,
-    };
     let tys = F::outputs();
     let params: String = tys
         .iter()
@@ -212,14 +216,15 @@ pub(crate) fn source<F: ElementwiseFn>(outputs: usize) -> Result<String> {
         .collect();
     Ok(format!(
         "#define SKEL_STORE(i, r) {{ const SKEL_OUT_T skel_r = (r);{stores} }}\n{}",
-        map_source(&user, def, (cty::<F::Out>(), params), launch)
+        map_source(&user, def, (cty::<F::Out>(), params + &arrays), launch)
     ))
 }
 
 /// `out[i] = F(index(i), inputs[i], uniforms)`, `out` one container or one per element of a
 /// tuple result.
-pub(crate) fn run<'a, 'o, F, I, O>(
+pub(crate) fn run<'a, 'c, 'o, F, I, O>(
     exec: &Cuda,
+    arrays: ContainerOps<'c, F>,
     inputs: I,
     out: O,
     uniforms: &F::Uniforms,
@@ -241,12 +246,12 @@ where
         &["skel_map"],
         || source::<F>(O::COUNT),
     )?;
-    chunked::<I, u8, O>(
+    chunked(
         exec,
         ctx,
         "map",
-        (m.func("skel_map")?, Launch::of(F::definition())?),
-        (None, &inputs),
+        (m.func("skel_map")?, map_launch::<F>(O::COUNT)?),
+        ((&arrays, true), &inputs),
         out,
         uniforms,
     )
@@ -310,16 +315,18 @@ impl<'o> OutCollector<'o> for OutParts<'o> {
 }
 
 /// An element-wise call split into chunks: per chunk, its part of every input (and the
-/// whole `array`, uploaded once) is made readable on its stream, then its kernel writes its
-/// part of every output, then, for each output the host will read, its part is copied
-/// back. One output is the kernel's `out`; several (a multi-output Map) follow `skel_base`
-/// as `skel_out0..`, and `out` is null.
-pub(crate) fn chunked<'a, 'o, I: ArgTuple<'a>, A: DeviceType, O: OutArgs<'o>>(
+/// whole of every container argument in `arrays`, uploaded once) is made readable on its
+/// stream, then its kernel writes its part of every output, then, for each output the host
+/// will read, its part is copied back. One output is the kernel's `out`; several (a
+/// multi-output Map) follow `skel_base` as `skel_out0..`, and `out` is null. The containers
+/// follow, as pointers, each with its rows and columns when `dims` (MapArray passes only its
+/// array's pointer), then the inputs and uniforms.
+pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'o>>(
     exec: &Cuda,
     ctx: &Ctx,
     skeleton: &'static str,
     (func, shape): (sys::CUfunction, Launch),
-    (array, inputs): (Option<Arg<'_, A>>, &I),
+    ((arrays, dims), inputs): ((&C, bool), &I),
     out: O,
     uniforms: &impl UniformTuple,
 ) -> Result<()> {
@@ -335,9 +342,7 @@ pub(crate) fn chunked<'a, 'o, I: ArgTuple<'a>, A: DeviceType, O: OutArgs<'o>>(
         total: 0,
     };
     inputs.visit(&mut missing)?;
-    if let Some(a) = array {
-        missing.visit(a)?;
-    }
+    arrays.visit(&mut missing)?;
     let out_bytes = |o: &Box<dyn OutPart + 'o>| n * o.elem_bytes();
     let work = Work {
         up: missing.bytes,
@@ -360,17 +365,12 @@ pub(crate) fn chunked<'a, 'o, I: ArgTuple<'a>, A: DeviceType, O: OutArgs<'o>>(
         multistream::forced(exec.streams)?,
         work,
     )?;
-    let whole = |a: Arg<'_, A>| 0..a.shape().len();
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
-        let mut ptrs = Vec::new();
-        if let Some(a) = array {
-            ptrs.push(memory::input_part(ctx, &a, whole(a), lane, tag)?);
-        }
-        ptrs.extend(stage_inputs(ctx, inputs, part, lane, tag)?);
-        staged.push(ptrs);
+        let whole = arrays::stage(ctx, arrays, lane, tag)?;
+        staged.push((whole, stage_inputs(ctx, inputs, part, lane, tag)?));
     }
-    for ((_, part, lane, tag), ptrs) in split.parts().zip(staged) {
+    for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
         let mut dsts = Vec::with_capacity(outs.len());
         for o in &outs {
             dsts.push(o.part_ptr(ctx, part.clone(), lane, tag)?);
@@ -385,16 +385,15 @@ pub(crate) fn chunked<'a, 'o, I: ArgTuple<'a>, A: DeviceType, O: OutArgs<'o>>(
                 args.ptr(d);
             }
         }
+        arrays::push(&mut args, &whole, dims);
         for p in ptrs {
             args.ptr(p);
         }
         args.uniforms(uniforms);
-        let dims = shape.dims(ctx, &part, out_shape.cols())?;
-        launch(ctx, lane, tag, func, dims, &mut args)?;
+        let grid = shape.dims(ctx, &part, out_shape.cols())?;
+        launch(ctx, lane, tag, func, grid, &mut args)?;
         let ev = CuEvent::record(lane)?;
-        if let Some(a) = array {
-            memory::read_by(ctx, &a, whole(a), &ev)?;
-        }
+        arrays::read(ctx, arrays, (lane, tag), &ev)?;
         inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
         for o in &outs {
             o.written(ctx, part.clone(), &ev)?;

@@ -17,6 +17,7 @@
 //! output container records each chunk's events, which host access waits on (device errors
 //! surface there). Reduce and MapReduce return a value, so they wait.
 
+mod arrays;
 mod context;
 mod map;
 mod map_array;
@@ -37,11 +38,11 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{BinaryFn, Execute, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, Stencil};
+use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
-use crate::backends::args;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::skeletons::Options;
@@ -155,10 +156,11 @@ pub(crate) fn call_expr(entry: &str, def: &'static FnDef, site: &CallSite<'_>) -
             ParamKind::Index => format!("(skel_u64)({index})"),
             ParamKind::IndexRow => format!("(skel_u64)(({index}) / cols)"),
             ParamKind::IndexCol => format!("(skel_u64)(({index}) % cols)"),
-            ParamKind::Array if single => "arr".to_string(),
+            ParamKind::Array if single => args::call_args(def, p, "arr", "arr"),
             ParamKind::Array | ParamKind::Mat => {
                 c += 1;
-                args::call_args(def, p, c - 1, &format!("ca{}", c - 1))
+                let name = format!("ca{}", c - 1);
+                args::call_args(def, p, &name, &name)
             }
             ParamKind::Elem => {
                 e += 1;
@@ -226,13 +228,10 @@ pub(crate) fn input_params(def: &FnDef) -> String {
         .collect()
 }
 
-/// Kernel parameters for the array of a MapArray function (`, const T* __restrict__ arr`).
+/// Kernel parameters for the array of a MapArray function (`, const T* __restrict__ arr,
+/// skel_u64 arr_rows, skel_u64 arr_cols`): a container argument named `arr`.
 pub(crate) fn array_param(def: &FnDef) -> String {
-    def.params
-        .iter()
-        .filter(|p| p.kind == ParamKind::Array)
-        .map(|p| format!(", const {}* __restrict__ arr", ty_name(p.ty)))
-        .collect()
+    arrays::container_params(def)
 }
 
 /// Kernel parameters for the uniforms (`, const U u0, ...`) of `def`.
@@ -337,13 +336,19 @@ pub(crate) fn grid_for(ctx: &context::Ctx, n: usize, threads: usize, per_sm: usi
 }
 
 impl Execute for Cuda {
-    fn map<'a, 'o, F, I, O>(&self, inputs: I, out: O, uniforms: &F::Uniforms) -> Result<()>
+    fn map<'a, 'c, 'o, F, I, O>(
+        &self,
+        arrays: ContainerOps<'c, F>,
+        inputs: I,
+        out: O,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
-        map::run::<F, I, O>(self, inputs, out, uniforms)
+        map::run::<F, I, O>(self, arrays, inputs, out, uniforms)
     }
 
     fn map_array<'a, F, I>(
@@ -373,8 +378,9 @@ impl Execute for Cuda {
         reduce::run_axis::<F, T>(self, input, out, axis)
     }
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -385,7 +391,7 @@ impl Execute for Cuda {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        map_reduce::run::<M, R, I>(self, inputs, shape, uniforms, start)
+        map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -427,7 +433,7 @@ impl Execute for Cuda {
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B)>,
+        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         A: DeviceType,
         B: DeviceType,
     {
@@ -443,7 +449,7 @@ impl Execute for Cuda {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,

@@ -8,9 +8,10 @@ use ocl::core as cl;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
+    arrays, call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
     uniform_params, CallShape, Inputs, KArg,
 };
+use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, tuple_field, Dialect};
@@ -28,7 +29,7 @@ fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize) -> Result<String> {
     let (mut s, entries) = source_head(ctx, "__global", &[def])?;
     let shape = CallShape {
         pos: "i",
-        array: "",
+        array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
     let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
@@ -55,7 +56,8 @@ fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize) -> Result<String> {
     }
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS {outs}{}{}",
+        "#define SKEL_PARAMS {outs}{}{}{}",
+        arrays::container_params(def, ""),
         elem_params(def, ""),
         uniform_params(def, "")
     );
@@ -80,8 +82,9 @@ fn grid_2d(def: &'static FnDef) -> bool {
 
 /// `out[i] = F(index(i), inputs[i], uniforms)`, `out` one buffer or one per element of a
 /// tuple result.
-pub(super) fn run<'a, 'o, F, I, O>(
+pub(super) fn run<'a, 'c, 'o, F, I, O>(
     ctx: &Ctx,
+    arrays: ContainerOps<'c, F>,
     inputs: I,
     out: O,
     uniforms: &F::Uniforms,
@@ -122,6 +125,7 @@ where
             args.push(KArg::U64(off));
         }
     }
+    arrays::push(ctx, &arrays, &mut args)?;
     let mut up = Inputs { ctx, args };
     inputs.visit(&mut up)?;
     let mut args = up.args;

@@ -12,6 +12,7 @@
 //! (prelude, structs, functions), then `#define`s naming the types and the call of the
 //! user function, then the template.
 
+mod arrays;
 mod context;
 mod map;
 mod map_array;
@@ -28,11 +29,11 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::{BinaryFn, Execute, Stencil};
-use crate::codegen::ir::{FnDef, ParamKind};
-use crate::codegen::{c_type, device_source_multi, Dialect, Ty};
-use crate::containers::host::as_bytes;
+use super::{BinaryFn, ContainerOps, Execute, Stencil};
 use crate::backends::args;
+use crate::codegen::ir::{FnDef, ParamKind};
+use crate::codegen::{c_type, device_source_multi, Dialect};
+use crate::containers::host::as_bytes;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
@@ -258,11 +259,11 @@ pub(crate) fn call_expr(
                 u += 1;
                 format!("{prefix}u{}", u - 1)
             }
-            ParamKind::Array if single => c.array.to_string(),
+            ParamKind::Array if single => args::call_args(def, p, c.array, "ca0"),
             ParamKind::Array | ParamKind::Mat => {
                 k += 1;
-                let ptr = format!("({prefix}ca{0} + {prefix}ca{0}_off)", k - 1);
-                args::call_args(def, p, k - 1, &ptr)
+                let name = format!("{prefix}ca{}", k - 1);
+                args::call_args(def, p, &format!("({name} + {name}_off)"), &name)
             }
             ParamKind::Window => c.window.0.to_string(),
             ParamKind::Window2 => format!("{}, {}", c.window.0, c.window.1),
@@ -303,27 +304,25 @@ pub(crate) fn uniform_params(def: &FnDef, prefix: &str) -> String {
     s
 }
 
-/// The type of the array parameter of `def` (MapArray).
-pub(crate) fn array_ty(def: &FnDef) -> Option<Ty> {
-    def.params
-        .iter()
-        .find(|p| p.kind == ParamKind::Array)
-        .map(|p| p.ty)
-}
-
 /// `(rows, cols)` of a shape.
 pub(crate) fn dims(shape: Shape) -> (usize, usize) {
     shape.dims()
 }
 
 impl Execute for OpenCl {
-    fn map<'a, 'o, F, I, O>(&self, inputs: I, out: O, uniforms: &F::Uniforms) -> Result<()>
+    fn map<'a, 'c, 'o, F, I, O>(
+        &self,
+        arrays: ContainerOps<'c, F>,
+        inputs: I,
+        out: O,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
-        map::run::<F, I, O>(ctx()?, inputs, out, uniforms)
+        map::run::<F, I, O>(ctx()?, arrays, inputs, out, uniforms)
     }
 
     fn map_array<'a, F, I>(
@@ -353,8 +352,9 @@ impl Execute for OpenCl {
         reduce::run_axis::<F, T>(ctx()?, input, out, axis)
     }
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -365,7 +365,7 @@ impl Execute for OpenCl {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        map_reduce::run::<M, R, I>(ctx()?, inputs, shape, uniforms, start)
+        map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start)
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -407,7 +407,7 @@ impl Execute for OpenCl {
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B)>,
+        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         A: DeviceType,
         B: DeviceType,
     {
@@ -423,7 +423,7 @@ impl Execute for OpenCl {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B)>,
+        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,
