@@ -789,6 +789,17 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                 let args = exprs(&c.args)?;
                 quote!(__ir::Expr::Math { func: #f, ty: ::core::option::Option::Some(#pt), args: &[#(#args),*] })
             } else {
+                if let Some(seg) = p
+                    .path
+                    .segments
+                    .iter()
+                    .find(|s| HEAP_TYPES.contains(&s.ident.to_string().as_str()))
+                {
+                    return Err(syn::Error::new_spanned(
+                        p,
+                        format!("`{}` lives on the heap, which device code cannot use; use a fixed-size array `[T; N]` (or a `&[T]` parameter)", seg.ident),
+                    ));
+                }
                 for seg in &p.path.segments {
                     if !seg.arguments.is_none() {
                         return Err(unsupported(

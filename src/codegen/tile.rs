@@ -223,7 +223,9 @@ fn tileable(body: &'static Block, arr: &str, var: &str) -> bool {
                 reads += 1;
             }
         }
-        Node::Stmt(Stmt::Let { name, .. }) => ok &= *name != var,
+        Node::Stmt(Stmt::Let { name, .. }) | Node::Stmt(Stmt::For { var: name, .. }) => {
+            ok &= *name != var
+        }
         _ => {}
     });
     ok && reads > 0 && uses == reads && !breaks(body)
@@ -617,6 +619,18 @@ mod tests {
         s
     }
 
+    #[userfn]
+    fn shadowed(p: P, ps: &[P], #[uniform] n: u32) -> f32 {
+        let mut s = 0.0f32;
+        for j in 0..n as usize {
+            s += ps[j].x;
+            for j in 0..2 {
+                s += ps[j].m * p.x;
+            }
+        }
+        s
+    }
+
     fn tiles<F: UserFn>(_: F) -> bool {
         tiled::<P>(F::definition()).is_some()
     }
@@ -646,5 +660,7 @@ mod tests {
         assert!(!tiles(early_exit));
         assert!(!tiles(returns));
         assert!(!tiles(nested));
+        // the inner `j` is another variable: its reads are not the tile's
+        assert!(!tiles(shadowed));
     }
 }
