@@ -498,12 +498,12 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 #[allow(unused_variables)]
                 fn apply_with(
                     index: #index_ty,
-                    arrays: <#kinds_t as ::skel::userfn::ContainerArgs>::Refs<'_>,
+                    __skel_arrays: <#kinds_t as ::skel::userfn::ContainerArgs>::Refs<'_>,
                     elems: #elems_t,
                     uniforms: &#unis_t,
                 ) -> #out_ty {
                     #unpack
-                    let (#(#container_names,)*) = arrays;
+                    let (#(#container_names,)*) = __skel_arrays;
                     Self::call(#(#with_args),*)
                 }
             }
