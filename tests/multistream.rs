@@ -1666,7 +1666,11 @@ fn multi_output_and_container_args_over_chunks() {
             same_f32(s.as_slice(), ws.as_slice(), format_args!("sum {what}"));
             same_f32(d.as_slice(), wd.as_slice(), format_args!("diff {what}"));
             let bytes = (n * 4) as u64;
-            assert_eq!(transfers(&s).down, bytes, "each output comes back once, {what}");
+            assert_eq!(
+                transfers(&s).down,
+                bytes,
+                "each output comes back once, {what}"
+            );
 
             let (mut x, mut r) = (Vector::filled(n, f32::NAN), Vector::filled(n, u32::MAX));
             on_cuda!(Map::new(scaled_row_sum).arrays((&m, &w)), k, dl)

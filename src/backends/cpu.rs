@@ -300,13 +300,14 @@ pub(crate) fn fold_columns<F: BinaryFn<T>, T: DeviceType>(block: &[T], cols: usi
 /// `h.len()` results.
 #[inline]
 pub(crate) fn pairs_rows<F, A, B>(
+    arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
     v: &[A],
     h: &[B],
     out: &mut [F::Out],
     first_row: usize,
     uniforms: &F::Uniforms,
 ) where
-    F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+    F: ElementwiseFn<Elems = (A, B)>,
     A: DeviceType,
     B: DeviceType,
 {
@@ -315,7 +316,12 @@ pub(crate) fn pairs_rows<F, A, B>(
         let i = first_row + k;
         let p = v[i];
         for (j, (o, &q)) in row.iter_mut().zip(h).enumerate() {
-            *o = F::apply(F::Index::from_flat(i * cols + j, cols), (p, q), uniforms);
+            *o = F::apply_with(
+                F::Index::from_flat(i * cols + j, cols),
+                arrays,
+                (p, q),
+                uniforms,
+            );
         }
     }
 }
@@ -324,13 +330,14 @@ pub(crate) fn pairs_rows<F, A, B>(
 /// (`Axis::Rows`) or column of the pair matrix `map(v[i], h[j])`.
 #[inline]
 pub(crate) fn pairs_fold_range<M, R, A, B>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
     out: &mut [M::Out],
     first: usize,
     axis: Axis,
     uniforms: &M::Uniforms,
 ) where
-    M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+    M: ElementwiseFn<Elems = (A, B)>,
     R: BinaryFn<M::Out>,
     A: DeviceType,
     B: DeviceType,
@@ -345,8 +352,9 @@ pub(crate) fn pairs_fold_range<M, R, A, B>(
             } else {
                 (k, own)
             };
-            let x = M::apply(
+            let x = M::apply_with(
                 M::Index::from_flat(i * cols + j, cols),
+                arrays,
                 (v[i], h[j]),
                 uniforms,
             );
@@ -520,25 +528,28 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         mut out: ArgMut<'_, F::Out>,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        F: ElementwiseFn<Elems = (A, B)>,
         A: DeviceType,
         B: DeviceType,
     {
         let (v, h) = (v.host()?, h.host()?);
-        pairs_rows::<F, A, B>(v, h, out.host_overwrite()?, 0, uniforms);
+        let arrays = container_refs::<F>(&arrays)?;
+        pairs_rows::<F, A, B>(arrays, v, h, out.host_overwrite()?, 0, uniforms);
         Ok(())
     }
 
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         mut out: ArgMut<'_, M::Out>,
@@ -546,13 +557,15 @@ impl Execute for Cpu {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        M: ElementwiseFn<Elems = (A, B)>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,
     {
         let operands = (v.host()?, h.host()?);
-        pairs_fold_range::<M, R, A, B>(operands, out.host_overwrite()?, 0, axis, uniforms);
+        let arrays = container_refs::<M>(&arrays)?;
+        let out = out.host_overwrite()?;
+        pairs_fold_range::<M, R, A, B>(arrays, operands, out, 0, axis, uniforms);
         Ok(())
     }
 }

@@ -123,22 +123,24 @@ pub(crate) trait Execute {
     ) -> Result<()>;
 
     /// `out` is the `v.len() x h.len()` matrix of `f(v[i], h[j])`.
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, F::Out>,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        F: ElementwiseFn<Elems = (A, B)>,
         A: DeviceType,
         B: DeviceType;
 
     /// `axis` is `Rows` (`out[i]` folds row `i` of the pairs) or `Cols`; every fold has at
     /// least one pair.
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, M::Out>,
@@ -146,7 +148,7 @@ pub(crate) trait Execute {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        M: ElementwiseFn<Elems = (A, B)>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType;

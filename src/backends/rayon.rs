@@ -306,33 +306,36 @@ impl Execute for Rayon {
         Ok(())
     }
 
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         mut out: ArgMut<'_, F::Out>,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        F: ElementwiseFn<Elems = (A, B)>,
         A: DeviceType,
         B: DeviceType,
     {
         let (rows, cols) = out.shape().dims();
         if sequential(rows * cols) {
-            return Cpu.map_pairs::<F, A, B>(v, h, out, uniforms);
+            return Cpu.map_pairs::<F, A, B>(arrays, v, h, out, uniforms);
         }
+        let arrays = cpu::container_refs::<F>(&arrays)?;
         let (v, h) = (v.host()?, h.host()?);
         let out = out.host_overwrite()?;
         let band = chunk_len(rows * cols).div_ceil(cols);
         out.par_chunks_mut(band * cols)
             .enumerate()
-            .for_each(|(b, o)| cpu::pairs_rows::<F, A, B>(v, h, o, b * band, uniforms));
+            .for_each(|(b, o)| cpu::pairs_rows::<F, A, B>(arrays, v, h, o, b * band, uniforms));
         Ok(())
     }
 
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         mut out: ArgMut<'_, M::Out>,
@@ -340,22 +343,23 @@ impl Execute for Rayon {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        M: ElementwiseFn<Elems = (A, B)>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,
     {
         let pairs = v.shape().len() * h.shape().len();
         if sequential(pairs) {
-            return Cpu.map_pairs_reduce::<M, R, A, B>(v, h, out, axis, uniforms);
+            return Cpu.map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms);
         }
+        let arrays = cpu::container_refs::<M>(&arrays)?;
         let operands = (v.host()?, h.host()?);
         let out = out.host_overwrite()?;
         // Each result folds its whole row (column) in order, as on `cpu`: only the results
         // are spread over the threads.
         let per = chunk_len(pairs).div_ceil(pairs / out.len());
         out.par_chunks_mut(per).enumerate().for_each(|(c, o)| {
-            cpu::pairs_fold_range::<M, R, A, B>(operands, o, c * per, axis, uniforms)
+            cpu::pairs_fold_range::<M, R, A, B>(arrays, operands, o, c * per, axis, uniforms)
         });
         Ok(())
     }

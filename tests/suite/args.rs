@@ -90,6 +90,12 @@ pub fn add_i64s(a: i64, b: i64) -> i64 {
     a + b
 }
 
+/// A pair function reading a matrix and a vector container, with a 2D index.
+#[userfn]
+pub fn pair_cost(#[index] (r, c): (usize, usize), p: u32, q: u32, t: Mat<i64>, w: &[i64]) -> i64 {
+    t[(p as usize % t.rows(), q as usize % t.cols())] * w[(r + 2 * c) % w.len()]
+}
+
 pub fn words(n: usize, seed: u32) -> Vec<u32> {
     (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed))
@@ -335,6 +341,40 @@ macro_rules! args_suite {
                 let x = Vector::from(vec![1i64, 2, 3]);
                 let err = MapReduce::new(weighted_by, add_i64s).arrays((&w,)).backend(B).run(&x).unwrap_err();
                 assert!(err.to_string().contains("1x5 matrix"), "{err}");
+            }
+
+            #[test]
+            fn container_args_in_map_pairs_and_map_pairs_reduce() {
+                require!();
+                let t = Matrix::from_fn(5, 7, |r, c| (r * 7 + c) as i64 - 17);
+                let w = Vector::from(vec![3i64, -2, 5]);
+                let want = |v: &Vector<u32>, h: &Vector<u32>, i: usize, j: usize| {
+                    pair_cost::call((i, j), v[i], h[j], Mat::new(t.as_slice(), 5, 7), w.as_slice())
+                };
+                for (rows, cols) in [(1, 1), (2, 3), (7, 13), (33, 31), (300, 129)] {
+                    let v = Vector::from(words(rows, 3));
+                    let h = Vector::from(words(cols, 4));
+                    let mut m = Matrix::filled(rows, cols, i64::MIN);
+                    MapPairs::new(pair_cost).arrays((&t, &w)).backend(B).run(&v, &h, &mut m).unwrap();
+                    for i in 0..rows {
+                        for j in 0..cols {
+                            assert_eq!(m[(i, j)], want(&v, &h, i, j), "pairs {rows}x{cols} ({i}, {j})");
+                        }
+                    }
+                    let mut per_v = Vector::filled(rows, 0i64);
+                    MapPairsReduce::new(pair_cost, add_i64s).arrays((&t, &w)).backend(B).run_rows(&v, &h, &mut per_v).unwrap();
+                    let rows_want: Vec<i64> = (0..rows).map(|i| (0..cols).map(|j| want(&v, &h, i, j)).sum()).collect();
+                    assert_eq!(per_v.to_vec(), rows_want, "rows {rows}x{cols}");
+                    let mut per_h = Vector::filled(cols, 0i64);
+                    MapPairsReduce::new(pair_cost, add_i64s).arrays((&t, &w)).backend(B).run_cols(&v, &h, &mut per_h).unwrap();
+                    let cols_want: Vec<i64> = (0..cols).map(|j| (0..rows).map(|i| want(&v, &h, i, j)).sum()).collect();
+                    assert_eq!(per_h.to_vec(), cols_want, "cols {rows}x{cols}");
+                }
+                let v = Vector::from(vec![1u32, 2]);
+                let mut m = Matrix::filled(2, 2, 5i64);
+                let err = MapPairs::new(pair_cost).arrays((&w, &w)).backend(B).run(&v, &v, &mut m).unwrap_err();
+                assert!(err.to_string().contains("MapPairs container argument 0"), "{err}");
+                assert_eq!(m.to_vec(), vec![5; 4]);
             }
 
             proptest::proptest! {

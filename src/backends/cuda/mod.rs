@@ -425,23 +425,25 @@ impl Execute for Cuda {
         map_overlap::run_2d::<F>(self, input, out, stencil, uniforms)
     }
 
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, F::Out>,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        F: ElementwiseFn<Elems = (A, B)>,
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs::run::<F, A, B>(self, v, h, out, uniforms)
+        map_pairs::run::<F, A, B>(self, arrays, v, h, out, uniforms)
     }
 
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, M::Out>,
@@ -449,12 +451,12 @@ impl Execute for Cuda {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        M: ElementwiseFn<Elems = (A, B)>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs_reduce::run::<M, R, A, B>(self, v, h, out, axis, uniforms)
+        map_pairs_reduce::run::<M, R, A, B>(self, arrays, v, h, out, axis, uniforms)
     }
 }
 

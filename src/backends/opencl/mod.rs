@@ -399,23 +399,25 @@ impl Execute for OpenCl {
         map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms)
     }
 
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, F::Out>,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
-        F: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        F: ElementwiseFn<Elems = (A, B)>,
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs::run::<F, A, B>(ctx()?, v, h, out, uniforms)
+        map_pairs::run::<F, A, B>(ctx()?, arrays, v, h, out, uniforms)
     }
 
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, M::Out>,
@@ -423,12 +425,12 @@ impl Execute for OpenCl {
         uniforms: &M::Uniforms,
     ) -> Result<()>
     where
-        M: ElementwiseFn<Elems = (A, B), Arrays = ()>,
+        M: ElementwiseFn<Elems = (A, B)>,
         R: BinaryFn<M::Out>,
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs_reduce::run::<M, R, A, B>(ctx()?, v, h, out, axis, uniforms)
+        map_pairs_reduce::run::<M, R, A, B>(ctx()?, arrays, v, h, out, axis, uniforms)
     }
 }
 
