@@ -343,16 +343,11 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
     };
     inputs.visit(&mut missing)?;
     arrays.visit(&mut missing)?;
-    let out_bytes = |o: &Box<dyn OutPart + 'o>| n * o.elem_bytes();
+    let bytes: Vec<usize> = outs.iter().map(|o| n * o.elem_bytes()).collect();
     let work = Work {
         up: missing.bytes,
-        kernel: missing.total + outs.iter().map(out_bytes).sum::<usize>(),
-        down: outs
-            .iter()
-            .zip(&eager)
-            .filter(|(_, e)| **e)
-            .map(|(o, _)| out_bytes(o))
-            .sum(),
+        kernel: missing.total + bytes.iter().sum::<usize>(),
+        down: bytes.iter().zip(&eager).filter(|(_, e)| **e).map(|(b, _)| b).sum(),
         follows: outs.iter().find_map(|o| o.busy(ctx)),
     };
     // Chunk boundaries at multiples of 4 keep every chunk's pointers 16-byte aligned for
