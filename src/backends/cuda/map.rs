@@ -347,7 +347,12 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
     let work = Work {
         up: missing.bytes,
         kernel: missing.total + bytes.iter().sum::<usize>(),
-        down: bytes.iter().zip(&eager).filter(|(_, e)| **e).map(|(b, _)| b).sum(),
+        down: bytes
+            .iter()
+            .zip(&eager)
+            .filter(|(_, e)| **e)
+            .map(|(b, _)| b)
+            .sum(),
         follows: outs.iter().find_map(|o| o.busy(ctx)),
     };
     // Chunk boundaries at multiples of 4 keep every chunk's pointers 16-byte aligned for
