@@ -6,7 +6,8 @@
 //! | parameters                                   | trait             | skeletons                         |
 //! |----------------------------------------------|-------------------|-----------------------------------|
 //! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan, MapPairs, MapPairsReduce |
-//! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`]       | MapArray                          |
+//! | the same plus up to four container parameters `Mat<T>` / `&[T]` | [`ElementwiseFn`] (`Arrays` not `()`) | Map, MapReduce, MapPairs, MapPairsReduce, bound with `.arrays((..))` |
+//! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`] (also the row above) | MapArray                          |
 //! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
 //!

@@ -257,6 +257,8 @@ where
     )
 }
 
+type CuPtr = sys::CUdeviceptr;
+
 /// One container a call writes, whatever its element type: what [`chunked`] does with
 /// each output.
 trait OutPart {
@@ -264,13 +266,7 @@ trait OutPart {
     fn elem_bytes(&self) -> usize;
     fn eager(&self, choice: Option<bool>) -> bool;
     fn busy(&self, ctx: &Ctx) -> Option<usize>;
-    fn part_ptr(
-        &self,
-        ctx: &Ctx,
-        part: Range<usize>,
-        lane: Lane,
-        tag: Tag,
-    ) -> Result<sys::CUdeviceptr>;
+    fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, at: (Lane, Tag)) -> Result<CuPtr>;
     fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
     fn download(&self, ctx: &Ctx, split: &Split) -> Result<()>;
 }
@@ -288,13 +284,7 @@ impl<T: DeviceType> OutPart for ArgMut<'_, T> {
     fn busy(&self, ctx: &Ctx) -> Option<usize> {
         memory::busy_lane(ctx, &self.lock())
     }
-    fn part_ptr(
-        &self,
-        ctx: &Ctx,
-        part: Range<usize>,
-        lane: Lane,
-        tag: Tag,
-    ) -> Result<sys::CUdeviceptr> {
+    fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, (lane, tag): (Lane, Tag)) -> Result<CuPtr> {
         memory::output_part(ctx, self, part, false, lane, tag)
     }
     fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
@@ -373,7 +363,7 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
     for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
         let mut dsts = Vec::with_capacity(outs.len());
         for o in &outs {
-            dsts.push(o.part_ptr(ctx, part.clone(), lane, tag)?);
+            dsts.push(o.part_ptr(ctx, part.clone(), (lane, tag))?);
         }
         let mut args = KernelArgs::default();
         args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
