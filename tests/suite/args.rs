@@ -126,6 +126,10 @@ macro_rules! args_suite {
                     assert_eq!((bits(&r), bits(&t)), (bits(&wr), bits(&wt)), "polar n={n}");
                     let plain: Vec<(f32, f32)> = (0..n).map(|i| polar_exact::call(x[i], y[i])).collect();
                     assert!(plain.iter().enumerate().all(|(i, p)| p.0.to_bits() == wr[i].to_bits() && p.1.to_bits() == wt[i].to_bits()), "cpu n={n}");
+                    // The whole tuple in one container is still one output.
+                    let mut pairs = Vector::filled(n, (f32::NAN, f32::NAN));
+                    Map::new(polar_exact).backend(B).run(&x, &y, &mut pairs).unwrap();
+                    assert!(pairs.iter().enumerate().all(|(i, p)| p.0.to_bits() == wr[i].to_bits() && p.1.to_bits() == wt[i].to_bits()), "tuple vector n={n}");
 
                     let a = Vector::from_fn(n, |i| (i as i32 * 7919) % 1001 - 500);
                     let (mut o0, mut o1, mut o2) = (Vector::filled(n, -1), Vector::filled(n, 7), Vector::filled(n, f32::NAN));
