@@ -332,6 +332,18 @@ impl<T: DeviceType> ContainerArg for SliceArg<T> {
 
 /// The container parameters of a user function: `()` or a tuple of up to four
 /// [`ContainerArg`]s.
+///
+/// ```
+/// use skel::prelude::*;
+/// use skel::userfn::{ContainerArgs, ContainerKind, ElementwiseFn};
+/// #[userfn]
+/// fn mv(#[index] i: usize, m: Mat<f32>, x: &[f32]) -> f32 { m[(i, 0)] * x[0] }
+/// #[userfn]
+/// fn twice(x: f32) -> f32 { 2.0 * x }
+/// type Of<F> = <F as ElementwiseFn>::Arrays;
+/// assert_eq!(Of::<mv>::KINDS, [ContainerKind::Mat, ContainerKind::Slice]);
+/// assert!(Of::<twice>::KINDS.is_empty());
+/// ```
 pub trait ContainerArgs: 'static {
     /// What the Rust body receives: a tuple of `Mat<'a, T>` / `&'a [T]`.
     type Refs<'a>: Copy + Send + Sync;
