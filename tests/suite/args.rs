@@ -96,6 +96,19 @@ pub fn pair_cost(#[index] (r, c): (usize, usize), p: u32, q: u32, t: Mat<i64>, w
     t[(p as usize % t.rows(), q as usize % t.cols())] * w[(r + 2 * c) % w.len()]
 }
 
+/// MapArray's array read through its length: passed like a container argument on the GPU
+/// backends too.
+#[userfn]
+pub fn last_at_most(t: &[i64], x: i64) -> i64 {
+    let mut best = -1;
+    for i in 0..t.len() {
+        if t[i] <= x {
+            best = i as i64;
+        }
+    }
+    best
+}
+
 pub fn words(n: usize, seed: u32) -> Vec<u32> {
     (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed))
@@ -381,6 +394,25 @@ macro_rules! args_suite {
                 assert_eq!(m.to_vec(), vec![5; 4]);
             }
 
+            #[test]
+            fn map_array_reads_the_length_of_its_array() {
+                require!();
+                for len in [1usize, 7, 100, 300] {
+                    let table = Vector::from_fn(len, |i| (i as i64) * 3 - 50);
+                    let x = Vector::from_fn(500, |i| i as i64 - 100);
+                    let mut got = Vector::filled(500, i64::MIN);
+                    MapArray::new(last_at_most).backend(B).run(&table, &x, &mut got).unwrap();
+                    for i in 0..500 {
+                        let want = table.iter().rposition(|&t| t <= x[i]).map_or(-1, |p| p as i64);
+                        assert_eq!(got[i], want, "len={len} i={i}");
+                    }
+                    // The same function as a Map with the table as a container argument.
+                    let mut via_map = Vector::filled(500, i64::MIN);
+                    Map::new(last_at_most).arrays((&table,)).backend(B).run(&x, &mut via_map).unwrap();
+                    assert_eq!(via_map, got, "len={len}");
+                }
+            }
+
             proptest::proptest! {
                 #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
                 #[test]
@@ -404,6 +436,19 @@ macro_rules! args_suite {
                     Map::new(collatz2).backend(B).run(&x, &mut (&mut s, &mut p)).unwrap();
                     Map::new(collatz2).backend(Backend::Cpu).run(&x, &mut (&mut ws, &mut wp)).unwrap();
                     proptest::prop_assert_eq!((s.to_vec(), p.to_vec()), (ws.to_vec(), wp.to_vec()));
+                }
+
+                #[test]
+                fn container_args_match_cpu(rows in 1usize..40, cols in 0usize..40, seed in 0u32..1000) {
+                    if !available(B) {
+                        return Ok(());
+                    }
+                    let m = Matrix::from_fn(rows, cols, |r, c| ((r as u32 * 31 + c as u32 * 7 + seed) % 97) as f32 * 0.25 - 12.0);
+                    let x = Vector::from_fn(cols, |j| ((j as u32 + seed) % 13) as f32 - 6.0);
+                    let (mut got, mut want) = (Vector::filled(rows, f32::NAN), Vector::filled(rows, f32::NAN));
+                    Map::new(mv).arrays((&m, &x)).backend(B).run_index(&mut got).unwrap();
+                    Map::new(mv).arrays((&m, &x)).backend(Backend::Cpu).run_index(&mut want).unwrap();
+                    proptest::prop_assert_eq!(bits(&got), bits(&want));
                 }
             }
         }
