@@ -13,9 +13,10 @@ use rayon::prelude::*;
 
 use super::cpu::{self, Cpu};
 use super::{BinaryFn, ContainerOps, Execute, Stencil};
+use crate::codegen::cost::{classify, Cost};
 use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
+use crate::userfn::{ArrayFn, ContainerArgs, ElementwiseFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
 
 /// The multi-core executor.
@@ -59,6 +60,22 @@ fn sequential(n: usize) -> bool {
     n <= MIN_CHUNK
 }
 
+/// Elements per chunk of an element-wise call of `F` over `n` elements, or `None` to run
+/// it inline. An element of a function with container arguments that loops (not
+/// memory-bound) reads many container elements (a row of a matrix, a whole vector), so
+/// even a few thousand of them are worth all cores: about four chunks per thread
+/// (measured on 2 cores, a 2048 x 2048 matrix-vector Map: inline 1.7x the time of a
+/// hand-written Rayon loop, split within 1 % of it).
+fn map_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
+    let heavy = !<F::Arrays as ContainerArgs>::KINDS.is_empty()
+        && classify(F::definition()) != Cost::Memory;
+    match heavy {
+        true if n > 1 => Some(n.div_ceil(4 * rayon::current_num_threads()).max(1)),
+        false if !sequential(n) => Some(chunk_len(n)),
+        _ => None,
+    }
+}
+
 impl Execute for Rayon {
     fn map<'a, 'c, 'o, F, I, O>(
         &self,
@@ -73,13 +90,12 @@ impl Execute for Rayon {
         O: OutArgs<'o, Elems = F::Out>,
     {
         let shape = out.shapes()[0];
-        if sequential(shape.len()) {
+        let Some(chunk) = map_chunk::<F>(shape.len()) else {
             return Cpu.map::<F, I, O>(arrays, inputs, out, uniforms);
-        }
+        };
         let cols = shape.cols();
         let arrays = cpu::container_refs::<F>(&arrays)?;
         let inputs = inputs.host()?;
-        let chunk = chunk_len(shape.len());
         // Every output is cut at the same positions (a tuple of slices has no par_chunks).
         let mut parts = Vec::with_capacity(shape.len().div_ceil(chunk));
         let mut rest = out.host_overwrite()?;
