@@ -33,21 +33,22 @@ fn chunk_len(n: usize) -> usize {
 }
 
 /// The fold of `positions`: halved recursively with `rayon::join` down to leaves of at most
-/// `4 * MIN_CHUNK` elements that `leaf` folds, so idle threads steal work as it frees up
-/// (measured: fixed chunks fell 10-20 % behind hand-written Rayon on a busy machine).
-/// Halves are combined left to right, which keeps the order an associative `f` needs.
+/// `most` elements (`4 * MIN_CHUNK` for cheap elements) that `leaf` folds, so idle threads
+/// steal work as it frees up (measured: fixed chunks fell 10-20 % behind hand-written Rayon
+/// on a busy machine). Halves are combined left to right, which keeps the order an
+/// associative `f` needs.
 fn split_fold<T: DeviceType>(
-    positions: Range<usize>,
+    (positions, most): (Range<usize>, usize),
     leaf: &(impl Fn(Range<usize>) -> Option<T> + Sync),
     f: &(impl Fn(T, T) -> T + Sync),
 ) -> Option<T> {
-    if positions.len() <= 4 * MIN_CHUNK {
+    if positions.len() <= most {
         return leaf(positions);
     }
     let mid = positions.start + positions.len() / 2;
     let (left, right) = rayon::join(
-        || split_fold(positions.start..mid, leaf, f),
-        || split_fold(mid..positions.end, leaf, f),
+        || split_fold((positions.start..mid, most), leaf, f),
+        || split_fold((mid..positions.end, most), leaf, f),
     );
     match (left, right) {
         (Some(l), Some(r)) => Some(f(l, r)),
@@ -60,8 +61,8 @@ fn sequential(n: usize) -> bool {
     n <= MIN_CHUNK
 }
 
-/// Elements per chunk of an element-wise call of `F` over `n` elements, or `None` to run
-/// it inline. An element of a function with container arguments that loops (not
+/// Elements per chunk of an element-wise call (Map, MapReduce) of `F` over `n` elements, or
+/// `None` to run it inline. An element of a function with container arguments that loops (not
 /// memory-bound) reads many container elements (a row of a matrix, a whole vector), so
 /// even a few thousand of them are worth all cores: about four chunks per thread
 /// (measured on 2 cores, a 2048 x 2048 matrix-vector Map: inline 1.7x the time of a
@@ -157,7 +158,7 @@ impl Execute for Rayon {
         }
         let data = input.host()?;
         let folded = split_fold(
-            0..data.len(),
+            (0..data.len(), 4 * MIN_CHUNK),
             &|r: Range<usize>| cpu::fold::<F, T>(&data[r]),
             &|a, b| F::apply((), (a, b), &()),
         );
@@ -215,16 +216,16 @@ impl Execute for Rayon {
         I: ArgTuple<'a, Elems = M::Elems>,
     {
         let n = shape.len();
-        if sequential(n) {
+        let Some(most) = map_chunk::<M>(n) else {
             return Cpu.map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start);
-        }
+        };
         let arrays = cpu::container_refs::<M>(&arrays)?;
         let inputs = inputs.host()?;
         let leaf = |range: Range<usize>| {
             let part = inputs.slice(range.clone());
             cpu::map_fold::<M, R>(arrays, part, range, shape.cols(), uniforms)
         };
-        let folded = split_fold(0..n, &leaf, &|a, b| R::apply((), (a, b), &()));
+        let folded = split_fold((0..n, most), &leaf, &|a, b| R::apply((), (a, b), &()));
         Ok(cpu::combine::<R, M::Out>(start, folded))
     }
 
