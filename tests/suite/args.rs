@@ -96,19 +96,6 @@ pub fn pair_cost(#[index] (r, c): (usize, usize), p: u32, q: u32, t: Mat<i64>, w
     t[(p as usize % t.rows(), q as usize % t.cols())] * w[(r + 2 * c) % w.len()]
 }
 
-/// MapArray's array read through its length: passed like a container argument on the GPU
-/// backends too.
-#[userfn]
-pub fn last_at_most(t: &[i64], x: i64) -> i64 {
-    let mut best = -1;
-    for i in 0..t.len() {
-        if t[i] <= x {
-            best = i as i64;
-        }
-    }
-    best
-}
-
 pub fn words(n: usize, seed: u32) -> Vec<u32> {
     (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed))
@@ -401,14 +388,14 @@ macro_rules! args_suite {
                     let table = Vector::from_fn(len, |i| (i as i64) * 3 - 50);
                     let x = Vector::from_fn(500, |i| i as i64 - 100);
                     let mut got = Vector::filled(500, i64::MIN);
-                    MapArray::new(last_at_most).backend(B).run(&table, &x, &mut got).unwrap();
+                    MapArray::new($crate::suite::lang::last_le).backend(B).run(&table, &x, &mut got).unwrap();
                     for i in 0..500 {
                         let want = table.iter().rposition(|&t| t <= x[i]).map_or(-1, |p| p as i64);
                         assert_eq!(got[i], want, "len={len} i={i}");
                     }
                     // The same function as a Map with the table as a container argument.
                     let mut via_map = Vector::filled(500, i64::MIN);
-                    Map::new(last_at_most).arrays((&table,)).backend(B).run(&x, &mut via_map).unwrap();
+                    Map::new($crate::suite::lang::last_le).arrays((&table,)).backend(B).run(&x, &mut via_map).unwrap();
                     assert_eq!(via_map, got, "len={len}");
                 }
             }
