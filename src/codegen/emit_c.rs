@@ -330,6 +330,11 @@ pub fn array_len_param(def: &'static FnDef) -> bool {
         .any(|p| array_len_param_of(def, p.name, &mut Vec::new()))
 }
 
+/// [`array_len_param`] for the one `&[T]` parameter named `name`.
+pub fn array_len_param_named(def: &'static FnDef, name: &str) -> bool {
+    array_len_param_of(def, name, &mut Vec::new())
+}
+
 impl Program {
     fn collect(&mut self, def: &'static FnDef, stack: &mut Vec<usize>) -> R<()> {
         let k = key(def);
@@ -474,6 +479,17 @@ impl Program {
                         c_type(p.ty, d)
                     ));
                     Bind::Slice(cname, None, None)
+                }
+                ParamKind::Mat => {
+                    // Bound like a 2D window whose stride is the column count, plus the rows.
+                    let rows = e.fresh_name(&format!("{cname}_rows"));
+                    let cols = e.fresh_name(&format!("{cname}_cols"));
+                    let usize_t = c_type(Ty::Prim(Prim::Usize), d);
+                    params.push(format!(
+                        "SKEL_ARRAY_SPACE const {}* {cname}, {usize_t} {rows}, {usize_t} {cols}",
+                        c_type(p.ty, d)
+                    ));
+                    Bind::Slice(cname, Some(cols), Some(rows))
                 }
                 ParamKind::Window2 => {
                     let stride = e.fresh_name(&format!("{cname}_stride"));
@@ -1320,13 +1336,21 @@ impl FnEmitter<'_> {
                 let mut cargs = Vec::new();
                 for ((p, a), ta) in params.zip(args.iter()).zip(&te.kids) {
                     match p.kind {
-                        ParamKind::Array | ParamKind::Window | ParamKind::Window2 => {
+                        ParamKind::Array
+                        | ParamKind::Window
+                        | ParamKind::Window2
+                        | ParamKind::Mat => {
                             let Expr::Var(n) = a else {
                                 return Err("array/window argument must be a parameter".into());
                             };
                             let wants_len = p.kind == ParamKind::Array
                                 && array_len_param_of(def, p.name, &mut Vec::new());
                             match self.lookup(n)? {
+                                Bind::Slice(c, Some(cols), Some(rows))
+                                    if p.kind == ParamKind::Mat =>
+                                {
+                                    cargs.push(format!("{c}, {rows}, {cols}"))
+                                }
                                 Bind::Slice(c, Some(s), _) => cargs.push(format!("{c}, {s}")),
                                 Bind::Slice(c, None, Some(len)) if wants_len => {
                                     cargs.push(format!("{c}, {len}"))
@@ -1347,6 +1371,17 @@ impl FnEmitter<'_> {
                     vs.push(self.expr(a, ta)?);
                 }
                 self.math(*func, p, &vs)?
+            }
+            // `m.rows()` / `m.cols()` of a `Mat<T>` parameter (typed without children).
+            Expr::Field { expr, name } if te.kids.is_empty() => {
+                let Expr::Var(n) = expr else {
+                    return Err(format!("`.{name}()` of a non-parameter"));
+                };
+                match (self.lookup(n)?, *name) {
+                    (Bind::Slice(_, _, Some(rows)), "rows") => rows,
+                    (Bind::Slice(_, Some(cols), _), "cols") => cols,
+                    _ => return Err(format!("`{n}` is not a Mat")),
+                }
             }
             Expr::Field { expr, name } => {
                 let v = self.expr(expr, &te.kids[0])?;

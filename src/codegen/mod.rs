@@ -187,6 +187,8 @@ pub(crate) mod tile;
 mod typeck;
 
 pub use dialect::{c_type, Dialect};
-pub use emit_c::{array_len_param, device_source, device_source_multi, DeviceSource};
+pub use emit_c::{
+    array_len_param, array_len_param_named, device_source, device_source_multi, DeviceSource,
+};
 pub use ir::ConstValue;
 pub use ir::FnDef;

@@ -13,6 +13,8 @@ use skel::prelude::*;
 
 #[macro_use]
 pub mod pairs;
+#[macro_use]
+pub mod args;
 
 /// Sizes every element-wise test covers: empty, one, primes, around the Rayon chunk size
 /// (2^14) and its multiples, and one large odd size.
@@ -923,6 +925,7 @@ macro_rules! backend_suite {
             }
 
             pairs_suite!();
+            args_suite!();
         }
     };
 }

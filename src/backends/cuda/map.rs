@@ -2,22 +2,28 @@
 //! MultiStream chunk, in the launch shape the user function's cost class asks for
 //! ([`Launch`]). MapArray (`map_array.rs`) runs through the same code.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use cudarc::driver::sys;
 
+use super::context::Lane;
 use super::context::{ctx, Ctx};
 use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
-use super::multistream::{self, Work};
+use super::multistream::{self, Split, Work};
+use super::trace::Tag;
 use super::{
-    assemble, call_expr, cty, grid_for, input_params, inputs_read, stage_inputs, uniform_params,
-    vector_defines, CallSite, Cuda, MissingBytes,
+    arrays, assemble, call_expr, cty, grid_for, input_params, inputs_read, stage_inputs,
+    uniform_params, vector_defines, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::jit::ProgKey;
+use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
-use crate::codegen::{device_source, DeviceSource, Dialect};
-use crate::containers::{Arg, ArgMut};
-use crate::plan::{ArgTuple, ArgVisitor};
+use crate::codegen::{c_type, device_source, tuple_field, DeviceSource, Dialect};
+use crate::containers::{ArgMut, OutArgs, OutCollector, Shape};
+use crate::plan::ArgTuple;
 use crate::userfn::{ElementwiseFn, UniformTuple};
 use crate::{DeviceType, Error, Result};
 
@@ -147,7 +153,7 @@ fn forced_class() -> Result<Option<Cost>> {
 /// MapArray parameter, or nothing) before the inputs, in launch shape `launch`.
 pub(crate) fn map_source(
     user: &DeviceSource,
-    def: &FnDef,
+    def: &'static FnDef,
     (out_ty, array): (String, String),
     launch: Launch,
 ) -> String {
@@ -176,80 +182,168 @@ pub(crate) fn map_source(
     assemble(&user.source, &defines, TEMPLATE)
 }
 
-/// The kernel source for `F`.
-pub(crate) fn source<F: ElementwiseFn>() -> Result<String> {
+/// The launch shape of a Map of `F` writing `outputs` containers.
+fn map_launch<F: ElementwiseFn>(outputs: usize) -> Result<Launch> {
+    Ok(match Launch::of(F::definition())? {
+        // Several outputs of different types cannot be stored as one vector of four, so
+        // memory-bound functions run one element per thread too.
+        Launch::Vector if outputs > 1 => Launch::One,
+        // Tiles are MapArray's: a loop over a container argument runs untiled.
+        Launch::Tiled(_) => Launch::One,
+        other => other,
+    })
+}
+
+/// The kernel source for `F`, writing `outputs` containers: one (the whole result), or one
+/// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`). The
+/// container arguments come first among the kernel's parameters after the outputs.
+pub(crate) fn source<F: ElementwiseFn>(outputs: usize) -> Result<String> {
     let user = device_source::<F>(Dialect::Cuda)?;
     let def = F::definition();
-    Ok(map_source(
-        &user,
-        def,
-        (cty::<F::Out>(), String::new()),
-        Launch::of(def)?,
+    let launch = map_launch::<F>(outputs)?;
+    let arrays = arrays::container_params(def);
+    if outputs == 1 {
+        return Ok(map_source(&user, def, (cty::<F::Out>(), arrays), launch));
+    }
+    let tys = F::outputs();
+    let params: String = tys
+        .iter()
+        .enumerate()
+        .map(|(k, t)| format!(", {}* __restrict__ skel_out{k}", c_type(*t, Dialect::Cuda)))
+        .collect();
+    let stores: String = (0..tys.len())
+        .map(|k| format!(" skel_out{k}[i] = skel_r.{};", tuple_field(k)))
+        .collect();
+    Ok(format!(
+        "#define SKEL_STORE(i, r) {{ const SKEL_OUT_T skel_r = (r);{stores} }}\n{}",
+        map_source(&user, def, (cty::<F::Out>(), params + &arrays), launch)
     ))
 }
 
-/// `out[i] = F(index(i), inputs[i], uniforms)`.
-pub(crate) fn run<'a, F, I>(
+/// `out[i] = F(index(i), inputs[i], uniforms)`, `out` one container or one per element of a
+/// tuple result.
+pub(crate) fn run<'a, 'c, 'o, F, I, O>(
     exec: &Cuda,
+    arrays: ContainerOps<'c, F>,
     inputs: I,
-    out: ArgMut<'_, F::Out>,
+    out: O,
     uniforms: &F::Uniforms,
 ) -> Result<()>
 where
     F: ElementwiseFn,
     I: ArgTuple<'a, Elems = F::Elems>,
+    O: OutArgs<'o, Elems = F::Out>,
 {
     let ctx = ctx()?;
-    if out.shape().is_empty() {
+    if out.shapes()[0].is_empty() {
         return Ok(());
     }
+    let kind = if O::COUNT == 1 { "map" } else { "map_multi" };
     let m = module(
         ctx,
-        ProgKey::of::<F>("map", ctx.ordinal),
-        "map",
+        ProgKey::of::<F>(kind, ctx.ordinal),
+        kind,
         &["skel_map"],
-        source::<F>,
+        || source::<F>(O::COUNT),
     )?;
-    chunked::<I, u8, F::Out>(
+    chunked(
         exec,
         ctx,
         "map",
-        (m.func("skel_map")?, Launch::of(F::definition())?),
-        (None, &inputs),
+        (m.func("skel_map")?, map_launch::<F>(O::COUNT)?),
+        ((&arrays, true), &inputs),
         out,
         uniforms,
     )
 }
 
+type CuPtr = sys::CUdeviceptr;
+
+/// One container a call writes, whatever its element type: what [`chunked`] does with
+/// each output.
+trait OutPart {
+    fn shape(&self) -> Shape;
+    fn elem_bytes(&self) -> usize;
+    fn eager(&self, choice: Option<bool>) -> bool;
+    fn busy(&self, ctx: &Ctx) -> Option<usize>;
+    fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, at: (Lane, Tag)) -> Result<CuPtr>;
+    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
+    fn download(&self, ctx: &Ctx, split: &Split) -> Result<()>;
+}
+
+impl<T: DeviceType> OutPart for ArgMut<'_, T> {
+    fn shape(&self) -> Shape {
+        ArgMut::shape(self)
+    }
+    fn elem_bytes(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+    fn eager(&self, choice: Option<bool>) -> bool {
+        memory::eager_download(self, choice)
+    }
+    fn busy(&self, ctx: &Ctx) -> Option<usize> {
+        memory::busy_lane(ctx, &self.lock())
+    }
+    fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, (lane, tag): (Lane, Tag)) -> Result<CuPtr> {
+        memory::output_part(ctx, self, part, false, lane, tag)
+    }
+    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
+        memory::written_part(ctx, self, part, ev)
+    }
+    fn download(&self, ctx: &Ctx, split: &Split) -> Result<()> {
+        split.download(ctx, self, |part| part)
+    }
+}
+
+/// The outputs of a call, in order.
+struct OutParts<'o>(Vec<Box<dyn OutPart + 'o>>);
+
+impl<'o> OutCollector<'o> for OutParts<'o> {
+    fn push<T: DeviceType>(&mut self, arg: ArgMut<'o, T>) {
+        self.0.push(Box::new(arg));
+    }
+}
+
 /// An element-wise call split into chunks: per chunk, its part of every input (and the
-/// whole `array`, uploaded once) is made readable on its stream, then its kernel writes its
-/// part of `out`, then, if the host will read `out`, its part is copied back.
-pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
+/// whole of every container argument in `arrays`, uploaded once) is made readable on its
+/// stream, then its kernel writes its part of every output, then, for each output the host
+/// will read, its part is copied back. One output is the kernel's `out`; several (a
+/// multi-output Map) follow `skel_base` as `skel_out0..`, and `out` is null. The containers
+/// follow, as pointers, each with its rows and columns when `dims` (MapArray passes only its
+/// array's pointer), then the inputs and uniforms.
+pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'o>>(
     exec: &Cuda,
     ctx: &Ctx,
     skeleton: &'static str,
     (func, shape): (sys::CUfunction, Launch),
-    (array, inputs): (Option<Arg<'_, A>>, &I),
-    out: ArgMut<'_, O>,
+    ((arrays, dims), inputs): ((&C, bool), &I),
+    out: O,
     uniforms: &impl UniformTuple,
 ) -> Result<()> {
-    let n = out.shape().len();
-    let eager = memory::eager_download(&out, exec.download);
+    let mut outs = OutParts(Vec::with_capacity(O::COUNT));
+    out.collect(&mut outs);
+    let outs = outs.0;
+    let out_shape = outs[0].shape();
+    let n = out_shape.len();
+    let eager: Vec<bool> = outs.iter().map(|o| o.eager(exec.download)).collect();
     let mut missing = MissingBytes {
         ctx,
         bytes: 0,
         total: 0,
     };
     inputs.visit(&mut missing)?;
-    if let Some(a) = array {
-        missing.visit(a)?;
-    }
-    let out_bytes = n * std::mem::size_of::<O>();
+    arrays.visit(&mut missing)?;
+    let bytes: Vec<usize> = outs.iter().map(|o| n * o.elem_bytes()).collect();
     let work = Work {
         up: missing.bytes,
-        kernel: missing.total + out_bytes,
-        down: if eager { out_bytes } else { 0 },
-        follows: memory::busy_lane(ctx, &out.lock()),
+        kernel: missing.total + bytes.iter().sum::<usize>(),
+        down: bytes
+            .iter()
+            .zip(&eager)
+            .filter(|(_, e)| **e)
+            .map(|(b, _)| b)
+            .sum(),
+        follows: outs.iter().find_map(|o| o.busy(ctx)),
     };
     // Chunk boundaries at multiples of 4 keep every chunk's pointers 16-byte aligned for
     // the vectorised loads.
@@ -261,38 +355,42 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         multistream::forced(exec.streams)?,
         work,
     )?;
-    let whole = |a: Arg<'_, A>| 0..a.shape().len();
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
-        let mut ptrs = Vec::new();
-        if let Some(a) = array {
-            ptrs.push(memory::input_part(ctx, &a, whole(a), lane, tag)?);
-        }
-        ptrs.extend(stage_inputs(ctx, inputs, part, lane, tag)?);
-        staged.push(ptrs);
+        let whole = arrays::stage(ctx, arrays, lane, tag)?;
+        staged.push((whole, stage_inputs(ctx, inputs, part, lane, tag)?));
     }
-    for ((_, part, lane, tag), ptrs) in split.parts().zip(staged) {
-        let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
+    for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
+        let mut dsts = Vec::with_capacity(outs.len());
+        for o in &outs {
+            dsts.push(o.part_ptr(ctx, part.clone(), (lane, tag))?);
+        }
         let mut args = KernelArgs::default();
-        args.ptr(dst)
+        args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
             .u64(part.len() as u64)
-            .u64(out.shape().cols() as u64)
+            .u64(out_shape.cols() as u64)
             .u64(part.start as u64);
+        if dsts.len() > 1 {
+            for &d in &dsts {
+                args.ptr(d);
+            }
+        }
+        arrays::push(&mut args, &whole, dims);
         for p in ptrs {
             args.ptr(p);
         }
         args.uniforms(uniforms);
-        let dims = shape.dims(ctx, &part, out.shape().cols())?;
-        launch(ctx, lane, tag, func, dims, &mut args)?;
+        let grid = shape.dims(ctx, &part, out_shape.cols())?;
+        launch(ctx, lane, tag, func, grid, &mut args)?;
         let ev = CuEvent::record(lane)?;
-        if let Some(a) = array {
-            memory::read_by(ctx, &a, whole(a), &ev)?;
-        }
+        arrays::read(ctx, arrays, (lane, tag), &ev)?;
         inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
-        memory::written_part(ctx, &out, part, &ev)?;
+        for o in &outs {
+            o.written(ctx, part.clone(), &ev)?;
+        }
     }
-    if eager {
-        split.download(ctx, &out, |part| part)?;
+    for (o, _) in outs.iter().zip(&eager).filter(|(_, e)| **e) {
+        o.download(ctx, &split)?;
     }
     Ok(())
 }

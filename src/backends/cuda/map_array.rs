@@ -137,7 +137,7 @@ where
         ctx,
         "map_array",
         (m.func("skel_map")?, launch_of::<F>()?),
-        (Some(array), &inputs),
+        ((&(array,), true), &inputs),
         out,
         uniforms,
     )

@@ -134,8 +134,8 @@ fn check(name: &str, src: &str) {
 
 #[test]
 fn every_template_is_valid_cpp() {
-    check("map_add", &map::source::<add>().unwrap());
-    check("map_where2d", &map::source::<where2d>().unwrap());
+    check("map_add", &map::source::<add>(1).unwrap());
+    check("map_where2d", &map::source::<where2d>(1).unwrap());
     check("map_array", &map_array::source::<lookup>().unwrap());
     check("reduce_f32", &reduce::source::<add, f32>().unwrap());
     check("reduce_aff", &reduce::source::<compose, Aff>().unwrap());

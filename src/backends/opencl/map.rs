@@ -3,33 +3,61 @@
 
 use std::fmt::Write as _;
 
+use ocl::core as cl;
+
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
+    arrays, call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
     uniform_params, CallShape, Inputs, KArg,
 };
+use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
-use crate::containers::ArgMut;
+use crate::codegen::{c_type, tuple_field, Dialect};
+use crate::containers::{ArgMut, OutArgs, OutCollector};
 use crate::plan::ArgTuple;
 use crate::userfn::ElementwiseFn;
-use crate::Result;
+use crate::{DeviceType, Result};
 
 const TEMPLATE: &str = include_str!("../../../opencl/map.cl");
 
-fn source<F: ElementwiseFn>(ctx: &Ctx) -> Result<String> {
+/// The kernel source for `F` writing `outputs` buffers: one (the whole result, `out`), or one
+/// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`).
+fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize) -> Result<String> {
     let def = F::definition();
     let (mut s, entries) = source_head(ctx, "__global", &[def])?;
     let shape = CallShape {
         pos: "i",
-        array: "",
+        array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
     let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
+    let mut outs = String::new();
+    if outputs > 1 {
+        let tys = F::outputs();
+        let mut stores = String::new();
+        for (k, t) in tys.iter().enumerate() {
+            let _ = write!(
+                outs,
+                ", __global {}* skel_out{k}, ulong skel_out{k}_off",
+                c_type(*t, Dialect::OpenCl)
+            );
+            let _ = write!(
+                stores,
+                " skel_out{k}[skel_out{k}_off + (i)] = skel_r.{};",
+                tuple_field(k)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "#define SKEL_STORE(i, r) {{ SKEL_OUT_T skel_r = (r);{stores} }}"
+        );
+    }
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS {}{}",
+        "#define SKEL_PARAMS {outs}{}{}{}",
+        arrays::container_params(def, ""),
         elem_params(def, ""),
         uniform_params(def, "")
     );
@@ -52,32 +80,53 @@ fn grid_2d(def: &'static FnDef) -> bool {
     def.params.iter().any(|p| p.kind == ParamKind::IndexRow) && classify(def) != Cost::Memory
 }
 
-pub(super) fn run<'a, F, I>(
+/// `out[i] = F(index(i), inputs[i], uniforms)`, `out` one buffer or one per element of a
+/// tuple result.
+pub(super) fn run<'a, 'c, 'o, F, I, O>(
     ctx: &Ctx,
+    arrays: ContainerOps<'c, F>,
     inputs: I,
-    out: ArgMut<'_, F::Out>,
+    out: O,
     uniforms: &F::Uniforms,
 ) -> Result<()>
 where
     F: ElementwiseFn,
     I: ArgTuple<'a, Elems = F::Elems>,
+    O: OutArgs<'o, Elems = F::Out>,
 {
-    let n = out.shape().len();
+    let shape = out.shapes()[0];
+    let n = shape.len();
     if n == 0 {
         return Ok(());
     }
-    let prog = program(ctx, ProgKey::of::<F>("map"), F::NAME, || source::<F>(ctx))?;
-    let out_mem = memory::output(ctx, &out, false)?;
-    let cols = out.shape().cols().max(1);
-    let mut up = Inputs {
-        ctx,
-        args: vec![
-            KArg::Mem(out_mem),
-            KArg::U64(out.offset() as u64),
-            KArg::U64(n as u64),
-            KArg::U64(cols as u64),
-        ],
-    };
+    let kind = if O::COUNT == 1 { "map" } else { "map_multi" };
+    let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
+        source::<F>(ctx, O::COUNT)
+    })?;
+    let mut outs = OutParts(Vec::with_capacity(O::COUNT));
+    out.collect(&mut outs);
+    let outs = outs.0;
+    let mut mems = Vec::with_capacity(outs.len());
+    for o in &outs {
+        mems.push((o.mem(ctx)?, o.offset() as u64));
+    }
+    let cols = shape.cols().max(1);
+    // Several outputs follow `cols` as `skel_out<k>, skel_out<k>_off`; `out` is then the
+    // first of them again, unused.
+    let mut args = vec![
+        KArg::Mem(mems[0].0.clone()),
+        KArg::U64(mems[0].1),
+        KArg::U64(n as u64),
+        KArg::U64(cols as u64),
+    ];
+    if mems.len() > 1 {
+        for (mem, off) in mems {
+            args.push(KArg::Mem(mem));
+            args.push(KArg::U64(off));
+        }
+    }
+    arrays::push(ctx, &arrays, &mut args)?;
+    let mut up = Inputs { ctx, args };
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
@@ -94,6 +143,36 @@ where
         (1, [round_up(n, ctx.wg), 1, 1], [ctx.wg, 1, 1])
     };
     let ev = launch(ctx, &prog, "skel_map", &args, dims, global, Some(local))?;
-    memory::written(ctx, &out, ev);
+    for o in &outs {
+        o.written(ctx, ev.clone());
+    }
     Ok(())
+}
+
+/// One buffer a Map writes, whatever its element type.
+trait OutPart {
+    fn offset(&self) -> usize;
+    fn mem(&self, ctx: &Ctx) -> Result<cl::Mem>;
+    fn written(&self, ctx: &Ctx, ev: cl::Event);
+}
+
+impl<T: DeviceType> OutPart for ArgMut<'_, T> {
+    fn offset(&self) -> usize {
+        ArgMut::offset(self)
+    }
+    fn mem(&self, ctx: &Ctx) -> Result<cl::Mem> {
+        memory::output(ctx, self, false)
+    }
+    fn written(&self, ctx: &Ctx, ev: cl::Event) {
+        memory::written(ctx, self, ev);
+    }
+}
+
+/// The outputs of a call, in order.
+struct OutParts<'o>(Vec<Box<dyn OutPart + 'o>>);
+
+impl<'o> OutCollector<'o> for OutParts<'o> {
+    fn push<T: DeviceType>(&mut self, arg: ArgMut<'o, T>) {
+        self.0.push(Box::new(arg));
+    }
 }

@@ -6,31 +6,30 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    array_ty, call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
+    arrays, call_expr, cty, elem_params, launch, memory, push_uniforms, round_up, source_head,
     uniform_params, CallShape, Inputs, KArg,
 };
-use crate::codegen::{c_type, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ArgTuple;
 use crate::userfn::ArrayFn;
-use crate::{Error, Result};
+use crate::Result;
 
 const TEMPLATE: &str = include_str!("../../../opencl/map_array.cl");
 
 fn source<F: ArrayFn>(ctx: &Ctx) -> Result<String> {
     let def = F::definition();
     let (mut s, entries) = source_head(ctx, "__global", &[def])?;
-    let aty = array_ty(def).ok_or_else(|| Error::Driver("internal: no array parameter".into()))?;
+    // The array is a container argument (`ca0`, its offset, rows and columns).
     let shape = CallShape {
         pos: "i",
-        array: "(arr + arr_off)",
+        array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
     let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS , __global const {}* arr, ulong arr_off{}{}",
-        c_type(aty, Dialect::OpenCl),
+        "#define SKEL_PARAMS {}{}{}",
+        arrays::container_params(def, ""),
         elem_params(def, ""),
         uniform_params(def, "")
     );
@@ -62,18 +61,14 @@ where
         source::<F>(ctx)
     })?;
     let out_mem = memory::output(ctx, &out, false)?;
-    let arr_mem = memory::input(ctx, &array)?;
-    let mut up = Inputs {
-        ctx,
-        args: vec![
-            KArg::Mem(out_mem),
-            KArg::U64(out.offset() as u64),
-            KArg::U64(n as u64),
-            KArg::U64(out.shape().cols().max(1) as u64),
-            KArg::Mem(arr_mem),
-            KArg::U64(array.offset() as u64),
-        ],
-    };
+    let mut args = vec![
+        KArg::Mem(out_mem),
+        KArg::U64(out.offset() as u64),
+        KArg::U64(n as u64),
+        KArg::U64(out.shape().cols().max(1) as u64),
+    ];
+    arrays::push(ctx, &(array,), &mut args)?;
+    let mut up = Inputs { ctx, args };
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
