@@ -81,9 +81,8 @@ fn accel(#[index] i: usize, bodies: &[Body], #[uniform] n: u32) -> Acc {
     let mut ax = 0.0f32;
     let mut ay = 0.0f32;
     let mut az = 0.0f32;
-    let mut j = 0u32;
-    while j < n {
-        let q = bodies[j as usize];
+    for j in 0..n as usize {
+        let q = bodies[j];
         let dx = q.x - p.x;
         let dy = q.y - p.y;
         let dz = q.z - p.z;
@@ -93,7 +92,6 @@ fn accel(#[index] i: usize, bodies: &[Body], #[uniform] n: u32) -> Acc {
         ax += dx * s;
         ay += dy * s;
         az += dz * s;
-        j += 1;
     }
     Acc {
         x: ax,

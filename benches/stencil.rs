@@ -12,6 +12,11 @@
 //! cargo bench --features "cuda opencl" --bench stencil -- --log2 20,28 --only 2d
 //! ```
 //!
+//! After the table, the cost of issuing a call: microseconds per back-to-back call on 2^10
+//! elements (a kernel of a few microseconds), skel CUDA MapOverlap 1D and 2D next to a skel
+//! Map of the same data and the hand-written stencil's bare launch.
+//! `SKEL_STENCIL=tiled|direct|capped|uncapped` forces the CUDA kernel (see the README).
+//!
 //! A time is per call: the best of `--reps` batches of back-to-back calls (about 2 ms of
 //! work each), each batch ended by one synchronisation, so it includes each side's cost of
 //! issuing a call (small next to the kernel from about 2^20 elements up). The OpenCL side
@@ -489,6 +494,63 @@ fn add(a: f32, b: f32) -> f32 {
     a + b
 }
 
+#[userfn]
+fn half(a: f32) -> f32 {
+    a * 0.5
+}
+
+/// Microseconds per back-to-back CUDA call on 2^10 elements: where the host's cost of
+/// issuing a call shows (the kernels take a few microseconds).
+fn host_cost(h: &Hand, o: &Options, probe: &Vector<f32>) -> Res<()> {
+    const N: usize = 1 << 10;
+    let calls = 2000;
+    let host = common::data(N, 3);
+    let v = Vector::from(host.clone());
+    let m = Matrix::from_vec(32, 32, host.clone()).map_err(|e| e.to_string())?;
+    let mut out: Vector<f32> = Vector::zeroed(N);
+    let mut mout: Matrix<f32> = Matrix::zeroed(32, 32);
+    let (inp, dst) = (DevBuf::from(&host)?, DevBuf::new(4 * N)?);
+    let us = |t: f64| format!("{:.2}", t * 1e6);
+    let skel = |r: skel::Result<()>| r.map_err(|e| e.to_string());
+    let cuda = Backend::Cuda;
+    let overlap1 = MapOverlap::new(blur1, 1).backend(cuda).download(false);
+    let overlap2 = MapOverlap::new(box3, (1, 1))
+        .edge(Edge::Duplicate)
+        .backend(cuda)
+        .download(false);
+    let map = Map::new(half).backend(cuda).download(false);
+    let sync = || skel_sync(cuda, probe);
+    let rows = [
+        (
+            "skel MapOverlap 1D radius 1",
+            per_call(o.reps, calls, || skel(overlap1.run(&v, &mut out)), sync)?,
+        ),
+        (
+            "skel MapOverlap 2D 3x3 (32 x 32)",
+            per_call(o.reps, calls, || skel(overlap2.run(&m, &mut mout)), sync)?,
+        ),
+        (
+            "skel Map x * 0.5",
+            per_call(o.reps, calls, || skel(map.run(&v, &mut out)), sync)?,
+        ),
+        (
+            "hand-written 1D radius 1 (cuLaunchKernel)",
+            per_call(
+                o.reps,
+                calls,
+                || h.launch("st1_r1", (4, 1), (256, 1), &[inp.ptr, dst.ptr, N as u64]),
+                || h.sync(),
+            )?,
+        ),
+    ];
+    println!("\n### Per call, 2^10 f32, back to back (µs)\n");
+    println!("| call | µs |\n|---|---:|");
+    for (what, t) in rows {
+        println!("| {what} | {} |", us(t));
+    }
+    Ok(())
+}
+
 fn check(what: &str, got: &[f32], want: &[f32]) -> Res<()> {
     let bad = got
         .iter()
@@ -715,5 +777,8 @@ fn main() {
                 row(&h, &o, &host, case, &probe).print();
             }
         }
+    }
+    if let Err(e) = host_cost(&h, &o, &probe) {
+        println!("per-call cost: {e}");
     }
 }

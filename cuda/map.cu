@@ -11,6 +11,13 @@
 // (src/codegen/cost.rs): 0 memory-bound, 1 one element per thread, 2 a 2D index map over a
 // 2D grid (SKEL_CALL2(i, row, col) is then the call with the row and column given), 3 an
 // all-pairs MapArray whose loop reads the array through shared-memory tiles.
+// SKEL_STORE(i, r) stores result r at position i (forms 1 and 2): `out[i] = r` unless
+// defined before (a multi-output Map stores each member of a tuple result to its own
+// pointer, SKEL_PARAMS then starts with them, and `out` is unused).
+
+#ifndef SKEL_STORE
+#define SKEL_STORE(i, r) out[i] = (r)
+#endif
 
 #if SKEL_LAUNCH == 0
 // Grid-stride loop, four independent elements per thread and iteration in flight.
@@ -54,7 +61,7 @@ skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_
     (void)skel_base;
     (void)cols;
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
-    for (skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = SKEL_CALL(i);
+    for (skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) SKEL_STORE(i, SKEL_CALL(i));
 }
 
 #elif SKEL_LAUNCH == 3
@@ -91,7 +98,7 @@ skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_
         if (flat >= end) return;
         if (flat >= skel_base) {
             const skel_u64 i = flat - skel_base;
-            out[i] = SKEL_CALL2(i, row, col);
+            SKEL_STORE(i, SKEL_CALL2(i, row, col));
         }
     }
 }

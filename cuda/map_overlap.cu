@@ -18,6 +18,13 @@
 // whose window leaves the data are not written): only border tiles look at it.
 // A MultiStream chunk computes only the outputs in rows row_lo .. row_hi and columns
 // col_lo .. col_hi (a band), reading the whole input's coordinates (its halo is uploaded).
+//
+// SKEL_DIRECT (1) compiles the direct kernel instead, of the same arguments: one thread per
+// output, no tile, no barrier; the window is read where it lies in global memory (through
+// L1), or, where it leaves the data (or SKEL_REGWIN asks for a contiguous column), copied
+// into registers with the edge mode applied per element. A "tile" is then SKEL_BY x SKEL_BX
+// outputs. Measured on an H100 it is slower than the tiles from 2^18 elements up (0.6x at
+// 2^22) and no faster below, so it runs only when SKEL_STENCIL=direct asks for it.
 
 #define SKEL_TWO (SKEL_BX * SKEL_EX)
 #define SKEL_THO (SKEL_BY * SKEL_IY)
@@ -40,6 +47,21 @@ __device__ __forceinline__ skel_i64 skel_wrap(skel_i64 i, skel_i64 n) {
     return r < 0 ? r + n : r;
 }
 
+// The element at (gi, gj), which may lie outside the data: there the edge mode says what
+// is read (pad also for edge 3, whose outputs there are not written).
+__device__ __forceinline__ SKEL_IN_T skel_fetch(const SKEL_IN_T* __restrict__ in, skel_i64 gi,
+                                                skel_i64 gj, skel_i64 rows, skel_i64 cols,
+                                                int edge, SKEL_IN_T pad) {
+    if (gi >= 0 && gi < rows && gj >= 0 && gj < cols) return in[gi * cols + gj];
+    if (edge == 0) {
+        gi = gi < 0 ? 0 : (gi >= rows ? rows - 1 : gi);
+        gj = gj < 0 ? 0 : (gj >= cols ? cols - 1 : gj);
+        return in[gi * cols + gj];
+    }
+    if (edge == 1) return in[skel_wrap(gi, rows) * cols + skel_wrap(gj, cols)];
+    return pad;
+}
+
 // Word e of the fast copy: its tile row ty, the row's first byte g in global memory and
 // the aligned word's address a; false past the tile or the row.
 __device__ __forceinline__ bool skel_word(int e, size_t g0, size_t row_bytes, int* ty, size_t* g,
@@ -58,6 +80,36 @@ __device__ __forceinline__ bool skel_word(int e, size_t g0, size_t row_bytes, in
 #define SKEL_BOUNDS __launch_bounds__(SKEL_NT)
 #endif
 
+#if SKEL_DIRECT
+extern "C" __global__ void __launch_bounds__(SKEL_NT)
+skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, skel_i64 rows,
+             skel_i64 cols, int pitch, int edge, SKEL_IN_T pad, skel_i64 tiles_x, skel_i64 tiles_y, skel_i64 row_lo,
+             skel_i64 row_hi, skel_i64 col_lo, skel_i64 col_hi SKEL_PARAMS) {
+    (void)pitch;
+    for (skel_i64 ty_ = blockIdx.y; ty_ < tiles_y; ty_ += gridDim.y) {
+        const skel_i64 i = row_lo + ty_ * SKEL_BY + threadIdx.y;
+        for (skel_i64 tx_ = blockIdx.x; tx_ < tiles_x; tx_ += gridDim.x) {
+            const skel_i64 j = col_lo + tx_ * SKEL_BX + threadIdx.x;
+            if (i >= row_hi || j >= col_hi) continue;
+            const bool inside = i >= SKEL_RR && i + SKEL_RR < rows && j >= SKEL_RC && j + SKEL_RC < cols;
+            if (!inside && edge == 3) continue;
+#if !SKEL_REGWIN
+            if (inside) {
+                out[i * cols + j] = SKEL_CALL((in + i * cols + j), cols);
+                continue;
+            }
+#endif
+            SKEL_IN_T win[SKEL_WH * SKEL_WW];
+#pragma unroll
+            for (int t = 0; t < SKEL_WH * SKEL_WW; ++t) {
+                const skel_i64 gi = i - SKEL_RR + t / SKEL_WW, gj = j - SKEL_RC + t % SKEL_WW;
+                win[t] = inside ? in[gi * cols + gj] : skel_fetch(in, gi, gj, rows, cols, edge, pad);
+            }
+            out[i * cols + j] = SKEL_CALL((win + SKEL_RR * SKEL_WW + SKEL_RC), SKEL_WW);
+        }
+    }
+}
+#else
 extern "C" __global__ void SKEL_BOUNDS
 skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, skel_i64 rows,
              skel_i64 cols, int pitch, int edge, SKEL_IN_T pad, skel_i64 tiles_x, skel_i64 tiles_y, skel_i64 row_lo,
@@ -67,7 +119,6 @@ skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, ske
     const size_t in_addr = reinterpret_cast<size_t>(in);
     const size_t row_bytes = (size_t)cols * sizeof(SKEL_IN_T);
     const size_t in_end = in_addr + (size_t)rows * row_bytes;
-    (void)pad;
 
     for (skel_i64 ty_ = blockIdx.y; ty_ < tiles_y; ty_ += gridDim.y) {
         for (skel_i64 tx_ = blockIdx.x; tx_ < tiles_x; tx_ += gridDim.x) {
@@ -111,23 +162,11 @@ skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, ske
             } else {
                 for (int e = tid; e < SKEL_TH * SKEL_TW; e += SKEL_NT) {
                     const int ty = e / SKEL_TW, tx = e - ty * SKEL_TW;
-                    skel_i64 gi = r0 - SKEL_RR + ty, gj = c0 - SKEL_RC + tx;
+                    const skel_i64 gi = r0 - SKEL_RR + ty, gj = c0 - SKEL_RC + tx;
                     // Past the band's halo: no output of the band reads it (and another
                     // chunk's upload may still be writing it).
                     if (gi >= row_hi + SKEL_RR || gj >= col_hi + SKEL_RC) continue;
-                    SKEL_IN_T v;
-                    if (gi >= 0 && gi < rows && gj >= 0 && gj < cols) {
-                        v = in[gi * cols + gj];
-                    } else if (edge == 0) {
-                        gi = gi < 0 ? 0 : (gi >= rows ? rows - 1 : gi);
-                        gj = gj < 0 ? 0 : (gj >= cols ? cols - 1 : gj);
-                        v = in[gi * cols + gj];
-                    } else if (edge == 1) {
-                        v = in[skel_wrap(gi, rows) * cols + skel_wrap(gj, cols)];
-                    } else {
-                        v = pad;
-                    }
-                    tile[ty * pitch + tx] = v;
+                    tile[ty * pitch + tx] = skel_fetch(in, gi, gj, rows, cols, edge, pad);
                 }
             }
             __syncthreads();
@@ -169,3 +208,4 @@ skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, ske
         }
     }
 }
+#endif

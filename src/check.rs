@@ -140,6 +140,13 @@ pub fn index(function: &'static str, len: usize, i: usize) -> usize {
     }
 }
 
+/// A `Mat` row (column) `i` outside its `len` rows (columns).
+#[cold]
+#[inline(never)]
+pub(crate) fn mat_fault(i: usize, len: usize) -> ! {
+    fault(None, FaultKind::Index, i as i64, len as u64)
+}
+
 /// A window offset outside `-radius..=radius`.
 #[cold]
 #[inline(never)]

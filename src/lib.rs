@@ -172,12 +172,13 @@ pub use skeletons::{
     Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce, Scan,
     ScanMode,
 };
-pub use userfn::{DeviceType, Window, Window2};
+pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
     pub use crate::{
         userfn, Backend, DeviceType, Edge, Error, Filter, Map, MapArray, MapOverlap, MapPairs,
-        MapPairsReduce, MapReduce, Matrix, Reduce, Result, Scan, ScanMode, Vector, Window, Window2,
+        MapPairsReduce, MapReduce, Mat, Matrix, Reduce, Result, Scan, ScanMode, Vector, Window,
+        Window2,
     };
 }

@@ -6,7 +6,8 @@
 //! | parameters                                   | trait             | skeletons                         |
 //! |----------------------------------------------|-------------------|-----------------------------------|
 //! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan, MapPairs, MapPairsReduce |
-//! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`]       | MapArray                          |
+//! | the same plus up to four container parameters `Mat<T>` / `&[T]` | [`ElementwiseFn`] (`Arrays` not `()`) | Map, MapReduce, MapPairs, MapPairsReduce, bound with `.arrays((..))` |
+//! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`] (also the row above) | MapArray                          |
 //! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
 //!
@@ -101,6 +102,8 @@
 use std::ops::Index;
 
 use crate::codegen::{FnDef, Ty};
+use crate::containers::{Arg, Input, Shape};
+use crate::plan::ArgTuple;
 
 /// A plain-old-data type that can live in device memory and be named in C.
 ///
@@ -186,7 +189,8 @@ impl IndexKind for (usize, usize) {
     }
 }
 
-/// A function of elements (`fn f(#[index] i: usize, a: A, b: B, #[uniform] u: U) -> R`).
+/// A function of elements (`fn f(#[index] i: usize, a: A, b: B, #[uniform] u: U) -> R`),
+/// possibly with container arguments (`m: Mat<T>`, `x: &[T]`, bound with `.arrays(..)`).
 pub trait ElementwiseFn: UserFn {
     /// `()`, `usize` or `(usize, usize)`.
     type Index: IndexKind;
@@ -194,8 +198,232 @@ pub trait ElementwiseFn: UserFn {
     type Elems: Copy + Send + Sync;
     /// The uniform parameters as a tuple.
     type Uniforms: UniformTuple;
-    /// Calls the Rust body.
-    fn apply(index: Self::Index, elems: Self::Elems, uniforms: &Self::Uniforms) -> Self::Out;
+    /// The container parameters as a tuple of [`MatArg`] / [`SliceArg`], `()` for none.
+    type Arrays: ContainerArgs;
+    /// Calls the Rust body with the container arguments `arrays`.
+    fn apply_with(
+        index: Self::Index,
+        arrays: <Self::Arrays as ContainerArgs>::Refs<'_>,
+        elems: Self::Elems,
+        uniforms: &Self::Uniforms,
+    ) -> Self::Out;
+    /// Calls the Rust body of a function without container parameters.
+    #[inline(always)]
+    fn apply(index: Self::Index, elems: Self::Elems, uniforms: &Self::Uniforms) -> Self::Out
+    where
+        Self: ElementwiseFn<Arrays = ()>,
+    {
+        Self::apply_with(index, (), elems, uniforms)
+    }
+}
+
+/// A read-only random-access matrix: what a `Mat<T>` parameter of a user function sees of
+/// the `Matrix` bound to it with `.arrays(..)` (SkePU's `Mat<T>` proxy).
+///
+/// ```
+/// use skel::prelude::*;
+/// let data = [1, 2, 3, 4, 5, 6];
+/// let m = Mat::new(&data, 2, 3);
+/// assert_eq!((m.rows(), m.cols(), m[(1, 0)]), (2, 3, 4));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Mat<'a, T> {
+    data: &'a [T],
+    rows: usize,
+    cols: usize,
+}
+
+impl<'a, T> Mat<'a, T> {
+    /// The `rows x cols` matrix stored row-major in `data`.
+    ///
+    /// # Panics
+    /// If `data.len() != rows * cols`.
+    #[inline(always)]
+    pub fn new(data: &'a [T], rows: usize, cols: usize) -> Self {
+        assert_eq!(
+            Some(data.len()),
+            rows.checked_mul(cols),
+            "a {rows}x{cols} Mat holds {rows} * {cols} elements"
+        );
+        Mat { data, rows, cols }
+    }
+
+    /// Number of rows.
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of columns.
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The elements, row-major.
+    #[inline(always)]
+    pub fn as_slice(&self) -> &'a [T] {
+        self.data
+    }
+}
+
+impl<T> Index<(usize, usize)> for Mat<'_, T> {
+    type Output = T;
+    /// # Panics
+    /// If `row >= rows` or `col >= cols`: a [`crate::check::Fault`] (the row against the
+    /// rows, else the column against the columns), which a skeleton call returns as
+    /// [`crate::Error::UserFunction`].
+    #[inline(always)]
+    fn index(&self, (row, col): (usize, usize)) -> &T {
+        if row >= self.rows {
+            crate::check::mat_fault(row, self.rows);
+        }
+        if col >= self.cols {
+            crate::check::mat_fault(col, self.cols);
+        }
+        &self.data[row * self.cols + col]
+    }
+}
+
+/// What kind of container a container parameter takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerKind {
+    /// `Mat<T>`: a `Matrix`.
+    Mat,
+    /// `&[T]`: a `Vector` or a vector view.
+    Slice,
+}
+
+/// One container parameter's kind, as a type: [`MatArg`] or [`SliceArg`].
+pub trait ContainerArg: 'static {
+    /// The element type.
+    type Elem: DeviceType;
+    /// What the Rust body receives: `Mat<'a, T>` or `&'a [T]`.
+    type Ref<'a>: Copy + Send + Sync;
+    /// The kind, for the shape check and messages.
+    const KIND: ContainerKind;
+    /// The parameter over `data`, which has shape `shape` (checked to be of [`Self::KIND`]).
+    fn make(data: &[Self::Elem], shape: Shape) -> Self::Ref<'_>;
+}
+
+/// A `Mat<T>` parameter.
+pub struct MatArg<T>(std::marker::PhantomData<T>);
+
+/// A `&[T]` parameter bound as a container argument.
+pub struct SliceArg<T>(std::marker::PhantomData<T>);
+
+impl<T: DeviceType> ContainerArg for MatArg<T> {
+    type Elem = T;
+    type Ref<'a> = Mat<'a, T>;
+    const KIND: ContainerKind = ContainerKind::Mat;
+    #[inline(always)]
+    fn make(data: &[T], shape: Shape) -> Mat<'_, T> {
+        let (rows, cols) = shape.dims();
+        Mat::new(data, rows, cols)
+    }
+}
+
+impl<T: DeviceType> ContainerArg for SliceArg<T> {
+    type Elem = T;
+    type Ref<'a> = &'a [T];
+    const KIND: ContainerKind = ContainerKind::Slice;
+    #[inline(always)]
+    fn make(data: &[T], _: Shape) -> &[T] {
+        data
+    }
+}
+
+/// The container parameters of a user function: `()` or a tuple of up to four
+/// [`ContainerArg`]s.
+///
+/// ```
+/// use skel::prelude::*;
+/// use skel::userfn::{ContainerArgs, ContainerKind, ElementwiseFn};
+/// #[userfn]
+/// fn mv(#[index] i: usize, m: Mat<f32>, x: &[f32]) -> f32 { m[(i, 0)] * x[0] }
+/// #[userfn]
+/// fn twice(x: f32) -> f32 { 2.0 * x }
+/// type Of<F> = <F as ElementwiseFn>::Arrays;
+/// assert_eq!(Of::<mv>::KINDS, [ContainerKind::Mat, ContainerKind::Slice]);
+/// assert!(Of::<twice>::KINDS.is_empty());
+/// ```
+pub trait ContainerArgs: 'static {
+    /// What the Rust body receives: a tuple of `Mat<'a, T>` / `&'a [T]`.
+    type Refs<'a>: Copy + Send + Sync;
+    /// The bound operands a backend gets.
+    type Args<'a>: ArgTuple<'a>;
+    /// The kind of each parameter, in order.
+    const KINDS: &'static [ContainerKind];
+    /// The parameters over the operands' host slices `host` of shapes `shapes`.
+    fn refs<'a>(host: <Self::Args<'a> as ArgTuple<'a>>::Host, shapes: &[Shape]) -> Self::Refs<'a>;
+}
+
+impl ContainerArgs for () {
+    type Refs<'a> = ();
+    type Args<'a> = ();
+    const KINDS: &'static [ContainerKind] = &[];
+    #[inline(always)]
+    fn refs<'a>(_: <Self::Args<'a> as ArgTuple<'a>>::Host, _: &[Shape]) -> Self::Refs<'a> {}
+}
+
+macro_rules! container_args {
+    ($(($($k:ident $i:tt),+))*) => {$(
+        impl<$($k: ContainerArg),+> ContainerArgs for ($($k,)+) {
+            type Refs<'a> = ($($k::Ref<'a>,)+);
+            type Args<'a> = ($(Arg<'a, $k::Elem>,)+);
+            const KINDS: &'static [ContainerKind] = &[$($k::KIND),+];
+            #[inline(always)]
+            fn refs<'a>(
+                host: <Self::Args<'a> as ArgTuple<'a>>::Host,
+                shapes: &[Shape],
+            ) -> Self::Refs<'a> {
+                ($($k::make(host.$i, shapes[$i]),)+)
+            }
+        }
+    )*};
+}
+
+/// What `.arrays(..)` binds to container parameters `K`: `()` for none, else a tuple of
+/// references to containers or views, one per parameter in declaration order (a `Matrix`
+/// for a `Mat<T>`, a `Vector` or a vector view for a `&[T]`; the kinds are checked when the
+/// skeleton runs).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not bind the container parameters `{K}`",
+    label = "bind one container per `Mat<T>` / `&[T]` parameter, in order: `.arrays((&m, &v))`"
+)]
+pub trait BindArrays<K: ContainerArgs> {
+    /// The bound containers as operands.
+    fn bind(&self) -> K::Args<'_>;
+}
+
+impl BindArrays<()> for () {
+    fn bind(&self) {}
+}
+
+macro_rules! bind_arrays {
+    ($(($($k:ident $x:ident $i:tt),+))*) => {$(
+        impl<'x, $($k: ContainerArg, $x: Input<$k::Elem> + ?Sized),+> BindArrays<($($k,)+)>
+            for ($(&'x $x,)+)
+        {
+            fn bind(&self) -> ($(Arg<'_, $k::Elem>,)+) {
+                ($(self.$i.arg(),)+)
+            }
+        }
+    )*};
+}
+
+bind_arrays! {
+    (K0 X0 0)
+    (K0 X0 0, K1 X1 1)
+    (K0 X0 0, K1 X1 1, K2 X2 2)
+    (K0 X0 0, K1 X1 1, K2 X2 2, K3 X3 3)
+}
+
+container_args! {
+    (K0 0)
+    (K0 0, K1 1)
+    (K0 0, K1 1, K2 2)
+    (K0 0, K1 1, K2 2, K3 3)
 }
 
 /// A function that also reads one whole array (`&[T]`), for MapArray.

@@ -1615,3 +1615,73 @@ fn prop_random_lengths_streams_and_downloads() {
         prop_assert_eq!(got.to_vec(), want.to_vec(), "MapOverlap r={} {:?} {}", r, edge, what);
     });
 }
+
+// ---------------------------------------------------------------------------------------
+// Multi-output Map and container arguments
+
+#[userfn]
+fn sum_diff(a: f32, b: f32) -> (f32, f32) {
+    (a + b, a - b)
+}
+
+#[userfn]
+fn scaled_row_sum(#[index] i: usize, x: f32, m: Mat<f32>, w: &[f32]) -> (f32, u32) {
+    let r = i % m.rows();
+    let mut s = 0.0f32;
+    for j in 0..m.cols() {
+        s += m[(r, j)] * w[j];
+    }
+    (x * s, r as u32)
+}
+
+#[test]
+fn multi_output_and_container_args_over_chunks() {
+    if !cuda() {
+        return;
+    }
+    let (rows, cols) = (37, 19);
+    let m = matrix(rows, cols, floats(rows * cols, 21));
+    let w = Vector::from(floats(cols, 22));
+    let mbytes = (rows * cols * 4) as u64;
+    for (salt, &n) in SIZES.iter().enumerate() {
+        let (ha, hb) = (floats(n, 23), floats(n, 24));
+        let (a, b) = (Vector::from(ha.clone()), Vector::from(hb.clone()));
+        let (mut ws, mut wd) = (Vector::zeroed(n), Vector::zeroed(n));
+        Map::new(sum_diff)
+            .backend(CPU)
+            .run(&a, &b, &mut (&mut ws, &mut wd))
+            .unwrap();
+        let (mut wx, mut wr) = (Vector::zeroed(n), Vector::zeroed(n));
+        Map::new(scaled_row_sum)
+            .arrays((&m, &w))
+            .backend(CPU)
+            .run(&a, &mut (&mut wx, &mut wr))
+            .unwrap();
+        for (k, dl) in launches(n, salt) {
+            let what = format!("n={n} k={k} download={dl:?}");
+            let (mut s, mut d) = (Vector::filled(n, f32::NAN), Vector::filled(n, f32::NAN));
+            on_cuda!(Map::new(sum_diff), k, dl)
+                .run(&a, &b, &mut (&mut s, &mut d))
+                .unwrap();
+            same_f32(s.as_slice(), ws.as_slice(), format_args!("sum {what}"));
+            same_f32(d.as_slice(), wd.as_slice(), format_args!("diff {what}"));
+            let bytes = (n * 4) as u64;
+            assert_eq!(
+                transfers(&s).down,
+                bytes,
+                "each output comes back once, {what}"
+            );
+
+            let (mut x, mut r) = (Vector::filled(n, f32::NAN), Vector::filled(n, u32::MAX));
+            on_cuda!(Map::new(scaled_row_sum).arrays((&m, &w)), k, dl)
+                .run(&a, &mut (&mut x, &mut r))
+                .unwrap();
+            same_f32(x.as_slice(), wx.as_slice(), format_args!("row sums {what}"));
+            same(r.as_slice(), wr.as_slice(), format_args!("rows {what}"));
+            // The matrix went up once, on the first call, whatever the chunk count.
+            if n > 0 {
+                assert_eq!(transfers(&m).up, mbytes, "matrix uploaded once, {what}");
+            }
+        }
+    }
+}

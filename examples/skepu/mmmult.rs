@@ -1,7 +1,5 @@
 //! SkePU's `mmmult`: `C = A B`, one index Map over `C` that reads a row of `A` and a column
-//! of `B` per element. In SkePU 3 both are `Mat` container arguments
-//! (`Map::new(mm).arrays((&a, &b)).run_index(&mut c)` once those land here); MapArray takes
-//! one shared array today, so `A` and `B` travel in one buffer, `B` after `A`.
+//! of `B` per element, both as `Mat` container arguments (SkePU 3).
 //!
 //! `cargo run --example skepu_mmmult -- --backend rayon --size 256`
 
@@ -10,17 +8,10 @@ use skel::prelude::*;
 mod common;
 
 #[userfn]
-fn row_times_col(
-    #[index] (i, j): (usize, usize),
-    ab: &[f32],
-    #[uniform] inner: u32,
-    #[uniform] b_start: u32,
-    #[uniform] cols: u32,
-) -> f32 {
-    let (k, b, m) = (inner as usize, b_start as usize, cols as usize);
+fn row_times_col(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
     let mut sum = 0.0f32;
-    for l in 0..k {
-        sum += ab[i * k + l] * ab[b + l * m + j];
+    for l in 0..a.cols() {
+        sum += a[(i, l)] * b[(l, j)];
     }
     sum
 }
@@ -33,12 +24,11 @@ pub fn compute(backend: Backend, a: &Matrix<f32>, b: &Matrix<f32>) -> skel::Resu
         a.cols(),
         b.rows(),
     )?;
-    let ab = Vector::from([a.as_slice(), b.as_slice()].concat());
     let mut c = Matrix::zeroed(a.rows(), b.cols());
-    MapArray::new(row_times_col)
-        .uniforms((a.cols() as u32, a.len() as u32, b.cols() as u32))
+    Map::new(row_times_col)
+        .arrays((a, b))
         .backend(backend)
-        .run_index(&ab, &mut c)?;
+        .run_index(&mut c)?;
     Ok(c)
 }
 

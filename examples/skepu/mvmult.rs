@@ -1,7 +1,5 @@
-//! SkePU's `mvmult`: `y = A x`. In SkePU 3 one Map reads `A` and `x` as container arguments
-//! (`Map::new(mv).arrays((&a, &x)).run_index(&mut y)` once those land here); with today's
-//! skeletons it is SkePU 1's two steps: a MapArray forms `A[i][j] * x[j]` with `x` as the
-//! shared array, and a row-wise Reduce sums each row.
+//! SkePU's `mvmult`: `y = A x`, one index Map over `y` that reads `A` and `x` as container
+//! arguments (SkePU 3's `Mat` and `Vec` proxies): each element is one row times `x`.
 //!
 //! `cargo run --example skepu_mvmult -- --backend rayon --size 512`
 
@@ -10,13 +8,12 @@ use skel::prelude::*;
 mod common;
 
 #[userfn]
-fn times_x(#[index] (_row, col): (usize, usize), x: &[f32], a: f32) -> f32 {
-    a * x[col]
-}
-
-#[userfn]
-fn add(a: f32, b: f32) -> f32 {
-    a + b
+fn mv(#[index] i: usize, a: Mat<f32>, x: &[f32]) -> f32 {
+    let mut s = 0.0;
+    for j in 0..a.cols() {
+        s += a[(i, j)] * x[j];
+    }
+    s
 }
 
 /// `a x` on `backend`; `x.len()` must be `a.cols()`.
@@ -24,14 +21,11 @@ pub fn compute(backend: Backend, a: &Matrix<f32>, x: &[f32]) -> skel::Result<Vec
     // The user function indexes `x` by column: a short `x` would be read out of bounds.
     common::same_len("mvmult: x against the columns of A", a.cols(), x.len())?;
     let x = Vector::from(x.to_vec());
-    let mut products = Matrix::zeroed(a.rows(), a.cols());
     let mut y = Vector::zeroed(a.rows());
-    MapArray::new(times_x)
+    Map::new(mv)
+        .arrays((a, &x))
         .backend(backend)
-        .run(&x, a, &mut products)?;
-    Reduce::new(add)
-        .backend(backend)
-        .run_rows(&products, &mut y)?;
+        .run_index(&mut y)?;
     Ok(y.to_vec())
 }
 

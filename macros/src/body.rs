@@ -824,6 +824,11 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                 let base = expr(&m.receiver)?;
                 return Ok(quote!(__ir::Expr::Len(&#base)));
             }
+            // The dimensions of a `Mat<T>` parameter (typeck checks the receiver).
+            if (name == "rows" || name == "cols") && m.args.is_empty() {
+                let base = expr(&m.receiver)?;
+                return Ok(quote!(__ir::Expr::Field { expr: &#base, name: #name }));
+            }
             let Some(f) = math_variant(&name) else {
                 return Err(unsupported(
                     &m.method,

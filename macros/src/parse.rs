@@ -14,6 +14,7 @@ enum Kind {
     Elem,
     Uniform,
     Array,
+    Mat,
     Window,
     Window2,
 }
@@ -74,13 +75,14 @@ fn is_ident_type(ty: &Type, name: &str) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident(name))
 }
 
-/// `Window<T>` / `Window2<T>` (any path ending so), returning the element type.
+/// `Window<T>` / `Window2<T>` / `Mat<T>` (any path ending so), returning the element type.
 fn window_elem(ty: &Type) -> Option<(Kind, Type)> {
     let Type::Path(p) = ty else { return None };
     let last = p.path.segments.last()?;
     let kind = match last.ident.to_string().as_str() {
         "Window" => Kind::Window,
         "Window2" => Kind::Window2,
+        "Mat" => Kind::Mat,
         _ => return None,
     };
     let PathArguments::AngleBracketed(args) = &last.arguments else {
@@ -227,7 +229,7 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
                 _ => {
                     return Err(syn::Error::new_spanned(
                         &pt.ty,
-                        "references are not supported in user functions, except one read-only array `&[T]`: take the value itself (`x: T`, device types are `Copy`)",
+                        "references are not supported in user functions, except read-only arrays `&[T]`: take the value itself (`x: T`, device types are `Copy`)",
                     ))
                 }
             },
@@ -267,14 +269,14 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
     }
     let count = |k: Kind| params.iter().filter(|p| p.kind == k).count();
     let (arrays, windows, windows2) = (
-        count(Kind::Array),
+        count(Kind::Array) + count(Kind::Mat),
         count(Kind::Window),
         count(Kind::Window2),
     );
-    if arrays > 1 {
+    if arrays > 4 {
         return Err(syn::Error::new_spanned(
             &sig.inputs,
-            "a user function takes at most one `&[T]` array parameter",
+            "a user function takes at most four container parameters (`&[T]`, `Mat<T>`)",
         ));
     }
     if windows + windows2 > 0 {
@@ -343,6 +345,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                     Kind::Elem => "Elem",
                     Kind::Uniform => "Uniform",
                     Kind::Array => "Array",
+                    Kind::Mat => "Mat",
                     Kind::Window => "Window",
                     Kind::Window2 => "Window2",
                 },
@@ -366,7 +369,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         function: name_str.clone(),
         windows: params
             .iter()
-            .filter(|p| matches!(p.kind, Kind::Window | Kind::Window2))
+            .filter(|p| matches!(p.kind, Kind::Window | Kind::Window2 | Kind::Mat))
             .flat_map(|p| p.names.clone())
             .collect(),
     }
@@ -387,7 +390,11 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
     let mut uni_tys = Vec::new();
     let mut uni_names = Vec::new();
     let mut call_args = Vec::new();
-    let mut array_ty = None;
+    // The call from `ElementwiseFn::apply_with`: containers from the `arrays` tuple.
+    let mut with_args = Vec::new();
+    let mut array_tys = Vec::new();
+    let mut kinds = Vec::new();
+    let mut container_names = Vec::new();
     let mut window = None;
     for (i, p) in params.iter().enumerate() {
         let ty = &p.ty;
@@ -405,16 +412,31 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 uni_names.push(n.clone());
                 call_args.push(quote!(#n));
             }
-            Kind::Array => {
-                array_ty = Some(ty.clone());
+            Kind::Array | Kind::Mat => {
+                let n = format_ident!("__skel_c{}", i);
+                container_names.push(n.clone());
+                kinds.push(if p.kind == Kind::Mat {
+                    quote!(::skel::userfn::MatArg<#ty>)
+                } else {
+                    quote!(::skel::userfn::SliceArg<#ty>)
+                });
+                with_args.push(quote!(#n));
+                if p.kind == Kind::Array {
+                    array_tys.push(ty.clone());
+                }
                 call_args.push(quote!(array));
+                continue;
             }
             Kind::Window | Kind::Window2 => {
                 window = Some((p.kind, ty.clone()));
                 call_args.push(quote!(window));
             }
         }
+        with_args.push(call_args.last().cloned().expect("pushed above"));
     }
+    // MapArray takes functions whose only container is one `&[T]`.
+    let array_ty = (kinds.len() == 1 && array_tys.len() == 1).then(|| array_tys[0].clone());
+    let kinds_t = tuple_ty(&kinds);
     let _ = has_index;
     let elems_t = tuple_ty(&elem_tys);
     let unis_t = tuple_ty(&uni_tys);
@@ -454,8 +476,8 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 }
             }
         }
-    } else if let Some(array) = array_ty {
-        quote! {
+    } else {
+        let array_fn = array_ty.map(|array| quote! {
             impl ::skel::userfn::ArrayFn for #name {
                 type Index = #index_ty;
                 type Array = #array;
@@ -468,20 +490,27 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                     Self::call(#(#call_args),*)
                 }
             }
-        }
-    } else {
+        });
         quote! {
             impl ::skel::userfn::ElementwiseFn for #name {
                 type Index = #index_ty;
                 type Elems = #elems_t;
                 type Uniforms = #unis_t;
+                type Arrays = #kinds_t;
                 #[inline(always)]
                 #[allow(unused_variables)]
-                fn apply(index: #index_ty, elems: #elems_t, uniforms: &#unis_t) -> #out_ty {
+                fn apply_with(
+                    index: #index_ty,
+                    __skel_arrays: <#kinds_t as ::skel::userfn::ContainerArgs>::Refs<'_>,
+                    elems: #elems_t,
+                    uniforms: &#unis_t,
+                ) -> #out_ty {
                     #unpack
-                    Self::call(#(#call_args),*)
+                    let (#(#container_names,)*) = __skel_arrays;
+                    Self::call(#(#with_args),*)
                 }
             }
+            #array_fn
         }
     };
     let span = name.span();

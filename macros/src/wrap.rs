@@ -12,7 +12,7 @@ use syn::{BinOp, Expr, UnOp};
 pub struct WrapRewriter {
     /// The user function's name, reported by its faults.
     pub function: String,
-    /// Window parameters: their `Index` impl checks offsets itself.
+    /// Window and `Mat` parameters: their `Index` impls check themselves.
     pub windows: Vec<syn::Ident>,
 }
 
@@ -74,7 +74,10 @@ impl WrapRewriter {
                 let x = &u.expr;
                 Some(parse(quote!(#rt::Wrap::w_neg(#x))))
             }
-            Expr::Index(ix) if !self.is_window(&ix.expr) => {
+            // `(row, col)` indexes a `Mat` or a 2D window, whose `Index` checks itself
+            Expr::Index(ix)
+                if !self.is_window(&ix.expr) && !matches!(&*ix.index, Expr::Tuple(_)) =>
+            {
                 let (base, i) = (&ix.expr, &ix.index);
                 Some(parse(quote!(#base[#rt::index(#f, #base.len(), #i)])))
             }

@@ -7,27 +7,49 @@
 
 use std::ops::Range;
 
-use super::{BinaryFn, Execute, PredicateFn, Stencil};
-use crate::containers::{Arg, ArgMut, Shape};
+use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn};
+use crate::userfn::{
+    ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn,
+};
 use crate::{DeviceType, Result};
 
 /// The sequential executor.
 pub(crate) struct Cpu;
 
-/// `out[k] = f(index(first + k), inputs[k], uniforms)`; `inputs` start at element `first`.
+/// The container arguments of `F` as the Rust body takes them, over their host copies.
+pub(crate) fn container_refs<'c, F: ElementwiseFn>(
+    arrays: &ContainerOps<'c, F>,
+) -> Result<<F::Arrays as ContainerArgs>::Refs<'c>> {
+    Ok(<F::Arrays as ContainerArgs>::refs(
+        arrays.host()?,
+        &arrays.shapes(),
+    ))
+}
+
+/// `out[k] = f(index(first + k), arrays, inputs[k], uniforms)`; `inputs` start at element
+/// `first`.
 #[inline]
 pub(crate) fn map_range<F: ElementwiseFn>(
+    arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
     inputs: impl HostSlices<Elems = F::Elems>,
-    out: &mut [F::Out],
+    mut out: impl HostOut<Elems = F::Out>,
     first: usize,
     cols: usize,
     uniforms: &F::Uniforms,
 ) {
     let inputs = inputs.slice(0..out.len());
-    for (k, o) in out.iter_mut().enumerate() {
-        *o = F::apply(F::Index::from_flat(first + k, cols), inputs.at(k), uniforms);
+    for k in 0..out.len() {
+        out.set(
+            k,
+            F::apply_with(
+                F::Index::from_flat(first + k, cols),
+                arrays,
+                inputs.at(k),
+                uniforms,
+            ),
+        );
     }
 }
 
@@ -64,6 +86,7 @@ pub(crate) fn fold<F: BinaryFn<T>, T: DeviceType>(data: &[T]) -> Option<T> {
 /// The fold of `map(inputs[k])` over `len` positions starting at element `first`.
 #[inline]
 pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     inputs: impl HostSlices<Elems = M::Elems>,
     positions: Range<usize>,
     cols: usize,
@@ -72,8 +95,14 @@ pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     let (first, n) = (positions.start, positions.len());
     // Re-slicing to exactly `n` lets the compiler drop the bounds checks in `at`.
     let inputs = inputs.slice(0..n);
-    let mut mapped =
-        (0..n).map(|k| M::apply(M::Index::from_flat(first + k, cols), inputs.at(k), uniforms));
+    let mut mapped = (0..n).map(|k| {
+        M::apply_with(
+            M::Index::from_flat(first + k, cols),
+            arrays,
+            inputs.at(k),
+            uniforms,
+        )
+    });
     let head = mapped.next()?;
     Some(mapped.fold(head, |acc, x| R::apply((), (acc, x), &())))
 }
@@ -271,6 +300,7 @@ pub(crate) fn fold_columns<F: BinaryFn<T>, T: DeviceType>(block: &[T], cols: usi
 /// `h.len()` results.
 #[inline]
 pub(crate) fn pairs_rows<F, A, B>(
+    arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
     v: &[A],
     h: &[B],
     out: &mut [F::Out],
@@ -286,7 +316,12 @@ pub(crate) fn pairs_rows<F, A, B>(
         let i = first_row + k;
         let p = v[i];
         for (j, (o, &q)) in row.iter_mut().zip(h).enumerate() {
-            *o = F::apply(F::Index::from_flat(i * cols + j, cols), (p, q), uniforms);
+            *o = F::apply_with(
+                F::Index::from_flat(i * cols + j, cols),
+                arrays,
+                (p, q),
+                uniforms,
+            );
         }
     }
 }
@@ -295,6 +330,7 @@ pub(crate) fn pairs_rows<F, A, B>(
 /// (`Axis::Rows`) or column of the pair matrix `map(v[i], h[j])`.
 #[inline]
 pub(crate) fn pairs_fold_range<M, R, A, B>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
     out: &mut [M::Out],
     first: usize,
@@ -316,8 +352,9 @@ pub(crate) fn pairs_fold_range<M, R, A, B>(
             } else {
                 (k, own)
             };
-            let x = M::apply(
+            let x = M::apply_with(
                 M::Index::from_flat(i * cols + j, cols),
+                arrays,
                 (v[i], h[j]),
                 uniforms,
             );
@@ -374,19 +411,22 @@ pub(crate) fn stencil_output<'o, T: DeviceType>(
 }
 
 impl Execute for Cpu {
-    fn map<'a, F, I>(
+    fn map<'a, 'c, 'o, F, I, O>(
         &self,
+        arrays: ContainerOps<'c, F>,
         inputs: I,
-        mut out: ArgMut<'_, F::Out>,
+        mut out: O,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
     {
-        let cols = out.shape().cols();
+        let cols = out.shapes()[0].cols();
         let inputs = inputs.host()?;
-        map_range::<F>(inputs, out.host_overwrite()?, 0, cols, uniforms);
+        let arrays = container_refs::<F>(&arrays)?;
+        map_range::<F>(arrays, inputs, out.host_overwrite()?, 0, cols, uniforms);
         Ok(())
     }
 
@@ -430,8 +470,9 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -445,7 +486,13 @@ impl Execute for Cpu {
         let inputs = inputs.host()?;
         Ok(combine::<R, M::Out>(
             start,
-            map_fold::<M, R>(inputs, 0..shape.len(), shape.cols(), uniforms),
+            map_fold::<M, R>(
+                container_refs::<M>(&arrays)?,
+                inputs,
+                0..shape.len(),
+                shape.cols(),
+                uniforms,
+            ),
         ))
     }
 
@@ -511,8 +558,9 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         mut out: ArgMut<'_, F::Out>,
@@ -524,12 +572,14 @@ impl Execute for Cpu {
         B: DeviceType,
     {
         let (v, h) = (v.host()?, h.host()?);
-        pairs_rows::<F, A, B>(v, h, out.host_overwrite()?, 0, uniforms);
+        let arrays = container_refs::<F>(&arrays)?;
+        pairs_rows::<F, A, B>(arrays, v, h, out.host_overwrite()?, 0, uniforms);
         Ok(())
     }
 
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         mut out: ArgMut<'_, M::Out>,
@@ -543,7 +593,9 @@ impl Execute for Cpu {
         B: DeviceType,
     {
         let operands = (v.host()?, h.host()?);
-        pairs_fold_range::<M, R, A, B>(operands, out.host_overwrite()?, 0, axis, uniforms);
+        let arrays = container_refs::<M>(&arrays)?;
+        let out = out.host_overwrite()?;
+        pairs_fold_range::<M, R, A, B>(arrays, operands, out, 0, axis, uniforms);
         Ok(())
     }
 

@@ -5,6 +5,8 @@
 //! ([`crate::plan`]). Skeletons resolve a `Backend` to an executor with [`dispatch!`] and
 //! never see which one runs them.
 
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) mod args;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
@@ -20,25 +22,28 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
 
 /// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
 /// of MapReduce take.
-pub trait BinaryFn<T>: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = ()> {}
+pub trait BinaryFn<T>:
+    ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = (), Arrays = ()>
+{
+}
 
 impl<T, F> BinaryFn<T> for F where
-    F: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = ()>
+    F: ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = (), Arrays = ()>
 {
 }
 
 /// A user function that decides whether to keep one `T`: what Filter takes (an optional
 /// `#[index]` first and `#[uniform]` parameters last are allowed).
-pub trait PredicateFn<T>: ElementwiseFn<Elems = (T,), Out = bool> {}
+pub trait PredicateFn<T>: ElementwiseFn<Elems = (T,), Out = bool, Arrays = ()> {}
 
-impl<T, F> PredicateFn<T> for F where F: ElementwiseFn<Elems = (T,), Out = bool> {}
+impl<T, F> PredicateFn<T> for F where F: ElementwiseFn<Elems = (T,), Out = bool, Arrays = ()> {}
 
 /// A MapOverlap's stencil settings.
 #[derive(Clone, Copy, Debug)]
@@ -51,15 +56,19 @@ pub(crate) struct Stencil<T, R> {
 /// What a backend implements: one method per skeleton form. Operands arrive checked
 /// (shapes agree, radii fit); a backend only schedules and computes.
 pub(crate) trait Execute {
-    fn map<'a, F, I>(
+    /// `out` is one operand, or one per element of a tuple result (multi-output Map);
+    /// `arrays` are the container arguments, read whole by every element.
+    fn map<'a, 'c, 'o, F, I, O>(
         &self,
+        arrays: ContainerOps<'c, F>,
         inputs: I,
-        out: ArgMut<'_, F::Out>,
+        out: O,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
         F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>;
+        I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>;
 
     fn map_array<'a, F, I>(
         &self,
@@ -82,8 +91,9 @@ pub(crate) trait Execute {
         axis: Axis,
     ) -> Result<()>;
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -120,8 +130,9 @@ pub(crate) trait Execute {
     ) -> Result<()>;
 
     /// `out` is the `v.len() x h.len()` matrix of `f(v[i], h[j])`.
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, F::Out>,
@@ -134,8 +145,9 @@ pub(crate) trait Execute {
 
     /// `axis` is `Rows` (`out[i]` folds row `i` of the pairs) or `Cols`; every fold has at
     /// least one pair.
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, M::Out>,
@@ -157,6 +169,10 @@ pub(crate) trait Execute {
         uniforms: &F::Uniforms,
     ) -> Result<usize>;
 }
+
+/// The container arguments of user function `F` bound for one call.
+pub(crate) type ContainerOps<'c, F> =
+    <<F as ElementwiseFn>::Arrays as crate::userfn::ContainerArgs>::Args<'c>;
 
 /// Runs `$body` with `$exec` bound to the executor of the resolved backend; on the host
 /// backends an unwind out of the user function `$name` comes back as

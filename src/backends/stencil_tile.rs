@@ -6,6 +6,11 @@
 //!
 //! Kernels are specialised on the radius: the tile's shape is then a constant and its loops
 //! unroll. The edge mode is an argument: only border tiles read it.
+//!
+//! The CUDA template also has a direct kernel ([`Plan::direct`]): one thread per output,
+//! the window read in place, blocks of `bx x by` outputs. Measured on an H100 it is slower
+//! than the tiles from 2^18 elements up and no faster below, so it runs only when
+//! `SKEL_STENCIL=direct` asks for it.
 
 // Only the GPU backends use this module; without them it is dead code.
 #![allow(dead_code)]
@@ -15,7 +20,7 @@ use crate::containers::Shape;
 use crate::plan::{Axis, Edge};
 
 /// Block shape and work per thread of one form.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Layout {
     pub(crate) bx: usize,
     pub(crate) by: usize,
@@ -27,9 +32,9 @@ pub(crate) struct Layout {
 }
 
 /// Where the user function reads its window from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Window {
-    /// The shared tile.
+    /// The shared tile (in the direct kernel: global memory, in place).
     Shared,
     /// A copy in registers, slid down the thread's column: needed where a 1D window runs
     /// down a column (the window must be contiguous).
@@ -82,6 +87,29 @@ const TILE2D: Layout = Layout {
     window: Window::RegistersIfSmall,
 };
 
+/// The direct kernel on a vector: one output per thread, as many threads per block as the
+/// naive kernel it replaces.
+const DIRECT_LINE: Layout = Layout {
+    bx: 256,
+    by: 1,
+    ex: 1,
+    iy: 1,
+    window: Window::Shared,
+};
+/// The direct kernel on a matrix: a warp along a row, eight rows per block.
+const DIRECT_2D: Layout = Layout {
+    bx: 32,
+    by: 8,
+    ex: 1,
+    iy: 1,
+    window: Window::Shared,
+};
+/// Column-wise, the direct kernel copies the window into registers (it must be contiguous).
+const DIRECT_COLS: Layout = Layout {
+    window: Window::Registers,
+    ..DIRECT_2D
+};
+
 /// Tiles a call should have at least (several per multiprocessor of a large GPU): smaller
 /// data gets smaller tiles, fewer outputs per thread first.
 const MIN_TILES: usize = 1024;
@@ -116,6 +144,11 @@ pub(crate) struct Plan {
     pub(crate) radius: (usize, usize),
     pub(crate) edge: Edge,
     pub(crate) elem_size: usize,
+    /// The direct kernel (`SKEL_DIRECT`) instead of tiles.
+    pub(crate) direct: bool,
+    /// Blocks per multiprocessor the register allocation must allow (`SKEL_MIN_BLOCKS`);
+    /// 0: the compiler's choice.
+    pub(crate) min_blocks: usize,
 }
 
 impl Plan {
@@ -164,8 +197,40 @@ impl Plan {
             radius,
             edge,
             elem_size,
+            direct: false,
+            min_blocks: 0,
         }
         .fill_device()
+    }
+
+    /// The same stencil through the direct kernel (one thread per output, no tile).
+    pub(crate) fn direct(mut self) -> Plan {
+        self.layout = if self.layout.window == Window::Registers {
+            DIRECT_COLS
+        } else if self.rows == 1 {
+            DIRECT_LINE
+        } else {
+            DIRECT_2D
+        };
+        self.direct = true;
+        self.min_blocks = 0;
+        self
+    }
+
+    /// Whether capping the registers of a tiled 2D kernel (full occupancy) pays: measured
+    /// through the library on an H100 for a 3x3 window sliding in registers (0.79 -> 0.94
+    /// of the copy bandwidth at 2^28, 0.75 -> 0.89 at 2^26); 5x5 gained nothing in a
+    /// standalone sweep.
+    pub(crate) fn cap_pays(&self) -> bool {
+        let (rr, rc) = self.radius;
+        self.kind == "overlap_2d" && self.regwin() && (2 * rr + 1) * (2 * rc + 1) <= 9
+    }
+
+    /// The same plan with registers capped so that `blocks` blocks fit on a multiprocessor
+    /// (0: uncapped); only the tiled kernel reads it.
+    pub(crate) fn min_blocks(mut self, blocks: usize) -> Plan {
+        self.min_blocks = if self.direct { 0 } else { blocks };
+        self
     }
 
     /// Fewer outputs per thread (down a column first, then along a row) until the call has
@@ -253,12 +318,12 @@ impl Plan {
             .checked_add(16)
     }
 
-    /// A name for the compiled variant: the form, block, outputs per thread, radius and
-    /// window.
+    /// A name for the compiled variant: the form, block, outputs per thread, radius,
+    /// window, kernel and register cap.
     pub(crate) fn variant(&self) -> String {
         let l = self.layout;
         format!(
-            "{}_{}x{}_{}x{}_r{}x{}{}",
+            "{}_{}x{}_{}x{}_r{}x{}{}{}_b{}",
             self.kind,
             l.bx,
             l.by,
@@ -266,14 +331,40 @@ impl Plan {
             l.iy,
             self.radius.0,
             self.radius.1,
-            if self.regwin() { "_reg" } else { "" }
+            if self.regwin() { "_reg" } else { "" },
+            if self.direct { "_direct" } else { "" },
+            self.min_blocks
         )
+    }
+
+    /// [`Plan::variant`], interned: calls of a compiled variant look its name up instead of
+    /// formatting it (this runs on every call).
+    pub(crate) fn variant_name(&self) -> &'static str {
+        type Key = (&'static str, Layout, (usize, usize), bool, bool, usize);
+        static NAMES: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<Key, &'static str>>,
+        > = std::sync::OnceLock::new();
+        let key = (
+            self.kind,
+            self.layout,
+            self.radius,
+            self.regwin(),
+            self.direct,
+            self.min_blocks,
+        );
+        let mut names = NAMES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        names
+            .entry(key)
+            .or_insert_with(|| crate::backends::jit::interned(self.variant()))
     }
 
     /// The template's geometry defines.
     pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
         let l = self.layout;
-        vec![
+        let mut defines = vec![
             ("SKEL_BX", l.bx.to_string()),
             ("SKEL_BY", l.by.to_string()),
             ("SKEL_EX", l.ex.to_string()),
@@ -281,7 +372,12 @@ impl Plan {
             ("SKEL_RR", self.radius.0.to_string()),
             ("SKEL_RC", self.radius.1.to_string()),
             ("SKEL_REGWIN", u8::from(self.regwin()).to_string()),
-        ]
+            ("SKEL_DIRECT", u8::from(self.direct).to_string()),
+        ];
+        if self.min_blocks > 0 {
+            defines.push(("SKEL_MIN_BLOCKS", self.min_blocks.to_string()));
+        }
+        defines
     }
 }
 
@@ -354,6 +450,11 @@ mod tests {
     fn small_data_gets_small_tiles() {
         let flat = |n| one_d::<f32>(Axis::Flat, (1, n), 1).layout;
         assert_eq!(flat(1 << 28), FLAT);
+        // the sizes of the suite's full-size tile test
+        assert_eq!(
+            (flat((1 << 21) + 5), two_d::<f32>(1501, 1).layout),
+            (FLAT, TILE2D)
+        );
         let ex = (flat(1 << 20).ex, flat(1 << 18).ex, flat(1 << 16).ex);
         assert_eq!(ex, (8, 2, 1));
         let square = |side| two_d::<f32>(side, 1).layout;
@@ -364,6 +465,36 @@ mod tests {
             two_d::<f32>(256, 1).variant(),
             two_d::<f32>(8192, 1).variant()
         );
+    }
+
+    #[test]
+    fn the_direct_kernel_has_one_output_per_thread() {
+        let flat = one_d::<f32>(Axis::Flat, (1, 1 << 16), 1);
+        assert_eq!(flat.direct().layout, DIRECT_LINE);
+        assert_eq!(two_d::<f32>(64, 1).direct().layout, DIRECT_2D);
+        let cols = one_d::<f32>(Axis::Cols, (64, 64), 1).direct();
+        assert!(cols.regwin() && !two_d::<f32>(64, 1).direct().regwin());
+        assert_eq!(cols.tile_outputs(), (8, 32));
+        // A one-row matrix still copies a column-wise window (it must be contiguous).
+        assert!(one_d::<f32>(Axis::Cols, (1, 64), 1).direct().regwin());
+        let direct = flat.direct();
+        assert_ne!(direct.variant(), flat.variant());
+        assert!(direct.defines().contains(&("SKEL_DIRECT", "1".into())));
+        // The register cap is for tiled kernels only.
+        assert_eq!(direct.min_blocks(8).min_blocks, 0);
+    }
+
+    #[test]
+    fn registers_are_capped_for_tiled_3x3_only() {
+        let p = two_d::<f32>(8192, 1);
+        assert!(p.cap_pays() && !two_d::<f32>(8192, 2).cap_pays());
+        assert!(!one_d::<f32>(Axis::Flat, (1, 1 << 28), 1).cap_pays());
+        let capped = p.min_blocks(8);
+        assert!(capped.defines().contains(&("SKEL_MIN_BLOCKS", "8".into())));
+        assert!(!p.defines().iter().any(|(k, _)| *k == "SKEL_MIN_BLOCKS"));
+        assert_ne!(capped.variant(), p.variant());
+        assert_eq!(capped.variant_name(), capped.variant());
+        assert_eq!(p.variant_name(), p.variant());
     }
 
     /// Rows of `T` along a 3 x `cols` matrix, radius 2: the pitch keeps tile rows aligned

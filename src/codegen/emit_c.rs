@@ -388,6 +388,11 @@ pub fn array_len_param(def: &'static FnDef) -> bool {
         .any(|p| array_len_param_of(def, p.name, &mut Vec::new()))
 }
 
+/// [`array_len_param`] for the one `&[T]` parameter named `name`.
+pub fn array_len_param_named(def: &'static FnDef, name: &str) -> bool {
+    array_len_param_of(def, name, &mut Vec::new())
+}
+
 impl Program {
     fn collect(&mut self, def: &'static FnDef, stack: &mut Vec<usize>) -> R<()> {
         let k = key(def);
@@ -541,6 +546,17 @@ impl Program {
                         c_type(p.ty, d)
                     ));
                     Bind::Slice(cname, None, None)
+                }
+                ParamKind::Mat => {
+                    // Bound like a 2D window whose stride is the column count, plus the rows.
+                    let rows = e.fresh_name(&format!("{cname}_rows"));
+                    let cols = e.fresh_name(&format!("{cname}_cols"));
+                    let usize_t = c_type(Ty::Prim(Prim::Usize), d);
+                    params.push(format!(
+                        "SKEL_ARRAY_SPACE const {}* {cname}, {usize_t} {rows}, {usize_t} {cols}",
+                        c_type(p.ty, d)
+                    ));
+                    Bind::Slice(cname, Some(cols), Some(rows))
                 }
                 ParamKind::Window2 => {
                     let stride = e.fresh_name(&format!("{cname}_stride"));
@@ -1506,7 +1522,10 @@ impl FnEmitter<'_> {
                 let mut cargs = Vec::new();
                 for ((p, a), ta) in params.zip(args.iter()).zip(&te.kids) {
                     match p.kind {
-                        ParamKind::Array | ParamKind::Window | ParamKind::Window2 => {
+                        ParamKind::Array
+                        | ParamKind::Window
+                        | ParamKind::Window2
+                        | ParamKind::Mat => {
                             let Expr::Var(n) = a else {
                                 return Err("array/window argument must be a parameter".into());
                             };
@@ -1514,6 +1533,11 @@ impl FnEmitter<'_> {
                                 && (self.prog.checked
                                     || array_len_param_of(def, p.name, &mut Vec::new()));
                             match self.lookup(n)? {
+                                Bind::Slice(c, Some(cols), Some(rows))
+                                    if p.kind == ParamKind::Mat =>
+                                {
+                                    cargs.push(format!("{c}, {rows}, {cols}"))
+                                }
                                 Bind::Slice(c, Some(s), _) => cargs.push(format!("{c}, {s}")),
                                 Bind::Slice(c, None, Some(len)) if wants_len => {
                                     cargs.push(format!("{c}, {len}"))
@@ -1537,6 +1561,17 @@ impl FnEmitter<'_> {
                     vs.push(self.expr(a, ta)?);
                 }
                 self.math(*func, p, &vs)?
+            }
+            // `m.rows()` / `m.cols()` of a `Mat<T>` parameter (typed without children).
+            Expr::Field { expr, name } if te.kids.is_empty() => {
+                let Expr::Var(n) = expr else {
+                    return Err(format!("`.{name}()` of a non-parameter"));
+                };
+                match (self.lookup(n)?, *name) {
+                    (Bind::Slice(_, _, Some(rows)), "rows") => rows,
+                    (Bind::Slice(_, Some(cols), _), "cols") => cols,
+                    _ => return Err(format!("`{n}` is not a Mat")),
+                }
             }
             Expr::Field { expr, name } => {
                 let v = self.expr(expr, &te.kids[0])?;
@@ -1576,6 +1611,11 @@ impl FnEmitter<'_> {
                 let r = self.expr(row, &te.kids[0])?;
                 let c = self.expr(col, &te.kids[1])?;
                 match self.lookup(n)? {
+                    // a `Mat<T>`: its rows, then its columns (the stride)
+                    Bind::Slice(w, Some(s), Some(rows)) if self.prog.checked => {
+                        let (r, c) = (self.check_index(&r, &rows), self.check_index(&c, &s));
+                        format!("{w}[({r}) * {s} + ({c})]")
+                    }
                     Bind::Slice(w, Some(s), _) => format!("{w}[({r}) * {s} + ({c})]"),
                     _ => return Err(format!("`{n}` is not a Window2")),
                 }

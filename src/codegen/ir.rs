@@ -64,6 +64,9 @@ pub enum ParamKind {
     Window,
     /// `Window2<T>`.
     Window2,
+    /// `Mat<T>`, a read-only matrix (a container argument): `m[(r, c)]` is an
+    /// [`Expr::Index2`], `m.rows()` / `m.cols()` an [`Expr::Field`] named `rows` / `cols`.
+    Mat,
 }
 
 /// A block: statements and an optional tail expression (its value).

@@ -188,8 +188,8 @@ mod typeck;
 
 pub use dialect::{c_type, Dialect};
 pub use emit_c::{
-    array_len_param, checked_functions, device_source, device_source_checked, device_source_multi,
-    DeviceSource,
+    array_len_param, array_len_param_named, checked_functions, device_source,
+    device_source_checked, device_source_multi, DeviceSource,
 };
 pub use ir::ConstValue;
 pub use ir::FnDef;

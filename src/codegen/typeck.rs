@@ -559,7 +559,10 @@ impl Infer {
                                 def.name
                             ))
                         }
-                        ParamKind::Array | ParamKind::Window | ParamKind::Window2 => {
+                        ParamKind::Array
+                        | ParamKind::Window
+                        | ParamKind::Window2
+                        | ParamKind::Mat => {
                             match self.slice_of(a) {
                                 Some((k, t)) if k == p.kind && ty_eq(t, p.ty) => self.placeholder(),
                                 _ => {
@@ -628,6 +631,16 @@ impl Infer {
                     _ => t0,
                 }
             }
+            Expr::Field { expr, name }
+                if matches!(self.slice_of(expr), Some((ParamKind::Mat, _))) =>
+            {
+                if !matches!(*name, "rows" | "cols") {
+                    return Err(format!(
+                        "a `Mat<T>` has `.rows()` and `.cols()`, not `{name}`"
+                    ));
+                }
+                self.known(Ty::Prim(Prim::Usize))
+            }
             Expr::Field { expr, name } => {
                 let t = self.expr(expr)?;
                 match self.get(t) {
@@ -676,18 +689,25 @@ impl Infer {
                 match kind {
                     ParamKind::Array => self.unify_ty(ti, Ty::Prim(Prim::Usize))?,
                     ParamKind::Window => self.unify_ty(ti, Ty::Prim(Prim::Isize))?,
+                    ParamKind::Mat => return Err("a Mat is indexed with `m[(row, col)]`".into()),
                     _ => return Err("a Window2 is indexed with `w[(di, dj)]`".into()),
                 }
                 self.known(elem)
             }
             Expr::Index2 { base, row, col } => {
-                let Some((ParamKind::Window2, elem)) = self.slice_of(base) else {
-                    return Err("only `Window2<T>` parameters are indexed with `[(di, dj)]`".into());
-                };
+                let (pos, elem) =
+                    match self.slice_of(base) {
+                        Some((ParamKind::Window2, elem)) => (Prim::Isize, elem),
+                        Some((ParamKind::Mat, elem)) => (Prim::Usize, elem),
+                        _ => return Err(
+                            "only `Window2<T>` and `Mat<T>` parameters are indexed with `[(i, j)]`"
+                                .into(),
+                        ),
+                    };
                 let r = self.expr(row)?;
                 let c = self.expr(col)?;
-                self.unify_ty(r, Ty::Prim(Prim::Isize))?;
-                self.unify_ty(c, Ty::Prim(Prim::Isize))?;
+                self.unify_ty(r, Ty::Prim(pos))?;
+                self.unify_ty(c, Ty::Prim(pos))?;
                 self.known(elem)
             }
             Expr::Struct { ty, fields } => {

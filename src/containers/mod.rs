@@ -27,12 +27,14 @@
 pub(crate) mod coherence;
 pub(crate) mod host;
 mod matrix;
+mod outputs;
 pub(crate) mod store;
 #[cfg(test)]
 mod tests;
 mod vector;
 
 pub use matrix::Matrix;
+pub use outputs::{HostOut, OutArgs, OutCollector, Outputs};
 pub use vector::{Vector, VectorView, VectorViewMut};
 
 // The crate-internal API of device backends (CUDA/OpenCL).

@@ -2,11 +2,13 @@
 
 use std::marker::PhantomData;
 
-use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
+use super::{
+    check_arrays, check_index_dims, check_inputs, common_options, uniforms_or_missing, Options,
+};
 use crate::backends::dispatch;
-use crate::containers::{Input, Output};
+use crate::containers::{Input, OutArgs, Outputs};
 use crate::plan::ArgTuple;
-use crate::userfn::{ElementwiseFn, IndexKind};
+use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
 
 /// Applies a user function element-wise to 0..=4 inputs of one shape.
@@ -39,11 +41,12 @@ use crate::{DeviceType, Result};
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct Map<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems> {
+pub struct Map<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems, A = ()> {
     f: F,
     uniforms: Option<F::Uniforms>,
     options: Options,
     elems: PhantomData<fn() -> E>,
+    arrays: A,
 }
 
 impl<F: ElementwiseFn> Map<F, F::Elems> {
@@ -54,15 +57,55 @@ impl<F: ElementwiseFn> Map<F, F::Elems> {
             uniforms: None,
             options: Options::default(),
             elems: PhantomData,
+            arrays: (),
         }
     }
 }
 
-impl<F: ElementwiseFn, E> Map<F, E> {
+impl<F: ElementwiseFn, E, A> Map<F, E, A> {
     /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
     pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
         self.uniforms = Some(uniforms);
         self
+    }
+
+    /// Binds the container parameters (`Mat<T>`, `&[T]`), as a tuple of references in
+    /// declaration order: a `Matrix` for each `Mat<T>`, a `Vector` or vector view for each
+    /// `&[T]`. Every element of the call reads them whole; they are uploaded once per call
+    /// (nothing if already on the device) and never written. A container of the wrong kind
+    /// is a `ShapeMismatch` when the Map runs.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    ///
+    /// #[userfn]
+    /// fn mv(#[index] i: usize, m: Mat<f32>, x: &[f32]) -> f32 {
+    ///     let mut s = 0.0;
+    ///     for j in 0..m.cols() {
+    ///         s += m[(i, j)] * x[j];
+    ///     }
+    ///     s
+    /// }
+    ///
+    /// let a = Matrix::from_fn(3, 2, |r, c| (r * 2 + c) as f32);
+    /// let x = Vector::from(vec![1.0f32, 10.0]);
+    /// let mut y = Vector::zeroed(a.rows());
+    /// Map::new(mv).arrays((&a, &x)).run_index(&mut y)?;
+    /// assert_eq!(y.to_vec(), vec![10.0, 32.0, 54.0]);
+    ///
+    /// // A vector where the function takes a matrix is an error, not a guess.
+    /// let err = Map::new(mv).arrays((&x, &x)).run_index(&mut y).unwrap_err();
+    /// assert!(err.to_string().contains("Mat<T>"), "{err}");
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn arrays<B: BindArrays<F::Arrays>>(self, arrays: B) -> Map<F, E, B> {
+        Map {
+            f: self.f,
+            uniforms: self.uniforms,
+            options: self.options,
+            elems: PhantomData,
+            arrays,
+        }
     }
 
     common_options!();
@@ -72,37 +115,45 @@ impl<F: ElementwiseFn, E> Map<F, E> {
         self.f
     }
 
-    fn execute<'a, I>(&self, inputs: I, out: &mut impl Output<F::Out>) -> Result<()>
+    fn execute<'a, I>(&self, inputs: I, out: &mut impl Outputs<F::Out>) -> Result<()>
     where
         I: ArgTuple<'a, Elems = F::Elems>,
+        A: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
-        let out = out.arg_mut();
-        check_inputs("Map", &inputs.shapes(), out.shape())?;
-        check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, out.shape())?;
+        let arrays = self.arrays.bind();
+        check_arrays("Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
+        let out = out.args_mut();
+        let shape = out.shape("Map")?;
+        check_inputs("Map", &inputs.shapes(), shape)?;
+        check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         dispatch!(self.options, F::NAME, |exec| exec
-            .map::<F, I>(inputs, out, uniforms))
+            .map::<F, I, _>(arrays, inputs, out, uniforms))
     }
 }
 
-impl<F: ElementwiseFn<Elems = ()>> Map<F, ()> {
+impl<F: ElementwiseFn<Elems = ()>, A: BindArrays<F::Arrays>> Map<F, (), A> {
     /// Runs a function with no element parameters, only `#[index]` (and uniforms), over
-    /// every position of `out`.
-    pub fn run_index(&self, out: &mut impl Output<F::Out>) -> Result<()> {
+    /// every position of `out` (one output, or a tuple of `&mut` outputs, see
+    /// [`Outputs`]).
+    pub fn run_index(&self, out: &mut impl Outputs<F::Out>) -> Result<()> {
         self.execute((), out)
     }
 }
 
 macro_rules! map_run {
     ($(($($t:ident $a:ident),+))*) => {$(
-        impl<F, $($t: DeviceType),+> Map<F, ($($t,)+)>
+        impl<F, Bound, $($t: DeviceType),+> Map<F, ($($t,)+), Bound>
         where
             F: ElementwiseFn<Elems = ($($t,)+)>,
+            Bound: BindArrays<F::Arrays>,
         {
-            /// Runs the map: one input per element parameter, then the output. All operands
-            /// have one shape (vectors of one length, or matrices of one size).
-            pub fn run(&self, $($a: &impl Input<$t>,)+ out: &mut impl Output<F::Out>) -> Result<()> {
+            /// Runs the map: one input per element parameter, then the output: one container
+            /// or view, or for a function returning a tuple also a tuple of `&mut`
+            /// containers or views, one per element ([`Outputs`]). All operands have one
+            /// shape (vectors of one length, or matrices of one size).
+            pub fn run(&self, $($a: &impl Input<$t>,)+ out: &mut impl Outputs<F::Out>) -> Result<()> {
                 self.execute(($($a.arg(),)+), out)
             }
         }

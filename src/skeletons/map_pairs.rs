@@ -1,10 +1,13 @@
 //! MapPairs: `m[(i, j)] = f(v[i], h[j])` for every pair of a vertical and a horizontal
 //! vector (SkePU 3's MapPairs).
 
-use super::{check_index_dims, check_shape, common_options, uniforms_or_missing, Options};
+use super::{
+    check_arrays, check_index_dims, check_shape, common_options, uniforms_or_missing, Options,
+};
 use crate::backends::dispatch;
 use crate::containers::{Arg, Input, Output, Shape};
-use crate::userfn::{ElementwiseFn, IndexKind};
+use crate::plan::ArgTuple;
+use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
 
 /// Applies a user function `f(p: A, q: B) -> R` to every pair `(v[i], h[j])` of two vectors,
@@ -39,10 +42,11 @@ use crate::{DeviceType, Error, Result};
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct MapPairs<F: ElementwiseFn> {
+pub struct MapPairs<F: ElementwiseFn, C = ()> {
     f: F,
     uniforms: Option<F::Uniforms>,
     options: Options,
+    arrays: C,
 }
 
 impl<F: ElementwiseFn> MapPairs<F> {
@@ -52,6 +56,33 @@ impl<F: ElementwiseFn> MapPairs<F> {
             f,
             uniforms: None,
             options: Options::default(),
+            arrays: (),
+        }
+    }
+}
+
+impl<F: ElementwiseFn, C> MapPairs<F, C> {
+    /// Binds the container parameters (`Mat<T>`, `&[T]`), in declaration order, as for
+    /// [`crate::Map::arrays`]: every pair reads them whole.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn weighted(p: f32, q: f32, w: &[f32]) -> f32 { w[0] * p + w[1] * q }
+    ///
+    /// let (v, h) = (Vector::from(vec![1.0f32, 2.0]), Vector::from(vec![10.0f32]));
+    /// let w = Vector::from(vec![2.0f32, 0.5]);
+    /// let mut m = Matrix::zeroed(2, 1);
+    /// MapPairs::new(weighted).arrays((&w,)).run(&v, &h, &mut m)?;
+    /// assert_eq!(m.to_vec(), vec![7.0, 9.0]);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn arrays<B: BindArrays<F::Arrays>>(self, arrays: B) -> MapPairs<F, B> {
+        MapPairs {
+            f: self.f,
+            uniforms: self.uniforms,
+            options: self.options,
+            arrays,
         }
     }
 
@@ -78,8 +109,11 @@ impl<F: ElementwiseFn> MapPairs<F> {
     ) -> Result<()>
     where
         F: ElementwiseFn<Elems = (A, B)>,
+        C: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
+        let arrays = self.arrays.bind();
+        check_arrays("MapPairs", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
         let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
         let (rows, cols) = pair_lengths("MapPairs", &v, &h)?;
         check_shape(
@@ -95,7 +129,7 @@ impl<F: ElementwiseFn> MapPairs<F> {
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         dispatch!(self.options, F::NAME, |exec| exec
-            .map_pairs::<F, A, B>(v, h, out, uniforms))
+            .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
     }
 }
 

@@ -2,11 +2,13 @@
 //! intermediate matrix (SkePU 3's MapPairsReduce).
 
 use super::map_pairs::pair_lengths;
-use super::{check_index_dims, check_shape, common_options, uniforms_or_missing, Options};
+use super::{
+    check_arrays, check_index_dims, check_shape, common_options, uniforms_or_missing, Options,
+};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
-use crate::plan::Axis;
-use crate::userfn::{ElementwiseFn, IndexKind};
+use crate::plan::{ArgTuple, Axis};
+use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
 
 /// Folds the pairs of MapPairs per row (`run_rows`: `per_v[i] = fold_j map(v[i], h[j])`)
@@ -39,11 +41,12 @@ use crate::{DeviceType, Error, Result};
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct MapPairsReduce<M: ElementwiseFn, R: BinaryFn<M::Out>> {
+pub struct MapPairsReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, C = ()> {
     map: M,
     reduce: R,
     uniforms: Option<M::Uniforms>,
     options: Options,
+    arrays: C,
 }
 
 impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
@@ -54,6 +57,36 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
             reduce,
             uniforms: None,
             options: Options::default(),
+            arrays: (),
+        }
+    }
+}
+
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
+    /// Binds the map function's container parameters (`Mat<T>`, `&[T]`), in declaration
+    /// order, as for [`crate::Map::arrays`]: every pair reads them whole.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn cost(p: u32, q: u32, table: Mat<u32>) -> u32 { table[(p as usize, q as usize)] }
+    /// #[userfn]
+    /// fn add(a: u32, b: u32) -> u32 { a + b }
+    ///
+    /// let table = Matrix::from_fn(2, 3, |r, c| (10 * r + c) as u32);
+    /// let (v, h) = (Vector::from(vec![0u32, 1]), Vector::from(vec![2u32, 0]));
+    /// let mut per_v = Vector::zeroed(2);
+    /// MapPairsReduce::new(cost, add).arrays((&table,)).run_rows(&v, &h, &mut per_v)?;
+    /// assert_eq!(per_v.to_vec(), vec![2, 22]);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn arrays<B: BindArrays<M::Arrays>>(self, arrays: B) -> MapPairsReduce<M, R, B> {
+        MapPairsReduce {
+            map: self.map,
+            reduce: self.reduce,
+            uniforms: self.uniforms,
+            options: self.options,
+            arrays,
         }
     }
 
@@ -79,6 +112,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
     ) -> Result<()>
     where
         M: ElementwiseFn<Elems = (A, B)>,
+        C: BindArrays<M::Arrays>,
     {
         self.execute(v, h, out, Axis::Rows)
     }
@@ -92,6 +126,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
     ) -> Result<()>
     where
         M: ElementwiseFn<Elems = (A, B)>,
+        C: BindArrays<M::Arrays>,
     {
         self.execute(v, h, out, Axis::Cols)
     }
@@ -105,8 +140,16 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
     ) -> Result<()>
     where
         M: ElementwiseFn<Elems = (A, B)>,
+        C: BindArrays<M::Arrays>,
     {
         self.options.validate()?;
+        let arrays = self.arrays.bind();
+        check_arrays(
+            "MapPairsReduce",
+            M::NAME,
+            M::Arrays::KINDS,
+            &arrays.shapes(),
+        )?;
         let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
         let (rows, cols) = pair_lengths("MapPairsReduce", &v, &h)?;
         let pairs = Shape::Matrix { rows, cols };
@@ -132,6 +175,6 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
         )?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
         dispatch!(self.options, M::NAME, |exec| exec
-            .map_pairs_reduce::<M, R, A, B>(v, h, out, axis, uniforms))
+            .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
     }
 }

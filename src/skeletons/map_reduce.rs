@@ -2,11 +2,13 @@
 
 use std::marker::PhantomData;
 
-use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
+use super::{
+    check_arrays, check_index_dims, check_inputs, common_options, uniforms_or_missing, Options,
+};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::Input;
 use crate::plan::ArgTuple;
-use crate::userfn::{ElementwiseFn, IndexKind};
+use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 
 use crate::{DeviceType, Result};
 
@@ -26,13 +28,15 @@ use crate::{DeviceType, Result};
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct MapReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, E = <M as ElementwiseFn>::Elems> {
+pub struct MapReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, E = <M as ElementwiseFn>::Elems, A = ()>
+{
     map: M,
     reduce: R,
     start: Option<M::Out>,
     uniforms: Option<M::Uniforms>,
     options: Options,
     elems: PhantomData<fn() -> E>,
+    arrays: A,
 }
 
 impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
@@ -45,11 +49,12 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
             uniforms: None,
             options: Options::default(),
             elems: PhantomData,
+            arrays: (),
         }
     }
 }
 
-impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E> MapReduce<M, R, E>
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A>
 where
     M::Out: Default,
 {
@@ -65,6 +70,34 @@ where
         self
     }
 
+    /// Binds the map function's container parameters (`Mat<T>`, `&[T]`), in declaration
+    /// order, as for [`crate::Map::arrays`].
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn weighted(#[index] i: usize, x: f32, w: &[f32]) -> f32 { x * w[i % w.len()] }
+    /// #[userfn]
+    /// fn add(a: f32, b: f32) -> f32 { a + b }
+    ///
+    /// let x = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0]);
+    /// let w = Vector::from(vec![1.0f32, -1.0]);
+    /// let s: f32 = MapReduce::new(weighted, add).arrays((&w,)).run(&x)?;
+    /// assert_eq!(s, -2.0);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn arrays<B: BindArrays<M::Arrays>>(self, arrays: B) -> MapReduce<M, R, E, B> {
+        MapReduce {
+            map: self.map,
+            reduce: self.reduce,
+            start: self.start,
+            uniforms: self.uniforms,
+            options: self.options,
+            elems: PhantomData,
+            arrays,
+        }
+    }
+
     common_options!();
 
     /// The map and reduce functions.
@@ -75,8 +108,11 @@ where
     fn execute<'a, I>(&self, inputs: I) -> Result<M::Out>
     where
         I: ArgTuple<'a, Elems = M::Elems>,
+        A: BindArrays<M::Arrays>,
     {
         self.options.validate()?;
+        let arrays = self.arrays.bind();
+        check_arrays("MapReduce", M::NAME, M::Arrays::KINDS, &arrays.shapes())?;
         let shapes = inputs.shapes();
         let shape = shapes[0];
         check_inputs("MapReduce", &shapes, shape)?;
@@ -84,17 +120,18 @@ where
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
         let start = self.start.unwrap_or_default();
         dispatch!(self.options, M::NAME, |exec| exec
-            .map_reduce::<M, R, I>(inputs, shape, uniforms, start))
+            .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start))
     }
 }
 
 macro_rules! map_reduce_run {
     ($(($($t:ident $a:ident),+))*) => {$(
-        impl<M, R, $($t: DeviceType),+> MapReduce<M, R, ($($t,)+)>
+        impl<M, R, Bound, $($t: DeviceType),+> MapReduce<M, R, ($($t,)+), Bound>
         where
             M: ElementwiseFn<Elems = ($($t,)+)>,
             M::Out: Default,
             R: BinaryFn<M::Out>,
+            Bound: BindArrays<M::Arrays>,
         {
             /// Runs the fused map and reduce over inputs of one shape.
             pub fn run(&self, $($a: &impl Input<$t>),+) -> Result<M::Out> {

@@ -22,6 +22,7 @@ pub use reduce::Reduce;
 pub use scan::Scan;
 
 use crate::containers::Shape;
+use crate::userfn::ContainerKind;
 use crate::{Backend, Error, Result};
 
 /// How MapOverlap treats the elements beyond the ends of its input.
@@ -151,6 +152,34 @@ pub(crate) fn check_shape(context: &str, expected: Shape, found: Shape) -> Resul
     } else {
         Err(Error::shape(context, expected, found))
     }
+}
+
+/// Each container bound with `.arrays(..)` is of the kind its parameter takes: a matrix for
+/// `Mat<T>`, a vector for `&[T]`.
+pub(crate) fn check_arrays(
+    skeleton: &str,
+    name: &str,
+    kinds: &[ContainerKind],
+    shapes: &[Shape],
+) -> Result<()> {
+    for (k, (kind, shape)) in kinds.iter().zip(shapes).enumerate() {
+        let fits = match kind {
+            ContainerKind::Mat => matches!(shape, Shape::Matrix { .. }),
+            ContainerKind::Slice => matches!(shape, Shape::Vector(_)),
+        };
+        if !fits {
+            let wants = match kind {
+                ContainerKind::Mat => "a Matrix (the parameter is a `Mat<T>`)",
+                ContainerKind::Slice => "a Vector or a vector view (the parameter is a `&[T]`)",
+            };
+            return Err(Error::shape(
+                format!("{skeleton} container argument {k} of `{name}` (bound with .arrays)"),
+                wants,
+                shape,
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Every input of an element-wise call has the output's shape.

@@ -160,6 +160,18 @@ pub fn lookup(#[index] i: usize, t: &[f32]) -> f32 {
     t[i * 3]
 }
 
+/// Row `i` of `m`, column 0.
+#[userfn]
+pub fn mat_at(#[index] i: usize, m: Mat<i32>) -> i32 {
+    m[(i, 0)]
+}
+
+/// Row 0 of `m`, column `i + 3`.
+#[userfn]
+pub fn mat_col(#[index] i: usize, m: Mat<i32>) -> i32 {
+    m[(0, i + 3)]
+}
+
 #[userfn]
 pub fn reverse(#[index] i: usize, t: &[f32]) -> f32 {
     t[t.len() - 1 - i]
@@ -405,6 +417,43 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
             ));
             assert_eq!(f, "inner", "{be}: the innermost function is named");
         }
+
+        // a `Mat<T>` container argument read past its rows, then past its columns
+        let m = Matrix::from_fn(2, 3, |r, c| (r * 3 + c) as i32);
+        let mut o = Vector::filled(4, -1);
+        let r = Map::new(mat_at)
+            .arrays((&m,))
+            .backend(be)
+            .checked(true)
+            .run_index(&mut o);
+        let (f, i, n, what) = fault(r);
+        assert_eq!(
+            (f.as_str(), i, n),
+            ("mat_at", Some(2), Some(2)),
+            "{be}: {what}"
+        );
+        if device {
+            assert_eq!(o.to_vec(), vec![-1; 4], "{be}: no results in the output");
+        }
+        let r = Map::new(mat_col)
+            .arrays((&m,))
+            .backend(be)
+            .checked(true)
+            .run_index(&mut o);
+        let (f, i, n, what) = fault(r);
+        assert_eq!(
+            (f.as_str(), i, n),
+            ("mat_col", Some(3), Some(3)),
+            "{be}: {what}"
+        );
+        let mut ok = Vector::zeroed(2);
+        Map::new(mat_at)
+            .arrays((&m,))
+            .backend(be)
+            .checked(true)
+            .run_index(&mut ok)
+            .unwrap();
+        assert_eq!(ok.to_vec(), vec![0, 3], "{be}");
 
         // `.len()` of the array, checked or not
         for checked in [true, false] {

@@ -216,8 +216,7 @@ pub fn int_math(a: i32, b: u8, c: u64) -> [u64; 14] {
     ]
 }
 
-/// A `&[T]` parameter's `.len()` (CPU backends; the GPU MapArray kernels do not pass the
-/// length yet).
+/// A `&[T]` parameter's `.len()`.
 #[userfn]
 pub fn last_le(t: &[i64], x: i64) -> i64 {
     let mut best = -1;
@@ -452,12 +451,9 @@ fn math_methods_match_the_oracle() {
 }
 
 #[test]
-fn len_of_an_array_parameter_on_the_cpu_backends() {
+fn len_of_an_array_parameter() {
     let table = Vector::from_fn(100, |i| (i as i64) * 3 - 50);
-    for b in [Backend::Cpu, Backend::Rayon]
-        .into_iter()
-        .filter(|&b| available(b))
-    {
+    for b in backends() {
         let x = Vector::from_fn(500, |i| i as i64 - 100);
         let mut got = Vector::zeroed(500);
         MapArray::new(last_le)

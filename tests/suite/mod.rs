@@ -14,6 +14,8 @@ use skel::prelude::*;
 
 #[macro_use]
 pub mod pairs;
+#[macro_use]
+pub mod args;
 
 /// Sizes every element-wise test covers: empty, one, primes, around the Rayon chunk size
 /// (2^14) and its multiples, and one large odd size.
@@ -790,6 +792,32 @@ macro_rules! backend_suite {
             }
 
             #[test]
+            fn map_overlap_full_size_tiles() {
+                require!();
+                // enough for the GPUs' tiles at full size (1024 of them; CUDA's 3x3 with its
+                // registers capped), a partial last tile; small windows, edges on both sides
+                let cpu = Backend::Cpu;
+                let n = (1 << 21) + 5;
+                let v = Vector::from_fn(n, |i| (i % 1013) as f32 * 0.25);
+                for edge in [Edge::Duplicate, Edge::Cyclic] {
+                    let s = MapOverlap::new(blur3, 1).edge(edge);
+                    let (mut got, mut want) = (Vector::zeroed(n), Vector::zeroed(n));
+                    s.backend(B).run(&v, &mut got).unwrap();
+                    s.backend(cpu).run(&v, &mut want).unwrap();
+                    assert!(got == want, "1D n={n} {edge:?}");
+                }
+                let side = 1501;
+                let m = Matrix::from_vec(side, side, ints_f32(side * side, 8)).unwrap();
+                for edge in [Edge::Pad, Edge::None] {
+                    let s = MapOverlap::new(box2, (1, 1)).edge(edge).pad(2.0).uniforms((1, 1));
+                    let (mut got, mut want) = (Matrix::filled(side, side, 0.5f32), Matrix::filled(side, side, 0.5f32));
+                    s.backend(B).run(&m, &mut got).unwrap();
+                    s.backend(cpu).run(&m, &mut want).unwrap();
+                    assert!(got == want, "2D {side}x{side} 3x3 {edge:?}");
+                }
+            }
+
+            #[test]
             fn float_arithmetic_matches_the_oracle_exactly() {
                 require!();
                 for &n in SIZES.iter().filter(|&&n| n >= 2) {
@@ -898,6 +926,7 @@ macro_rules! backend_suite {
             }
 
             pairs_suite!();
+            args_suite!();
         }
     };
 }

@@ -2,32 +2,35 @@
 //! MultiStream chunk, in the launch shape the user function's cost class asks for
 //! ([`Launch`]). MapArray (`map_array.rs`) runs through the same code.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use cudarc::driver::sys;
 
+use super::context::Lane;
 use super::context::{ctx, Ctx};
 use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
-use super::multistream::{self, Work};
+use super::multistream::{self, Split, Work};
+use super::trace::Tag;
 use super::{
-    assemble, call_expr, cty, grid_for, input_params, inputs_read, stage_inputs, uniform_params,
-    vector_defines, CallSite, Cuda, MissingBytes,
+    arrays, assemble, checked_call_expr, cty, grid_for, input_params, inputs_read, stage_inputs,
+    uniform_params, vector_defines, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::jit::ProgKey;
+use crate::backends::ContainerOps;
 use crate::check::{Fault, FaultKind};
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{
-    array_len_param, checked_functions, device_source_checked, DeviceSource, Dialect,
+    c_type, checked_functions, device_source_checked, tuple_field, DeviceSource, Dialect,
 };
-use crate::containers::{Arg, ArgMut};
-use crate::plan::{ArgTuple, ArgVisitor};
+use crate::containers::{ArgMut, OutArgs, OutCollector, Shape};
+use crate::plan::ArgTuple;
 use crate::userfn::{ElementwiseFn, UniformTuple};
 use crate::{DeviceType, Error, Result};
 
 pub(crate) const TEMPLATE: &str = include_str!("../../../cuda/map.cu");
-
-/// Words of a fault record (see `codegen::device_source_checked`).
-const FAULT_WORDS: usize = 6;
 
 /// How a Map kernel spreads a chunk over threads: the `SKEL_LAUNCH` form of `cuda/map.cu`
 /// that the user function's cost class ([`classify`]) asks for.
@@ -158,19 +161,13 @@ pub(crate) fn map_source(
     launch: Launch,
     checked: bool,
 ) -> String {
-    let with_len = !array.is_empty() && (checked || array_len_param(def));
-    let array = if with_len {
-        format!("{array}, skel_u64 arr_len")
-    } else {
-        array
-    };
     let site = CallSite {
         pos: "SKEL_I",
         index: "skel_base + (SKEL_I)",
         window: "",
         stride: "",
     };
-    let call = call_expr(user.entry(), def, &site);
+    let call = checked_call_expr(user.entry(), def, &site, checked);
     // The 2D grid knows each element's row and column: the call takes them as they are.
     let call2 = call
         .replace("((skel_base + (SKEL_I)) / cols)", "(SKEL_ROW)")
@@ -194,50 +191,107 @@ pub(crate) fn map_source(
         ("SKEL_CALL(SKEL_I)", call),
         ("SKEL_CALL2(SKEL_I, SKEL_ROW, SKEL_COL)", call2),
     ];
-    defines.extend(vector_defines(user.entry(), def));
-    for (name, value) in defines.iter_mut() {
-        if with_len && name.starts_with("SKEL_CALL") {
-            *value = with_array_len(value);
-        }
-        if checked {
-            *value = fault_first(value, user.entry());
-        }
-    }
+    defines.extend(vector_defines(user.entry(), def, checked));
     assemble(&user.source, &defines, TEMPLATE)
 }
 
-/// `code` with every call of `entry` passing the fault record `skel_fault` first (the
-/// checked variant's calling convention).
-fn fault_first(code: &str, entry: &str) -> String {
-    let call = format!("{entry}(");
-    let mut parts = code.split(call.as_str());
-    let mut out = parts.next().unwrap_or_default().to_string();
-    for rest in parts {
-        let sep = if rest.starts_with(')') { "" } else { ", " };
-        out.push_str(&format!("{call}skel_fault{sep}{rest}"));
-    }
-    out
+/// The launch shape of a Map of `F` writing `outputs` containers.
+fn map_launch<F: ElementwiseFn>(outputs: usize) -> Result<Launch> {
+    Ok(match Launch::of(F::definition())? {
+        // Several outputs of different types cannot be stored as one vector of four, so
+        // memory-bound functions run one element per thread too.
+        Launch::Vector if outputs > 1 => Launch::One,
+        // Tiles are MapArray's: a loop over a container argument runs untiled.
+        Launch::Tiled(_) => Launch::One,
+        other => other,
+    })
 }
 
-/// `call` with its array argument `arr` followed by the array's length `arr_len`.
-fn with_array_len(call: &str) -> String {
-    call.replace("(arr, ", "(arr, arr_len, ")
-        .replace(", arr, ", ", arr, arr_len, ")
-        .replace(", arr)", ", arr, arr_len)")
-        .replace("(arr)", "(arr, arr_len)")
-}
-
-/// The kernel source for `F`.
-pub(crate) fn source<F: ElementwiseFn>(checked: bool) -> Result<String> {
+/// The kernel source for `F`, writing `outputs` containers: one (the whole result), or one
+/// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`). The
+/// container arguments come first among the kernel's parameters after the outputs.
+pub(crate) fn source<F: ElementwiseFn>(outputs: usize, checked: bool) -> Result<String> {
     let def = F::definition();
     let user = device_source_checked(&[def], Dialect::Cuda, checked)?;
-    Ok(map_source(
-        &user,
-        def,
-        (cty::<F::Out>(), String::new()),
-        Launch::of(def)?,
-        checked,
+    let launch = map_launch::<F>(outputs)?;
+    let arrays = arrays::container_params(def);
+    if outputs == 1 {
+        return Ok(map_source(
+            &user,
+            def,
+            (cty::<F::Out>(), arrays),
+            launch,
+            checked,
+        ));
+    }
+    let tys = F::outputs();
+    let params: String = tys
+        .iter()
+        .enumerate()
+        .map(|(k, t)| format!(", {}* __restrict__ skel_out{k}", c_type(*t, Dialect::Cuda)))
+        .collect();
+    let stores: String = (0..tys.len())
+        .map(|k| format!(" skel_out{k}[i] = skel_r.{};", tuple_field(k)))
+        .collect();
+    Ok(format!(
+        "#define SKEL_STORE(i, r) {{ const SKEL_OUT_T skel_r = (r);{stores} }}\n{}",
+        map_source(
+            &user,
+            def,
+            (cty::<F::Out>(), params + &arrays),
+            launch,
+            checked
+        )
     ))
+}
+
+/// `out[i] = F(index(i), inputs[i], uniforms)`, `out` one container or one per element of a
+/// tuple result.
+pub(crate) fn run<'a, 'c, 'o, F, I, O>(
+    exec: &Cuda,
+    arrays: ContainerOps<'c, F>,
+    inputs: I,
+    out: O,
+    uniforms: &F::Uniforms,
+) -> Result<()>
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    O: OutArgs<'o, Elems = F::Out>,
+{
+    let ctx = ctx()?;
+    if out.shapes()[0].is_empty() {
+        return Ok(());
+    }
+    let checked = exec.checked;
+    let (kind, key) = match (O::COUNT == 1, checked) {
+        (true, false) => ("map", "map"),
+        (true, true) => ("map", "map_checked"),
+        (false, false) => ("map_multi", "map_multi"),
+        (false, true) => ("map_multi", "map_multi_checked"),
+    };
+    let m = module(
+        ctx,
+        ProgKey::of::<F>(key, ctx.ordinal),
+        kind,
+        &["skel_map"],
+        || source::<F>(O::COUNT, checked),
+    )?;
+    let kernel = Kernel {
+        func: m.func("skel_map")?,
+        launch: map_launch::<F>(O::COUNT)?,
+        def: F::definition(),
+        checked,
+    };
+    chunked(
+        exec,
+        ctx,
+        "map",
+        kernel,
+        ((&arrays, true), &inputs),
+        out,
+        uniforms,
+    )
 }
 
 /// A Map kernel: the function, its launch shape, the user function it calls and whether
@@ -249,68 +303,132 @@ pub(crate) struct Kernel {
     pub(crate) checked: bool,
 }
 
-/// `out[i] = F(index(i), inputs[i], uniforms)`.
-pub(crate) fn run<'a, F, I>(
-    exec: &Cuda,
-    inputs: I,
-    out: ArgMut<'_, F::Out>,
-    uniforms: &F::Uniforms,
-) -> Result<()>
-where
-    F: ElementwiseFn,
-    I: ArgTuple<'a, Elems = F::Elems>,
-{
-    let ctx = ctx()?;
-    if out.shape().is_empty() {
-        return Ok(());
+/// Words of a fault record (see `codegen::device_source_checked`).
+const FAULT_WORDS: usize = 6;
+
+/// The fault of a checked call, once every chunk (ordered on `first`, the record's
+/// stream) is done: `Some` error naming the faulting function of `def`'s program.
+fn read_fault(
+    rec: &Scratch,
+    first: Lane,
+    events: &[Arc<CuEvent>],
+    def: &'static FnDef,
+) -> Result<Option<Error>> {
+    for ev in events {
+        ev.order(first)?;
     }
-    let checked = exec.checked;
-    let kind = if checked { "map_checked" } else { "map" };
-    let m = module(
-        ctx,
-        ProgKey::of::<F>(kind, ctx.ordinal),
-        "map",
-        &["skel_map"],
-        || source::<F>(checked),
-    )?;
-    let kernel = Kernel {
-        func: m.func("skel_map")?,
-        launch: Launch::of(F::definition())?,
-        def: F::definition(),
-        checked,
+    let mut bytes = [0u8; FAULT_WORDS * 4];
+    rec.read(0, &mut bytes)?;
+    let w: Vec<u32> = bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let Some(kind) = FaultKind::from_code(w[0]) else {
+        return Ok(None);
     };
-    chunked::<I, u8, F::Out>(exec, ctx, "map", kernel, (None, &inputs), out, uniforms)
+    let wide = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+    Ok(Some(
+        Fault {
+            function: checked_functions(&[def]).get(w[5] as usize).copied(),
+            kind,
+            index: wide(w[1], w[2]) as i64,
+            len: wide(w[3], w[4]),
+        }
+        .into_error(def.name),
+    ))
+}
+
+type CuPtr = sys::CUdeviceptr;
+
+/// One container a call writes, whatever its element type: what [`chunked`] does with
+/// each output.
+trait OutPart {
+    fn shape(&self) -> Shape;
+    fn elem_bytes(&self) -> usize;
+    fn eager(&self, choice: Option<bool>) -> bool;
+    fn busy(&self, ctx: &Ctx) -> Option<usize>;
+    fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, at: (Lane, Tag)) -> Result<CuPtr>;
+    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
+    fn discarded(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
+    fn download(&self, ctx: &Ctx, split: &Split) -> Result<()>;
+}
+
+impl<T: DeviceType> OutPart for ArgMut<'_, T> {
+    fn shape(&self) -> Shape {
+        ArgMut::shape(self)
+    }
+    fn elem_bytes(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+    fn eager(&self, choice: Option<bool>) -> bool {
+        memory::eager_download(self, choice)
+    }
+    fn busy(&self, ctx: &Ctx) -> Option<usize> {
+        memory::busy_lane(ctx, &self.lock())
+    }
+    fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, (lane, tag): (Lane, Tag)) -> Result<CuPtr> {
+        memory::output_part(ctx, self, part, false, lane, tag)
+    }
+    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
+        memory::written_part(ctx, self, part, ev)
+    }
+    fn discarded(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
+        memory::discarded_part(ctx, self, part, ev)
+    }
+    fn download(&self, ctx: &Ctx, split: &Split) -> Result<()> {
+        split.download(ctx, self, |part| part)
+    }
+}
+
+/// The outputs of a call, in order.
+struct OutParts<'o>(Vec<Box<dyn OutPart + 'o>>);
+
+impl<'o> OutCollector<'o> for OutParts<'o> {
+    fn push<T: DeviceType>(&mut self, arg: ArgMut<'o, T>) {
+        self.0.push(Box::new(arg));
+    }
 }
 
 /// An element-wise call split into chunks: per chunk, its part of every input (and the
-/// whole `array`, uploaded once) is made readable on its stream, then its kernel writes its
-/// part of `out`, then, if the host will read `out`, its part is copied back.
-pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
+/// whole of every container argument in `arrays`, uploaded once) is made readable on its
+/// stream, then its kernel writes its part of every output, then, for each output the host
+/// will read, its part is copied back. One output is the kernel's `out`; several (a
+/// multi-output Map) follow `skel_base` as `skel_out0..`, and `out` is null. The containers
+/// follow, as pointers, each with its rows and columns when `dims` (MapArray passes only its
+/// array's pointer), then the inputs and uniforms.
+pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'o>>(
     exec: &Cuda,
     ctx: &Ctx,
     skeleton: &'static str,
     kernel: Kernel,
-    (array, inputs): (Option<Arg<'_, A>>, &I),
-    out: ArgMut<'_, O>,
+    ((arrays, dims), inputs): ((&C, bool), &I),
+    out: O,
     uniforms: &impl UniformTuple,
 ) -> Result<()> {
-    let n = out.shape().len();
-    let eager = memory::eager_download(&out, exec.download);
+    let mut outs = OutParts(Vec::with_capacity(O::COUNT));
+    out.collect(&mut outs);
+    let outs = outs.0;
+    let out_shape = outs[0].shape();
+    let n = out_shape.len();
+    let eager: Vec<bool> = outs.iter().map(|o| o.eager(exec.download)).collect();
     let mut missing = MissingBytes {
         ctx,
         bytes: 0,
         total: 0,
     };
     inputs.visit(&mut missing)?;
-    if let Some(a) = array {
-        missing.visit(a)?;
-    }
-    let out_bytes = n * std::mem::size_of::<O>();
+    arrays.visit(&mut missing)?;
+    let bytes: Vec<usize> = outs.iter().map(|o| n * o.elem_bytes()).collect();
     let work = Work {
         up: missing.bytes,
-        kernel: missing.total + out_bytes,
-        down: if eager { out_bytes } else { 0 },
-        follows: memory::busy_lane(ctx, &out.lock()),
+        kernel: missing.total + bytes.iter().sum::<usize>(),
+        down: bytes
+            .iter()
+            .zip(&eager)
+            .filter(|(_, e)| **e)
+            .map(|(b, _)| b)
+            .sum(),
+        follows: outs.iter().find_map(|o| o.busy(ctx)),
     };
     // Chunk boundaries at multiples of 4 keep every chunk's pointers 16-byte aligned for
     // the vectorised loads.
@@ -322,9 +440,7 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         multistream::forced(exec.streams)?,
         work,
     )?;
-    let whole = |a: Arg<'_, A>| 0..a.shape().len();
-    let with_len = kernel.checked || array_len_param(kernel.def);
-    let lanes: Vec<_> = split.parts().map(|(_, _, lane, _)| lane).collect();
+    let lanes: Vec<Lane> = split.parts().map(|(_, _, lane, _)| lane).collect();
     // The fault record of the checked variant: zeroed on the first stream, then shared.
     let fault = match lanes.first() {
         Some(&first) if kernel.checked => {
@@ -338,29 +454,25 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
     let mut pending = Vec::new();
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
-        let mut ptrs = Vec::new();
-        if let Some(a) = array {
-            ptrs.push(memory::input_part(ctx, &a, whole(a), lane, tag)?);
-        }
-        ptrs.extend(stage_inputs(ctx, inputs, part, lane, tag)?);
-        staged.push(ptrs);
+        let whole = arrays::stage(ctx, arrays, lane, tag)?;
+        staged.push((whole, stage_inputs(ctx, inputs, part, lane, tag)?));
     }
-    for ((_, part, lane, tag), ptrs) in split.parts().zip(staged) {
-        let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
+    for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
+        let mut dsts = Vec::with_capacity(outs.len());
+        for o in &outs {
+            dsts.push(o.part_ptr(ctx, part.clone(), (lane, tag))?);
+        }
         let mut args = KernelArgs::default();
-        args.ptr(dst)
+        args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
             .u64(part.len() as u64)
-            .u64(out.shape().cols() as u64)
+            .u64(out_shape.cols() as u64)
             .u64(part.start as u64);
-        let mut ptrs = ptrs.into_iter();
-        if let Some(a) = array {
-            if let Some(p) = ptrs.next() {
-                args.ptr(p);
-            }
-            if with_len {
-                args.u64(a.shape().len() as u64);
+        if dsts.len() > 1 {
+            for &d in &dsts {
+                args.ptr(d);
             }
         }
+        arrays::push(&mut args, &whole, dims);
         for p in ptrs {
             args.ptr(p);
         }
@@ -368,50 +480,37 @@ pub(crate) fn chunked<'a, I: ArgTuple<'a>, A: DeviceType, O: DeviceType>(
         if let Some((rec, _)) = &fault {
             args.ptr(rec.ptr);
         }
-        let dims = kernel.launch.dims(ctx, &part, out.shape().cols())?;
-        launch(ctx, lane, tag, kernel.func, dims, &mut args)?;
+        let grid = kernel.launch.dims(ctx, &part, out_shape.cols())?;
+        launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
         let ev = CuEvent::record(lane)?;
-        if let Some(a) = array {
-            memory::read_by(ctx, &a, whole(a), &ev)?;
-        }
+        arrays::read(ctx, arrays, (lane, tag), &ev)?;
         inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
         if fault.is_some() {
             pending.push((part, ev));
         } else {
-            memory::written_part(ctx, &out, part, &ev)?;
+            for o in &outs {
+                o.written(ctx, part.clone(), &ev)?;
+            }
         }
     }
-    if let Some((rec, first)) = fault {
-        // Read with the result: the copy waits for every chunk's kernel.
-        for (_, ev) in &pending {
-            ev.order(first)?;
-        }
-        let mut bytes = [0u8; FAULT_WORDS * 4];
-        rec.read(0, &mut bytes)?;
-        let w: Vec<u32> = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        if let Some(kind) = FaultKind::from_code(w[0]) {
-            for (part, ev) in &pending {
-                memory::discarded_part(ctx, &out, part.clone(), ev)?;
-            }
-            let wide = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
-            let functions = checked_functions(&[kernel.def]);
-            return Err(Fault {
-                function: functions.get(w[5] as usize).copied(),
-                kind,
-                index: wide(w[1], w[2]) as i64,
-                len: wide(w[3], w[4]),
-            }
-            .into_error(kernel.def.name));
-        }
+    // Checked: the outputs become results only once the record says there was no fault.
+    if let Some((rec, first)) = &fault {
+        let events: Vec<_> = pending.iter().map(|(_, ev)| ev.clone()).collect();
+        let err = read_fault(rec, *first, &events, kernel.def)?;
         for (part, ev) in &pending {
-            memory::written_part(ctx, &out, part.clone(), ev)?;
+            for o in &outs {
+                match err {
+                    Some(_) => o.discarded(ctx, part.clone(), ev)?,
+                    None => o.written(ctx, part.clone(), ev)?,
+                }
+            }
+        }
+        if let Some(err) = err {
+            return Err(err);
         }
     }
-    if eager {
-        split.download(ctx, &out, |part| part)?;
+    for (o, _) in outs.iter().zip(&eager).filter(|(_, e)| **e) {
+        o.download(ctx, &split)?;
     }
     Ok(())
 }

@@ -130,14 +130,14 @@ where
         return Ok(());
     }
     let checked = exec.checked;
-    let kind = if checked {
+    let key = if checked {
         "map_array_checked"
     } else {
         "map_array"
     };
     let m = module(
         ctx,
-        ProgKey::of::<F>(kind, ctx.ordinal),
+        ProgKey::of::<F>(key, ctx.ordinal),
         "map_array",
         &["skel_map"],
         || source::<F>(checked),
@@ -153,7 +153,7 @@ where
         ctx,
         "map_array",
         kernel,
-        (Some(array), &inputs),
+        ((&(array,), true), &inputs),
         out,
         uniforms,
     )

@@ -4,6 +4,12 @@
 //! (r, 0) whose window each thread copies into registers, so it runs down a column
 //! contiguously.
 //!
+//! A 2D 3x3 window runs with its registers capped for full occupancy ([`Plan::cap_pays`]).
+//! The template's direct kernel (one thread per output, the window read in place:
+//! [`Plan::direct`]) was measured slower than the tiles, so it runs only when asked for.
+//! `SKEL_STENCIL=tiled|direct|capped|uncapped` forces the kernel or the cap (for measuring
+//! the choice; `auto` or unset chooses).
+//!
 //! MultiStream splits a matrix into bands of rows and a vector into bands of columns; each
 //! band uploads its part of the input plus its halo (wrapping around for a cyclic edge)
 //! and computes only its own outputs.
@@ -16,7 +22,7 @@ use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::trace::Tag;
 use super::{assemble, call_expr, cty, uniform_params, CallSite, Cuda};
-use crate::backends::jit::{interned, ProgKey};
+use crate::backends::jit::ProgKey;
 use crate::backends::stencil_tile::{edge_code, Plan};
 use crate::backends::Stencil;
 use crate::codegen::{device_source, Dialect};
@@ -49,26 +55,77 @@ pub(crate) fn source<F: UserFn>(plan: &Plan, elem: String, out: String) -> Resul
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
+/// Threads per multiprocessor a capped kernel must fit: 64 registers each (of 64K), the
+/// `__launch_bounds__(128, 8)` measured for 3x3.
+const CAPPED_THREADS: usize = 1024;
+
+/// What `SKEL_STENCIL` forces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Forced {
+    /// Tiles, registers capped where measured to pay.
+    Auto,
+    /// The same as `Auto` (the name says what runs).
+    Tiled,
+    /// The direct kernel.
+    Direct,
+    /// Tiles, registers capped for every 2D window.
+    Capped,
+    /// Tiles, registers never capped.
+    Uncapped,
+}
+
+/// `SKEL_STENCIL`, read once per process.
+fn forced() -> Result<Forced> {
+    static FORCED: std::sync::OnceLock<std::result::Result<Forced, String>> =
+        std::sync::OnceLock::new();
+    FORCED
+        .get_or_init(|| match std::env::var("SKEL_STENCIL").as_deref() {
+            Err(_) | Ok("auto") | Ok("") => Ok(Forced::Auto),
+            Ok("tiled") => Ok(Forced::Tiled),
+            Ok("direct") => Ok(Forced::Direct),
+            Ok("capped") => Ok(Forced::Capped),
+            Ok("uncapped") => Ok(Forced::Uncapped),
+            Ok(other) => Err(format!(
+                "SKEL_STENCIL={other}: expected `auto`, `tiled`, `direct`, `capped` or `uncapped`"
+            )),
+        })
+        .clone()
+        .map_err(Error::InvalidArgument)
+}
+
+/// The kernel `plan` runs on CUDA: tiled, registers capped where that was measured to
+/// pay, or what `SKEL_STENCIL` forces.
+fn cuda_plan(plan: Plan) -> Result<Plan> {
+    let forced = forced()?;
+    if forced == Forced::Direct {
+        return Ok(plan.direct());
+    }
+    let cap = match forced {
+        Forced::Capped => true,
+        Forced::Uncapped => false,
+        _ => plan.cap_pays(),
+    };
+    let blocks = CAPPED_THREADS / (plan.layout.bx * plan.layout.by).max(1);
+    Ok(plan.min_blocks(if cap { blocks.max(1) } else { 0 }))
+}
+
 /// Rows (or columns, for a vector) `lo .. hi` of `n` plus those within `r` of them that a
 /// stencil reads, as element ranges (a line has `unit` elements); with a cyclic edge, the
-/// halo wraps around.
-fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> Vec<Range<usize>> {
-    let mut lines = Vec::new();
+/// halo wraps around. Unused ranges are empty (no allocation: this runs on every call).
+fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> [Range<usize>; 3] {
+    let mut lines = [0..0, 0..0, 0..0];
     if r >= n {
-        lines.push(0..n);
+        lines[0] = 0..n;
     } else {
-        lines.push(lo.saturating_sub(r)..(hi + r).min(n));
+        lines[0] = lo.saturating_sub(r)..(hi + r).min(n);
         if cyclic && lo < r {
-            lines.push(n - (r - lo)..n);
+            lines[1] = n - (r - lo)..n;
         }
         if cyclic && hi + r > n {
-            lines.push(0..hi + r - n);
+            lines[2] = 0..hi + r - n;
         }
     }
-    lines
-        .into_iter()
-        .map(|l| l.start * unit..l.end * unit)
-        .collect()
+    lines.map(|l| l.start * unit..l.end * unit)
 }
 
 /// Launches the stencil kernel of `plan`, split into bands over streams: bands of rows, or
@@ -83,6 +140,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     uniforms: &U,
 ) -> Result<()> {
     let ctx = ctx()?;
+    let plan = cuda_plan(plan)?;
     let Plan {
         kind,
         rows,
@@ -107,7 +165,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     };
     let m = module(
         ctx,
-        ProgKey::of::<(F, T)>(interned(plan.variant()), ctx.ordinal),
+        ProgKey::of::<(F, T)>(plan.variant_name(), ctx.ordinal),
         kind,
         &["skel_overlap"],
         || source::<F>(&plan, cty::<T>(), cty::<F::Out>()),
@@ -140,7 +198,9 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     let cyclic = edge == Edge::Cyclic;
     for (_, part, lane, tag) in split.parts() {
         for range in halo(part.start, part.end, r, lines, cyclic, unit) {
-            memory::input_part(ctx, &input, range, lane, tag)?;
+            if !range.is_empty() {
+                memory::input_part(ctx, &input, range, lane, tag)?;
+            }
         }
     }
     let src = input_base(ctx, &input, split.lanes[0], split.tag)?;
@@ -183,7 +243,9 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
         launch(ctx, lane, tag, m.func("skel_overlap")?, dims, &mut args)?;
         let ev = CuEvent::record(lane)?;
         for range in halo(part.start, part.end, r, lines, cyclic, unit) {
-            memory::read_by(ctx, &input, range, &ev)?;
+            if !range.is_empty() {
+                memory::read_by(ctx, &input, range, &ev)?;
+            }
         }
         memory::written_part(ctx, &out, elems, &ev)?;
     }

@@ -7,8 +7,9 @@ use super::context::ctx;
 use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
-use super::{assemble, call_expr, cty, uniform_params, CallSite, Cuda};
+use super::{arrays, assemble, call_expr, cty, uniform_params, CallSite, Cuda};
 use crate::backends::jit::ProgKey;
+use crate::backends::ContainerOps;
 use crate::codegen::ir::FnDef;
 use crate::codegen::{device_source, Dialect};
 use crate::containers::{Arg, ArgMut};
@@ -28,7 +29,7 @@ pub(crate) const RB: usize = 256;
 /// uniforms, and the call of `entry` (`def`) on `in0[0]`, `in1[0]` at position `skel_flat`.
 pub(crate) fn pair_defines(
     entry: &str,
-    def: &FnDef,
+    def: &'static FnDef,
     (a, b, out): (String, String, String),
 ) -> Vec<(&'static str, String)> {
     let site = CallSite {
@@ -45,7 +46,10 @@ pub(crate) fn pair_defines(
         ("SKEL_A_T", a),
         ("SKEL_B_T", b),
         ("SKEL_OUT_T", out),
-        ("SKEL_PARAMS", uniform_params(def)),
+        (
+            "SKEL_PARAMS",
+            arrays::container_params(def) + &uniform_params(def),
+        ),
         ("SKEL_CALL", call_expr(entry, def, &site)),
     ]
 }
@@ -63,8 +67,9 @@ where
 }
 
 /// `out[(i, j)] = F(v[i], h[j])`, the output split into bands of rows over streams.
-pub(crate) fn run<F, A, B>(
+pub(crate) fn run<'c, F, A, B>(
     exec: &Cuda,
+    arrays: ContainerOps<'c, F>,
     v: Arg<'_, A>,
     h: Arg<'_, B>,
     out: ArgMut<'_, F::Out>,
@@ -109,11 +114,12 @@ where
     )?;
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
+        let whole = arrays::stage(ctx, &arrays, lane, tag)?;
         let hp = memory::input_part(ctx, &h, 0..cols, lane, tag)?;
-        staged.push((memory::input_part(ctx, &v, part, lane, tag)?, hp));
+        staged.push((memory::input_part(ctx, &v, part, lane, tag)?, hp, whole));
     }
     let func = m.func("skel_map_pairs")?;
-    for ((_, part, lane, tag), (vp, hp)) in split.parts().zip(staged) {
+    for ((_, part, lane, tag), (vp, hp, whole)) in split.parts().zip(staged) {
         let elems = part.start * cols..part.end * cols;
         let dst = memory::output_part(ctx, &out, elems.clone(), false, lane, tag)?;
         let tiles_x = cols.div_ceil(TX);
@@ -126,8 +132,9 @@ where
             .u64(cols as u64)
             .u64(part.start as u64)
             .u64(tiles_x as u64)
-            .u64(tiles_y as u64)
-            .uniforms(uniforms);
+            .u64(tiles_y as u64);
+        arrays::push(&mut args, &whole, true);
+        args.uniforms(uniforms);
         // Tiles beyond the grid's limits are covered by the kernel's grid-stride loops.
         let dims = Dims {
             grid: (
@@ -142,6 +149,7 @@ where
         let ev = CuEvent::record(lane)?;
         memory::read_by(ctx, &h, 0..cols, &ev)?;
         memory::read_by(ctx, &v, part.clone(), &ev)?;
+        arrays::read(ctx, &arrays, (lane, tag), &ev)?;
         memory::written_part(ctx, &out, elems, &ev)?;
     }
     if eager {

@@ -15,9 +15,9 @@ use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::trace::Tag;
-use super::{assemble, cty, grid_for, Cuda};
+use super::{arrays, assemble, cty, grid_for, Cuda};
 use crate::backends::jit::ProgKey;
-use crate::backends::BinaryFn;
+use crate::backends::{BinaryFn, ContainerOps};
 use crate::codegen::{device_source_multi, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
@@ -91,8 +91,9 @@ fn segments(ctx: &Ctx, tiles: usize, n_fold: usize) -> (usize, usize) {
 }
 
 /// `out[o]` = the in-order fold of row `o` (`Axis::Rows`) or column `o` of the pairs.
-pub(crate) fn run<M, R, A, B>(
+pub(crate) fn run<'c, M, R, A, B>(
     exec: &Cuda,
+    arrays: ContainerOps<'c, M>,
     v: Arg<'_, A>,
     h: Arg<'_, B>,
     out: ArgMut<'_, M::Out>,
@@ -148,10 +149,13 @@ where
     };
     let staged = split
         .parts()
-        .map(|(_, part, lane, tag)| ops.stage(ctx, part, lane, tag))
+        .map(|(_, part, lane, tag)| {
+            let whole = arrays::stage(ctx, &arrays, lane, tag)?;
+            Ok((ops.stage(ctx, part, lane, tag)?, whole))
+        })
         .collect::<Result<Vec<_>>>()?;
     let (fold, combine) = (m.func("skel_pairs_fold")?, m.func("skel_pairs_combine")?);
-    for ((_, part, lane, tag), (own, other)) in split.parts().zip(staged) {
+    for ((_, part, lane, tag), ((own, other), whole)) in split.parts().zip(staged) {
         let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
         let tiles = part.len().div_ceil(RB);
         let (segs, seg_len) = segments(ctx, tiles, n_fold);
@@ -171,8 +175,9 @@ where
             .u64(cols as u64)
             .u64(seg_len as u64)
             .u64(tiles as u64)
-            .ptr(scratch.as_ref().map_or(0, |s| s.ptr))
-            .uniforms(uniforms);
+            .ptr(scratch.as_ref().map_or(0, |s| s.ptr));
+        arrays::push(&mut args, &whole, true);
+        args.uniforms(uniforms);
         let dims = Dims {
             grid: (tiles.min(i32::MAX as usize) as u32, segs as u32, 1),
             block: (RB as u32, 1, 1),
@@ -197,6 +202,7 @@ where
         }
         let ev = CuEvent::record(lane)?;
         ops.read_by(ctx, part.clone(), &ev)?;
+        arrays::read(ctx, &arrays, (lane, tag), &ev)?;
         memory::written_part(ctx, &out, part, &ev)?;
     }
     if eager {

@@ -6,12 +6,12 @@ use super::module_cache::module;
 use super::multistream::{self, Work};
 use super::reduce::{items, reduce_chunks, TEMPLATE};
 use super::{
-    assemble, call_expr, cty, input_params, inputs_read, stage_inputs, uniform_params, CallSite,
-    Cuda, MissingBytes,
+    arrays, assemble, call_expr, cty, input_params, inputs_read, stage_inputs, uniform_params,
+    CallSite, Cuda, MissingBytes,
 };
 use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
-use crate::backends::BinaryFn;
+use crate::backends::{BinaryFn, ContainerOps};
 use crate::codegen::{device_source_multi, Dialect};
 use crate::containers::Shape;
 use crate::plan::ArgTuple;
@@ -34,7 +34,12 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Res
         ("SKEL_ELEM(SKEL_I)", call_expr(&user.entries[0], def, &site)),
         (
             "SKEL_PARAMS",
-            format!("{}{}", input_params(def), uniform_params(def)),
+            format!(
+                "{}{}{}",
+                arrays::container_params(def),
+                input_params(def),
+                uniform_params(def)
+            ),
         ),
         ("SKEL_ITEMS", items.to_string()),
         ("SKEL_VEC", "0".to_string()),
@@ -43,8 +48,9 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Res
 }
 
 /// `start` folded with `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i`.
-pub(crate) fn run<'a, M, R, I>(
+pub(crate) fn run<'a, 'c, M, R, I>(
     exec: &Cuda,
+    arrays: ContainerOps<'c, M>,
     inputs: I,
     shape: Shape,
     uniforms: &M::Uniforms,
@@ -74,6 +80,7 @@ where
         total: 0,
     };
     inputs.visit(&mut missing)?;
+    arrays.visit(&mut missing)?;
     let work = Work {
         up: missing.bytes,
         kernel: missing.total,
@@ -90,7 +97,10 @@ where
     )?;
     let staged = split
         .parts()
-        .map(|(_, part, lane, tag)| stage_inputs(ctx, &inputs, part, lane, tag))
+        .map(|(_, part, lane, tag)| {
+            let whole = arrays::stage(ctx, &arrays, lane, tag)?;
+            Ok((whole, stage_inputs(ctx, &inputs, part, lane, tag)?))
+        })
         .collect::<Result<Vec<_>>>()?;
     let total = reduce_chunks::<M::Out>(
         ctx,
@@ -99,13 +109,15 @@ where
         shape.cols(),
         items,
         |c, a| {
-            for p in &staged[c] {
+            arrays::push(a, &staged[c].0, true);
+            for p in &staged[c].1 {
                 a.ptr(*p);
             }
             a.uniforms(uniforms);
         },
         |c, ev| {
             let lane = (split.lanes[c], split.tag.chunk(c));
+            arrays::read(ctx, &arrays, lane, ev)?;
             inputs_read(ctx, &inputs, split.chunks[c].clone(), lane, ev)
         },
     )?;

@@ -17,6 +17,7 @@
 //! output container records each chunk's events, which host access waits on (device errors
 //! surface there). Reduce and MapReduce return a value, so they wait.
 
+mod arrays;
 mod context;
 mod filter;
 mod map;
@@ -38,11 +39,12 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{BinaryFn, Execute, PredicateFn, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
@@ -157,8 +159,20 @@ pub(crate) struct CallSite<'s> {
 /// `entry(args...)` for user function `def`: index parameters from the flat position (2D:
 /// row and column through `cols`), the array as `arr`, element `k` as `in<k>[pos]`,
 /// uniform `k` as `u<k>`, windows as given.
-pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String {
-    let (mut e, mut u) = (0, 0);
+pub(crate) fn call_expr(entry: &str, def: &'static FnDef, site: &CallSite<'_>) -> String {
+    checked_call_expr(entry, def, site, false)
+}
+
+/// [`call_expr`] of the checked variant (with `checked`): the fault record `skel_fault`
+/// goes first and every array its length.
+pub(crate) fn checked_call_expr(
+    entry: &str,
+    def: &'static FnDef,
+    site: &CallSite<'_>,
+    checked: bool,
+) -> String {
+    let (mut e, mut u, mut c) = (0, 0, 0);
+    let single = args::single_array(def);
     let (pos, index) = (site.pos, site.index);
     let args: Vec<String> = def
         .params
@@ -167,7 +181,12 @@ pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String
             ParamKind::Index => format!("(skel_u64)({index})"),
             ParamKind::IndexRow => format!("(skel_u64)(({index}) / cols)"),
             ParamKind::IndexCol => format!("(skel_u64)(({index}) % cols)"),
-            ParamKind::Array => "arr".to_string(),
+            ParamKind::Array if single => args::call_args(def, p, "arr", "arr", checked),
+            ParamKind::Array | ParamKind::Mat => {
+                c += 1;
+                let name = format!("ca{}", c - 1);
+                args::call_args(def, p, &name, &name, checked)
+            }
             ParamKind::Elem => {
                 e += 1;
                 format!("in{}[{pos}]", e - 1)
@@ -180,13 +199,19 @@ pub(crate) fn call_expr(entry: &str, def: &FnDef, site: &CallSite<'_>) -> String
             ParamKind::Window2 => format!("{}, (skel_i64)({})", site.window, site.stride),
         })
         .collect();
+    let fault = checked.then(|| "skel_fault".to_string());
+    let args: Vec<String> = fault.into_iter().chain(args).collect();
     format!("{entry}({})", args.join(", "))
 }
 
 /// The vectorised form of a Map call (see `cuda/map.cu`): `SKEL_VLOAD(SKEL_I)` loads four
 /// consecutive values of each input into `x<k>[4]`, `SKEL_CALLV(SKEL_I, SKEL_V)` is the call
 /// for the `SKEL_V`-th of them, `SKEL_ALIGNED` checks that every pointer is 16-byte aligned.
-pub(crate) fn vector_defines(entry: &str, def: &FnDef) -> Vec<(&'static str, String)> {
+pub(crate) fn vector_defines(
+    entry: &str,
+    def: &'static FnDef,
+    checked: bool,
+) -> Vec<(&'static str, String)> {
     let elems: Vec<String> = def
         .params
         .iter()
@@ -208,7 +233,7 @@ pub(crate) fn vector_defines(entry: &str, def: &FnDef) -> Vec<(&'static str, Str
         window: "",
         stride: "",
     };
-    let call = call_expr(entry, def, &site);
+    let call = checked_call_expr(entry, def, &site, checked);
     // Element k of the call reads x<k>[SKEL_V] instead of in<k>[pos].
     let mut callv = call;
     for k in 0..elems.len() {
@@ -234,13 +259,10 @@ pub(crate) fn input_params(def: &FnDef) -> String {
         .collect()
 }
 
-/// Kernel parameters for the array of a MapArray function (`, const T* __restrict__ arr`).
+/// Kernel parameters for the array of a MapArray function (`, const T* __restrict__ arr,
+/// skel_u64 arr_rows, skel_u64 arr_cols`): a container argument named `arr`.
 pub(crate) fn array_param(def: &FnDef) -> String {
-    def.params
-        .iter()
-        .filter(|p| p.kind == ParamKind::Array)
-        .map(|p| format!(", const {}* __restrict__ arr", ty_name(p.ty)))
-        .collect()
+    arrays::container_params(def)
 }
 
 /// Kernel parameters for the uniforms (`, const U u0, ...`) of `def`.
@@ -376,17 +398,19 @@ pub(crate) fn grid_for(ctx: &context::Ctx, n: usize, threads: usize, per_sm: usi
 }
 
 impl Execute for Cuda {
-    fn map<'a, F, I>(
+    fn map<'a, 'c, 'o, F, I, O>(
         &self,
+        arrays: ContainerOps<'c, F>,
         inputs: I,
-        out: ArgMut<'_, F::Out>,
+        out: O,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
     {
-        map::run::<F, I>(self, inputs, out, uniforms)
+        map::run::<F, I, O>(self, arrays, inputs, out, uniforms)
     }
 
     fn map_array<'a, F, I>(
@@ -416,8 +440,9 @@ impl Execute for Cuda {
         reduce::run_axis::<F, T>(self, input, out, axis)
     }
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -428,7 +453,7 @@ impl Execute for Cuda {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        map_reduce::run::<M, R, I>(self, inputs, shape, uniforms, start)
+        map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -462,8 +487,9 @@ impl Execute for Cuda {
         map_overlap::run_2d::<F>(self, input, out, stencil, uniforms)
     }
 
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, F::Out>,
@@ -474,11 +500,12 @@ impl Execute for Cuda {
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs::run::<F, A, B>(self, v, h, out, uniforms)
+        map_pairs::run::<F, A, B>(self, arrays, v, h, out, uniforms)
     }
 
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, M::Out>,
@@ -491,7 +518,7 @@ impl Execute for Cuda {
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs_reduce::run::<M, R, A, B>(self, v, h, out, axis, uniforms)
+        map_pairs_reduce::run::<M, R, A, B>(self, arrays, v, h, out, axis, uniforms)
     }
 
     fn filter<F: PredicateFn<T>, T: DeviceType>(

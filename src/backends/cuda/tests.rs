@@ -135,13 +135,13 @@ fn check(name: &str, src: &str) {
 
 #[test]
 fn every_template_is_valid_cpp() {
-    check("map_add", &map::source::<add>(false).unwrap());
-    check("map_where2d", &map::source::<where2d>(false).unwrap());
+    check("map_add", &map::source::<add>(1, false).unwrap());
+    check("map_where2d", &map::source::<where2d>(1, false).unwrap());
     check("map_array", &map_array::source::<lookup>(false).unwrap());
-    check("map_add_checked", &map::source::<add>(true).unwrap());
+    check("map_add_checked", &map::source::<add>(1, true).unwrap());
     check(
         "map_where2d_checked",
-        &map::source::<where2d>(true).unwrap(),
+        &map::source::<where2d>(1, true).unwrap(),
     );
     check(
         "map_array_checked",
@@ -177,10 +177,13 @@ fn every_template_is_valid_cpp() {
             },
             &stencil,
         );
-        check(
-            &plan.variant(),
-            &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
-        );
+        // Both kernels of the template: tiled (registers capped or not) and direct.
+        for plan in [plan, plan.min_blocks(8), plan.direct()] {
+            check(
+                &plan.variant(),
+                &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
+            );
+        }
     }
     for r in [1, 7] {
         let stencil = Stencil {
@@ -195,10 +198,12 @@ fn every_template_is_valid_cpp() {
             },
             &stencil,
         );
-        check(
-            &plan.variant(),
-            &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),
-        );
+        for plan in [plan, plan.direct()] {
+            check(
+                &plan.variant(),
+                &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),
+            );
+        }
     }
     check("filter_u32", &filter::source::<multiple, u32>().unwrap());
     check("filter_aff_index", &filter::source::<early, Aff>().unwrap());

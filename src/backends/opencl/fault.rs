@@ -7,8 +7,7 @@ use super::context::Ctx;
 use super::{driver, memory};
 use crate::check::{Fault, FaultKind};
 use crate::codegen::{checked_functions, FnDef};
-use crate::containers::ArgMut;
-use crate::{DeviceType, Result};
+use crate::{Error, Result};
 
 /// A zeroed fault record for one launch.
 pub(crate) fn record(ctx: &Ctx) -> Result<cl::Mem> {
@@ -25,29 +24,23 @@ pub(crate) fn record(ctx: &Ctx) -> Result<cl::Mem> {
     .map_err(driver)
 }
 
-/// Waits for the launch (`event`) that wrote `out` with fault record `rec`: no fault, and
-/// `out` is recorded as written; a fault, and the kernel's writes are discarded and the
-/// call is `Err(UserFunction)` naming the faulting function of the program of `defs`.
-pub(crate) fn finish<T: DeviceType>(
-    ctx: &Ctx,
-    rec: &cl::Mem,
-    out: &ArgMut<'_, T>,
-    event: cl::Event,
-    defs: &[&'static FnDef],
-) -> Result<()> {
+/// Waits for the launch that wrote fault record `rec` and reads it: `Some` error naming the
+/// faulting function of the program of `defs` if the launch faulted (its outputs then hold
+/// no results; see `memory::discarded`).
+pub(crate) fn read(ctx: &Ctx, rec: &cl::Mem, defs: &[&'static FnDef]) -> Result<Option<Error>> {
     let r = memory::read_elems::<u32>(ctx, rec, 6)?;
     let Some(kind) = FaultKind::from_code(r[0]) else {
-        memory::written(ctx, out, event);
-        return Ok(());
+        return Ok(None);
     };
-    memory::discarded(ctx, out, event);
     let wide = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
     let functions = checked_functions(defs);
-    Err(Fault {
-        function: functions.get(r[5] as usize).copied(),
-        kind,
-        index: wide(r[1], r[2]) as i64,
-        len: wide(r[3], r[4]),
-    }
-    .into_error(defs.first().map_or("?", |d| d.name)))
+    Ok(Some(
+        Fault {
+            function: functions.get(r[5] as usize).copied(),
+            kind,
+            index: wide(r[1], r[2]) as i64,
+            len: wide(r[3], r[4]),
+        }
+        .into_error(defs.first().map_or("?", |d| d.name)),
+    ))
 }

@@ -3,42 +3,66 @@
 
 use std::fmt::Write as _;
 
+use ocl::core as cl;
+
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, checked_call, checked_source_head, cty, elem_params, fault, fault_param, launch,
+    arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch,
     memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
 };
+use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
-use crate::containers::ArgMut;
+use crate::codegen::{c_type, tuple_field, Dialect};
+use crate::containers::{ArgMut, OutArgs, OutCollector};
 use crate::plan::ArgTuple;
 use crate::userfn::ElementwiseFn;
-use crate::Result;
+use crate::{DeviceType, Result};
 
 const TEMPLATE: &str = include_str!("../../../opencl/map.cl");
 
-fn source<F: ElementwiseFn>(ctx: &Ctx, checked: bool) -> Result<String> {
+/// The kernel source for `F` writing `outputs` buffers: one (the whole result, `out`), or one
+/// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`).
+fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize, checked: bool) -> Result<String> {
     let def = F::definition();
     let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
     let shape = CallShape {
         pos: "i",
-        array: "",
+        array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
     let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
+    let mut outs = String::new();
+    if outputs > 1 {
+        let tys = F::outputs();
+        let mut stores = String::new();
+        for (k, t) in tys.iter().enumerate() {
+            let _ = write!(
+                outs,
+                ", __global {}* skel_out{k}, ulong skel_out{k}_off",
+                c_type(*t, Dialect::OpenCl)
+            );
+            let _ = write!(
+                stores,
+                " skel_out{k}[skel_out{k}_off + (i)] = skel_r.{};",
+                tuple_field(k)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "#define SKEL_STORE(i, r) {{ SKEL_OUT_T skel_r = (r);{stores} }}"
+        );
+    }
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS {}{}{}",
+        "#define SKEL_PARAMS {outs}{}{}{}{}",
+        arrays::container_params(def, ""),
         elem_params(def, ""),
         uniform_params(def, ""),
         fault_param(checked)
     );
-    let call = checked_call(
-        &call_expr(def, &entries[0], &shape, ""),
-        &entries[0],
-        checked,
-    );
+    let call = checked_call_expr(def, &entries[0], &shape, "", checked);
     if grid_2d(def) {
         let call2 = call
             .replace("(ulong)((i) / cols)", "(ulong)(row)")
@@ -57,36 +81,59 @@ fn grid_2d(def: &'static FnDef) -> bool {
     def.params.iter().any(|p| p.kind == ParamKind::IndexRow) && classify(def) != Cost::Memory
 }
 
-pub(super) fn run<'a, F, I>(
+/// `out[i] = F(index(i), inputs[i], uniforms)`, `out` one buffer or one per element of a
+/// tuple result.
+pub(super) fn run<'a, 'c, 'o, F, I, O>(
     ctx: &Ctx,
+    arrays: ContainerOps<'c, F>,
     inputs: I,
-    out: ArgMut<'_, F::Out>,
+    out: O,
     uniforms: &F::Uniforms,
     checked: bool,
 ) -> Result<()>
 where
     F: ElementwiseFn,
     I: ArgTuple<'a, Elems = F::Elems>,
+    O: OutArgs<'o, Elems = F::Out>,
 {
-    let n = out.shape().len();
+    let shape = out.shapes()[0];
+    let n = shape.len();
     if n == 0 {
         return Ok(());
     }
-    let kind = if checked { "map_checked" } else { "map" };
-    let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
-        source::<F>(ctx, checked)
-    })?;
-    let out_mem = memory::output(ctx, &out, false)?;
-    let cols = out.shape().cols().max(1);
-    let mut up = Inputs {
-        ctx,
-        args: vec![
-            KArg::Mem(out_mem),
-            KArg::U64(out.offset() as u64),
-            KArg::U64(n as u64),
-            KArg::U64(cols as u64),
-        ],
+    let kind = match (O::COUNT == 1, checked) {
+        (true, false) => "map",
+        (true, true) => "map_checked",
+        (false, false) => "map_multi",
+        (false, true) => "map_multi_checked",
     };
+    let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
+        source::<F>(ctx, O::COUNT, checked)
+    })?;
+    let mut outs = OutParts(Vec::with_capacity(O::COUNT));
+    out.collect(&mut outs);
+    let outs = outs.0;
+    let mut mems = Vec::with_capacity(outs.len());
+    for o in &outs {
+        mems.push((o.mem(ctx)?, o.offset() as u64));
+    }
+    let cols = shape.cols().max(1);
+    // Several outputs follow `cols` as `skel_out<k>, skel_out<k>_off`; `out` is then the
+    // first of them again, unused.
+    let mut args = vec![
+        KArg::Mem(mems[0].0.clone()),
+        KArg::U64(mems[0].1),
+        KArg::U64(n as u64),
+        KArg::U64(cols as u64),
+    ];
+    if mems.len() > 1 {
+        for (mem, off) in mems {
+            args.push(KArg::Mem(mem));
+            args.push(KArg::U64(off));
+        }
+    }
+    arrays::push(ctx, &arrays, &mut args)?;
+    let mut up = Inputs { ctx, args };
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
@@ -105,11 +152,48 @@ where
         (1, [round_up(n, ctx.wg), 1, 1], [ctx.wg, 1, 1])
     };
     let ev = launch(ctx, &prog, "skel_map", &args, dims, global, Some(local))?;
-    match rec {
-        Some(rec) => fault::finish(ctx, &rec, &out, ev, &[F::definition()]),
-        None => {
-            memory::written(ctx, &out, ev);
-            Ok(())
+    if let Some(rec) = rec {
+        if let Some(err) = fault::read(ctx, &rec, &[F::definition()])? {
+            for o in &outs {
+                o.discarded(ctx, ev.clone());
+            }
+            return Err(err);
         }
+    }
+    for o in &outs {
+        o.written(ctx, ev.clone());
+    }
+    Ok(())
+}
+
+/// One buffer a Map writes, whatever its element type.
+trait OutPart {
+    fn offset(&self) -> usize;
+    fn mem(&self, ctx: &Ctx) -> Result<cl::Mem>;
+    fn written(&self, ctx: &Ctx, ev: cl::Event);
+    fn discarded(&self, ctx: &Ctx, ev: cl::Event);
+}
+
+impl<T: DeviceType> OutPart for ArgMut<'_, T> {
+    fn offset(&self) -> usize {
+        ArgMut::offset(self)
+    }
+    fn mem(&self, ctx: &Ctx) -> Result<cl::Mem> {
+        memory::output(ctx, self, false)
+    }
+    fn written(&self, ctx: &Ctx, ev: cl::Event) {
+        memory::written(ctx, self, ev);
+    }
+    fn discarded(&self, ctx: &Ctx, ev: cl::Event) {
+        memory::discarded(ctx, self, ev);
+    }
+}
+
+/// The outputs of a call, in order.
+struct OutParts<'o>(Vec<Box<dyn OutPart + 'o>>);
+
+impl<'o> OutCollector<'o> for OutParts<'o> {
+    fn push<T: DeviceType>(&mut self, arg: ArgMut<'o, T>) {
+        self.0.push(Box::new(arg));
     }
 }

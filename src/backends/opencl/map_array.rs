@@ -6,56 +6,38 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    array_ty, call_expr, checked_call, checked_source_head, cty, elem_params, fault, fault_param,
-    launch, memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
+    arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch,
+    memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
 };
-use crate::codegen::ir::FnDef;
-use crate::codegen::{array_len_param, c_type, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ArgTuple;
 use crate::userfn::ArrayFn;
-use crate::{Error, Result};
+use crate::Result;
 
 const TEMPLATE: &str = include_str!("../../../opencl/map_array.cl");
-
-/// Whether the kernel passes the array's length (the user function reads `.len()` of it, or
-/// checks its indices).
-fn with_len(def: &'static FnDef, checked: bool) -> bool {
-    checked || array_len_param(def)
-}
 
 fn source<F: ArrayFn>(ctx: &Ctx, checked: bool) -> Result<String> {
     let def = F::definition();
     let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
-    let aty = array_ty(def).ok_or_else(|| Error::Driver("internal: no array parameter".into()))?;
+    // The array is a container argument (`ca0`, its offset, rows and columns).
     let shape = CallShape {
         pos: "i",
-        array: if with_len(def, checked) {
-            "(arr + arr_off), arr_len"
-        } else {
-            "(arr + arr_off)"
-        },
+        array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
     let _ = writeln!(s, "#define SKEL_OUT_T {}", cty::<F::Out>());
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS , __global const {}* arr, ulong arr_off{}{}{}{}",
-        c_type(aty, Dialect::OpenCl),
-        if with_len(def, checked) {
-            ", ulong arr_len"
-        } else {
-            ""
-        },
+        "#define SKEL_PARAMS {}{}{}{}",
+        arrays::container_params(def, ""),
         elem_params(def, ""),
         uniform_params(def, ""),
         fault_param(checked)
     );
-    let call = call_expr(def, &entries[0], &shape, "");
     let _ = writeln!(
         s,
         "#define SKEL_CALL(i) {}",
-        checked_call(&call, &entries[0], checked)
+        checked_call_expr(def, &entries[0], &shape, "", checked)
     );
     s.push_str(TEMPLATE);
     Ok(s)
@@ -86,21 +68,14 @@ where
         source::<F>(ctx, checked)
     })?;
     let out_mem = memory::output(ctx, &out, false)?;
-    let arr_mem = memory::input(ctx, &array)?;
-    let mut up = Inputs {
-        ctx,
-        args: vec![
-            KArg::Mem(out_mem),
-            KArg::U64(out.offset() as u64),
-            KArg::U64(n as u64),
-            KArg::U64(out.shape().cols().max(1) as u64),
-            KArg::Mem(arr_mem),
-            KArg::U64(array.offset() as u64),
-        ],
-    };
-    if with_len(F::definition(), checked) {
-        up.args.push(KArg::U64(array.shape().len() as u64));
-    }
+    let mut args = vec![
+        KArg::Mem(out_mem),
+        KArg::U64(out.offset() as u64),
+        KArg::U64(n as u64),
+        KArg::U64(out.shape().cols().max(1) as u64),
+    ];
+    arrays::push(ctx, &(array,), &mut args)?;
+    let mut up = Inputs { ctx, args };
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
@@ -115,11 +90,12 @@ where
         [round_up(n, ctx.wg), 1, 1],
         Some([ctx.wg, 1, 1]),
     )?;
-    match rec {
-        Some(rec) => fault::finish(ctx, &rec, &out, ev, &[F::definition()]),
-        None => {
-            memory::written(ctx, &out, ev);
-            Ok(())
+    if let Some(rec) = rec {
+        if let Some(err) = fault::read(ctx, &rec, &[F::definition()])? {
+            memory::discarded(ctx, &out, ev);
+            return Err(err);
         }
     }
+    memory::written(ctx, &out, ev);
+    Ok(())
 }

@@ -7,8 +7,11 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    check_local, cty, launch, memory, push_uniforms, round_up, source_head, uniform_params, KArg,
+    arrays, check_local, cty, launch, memory, push_uniforms, round_up, source_head, uniform_params,
+    KArg,
 };
+use crate::backends::args::call_args;
+use crate::backends::ContainerOps;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::containers::{Arg, ArgMut};
 use crate::userfn::ElementwiseFn;
@@ -30,11 +33,16 @@ pub(super) fn pair_head(
 ) -> Result<(String, Vec<String>)> {
     let (mut s, entries) = source_head(ctx, "__global", defs)?;
     let def = defs[0];
-    let (mut e, mut u) = (0, 0);
+    let (mut e, mut u, mut c) = (0, 0, 0);
     let args: Vec<String> = def
         .params
         .iter()
         .map(|p| match p.kind {
+            ParamKind::Array | ParamKind::Mat => {
+                c += 1;
+                let name = format!("ca{}", c - 1);
+                call_args(def, p, &format!("({name} + {name}_off)"), &name, false)
+            }
             ParamKind::IndexRow => "(ulong)(i)".to_string(),
             ParamKind::IndexCol => "(ulong)(j)".to_string(),
             ParamKind::Elem => {
@@ -53,7 +61,12 @@ pub(super) fn pair_head(
     let _ = writeln!(s, "#define SKEL_A_T {a}");
     let _ = writeln!(s, "#define SKEL_B_T {b}");
     let _ = writeln!(s, "#define SKEL_OUT_T {out}");
-    let _ = writeln!(s, "#define SKEL_UPARAMS {}", uniform_params(def, ""));
+    let _ = writeln!(
+        s,
+        "#define SKEL_UPARAMS {}{}",
+        arrays::container_params(def, ""),
+        uniform_params(def, "")
+    );
     let _ = writeln!(
         s,
         "#define SKEL_PAIR(p, q, i, j) {}({})",
@@ -83,8 +96,9 @@ where
     Ok(s)
 }
 
-pub(super) fn run<F, A, B>(
+pub(super) fn run<'c, F, A, B>(
     ctx: &Ctx,
+    arrays: ContainerOps<'c, F>,
     v: Arg<'_, A>,
     h: Arg<'_, B>,
     out: ArgMut<'_, F::Out>,
@@ -119,6 +133,7 @@ where
         KArg::Local(v_tile),
         KArg::Local(h_tile),
     ];
+    arrays::push(ctx, &arrays, &mut args)?;
     push_uniforms(uniforms, &mut args);
     let ev = launch(
         ctx,

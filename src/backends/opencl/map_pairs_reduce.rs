@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::map_pairs::{pair_head, TEMPLATE};
 use super::program_cache::{program, ProgKey};
-use super::{check_local, cty, launch, memory, push_uniforms, round_up, KArg};
-use crate::backends::BinaryFn;
+use super::{arrays, check_local, cty, launch, memory, push_uniforms, round_up, KArg};
+use crate::backends::{BinaryFn, ContainerOps};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
 use crate::userfn::ElementwiseFn;
@@ -29,8 +29,9 @@ where
     Ok(s)
 }
 
-pub(super) fn run<M, R, A, B>(
+pub(super) fn run<'c, M, R, A, B>(
     ctx: &Ctx,
+    arrays: ContainerOps<'c, M>,
     v: Arg<'_, A>,
     h: Arg<'_, B>,
     out: ArgMut<'_, M::Out>,
@@ -83,6 +84,7 @@ where
         KArg::U64(cols as u64),
         KArg::Local(stage),
     ]);
+    arrays::push(ctx, &arrays, &mut args)?;
     push_uniforms(uniforms, &mut args);
     let ev = launch(
         ctx,

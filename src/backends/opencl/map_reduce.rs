@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, cty, elem_params, push_uniforms, reduce, source_head, uniform_params, CallShape,
-    Inputs, KArg,
+    arrays, call_expr, cty, elem_params, push_uniforms, reduce, source_head, uniform_params,
+    CallShape, Inputs, KArg,
 };
-use crate::backends::BinaryFn;
+use crate::backends::{BinaryFn, ContainerOps};
 use crate::containers::Shape;
 use crate::plan::ArgTuple;
 use crate::userfn::ElementwiseFn;
@@ -26,11 +26,12 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx, plan: &reduce::Plan)
     let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[1]);
     let shape = CallShape {
         pos: "p",
-        array: "",
+        array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
     let load_params = format!(
-        ", ulong cols{}{}",
+        ", ulong cols{}{}{}",
+        arrays::container_params(mdef, ""),
         elem_params(mdef, ""),
         uniform_params(mdef, "")
     );
@@ -42,8 +43,9 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx, plan: &reduce::Plan)
     Ok(s)
 }
 
-pub(super) fn run<'a, M, R, I>(
+pub(super) fn run<'a, 'c, M, R, I>(
     ctx: &Ctx,
+    arrays: ContainerOps<'c, M>,
     inputs: I,
     shape: Shape,
     uniforms: &M::Uniforms,
@@ -62,10 +64,9 @@ where
     let p = program(ctx, ProgKey::of::<(M, R)>("map_reduce"), M::NAME, || {
         source::<M, R>(ctx, &plan)
     })?;
-    let mut up = Inputs {
-        ctx,
-        args: vec![KArg::U64(shape.cols().max(1) as u64)],
-    };
+    let mut args = vec![KArg::U64(shape.cols().max(1) as u64)];
+    arrays::push(ctx, &arrays, &mut args)?;
+    let mut up = Inputs { ctx, args };
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);

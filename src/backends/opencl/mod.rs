@@ -12,6 +12,7 @@
 //! (prelude, structs, functions), then `#define`s naming the types and the call of the
 //! user function, then the template.
 
+mod arrays;
 mod context;
 mod fault;
 mod filter;
@@ -30,11 +31,12 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::{BinaryFn, Execute, PredicateFn, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
-use crate::codegen::{c_type, device_source_checked, Dialect, Ty};
+use crate::codegen::{c_type, device_source_checked, Dialect};
 use crate::containers::host::as_bytes;
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -250,8 +252,26 @@ pub(crate) struct CallShape<'s> {
 
 /// `entry(args..)` for `def`: index from the position and `cols`, element `k` from
 /// `in{k}[in{k}_off + pos]`, uniform `k` as `u{k}`.
-pub(crate) fn call_expr(def: &FnDef, entry: &str, c: &CallShape<'_>, prefix: &str) -> String {
-    let (mut e, mut u) = (0, 0);
+pub(crate) fn call_expr(
+    def: &'static FnDef,
+    entry: &str,
+    c: &CallShape<'_>,
+    prefix: &str,
+) -> String {
+    checked_call_expr(def, entry, c, prefix, false)
+}
+
+/// [`call_expr`] of the checked variant (with `checked`): the fault record `skel_fault`
+/// goes first and every array its length.
+pub(crate) fn checked_call_expr(
+    def: &'static FnDef,
+    entry: &str,
+    c: &CallShape<'_>,
+    prefix: &str,
+    checked: bool,
+) -> String {
+    let (mut e, mut u, mut k) = (0, 0, 0);
+    let single = args::single_array(def);
     let args: Vec<String> = def
         .params
         .iter()
@@ -267,21 +287,19 @@ pub(crate) fn call_expr(def: &FnDef, entry: &str, c: &CallShape<'_>, prefix: &st
                 u += 1;
                 format!("{prefix}u{}", u - 1)
             }
-            ParamKind::Array => c.array.to_string(),
+            ParamKind::Array if single => args::call_args(def, p, c.array, "ca0", checked),
+            ParamKind::Array | ParamKind::Mat => {
+                k += 1;
+                let name = format!("{prefix}ca{}", k - 1);
+                args::call_args(def, p, &format!("({name} + {name}_off)"), &name, checked)
+            }
             ParamKind::Window => c.window.0.to_string(),
             ParamKind::Window2 => format!("{}, {}", c.window.0, c.window.1),
         })
         .collect();
+    let fault = checked.then(|| "skel_fault".to_string());
+    let args: Vec<String> = fault.into_iter().chain(args).collect();
     format!("{entry}({})", args.join(", "))
-}
-
-/// The checked variant of a call from [`call_expr`]: the fault record goes first.
-pub(crate) fn checked_call(call: &str, entry: &str, checked: bool) -> String {
-    match call.strip_prefix(&format!("{entry}(")) {
-        Some(")") if checked => format!("{entry}(skel_fault)"),
-        Some(rest) if checked => format!("{entry}(skel_fault, {rest}"),
-        _ => call.to_string(),
-    }
 }
 
 /// The kernel parameter of the fault record in the checked variant, else nothing.
@@ -325,31 +343,25 @@ pub(crate) fn uniform_params(def: &FnDef, prefix: &str) -> String {
     s
 }
 
-/// The type of the array parameter of `def` (MapArray).
-pub(crate) fn array_ty(def: &FnDef) -> Option<Ty> {
-    def.params
-        .iter()
-        .find(|p| p.kind == ParamKind::Array)
-        .map(|p| p.ty)
-}
-
 /// `(rows, cols)` of a shape.
 pub(crate) fn dims(shape: Shape) -> (usize, usize) {
     shape.dims()
 }
 
 impl Execute for OpenCl {
-    fn map<'a, F, I>(
+    fn map<'a, 'c, 'o, F, I, O>(
         &self,
+        arrays: ContainerOps<'c, F>,
         inputs: I,
-        out: ArgMut<'_, F::Out>,
+        out: O,
         uniforms: &F::Uniforms,
     ) -> Result<()>
     where
         F: ElementwiseFn,
         I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
     {
-        map::run::<F, I>(ctx()?, inputs, out, uniforms, self.checked)
+        map::run::<F, I, O>(ctx()?, arrays, inputs, out, uniforms, self.checked)
     }
 
     fn map_array<'a, F, I>(
@@ -379,8 +391,9 @@ impl Execute for OpenCl {
         reduce::run_axis::<F, T>(ctx()?, input, out, axis)
     }
 
-    fn map_reduce<'a, M, R, I>(
+    fn map_reduce<'a, 'c, M, R, I>(
         &self,
+        arrays: ContainerOps<'c, M>,
         inputs: I,
         shape: Shape,
         uniforms: &M::Uniforms,
@@ -391,7 +404,7 @@ impl Execute for OpenCl {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        map_reduce::run::<M, R, I>(ctx()?, inputs, shape, uniforms, start)
+        map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start)
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -425,8 +438,9 @@ impl Execute for OpenCl {
         map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms)
     }
 
-    fn map_pairs<F, A, B>(
+    fn map_pairs<'c, F, A, B>(
         &self,
+        arrays: ContainerOps<'c, F>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, F::Out>,
@@ -437,11 +451,12 @@ impl Execute for OpenCl {
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs::run::<F, A, B>(ctx()?, v, h, out, uniforms)
+        map_pairs::run::<F, A, B>(ctx()?, arrays, v, h, out, uniforms)
     }
 
-    fn map_pairs_reduce<M, R, A, B>(
+    fn map_pairs_reduce<'c, M, R, A, B>(
         &self,
+        arrays: ContainerOps<'c, M>,
         v: Arg<'_, A>,
         h: Arg<'_, B>,
         out: ArgMut<'_, M::Out>,
@@ -454,7 +469,7 @@ impl Execute for OpenCl {
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs_reduce::run::<M, R, A, B>(ctx()?, v, h, out, axis, uniforms)
+        map_pairs_reduce::run::<M, R, A, B>(ctx()?, arrays, v, h, out, axis, uniforms)
     }
 
     fn filter<F: PredicateFn<T>, T: DeviceType>(
