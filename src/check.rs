@@ -47,7 +47,8 @@ use crate::Error;
 /// What went wrong inside a user function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {
-    /// An index into a `&[T]` parameter or a local array is out of range.
+    /// An index into a `&[T]` parameter, a `Mat<T>` (row or column) or a local array is out
+    /// of range.
     Index,
     /// A window offset is outside the window's radius.
     Window,
