@@ -802,7 +802,9 @@ fn heavy(b: &mut Bench) -> Row {
     });
     let v = Vector::from(host);
     let mut out: Vector<f32> = Vector::zeroed(n);
-    b.skel_cells(&mut row, want.as_deref(), 1e-5, &mut |bk, read| {
+    // 32 chained calls carry each library's last-bit differences along (OpenCL's own
+    // sin / cos / exp): a looser tolerance than the one-call rows.
+    b.skel_cells(&mut row, want.as_deref(), 1e-4, &mut |bk, read| {
         Map::new(heavy32).backend(bk).run(&v, &mut out)?;
         Ok(read.then(|| out.to_vec()))
     });
@@ -822,12 +824,12 @@ fn pairs(b: &mut Bench, rows: bool) -> Row {
     let n = b.o.pairs;
     let mut row = if rows {
         Row::new(
-            format!("MapPairsReduce rows, sum |p - q|, {n}x{n} f32"),
+            format!("MapPairsReduce rows, sum abs(p - q), {n}x{n} f32"),
             None,
         )
     } else {
         Row::new(
-            format!("MapPairs |p - q|, {n}x{n} f32"),
+            format!("MapPairs abs(p - q), {n}x{n} f32"),
             Some(4.0 * (n * n + 2 * n) as f64),
         )
     };

@@ -132,11 +132,11 @@ def pairs():
     v = ((i * 37) % 1000).float() * 0.25
     h = ((i * 91) % 777).float() * 0.25
     m = torch.empty(n, n, device=dev)
-    row("pairs", f"MapPairs |p - q|, {n}x{n} f32", "torch broadcast abs(v[:,None] - h)",
+    row("pairs", f"MapPairs abs(p - q), {n}x{n} f32", "torch broadcast abs(v[:,None] - h)",
         best(lambda: torch.sub(v[:, None], h[None, :], out=m).abs_()), 4.0 * (n * n + 2 * n))
-    row("pairs", f"MapPairs |p - q|, {n}x{n} f32", "torch.cdist(p=1)",
+    row("pairs", f"MapPairs abs(p - q), {n}x{n} f32", "torch.cdist(p=1)",
         best(lambda: torch.cdist(v[:, None], h[:, None], p=1)), 4.0 * (n * n + 2 * n))
-    row("pairs-reduce", f"MapPairsReduce rows, sum |p - q|, {n}x{n} f32", "torch.cdist(p=1).sum(1)",
+    row("pairs-reduce", f"MapPairsReduce rows, sum abs(p - q), {n}x{n} f32", "torch.cdist(p=1).sum(1)",
         best(lambda: torch.cdist(v[:, None], h[:, None], p=1).sum(1)))
 
 
