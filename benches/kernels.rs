@@ -223,20 +223,24 @@ extern "C" __global__ void h_mandel(unsigned* out, u64 w, u64 h, float scale, un
     out[row * w + col] = k;
 }
 
+// The pull of q on p added to a, in the user function's order.
+__device__ void interact(Body p, Body q, Acc& a) {
+    float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
+    float d2 = dx * dx + dy * dy + dz * dz + 0.01f;
+    float inv = 1.0f / sqrtf(d2);
+    float s = q.m * (inv * inv * inv);
+    a.x += dx * s; a.y += dy * s; a.z += dz * s;
+}
+
 extern "C" __global__ void h_nbody(const Body* b, Acc* out, unsigned n) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     Body p = b[i];
-    float ax = 0.0f, ay = 0.0f, az = 0.0f;
+    Acc a = {0.0f, 0.0f, 0.0f};
     for (unsigned j = 0; j < n; ++j) {
-        Body q = b[j];
-        float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
-        float d2 = dx * dx + dy * dy + dz * dz + 0.01f;
-        float inv = 1.0f / sqrtf(d2);
-        float s = q.m * (inv * inv * inv);
-        ax += dx * s; ay += dy * s; az += dz * s;
+        interact(p, b[j], a);
     }
-    out[i].x = ax; out[i].y = ay; out[i].z = az;
+    out[i] = a;
 }
 
 // The textbook shared-memory version: each block stages 256 bodies at a time; the same
@@ -245,22 +249,17 @@ extern "C" __global__ void h_nbody_tiled(const Body* b, Acc* out, unsigned n) {
     __shared__ Body tile[256];
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     Body p = b[i < n ? i : 0];
-    float ax = 0.0f, ay = 0.0f, az = 0.0f;
+    Acc a = {0.0f, 0.0f, 0.0f};
     for (unsigned t = 0; t < n; t += 256) {
         if (t + threadIdx.x < n) tile[threadIdx.x] = b[t + threadIdx.x];
         __syncthreads();
         unsigned m = n - t < 256 ? n - t : 256;
         for (unsigned j = 0; j < m; ++j) {
-            Body q = tile[j];
-            float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
-            float d2 = dx * dx + dy * dy + dz * dz + 0.01f;
-            float inv = 1.0f / sqrtf(d2);
-            float s = q.m * (inv * inv * inv);
-            ax += dx * s; ay += dy * s; az += dz * s;
+            interact(p, tile[j], a);
         }
         __syncthreads();
     }
-    if (i < n) { out[i].x = ax; out[i].y = ay; out[i].z = az; }
+    if (i < n) out[i] = a;
 }
 
 // 32 transcendental calls per element: past skel's threshold for one element per thread.
@@ -482,11 +481,7 @@ fn opts() -> Res<Opts> {
             "--side" => o.side = num("--side")?,
             "--mandel" => o.mandel = num("--mandel")?,
             "--bodies" => {
-                let v = args.next().ok_or("--bodies takes a list of numbers")?;
-                o.bodies = v
-                    .split(',')
-                    .map(|s| s.trim().parse().map_err(|_| format!("bad --bodies {v}")))
-                    .collect::<Res<_>>()?;
+                o.bodies = common::list("--bodies", args.next())?;
             }
             "--pairs" => o.pairs = num("--pairs")?,
             "--reps" => o.reps = num("--reps")?.max(1),
@@ -754,48 +749,23 @@ fn nbody(b: &mut Bench, n: usize, tiled: bool) -> Row {
     row
 }
 
-fn transcendental(b: &mut Bench) -> Row {
-    let n = 1usize << b.o.log2.saturating_sub(2);
-    let mut row = Row::new(
-        format!(
-            "Map sin*cos+exp+ln+powf, 2^{} f32",
-            b.o.log2.saturating_sub(2)
-        ),
-        Some(8.0 * n as f64),
-    );
-    let host = data(n, 3);
-    let want = b.hand_cell(&mut row, |h, reps| {
-        let (inp, out) = (DevBuf::from(&host)?, DevBuf::new(n * 4)?);
-        let t = best(reps, || {
-            let a = Args::default().push(inp.ptr).push(out.ptr).push(n as u64);
-            h.launch("h_trig", (Hand::blocks(n, 256), 1), (256, 1), a)?;
-            h.sync()
-        })?;
-        Ok((t, out.to_vec::<f32>()?))
-    });
-    let v = Vector::from(host);
-    let mut out: Vector<f32> = Vector::zeroed(n);
-    b.skel_cells(&mut row, want.as_deref(), 1e-5, &mut |bk, read| {
-        Map::new(trig).backend(bk).run(&v, &mut out)?;
-        Ok(read.then(|| out.to_vec()))
-    });
-    b.bound(&mut row);
-    row
-}
-
-fn heavy(b: &mut Bench) -> Row {
-    let lg = b.o.log2.saturating_sub(4);
+/// A Map of transcendental calls: eight in one expression, or (`heavy`) a chain of 32,
+/// past skel's threshold for one element per thread (on 2^(log2 - 2) and 2^(log2 - 4) f32).
+fn transcendental(b: &mut Bench, heavy: bool) -> Row {
+    let lg = b.o.log2.saturating_sub(if heavy { 4 } else { 2 });
     let n = 1usize << lg;
-    let mut row = Row::new(
-        format!("Map, 32 transcendental calls, 2^{lg} f32"),
-        Some(8.0 * n as f64),
-    );
-    let host = data(n, 41);
+    let (what, kernel, seed) = if heavy {
+        ("Map, 32 transcendental calls", "h_heavy32", 41)
+    } else {
+        ("Map sin*cos+exp+ln+powf", "h_trig", 3)
+    };
+    let mut row = Row::new(format!("{what}, 2^{lg} f32"), Some(8.0 * n as f64));
+    let host = data(n, seed);
     let want = b.hand_cell(&mut row, |h, reps| {
         let (inp, out) = (DevBuf::from(&host)?, DevBuf::new(n * 4)?);
         let t = best(reps, || {
             let a = Args::default().push(inp.ptr).push(out.ptr).push(n as u64);
-            h.launch("h_heavy32", (Hand::blocks(n, 256), 1), (256, 1), a)?;
+            h.launch(kernel, (Hand::blocks(n, 256), 1), (256, 1), a)?;
             h.sync()
         })?;
         Ok((t, out.to_vec::<f32>()?))
@@ -803,9 +773,14 @@ fn heavy(b: &mut Bench) -> Row {
     let v = Vector::from(host);
     let mut out: Vector<f32> = Vector::zeroed(n);
     // 32 chained calls carry each library's last-bit differences along (OpenCL's own
-    // sin / cos / exp): a looser tolerance than the one-call rows.
-    b.skel_cells(&mut row, want.as_deref(), 1e-4, &mut |bk, read| {
-        Map::new(heavy32).backend(bk).run(&v, &mut out)?;
+    // sin / cos / exp): a looser tolerance than the one-expression row.
+    let tol = if heavy { 1e-4 } else { 1e-5 };
+    b.skel_cells(&mut row, want.as_deref(), tol, &mut |bk, read| {
+        if heavy {
+            Map::new(heavy32).backend(bk).run(&v, &mut out)?;
+        } else {
+            Map::new(trig).backend(bk).run(&v, &mut out)?;
+        }
         Ok(read.then(|| out.to_vec()))
     });
     b.bound(&mut row);
@@ -1090,19 +1065,9 @@ fn map_add(b: &mut Bench) -> Row {
 /// Calls per small-call timing.
 const CALLS: usize = 2000;
 
-/// Per call: `calls` calls of `f`, then `end` (a synchronisation), best of `reps`.
-fn per_call(
-    reps: usize,
-    mut f: impl FnMut() -> Res<()>,
-    mut end: impl FnMut() -> Res<()>,
-) -> Res<f64> {
-    let t = best(reps, || {
-        for _ in 0..CALLS {
-            f()?;
-        }
-        end()
-    })?;
-    Ok(t / CALLS as f64)
+/// Per call: [`CALLS`] calls of `f`, then `end`, best of `reps`.
+fn per_call(reps: usize, f: impl FnMut() -> Res<()>, end: impl Fn() -> Res<()>) -> Res<f64> {
+    hand::per_call(reps, CALLS, f, end)
 }
 
 fn small_reduce(b: &mut Bench) -> Row {
@@ -1231,8 +1196,8 @@ fn workloads(o: &Opts) -> Vec<Workload> {
         v.push(w("nbody-tiled", move |b| nbody(b, n, true)));
     }
     v.extend([
-        w("transcendental", transcendental),
-        w("heavy", heavy),
+        w("transcendental", |b| transcendental(b, false)),
+        w("heavy", |b| transcendental(b, true)),
         w("stencil1d-r1", |b| stencil_1d(b, 1)),
         w("stencil1d-r2", |b| stencil_1d(b, 2)),
         w("stencil1d-r4", |b| stencil_1d(b, 4)),

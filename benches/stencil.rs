@@ -27,9 +27,7 @@ mod common;
 #[path = "common/hand.rs"]
 mod hand;
 
-use std::time::Instant;
-
-use hand::{skel_sync, Args, DevBuf, Hand, Res};
+use hand::{per_call, skel_sync, Args, DevBuf, Hand, Res};
 use skel::prelude::*;
 
 #[userfn]
@@ -240,13 +238,7 @@ fn options() -> Res<Options> {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => (o.log2, o.reps) = (vec![16, 20, 24], 3),
-            "--log2" => {
-                let v = args.next().ok_or("--log2 needs a list, e.g. 16,20,28")?;
-                o.log2 = v
-                    .split(',')
-                    .map(|s| s.trim().parse().map_err(|_| format!("bad --log2 {v}")))
-                    .collect::<Res<_>>()?;
-            }
+            "--log2" => o.log2 = common::list("--log2", args.next())?,
             "--reps" => {
                 let v = args.next().ok_or("--reps needs a number")?;
                 o.reps = v
@@ -267,29 +259,6 @@ fn options() -> Res<Options> {
         return Err(format!("--log2 {bad}: sizes from 2^2 to 2^30"));
     }
     Ok(o)
-}
-
-/// Seconds per call of `call`: best of `reps` batches of `calls` calls, each batch ended by
-/// `sync`; one untimed batch first (compiles, uploads).
-fn per_call(
-    reps: usize,
-    calls: usize,
-    mut call: impl FnMut() -> Res<()>,
-    sync: impl Fn() -> Res<()>,
-) -> Res<f64> {
-    let mut best = f64::INFINITY;
-    for rep in 0..=reps {
-        sync()?;
-        let t = Instant::now();
-        for _ in 0..calls {
-            call()?;
-        }
-        sync()?;
-        if rep > 0 {
-            best = best.min(t.elapsed().as_secs_f64() / calls as f64);
-        }
-    }
-    Ok(best)
 }
 
 #[userfn]

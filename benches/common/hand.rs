@@ -324,15 +324,8 @@ impl Hand {
             .map_err(drv("event"))?;
         let s = self.stream;
         let sync = || self.sync();
-        let per = |f: &mut dyn FnMut() -> Res<()>, end: &dyn Fn() -> Res<()>| {
-            let t = best(5, || {
-                for _ in 0..calls {
-                    f()?;
-                }
-                end()
-            })?;
-            Ok::<f64, String>(t / calls as f64)
-        };
+        let per =
+            |f: &mut dyn FnMut() -> Res<()>, end: &dyn Fn() -> Res<()>| per_call(5, calls, f, end);
         let none = || Ok(());
         // SAFETY (every closure below): valid handles and buffers of the sizes copied; the
         // pinned slot and `host` outlive the synchronised copies.
@@ -455,6 +448,23 @@ pub fn best(reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
         t = t.min(s.elapsed().as_secs_f64());
     }
     Ok(t)
+}
+
+/// Seconds per call of `call`: best of `reps` batches of `calls` back-to-back calls, each
+/// batch ended by `end` (a synchronisation); one untimed batch first (compiles, uploads).
+pub fn per_call(
+    reps: usize,
+    calls: usize,
+    mut call: impl FnMut() -> Res<()>,
+    end: impl Fn() -> Res<()>,
+) -> Res<f64> {
+    let t = best(reps, || {
+        for _ in 0..calls {
+            call()?;
+        }
+        end()
+    })?;
+    Ok(t / calls as f64)
 }
 
 #[userfn]
