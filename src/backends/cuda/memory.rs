@@ -29,13 +29,15 @@ use cudarc::driver::{result, sys};
 
 use super::context::{opened, Ctx, Lane, STREAMS};
 use super::trace::{self, Op, Tag};
-use super::{driver, oom_or_driver};
+use super::{driver, injected, oom_or_driver};
 use crate::containers::store::Store;
 use crate::containers::{Arg, ArgMut, DeviceCopy, PinnedAllocator, ReadyEvent, State};
+use crate::debug::Fault;
 use crate::{DeviceType, Error, Result};
 
 /// Allocates `bytes` (at least 1) from the device's pool, ordered on `lane`.
 fn alloc(lane: Lane, bytes: usize) -> Result<sys::CUdeviceptr> {
+    injected(Fault::Alloc).map_err(|e| oom_or_driver(e, bytes))?;
     // SAFETY: the stream is valid; users on other streams are ordered after the allocation
     // through an event (`CuBuffer::new`, `Scratch::share`).
     unsafe { result::malloc_async(lane.raw, bytes.max(1)) }.map_err(|e| oom_or_driver(e, bytes))
@@ -335,6 +337,7 @@ impl DeviceCopy for CuBuffer {
         // The caller waited for the range's writers (its coherence events); this copy and
         // the wait below are on the pool's first stream.
         let lane = ctx.lane(0);
+        injected(Fault::Download).map_err(driver)?;
         // SAFETY: `range` lies inside the container, which the buffer covers; `dst` holds
         // exactly the range's bytes and outlives the copy (we synchronise before returning).
         unsafe {
@@ -398,6 +401,7 @@ impl Scratch {
 
     /// Copies `dst.len()` bytes from `offset` to the host and waits for them.
     pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        injected(Fault::Download).map_err(driver)?;
         // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
         // copy (synchronised before returning).
         unsafe {
@@ -652,6 +656,7 @@ fn stage_read<T: DeviceType>(
             let src = store.host_slice(st, part.clone());
             let buf = device_buffer(ctx, st)?;
             buf.order(lane, part, true)?;
+            injected(Fault::Upload).map_err(driver)?;
             // SAFETY: the destination lies inside the device buffer (it covers the
             // container); `src` is host-valid data that stays allocated and unwritten until
             // the event (see above).
@@ -776,6 +781,7 @@ pub(crate) fn download_part<T: DeviceType>(
     let buf = device_buffer(ctx, &mut st)?;
     buf.order(lane, &range, false)?;
     let span = trace::begin(lane, Op::Download, bytes, tag)?;
+    injected(Fault::Download).map_err(driver)?;
     // SAFETY: `range` lies inside the container; the host range is stale there (the device
     // wrote it), so no shared slice covers it (store.rs, invariants 1-2), and the container
     // is borrowed mutably by this call. Once marked valid below, every host access first

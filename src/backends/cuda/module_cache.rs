@@ -344,6 +344,7 @@ pub(crate) fn launch(
         .map(|&at| unsafe { base.add(at) }.cast::<c_void>())
         .collect();
     let span = trace::begin(lane, Op::Kernel, 0, tag)?;
+    super::injected(crate::debug::Fault::Launch).map_err(driver)?;
     // SAFETY: `func` is a kernel of a loaded module whose parameters are, in order, the
     // values in `args` (each builder pushes exactly the parameters its template declares);
     // every device pointer among them addresses a live allocation whose earlier uses on

@@ -1,0 +1,374 @@
+//! Model-based tests of error recovery: random sequences of skeleton calls and host reads
+//! and writes (as in `coherence_model.rs`), with device faults injected through
+//! `skel::debug::inject_fault` (an allocation, upload, download or kernel launch failing
+//! after a random number of successful ones), compared step by step with a host-only
+//! model. A call whose fault fired must return the fault's typed error
+//! (`OutOfMemory` for an allocation, `Driver` otherwise), leave every input as it was, and
+//! leave its output range holding either all of its old or all of its new values (never
+//! a mix); every later call and host access must work as if nothing had failed. A fault
+//! that did not fire leaves the call unaffected. Host backends never reach a device
+//! operation, so on them every call must succeed. Backends that are not available print
+//! `skipped: ...`.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use proptest::prelude::*;
+use skel::debug::{clear_fault, inject_fault, Fault};
+use skel::prelude::*;
+use skel::Error;
+
+const LEN: usize = 40;
+const CONTAINERS: usize = 3;
+
+/// The armed fault is process-wide: the tests of this binary run one at a time.
+static DEVICE: Mutex<()> = Mutex::new(());
+
+/// Faults that fired in the running test (so a test that never injects one fails).
+static FIRED: AtomicUsize = AtomicUsize::new(0);
+
+#[userfn]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[userfn]
+fn twice_minus(a: i64, b: i64) -> i64 {
+    2 * a - b
+}
+
+#[userfn]
+fn sum3(w: Window<i64>) -> i64 {
+    w[-1] + w[0] + w[1]
+}
+
+fn fault() -> impl Strategy<Value = Option<(Fault, usize)>> {
+    let kind = prop_oneof![
+        Just(Fault::Alloc),
+        Just(Fault::Upload),
+        Just(Fault::Download),
+        Just(Fault::Launch),
+    ];
+    proptest::option::weighted(0.6, (kind, 0usize..4))
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// dst[d..d+len] = f(a[x..x+len], b[y..y+len])
+    Map {
+        f: bool,
+        a: usize,
+        b: usize,
+        dst: usize,
+        x: usize,
+        y: usize,
+        d: usize,
+        len: usize,
+        streams: usize,
+        fault: Option<(Fault, usize)>,
+    },
+    /// dst = inclusive scan (or 3-point stencil) of src
+    Whole {
+        stencil: bool,
+        src: usize,
+        dst: usize,
+        streams: usize,
+        fault: Option<(Fault, usize)>,
+    },
+    /// compare Reduce of src[x..x+len] with the model
+    Reduce {
+        src: usize,
+        x: usize,
+        len: usize,
+        fault: Option<(Fault, usize)>,
+    },
+    /// compare the host elements c[x..x+len] (a view) with the model
+    ReadView {
+        c: usize,
+        x: usize,
+        len: usize,
+        fault: Option<(Fault, usize)>,
+    },
+    /// c[x..x+len] = value through a mutable view
+    WriteView {
+        c: usize,
+        x: usize,
+        len: usize,
+        value: i64,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let c = 0..CONTAINERS;
+    prop_oneof![
+        3 => (
+            (any::<bool>(), c.clone(), c.clone(), c.clone()),
+            (0..LEN, 0..LEN, 0..LEN, 0..LEN),
+            1usize..=8,
+            fault()
+        )
+            .prop_map(|((f, a, b, dst), (x, y, d, len), streams, fault)| {
+                let len = len.min(LEN - x).min(LEN - y).min(LEN - d);
+                Op::Map { f, a, b, dst, x, y, d, len, streams, fault }
+            }),
+        2 => (any::<bool>(), c.clone(), c.clone(), 1usize..=8, fault()).prop_map(
+            |(stencil, src, dst, streams, fault)| Op::Whole { stencil, src, dst, streams, fault }
+        ),
+        1 => (c.clone(), 0..LEN, 0..LEN, fault()).prop_map(|(src, x, len, fault)| Op::Reduce {
+            src,
+            x,
+            len: len.min(LEN - x),
+            fault
+        }),
+        2 => (c.clone(), 0..LEN, 0..LEN, fault()).prop_map(|(c, x, len, fault)| Op::ReadView {
+            c,
+            x,
+            len: len.min(LEN - x),
+            fault
+        }),
+        1 => (c, 0..LEN, 0..LEN, -50i64..50).prop_map(|(c, x, len, value)| Op::WriteView {
+            c,
+            x,
+            len: len.min(LEN - x),
+            value
+        }),
+    ]
+}
+
+/// Runs `call` with `fault` armed. `Ok(true)` when the fault fired (the call returned the
+/// fault's error), `Ok(false)` when it did not (the call succeeded).
+fn faulty<R: std::fmt::Debug>(
+    fault: Option<(Fault, usize)>,
+    step: usize,
+    call: impl FnOnce() -> skel::Result<R>,
+) -> Result<(bool, Option<R>), TestCaseError> {
+    if let Some((kind, after)) = fault {
+        inject_fault(kind, after);
+    }
+    let result = call();
+    let unfired = clear_fault();
+    let fired = fault.is_some() && unfired.is_none();
+    if fired {
+        FIRED.fetch_add(1, Ordering::Relaxed);
+    }
+    match (fired, result) {
+        (false, Ok(r)) => Ok((false, Some(r))),
+        (true, Err(e)) => {
+            let typed = match fault.map(|f| f.0) {
+                Some(Fault::Alloc) => matches!(e, Error::OutOfMemory(_)),
+                _ => matches!(e, Error::Driver(_)),
+            };
+            prop_assert!(typed, "step {step}: {fault:?} gave {e:?}");
+            Ok((true, None))
+        }
+        (fired, r) => Err(TestCaseError::fail(format!(
+            "step {step}: fault {fault:?} fired: {fired}, but the call gave {r:?}"
+        ))),
+    }
+}
+
+/// The container to read as source `src` of a call writing `dst`: the container itself, or
+/// a fresh copy of the model when it is the destination.
+fn source<'a>(
+    vs: &'a [Vector<i64>],
+    model: &[Vec<i64>],
+    src: usize,
+    dst: usize,
+    fresh: &'a mut Option<Vector<i64>>,
+) -> &'a Vector<i64> {
+    if src == dst {
+        fresh.insert(Vector::from(model[src].clone()))
+    } else {
+        &vs[src]
+    }
+}
+
+/// After a call writing `dst` failed: every other container still matches the model, and
+/// `dst` holds the model's old values or `new` (the model becomes what it holds).
+fn check_failed(
+    vs: &[Vector<i64>],
+    model: &mut [Vec<i64>],
+    dst: usize,
+    new: Vec<i64>,
+    step: usize,
+) -> Result<(), TestCaseError> {
+    for (c, (v, m)) in vs.iter().zip(model.iter()).enumerate() {
+        let got = v.try_as_slice();
+        prop_assert!(
+            got.is_ok(),
+            "step {step}: reading {c} after a fault: {got:?}"
+        );
+        let got = got.unwrap_or_default();
+        if c != dst {
+            prop_assert_eq!(
+                got,
+                &m[..],
+                "step {}: input {} changed by a failed call",
+                step,
+                c
+            );
+        } else if got != &m[..] {
+            prop_assert_eq!(
+                got,
+                &new[..],
+                "step {}: output {} is neither old nor new",
+                step,
+                c
+            );
+        }
+    }
+    model[dst] = vs[dst].to_vec();
+    Ok(())
+}
+
+fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut model: Vec<Vec<i64>> = (0..CONTAINERS)
+        .map(|c| (0..LEN as i64).map(|i| i * (c as i64 + 1) % 13).collect())
+        .collect();
+    let mut vs: Vec<Vector<i64>> = model.iter().cloned().map(Vector::from).collect();
+    for (step, op) in ops.iter().enumerate() {
+        match *op {
+            Op::Map {
+                f,
+                a,
+                b,
+                dst,
+                x,
+                y,
+                d,
+                len,
+                streams,
+                fault,
+            } => {
+                let mut new = model[dst].clone();
+                for k in 0..len {
+                    let (va, vb) = (model[a][x + k], model[b][y + k]);
+                    new[d + k] = if f { va + vb } else { 2 * va - vb };
+                }
+                let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
+                let (mut fa, mut fb) = (None, None);
+                let va = source(&vs, &model, a, dst, &mut fa).view(x..x + len);
+                let vb = source(&vs, &model, b, dst, &mut fb).view(y..y + len);
+                let mut vo = out.view_mut(d..d + len);
+                let result = faulty(fault, step, || {
+                    if f {
+                        Map::new(add)
+                            .backend(backend)
+                            .streams(streams)
+                            .run(&va, &vb, &mut vo)
+                    } else {
+                        Map::new(twice_minus)
+                            .backend(backend)
+                            .streams(streams)
+                            .run(&va, &vb, &mut vo)
+                    }
+                });
+                vs[dst] = out;
+                if result?.0 {
+                    check_failed(&vs, &mut model, dst, new, step)?;
+                } else {
+                    model[dst] = new;
+                }
+            }
+            Op::Whole {
+                stencil,
+                src,
+                dst,
+                streams,
+                fault,
+            } => {
+                let m = &model[src];
+                let new: Vec<i64> = if stencil {
+                    (0..LEN)
+                        .map(|i| m[i.saturating_sub(1)] + m[i] + m[(i + 1).min(LEN - 1)])
+                        .collect()
+                } else {
+                    m.iter()
+                        .scan(0, |acc, x| {
+                            *acc += x;
+                            Some(*acc)
+                        })
+                        .collect()
+                };
+                let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
+                let mut fresh = None;
+                let input = source(&vs, &model, src, dst, &mut fresh);
+                let result = faulty(fault, step, || {
+                    if stencil {
+                        MapOverlap::new(sum3, 1)
+                            .backend(backend)
+                            .streams(streams)
+                            .run(input, &mut out)
+                    } else {
+                        Scan::new(add)
+                            .backend(backend)
+                            .streams(streams)
+                            .run(input, &mut out)
+                    }
+                });
+                vs[dst] = out;
+                if result?.0 {
+                    check_failed(&vs, &mut model, dst, new, step)?;
+                } else {
+                    model[dst] = new;
+                }
+            }
+            Op::Reduce { src, x, len, fault } => {
+                let view = vs[src].view(x..x + len);
+                let (fired, got) =
+                    faulty(fault, step, || Reduce::new(add).backend(backend).run(&view))?;
+                if !fired {
+                    prop_assert_eq!(got, Some(model[src][x..x + len].iter().sum::<i64>()));
+                }
+            }
+            Op::ReadView { c, x, len, fault } => {
+                let view = vs[c].view(x..x + len);
+                let (_, got) = faulty(fault, step, || view.try_as_slice().map(<[i64]>::to_vec))?;
+                if let Some(got) = got {
+                    prop_assert_eq!(got, &model[c][x..x + len], "step {}", step);
+                }
+                // Failed or not, the next read gives the data.
+                prop_assert_eq!(view.as_slice(), &model[c][x..x + len], "step {}", step);
+            }
+            Op::WriteView { c, x, len, value } => {
+                vs[c].view_mut(x..x + len).as_mut_slice().fill(value);
+                model[c][x..x + len].fill(value);
+            }
+        }
+    }
+    for (c, (v, m)) in vs.iter().zip(&model).enumerate() {
+        prop_assert_eq!(&v.to_vec(), m, "container {} at the end", c);
+    }
+    Ok(())
+}
+
+macro_rules! fault_model {
+    ($name:ident, $backend:expr, $cases:expr, $max_ops:expr) => {
+        #[test]
+        fn $name() {
+            let backend: Backend = $backend;
+            let _device = DEVICE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !common::available(backend) {
+                return;
+            }
+            FIRED.store(0, Ordering::Relaxed);
+            let config = ProptestConfig { cases: $cases, ..ProptestConfig::default() };
+            proptest!(config, |(ops in proptest::collection::vec(op(), 1..$max_ops))| {
+                let r = run_sequence(backend, &ops);
+                clear_fault();
+                r?;
+            });
+            let fired = FIRED.load(Ordering::Relaxed);
+            println!("{backend}: {fired} injected faults fired");
+            // Host backends have no device operation to fail; on a device, the sequences
+            // are long enough that dozens fire.
+            assert_eq!(fired > 0, matches!(backend, Backend::Cuda | Backend::OpenCl), "{backend}: {fired} faults fired");
+        }
+    };
+}
+
+fault_model!(cpu_never_faults, Backend::Cpu, 16, 20);
+fault_model!(opencl_recovers_from_faults, Backend::OpenCl, 48, 30);
+fault_model!(cuda_recovers_from_faults, Backend::Cuda, 256, 60);
