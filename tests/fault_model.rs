@@ -45,6 +45,12 @@ fn sum3(w: Window<i64>) -> i64 {
     w[-1] + w[0] + w[1]
 }
 
+/// Used only by `build_failure_is_retried`, so its kernel is built there first.
+#[userfn]
+fn plus_seven(a: i64) -> i64 {
+    a + 7
+}
+
 fn fault() -> impl Strategy<Value = Option<(Fault, usize)>> {
     let kind = prop_oneof![
         Just(Fault::Alloc),
@@ -372,6 +378,38 @@ macro_rules! fault_model {
             assert!(fired.iter().all(|&f| (f > 0) == device), "{backend}: {fired:?}");
         }
     };
+}
+
+/// A kernel whose first build fails for lack of memory (creating the OpenCL program,
+/// loading the CUDA module: the call's first allocation) is built again by the next call:
+/// the failure is not cached as if the user function could not compile.
+fn build_failure_is_retried(backend: Backend) {
+    let _device = DEVICE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !common::available(backend) {
+        return;
+    }
+    let a = Vector::from((0..100i64).collect::<Vec<_>>());
+    let mut out = Vector::from(vec![-1i64; 100]);
+    inject_fault(Fault::Alloc, 0);
+    let r = Map::new(plus_seven).backend(backend).run(&a, &mut out);
+    assert_eq!(clear_fault(), None, "the call allocated nothing");
+    assert!(matches!(r, Err(Error::OutOfMemory(_))), "{r:?}");
+    assert_eq!(out.to_vec(), vec![-1; 100]);
+    let r = Map::new(plus_seven).backend(backend).run(&a, &mut out);
+    assert!(r.is_ok(), "the call after a failed build: {r:?}");
+    assert_eq!(out.to_vec(), (7..107).collect::<Vec<i64>>());
+}
+
+#[test]
+fn opencl_build_failure_is_retried() {
+    build_failure_is_retried(Backend::OpenCl);
+}
+
+#[test]
+fn cuda_build_failure_is_retried() {
+    build_failure_is_retried(Backend::Cuda);
 }
 
 fault_model!(cpu_never_faults, Backend::Cpu, 16, 20);
