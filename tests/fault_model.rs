@@ -51,6 +51,11 @@ fn plus_seven(a: i64) -> i64 {
     a + 7
 }
 
+#[userfn]
+fn is_odd(x: i64) -> bool {
+    x % 2 != 0
+}
+
 fn fault() -> impl Strategy<Value = Option<(Fault, usize)>> {
     let kind = prop_oneof![
         Just(Fault::Alloc),
@@ -410,6 +415,67 @@ fn opencl_build_failure_is_retried() {
 #[test]
 fn cuda_build_failure_is_retried() {
     build_failure_is_retried(Backend::Cuda);
+}
+
+/// A Filter whose count download fails after its kernels ran: the output holds the old
+/// values or the kept ones, never memory no kernel wrote (the device buffer of a container
+/// never used on the device is uninitialised beyond the kept elements).
+fn failed_filter_count_keeps_old_values(backend: Backend) {
+    let _device = DEVICE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !common::available(backend) {
+        return;
+    }
+    let n = 3000;
+    let input = Vector::from((0..n as i64).collect::<Vec<_>>());
+    let odd: Vec<i64> = (0..n as i64).filter(|x| x % 2 != 0).collect();
+    for streams in [1, 3] {
+        let old = vec![-5i64; n];
+        let mut out = Vector::from(old.clone());
+        // The device copy of `out` is current for its first half only.
+        let mut head = out.view_mut(0..n / 2);
+        Map::new(plus_seven)
+            .backend(backend)
+            .run(&input.view(0..n / 2), &mut head)
+            .expect("map");
+        let before: Vec<i64> = (7..7 + n as i64 / 2).chain(vec![-5; n / 2]).collect();
+        inject_fault(Fault::Download, 0);
+        let r = Filter::new(is_odd)
+            .backend(backend)
+            .streams(streams)
+            .run(&input, &mut out);
+        assert_eq!(clear_fault(), None, "the count was never downloaded");
+        assert!(matches!(r, Err(Error::Driver(_))), "{r:?}");
+        let got = out.to_vec();
+        for (i, &g) in got.iter().enumerate() {
+            let new = odd.get(i).copied().unwrap_or(before[i]);
+            assert!(
+                g == before[i] || g == new,
+                "{backend}, {streams} streams: out[{i}] = {g}, neither {} nor {new}",
+                before[i]
+            );
+        }
+        assert_eq!(
+            Filter::new(is_odd)
+                .backend(backend)
+                .run(&input, &mut out)
+                .ok(),
+            Some(odd.len())
+        );
+        assert_eq!(&out.to_vec()[..odd.len()], &odd[..]);
+        assert_eq!(&out.to_vec()[odd.len()..], &before[odd.len()..]);
+    }
+}
+
+#[test]
+fn opencl_failed_filter_count_keeps_old_values() {
+    failed_filter_count_keeps_old_values(Backend::OpenCl);
+}
+
+#[test]
+fn cuda_failed_filter_count_keeps_old_values() {
+    failed_filter_count_keeps_old_values(Backend::Cuda);
 }
 
 fault_model!(cpu_never_faults, Backend::Cpu, 16, 20);

@@ -761,6 +761,29 @@ pub(crate) fn written_part<T: DeviceType>(
     Ok(())
 }
 
+/// After a failed call: the work before `event` may have written any of elements `part` of
+/// `out`. Later work on the buffer is ordered after it; where the device copy was current,
+/// it stays the newest (each element old or written); elsewhere the buffer may hold memory
+/// no kernel wrote, so the current copy elsewhere keeps the old values.
+pub(crate) fn maybe_written_part<T: DeviceType>(
+    ctx: &Ctx,
+    out: &ArgMut<'_, T>,
+    part: Range<usize>,
+    event: &Arc<CuEvent>,
+) -> Result<()> {
+    let mut st = out.lock();
+    let range = out.offset() + part.start..out.offset() + part.end;
+    let loc = ctx.location();
+    let current = st.coherence.valid(loc).intersect_range(range.clone());
+    device_buffer(ctx, &mut st)?.accessed(range, event, true);
+    let ready: Arc<dyn ReadyEvent> = event.clone();
+    for part in current {
+        st.coherence.write(loc, part, Some(ready.clone()));
+    }
+    st.device_written();
+    Ok(())
+}
+
 /// Copies elements `part` of `out` (written on the device by work ordered before `lane`'s
 /// current point) back to the host on `lane`, asynchronously: host access to the part waits
 /// for the copy's event.

@@ -290,6 +290,19 @@ pub(crate) fn written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::
     }
 }
 
+/// After a failed call: a kernel (done after `event`) may have written any part of the
+/// operand's range. Where the device copy was current, it stays the newest (each element
+/// old or written); elsewhere the buffer may hold memory no kernel wrote, so the current
+/// copy elsewhere keeps the old values.
+pub(crate) fn maybe_written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::Event) {
+    let ev: Arc<dyn ReadyEvent> = Arc::new(ClEvent(event));
+    let mut st = out.lock();
+    let loc = ctx.location();
+    for part in st.coherence.valid(loc).intersect_range(out.range()) {
+        st.coherence.write(loc, part, Some(ev.clone()));
+    }
+}
+
 /// Blocking read of `n` elements of `T` from a temporary buffer.
 pub(crate) fn read_elems<T: DeviceType>(ctx: &Ctx, mem: &cl::Mem, n: usize) -> Result<Vec<T>> {
     let mut bytes = vec![0u8; n * std::mem::size_of::<T>()];
