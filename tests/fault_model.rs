@@ -435,11 +435,12 @@ fn failed_filter_count_keeps_old_values(backend: Backend) {
         let mut out = Vector::from(old.clone());
         // The device copy of `out` is current for its first half only.
         let mut head = out.view_mut(0..n / 2);
-        Map::new(plus_seven)
+        let half = input.view(0..n / 2);
+        Map::new(twice_minus)
             .backend(backend)
-            .run(&input.view(0..n / 2), &mut head)
+            .run(&half, &half, &mut head)
             .expect("map");
-        let before: Vec<i64> = (7..7 + n as i64 / 2).chain(vec![-5; n / 2]).collect();
+        let before: Vec<i64> = (0..n as i64 / 2).chain(vec![-5; n / 2]).collect();
         inject_fault(Fault::Download, 0);
         let r = Filter::new(is_odd)
             .backend(backend)
