@@ -752,13 +752,7 @@ pub(crate) fn written_part<T: DeviceType>(
     part: Range<usize>,
     event: &Arc<CuEvent>,
 ) -> Result<()> {
-    let mut st = out.lock();
-    let range = out.offset() + part.start..out.offset() + part.end;
-    device_buffer(ctx, &mut st)?.accessed(range.clone(), event, true);
-    let ready: Arc<dyn ReadyEvent> = event.clone();
-    st.coherence.write(ctx.location(), range, Some(ready));
-    st.device_written();
-    Ok(())
+    record_write(ctx, out, part, event, false)
 }
 
 /// After a failed call: the work before `event` may have written any of elements `part` of
@@ -771,14 +765,28 @@ pub(crate) fn maybe_written_part<T: DeviceType>(
     part: Range<usize>,
     event: &Arc<CuEvent>,
 ) -> Result<()> {
+    record_write(ctx, out, part, event, true)
+}
+
+/// [`written_part`], or with `only_current` [`maybe_written_part`].
+fn record_write<T: DeviceType>(
+    ctx: &Ctx,
+    out: &ArgMut<'_, T>,
+    part: Range<usize>,
+    event: &Arc<CuEvent>,
+    only_current: bool,
+) -> Result<()> {
     let mut st = out.lock();
     let range = out.offset() + part.start..out.offset() + part.end;
     let loc = ctx.location();
-    let current = st.coherence.valid(loc).intersect_range(range.clone());
-    device_buffer(ctx, &mut st)?.accessed(range, event, true);
+    device_buffer(ctx, &mut st)?.accessed(range.clone(), event, true);
     let ready: Arc<dyn ReadyEvent> = event.clone();
-    for part in current {
-        st.coherence.write(loc, part, Some(ready.clone()));
+    if only_current {
+        for part in st.coherence.valid(loc).intersect_range(range) {
+            st.coherence.write(loc, part, Some(ready.clone()));
+        }
+    } else {
+        st.coherence.write(loc, range, Some(ready));
     }
     st.device_written();
     Ok(())
