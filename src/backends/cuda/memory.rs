@@ -649,19 +649,36 @@ fn stage_read<T: DeviceType>(
     if !missing.is_empty() {
         let bytes: usize = missing.iter().map(bytes_of::<T>).sum();
         let span = trace::begin(lane, Op::Upload, bytes, tag)?;
-        for part in &missing {
-            // The host must not write `part` until the copy is done: every host write first
-            // waits for the range's events (Store::overwrite -> wait_all), and the event
-            // recorded below covers this copy.
-            let src = store.host_slice(st, part.clone());
-            let buf = device_buffer(ctx, st)?;
-            buf.order(lane, part, true)?;
-            injected(Fault::Upload).map_err(driver)?;
-            // SAFETY: the destination lies inside the device buffer (it covers the
-            // container); `src` is host-valid data that stays allocated and unwritten until
-            // the event (see above).
-            unsafe { result::memcpy_htod_async(buf.at(part.start), src, lane.raw) }
-                .map_err(driver)?;
+        let mut issued = false;
+        let copies = (|| -> Result<()> {
+            for part in &missing {
+                // The host must not write `part` until the copy is done: every host write
+                // first waits for the range's events (Store::overwrite -> wait_all), and
+                // the event recorded below covers this copy (after a failure, the wait
+                // below does).
+                let src = store.host_slice(st, part.clone());
+                let buf = device_buffer(ctx, st)?;
+                buf.order(lane, part, true)?;
+                injected(Fault::Upload).map_err(driver)?;
+                // SAFETY: the destination lies inside the device buffer (it covers the
+                // container); `src` is host-valid data that stays allocated and unwritten
+                // until the event (see above).
+                unsafe { result::memcpy_htod_async(buf.at(part.start), src, lane.raw) }
+                    .map_err(driver)?;
+                issued = true;
+            }
+            Ok(())
+        })();
+        if let Err(e) = copies {
+            if issued {
+                // No event covers the copies already issued, so nothing would keep the
+                // host from writing or freeing what they read, nor later work on other
+                // streams from overlapping them: let them finish. Its own failure would
+                // only repeat the driver's state; the first error is the one to report.
+                // SAFETY: a valid stream of the context.
+                let _ = unsafe { result::stream::synchronize(lane.raw) };
+            }
+            return Err(e);
         }
         trace::end(span, lane)?;
         let ev = CuEvent::record(lane)?;
