@@ -4,8 +4,10 @@
 //! after a random number of successful ones), compared step by step with a host-only
 //! model. A call whose fault fired must return the fault's typed error
 //! (`OutOfMemory` for an allocation, `Driver` otherwise), leave every input as it was, and
-//! leave its output range holding either all of its old or all of its new values (never
-//! a mix); every later call and host access must work as if nothing had failed. A fault
+//! leave its output range holding either all of its old or all of its new values (a CUDA
+//! call split over streams: new values for a prefix of whole chunks, old ones after;
+//! Filter: each element old or new, see [`Left`]); every later call and host access must
+//! work as if nothing had failed. A fault
 //! that did not fire leaves the call unaffected. Host backends never reach a device
 //! operation, so on them every call must succeed. Backends that are not available print
 //! `skipped: ...`.
@@ -89,6 +91,13 @@ enum Op {
         streams: usize,
         fault: Option<(Fault, usize)>,
     },
+    /// dst[..kept] = the odd elements of src (Filter), the rest of dst as it was
+    Filter {
+        src: usize,
+        dst: usize,
+        streams: usize,
+        fault: Option<(Fault, usize)>,
+    },
     /// compare Reduce of src[x..x+len] with the model
     Reduce {
         src: usize,
@@ -127,6 +136,9 @@ fn op() -> impl Strategy<Value = Op> {
             }),
         2 => (any::<bool>(), c.clone(), c.clone(), 1usize..=8, fault()).prop_map(
             |(stencil, src, dst, streams, fault)| Op::Whole { stencil, src, dst, streams, fault }
+        ),
+        1 => (c.clone(), c.clone(), 1usize..=8, fault()).prop_map(
+            |(src, dst, streams, fault)| Op::Filter { src, dst, streams, fault }
         ),
         1 => (c.clone(), 0..LEN, 0..LEN, fault()).prop_map(|(src, x, len, fault)| Op::Reduce {
             src,
@@ -197,16 +209,26 @@ fn source<'a>(
     }
 }
 
+/// What a failed call may leave in its output (README, "Reliability").
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Left {
+    /// All old values or all new ones.
+    OldOrNew,
+    /// New values up to some element, old ones from there on (a CUDA call split over
+    /// streams fails at a later chunk's launch after the earlier chunks' kernels wrote).
+    NewPrefix,
+    /// Each element old or new (Filter: its kernels write before the count is read).
+    EachOldOrNew,
+}
+
 /// After a call writing `dst` failed: every other container still matches the model, and
-/// `dst` holds the model's old values or `new` (the model becomes what it holds). With
-/// `chunked` (a CUDA call split over streams, which can fail at a later chunk's launch
-/// after the earlier chunks' kernels wrote their parts), `dst` may also hold `new` up to
-/// some element and the old values from there on: a prefix of whole chunks is new.
+/// `dst` holds what `left` allows of its old values and `new` (the model becomes what it
+/// holds).
 fn check_failed(
     vs: &[Vector<i64>],
     model: &mut [Vec<i64>],
     (dst, new): (usize, Vec<i64>),
-    chunked: bool,
+    left: Left,
     step: usize,
 ) -> Result<(), TestCaseError> {
     for (c, (v, m)) in vs.iter().zip(model.iter()).enumerate() {
@@ -228,10 +250,24 @@ fn check_failed(
         }
         // The longest prefix that is new; the rest must be old.
         let p = got.iter().zip(&new).take_while(|(g, n)| g == n).count();
-        let consistent = got == &m[..] || got[p..] == m[p..] && (chunked || p == LEN);
+        let consistent = match left {
+            Left::OldOrNew => got == &m[..] || p == LEN,
+            Left::NewPrefix => got[p..] == m[p..],
+            Left::EachOldOrNew => (0..LEN).all(|i| got[i] == m[i] || got[i] == new[i]),
+        };
+        // Report the first element that is neither old nor new, or else where the new
+        // prefix ends (a few elements each: the containers are long).
+        let at = (0..LEN)
+            .find(|&i| got[i] != m[i] && got[i] != new[i])
+            .unwrap_or(p);
+        let near = |v: &[i64]| v[at.saturating_sub(2)..(at + 3).min(LEN)].to_vec();
         prop_assert!(
             consistent,
-            "step {step}: output {c} is neither old nor new:\n got {got:?}\n old {m:?}\n new {new:?}"
+            "step {step}: output {c} is not {left:?}: from element {}, got {:?}, old {:?}, new {:?}",
+            at.saturating_sub(2),
+            near(got),
+            near(m),
+            near(&new)
         );
     }
     model[dst] = vs[dst].to_vec();
@@ -243,6 +279,11 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
         .map(|c| (0..LEN as i64).map(|i| i * (c as i64 + 1) % 13).collect())
         .collect();
     let mut vs: Vec<Vector<i64>> = model.iter().cloned().map(Vector::from).collect();
+    let chunks = if backend == Backend::Cuda {
+        Left::NewPrefix
+    } else {
+        Left::OldOrNew
+    };
     for (step, op) in ops.iter().enumerate() {
         match *op {
             Op::Map {
@@ -282,7 +323,7 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                 });
                 vs[dst] = out;
                 if result?.0 {
-                    check_failed(&vs, &mut model, (dst, new), backend == Backend::Cuda, step)?;
+                    check_failed(&vs, &mut model, (dst, new), chunks, step)?;
                 } else {
                     model[dst] = new;
                 }
@@ -325,9 +366,38 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                 });
                 vs[dst] = out;
                 if result?.0 {
-                    check_failed(&vs, &mut model, (dst, new), backend == Backend::Cuda, step)?;
+                    check_failed(&vs, &mut model, (dst, new), chunks, step)?;
                 } else {
                     model[dst] = new;
+                }
+            }
+            Op::Filter {
+                src,
+                dst,
+                streams,
+                fault,
+            } => {
+                let mut new = model[dst].clone();
+                let odd: Vec<i64> = model[src].iter().copied().filter(|x| x % 2 != 0).collect();
+                new[..odd.len()].copy_from_slice(&odd);
+                let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
+                let mut fresh = None;
+                let input = source(&vs, &model, src, dst, &mut fresh);
+                let result = faulty(fault, step, || {
+                    Filter::new(is_odd)
+                        .backend(backend)
+                        .streams(streams)
+                        .run(input, &mut out)
+                });
+                vs[dst] = out;
+                match result? {
+                    (true, _) => {
+                        check_failed(&vs, &mut model, (dst, new), Left::EachOldOrNew, step)?
+                    }
+                    (false, kept) => {
+                        prop_assert_eq!(kept, Some(odd.len()), "step {}", step);
+                        model[dst] = new;
+                    }
                 }
             }
             Op::Reduce { src, x, len, fault } => {
