@@ -1,5 +1,8 @@
 //! Debug counters for tests and benches (not part of the stable API).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use crate::containers::Input;
 use crate::DeviceType;
 
@@ -179,13 +182,11 @@ pub enum Fault {
 
 /// The armed fault: its kind and how many operations of that kind still succeed first.
 /// `ARMED` is the only thing an operation reads while nothing is armed (one relaxed load).
-static ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-static FAULT: std::sync::Mutex<Option<(Fault, usize)>> = std::sync::Mutex::new(None);
+static ARMED: AtomicBool = AtomicBool::new(false);
+static FAULT: Mutex<Option<(Fault, usize)>> = Mutex::new(None);
 
-fn armed() -> std::sync::MutexGuard<'static, Option<(Fault, usize)>> {
-    FAULT
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+fn armed() -> MutexGuard<'static, Option<(Fault, usize)>> {
+    FAULT.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// For tests of error recovery: makes the device operation of kind `fault` after the next
@@ -206,13 +207,13 @@ fn armed() -> std::sync::MutexGuard<'static, Option<(Fault, usize)>> {
 pub fn inject_fault(fault: Fault, after: usize) {
     let mut f = armed();
     *f = Some((fault, after));
-    ARMED.store(true, std::sync::atomic::Ordering::SeqCst);
+    ARMED.store(true, Ordering::SeqCst);
 }
 
 /// Disarms the fault armed by [`inject_fault`]; returns it if it has not fired yet.
 pub fn clear_fault() -> Option<Fault> {
     let mut f = armed();
-    ARMED.store(false, std::sync::atomic::Ordering::SeqCst);
+    ARMED.store(false, Ordering::SeqCst);
     f.take().map(|(kind, _)| kind)
 }
 
@@ -220,14 +221,14 @@ pub fn clear_fault() -> Option<Fault> {
 /// fail (the armed fault fires and disarms itself).
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) fn fault_fires(kind: Fault) -> bool {
-    if !ARMED.load(std::sync::atomic::Ordering::Relaxed) {
+    if !ARMED.load(Ordering::Relaxed) {
         return false;
     }
     let mut f = armed();
     match *f {
         Some((k, 0)) if k == kind => {
             *f = None;
-            ARMED.store(false, std::sync::atomic::Ordering::SeqCst);
+            ARMED.store(false, Ordering::SeqCst);
             true
         }
         Some((k, ref mut n)) if k == kind => {
