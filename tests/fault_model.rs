@@ -455,6 +455,42 @@ macro_rules! fault_model {
     };
 }
 
+/// `inject_fault(kind, after)` lets `after` operations of that kind through, fails the next
+/// one, and then disarms: a Map of one chunk is one launch.
+fn after_counts_operations(backend: Backend) {
+    let _device = DEVICE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !common::available(backend) {
+        return;
+    }
+    let a = Vector::from(vec![1i64; 64]);
+    let mut out = Vector::zeroed(64);
+    let mut map = || {
+        Map::new(add)
+            .backend(backend)
+            .streams(1)
+            .run(&a, &a, &mut out)
+    };
+    assert!(map().is_ok(), "warm-up");
+    inject_fault(Fault::Launch, 2);
+    assert!(map().is_ok() && map().is_ok());
+    assert!(matches!(map(), Err(Error::Driver(_))));
+    assert_eq!(clear_fault(), None, "the fault disarms when it fires");
+    assert!(map().is_ok());
+    assert_eq!(out.to_vec(), vec![2; 64]);
+}
+
+#[test]
+fn opencl_after_counts_operations() {
+    after_counts_operations(Backend::OpenCl);
+}
+
+#[test]
+fn cuda_after_counts_operations() {
+    after_counts_operations(Backend::Cuda);
+}
+
 /// A kernel whose first build fails for lack of memory (creating the OpenCL program,
 /// loading the CUDA module: the call's first allocation) is built again by the next call:
 /// the failure is not cached as if the user function could not compile.
