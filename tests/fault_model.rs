@@ -15,7 +15,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use proptest::prelude::*;
 use skel::debug::{clear_fault, inject_fault, Fault};
@@ -27,6 +27,27 @@ const CONTAINERS: usize = 3;
 
 /// The armed fault is process-wide: the tests of this binary run one at a time.
 static DEVICE: Mutex<()> = Mutex::new(());
+
+/// The lock of [`DEVICE`], if `backend` can run here (else the skip line is printed).
+fn device(backend: Backend) -> Option<MutexGuard<'static, ()>> {
+    let guard = DEVICE.lock().unwrap_or_else(PoisonError::into_inner);
+    common::available(backend).then_some(guard)
+}
+
+/// `#[test]`s running `$check` on OpenCL and on CUDA.
+macro_rules! on_devices {
+    ($check:ident: $opencl:ident, $cuda:ident) => {
+        #[test]
+        fn $opencl() {
+            $check(Backend::OpenCl);
+        }
+
+        #[test]
+        fn $cuda() {
+            $check(Backend::Cuda);
+        }
+    };
+}
 
 /// Faults that fired in the running test, by kind (`Fault as usize`): a device test must
 /// see every kind fire.
@@ -434,10 +455,9 @@ macro_rules! fault_model {
         #[test]
         fn $name() {
             let backend: Backend = $backend;
-            let _device = DEVICE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !common::available(backend) {
+            let Some(_device) = device(backend) else {
                 return;
-            }
+            };
             FIRED.iter().for_each(|f| f.store(0, Ordering::Relaxed));
             let config = ProptestConfig { cases: $cases, ..ProptestConfig::default() };
             proptest!(config, |(ops in proptest::collection::vec(op(), 1..$max_ops))| {
@@ -458,12 +478,9 @@ macro_rules! fault_model {
 /// `inject_fault(kind, after)` lets `after` operations of that kind through, fails the next
 /// one, and then disarms: a Map of one chunk is one launch.
 fn after_counts_operations(backend: Backend) {
-    let _device = DEVICE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !common::available(backend) {
+    let Some(_device) = device(backend) else {
         return;
-    }
+    };
     let a = Vector::from(vec![1i64; 64]);
     let mut out = Vector::zeroed(64);
     let mut map = || {
@@ -481,26 +498,15 @@ fn after_counts_operations(backend: Backend) {
     assert_eq!(out.to_vec(), vec![2; 64]);
 }
 
-#[test]
-fn opencl_after_counts_operations() {
-    after_counts_operations(Backend::OpenCl);
-}
-
-#[test]
-fn cuda_after_counts_operations() {
-    after_counts_operations(Backend::Cuda);
-}
+on_devices!(after_counts_operations: opencl_after_counts_operations, cuda_after_counts_operations);
 
 /// A kernel whose first build fails for lack of memory (creating the OpenCL program,
 /// loading the CUDA module: the call's first allocation) is built again by the next call:
 /// the failure is not cached as if the user function could not compile.
 fn build_failure_is_retried(backend: Backend) {
-    let _device = DEVICE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !common::available(backend) {
+    let Some(_device) = device(backend) else {
         return;
-    }
+    };
     let a = Vector::from((0..100i64).collect::<Vec<_>>());
     let mut out = Vector::from(vec![-1i64; 100]);
     inject_fault(Fault::Alloc, 0);
@@ -513,26 +519,15 @@ fn build_failure_is_retried(backend: Backend) {
     assert_eq!(out.to_vec(), (7..107).collect::<Vec<i64>>());
 }
 
-#[test]
-fn opencl_build_failure_is_retried() {
-    build_failure_is_retried(Backend::OpenCl);
-}
-
-#[test]
-fn cuda_build_failure_is_retried() {
-    build_failure_is_retried(Backend::Cuda);
-}
+on_devices!(build_failure_is_retried: opencl_build_failure_is_retried, cuda_build_failure_is_retried);
 
 /// A Filter whose count download fails after its kernels ran: the output holds the old
 /// values or the kept ones, never memory no kernel wrote (the device buffer of a container
 /// never used on the device is uninitialised beyond the kept elements).
 fn failed_filter_count_keeps_old_values(backend: Backend) {
-    let _device = DEVICE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !common::available(backend) {
+    let Some(_device) = device(backend) else {
         return;
-    }
+    };
     let n = 3000;
     let input = Vector::from((0..n as i64).collect::<Vec<_>>());
     let odd: Vec<i64> = (0..n as i64).filter(|x| x % 2 != 0).collect();
@@ -575,15 +570,7 @@ fn failed_filter_count_keeps_old_values(backend: Backend) {
     }
 }
 
-#[test]
-fn opencl_failed_filter_count_keeps_old_values() {
-    failed_filter_count_keeps_old_values(Backend::OpenCl);
-}
-
-#[test]
-fn cuda_failed_filter_count_keeps_old_values() {
-    failed_filter_count_keeps_old_values(Backend::Cuda);
-}
+on_devices!(failed_filter_count_keeps_old_values: opencl_failed_filter_count_keeps_old_values, cuda_failed_filter_count_keeps_old_values);
 
 fault_model!(cpu_never_faults, Backend::Cpu, 16, 20);
 fault_model!(opencl_recovers_from_faults, Backend::OpenCl, 128, 30);
