@@ -133,12 +133,14 @@ enum Op {
         len: usize,
         fault: Option<(Fault, usize)>,
     },
-    /// c[x..x+len] = value through a mutable view
+    /// c[x..x+len] = value through a mutable view (its stale elements are brought back
+    /// first: a download that can fail)
     WriteView {
         c: usize,
         x: usize,
         len: usize,
         value: i64,
+        fault: Option<(Fault, usize)>,
     },
 }
 
@@ -173,11 +175,14 @@ fn op() -> impl Strategy<Value = Op> {
             len: len.min(LEN - x),
             fault
         }),
-        1 => (c, 0..LEN, 0..LEN, -50i64..50).prop_map(|(c, x, len, value)| Op::WriteView {
-            c,
-            x,
-            len: len.min(LEN - x),
-            value
+        1 => (c, 0..LEN, 0..LEN, -50i64..50, fault()).prop_map(|(c, x, len, value, fault)| {
+            Op::WriteView {
+                c,
+                x,
+                len: len.min(LEN - x),
+                value,
+                fault,
+            }
         }),
     ]
 }
@@ -438,8 +443,22 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                 // Failed or not, the next read gives the data.
                 prop_assert_eq!(view.as_slice(), &model[c][x..x + len], "step {}", step);
             }
-            Op::WriteView { c, x, len, value } => {
-                vs[c].view_mut(x..x + len).as_mut_slice().fill(value);
+            Op::WriteView {
+                c,
+                x,
+                len,
+                value,
+                fault,
+            } => {
+                let mut view = vs[c].view_mut(x..x + len);
+                let (fired, _) = faulty(fault, step, || {
+                    view.try_as_mut_slice().map(|s| s.fill(value))
+                })?;
+                if fired {
+                    // Nothing was written: the container is as it was, and writing works.
+                    prop_assert_eq!(vs[c].try_as_slice().ok(), Some(&model[c][..]));
+                    vs[c].view_mut(x..x + len).as_mut_slice().fill(value);
+                }
                 model[c][x..x + len].fill(value);
             }
         }
