@@ -10,10 +10,17 @@
 //!   --only a,b     run the workloads whose name contains one of these words
 //!   --quick        small sizes (a smoke test: 2^20 vectors, 1024x1024 matrices, ...)
 //!   --log2 N       1D sizes 2^N f32 (default 28)    --side N    2D stencils N x N (8192)
-//!   --mandel N     Mandelbrot N x N (4096)          --bodies N  n-body bodies (32768)
+//!   --mandel N     Mandelbrot N x N (4096)          --pairs N   MapPairs N x N (8192)
+//!   --bodies N,M   n-body bodies, one row per count (4096,32768)
 //!   --reps N       timings per cell, best taken (default 10)
 //!   --anatomy      also time the driver calls a small call is made of
 //! ```
+//!
+//! `SKEL_LAUNCH=memory|compute` (read by skel) forces the launch class of skel's CUDA Map
+//! kernels, to measure the classification against both shapes: run the bench once with
+//! each (e.g. `--only mandelbrot,nbody,transcendental,heavy`) and compare the rows; the
+//! header line says which class was forced. The n-body rows come twice: against the naive
+//! kernel and against the textbook shared-memory tiled one.
 //!
 //! Every call is device-resident: inputs are uploaded by a warm-up call, outputs stay on
 //! the device, and each timing is the host time of one call followed by a synchronisation
@@ -27,12 +34,13 @@
 //! (PyTorch, CuPy) are `benches/peers/kernels_peers.py`, run on the same machine.
 
 mod common;
+#[path = "common/hand.rs"]
+mod hand;
 
-use std::ffi::{c_char, c_void, CString};
 use std::time::Instant;
 
 use common::data;
-use cudarc::driver::{result, sys};
+use hand::{best, skel_sync as sync, Args, DevBuf, Hand, Res};
 use skel::prelude::*;
 
 // ---------------------------------------------------------------------------------------
@@ -103,6 +111,20 @@ fn accel(#[index] i: usize, bodies: &[Body], #[uniform] n: u32) -> Acc {
 #[userfn]
 fn trig(x: f32) -> f32 {
     x.sin() * x.cos() + (0.5 * x).exp() + (1.0 + x).ln() + x.powf(1.5)
+}
+
+/// 32 transcendental calls: above skel's straight-line threshold (one element per thread).
+#[userfn]
+fn heavy32(x: f32) -> f32 {
+    let a = x.sin().cos().exp().sin().cos().exp().sin().cos();
+    let b = a.sin().cos().exp().sin().cos().exp().sin().cos();
+    let c = b.sin().cos().exp().sin().cos().exp().sin().cos();
+    c.sin().cos().exp().sin().cos().exp().sin().cos()
+}
+
+#[userfn]
+fn dist(p: f32, q: f32) -> f32 {
+    (p - q).abs()
 }
 
 #[userfn]
@@ -201,20 +223,66 @@ extern "C" __global__ void h_mandel(unsigned* out, u64 w, u64 h, float scale, un
     out[row * w + col] = k;
 }
 
+// The pull of q on p added to a, in the user function's order.
+__device__ void interact(Body p, Body q, Acc& a) {
+    float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
+    float d2 = dx * dx + dy * dy + dz * dz + 0.01f;
+    float inv = 1.0f / sqrtf(d2);
+    float s = q.m * (inv * inv * inv);
+    a.x += dx * s; a.y += dy * s; a.z += dz * s;
+}
+
 extern "C" __global__ void h_nbody(const Body* b, Acc* out, unsigned n) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     Body p = b[i];
-    float ax = 0.0f, ay = 0.0f, az = 0.0f;
+    Acc a = {0.0f, 0.0f, 0.0f};
     for (unsigned j = 0; j < n; ++j) {
-        Body q = b[j];
-        float dx = q.x - p.x, dy = q.y - p.y, dz = q.z - p.z;
-        float d2 = dx * dx + dy * dy + dz * dz + 0.01f;
-        float inv = 1.0f / sqrtf(d2);
-        float s = q.m * (inv * inv * inv);
-        ax += dx * s; ay += dy * s; az += dz * s;
+        interact(p, b[j], a);
     }
-    out[i].x = ax; out[i].y = ay; out[i].z = az;
+    out[i] = a;
+}
+
+// The textbook shared-memory version: each block stages 256 bodies at a time; the same
+// arithmetic in the same order as h_nbody.
+extern "C" __global__ void h_nbody_tiled(const Body* b, Acc* out, unsigned n) {
+    __shared__ Body tile[256];
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    Body p = b[i < n ? i : 0];
+    Acc a = {0.0f, 0.0f, 0.0f};
+    for (unsigned t = 0; t < n; t += 256) {
+        if (t + threadIdx.x < n) tile[threadIdx.x] = b[t + threadIdx.x];
+        __syncthreads();
+        unsigned m = n - t < 256 ? n - t : 256;
+        for (unsigned j = 0; j < m; ++j) {
+            interact(p, tile[j], a);
+        }
+        __syncthreads();
+    }
+    if (i < n) out[i] = a;
+}
+
+// 32 transcendental calls per element: past skel's threshold for one element per thread.
+extern "C" __global__ void h_heavy32(const float* in, float* out, u64 n) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = in[i];
+    for (int k = 0; k < 4; ++k) x = cosf(sinf(expf(cosf(sinf(expf(cosf(sinf(x))))))));
+    out[i] = x;
+}
+
+// MapPairs |v[i] - h[j]|: one thread per pair; MapPairsReduce rows: one thread per row.
+extern "C" __global__ void h_pairs(float* out, const float* v, const float* h, u64 cols) {
+    u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 i = blockIdx.y;
+    if (j < cols) out[i * cols + j] = fabsf(v[i] - h[j]);
+}
+extern "C" __global__ void h_pairs_rows(float* out, const float* v, const float* h, u64 rows, u64 cols) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows) return;
+    float acc = fabsf(v[i] - h[0]);
+    for (u64 j = 1; j < cols; ++j) acc += fabsf(v[i] - h[j]);
+    out[i] = acc;
 }
 
 extern "C" __global__ void h_trig(const float* in, float* out, u64 n) {
@@ -372,23 +440,25 @@ struct Opts {
     log2: u32,
     side: usize,
     mandel: usize,
-    bodies: usize,
+    bodies: Vec<usize>,
+    pairs: usize,
     reps: usize,
 }
 
-fn opts() -> std::result::Result<Opts, String> {
+fn opts() -> Res<Opts> {
     let mut o = Opts {
         only: Vec::new(),
         anatomy: false,
         log2: 28,
         side: 8192,
         mandel: 4096,
-        bodies: 32768,
+        bodies: vec![4096, 32768],
+        pairs: 8192,
         reps: 10,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        let mut num = |what: &str| -> std::result::Result<usize, String> {
+        let mut num = |what: &str| -> Res<usize> {
             args.next()
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| format!("{what} takes a number"))
@@ -403,13 +473,17 @@ fn opts() -> std::result::Result<Opts, String> {
                     .collect()
             }
             "--quick" => {
-                (o.log2, o.side, o.mandel, o.bodies, o.reps) = (20, 1024, 512, 2048, 3);
+                (o.log2, o.side, o.mandel, o.pairs, o.reps) = (20, 1024, 512, 1024, 3);
+                o.bodies = vec![2048];
             }
             "--anatomy" => o.anatomy = true,
             "--log2" => o.log2 = num("--log2")? as u32,
             "--side" => o.side = num("--side")?,
             "--mandel" => o.mandel = num("--mandel")?,
-            "--bodies" => o.bodies = num("--bodies")?,
+            "--bodies" => {
+                o.bodies = common::list("--bodies", args.next())?;
+            }
+            "--pairs" => o.pairs = num("--pairs")?,
             "--reps" => o.reps = num("--reps")?.max(1),
             // `cargo bench` passes --bench; a filter word is taken as --only.
             "--bench" => {}
@@ -421,285 +495,7 @@ fn opts() -> std::result::Result<Opts, String> {
 }
 
 // ---------------------------------------------------------------------------------------
-// The hand-written side: raw driver calls on the process's primary context (the one skel
-// uses), one stream of its own.
-
-type Res<T> = std::result::Result<T, String>;
-
-fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> String + '_ {
-    move |e| format!("{what}: {e}")
-}
-
-/// Device memory freed on drop.
-struct DevBuf {
-    ptr: sys::CUdeviceptr,
-    bytes: usize,
-}
-
-impl DevBuf {
-    fn new(bytes: usize) -> Res<Self> {
-        // SAFETY: a plain allocation, freed in drop.
-        let ptr = unsafe { result::malloc_sync(bytes.max(4)) }.map_err(drv("cuMemAlloc"))?;
-        Ok(DevBuf { ptr, bytes })
-    }
-
-    fn from<T: Copy>(data: &[T]) -> Res<Self> {
-        let b = DevBuf::new(std::mem::size_of_val(data))?;
-        // SAFETY: `b` holds exactly the bytes of `data`.
-        unsafe { result::memcpy_htod_sync(b.ptr, data) }.map_err(drv("cuMemcpyHtoD"))?;
-        Ok(b)
-    }
-
-    fn to_vec<T: Copy + Default>(&self) -> Res<Vec<T>> {
-        let mut v = vec![T::default(); self.bytes / std::mem::size_of::<T>()];
-        // SAFETY: `v` holds at most the buffer's bytes; the copy is synchronous.
-        unsafe { result::memcpy_dtoh_sync(&mut v, self.ptr) }.map_err(drv("cuMemcpyDtoH"))?;
-        Ok(v)
-    }
-}
-
-impl Drop for DevBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated by cuMemAlloc; every use was synchronised (`Hand::sync`).
-        let _ = unsafe { result::free_sync(self.ptr) };
-    }
-}
-
-/// Kernel arguments: each value in its own 8-byte slot, alive until the launch.
-#[derive(Default)]
-struct Args(Vec<u64>);
-
-impl Args {
-    fn push<T: Copy>(mut self, v: T) -> Self {
-        assert!(std::mem::size_of::<T>() <= 8);
-        let mut slot = 0u64;
-        // SAFETY: `T` fits in the slot (checked); plain bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (&v as *const T).cast::<u8>(),
-                (&mut slot as *mut u64).cast::<u8>(),
-                std::mem::size_of::<T>(),
-            )
-        };
-        self.0.push(slot);
-        self
-    }
-}
-
-struct Hand {
-    stream: sys::CUstream,
-    module: sys::CUmodule,
-    sms: u32,
-    /// One pinned f32 for results read back.
-    pinned: *mut f32,
-}
-
-/// Makes libnvrtc loadable: the loader path first, then the usual CUDA directories (kept
-/// loaded, so cudarc's lookup by name finds it).
-fn ensure_nvrtc() -> Res<()> {
-    // SAFETY: only dlopens NVIDIA's library by its usual names.
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Ok(());
-    }
-    let dirs = [
-        std::env::var("CUDA_HOME")
-            .map(|d| format!("{d}/lib64"))
-            .ok(),
-        Some("/usr/local/cuda/lib64".to_string()),
-    ];
-    for dir in dirs.into_iter().flatten() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut libs: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().contains("libnvrtc.so"))
-            .collect();
-        libs.sort();
-        for lib in libs {
-            // SAFETY: loading NVRTC runs its initialisers only.
-            if let Ok(l) = unsafe { libloading::Library::new(&lib) } {
-                std::mem::forget(l);
-                // SAFETY: as above.
-                if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-                    return Ok(());
-                }
-            }
-        }
-    }
-    Err("libnvrtc not found (set LD_LIBRARY_PATH or CUDA_HOME)".into())
-}
-
-fn compile(src: &str, arch: &str) -> Res<Vec<u8>> {
-    use cudarc::nvrtc::sys as nv;
-    ensure_nvrtc()?;
-    let csrc = CString::new(src).map_err(|e| e.to_string())?;
-    let prog = cudarc::nvrtc::result::create_program(&csrc, None)
-        .map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
-    let opts: Vec<CString> = [
-        format!("--gpu-architecture={arch}"),
-        "--std=c++17".into(),
-        "--fmad=false".into(),
-    ]
-    .into_iter()
-    .filter_map(|o| CString::new(o).ok())
-    .collect();
-    let ptrs: Vec<*const c_char> = opts.iter().map(|c| c.as_ptr()).collect();
-    // SAFETY: a live program; the option strings outlive the call.
-    let rc = unsafe { nv::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
-    let out = if rc == nv::nvrtcResult::NVRTC_SUCCESS {
-        let mut size = 0usize;
-        // SAFETY: compiled program; out-pointer to a local, then a buffer of that size.
-        unsafe {
-            let _ = nv::nvrtcGetCUBINSize(prog, &mut size);
-            let mut bin = vec![0u8; size];
-            let rc = nv::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast::<c_char>());
-            (rc == nv::nvrtcResult::NVRTC_SUCCESS && size > 0)
-                .then_some(bin)
-                .ok_or_else(|| format!("nvrtcGetCUBIN: {rc:?}"))
-        }
-    } else {
-        // SAFETY: a live program.
-        let log = unsafe { cudarc::nvrtc::result::get_program_log(prog) }
-            .map(|l| l.iter().map(|&c| c as u8 as char).collect::<String>())
-            .unwrap_or_default();
-        Err(format!(
-            "hand-written kernels failed to compile: {rc:?}\n{log}"
-        ))
-    };
-    // SAFETY: not used afterwards.
-    let _ = unsafe { cudarc::nvrtc::result::destroy_program(prog) };
-    out
-}
-
-impl Hand {
-    fn new() -> Res<Self> {
-        // SAFETY: dlopen of the driver by its usual names.
-        if !unsafe { sys::is_culib_present() } {
-            return Err("no CUDA driver".into());
-        }
-        result::init().map_err(drv("cuInit"))?;
-        let ordinal = std::env::var("SKEL_CUDA_DEVICE")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        let dev = result::device::get(ordinal).map_err(drv("cuDeviceGet"))?;
-        // SAFETY: the primary context is retained for the process (skel retains it too).
-        let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(drv("retain"))?;
-        // SAFETY: just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(drv("cuCtxSetCurrent"))?;
-        use sys::CUdevice_attribute as A;
-        // SAFETY: a valid device.
-        let at = |a| unsafe { result::device::get_attribute(dev, a) }.map_err(drv("attribute"));
-        let arch = format!(
-            "sm_{}{}",
-            at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-            at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?
-        );
-        let sms = at(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
-        let image = compile(HAND, &arch)?;
-        // SAFETY: a complete CUBIN for this device; never unloaded.
-        let module = unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }
-            .map_err(drv("cuModuleLoadData"))?;
-        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
-            .map_err(drv("cuStreamCreate"))?;
-        // SAFETY: a plain pinned allocation kept for the process.
-        let pinned = unsafe { result::malloc_host(64, 0) }.map_err(drv("cuMemHostAlloc"))?;
-        Ok(Hand {
-            stream,
-            module,
-            sms,
-            pinned: pinned.cast::<f32>(),
-        })
-    }
-
-    fn launch(&self, name: &str, grid: (u32, u32), block: (u32, u32), args: Args) -> Res<()> {
-        let cname = CString::new(name).map_err(|e| e.to_string())?;
-        // SAFETY: the module is loaded for the process.
-        let f = unsafe { result::module::get_function(self.module, cname) }
-            .map_err(drv("cuModuleGetFunction"))?;
-        let mut vals = args.0;
-        let mut ptrs: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-        // SAFETY: every kernel of HAND is launched with exactly its parameters, in order,
-        // each device pointer a live DevBuf of the size the kernel indexes.
-        unsafe {
-            result::launch_kernel(
-                f,
-                (grid.0, grid.1, 1),
-                (block.0, block.1, 1),
-                0,
-                self.stream,
-                &mut ptrs,
-            )
-        }
-        .map_err(drv(name))
-    }
-
-    fn sync(&self) -> Res<()> {
-        // SAFETY: our stream.
-        unsafe { result::stream::synchronize(self.stream) }.map_err(drv("sync"))
-    }
-
-    /// `*out = 0`, `kernel`, the result back into pinned memory, waited for.
-    fn reduce_to_host(&self, out: &DevBuf, kernel: impl Fn() -> Res<()>) -> Res<f32> {
-        // SAFETY: `out` holds at least 4 bytes; the pinned slot outlives the synchronised
-        // copy.
-        unsafe {
-            result::memset_d8_async(out.ptr, 0, 4, self.stream).map_err(drv("memset"))?;
-            kernel()?;
-            sys::cuMemcpyDtoHAsync_v2(self.pinned.cast(), out.ptr, 4, self.stream)
-                .result()
-                .map_err(drv("cuMemcpyDtoHAsync"))?;
-            self.sync()?;
-            Ok(*self.pinned)
-        }
-    }
-
-    fn blocks(n: usize, per: usize) -> u32 {
-        n.div_ceil(per).max(1) as u32
-    }
-
-    /// The d2d copy of `bytes` bytes (best of `reps`): the memory-bound floor of a kernel
-    /// that reads and writes `2 * bytes` in total.
-    fn copy_time(&self, bytes: usize, reps: usize) -> Res<f64> {
-        let (a, b) = (DevBuf::new(bytes)?, DevBuf::new(bytes)?);
-        best(reps, || {
-            // SAFETY: both buffers hold `bytes`.
-            unsafe { result::memcpy_dtod_async(b.ptr, a.ptr, bytes, self.stream) }
-                .map_err(drv("cuMemcpyDtoD"))?;
-            self.sync()
-        })
-    }
-}
-
-// ---------------------------------------------------------------------------------------
 // Timing and checking.
-
-/// Best of `reps` host timings of `f` (which ends with a synchronisation); one untimed
-/// warm-up call first.
-fn best(reps: usize, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
-    f()?;
-    let mut t = f64::INFINITY;
-    for _ in 0..reps {
-        let s = Instant::now();
-        f()?;
-        t = t.min(s.elapsed().as_secs_f64());
-    }
-    Ok(t)
-}
-
-/// Waits for everything enqueued by skel on backend `b`.
-fn sync(b: Backend, probe: &Vector<f32>) -> Res<()> {
-    match b {
-        Backend::Cuda => skel::debug::synchronize().map_err(|e| e.to_string()),
-        // One in-order queue: a Reduce (which reads its result back) waits for all of it.
-        _ => Reduce::new(add)
-            .backend(b)
-            .run(probe)
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
-    }
-}
 
 /// Largest relative difference between `got` and `want` (scaled by max(|want|, 1)).
 fn max_rel(got: &[f32], want: &[f32]) -> f64 {
@@ -922,15 +718,21 @@ fn acc_f32(a: &[Acc]) -> Vec<f32> {
     a.iter().flat_map(|a| [a.x, a.y, a.z]).collect()
 }
 
-fn nbody(b: &mut Bench) -> Row {
-    let n = b.o.bodies;
-    let mut row = Row::new(format!("MapArray, all-pairs n-body, N = {n}"), None);
+/// All-pairs n-body of `n` bodies, against the naive kernel or (`tiled`) the hand-tiled one.
+fn nbody(b: &mut Bench, n: usize, tiled: bool) -> Row {
+    let name = format!("MapArray, all-pairs n-body, N = {n}");
+    let mut row = if tiled {
+        Row::new(format!("{name}, vs hand-tiled"), None)
+    } else {
+        Row::new(name, None)
+    };
+    let kernel = if tiled { "h_nbody_tiled" } else { "h_nbody" };
     let host = bodies(n);
     let want = b.hand_cell(&mut row, |h, reps| {
         let (inp, out) = (DevBuf::from(&host)?, DevBuf::new(n * 12)?);
         let t = best(reps, || {
             let a = Args::default().push(inp.ptr).push(out.ptr).push(n as u32);
-            h.launch("h_nbody", (Hand::blocks(n, 256), 1), (256, 1), a)?;
+            h.launch(kernel, (Hand::blocks(n, 256), 1), (256, 1), a)?;
             h.sync()
         })?;
         Ok((t, out.to_vec::<f32>()?))
@@ -947,30 +749,95 @@ fn nbody(b: &mut Bench) -> Row {
     row
 }
 
-fn transcendental(b: &mut Bench) -> Row {
-    let n = 1usize << b.o.log2.saturating_sub(2);
-    let mut row = Row::new(
-        format!(
-            "Map sin*cos+exp+ln+powf, 2^{} f32",
-            b.o.log2.saturating_sub(2)
-        ),
-        Some(8.0 * n as f64),
-    );
-    let host = data(n, 3);
+/// A Map of transcendental calls: eight in one expression, or (`heavy`) a chain of 32,
+/// past skel's threshold for one element per thread (on 2^(log2 - 2) and 2^(log2 - 4) f32).
+fn transcendental(b: &mut Bench, heavy: bool) -> Row {
+    let lg = b.o.log2.saturating_sub(if heavy { 4 } else { 2 });
+    let n = 1usize << lg;
+    let (what, kernel, seed) = if heavy {
+        ("Map, 32 transcendental calls", "h_heavy32", 41)
+    } else {
+        ("Map sin*cos+exp+ln+powf", "h_trig", 3)
+    };
+    let mut row = Row::new(format!("{what}, 2^{lg} f32"), Some(8.0 * n as f64));
+    let host = data(n, seed);
     let want = b.hand_cell(&mut row, |h, reps| {
         let (inp, out) = (DevBuf::from(&host)?, DevBuf::new(n * 4)?);
         let t = best(reps, || {
             let a = Args::default().push(inp.ptr).push(out.ptr).push(n as u64);
-            h.launch("h_trig", (Hand::blocks(n, 256), 1), (256, 1), a)?;
+            h.launch(kernel, (Hand::blocks(n, 256), 1), (256, 1), a)?;
             h.sync()
         })?;
         Ok((t, out.to_vec::<f32>()?))
     });
     let v = Vector::from(host);
     let mut out: Vector<f32> = Vector::zeroed(n);
-    b.skel_cells(&mut row, want.as_deref(), 1e-5, &mut |bk, read| {
-        Map::new(trig).backend(bk).run(&v, &mut out)?;
+    // 32 chained calls carry each library's last-bit differences along (OpenCL's own
+    // sin / cos / exp): a looser tolerance than the one-expression row.
+    let tol = if heavy { 1e-4 } else { 1e-5 };
+    b.skel_cells(&mut row, want.as_deref(), tol, &mut |bk, read| {
+        if heavy {
+            Map::new(heavy32).backend(bk).run(&v, &mut out)?;
+        } else {
+            Map::new(trig).backend(bk).run(&v, &mut out)?;
+        }
         Ok(read.then(|| out.to_vec()))
+    });
+    b.bound(&mut row);
+    row
+}
+
+/// Operands of the pair rows: quarters below 250, so every pair sum is exact in f32 in any
+/// order and all sides must agree bit for bit.
+fn quarters(n: usize, mul: usize, modulus: usize) -> Vec<f32> {
+    (0..n).map(|i| (i * mul % modulus) as f32 * 0.25).collect()
+}
+
+/// MapPairs `|v[i] - h[j]|` over `--pairs` x `--pairs` f32 (`rows == false`), or its
+/// MapPairsReduce per row (the sum over `j`).
+fn pairs(b: &mut Bench, rows: bool) -> Row {
+    let n = b.o.pairs;
+    let mut row = if rows {
+        Row::new(
+            format!("MapPairsReduce rows, sum abs(p - q), {n}x{n} f32"),
+            None,
+        )
+    } else {
+        Row::new(
+            format!("MapPairs abs(p - q), {n}x{n} f32"),
+            Some(4.0 * (n * n + 2 * n) as f64),
+        )
+    };
+    let (hv, hh) = (quarters(n, 37, 1000), quarters(n, 91, 777));
+    let want = b.hand_cell(&mut row, |h, reps| {
+        let (dv, dh) = (DevBuf::from(&hv)?, DevBuf::from(&hh)?);
+        let out = DevBuf::new(if rows { n * 4 } else { n * n * 4 })?;
+        let t = best(reps, || {
+            let a = Args::default().push(out.ptr).push(dv.ptr).push(dh.ptr);
+            if rows {
+                let a = a.push(n as u64).push(n as u64);
+                h.launch("h_pairs_rows", (Hand::blocks(n, 256), 1), (256, 1), a)?;
+            } else {
+                let grid = (Hand::blocks(n, 256), n as u32);
+                h.launch("h_pairs", grid, (256, 1), a.push(n as u64))?;
+            }
+            h.sync()
+        })?;
+        Ok((t, out.to_vec::<f32>()?))
+    });
+    let (v, hv) = (Vector::from(hv), Vector::from(hh));
+    let mut m: Matrix<f32> = Matrix::zeroed(if rows { 1 } else { n }, n);
+    let mut per_row: Vector<f32> = Vector::zeroed(n);
+    b.skel_cells(&mut row, want.as_deref(), 0.0, &mut |bk, read| {
+        if rows {
+            MapPairsReduce::new(dist, add)
+                .backend(bk)
+                .run_rows(&v, &hv, &mut per_row)?;
+            Ok(read.then(|| per_row.to_vec()))
+        } else {
+            MapPairs::new(dist).backend(bk).run(&v, &hv, &mut m)?;
+            Ok(read.then(|| m.to_vec()))
+        }
     });
     b.bound(&mut row);
     row
@@ -1198,19 +1065,9 @@ fn map_add(b: &mut Bench) -> Row {
 /// Calls per small-call timing.
 const CALLS: usize = 2000;
 
-/// Per call: `calls` calls of `f`, then `end` (a synchronisation), best of `reps`.
-fn per_call(
-    reps: usize,
-    mut f: impl FnMut() -> Res<()>,
-    mut end: impl FnMut() -> Res<()>,
-) -> Res<f64> {
-    let t = best(reps, || {
-        for _ in 0..CALLS {
-            f()?;
-        }
-        end()
-    })?;
-    Ok(t / CALLS as f64)
+/// Per call: [`CALLS`] calls of `f`, then `end`, best of `reps`.
+fn per_call(reps: usize, f: impl FnMut() -> Res<()>, end: impl Fn() -> Res<()>) -> Res<f64> {
+    hand::per_call(reps, CALLS, f, end)
 }
 
 fn small_reduce(b: &mut Bench) -> Row {
@@ -1225,13 +1082,7 @@ fn small_reduce(b: &mut Bench) -> Row {
         let mut call = || -> Res<()> {
             let a = Args::default().push(inp.ptr).push(out.ptr).push(n as u64);
             h.launch("h_reduce_one", (1, 1), (256, 1), a)?;
-            // SAFETY: the pinned slot holds 4 bytes and outlives the synchronised copy.
-            unsafe { sys::cuMemcpyDtoHAsync_v2(h.pinned.cast(), out.ptr, 4, h.stream) }
-                .result()
-                .map_err(drv("cuMemcpyDtoHAsync"))?;
-            h.sync()?;
-            // SAFETY: written by the copy just waited for.
-            v = unsafe { *h.pinned };
+            v = h.read_f32(&out)?;
             Ok(())
         };
         let t = per_call(reps, &mut call, || Ok(()))?;
@@ -1324,134 +1175,7 @@ fn small_map(b: &mut Bench) -> Row {
 /// `--anatomy`: what the driver calls a small skeleton call is made of cost here, each per
 /// call over [`CALLS`] calls (best of 5): the floor under the small-call rows.
 fn anatomy(h: &Hand) -> Res<()> {
-    let n = 1000usize;
-    let (a, o) = (DevBuf::new(n * 4)?, DevBuf::new(n * 4)?);
-    let mut host = vec![0u8; 8];
-    let launch = || {
-        let args = Args::default()
-            .push(a.ptr)
-            .push(a.ptr)
-            .push(o.ptr)
-            .push(n as u64);
-        h.launch("h_add", (4, 1), (256, 1), args)
-    };
-    let ev =
-        result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map_err(drv("event"))?;
-    let s = h.stream;
-    let sync = || h.sync();
-    // SAFETY (every closure below): valid handles and buffers of the sizes copied; the
-    // pinned slot and `host` outlive the synchronised copies.
-    let rows: Vec<(&str, f64)> = vec![
-        (
-            "cuLaunchKernel (async, 1000-element add)",
-            per_call(5, launch, sync)?,
-        ),
-        (
-            "cuLaunchKernel + cuEventRecord",
-            per_call(
-                5,
-                || {
-                    launch()?;
-                    unsafe { result::event::record(ev, s) }.map_err(drv("record"))
-                },
-                sync,
-            )?,
-        ),
-        (
-            "cuEventQuery (done event)",
-            per_call(
-                5,
-                || {
-                    let _ = unsafe { sys::cuEventQuery(ev) };
-                    Ok(())
-                },
-                sync,
-            )?,
-        ),
-        (
-            "cuStreamQuery (idle stream)",
-            per_call(
-                5,
-                || {
-                    let _ = unsafe { sys::cuStreamQuery(s) };
-                    Ok(())
-                },
-                sync,
-            )?,
-        ),
-        (
-            "cuCtxGetCurrent + cuCtxSetCurrent",
-            per_call(
-                5,
-                || {
-                    let c = result::ctx::get_current()
-                        .map_err(drv("ctx"))?
-                        .ok_or("no context")?;
-                    unsafe { result::ctx::set_current(c) }.map_err(drv("ctx"))
-                },
-                sync,
-            )?,
-        ),
-        (
-            "cuMemAllocAsync + cuMemFreeAsync (64 B)",
-            per_call(
-                5,
-                || unsafe {
-                    let p = result::malloc_async(s, 64).map_err(drv("alloc"))?;
-                    result::free_async(p, s).map_err(drv("free"))
-                },
-                sync,
-            )?,
-        ),
-        (
-            "cuMemsetD8Async (64 B)",
-            per_call(
-                5,
-                || unsafe { result::memset_d8_async(o.ptr, 0, 64, s) }.map_err(drv("memset")),
-                sync,
-            )?,
-        ),
-        (
-            "launch + cuStreamSynchronize",
-            per_call(
-                5,
-                || {
-                    launch()?;
-                    sync()
-                },
-                || Ok(()),
-            )?,
-        ),
-        (
-            "launch + 8 B to pinned + cuStreamSynchronize",
-            per_call(
-                5,
-                || {
-                    launch()?;
-                    unsafe { sys::cuMemcpyDtoHAsync_v2(h.pinned.cast(), o.ptr, 8, s) }
-                        .result()
-                        .map_err(drv("copy"))?;
-                    sync()
-                },
-                || Ok(()),
-            )?,
-        ),
-        (
-            "launch + 8 B to pageable + cuStreamSynchronize",
-            per_call(
-                5,
-                || {
-                    launch()?;
-                    unsafe { result::memcpy_dtoh_async(&mut host, o.ptr, s) }
-                        .map_err(drv("copy"))?;
-                    sync()
-                },
-                || Ok(()),
-            )?,
-        ),
-    ];
-    // SAFETY: not used afterwards.
-    let _ = unsafe { result::event::destroy(ev) };
+    let rows = h.anatomy("h_add", CALLS)?;
     println!("\nper-call anatomy (driver calls alone, per call):");
     for (what, t) in rows {
         println!("  {what:<48} {:7.2} us", t * 1e6);
@@ -1459,7 +1183,38 @@ fn anatomy(h: &Hand) -> Res<()> {
     Ok(())
 }
 
-type Workload = (&'static str, fn(&mut Bench) -> Row);
+/// A row of the report: its key (`--only` matches it) and how to measure it.
+type Workload = (String, Box<dyn Fn(&mut Bench) -> Row>);
+
+fn workloads(o: &Opts) -> Vec<Workload> {
+    fn w(key: &str, f: impl Fn(&mut Bench) -> Row + 'static) -> Workload {
+        (key.to_string(), Box::new(f))
+    }
+    let mut v = vec![w("mandelbrot", mandelbrot)];
+    for &n in &o.bodies {
+        v.push(w("nbody", move |b| nbody(b, n, false)));
+        v.push(w("nbody-tiled", move |b| nbody(b, n, true)));
+    }
+    v.extend([
+        w("transcendental", |b| transcendental(b, false)),
+        w("heavy", |b| transcendental(b, true)),
+        w("stencil1d-r1", |b| stencil_1d(b, 1)),
+        w("stencil1d-r2", |b| stencil_1d(b, 2)),
+        w("stencil1d-r4", |b| stencil_1d(b, 4)),
+        w("stencil2d-3x3", |b| stencil_2d(b, 1)),
+        w("stencil2d-5x5", |b| stencil_2d(b, 2)),
+        w("stencil2d-9x9", |b| stencil_2d(b, 4)),
+        w("reduce", |b| reduction(b, false)),
+        w("dot", |b| reduction(b, true)),
+        w("scan", scan),
+        w("add", map_add),
+        w("pairs", |b| pairs(b, false)),
+        w("pairs-reduce", |b| pairs(b, true)),
+        w("small-reduce", small_reduce),
+        w("small-map", small_map),
+    ]);
+    v
+}
 
 fn main() {
     let o = match opts() {
@@ -1475,34 +1230,29 @@ fn main() {
         .filter(|b| matches!(b, Backend::Cuda | Backend::OpenCl))
         .collect();
     // skel opens the device first, so both sides share its primary context.
-    let hand = match Hand::new() {
+    let hand = match Hand::new(HAND) {
         Ok(h) => Some(h),
         Err(e) => {
             println!("hand-written CUDA: skipped ({e})");
             None
         }
     };
+    let bodies: Vec<String> = o.bodies.iter().map(usize::to_string).collect();
     println!(
-        "kernels: 1D 2^{} f32, 2D {}x{}, Mandelbrot {}x{}, n-body {}, best of {}",
-        o.log2, o.side, o.side, o.mandel, o.mandel, o.bodies, o.reps
+        "kernels: 1D 2^{} f32, 2D {}x{}, Mandelbrot {}x{}, n-body {}, pairs {}x{}, best of {}, \
+         SKEL_LAUNCH={}",
+        o.log2,
+        o.side,
+        o.side,
+        o.mandel,
+        o.mandel,
+        bodies.join(","),
+        o.pairs,
+        o.pairs,
+        o.reps,
+        std::env::var("SKEL_LAUNCH").unwrap_or_else(|_| "auto".into())
     );
-    let workloads: [Workload; 15] = [
-        ("mandelbrot", mandelbrot),
-        ("nbody", nbody),
-        ("transcendental", transcendental),
-        ("stencil1d-r1", |b| stencil_1d(b, 1)),
-        ("stencil1d-r2", |b| stencil_1d(b, 2)),
-        ("stencil1d-r4", |b| stencil_1d(b, 4)),
-        ("stencil2d-3x3", |b| stencil_2d(b, 1)),
-        ("stencil2d-5x5", |b| stencil_2d(b, 2)),
-        ("stencil2d-9x9", |b| stencil_2d(b, 4)),
-        ("reduce", |b| reduction(b, false)),
-        ("dot", |b| reduction(b, true)),
-        ("scan", scan),
-        ("add", map_add),
-        ("small-reduce", small_reduce),
-        ("small-map", small_map),
-    ];
+    let workloads = workloads(&o);
     let mut b = Bench {
         probe: Vector::from(vec![1.0f32; 4]),
         o,
@@ -1511,7 +1261,7 @@ fn main() {
         copies: Default::default(),
     };
     let mut rows = Vec::new();
-    for (key, run) in workloads {
+    for (key, run) in &workloads {
         if !b.o.only.is_empty() && !b.o.only.iter().any(|w| key.contains(w.as_str())) {
             continue;
         }

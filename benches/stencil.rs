@@ -24,14 +24,11 @@
 //! GPU). Without a CUDA device it prints "skipped: no CUDA device" and exits 0.
 
 mod common;
+#[path = "common/hand.rs"]
+mod hand;
 
-use std::ffi::{c_char, c_void, CString};
-use std::time::Instant;
-
-use cudarc::driver::{result, sys};
+use hand::{per_call, skel_sync, Args, DevBuf, Hand, Res};
 use skel::prelude::*;
-
-type Res<T> = std::result::Result<T, String>;
 
 #[userfn]
 fn blur1(w: Window<f32>) -> f32 {
@@ -241,13 +238,7 @@ fn options() -> Res<Options> {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => (o.log2, o.reps) = (vec![16, 20, 24], 3),
-            "--log2" => {
-                let v = args.next().ok_or("--log2 needs a list, e.g. 16,20,28")?;
-                o.log2 = v
-                    .split(',')
-                    .map(|s| s.trim().parse().map_err(|_| format!("bad --log2 {v}")))
-                    .collect::<Res<_>>()?;
-            }
+            "--log2" => o.log2 = common::list("--log2", args.next())?,
             "--reps" => {
                 let v = args.next().ok_or("--reps needs a number")?;
                 o.reps = v
@@ -268,230 +259,6 @@ fn options() -> Res<Options> {
         return Err(format!("--log2 {bad}: sizes from 2^2 to 2^30"));
     }
     Ok(o)
-}
-
-fn drv(what: &str) -> impl Fn(cudarc::driver::DriverError) -> String + '_ {
-    move |e| format!("{what}: {e}")
-}
-
-/// Device memory freed on drop.
-struct DevBuf {
-    ptr: sys::CUdeviceptr,
-    bytes: usize,
-}
-
-impl DevBuf {
-    fn new(bytes: usize) -> Res<Self> {
-        // SAFETY: a plain allocation, freed in drop.
-        let ptr = unsafe { result::malloc_sync(bytes.max(4)) }.map_err(drv("cuMemAlloc"))?;
-        Ok(DevBuf { ptr, bytes })
-    }
-
-    fn from(data: &[f32]) -> Res<Self> {
-        let b = DevBuf::new(std::mem::size_of_val(data))?;
-        // SAFETY: `b` holds exactly the bytes of `data`.
-        unsafe { result::memcpy_htod_sync(b.ptr, data) }.map_err(drv("cuMemcpyHtoD"))?;
-        Ok(b)
-    }
-
-    fn to_vec(&self) -> Res<Vec<f32>> {
-        let mut v = vec![0.0f32; self.bytes / 4];
-        // SAFETY: `v` holds the buffer's bytes; the copy is synchronous.
-        unsafe { result::memcpy_dtoh_sync(&mut v, self.ptr) }.map_err(drv("cuMemcpyDtoH"))?;
-        Ok(v)
-    }
-}
-
-impl Drop for DevBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated by cuMemAlloc; every use was synchronised (`Hand::sync`).
-        let _ = unsafe { result::free_sync(self.ptr) };
-    }
-}
-
-/// The hand-written side: raw driver calls on the primary context (the one skel uses) and
-/// a stream of its own.
-struct Hand {
-    stream: sys::CUstream,
-    module: sys::CUmodule,
-}
-
-/// Makes libnvrtc loadable: the usual CUDA directories (kept loaded, so cudarc's lookup by
-/// name finds it).
-fn ensure_nvrtc() -> Res<()> {
-    // SAFETY: only dlopens NVIDIA's library by its usual names.
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Ok(());
-    }
-    let dirs = [
-        std::env::var("CUDA_HOME")
-            .map(|d| format!("{d}/lib64"))
-            .ok(),
-        Some("/usr/local/cuda/lib64".to_string()),
-    ];
-    for dir in dirs.into_iter().flatten() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut libs: Vec<_> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().contains("libnvrtc.so"))
-            .collect();
-        libs.sort();
-        for lib in libs {
-            // SAFETY: loading NVRTC runs its initialisers only.
-            if let Ok(l) = unsafe { libloading::Library::new(&lib) } {
-                std::mem::forget(l);
-                // SAFETY: as above.
-                if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-                    return Ok(());
-                }
-            }
-        }
-    }
-    Err("libnvrtc not found (set LD_LIBRARY_PATH or CUDA_HOME)".into())
-}
-
-/// CUBIN of `src` for `arch`, with the options skel uses (no FMA contraction).
-fn compile(src: &str, arch: &str) -> Res<Vec<u8>> {
-    use cudarc::nvrtc::sys as nv;
-    ensure_nvrtc()?;
-    let csrc = CString::new(src).map_err(|e| e.to_string())?;
-    let prog = cudarc::nvrtc::result::create_program(&csrc, None)
-        .map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
-    let opts: Vec<CString> = [
-        format!("--gpu-architecture={arch}"),
-        "--std=c++17".into(),
-        "--fmad=false".into(),
-    ]
-    .into_iter()
-    .filter_map(|o| CString::new(o).ok())
-    .collect();
-    let ptrs: Vec<*const c_char> = opts.iter().map(|c| c.as_ptr()).collect();
-    // SAFETY: a live program; the option strings outlive the call.
-    let rc = unsafe { nv::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
-    let out = if rc == nv::nvrtcResult::NVRTC_SUCCESS {
-        let mut size = 0usize;
-        // SAFETY: a compiled program; an out-pointer to a local, then a buffer of that size.
-        unsafe {
-            let _ = nv::nvrtcGetCUBINSize(prog, &mut size);
-            let mut bin = vec![0u8; size];
-            let rc = nv::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast::<c_char>());
-            (rc == nv::nvrtcResult::NVRTC_SUCCESS && size > 0)
-                .then_some(bin)
-                .ok_or_else(|| format!("nvrtcGetCUBIN: {rc:?}"))
-        }
-    } else {
-        // SAFETY: a live program.
-        let log = unsafe { cudarc::nvrtc::result::get_program_log(prog) }
-            .map(|l| l.iter().map(|&c| c as u8 as char).collect::<String>())
-            .unwrap_or_default();
-        Err(format!(
-            "the hand-written kernels do not compile: {rc:?}\n{log}"
-        ))
-    };
-    // SAFETY: not used afterwards.
-    let _ = unsafe { cudarc::nvrtc::result::destroy_program(prog) };
-    out
-}
-
-impl Hand {
-    fn new() -> Res<Self> {
-        result::init().map_err(drv("cuInit"))?;
-        let ordinal = std::env::var("SKEL_CUDA_DEVICE")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        let dev = result::device::get(ordinal).map_err(drv("cuDeviceGet"))?;
-        // SAFETY: the primary context is retained for the process (skel retains it too).
-        let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(drv("retain"))?;
-        // SAFETY: just retained.
-        unsafe { result::ctx::set_current(ctx) }.map_err(drv("cuCtxSetCurrent"))?;
-        use sys::CUdevice_attribute as A;
-        // SAFETY: a valid device.
-        let at = |a| unsafe { result::device::get_attribute(dev, a) }.map_err(drv("attribute"));
-        let arch = format!(
-            "sm_{}{}",
-            at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-            at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?
-        );
-        let image = compile(HAND, &arch)?;
-        // SAFETY: a complete CUBIN for this device; never unloaded.
-        let module = unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }
-            .map_err(drv("cuModuleLoadData"))?;
-        let stream = result::stream::create(result::stream::StreamKind::NonBlocking)
-            .map_err(drv("cuStreamCreate"))?;
-        Ok(Hand { stream, module })
-    }
-
-    /// Launches kernel `name` of [`HAND`] with `args` (each a pointer or an `i64`).
-    fn launch(&self, name: &str, grid: (u32, u32), block: (u32, u32), args: &[u64]) -> Res<()> {
-        let cname = CString::new(name).map_err(|e| e.to_string())?;
-        // SAFETY: the module is loaded for the process.
-        let f = unsafe { result::module::get_function(self.module, cname) }
-            .map_err(drv("cuModuleGetFunction"))?;
-        let mut vals = args.to_vec();
-        let mut ptrs: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-        // SAFETY: every kernel of HAND is launched with exactly its parameters (8 bytes
-        // each), device pointers to live buffers of the sizes the kernel indexes.
-        unsafe {
-            result::launch_kernel(
-                f,
-                (grid.0, grid.1, 1),
-                (block.0, block.1, 1),
-                0,
-                self.stream,
-                &mut ptrs,
-            )
-        }
-        .map_err(drv(name))
-    }
-
-    fn sync(&self) -> Res<()> {
-        // SAFETY: our stream.
-        unsafe { result::stream::synchronize(self.stream) }.map_err(drv("sync"))
-    }
-}
-
-/// Seconds per call of `call`: best of `reps` batches of `calls` calls, each batch ended by
-/// `sync`; one untimed batch first (compiles, uploads).
-fn per_call(
-    reps: usize,
-    calls: usize,
-    mut call: impl FnMut() -> Res<()>,
-    sync: impl Fn() -> Res<()>,
-) -> Res<f64> {
-    let mut best = f64::INFINITY;
-    for rep in 0..=reps {
-        sync()?;
-        let t = Instant::now();
-        for _ in 0..calls {
-            call()?;
-        }
-        sync()?;
-        if rep > 0 {
-            best = best.min(t.elapsed().as_secs_f64() / calls as f64);
-        }
-    }
-    Ok(best)
-}
-
-/// Waits for everything skel enqueued on `b`.
-fn skel_sync(b: Backend, probe: &Vector<f32>) -> Res<()> {
-    match b {
-        Backend::Cuda => skel::debug::synchronize().map_err(|e| e.to_string()),
-        // One in-order queue: a Reduce, which reads its result back, waits for all of it.
-        _ => Reduce::new(add)
-            .backend(b)
-            .run(probe)
-            .map(|_| ())
-            .map_err(|e| e.to_string()),
-    }
-}
-
-#[userfn]
-fn add(a: f32, b: f32) -> f32 {
-    a + b
 }
 
 #[userfn]
@@ -538,7 +305,10 @@ fn host_cost(h: &Hand, o: &Options, probe: &Vector<f32>) -> Res<()> {
             per_call(
                 o.reps,
                 calls,
-                || h.launch("st1_r1", (4, 1), (256, 1), &[inp.ptr, dst.ptr, N as u64]),
+                || {
+                    let a = Args::default().push(inp.ptr).push(dst.ptr).push(N as u64);
+                    h.launch("st1_r1", (4, 1), (256, 1), a)
+                },
                 || h.sync(),
             )?,
         ),
@@ -634,17 +404,8 @@ fn row(h: &Hand, o: &Options, host: &[f32], case: Case<'_>, probe: &Vector<f32>)
         }
     };
     let hand = per_call(o.reps, calls, || (case.hand)(h, &inp, &out), || h.sync());
-    let want = out.to_vec();
-    let copy = per_call(
-        o.reps,
-        calls,
-        // SAFETY: both buffers hold 4n bytes; the stream orders the copies.
-        || {
-            unsafe { result::memcpy_dtod_async(out.ptr, inp.ptr, 4 * n, h.stream) }
-                .map_err(drv("cuMemcpyDtoD"))
-        },
-        || h.sync(),
-    );
+    let want = out.to_vec::<f32>();
+    let copy = per_call(o.reps, calls, || h.copy(&out, &inp, 4 * n), || h.sync());
     let mut timed = |b: Backend| -> Res<f64> {
         b.check().map_err(|e| e.to_string())?;
         let got = (case.skel)(b, true)
@@ -676,7 +437,7 @@ fn main() {
         eprintln!("({e})");
         return;
     }
-    let h = match Hand::new() {
+    let h = match Hand::new(HAND) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("{e}");
@@ -720,7 +481,8 @@ fn main() {
                     n,
                     hand: &|h, i, out| {
                         let grid = (n.div_ceil(256) as u32, 1);
-                        h.launch(&kernel, grid, (256, 1), &[i.ptr, out.ptr, n as u64])
+                        let a = Args::default().push(i.ptr).push(out.ptr).push(n as u64);
+                        h.launch(&kernel, grid, (256, 1), a)
                     },
                     skel: &mut skel,
                 };
@@ -765,12 +527,12 @@ fn main() {
                     n,
                     hand: &|h, i, out| {
                         let grid = (side.div_ceil(32) as u32, side.div_ceil(8) as u32);
-                        h.launch(
-                            &kernel,
-                            grid,
-                            (32, 8),
-                            &[i.ptr, out.ptr, side as u64, side as u64],
-                        )
+                        let a = Args::default()
+                            .push(i.ptr)
+                            .push(out.ptr)
+                            .push(side as i64)
+                            .push(side as i64);
+                        h.launch(&kernel, grid, (32, 8), a)
                     },
                     skel: &mut skel,
                 };

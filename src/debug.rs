@@ -1,5 +1,8 @@
 //! Debug counters for tests and benches (not part of the stable API).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use crate::containers::Input;
 use crate::DeviceType;
 
@@ -178,4 +181,77 @@ pub fn synchronize() -> crate::Result<()> {
     return crate::backends::cuda::synchronize();
     #[cfg(not(feature = "cuda"))]
     Ok(())
+}
+
+/// A device operation that [`inject_fault`] makes fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// A device buffer allocation (fails as out of device memory:
+    /// [`crate::Error::OutOfMemory`]).
+    Alloc,
+    /// A host-to-device copy ([`crate::Error::Driver`]).
+    Upload,
+    /// A device-to-host copy ([`crate::Error::Driver`]).
+    Download,
+    /// A kernel launch ([`crate::Error::Driver`]).
+    Launch,
+}
+
+/// The armed fault: its kind and how many operations of that kind still succeed first.
+/// `ARMED` is the only thing an operation reads while nothing is armed (one relaxed load).
+static ARMED: AtomicBool = AtomicBool::new(false);
+static FAULT: Mutex<Option<(Fault, usize)>> = Mutex::new(None);
+
+fn armed() -> MutexGuard<'static, Option<(Fault, usize)>> {
+    FAULT.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// For tests of error recovery: makes the device operation of kind `fault` after the next
+/// `after` ones of that kind fail, once, on the CUDA and OpenCL backends (host backends
+/// never reach one). The operation fails where the driver call is made, with the error a
+/// driver failure of that kind gives, so the library's own recovery path runs. One fault is
+/// armed at a time (a new one replaces it) and it is process-wide: tests that inject faults
+/// must not run device calls concurrently. [`clear_fault`] disarms it.
+///
+/// While nothing is armed, each device operation costs one relaxed atomic load here.
+///
+/// ```
+/// use skel::debug::{clear_fault, inject_fault, Fault};
+/// inject_fault(Fault::Launch, 2); // the third kernel launch from now fails
+/// assert_eq!(clear_fault(), Some(Fault::Launch)); // no launch happened: still armed
+/// assert_eq!(clear_fault(), None);
+/// ```
+pub fn inject_fault(fault: Fault, after: usize) {
+    let mut f = armed();
+    *f = Some((fault, after));
+    ARMED.store(true, Ordering::SeqCst);
+}
+
+/// Disarms the fault armed by [`inject_fault`]; returns it if it has not fired yet.
+pub fn clear_fault() -> Option<Fault> {
+    let mut f = armed();
+    ARMED.store(false, Ordering::SeqCst);
+    f.take().map(|(kind, _)| kind)
+}
+
+/// Called by the backends right before a device operation of kind `kind`: whether it must
+/// fail (the armed fault fires and disarms itself).
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) fn fault_fires(kind: Fault) -> bool {
+    if !ARMED.load(Ordering::Relaxed) {
+        return false;
+    }
+    let mut f = armed();
+    match *f {
+        Some((k, 0)) if k == kind => {
+            *f = None;
+            ARMED.store(false, Ordering::SeqCst);
+            true
+        }
+        Some((k, ref mut n)) if k == kind => {
+            *n -= 1;
+            false
+        }
+        _ => false,
+    }
 }

@@ -85,3 +85,11 @@ pub fn assert_all_close(what: &str, got: &[f32], want: &[f32], rel: f32) {
         assert_close(&format!("{what}[{i}]"), g, w, rel);
     }
 }
+
+/// The comma-separated list of numbers given to command-line option `what` (e.g. `16,20,28`).
+pub fn list<T: std::str::FromStr>(what: &str, value: Option<String>) -> Result<Vec<T>, String> {
+    let v = value.ok_or_else(|| format!("{what} takes a list of numbers, e.g. 16,20,28"))?;
+    v.split(',')
+        .map(|s| s.trim().parse().map_err(|_| format!("bad {what} {v}")))
+        .collect()
+}

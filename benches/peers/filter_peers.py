@@ -10,21 +10,14 @@ back on the host each call (as a Filter returns its count):
 Run on the GPU machine:
     python3 benches/peers/filter_peers.py [log2 n]
 """
-import sys, time
+import os, sys
 
 log2 = int(sys.argv[1]) if len(sys.argv) > 1 else 28
 n = 1 << log2
 import torch
 
-def best(reps, f):
-    t = float("inf")
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        s = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        t = min(t, time.perf_counter() - s)
-    return t
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peerlib import best, cupy  # noqa: E402
 
 t_ = 1 << 29
 x = torch.randint(0, 1 << 30, (n,), device="cuda", dtype=torch.int32)
@@ -33,26 +26,16 @@ kept = int(mask.sum())
 moved = (n + kept) * 4
 print(f"2^{log2} i32, selectivity {kept / n:.3f}, {moved / 1e9:.3f} GB moved (read all, write the kept)")
 y = torch.empty_like(x)
-for _ in range(3):
-    y.copy_(x); torch.masked_select(x, mask); x[x < t_]
-t = best(10, lambda: y.copy_(x))
+t = best(lambda: y.copy_(x), warm=3)
 copy = t * moved / (2 * 4 * n)
 print(f"copy bound (torch copy_, {2*4*n/t/1e9:.0f} GB/s)      {copy*1e3:8.3f} ms")
-t = best(10, lambda: torch.masked_select(x, mask).shape[0])
+t = best(lambda: torch.masked_select(x, mask).shape[0], warm=3)
 print(f"torch.masked_select (mask precomputed) {t*1e3:8.3f} ms  {moved/t/1e9:7.1f} GB/s  {copy/t:5.2f} of copy")
-t = best(10, lambda: x[x < t_].shape[0])
+t = best(lambda: x[x < t_].shape[0], warm=3)
 print(f"torch x[x < t]                        {t*1e3:8.3f} ms  {moved/t/1e9:7.1f} GB/s  {copy/t:5.2f} of copy")
 del y, mask
-try:
-    import cupy as cp
+cp = cupy()
+if cp is not None:
     cx = cp.asarray(x)
-    for _ in range(3):
-        cx[cx < t_]
-    cp.cuda.Device().synchronize()
-    tt = float("inf")
-    for _ in range(10):
-        s = time.perf_counter(); r = cx[cx < t_]; int(r.shape[0]); cp.cuda.Device().synchronize()
-        tt = min(tt, time.perf_counter() - s)
+    tt = best(lambda: int(cx[cx < t_].shape[0]), warm=3)
     print(f"cupy x[x < t]                         {tt*1e3:8.3f} ms  {moved/tt/1e9:7.1f} GB/s  {copy/tt:5.2f} of copy")
-except Exception as e:  # noqa
-    print("cupy unavailable:", e)

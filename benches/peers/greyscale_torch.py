@@ -37,6 +37,7 @@ Exits 0 with "skipped: no CUDA device" where there is no GPU; exits 1 if a check
 """
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -135,6 +136,8 @@ def main():
     except ImportError:
         print("skipped: no CUDA device (torch is not installed)")
         return 0
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import peerlib
     if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
         print("skipped: no CUDA device")
         return 0
@@ -176,14 +179,7 @@ def main():
     torch.cuda.synchronize()
 
     def best(f):
-        t = float("inf")
-        for _ in range(R):
-            torch.cuda.synchronize()
-            s = time.perf_counter()
-            f()
-            torch.cuda.synchronize()
-            t = min(t, time.perf_counter() - s)
-        return t
+        return peerlib.best(f, R, warm=0)
 
     def per_frame_ms(f, warm=1):
         for _ in range(warm):

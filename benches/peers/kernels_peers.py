@@ -3,29 +3,33 @@
 sizes and options, run on the same machine:
 
     python3 benches/peers/kernels_peers.py [--quick] [--log2 N] [--side N] [--mandel N]
-                                           [--bodies N] [--reps N] [--only a,b]
+                                           [--bodies N,M] [--pairs N] [--reps N] [--only a,b]
 
 Each row is the best of --reps host timings of one call followed by
 torch.cuda.synchronize() (reductions read their result back with .item()); the small-call
 rows are per call over 2000 calls. Prints a table and one `PEERS {json}` line per row.
 The workload keys match kernels.rs (mandelbrot, nbody, transcendental, stencil1d-r1, ...).
 """
-import argparse, json, time
+import argparse, json, os, sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peerlib import best as best_of, cupy, per_call as per_call_of, sync  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--quick", action="store_true")
 p.add_argument("--log2", type=int, default=28)
 p.add_argument("--side", type=int, default=8192)
 p.add_argument("--mandel", type=int, default=4096)
-p.add_argument("--bodies", type=int, default=32768)
+p.add_argument("--bodies", default="4096,32768")
+p.add_argument("--pairs", type=int, default=8192)
 p.add_argument("--reps", type=int, default=10)
 p.add_argument("--only", default="")
 a = p.parse_args()
 if a.quick:
-    a.log2, a.side, a.mandel, a.bodies, a.reps = 20, 1024, 512, 2048, 3
+    a.log2, a.side, a.mandel, a.bodies, a.pairs, a.reps = 20, 1024, 512, "2048", 1024, 3
 only = [w for w in a.only.split(",") if w]
 dev = "cuda"
 torch.backends.cudnn.benchmark = True
@@ -33,27 +37,14 @@ torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 
-sync = torch.cuda.synchronize
 
 
 def best(f, reps=None):
-    f()
-    sync()
-    t = float("inf")
-    for _ in range(reps or a.reps):
-        s = time.perf_counter()
-        f()
-        sync()
-        t = min(t, time.perf_counter() - s)
-    return t
+    return best_of(f, reps or a.reps)
 
 
-def per_call(f, end, calls=2000):
-    def run():
-        for _ in range(calls):
-            f()
-        end()
-    return best(run, min(a.reps, 5)) / calls
+def per_call(f, end):
+    return per_call_of(f, end, reps=min(a.reps, 5))
 
 
 def rand(n, seed):
@@ -90,8 +81,7 @@ def mandelbrot():
     row("mandelbrot", f"index Map, Mandelbrot {side}x{side}, {iters} it", "torch (masked, 256 steps)", best(run, min(a.reps, 3)))
 
 
-def nbody():
-    n = a.bodies
+def nbody(n):
     b = torch.rand(n, 4, device=dev, generator=torch.Generator(device=dev).manual_seed(7))
     pos = b[:, :3] * 2.0 - 1.0
     m = b[:, 3] + 0.5
@@ -122,6 +112,34 @@ def transcendental():
     row("transcendental", f"Map sin*cos+exp+ln+powf, 2^{lg} f32", "torch (eager)", best(run), 8.0 * n)
 
 
+def heavy():
+    lg = max(a.log2 - 4, 0)
+    n = 1 << lg
+    x = rand(n, 41)
+
+    def run():
+        y = x
+        for _ in range(4):
+            y = torch.cos(torch.sin(torch.exp(torch.cos(torch.sin(torch.exp(torch.cos(torch.sin(y))))))))
+        return y
+
+    row("heavy", f"Map, 32 transcendental calls, 2^{lg} f32", "torch (eager, 32 kernels)", best(run), 8.0 * n)
+
+
+def pairs():
+    n = a.pairs
+    i = torch.arange(n, device=dev)
+    v = ((i * 37) % 1000).float() * 0.25
+    h = ((i * 91) % 777).float() * 0.25
+    m = torch.empty(n, n, device=dev)
+    row("pairs", f"MapPairs abs(p - q), {n}x{n} f32", "torch broadcast abs(v[:,None] - h)",
+        best(lambda: torch.sub(v[:, None], h[None, :], out=m).abs_()), 4.0 * (n * n + 2 * n))
+    row("pairs", f"MapPairs abs(p - q), {n}x{n} f32", "torch.cdist(p=1)",
+        best(lambda: torch.cdist(v[:, None], h[:, None], p=1)), 4.0 * (n * n + 2 * n))
+    row("pairs-reduce", f"MapPairsReduce rows, sum abs(p - q), {n}x{n} f32", "torch.cdist(p=1).sum(1)",
+        best(lambda: torch.cdist(v[:, None], h[:, None], p=1).sum(1)))
+
+
 def stencil1d(r):
     n = 1 << a.log2
     x = rand(n, 5).view(1, 1, n)
@@ -150,13 +168,10 @@ def reductions():
     x, y = rand(n, 11), rand(n, 13)
     out = torch.empty_like(x)
     row("reduce", f"Reduce sum, 2^{a.log2} f32", "torch.sum().item()", best(lambda: x.sum().item()), 4.0 * n)
-    try:
-        import cupy as cp
+    cp = cupy()
+    if cp is not None:
         cx = cp.asarray(x)
-        cs = lambda: float(cx.sum())
-        row("reduce", f"Reduce sum, 2^{a.log2} f32", "cupy.sum", best(cs), 4.0 * n)
-    except Exception as e:  # noqa: BLE001
-        print("cupy unavailable:", e)
+        row("reduce", f"Reduce sum, 2^{a.log2} f32", "cupy.sum", best(lambda: float(cx.sum())), 4.0 * n)
     row("dot", f"MapReduce dot, 2^{a.log2} f32", "torch.dot().item()", best(lambda: torch.dot(x, y).item()), 8.0 * n)
     row("scan", f"Scan inclusive sum, 2^{a.log2} f32", "torch.cumsum", best(lambda: torch.cumsum(x, 0, out=out)), 8.0 * n)
     row("add", f"Map a+b, 2^{a.log2} f32", "torch.add", best(lambda: torch.add(x, y, out=out)), 12.0 * n)
@@ -173,14 +188,17 @@ def small():
 
 
 work = [
-    ("mandelbrot", mandelbrot), ("nbody", nbody), ("transcendental", transcendental),
+    ("mandelbrot", mandelbrot),
+    *[("nbody", lambda n=int(n): nbody(n)) for n in a.bodies.split(",") if n],
+    ("transcendental", transcendental), ("heavy", heavy),
     ("stencil1d-r1", lambda: stencil1d(1)), ("stencil1d-r2", lambda: stencil1d(2)),
     ("stencil1d-r4", lambda: stencil1d(4)), ("stencil2d-3x3", lambda: stencil2d(1)),
     ("stencil2d-5x5", lambda: stencil2d(2)), ("stencil2d-9x9", lambda: stencil2d(4)),
-    ("reduce dot scan add", reductions), ("small-reduce small-map", small),
+    ("reduce dot scan add", reductions), ("pairs pairs-reduce", pairs),
+    ("small-reduce small-map", small),
 ]
 print(f"kernels_peers: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
-      f"1D 2^{a.log2}, 2D {a.side}x{a.side}, Mandelbrot {a.mandel}, n-body {a.bodies}, best of {a.reps}")
+      f"1D 2^{a.log2}, 2D {a.side}x{a.side}, Mandelbrot {a.mandel}, n-body {a.bodies}, pairs {a.pairs}, best of {a.reps}")
 for keys, f in work:
     if only and not any(w in k for k in keys.split() for w in only):
         continue

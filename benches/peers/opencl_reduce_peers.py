@@ -8,38 +8,25 @@ machine after the skel bench, with its output:
 prints the peers, then one ratio per skel line: peer time / skel time against the fastest
 peer of that row (>= 1 means skel is faster).
 """
-import sys, time
+import os, sys
+
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peerlib import best, cupy  # noqa: E402
 
 args = sys.argv[1:]
 skel_log = args.pop(0) if args and not args[0].isdigit() else None
 sizes = [int(a) for a in args] or [20, 24, 28]
 
-try:
-    import cupy as cp
-except Exception as e:  # noqa
-    cp = None
-    print("cupy unavailable:", e)
-
-
-def best(reps, f):
-    t = float("inf")
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        s = time.perf_counter()
-        f()
-        torch.cuda.synchronize()
-        t = min(t, time.perf_counter() - s)
-    return t
+cp = cupy()
 
 
 peers = {}  # (op, log2) -> [(name, seconds)]
 
 
 def record(op, log2, name, bytes_, f):
-    for _ in range(3):
-        f()
-    t = best(10, f)
+    t = best(f, 10, warm=3)
     peers.setdefault((op, log2), []).append((name, t))
     print(f"peer {op:<10} 2^{log2} {name:<16} {t*1e3:9.4f} ms {bytes_/t/1e9:8.1f} GB/s")
 

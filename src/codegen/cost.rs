@@ -15,9 +15,9 @@
 //!   read-only data path, where such reads are served once per warp.
 //!
 //! Calls to other user functions count as their bodies (the calls are inlined in device
-//! code). The weights of [`op_weight`] and the threshold [`COMPUTE_WEIGHT`] come from the
-//! launch probe (`examples/launch_probe.rs`), which times both launch shapes on functions of
-//! growing weight.
+//! code). The weights of [`op_weight`] and the threshold [`COMPUTE_WEIGHT`] come from timing
+//! both launch shapes on functions of growing weight (`benches/kernels.rs` with
+//! `SKEL_LAUNCH=memory|compute`, which forces a class).
 
 use std::collections::HashSet;
 
@@ -35,7 +35,7 @@ pub(crate) enum Cost {
 }
 
 /// Straight-line weight from which a loop-free function counts as compute-bound: about
-/// 32 transcendental calls per element. Measured (H100, `launch_probe`): a chain of eight
+/// 32 transcendental calls per element. Measured (H100, both classes forced): a chain of eight
 /// (weight ~70) ran 10% faster vectorised at 2^24 elements and as fast at 2^16 and 2^20,
 /// so lighter straight-line code stays vectorised.
 pub(crate) const COMPUTE_WEIGHT: u32 = 256;

@@ -151,7 +151,8 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
         state.used_until(ev);
     }
     // After a failure, whatever the launched kernels wrote is the newest data of the
-    // range they may have written: nothing else may be believed current there.
+    // range they may have written where the device copy was current; elsewhere the
+    // buffer may be uninitialised and the other copy keeps the old values.
     let counts = issued.and_then(|()| {
         last.order(lead)?;
         let mut bytes = vec![0u8; split.len() * 8];
@@ -165,7 +166,7 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
         Ok(c) => c,
         Err(e) => {
             let reach = split.chunks[events.len() - 1].end;
-            memory::written_part(ctx, &out, 0..reach, &last)?;
+            memory::maybe_written_part(ctx, &out, 0..reach, &last)?;
             return Err(e);
         }
     };

@@ -318,7 +318,7 @@ fn read_fault(
         ev.order(first)?;
     }
     let mut bytes = [0u8; FAULT_WORDS * 4];
-    rec.read(0, &mut bytes)?;
+    rec.read_control(0, &mut bytes)?;
     let w: Vec<u32> = bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -496,16 +496,17 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
     // Checked: the outputs become results only once the record says there was no fault.
     if let Some((rec, first)) = &fault {
         let events: Vec<_> = pending.iter().map(|(_, ev)| ev.clone()).collect();
-        let err = read_fault(rec, *first, &events, kernel.def)?;
+        let fault = read_fault(rec, *first, &events, kernel.def);
         for (part, ev) in &pending {
             for o in &outs {
-                match err {
-                    Some(_) => o.discarded(ctx, part.clone(), ev)?,
-                    None => o.written(ctx, part.clone(), ev)?,
+                match fault {
+                    Ok(Some(_)) => o.discarded(ctx, part.clone(), ev)?,
+                    // no fault, or the record could not be read (the kernels ran: new values)
+                    Ok(None) | Err(_) => o.written(ctx, part.clone(), ev)?,
                 }
             }
         }
-        if let Some(err) = err {
+        if let Some(err) = fault? {
             return Err(err);
         }
     }

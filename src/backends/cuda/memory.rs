@@ -29,13 +29,15 @@ use cudarc::driver::{result, sys};
 
 use super::context::{opened, Ctx, Lane, STREAMS};
 use super::trace::{self, Op, Tag};
-use super::{driver, oom_or_driver};
+use super::{driver, injected, oom_or_driver};
 use crate::containers::store::Store;
 use crate::containers::{Arg, ArgMut, DeviceCopy, Location, PinnedAllocator, ReadyEvent, State};
+use crate::debug::Fault;
 use crate::{DeviceType, Error, Result};
 
 /// Allocates `bytes` (at least 1) from the device's pool, ordered on `lane`.
 fn alloc(lane: Lane, bytes: usize) -> Result<sys::CUdeviceptr> {
+    injected(Fault::Alloc).map_err(|e| oom_or_driver(e, bytes))?;
     // SAFETY: the stream is valid; users on other streams are ordered after the allocation
     // through an event (`CuBuffer::new`, `Scratch::share`).
     unsafe { result::malloc_async(lane.raw, bytes.max(1)) }.map_err(|e| oom_or_driver(e, bytes))
@@ -335,6 +337,7 @@ impl DeviceCopy for CuBuffer {
         // The caller waited for the range's writers (its coherence events); this copy and
         // the wait below are on the pool's first stream.
         let lane = ctx.lane(0);
+        injected(Fault::Download).map_err(driver)?;
         // SAFETY: `range` lies inside the container, which the buffer covers; `dst` holds
         // exactly the range's bytes and outlives the copy (we synchronise before returning).
         unsafe {
@@ -398,6 +401,14 @@ impl Scratch {
 
     /// Copies `dst.len()` bytes from `offset` to the host and waits for them.
     pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        injected(Fault::Download).map_err(driver)?;
+        self.read_control(offset, dst)
+    }
+
+    /// [`Scratch::read`] of control words that are no container's data (a checked call's
+    /// fault record): `skel::debug::inject_fault` leaves it alone, so that checked and
+    /// unchecked calls meet injected faults at the same operations.
+    pub(crate) fn read_control(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
         // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
         // copy (synchronised before returning).
         unsafe {
@@ -645,18 +656,36 @@ fn stage_read<T: DeviceType>(
     if !missing.is_empty() {
         let bytes: usize = missing.iter().map(bytes_of::<T>).sum();
         let span = trace::begin(lane, Op::Upload, bytes, tag)?;
-        for part in &missing {
-            // The host must not write `part` until the copy is done: every host write first
-            // waits for the range's events (Store::overwrite -> wait_all), and the event
-            // recorded below covers this copy.
-            let src = store.host_slice(st, part.clone());
-            let buf = device_buffer(ctx, st)?;
-            buf.order(lane, part, true)?;
-            // SAFETY: the destination lies inside the device buffer (it covers the
-            // container); `src` is host-valid data that stays allocated and unwritten until
-            // the event (see above).
-            unsafe { result::memcpy_htod_async(buf.at(part.start), src, lane.raw) }
-                .map_err(driver)?;
+        let mut issued = false;
+        let copies = (|| -> Result<()> {
+            for part in &missing {
+                // The host must not write `part` until the copy is done: every host write
+                // first waits for the range's events (Store::overwrite -> wait_all), and
+                // the event recorded below covers this copy (after a failure, the wait
+                // below does).
+                let src = store.host_slice(st, part.clone());
+                let buf = device_buffer(ctx, st)?;
+                buf.order(lane, part, true)?;
+                injected(Fault::Upload).map_err(driver)?;
+                // SAFETY: the destination lies inside the device buffer (it covers the
+                // container); `src` is host-valid data that stays allocated and unwritten
+                // until the event (see above).
+                unsafe { result::memcpy_htod_async(buf.at(part.start), src, lane.raw) }
+                    .map_err(driver)?;
+                issued = true;
+            }
+            Ok(())
+        })();
+        if let Err(e) = copies {
+            if issued {
+                // No event covers the copies already issued, so nothing would keep the
+                // host from writing or freeing what they read, nor later work on other
+                // streams from overlapping them: let them finish. Its own failure would
+                // only repeat the driver's state; the first error is the one to report.
+                // SAFETY: a valid stream of the context.
+                let _ = unsafe { result::stream::synchronize(lane.raw) };
+            }
+            return Err(e);
         }
         trace::end(span, lane)?;
         let ev = CuEvent::record(lane)?;
@@ -747,11 +776,42 @@ pub(crate) fn written_part<T: DeviceType>(
     part: Range<usize>,
     event: &Arc<CuEvent>,
 ) -> Result<()> {
+    record_write(ctx, out, part, event, false)
+}
+
+/// After a failed call: the work before `event` may have written any of elements `part` of
+/// `out`. Later work on the buffer is ordered after it; where the device copy was current,
+/// it stays the newest (each element old or written); elsewhere the buffer may hold memory
+/// no kernel wrote, so the current copy elsewhere keeps the old values.
+pub(crate) fn maybe_written_part<T: DeviceType>(
+    ctx: &Ctx,
+    out: &ArgMut<'_, T>,
+    part: Range<usize>,
+    event: &Arc<CuEvent>,
+) -> Result<()> {
+    record_write(ctx, out, part, event, true)
+}
+
+/// [`written_part`], or with `only_current` [`maybe_written_part`].
+fn record_write<T: DeviceType>(
+    ctx: &Ctx,
+    out: &ArgMut<'_, T>,
+    part: Range<usize>,
+    event: &Arc<CuEvent>,
+    only_current: bool,
+) -> Result<()> {
     let mut st = out.lock();
     let range = out.offset() + part.start..out.offset() + part.end;
+    let loc = ctx.location();
     device_buffer(ctx, &mut st)?.accessed(range.clone(), event, true);
     let ready: Arc<dyn ReadyEvent> = event.clone();
-    st.coherence.write(ctx.location(), range, Some(ready));
+    if only_current {
+        for part in st.coherence.valid(loc).intersect_range(range) {
+            st.coherence.write(loc, part, Some(ready.clone()));
+        }
+    } else {
+        st.coherence.write(loc, range, Some(ready));
+    }
     st.device_written();
     Ok(())
 }
@@ -795,6 +855,7 @@ pub(crate) fn download_part<T: DeviceType>(
     let buf = device_buffer(ctx, &mut st)?;
     buf.order(lane, &range, false)?;
     let span = trace::begin(lane, Op::Download, bytes, tag)?;
+    injected(Fault::Download).map_err(driver)?;
     // SAFETY: `range` lies inside the container; the host range is stale there (the device
     // wrote it), so no shared slice covers it (store.rs, invariants 1-2), and the container
     // is borrowed mutably by this call. Once marked valid below, every host access first

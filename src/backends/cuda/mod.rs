@@ -111,6 +111,20 @@ pub(crate) fn driver(e: DriverError) -> Error {
     Error::Driver(format!("CUDA: {e}"))
 }
 
+/// `Err` when [`crate::debug::inject_fault`] makes this operation fail: the driver error
+/// such a failure gives, for the caller to map as it maps the real call's.
+pub(crate) fn injected(kind: crate::debug::Fault) -> std::result::Result<(), DriverError> {
+    use crate::debug::Fault;
+    if !crate::debug::fault_fires(kind) {
+        return Ok(());
+    }
+    Err(DriverError(match kind {
+        Fault::Alloc => sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+        Fault::Launch => sys::CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+        Fault::Upload | Fault::Download => sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+    }))
+}
+
 /// A driver error from an allocation: [`Error::OutOfMemory`] when it is one.
 pub(crate) fn oom_or_driver(e: DriverError, bytes: usize) -> Error {
     if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {

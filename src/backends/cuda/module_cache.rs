@@ -69,7 +69,9 @@ fn clone_err(e: &Error) -> Error {
 }
 
 /// The module for `key`, built from `source()` on first use, with kernels `entries`.
-/// Generation errors (an untranslatable user function) are returned, not cached.
+/// Generation errors (an untranslatable user function) are returned, not cached; nor are
+/// driver failures (a module load out of device memory): the next call builds again. Only
+/// compile errors, which the next build would repeat, are remembered.
 pub(crate) fn module(
     ctx: &Ctx,
     key: ProgKey,
@@ -88,6 +90,14 @@ pub(crate) fn module(
     }
     let src = source()?;
     let built = slot.get_or_init(|| build(ctx, name, entries, &src).map(Arc::new));
+    if let Err(e) = built {
+        if !matches!(e, Error::Compile { .. }) {
+            let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
+            if map.get(&key).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                map.remove(&key);
+            }
+        }
+    }
     built.as_ref().map(Arc::clone).map_err(clone_err)
 }
 
@@ -203,10 +213,13 @@ fn cubin(prog: nv::nvrtcProgram) -> std::result::Result<Vec<u8>, Error> {
 
 fn load(ctx: &Ctx, image: &[u8], entries: &[&str]) -> Result<Module> {
     ctx.bind()?;
+    // Loading allocates the module's code and constants in device memory.
+    super::injected(crate::debug::Fault::Alloc)
+        .map_err(|e| super::oom_or_driver(e, image.len()))?;
     // SAFETY: `image` is a complete CUBIN produced by NVRTC for this device's architecture;
     // the driver copies it during the call.
-    let module =
-        unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }.map_err(driver)?;
+    let module = unsafe { result::module::load_data(image.as_ptr().cast::<c_void>()) }
+        .map_err(|e| super::oom_or_driver(e, image.len()))?;
     let mut funcs = Vec::with_capacity(entries.len());
     for &e in entries {
         let cname = CString::new(e).map_err(|x| Error::Driver(x.to_string()))?;
@@ -344,6 +357,7 @@ pub(crate) fn launch(
         .map(|&at| unsafe { base.add(at) }.cast::<c_void>())
         .collect();
     let span = trace::begin(lane, Op::Kernel, 0, tag)?;
+    super::injected(crate::debug::Fault::Launch).map_err(driver)?;
     // SAFETY: `func` is a kernel of a loaded module whose parameters are, in order, the
     // values in `args` (each builder pushes exactly the parameters its template declares);
     // every device pointer among them addresses a live allocation whose earlier uses on

@@ -43,7 +43,7 @@
 //! 0.538 ms with four.
 
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Instant;
 
 use cudarc::driver::{result, sys};
@@ -171,13 +171,26 @@ fn env_streams() -> Option<usize> {
     })
 }
 
-/// The cost model of the device, measured on first use.
+/// The cost model of the device, measured on first use. A failed measurement (its probe
+/// buffers did not fit in device memory) is not remembered: the next call measures again,
+/// rather than every later call failing.
 pub(crate) fn model(ctx: &Ctx) -> Result<StreamModel> {
-    static MODEL: OnceLock<std::result::Result<StreamModel, String>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| measure(ctx).map_err(|e| e.to_string()))
-        .clone()
-        .map_err(|e| Error::Driver(format!("measuring the MultiStream cost model: {e}")))
+    static MODEL: OnceLock<StreamModel> = OnceLock::new();
+    static MEASURING: Mutex<()> = Mutex::new(());
+    if let Some(m) = MODEL.get() {
+        return Ok(*m);
+    }
+    // One measurement at a time: concurrent ones would time each other.
+    let _one = MEASURING.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(m) = MODEL.get() {
+        return Ok(*m);
+    }
+    let what = "measuring the MultiStream cost model";
+    let m = measure(ctx).map_err(|e| match e {
+        Error::OutOfMemory(m) => Error::OutOfMemory(format!("{what}: {m}")),
+        e => Error::Driver(format!("{what}: {e}")),
+    })?;
+    Ok(*MODEL.get_or_init(|| m))
 }
 
 /// Bytes per bandwidth probe: large enough to reach full speed, small enough to take a

@@ -4,7 +4,7 @@
 use ocl::core as cl;
 
 use super::context::Ctx;
-use super::{driver, memory};
+use super::driver;
 use crate::check::{Fault, FaultKind};
 use crate::codegen::{checked_functions, FnDef};
 use crate::{Error, Result};
@@ -28,7 +28,22 @@ pub(crate) fn record(ctx: &Ctx) -> Result<cl::Mem> {
 /// faulting function of the program of `defs` if the launch faulted (its outputs then hold
 /// no results; see `memory::discarded`).
 pub(crate) fn read(ctx: &Ctx, rec: &cl::Mem, defs: &[&'static FnDef]) -> Result<Option<Error>> {
-    let r = memory::read_elems::<u32>(ctx, rec, 6)?;
+    // Not a container transfer: `skel::debug::inject_fault` leaves this read alone, so that
+    // checked and unchecked calls meet injected faults at the same operations.
+    let mut r = [0u32; 6];
+    // SAFETY: a blocking read of the record's 24 bytes into `r`, which outlives it.
+    unsafe {
+        cl::enqueue_read_buffer(
+            &ctx.queue,
+            rec,
+            true,
+            0,
+            &mut r[..],
+            None::<&cl::Event>,
+            None::<&mut cl::Event>,
+        )
+    }
+    .map_err(driver)?;
     let Some(kind) = FaultKind::from_code(r[0]) else {
         return Ok(None);
     };

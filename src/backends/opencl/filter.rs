@@ -122,9 +122,10 @@ pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
             memory::written(ctx, &out.head(kept), ev);
             Ok(kept)
         }
-        // Whatever the scatter wrote is the newest data of `out`'s first elements.
+        // Whatever the scatter wrote is the newest data of `out`'s first elements, but
+        // only where the device copy was current: elsewhere it may be uninitialised.
         Err(e) => {
-            memory::written(ctx, &out, ev);
+            memory::maybe_written(ctx, &out, ev);
             Err(e)
         }
     }

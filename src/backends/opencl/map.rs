@@ -153,12 +153,19 @@ where
     };
     let ev = launch(ctx, &prog, "skel_map", &args, dims, global, Some(local))?;
     if let Some(rec) = rec {
-        if let Some(err) = fault::read(ctx, &rec, &[F::definition()])? {
-            for o in &outs {
-                o.discarded(ctx, ev.clone());
+        let fault = fault::read(ctx, &rec, &[F::definition()]);
+        for o in &outs {
+            match &fault {
+                Ok(None) => o.written(ctx, ev.clone()),
+                Ok(Some(_)) => o.discarded(ctx, ev.clone()),
+                // the record could not be read: as after any failed call
+                Err(_) => o.maybe_written(ctx, ev.clone()),
             }
-            return Err(err);
         }
+        return match fault? {
+            Some(err) => Err(err),
+            None => Ok(()),
+        };
     }
     for o in &outs {
         o.written(ctx, ev.clone());
@@ -172,6 +179,7 @@ trait OutPart {
     fn mem(&self, ctx: &Ctx) -> Result<cl::Mem>;
     fn written(&self, ctx: &Ctx, ev: cl::Event);
     fn discarded(&self, ctx: &Ctx, ev: cl::Event);
+    fn maybe_written(&self, ctx: &Ctx, ev: cl::Event);
 }
 
 impl<T: DeviceType> OutPart for ArgMut<'_, T> {
@@ -186,6 +194,9 @@ impl<T: DeviceType> OutPart for ArgMut<'_, T> {
     }
     fn discarded(&self, ctx: &Ctx, ev: cl::Event) {
         memory::discarded(ctx, self, ev);
+    }
+    fn maybe_written(&self, ctx: &Ctx, ev: cl::Event) {
+        memory::maybe_written(ctx, self, ev);
     }
 }
 

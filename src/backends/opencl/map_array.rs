@@ -91,10 +91,21 @@ where
         Some([ctx.wg, 1, 1]),
     )?;
     if let Some(rec) = rec {
-        if let Some(err) = fault::read(ctx, &rec, &[F::definition()])? {
-            memory::discarded(ctx, &out, ev);
-            return Err(err);
-        }
+        return match fault::read(ctx, &rec, &[F::definition()]) {
+            Ok(None) => {
+                memory::written(ctx, &out, ev);
+                Ok(())
+            }
+            Ok(Some(err)) => {
+                memory::discarded(ctx, &out, ev);
+                Err(err)
+            }
+            // the record could not be read: as after any failed call
+            Err(e) => {
+                memory::maybe_written(ctx, &out, ev);
+                Err(e)
+            }
+        };
     }
     memory::written(ctx, &out, ev);
     Ok(())

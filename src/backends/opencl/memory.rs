@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ocl::core as cl;
 
 use super::context::Ctx;
-use super::driver;
+use super::{driver, injected};
 use crate::containers::host::as_bytes;
 use crate::containers::{Arg, ArgMut, DeviceCopy, Location, ReadyEvent, State};
+use crate::debug::Fault;
 use crate::{DeviceType, Error, Result};
 
 /// A container's copy on the OpenCL device: the whole container, in one buffer.
@@ -47,6 +48,7 @@ impl ClBuffer {
 
     /// Blocking read of the bytes of elements `first..` into `dst`, counted.
     fn read(&self, first: usize, dst: &mut [u8]) -> Result<()> {
+        injected(Fault::Download)?;
         // SAFETY: a blocking read of `dst.len()` bytes inside the buffer (callers keep the
         // range within the container, which the buffer covers) into `dst`, which outlives
         // the call.
@@ -138,6 +140,7 @@ impl ReadyEvent for ClEvent {
 
 /// A new device buffer of `bytes` bytes (at least one).
 pub(crate) fn alloc(ctx: &Ctx, bytes: usize) -> Result<cl::Mem> {
+    injected(Fault::Alloc)?;
     // SAFETY: no host pointer is passed; the driver allocates and owns the memory.
     unsafe {
         cl::create_buffer::<_, u8>(
@@ -215,6 +218,7 @@ fn upload_missing<T: DeviceType>(
         }
         // Valid on the host (brought back above, under the lock): host_slice checks it.
         let src = as_bytes(store.host_slice(shared, part.clone()));
+        injected(Fault::Upload)?;
         // SAFETY: a blocking write of `src` (inside the buffer, which covers the whole
         // container); `src` outlives the call.
         unsafe {
@@ -298,10 +302,24 @@ pub(crate) fn discarded<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl
     }
 }
 
+/// After a failed call: a kernel (done after `event`) may have written any part of the
+/// operand's range. Where the device copy was current, it stays the newest (each element
+/// old or written); elsewhere the buffer may hold memory no kernel wrote, so the current
+/// copy elsewhere keeps the old values.
+pub(crate) fn maybe_written<T: DeviceType>(ctx: &Ctx, out: &ArgMut<'_, T>, event: cl::Event) {
+    let ev: Arc<dyn ReadyEvent> = Arc::new(ClEvent(event));
+    let mut st = out.lock();
+    let loc = ctx.location();
+    for part in st.coherence.valid(loc).intersect_range(out.range()) {
+        st.coherence.write(loc, part, Some(ev.clone()));
+    }
+}
+
 /// Blocking read of `n` elements of `T` from a temporary buffer.
 pub(crate) fn read_elems<T: DeviceType>(ctx: &Ctx, mem: &cl::Mem, n: usize) -> Result<Vec<T>> {
     let mut bytes = vec![0u8; n * std::mem::size_of::<T>()];
     if !bytes.is_empty() {
+        injected(Fault::Download)?;
         // SAFETY: a blocking read of `bytes.len()` bytes, within the buffer.
         unsafe {
             cl::enqueue_read_buffer(

@@ -60,6 +60,22 @@ pub(crate) fn driver(e: cl::Error) -> Error {
     classify(e.api_status(), format!("OpenCL: {e}"))
 }
 
+/// `Err` when [`crate::debug::inject_fault`] makes this operation fail: the error the
+/// driver's status for such a failure gives, returned where the driver call is made.
+pub(crate) fn injected(kind: crate::debug::Fault) -> Result<()> {
+    if !crate::debug::fault_fires(kind) {
+        return Ok(());
+    }
+    let status = match kind {
+        crate::debug::Fault::Alloc => cl::Status::CL_MEM_OBJECT_ALLOCATION_FAILURE,
+        _ => cl::Status::CL_OUT_OF_RESOURCES,
+    };
+    Err(classify(
+        Some(status),
+        format!("OpenCL: {status:?} (injected {kind:?} fault)"),
+    ))
+}
+
 fn classify(status: Option<cl::Status>, msg: String) -> Error {
     use cl::Status;
     match status {
@@ -179,6 +195,7 @@ pub(crate) fn launch(
         r.map_err(driver)?;
     }
     let mut ev = cl::Event::null();
+    injected(crate::debug::Fault::Launch)?;
     // SAFETY: every argument is set above (by-value arguments are copied by
     // clSetKernelArg). Callers may drop their handles to temporary buffers right after
     // this returns: clReleaseMemObject defers the deletion of a memory object until the

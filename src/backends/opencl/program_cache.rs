@@ -42,8 +42,9 @@ fn cache() -> &'static Mutex<HashMap<ProgKey, Arc<Entry>>> {
     CACHE.get_or_init(Default::default)
 }
 
-/// The program for `key`, built from `source()` on first use. A failed build is remembered
-/// and reported as [`Error::Compile`] each time.
+/// The program for `key`, built from `source()` on first use. A failed compilation is
+/// remembered and reported as [`Error::Compile`] each time; a driver failure (out of
+/// memory creating the program) is not: the next call builds again.
 pub(crate) fn program(
     ctx: &Ctx,
     key: ProgKey,
@@ -52,7 +53,7 @@ pub(crate) fn program(
 ) -> Result<cl::Program> {
     let entry = {
         let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
-        map.entry(key)
+        map.entry(key.clone())
             .or_insert_with(|| {
                 Arc::new(Entry {
                     built: OnceLock::new(),
@@ -72,6 +73,12 @@ pub(crate) fn program(
         let _ = entry.source.set(src);
         r
     });
+    if matches!(built, Err((_, kind)) if kind != "compile") {
+        let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
+        if map.get(&key).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
+            map.remove(&key);
+        }
+    }
     finish(built, name, &entry)
 }
 
@@ -83,14 +90,21 @@ fn finish(built: &Built, name: &str, entry: &Entry) -> Result<cl::Program> {
             log: log.clone(),
             source_code: entry.source.get().cloned().unwrap_or_default(),
         }),
+        Err((msg, kind)) if kind == "oom" => Err(Error::OutOfMemory(msg.clone())),
         Err((msg, _)) => Err(Error::Driver(msg.clone())),
     }
 }
 
 fn build(ctx: &Ctx, src: &str) -> Built {
     let csrc = CString::new(src).map_err(|e| (e.to_string(), "driver".to_string()))?;
-    let prog = cl::create_program_with_source(&ctx.context, &[csrc])
-        .map_err(|e| (driver(e).to_string(), "driver".to_string()))?;
+    let failed = |e: Error| match e {
+        Error::OutOfMemory(m) => (m, "oom".to_string()),
+        Error::Driver(m) => (m, "driver".to_string()),
+        other => (other.to_string(), "driver".to_string()),
+    };
+    super::injected(crate::debug::Fault::Alloc).map_err(failed)?;
+    let prog =
+        cl::create_program_with_source(&ctx.context, &[csrc]).map_err(|e| failed(driver(e)))?;
     let opts = CString::new(ctx.build_options).unwrap_or_default();
     match cl::build_program(&prog, Some(&[ctx.device]), &opts, None, None) {
         Ok(()) => Ok(prog),
