@@ -21,7 +21,9 @@
 
 use std::collections::HashSet;
 
-use super::ir::{BinOp, Block, Expr, FnDef, MathFn, ParamKind, Stmt};
+use super::ir::{
+    visit_block, visit_expr, BinOp, Block, Expr, FnDef, MathFn, Node, ParamKind, Stmt,
+};
 
 /// The launch class of a user function (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,92 +260,6 @@ fn indexes(b: &'static Block, arrays: &[&str], stack: &mut Vec<*const FnDef>) ->
         _ => {}
     });
     found
-}
-
-/// A statement or an expression, as [`visit_block`] meets them.
-pub(crate) enum Node<'a> {
-    Stmt(&'a Stmt),
-    Expr(&'a Expr),
-}
-
-/// Calls `f` on every statement and expression of `b`, outermost first.
-pub(crate) fn visit_block(b: &Block, f: &mut dyn FnMut(Node<'static>)) {
-    for s in b.stmts {
-        f(Node::Stmt(s));
-        match s {
-            Stmt::Let { init, .. } => {
-                if let Some(e) = init {
-                    visit_expr(e, f);
-                }
-            }
-            Stmt::Assign { place, value, .. } => {
-                visit_expr(place, f);
-                visit_expr(value, f);
-            }
-            Stmt::Expr(e) | Stmt::Return(Some(e)) => visit_expr(e, f),
-            Stmt::For {
-                start, end, body, ..
-            } => {
-                visit_expr(start, f);
-                visit_expr(end, f);
-                visit_block(body, f);
-            }
-            Stmt::While { cond, body } => {
-                visit_expr(cond, f);
-                visit_block(body, f);
-            }
-            Stmt::Loop { body } => visit_block(body, f),
-            Stmt::LetTuple { init, .. } => visit_expr(init, f),
-            Stmt::Return(None) | Stmt::Break | Stmt::Continue => {}
-        }
-    }
-    if let Some(t) = b.tail {
-        visit_expr(t, f);
-    }
-}
-
-/// Calls `f` on `e` and everything inside it, outermost first.
-pub(crate) fn visit_expr(e: &'static Expr, f: &mut dyn FnMut(Node<'static>)) {
-    f(Node::Expr(e));
-    match e {
-        Expr::Int { .. }
-        | Expr::Float { .. }
-        | Expr::Bool(_)
-        | Expr::Var(_)
-        | Expr::Const { .. }
-        | Expr::Extern { .. } => {}
-        Expr::Unary { expr, .. }
-        | Expr::Cast { expr, .. }
-        | Expr::Field { expr, .. }
-        | Expr::Len(expr)
-        | Expr::Repeat { value: expr, .. } => visit_expr(expr, f),
-        Expr::Array(items) | Expr::Tuple(items) => items.iter().for_each(|a| visit_expr(a, f)),
-        Expr::Binary { lhs, rhs, .. } => {
-            visit_expr(lhs, f);
-            visit_expr(rhs, f);
-        }
-        Expr::Call { args, .. } | Expr::Math { args, .. } => {
-            args.iter().for_each(|a| visit_expr(a, f))
-        }
-        Expr::Index { base, index } => {
-            visit_expr(base, f);
-            visit_expr(index, f);
-        }
-        Expr::Index2 { base, row, col } => {
-            visit_expr(base, f);
-            visit_expr(row, f);
-            visit_expr(col, f);
-        }
-        Expr::Struct { fields, .. } => fields.iter().for_each(|x| visit_expr(&x.value, f)),
-        Expr::If { cond, then, els } => {
-            visit_expr(cond, f);
-            visit_block(then, f);
-            if let Some(b) = els {
-                visit_block(b, f);
-            }
-        }
-        Expr::Block(b) => visit_block(b, f),
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::dialect::{c_type, float_math, prelude, Dialect, RESERVED};
-use super::ir::{BinOp, Block, ConstValue, Expr, FnDef, MathFn, ParamKind, Stmt, UnOp};
+use super::ir::{self, BinOp, Block, ConstValue, Expr, FnDef, MathFn, ParamKind, Stmt, UnOp};
 use super::typeck::{self, is_float, is_int, ty_eq, ty_name, TBlock, TExpr, TStmt};
 use super::{tuple_field, Prim, Ty};
 use crate::check::FaultKind;
@@ -279,77 +279,11 @@ fn node_uses_len(e: &'static Expr, name: &str, seen: &mut Vec<usize>) -> bool {
 
 /// Calls `f` on every expression of `b`, outermost first.
 fn visit_block(b: &'static Block, f: &mut dyn FnMut(&'static Expr)) {
-    for s in b.stmts {
-        match s {
-            Stmt::Let { init, .. } => init.iter().for_each(|e| visit_expr(e, f)),
-            Stmt::Assign { place, value, .. } => {
-                visit_expr(place, f);
-                visit_expr(value, f);
-            }
-            Stmt::Expr(e) | Stmt::LetTuple { init: e, .. } | Stmt::Return(Some(e)) => {
-                visit_expr(e, f)
-            }
-            Stmt::For {
-                start, end, body, ..
-            } => {
-                visit_expr(start, f);
-                visit_expr(end, f);
-                visit_block(body, f);
-            }
-            Stmt::While { cond, body } => {
-                visit_expr(cond, f);
-                visit_block(body, f);
-            }
-            Stmt::Loop { body } => visit_block(body, f),
-            Stmt::Return(None) | Stmt::Break | Stmt::Continue => {}
+    ir::visit_block(b, &mut |node| {
+        if let ir::Node::Expr(e) = node {
+            f(e)
         }
-    }
-    if let Some(t) = b.tail {
-        visit_expr(t, f);
-    }
-}
-
-fn visit_expr(e: &'static Expr, f: &mut dyn FnMut(&'static Expr)) {
-    f(e);
-    match e {
-        Expr::Int { .. }
-        | Expr::Float { .. }
-        | Expr::Bool(_)
-        | Expr::Var(_)
-        | Expr::Const { .. }
-        | Expr::Extern { .. } => {}
-        Expr::Unary { expr, .. }
-        | Expr::Cast { expr, .. }
-        | Expr::Field { expr, .. }
-        | Expr::Len(expr)
-        | Expr::Repeat { value: expr, .. } => visit_expr(expr, f),
-        Expr::Array(es)
-        | Expr::Tuple(es)
-        | Expr::Call { args: es, .. }
-        | Expr::Math { args: es, .. } => es.iter().for_each(|a| visit_expr(a, f)),
-        Expr::Binary { lhs, rhs, .. } => {
-            visit_expr(lhs, f);
-            visit_expr(rhs, f);
-        }
-        Expr::Index { base, index } => {
-            visit_expr(base, f);
-            visit_expr(index, f);
-        }
-        Expr::Index2 { base, row, col } => {
-            visit_expr(base, f);
-            visit_expr(row, f);
-            visit_expr(col, f);
-        }
-        Expr::Struct { fields, .. } => fields.iter().for_each(|x| visit_expr(&x.value, f)),
-        Expr::If { cond, then, els } => {
-            visit_expr(cond, f);
-            visit_block(then, f);
-            if let Some(b) = els {
-                visit_block(b, f);
-            }
-        }
-        Expr::Block(b) => visit_block(b, f),
-    }
+    });
 }
 
 fn array_len_param_of(def: &'static FnDef, name: &str, seen: &mut Vec<usize>) -> bool {

@@ -30,8 +30,8 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use super::cost::{same_for_all, varying, visit_block, Node};
-use super::ir::{BinOp, Block, Expr, FieldInit, FnDef, Param, ParamKind, Stmt};
+use super::cost::{same_for_all, varying};
+use super::ir::{visit_block, BinOp, Block, Expr, FieldInit, FnDef, Node, Param, ParamKind, Stmt};
 use super::{Prim, Ty};
 use crate::DeviceType;
 
