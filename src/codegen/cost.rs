@@ -19,7 +19,8 @@
 //! both launch shapes on functions of growing weight (`benches/kernels.rs` with
 //! `SKEL_LAUNCH=memory|compute`, which forces a class).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use super::ir::{
     visit_block, visit_expr, BinOp, Block, Expr, FnDef, MathFn, Node, ParamKind, Stmt,
@@ -42,8 +43,24 @@ pub(crate) enum Cost {
 /// so lighter straight-line code stays vectorised.
 pub(crate) const COMPUTE_WEIGHT: u32 = 256;
 
-/// The launch class of `def`.
+/// The launch class of `def`, worked out once per function: every backend asks on every
+/// call, and then pays a lookup, not a walk of the tree.
 pub(crate) fn classify(def: &'static FnDef) -> Cost {
+    type Known = Mutex<HashMap<usize, Cost>>;
+    static KNOWN: OnceLock<Known> = OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    let key = def as *const FnDef as usize;
+    let lock = || known.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&c) = lock().get(&key) {
+        return c;
+    }
+    let class = walk_class(def);
+    lock().insert(key, class);
+    class
+}
+
+/// [`classify`] without the memory.
+fn walk_class(def: &'static FnDef) -> Cost {
     let mut walk = Walk::default();
     weigh(&def.body, &mut walk, &mut Vec::new());
     let arrays: Vec<&str> = def

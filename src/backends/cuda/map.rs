@@ -51,33 +51,17 @@ impl Launch {
     /// The launch shape for user function `def`; `SKEL_LAUNCH=memory|compute` forces the
     /// class of every function (for measuring the choice), `auto` or unset classifies.
     pub(crate) fn of(def: &'static FnDef) -> Result<Launch> {
-        // Classified once per function: calls pay a lookup, not a walk of the tree.
-        static KNOWN: std::sync::OnceLock<
-            std::sync::Mutex<std::collections::HashMap<usize, Launch>>,
-        > = std::sync::OnceLock::new();
-        let known = KNOWN.get_or_init(Default::default);
-        let key = def as *const FnDef as usize;
-        let lock = || {
-            known
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-        };
-        if let Some(l) = lock().get(&key) {
-            return Ok(*l);
-        }
         let class = match forced_class()? {
             Some(c) => c,
             None => classify(def),
         };
         let grid_2d = def.params.iter().any(|p| p.kind == ParamKind::IndexRow);
-        let launch = match class {
+        Ok(match class {
             Cost::Memory => Launch::Vector,
             Cost::Compute | Cost::AllPairs if grid_2d => Launch::Grid2d,
             Cost::Compute => Launch::One,
             Cost::AllPairs => Launch::Tiled(0),
-        };
-        lock().insert(key, launch);
-        Ok(launch)
+        })
     }
 
     /// The `SKEL_LAUNCH` value of `cuda/map.cu` that selects this form.
