@@ -1,7 +1,8 @@
 //! Soak: many small skeleton calls and a stream of image-sized Maps on one backend, with
-//! host RSS (`/proc/self/statm`) and device memory (`skel::debug::device_memory`, CUDA)
-//! sampled every few seconds, so that a leak in the buffer pool, the event lists or the
-//! containers shows as a rising line. Every round also makes one checked call fault, so
+//! host RSS (`/proc/self/statm`), device memory (`skel::debug::device_memory`, CUDA) and the
+//! driver objects the library holds (`skel::debug::device_objects`: events, device buffers,
+//! result slots) sampled every few seconds, so that a leak in the buffer pool, the event
+//! lists or the containers shows as a rising line. Every round also makes one checked call fault, so
 //! the error path is soaked too.
 //!
 //! ```text
@@ -102,6 +103,7 @@ struct Sample {
     frames: u64,
     rss: f64,
     device: Option<f64>,
+    objects: Option<skel::debug::DeviceObjects>,
 }
 
 fn main() -> Result<()> {
@@ -130,7 +132,7 @@ fn main() -> Result<()> {
         "soak on {b} for {:.1} min, a sample every {:.1} s",
         args.minutes, args.every
     );
-    println!("secs,calls,frames,rss_mib,device_mib");
+    println!("{CSV_HEADER}");
     loop {
         let now = Instant::now();
         if now >= next {
@@ -141,9 +143,9 @@ fn main() -> Result<()> {
                 rss: rss_mib(),
                 device: skel::debug::device_memory()
                     .map(|(used, _)| used as f64 / (1024.0 * 1024.0)),
+                objects: skel::debug::device_objects(),
             };
-            let dev = s.device.map(|d| format!("{d:.1}")).unwrap_or_default();
-            println!("{:.1},{},{},{:.1},{dev}", s.secs, s.calls, s.frames, s.rss);
+            println!("{}", csv_line(&s));
             samples.push(s);
             next += every;
         }
@@ -206,6 +208,16 @@ fn judge(samples: &[Sample]) -> bool {
     let grew = |a: f64, b: f64| b > a * 1.1 && b - a > 16.0;
     let rss_grew = grew(warm.rss, last.rss);
     let dev_grew = matches!((warm.device, last.device), (Some(a), Some(b)) if grew(a, b));
+    // Counts, not sizes: any steady rise beyond the warm-up's high-water mark is a leak.
+    let peak_objects = samples[..=samples.len() / 4]
+        .iter()
+        .filter_map(|s| s.objects)
+        .map(|o| o.events + o.buffers)
+        .max();
+    let objects_grew = matches!(
+        (peak_objects, last.objects),
+        (Some(peak), Some(o)) if o.events + o.buffers > peak + 64
+    );
     println!(
         "after warm-up ({:.0} s): rss {:.1} -> {:.1} MiB{}; {} calls, {} frames: {}",
         warm.secs,
@@ -217,19 +229,47 @@ fn judge(samples: &[Sample]) -> bool {
         },
         last.calls,
         last.frames,
-        if rss_grew || dev_grew { "GREW" } else { "flat" }
+        if rss_grew || dev_grew || objects_grew {
+            "GREW"
+        } else {
+            "flat"
+        }
     );
-    !(rss_grew || dev_grew)
+    if let Some(o) = last.objects {
+        println!(
+            "driver objects at the end: {} events ({} spare), {} buffers, {} result slots{}",
+            o.events,
+            o.spare_events,
+            o.buffers,
+            o.result_slots,
+            if objects_grew { ": GREW" } else { "" }
+        );
+    }
+    !(rss_grew || dev_grew || objects_grew)
+}
+
+const CSV_HEADER: &str =
+    "secs,calls,frames,rss_mib,device_mib,events,spare_events,buffers,result_slots";
+
+fn csv_line(x: &Sample) -> String {
+    let dev = x.device.map(|d| format!("{d:.3}")).unwrap_or_default();
+    let objects = x.objects.map_or(",,,".to_string(), |o| {
+        format!(
+            "{},{},{},{}",
+            o.events, o.spare_events, o.buffers, o.result_slots
+        )
+    });
+    format!(
+        "{:.3},{},{},{:.3},{dev},{objects}",
+        x.secs, x.calls, x.frames, x.rss
+    )
 }
 
 fn write_csv(path: &str, samples: &[Sample]) -> Result<()> {
-    let mut s = String::from("secs,calls,frames,rss_mib,device_mib\n");
+    let mut s = format!("{CSV_HEADER}\n");
     for x in samples {
-        let dev = x.device.map(|d| format!("{d:.3}")).unwrap_or_default();
-        s.push_str(&format!(
-            "{:.3},{},{},{:.3},{dev}\n",
-            x.secs, x.calls, x.frames, x.rss
-        ));
+        s.push_str(&csv_line(x));
+        s.push('\n');
     }
     std::fs::write(path, s).map_err(|e| Error::other(format!("{path}: {e}")))
 }
@@ -240,20 +280,74 @@ fn plot(
     b: Backend,
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let secs = samples.last().map_or(1.0, |s| s.secs.max(1.0));
-    let top = samples
+    let calls = samples.last().map_or(0, |s| s.calls);
+    let with_objects = samples.iter().any(|s| s.objects.is_some());
+    let root =
+        SVGBackend::new(path, (900, if with_objects { 720 } else { 420 })).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(
+        &format!("skel soak on {b}: {calls} calls"),
+        ("sans-serif", 18),
+    )?;
+    let (memory_area, objects_area) = if with_objects {
+        let (top, bottom) = root.split_vertically(400);
+        (top, Some(bottom))
+    } else {
+        (root, None)
+    };
+    let memory = [
+        (
+            "host RSS",
+            BLUE,
+            samples.iter().map(|s| (s.secs, s.rss)).collect(),
+        ),
+        (
+            "device memory used",
+            RED,
+            samples
+                .iter()
+                .filter_map(|s| s.device.map(|d| (s.secs, d)))
+                .collect(),
+        ),
+    ];
+    lines(&memory_area, secs, "MiB", &memory)?;
+    if let Some(area) = objects_area {
+        let count = |f: fn(&skel::debug::DeviceObjects) -> usize| -> Vec<(f64, f64)> {
+            samples
+                .iter()
+                .filter_map(|s| s.objects.as_ref().map(|o| (s.secs, f(o) as f64)))
+                .collect()
+        };
+        let objects = [
+            ("events referenced", GREEN, count(|o| o.events)),
+            ("spare events", MAGENTA, count(|o| o.spare_events)),
+            ("device buffers", BLACK, count(|o| o.buffers)),
+            ("idle result slots", CYAN, count(|o| o.result_slots)),
+        ];
+        lines(&area, secs, "driver objects", &objects)?;
+    }
+    Ok(())
+}
+
+/// A labelled line: its name, colour and (seconds, value) points.
+type Line<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
+
+/// One chart of labelled lines over the run's seconds.
+fn lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    secs: f64,
+    unit: &str,
+    series: &[Line<'_>],
+) -> std::result::Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let top = series
         .iter()
-        .flat_map(|s| [Some(s.rss), s.device])
-        .flatten()
+        .flat_map(|(_, _, points)| points.iter().map(|p| p.1))
         .fold(1.0f64, f64::max)
         * 1.2;
-    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let calls = samples.last().map_or(0, |s| s.calls);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("skel soak on {b}: {calls} calls"),
-            ("sans-serif", 18),
-        )
+    let mut chart = ChartBuilder::on(area)
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(56)
@@ -261,32 +355,20 @@ fn plot(
     chart
         .configure_mesh()
         .x_desc("seconds")
-        .y_desc("MiB")
+        .y_desc(unit)
         .draw()?;
-    chart
-        .draw_series(std::iter::once(PathElement::new(
-            samples.iter().map(|s| (s.secs, s.rss)).collect::<Vec<_>>(),
-            BLUE,
-        )))?
-        .label("host RSS")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLUE));
-    if samples.iter().any(|s| s.device.is_some()) {
+    for (label, color, points) in series.iter().filter(|s| !s.2.is_empty()) {
+        let color = *color;
         chart
-            .draw_series(std::iter::once(PathElement::new(
-                samples
-                    .iter()
-                    .filter_map(|s| s.device.map(|d| (s.secs, d)))
-                    .collect::<Vec<_>>(),
-                RED,
-            )))?
-            .label("device memory used")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], RED));
+            .draw_series(std::iter::once(PathElement::new(points.clone(), color)))?
+            .label(*label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
     }
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()?;
-    root.present()?;
+    area.present()?;
     Ok(())
 }

@@ -64,6 +64,35 @@ pub fn device_memory() -> Option<(u64, u64)> {
     None
 }
 
+/// CUDA driver objects the library holds now: a leak in the event lists, the buffer pool
+/// or the containers shows as a count that keeps rising over a long run (`examples/soak.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceObjects {
+    /// Recorded events still referenced (by containers' access lists and pending calls).
+    pub events: usize,
+    /// Events kept for reuse (at most 1024).
+    pub spare_events: usize,
+    /// Device buffers of containers alive now.
+    pub buffers: usize,
+    /// Idle result slots (scratch words and mapped result memory of small calls, at most 16).
+    pub result_slots: usize,
+}
+
+/// The CUDA driver objects alive now, once the CUDA backend has opened the device; `None`
+/// before, and without the `cuda` feature. The streams are a fixed pool of 16 per device.
+///
+/// ```
+/// if let Some(objects) = skel::debug::device_objects() {
+///     assert!(objects.spare_events <= 1024);
+/// }
+/// ```
+pub fn device_objects() -> Option<DeviceObjects> {
+    #[cfg(feature = "cuda")]
+    return crate::backends::cuda::device_objects();
+    #[cfg(not(feature = "cuda"))]
+    None
+}
+
 /// The MultiStream cost model of a device: what splitting one call into `k` chunks on `k`
 /// streams is predicted to cost (Parisi 2015, chapter 3).
 ///

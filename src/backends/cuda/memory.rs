@@ -22,7 +22,7 @@ use std::any::Any;
 use std::ffi::c_void;
 use std::ops::Range;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
@@ -56,6 +56,21 @@ fn free_after(ptr: sys::CUdeviceptr, lane: Option<Lane>, after: &[Arc<CuEvent>])
     // SAFETY: `ptr` came from `alloc`; every use of it is ordered before this point of the
     // stream (same stream, or an event waited on just above).
     let _ = unsafe { result::free_async(ptr, lane.raw) };
+}
+
+/// Driver objects alive now, for leak checks over long runs (`skel::debug::device_objects`):
+/// recorded events still referenced and device buffers of containers.
+static LIVE_EVENTS: AtomicUsize = AtomicUsize::new(0);
+static LIVE_BUFFERS: AtomicUsize = AtomicUsize::new(0);
+
+/// `(events, spare events, buffers, idle result slots)` alive now.
+pub(crate) fn live_objects() -> (usize, usize, usize, usize) {
+    (
+        LIVE_EVENTS.load(Ordering::Relaxed),
+        spare_events().0.len(),
+        LIVE_BUFFERS.load(Ordering::Relaxed),
+        slot_pool().len(),
+    )
 }
 
 /// A point in one stream's work; ready once everything enqueued on it before is done.
@@ -118,6 +133,7 @@ impl CuEvent {
             return Err(driver(e));
         }
         *count += 1;
+        LIVE_EVENTS.fetch_add(1, Ordering::Relaxed);
         Ok(Arc::new(CuEvent {
             raw,
             lane: lane.index,
@@ -187,6 +203,7 @@ fn spare_events() -> std::sync::MutexGuard<'static, SpareEvents> {
 
 impl Drop for CuEvent {
     fn drop(&mut self) {
+        LIVE_EVENTS.fetch_sub(1, Ordering::Relaxed);
         let mut spare = spare_events();
         if spare.0.len() < SPARE_EVENTS {
             spare.0.push(self.raw);
@@ -251,6 +268,7 @@ impl CuBuffer {
     fn new(lane: Lane, len: usize, elem: usize) -> Result<Self> {
         let ptr = alloc(lane, len * elem)?;
         let event = CuEvent::record(lane)?;
+        LIVE_BUFFERS.fetch_add(1, Ordering::Relaxed);
         Ok(CuBuffer {
             ptr,
             elem,
@@ -321,6 +339,7 @@ impl CuBuffer {
 
 impl Drop for CuBuffer {
     fn drop(&mut self) {
+        LIVE_BUFFERS.fetch_sub(1, Ordering::Relaxed);
         let after: Vec<Arc<CuEvent>> = self.accesses.drain(..).map(|a| a.event).collect();
         free_after(self.ptr, None, &after);
     }

@@ -106,6 +106,18 @@ pub(crate) fn device_memory() -> Option<(u64, u64)> {
     (r == sys::CUresult::CUDA_SUCCESS).then(|| ((total - free) as u64, total as u64))
 }
 
+/// Driver objects alive now (`skel::debug::device_objects`), once the device is open.
+pub(crate) fn device_objects() -> Option<crate::debug::DeviceObjects> {
+    context::opened()?;
+    let (events, spare_events, buffers, result_slots) = memory::live_objects();
+    Some(crate::debug::DeviceObjects {
+        events,
+        spare_events,
+        buffers,
+        result_slots,
+    })
+}
+
 /// A driver error as an [`Error::Driver`].
 pub(crate) fn driver(e: DriverError) -> Error {
     Error::Driver(format!("CUDA: {e}"))
