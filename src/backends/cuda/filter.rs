@@ -136,7 +136,8 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
                 .ptr(carry(c))
                 .uniforms(uniforms);
             at += states[c];
-            let dims = Dims::line(tiles as u32, block as u32, (tile * size) as u32);
+            // The kept values of a tile, and room to shift them to a 16-byte boundary.
+            let dims = Dims::line(tiles as u32, block as u32, (tile * size + 16) as u32);
             launch(ctx, lane, tag, m.func("skel_filter")?, dims, &mut args)?;
             let ev = CuEvent::record(lane)?;
             memory::read_by(ctx, &input, part, &ev)?;
