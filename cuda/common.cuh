@@ -4,6 +4,13 @@
 // ("has" flags), and the user function is only ever applied to two real values.
 
 typedef unsigned long long skel_u64;
+
+// The checked variant's fault record (src/backends/cuda/fault.rs): SKEL_FP declares it
+// after a parameter list, SKEL_FA passes it on; both empty when unchecked.
+#ifndef SKEL_FP
+#define SKEL_FP
+#define SKEL_FA
+#endif
 typedef long long skel_i64;
 
 #define SKEL_FULL_MASK 0xffffffffu
@@ -85,7 +92,7 @@ __device__ __forceinline__ T skel_get_cg(const unsigned* slot) {
 #ifdef SKEL_OP
 // acc := acc (+) v, where acc may not hold a value yet.
 template <typename T>
-__device__ __forceinline__ void skel_fold(T& acc, bool& has, T v) {
+__device__ __forceinline__ void skel_fold(T& acc, bool& has, T v SKEL_FP) {
     acc = has ? SKEL_OP(acc, v) : v;
     has = true;
 }
@@ -94,7 +101,7 @@ __device__ __forceinline__ void skel_fold(T& acc, bool& has, T v) {
 // in lane 0 (its `has` returned there). Lane i combines with lane i + off only, so the
 // order of operands is the lanes' order: associativity suffices, no commutativity needed.
 template <typename T>
-__device__ __forceinline__ bool skel_warp_reduce(T& v, bool has) {
+__device__ __forceinline__ bool skel_warp_reduce(T& v, bool has SKEL_FP) {
     const unsigned lane = threadIdx.x & 31;
 #pragma unroll
     for (unsigned off = 1; off < 32; off <<= 1) {
@@ -110,7 +117,7 @@ __device__ __forceinline__ bool skel_warp_reduce(T& v, bool has) {
 
 // The same for a warp whose lanes all hold a value.
 template <typename T>
-__device__ __forceinline__ void skel_warp_reduce_full(T& v) {
+__device__ __forceinline__ void skel_warp_reduce_full(T& v SKEL_FP) {
     const unsigned lane = threadIdx.x & 31;
 #pragma unroll
     for (unsigned off = 1; off < 32; off <<= 1) {
@@ -121,7 +128,7 @@ __device__ __forceinline__ void skel_warp_reduce_full(T& v) {
 
 // Ordered inclusive scan over the warp (Kogge-Stone) of the values present.
 template <typename T>
-__device__ __forceinline__ bool skel_warp_scan(T& v, bool has) {
+__device__ __forceinline__ bool skel_warp_scan(T& v, bool has SKEL_FP) {
     const unsigned lane = threadIdx.x & 31;
 #pragma unroll
     for (unsigned off = 1; off < 32; off <<= 1) {

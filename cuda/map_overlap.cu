@@ -84,7 +84,7 @@ __device__ __forceinline__ bool skel_word(int e, size_t g0, size_t row_bytes, in
 extern "C" __global__ void __launch_bounds__(SKEL_NT)
 skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, skel_i64 rows,
              skel_i64 cols, int pitch, int edge, SKEL_IN_T pad, skel_i64 tiles_x, skel_i64 tiles_y, skel_i64 row_lo,
-             skel_i64 row_hi, skel_i64 col_lo, skel_i64 col_hi SKEL_PARAMS) {
+             skel_i64 row_hi, skel_i64 col_lo, skel_i64 col_hi SKEL_PARAMS SKEL_FP) {
     (void)pitch;
     for (skel_i64 ty_ = blockIdx.y; ty_ < tiles_y; ty_ += gridDim.y) {
         const skel_i64 i = row_lo + ty_ * SKEL_BY + threadIdx.y;
@@ -113,7 +113,7 @@ skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, ske
 extern "C" __global__ void SKEL_BOUNDS
 skel_overlap(const SKEL_IN_T* __restrict__ in, SKEL_OUT_T* __restrict__ out, skel_i64 rows,
              skel_i64 cols, int pitch, int edge, SKEL_IN_T pad, skel_i64 tiles_x, skel_i64 tiles_y, skel_i64 row_lo,
-             skel_i64 row_hi, skel_i64 col_lo, skel_i64 col_hi SKEL_PARAMS) {
+             skel_i64 row_hi, skel_i64 col_lo, skel_i64 col_hi SKEL_PARAMS SKEL_FP) {
     extern __shared__ __align__(16) unsigned char skel_smem[];
     const int tid = threadIdx.y * SKEL_BX + threadIdx.x;
     const size_t in_addr = reinterpret_cast<size_t>(in);

@@ -19,7 +19,7 @@
 extern "C" __global__ void __launch_bounds__(SKEL_TX * SKEL_TY)
 skel_map_pairs(SKEL_OUT_T* __restrict__ out, const SKEL_A_T* __restrict__ v,
                const SKEL_B_T* __restrict__ h, skel_u64 rows, skel_u64 cols, skel_u64 row_base,
-               skel_u64 tiles_x, skel_u64 tiles_y SKEL_PARAMS) {
+               skel_u64 tiles_x, skel_u64 tiles_y SKEL_PARAMS SKEL_FP) {
     __shared__ SKEL_A_T sv[SKEL_TR];
     __shared__ SKEL_B_T sh[SKEL_TC];
     const unsigned tid = threadIdx.y * SKEL_TX + threadIdx.x;
@@ -77,7 +77,7 @@ extern "C" __global__ void __launch_bounds__(SKEL_RB)
 skel_pairs_fold(SKEL_OUT_T* __restrict__ out, const SKEL_OWN_T* __restrict__ own,
                 const SKEL_OTHER_T* __restrict__ other, skel_u64 n_own, skel_u64 n_fold,
                 skel_u64 own_base, skel_u64 cols, skel_u64 seg_len, skel_u64 tiles,
-                SKEL_OUT_T* __restrict__ parts SKEL_PARAMS) {
+                SKEL_OUT_T* __restrict__ parts SKEL_PARAMS SKEL_FP) {
     __shared__ SKEL_OTHER_T so[SKEL_RB];
     const skel_u64 k0 = (skel_u64)blockIdx.y * seg_len;
     const skel_u64 k1 = min(n_fold, k0 + seg_len);
@@ -120,7 +120,7 @@ skel_pairs_fold(SKEL_OUT_T* __restrict__ out, const SKEL_OWN_T* __restrict__ own
 // out[o] = parts[o] (+) parts[n_own + o] (+) ... over `segs` segments, in order.
 extern "C" __global__ void __launch_bounds__(SKEL_RB)
 skel_pairs_combine(SKEL_OUT_T* __restrict__ out, const SKEL_OUT_T* __restrict__ parts,
-                   skel_u64 n_own, skel_u64 segs) {
+                   skel_u64 n_own, skel_u64 segs SKEL_FP) {
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
     for (skel_u64 o = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x; o < n_own; o += stride) {
         SKEL_OUT_T acc = parts[o];

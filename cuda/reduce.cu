@@ -24,7 +24,7 @@
 // of one chunk, else the chunk's result words of its scratch).
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsigned* __restrict__ ticket,
-            unsigned* __restrict__ scratch, unsigned* result SKEL_PARAMS) {
+            unsigned* __restrict__ scratch, unsigned* result SKEL_PARAMS SKEL_FP) {
     const unsigned W = SKEL_WORDS(SKEL_T);
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     unsigned* part_has = scratch + 2 + W;
@@ -71,8 +71,8 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
             SKEL_T v = x[u][0];
 #pragma unroll
             for (int k = 1; k < SKEL_ITEMS; ++k) v = SKEL_OP(v, x[u][k]);
-            skel_warp_reduce_full(v);
-            if (lane == 0) skel_fold(acc, has, v);
+            skel_warp_reduce_full(v SKEL_FA);
+            if (lane == 0) skel_fold(acc, has, v SKEL_FA);
         }
     }
     (void)aligned;
@@ -82,10 +82,10 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
 #pragma unroll
         for (int k = 0; k < SKEL_ITEMS; ++k) {
             const skel_u64 i = base + lane * SKEL_ITEMS + k;
-            if (i < w1) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(i)));
+            if (i < w1) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(i)) SKEL_FA);
         }
-        h = skel_warp_reduce(v, h);
-        if (lane == 0 && h) skel_fold(acc, has, v);
+        h = skel_warp_reduce(v, h SKEL_FA);
+        if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
     }
 
     __shared__ SKEL_T s_val[SKEL_NWARPS];
@@ -103,7 +103,7 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
             v = s_val[lane];
             h = true;
         }
-        h = skel_warp_reduce(v, h);
+        h = skel_warp_reduce(v, h SKEL_FA);
         if (lane == 0) {
             if (h) skel_put_cg(parts + (skel_u64)blockIdx.x * W, v);
             __stcg(part_has + blockIdx.x, (unsigned)h);
@@ -126,8 +126,8 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
                 v = skel_get_cg<SKEL_T>(parts + (skel_u64)j * W);
                 h = true;
             }
-            h = skel_warp_reduce(v, h);
-            if (lane == 0 && h) skel_fold(total, th, v);
+            h = skel_warp_reduce(v, h SKEL_FA);
+            if (lane == 0 && h) skel_fold(total, th, v SKEL_FA);
         }
         if (lane == 0) {
             if (th) skel_put_cg(result + 1, total);
@@ -141,13 +141,13 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
 // at word p * stride (layout above); the result goes to out (has-flag word, then value).
 extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
                                              skel_u64 parts, skel_u64 stride,
-                                             unsigned* __restrict__ out) {
+                                             unsigned* __restrict__ out SKEL_FP) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     SKEL_T total = skel_zero<SKEL_T>();
     bool th = false;
     for (skel_u64 p = 0; p < parts; ++p) {
         const unsigned* head = scratch + p * stride;
-        if (__ldcg(head + 1)) skel_fold(total, th, skel_get_cg<SKEL_T>(head + 2));
+        if (__ldcg(head + 1)) skel_fold(total, th, skel_get_cg<SKEL_T>(head + 2) SKEL_FA);
     }
     if (th) skel_put_cg(out + 1, total);
     out[0] = (unsigned)th;
@@ -155,7 +155,7 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
 
 // out[r] = fold of row r (cols >= 1 values), one warp per row, in order.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
-skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS) {
+skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
     const skel_u64 skel_base = 0;  // index parameters of SKEL_ELEM see whole positions
     (void)skel_base;
     const unsigned lane = threadIdx.x & 31;
@@ -170,10 +170,10 @@ skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PAR
 #pragma unroll
             for (int k = 0; k < SKEL_ITEMS; ++k) {
                 const skel_u64 j = c + lane * SKEL_ITEMS + k;
-                if (j < cols) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(row0 + j)));
+                if (j < cols) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(row0 + j)) SKEL_FA);
             }
-            h = skel_warp_reduce(v, h);
-            if (lane == 0 && h) skel_fold(acc, has, v);
+            h = skel_warp_reduce(v, h SKEL_FA);
+            if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
         }
         if (lane == 0 && has) out[r] = acc;
     }
@@ -181,7 +181,7 @@ skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PAR
 
 // out[c] = fold of column c (rows >= 1 values), one thread per column, top to bottom.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
-skel_reduce_cols(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS) {
+skel_reduce_cols(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
     const skel_u64 skel_base = 0;
     (void)skel_base;
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;

@@ -51,7 +51,7 @@ __device__ __forceinline__ SKEL_T skel_unpack(unsigned long long word) {
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK, SKEL_MIN_BLOCKS)
 skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
           unsigned* state, unsigned tiles, int exclusive, SKEL_T start,
-          const SKEL_T* carry_in, SKEL_T* carry_out) {
+          const SKEL_T* carry_in, SKEL_T* carry_out SKEL_FP) {
     const unsigned W = SKEL_WORDS(SKEL_T);
     extern __shared__ __align__(16) unsigned char skel_smem[];
     SKEL_T* s_items = reinterpret_cast<SKEL_T*>(skel_smem);
@@ -95,11 +95,11 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
     bool has = false;
 #pragma unroll
     for (int k = 0; k < SKEL_ITEMS; ++k)
-        if ((unsigned)k < cnt) skel_fold(agg, has, x[k]);
+        if ((unsigned)k < cnt) skel_fold(agg, has, x[k] SKEL_FA);
 
     // Warp inclusive scan of the thread aggregates; lane-exclusive part from lane - 1.
     SKEL_T inc = agg;
-    bool ih = skel_warp_scan(inc, has);
+    bool ih = skel_warp_scan(inc, has SKEL_FA);
     SKEL_T ex = skel_shfl_up(inc, 1);
     bool exh = (__shfl_up_sync(SKEL_FULL_MASK, (int)ih, 1) != 0) && lane > 0;
     if (lane == 31) {
@@ -113,7 +113,7 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
         SKEL_T blk = skel_zero<SKEL_T>();
         bool bh = false;
         for (int w = 0; w < SKEL_NWARPS; ++w)
-            if (s_warp_has[w]) skel_fold(blk, bh, s_warp[w]);
+            if (s_warp_has[w]) skel_fold(blk, bh, s_warp[w] SKEL_FA);
 
         SKEL_T tp = start;
         bool tph = exclusive != 0;
@@ -164,7 +164,7 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
                 const unsigned stop = __ballot_sync(SKEL_FULL_MASK, fl == 2u);
                 const int hi = stop ? 31 - __clz(stop) : -1;
                 if ((int)lane < hi) vh = false;
-                vh = skel_warp_reduce(v, vh);
+                vh = skel_warp_reduce(v, vh SKEL_FA);
                 if (lane == 0 && vh) {
                     tp = tph ? SKEL_OP(v, tp) : v;
                     tph = true;
@@ -194,16 +194,16 @@ skel_scan(const SKEL_T* __restrict__ in, SKEL_T* __restrict__ out, skel_u64 n,
     SKEL_T p = s_prefix;
     bool ph = s_prefix_has != 0;
     for (unsigned w = 0; w < warp; ++w)
-        if (s_warp_has[w]) skel_fold(p, ph, s_warp[w]);
-    if (exh) skel_fold(p, ph, ex);
+        if (s_warp_has[w]) skel_fold(p, ph, s_warp[w] SKEL_FA);
+    if (exh) skel_fold(p, ph, ex SKEL_FA);
 #pragma unroll
     for (int k = 0; k < SKEL_ITEMS; ++k) {
         if ((unsigned)k < cnt) {
             if (exclusive) {
                 s_items[SKEL_PAD(first + k)] = p;
-                skel_fold(p, ph, x[k]);
+                skel_fold(p, ph, x[k] SKEL_FA);
             } else {
-                skel_fold(p, ph, x[k]);
+                skel_fold(p, ph, x[k] SKEL_FA);
                 s_items[SKEL_PAD(first + k)] = p;
             }
         }

@@ -14,6 +14,8 @@
 // SKEL_RWG (work-group size), SKEL_RK (values per work-item and tile), SKEL_RUN; optionally
 // SKEL_VLOAD(p, dst) (4 values from position p, a multiple of 4, into dst[0..4), one 16-byte
 // load) and SKEL_VEC_OK(lo) (whether the positions from lo on are 16-byte aligned).
+// SKEL_FP / SKEL_FA: the checked variant's fault record as a last parameter / argument of
+// every function that calls SKEL_F or SKEL_LOAD (empty when unchecked).
 #ifndef SKEL_REDUCE_COMMON
 #define SKEL_REDUCE_COMMON
 #define SKEL_TILE (SKEL_RWG * SKEL_RK)
@@ -43,7 +45,7 @@ void skel_tile_put4(__local SKEL_T* tile, const SKEL_T* x, uint l)
 }
 
 // The values of tile positions a.. (below m, at least one) into y, and their fold.
-SKEL_T skel_tile_fold(__local const SKEL_T* tile, uint a, uint m, SKEL_T* y)
+SKEL_T skel_tile_fold(__local const SKEL_T* tile, uint a, uint m, SKEL_T* y SKEL_FP)
 {
     for (uint k = 0; k < SKEL_RK; ++k) {
         if (a + k < m) y[k] = tile[SKEL_PAD(a + k)];
@@ -57,7 +59,7 @@ SKEL_T skel_tile_fold(__local const SKEL_T* tile, uint a, uint m, SKEL_T* y)
 #endif
 
 __kernel __attribute__((reqd_work_group_size(SKEL_RWG, 1, 1)))
-void SKEL_KNAME(ulong n, ulong chunk, __global SKEL_T* partials, ulong part_off SKEL_LOAD_PARAMS)
+void SKEL_KNAME(ulong n, ulong chunk, __global SKEL_T* partials, ulong part_off SKEL_LOAD_PARAMS SKEL_FP)
 {
     __local SKEL_T tile[SKEL_PAD(SKEL_TILE)];
     __local SKEL_T part[SKEL_PADR(SKEL_RWG)];
@@ -97,7 +99,7 @@ void SKEL_KNAME(ulong n, ulong chunk, __global SKEL_T* partials, ulong part_off 
         const uint valid = (m + SKEL_RK - 1) / SKEL_RK;
         if (a < m) {
             SKEL_T y[SKEL_RK];
-            part[SKEL_PADR(l)] = skel_tile_fold(tile, a, m, y);
+            part[SKEL_PADR(l)] = skel_tile_fold(tile, a, m, y SKEL_FA);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint r0 = l * SKEL_RUN;

@@ -6,7 +6,7 @@
 // Instantiated with: SKEL_T, SKEL_F(a, b).
 #define SKEL_CUNROLL 8
 __kernel void skel_reduce_cols(__global const SKEL_T* in, ulong in_off, ulong rows, ulong cols,
-                               ulong per, __global SKEL_T* out, ulong out_off)
+                               ulong per, __global SKEL_T* out, ulong out_off SKEL_FP)
 {
     ulong c = get_global_id(0);
     ulong b = get_global_id(1);

@@ -5,7 +5,7 @@
 // Instantiated with: SKEL_T, SKEL_F(a, b), SKEL_RWG, SKEL_RK, and reduce.cl (SKEL_PAD).
 __kernel __attribute__((reqd_work_group_size(SKEL_RWG, 1, 1)))
 void skel_reduce_rows_narrow(ulong rows, ulong cols, __global SKEL_T* out, ulong out_off,
-                             __global const SKEL_T* in, ulong in_off)
+                             __global const SKEL_T* in, ulong in_off SKEL_FP)
 {
     __local SKEL_T tile[SKEL_PAD(SKEL_TILE)];
     const uint l = (uint)get_local_id(0);

@@ -19,7 +19,7 @@
 __kernel __attribute__((reqd_work_group_size(SKEL_RWG, 1, 1)))
 void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong chunk,
                       __global SKEL_T* out, ulong out_off, __global const SKEL_T* carries,
-                      int use_carries, int seeded, SKEL_T seed, int exclusive)
+                      int use_carries, int seeded, SKEL_T seed, int exclusive SKEL_FP)
 {
     __local SKEL_T tile[SKEL_PAD(SKEL_TILE)];
     __local SKEL_T part[SKEL_PADR(SKEL_RWG)];
@@ -63,7 +63,7 @@ void skel_scan_chunks(__global const SKEL_T* in, ulong in_off, ulong n, ulong ch
         const bool had = has_carry;
         SKEL_T y[SKEL_RK];
         if (a < m) {
-            part[SKEL_PADR(l)] = skel_tile_fold(tile, a, m, y);
+            part[SKEL_PADR(l)] = skel_tile_fold(tile, a, m, y SKEL_FA);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint r0 = l * SKEL_RUN;

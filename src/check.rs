@@ -323,6 +323,24 @@ pub(crate) fn catch<R>(
         .unwrap_or_else(|payload| Err(panic_error(function, payload)))
 }
 
+/// Runs one device skeleton call of `function`: a [`Fault`] of a user function run on the
+/// host (Reduce, MapReduce folding `.start(v)` with the device's result) becomes
+/// [`Error::UserFunction`]; any other panic is a bug of the library and goes on unwinding.
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) fn catch_faults<R>(
+    function: &str,
+    call: impl FnOnce() -> crate::Result<R>,
+) -> crate::Result<R> {
+    // Unwind safety: the host fold runs after the device work is done and recorded.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)) {
+        Ok(r) => r,
+        Err(payload) => match payload.downcast::<Fault>() {
+            Ok(f) => Err(f.into_error(function)),
+            Err(other) => std::panic::resume_unwind(other),
+        },
+    }
+}
+
 /// A [`Fault`] is an expected outcome that comes back as an `Err`: the default panic hook
 /// would print a confusing "Box<dyn Any>" line for it, so it is kept quiet; every other panic
 /// goes to the hook that was installed before.

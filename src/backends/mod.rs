@@ -176,7 +176,8 @@ pub(crate) type ContainerOps<'c, F> =
 
 /// Runs `$body` with `$exec` bound to the executor of the resolved backend; on the host
 /// backends an unwind out of the user function `$name` comes back as
-/// [`Error::UserFunction`].
+/// [`Error::UserFunction`], on the devices a fault of a user function the host runs (Reduce
+/// folding `.start(v)` with the device's result) does.
 macro_rules! dispatch {
     ($options:expr, $name:expr, |$exec:ident| $body:expr) => {{
         use $crate::backends::Execute as _;
@@ -194,17 +195,17 @@ macro_rules! dispatch {
                 $body
             }),
             #[cfg(feature = "cuda")]
-            $crate::Backend::Cuda => {
+            $crate::Backend::Cuda => $crate::check::catch_faults($name, || {
                 let $exec = &$crate::backends::cuda::Cuda::new(&options);
                 $body
-            }
+            }),
             #[cfg(feature = "opencl")]
-            $crate::Backend::OpenCl => {
+            $crate::Backend::OpenCl => $crate::check::catch_faults($name, || {
                 let $exec = &$crate::backends::opencl::OpenCl {
                     checked: options.checked(),
                 };
                 $body
-            }
+            }),
             other => Err($crate::Error::BackendUnavailable {
                 backend: other,
                 reason: "no executor for this backend in this build".into(),

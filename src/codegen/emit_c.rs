@@ -474,6 +474,15 @@ impl Program {
                     });
                     Bind::Slice(cname, None, len)
                 }
+                ParamKind::Window if e.prog.checked => {
+                    let r = e.fresh_name(&format!("{cname}_r"));
+                    params.push(format!(
+                        "SKEL_WINDOW_SPACE const {}* {cname}, {} {r}",
+                        c_type(p.ty, d),
+                        c_type(Ty::Prim(Prim::I64), d)
+                    ));
+                    Bind::Win(cname, None, vec![r])
+                }
                 ParamKind::Window => {
                     params.push(format!(
                         "SKEL_WINDOW_SPACE const {}* {cname}",
@@ -491,6 +500,20 @@ impl Program {
                         c_type(p.ty, d)
                     ));
                     Bind::Slice(cname, Some(cols), Some(rows))
+                }
+                ParamKind::Window2 if e.prog.checked => {
+                    let stride = e.fresh_name(&format!("{cname}_stride"));
+                    let rr = e.fresh_name(&format!("{cname}_rr"));
+                    let rc = e.fresh_name(&format!("{cname}_rc"));
+                    let (it, i64t) = (
+                        c_type(Ty::Prim(Prim::Isize), d),
+                        c_type(Ty::Prim(Prim::I64), d),
+                    );
+                    params.push(format!(
+                        "SKEL_WINDOW_SPACE const {}* {cname}, {it} {stride}, {i64t} {rr}, {i64t} {rc}",
+                        c_type(p.ty, d)
+                    ));
+                    Bind::Win(cname, Some(stride), vec![rr, rc])
                 }
                 ParamKind::Window2 => {
                     let stride = e.fresh_name(&format!("{cname}_stride"));
@@ -521,6 +544,9 @@ enum Bind {
     /// An array or window pointer, with the stride name of a 2D window and the length
     /// name of an array whose length the function takes.
     Slice(String, Option<String>, Option<String>),
+    /// A window of the checked variant: its pointer, the row stride of a 2D window and the
+    /// radius names (one; a 2D window's row and column radii).
+    Win(String, Option<String>, Vec<String>),
 }
 
 #[derive(Clone)]
@@ -1105,6 +1131,46 @@ impl FnEmitter<'_> {
         format!("skel_chk(skel_fault, ({u64t})({i}), ({u64t})({len}), {id}u)")
     }
 
+    /// The position in a checked window of offset `offs[0]` (a 1D window of radius
+    /// `radii[0]`) or of offsets `(offs[0], offs[1])` (a 2D window of radii `radii`, rows
+    /// `stride` apart): an offset beyond its radius is a [`FaultKind::Window`] fault, the row
+    /// offset checked first as on the CPU, and reads the centre.
+    fn check_window(&mut self, offs: &[&str], radii: &[String], stride: Option<&str>) -> String {
+        self.fault_helpers();
+        let d = self.d();
+        let (u32t, u64t, i64t) = (
+            c_type(Ty::Prim(Prim::U32), d),
+            c_type(Ty::Prim(Prim::U64), d),
+            c_type(Ty::Prim(Prim::I64), d),
+        );
+        let code = FaultKind::Window.code();
+        let name = self.helper_fn("skel_chkw".into(), |n| {
+            format!(
+                "SKEL_FN int {n}(SKEL_FAULT_SPACE {u32t}* f, {i64t} i, {i64t} r, {u32t} id) {{ \
+                 if (i >= -r && i <= r) return 1; \
+                 skel_fault_rec(f, {code}u, i, ({u64t})(2 * r + 1), id); return 0; }}\n"
+            )
+        });
+        let id = self.prog.current;
+        let ok = |k: usize| {
+            format!(
+                "{name}(skel_fault, ({i64t})({}), {}, {id}u)",
+                offs[k], radii[k]
+            )
+        };
+        match stride {
+            None => format!("({} ? ({}) : 0)", ok(0), offs[0]),
+            // `&&` stops at the row: a bad row offset is the fault, as on the CPU.
+            Some(s) => format!(
+                "({} && {} ? ({}) * {s} + ({}) : 0)",
+                ok(0),
+                ok(1),
+                offs[0],
+                offs[1]
+            ),
+        }
+    }
+
     /// A C helper function `name`, defined once per program by `code(name)`.
     fn helper_fn(&mut self, name: String, code: impl FnOnce(&str) -> String) -> String {
         if !self.prog.helpers.contains_key(&name) {
@@ -1315,7 +1381,7 @@ impl FnEmitter<'_> {
             Expr::Bool(b) => b.to_string(),
             Expr::Var(n) => match self.lookup(n)? {
                 Bind::Value(c) => c,
-                Bind::Slice(..) => return Err(format!("`{n}` used as a value")),
+                Bind::Slice(..) | Bind::Win(..) => return Err(format!("`{n}` used as a value")),
             },
             Expr::Const { ty, name } => const_value(*ty, name, self)?,
             Expr::Extern { name, value } => {
@@ -1477,6 +1543,13 @@ impl FnEmitter<'_> {
                                     cargs.push(format!("{c}, {len}"))
                                 }
                                 Bind::Slice(c, None, _) if !wants_len => cargs.push(c),
+                                Bind::Win(c, stride, radii) => cargs.push(
+                                    std::iter::once(c)
+                                        .chain(stride)
+                                        .chain(radii)
+                                        .collect::<Vec<_>>()
+                                        .join(", "),
+                                ),
                                 _ => return Err(format!("`{n}` cannot be passed as `{}`", p.name)),
                             }
                         }
@@ -1535,6 +1608,9 @@ impl FnEmitter<'_> {
                         format!("{c}[{}]", self.check_index(&i, &len))
                     }
                     Bind::Slice(c, None, _) => format!("{c}[{i}]"),
+                    Bind::Win(c, None, radii) => {
+                        format!("{c}[{}]", self.check_window(&[&i], &radii, None))
+                    }
                     _ => return Err(format!("`{n}` cannot be indexed with one index")),
                 }
             }
@@ -1551,6 +1627,9 @@ impl FnEmitter<'_> {
                         format!("{w}[({r}) * {s} + ({c})]")
                     }
                     Bind::Slice(w, Some(s), _) => format!("{w}[({r}) * {s} + ({c})]"),
+                    Bind::Win(w, Some(s), radii) => {
+                        format!("{w}[{}]", self.check_window(&[&r, &c], &radii, Some(&s)))
+                    }
                     _ => return Err(format!("`{n}` is not a Window2")),
                 }
             }

@@ -237,68 +237,301 @@ fn fault<T: std::fmt::Debug>(r: Result<T>) -> (String, Option<i64>, Option<u64>,
     }
 }
 
-/// Faults of the skeletons other than Map and MapArray (run checked on the host backends
-/// only), checked and unchecked alike.
+#[userfn]
+pub fn reach2(w: Window2<i32>, #[uniform] dr: i32, #[uniform] dc: i32) -> i32 {
+    w[(dr as isize, dc as isize)]
+}
+
+/// A combiner reading a local array with its right operand.
+#[userfn]
+pub fn pick(a: u32, b: u32) -> u32 {
+    let t = [1u32, 2, 3];
+    t[b as usize] + a
+}
+
+#[userfn]
+pub fn add_u32(a: u32, b: u32) -> u32 {
+    a + b
+}
+
+#[userfn]
+pub fn same(x: i32) -> i32 {
+    x
+}
+
+#[userfn]
+pub fn pair_sub(a: i32, b: i32) -> i32 {
+    a - b
+}
+
+#[userfn]
+pub fn pair_mat(a: i32, b: i32, m: Mat<i32>) -> i32 {
+    m[(a as usize, 0)] + b
+}
+
+#[userfn]
+pub fn look(x: u32, t: &[f32]) -> f32 {
+    t[x as usize]
+}
+
+/// The modes a backend is probed in: the host backends check in both.
+fn modes(be: Backend) -> Vec<bool> {
+    match be {
+        Backend::Cpu | Backend::Rayon => vec![true, false],
+        _ => vec![true],
+    }
+}
+
+/// `r` is the `Err(UserFunction)` of `function` with `index` and `len`, and `what` says
+/// `says`.
+#[track_caller]
+fn expect<T: std::fmt::Debug>(
+    be: Backend,
+    r: Result<T>,
+    (function, index, len): (&str, i64, Option<u64>),
+    says: &str,
+) {
+    let (f, i, n, what) = fault(r);
+    assert_eq!(
+        (f.as_str(), i, n),
+        (function, Some(index), len),
+        "{be}: {what}"
+    );
+    assert!(what.contains(says), "{be}: `{what}` does not say `{says}`");
+}
+
+/// Every skeleton other than Map and MapArray, on every backend: the same `Err` (function,
+/// what, index, length) for a division or remainder by zero, a local array, a `&[T]` or
+/// `Mat` container argument and a window read out of range, in the combining function too;
+/// outputs keep their old values, inputs stay intact, and the next call works.
 #[test]
-fn faults_of_every_skeleton_are_the_same_err_on_the_host_backends() {
+fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
     let z = Vector::from(vec![4, 0]);
-    for be in HOST.into_iter().filter(|&b| available(b)) {
-        for checked in [true, false] {
+    let p = Vector::from(vec![0u32, 1, 7]);
+    for be in backends() {
+        // the host backends leave what they computed before the fault
+        let device = !matches!(be, Backend::Cpu | Backend::Rayon);
+        for checked in modes(be) {
+            // Reduce and Scan: a fault of the combining function
+            let r = Reduce::new(ratio).backend(be).checked(checked).run(&z);
+            expect(be, r, ("ratio", 4, None), "division of 4 by zero");
+            let r = Reduce::new(pick).backend(be).checked(checked).run(&p);
+            expect(be, r, ("pick", 7, Some(3)), "index 7 out of range");
+            let m = Matrix::from_vec(2, 2, vec![4, 0, 8, 0]).unwrap();
+            let mut per = Vector::filled(2, -1);
+            let r = Reduce::new(ratio)
+                .backend(be)
+                .checked(checked)
+                .run_rows(&m, &mut per);
+            let (f, _, _, what) = fault(r);
+            assert_eq!(f, "ratio", "{be}: {what}");
+            let mc = Matrix::from_vec(2, 2, vec![4, 8, 0, 8]).unwrap();
+            let r = Reduce::new(ratio)
+                .backend(be)
+                .checked(checked)
+                .run_cols(&mc, &mut per);
+            expect(be, r, ("ratio", 4, None), "division of 4 by zero");
+            let mut s = Vector::filled(3, 9u32);
+            let r = Scan::new(pick).backend(be).checked(checked).run(&p, &mut s);
+            expect(be, r, ("pick", 7, Some(3)), "index 7 out of range");
+            let mut sz = Vector::filled(2, -1);
+            let r = Scan::new(ratio)
+                .backend(be)
+                .checked(checked)
+                .run(&z, &mut sz);
+            expect(be, r, ("ratio", 4, None), "division of 4 by zero");
+            if device {
+                assert_eq!(s.to_vec(), vec![9; 3], "{be}: no results in the output");
+                assert_eq!(per.to_vec(), vec![-1; 2], "{be}: no results in the output");
+            }
+
+            // MapReduce: the map function, a container argument, the reduce function
             let (la, lb) = (Vector::from(vec![5i64]), Vector::from(vec![0i64]));
             let r = MapReduce::new(modulo, add_i64)
                 .backend(be)
                 .checked(checked)
                 .run(&la, &lb);
-            let (f, _, _, what) = fault(r);
-            assert_eq!(f, "modulo", "{be}");
-            assert!(what.contains("remainder of 5 by zero"), "{what}");
-            let r = Filter::new(keep_if_div)
+            expect(be, r, ("modulo", 5, None), "remainder of 5 by zero");
+            let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0]);
+            let r = MapReduce::new(look, super::add_f32)
+                .arrays((&table,))
                 .backend(be)
                 .checked(checked)
-                .run(&z, &mut Vector::zeroed(2));
-            assert_eq!(fault(r).0, "keep_if_div", "{be}");
-            let r = MapPairs::new(pair_div).backend(be).checked(checked).run(
-                &z,
-                &z,
-                &mut Matrix::zeroed(2, 2),
-            );
-            assert_eq!(fault(r).0, "pair_div", "{be}");
+                .run(&p);
+            expect(be, r, ("look", 7, Some(4)), "index 7 out of range");
+            let r = MapReduce::new(same, ratio)
+                .backend(be)
+                .checked(checked)
+                .run(&z);
+            expect(be, r, ("ratio", 4, None), "division of 4 by zero");
+
+            // MapPairs and MapPairsReduce (rows and columns)
+            let (v, h) = (Vector::from(vec![4]), Vector::from(vec![2, 0]));
+            let mut pm = Matrix::filled(1, 2, -1);
+            let r = MapPairs::new(pair_div)
+                .backend(be)
+                .checked(checked)
+                .run(&v, &h, &mut pm);
+            expect(be, r, ("pair_div", 4, None), "division of 4 by zero");
+            let mat = Matrix::from_vec(2, 1, vec![10, 20]).unwrap();
+            let (mv, one) = (Vector::from(vec![0, 5]), Vector::from(vec![1]));
+            let r = MapPairs::new(pair_mat)
+                .arrays((&mat,))
+                .backend(be)
+                .checked(checked)
+                .run(&mv, &one, &mut Matrix::zeroed(2, 1));
+            expect(be, r, ("pair_mat", 5, Some(2)), "index 5 out of range");
+            let mut rows = Vector::filled(1, -1);
             let r = MapPairsReduce::new(pair_div, add_i32)
                 .backend(be)
                 .checked(checked)
-                .run_rows(&z, &z, &mut Vector::zeroed(2));
-            assert_eq!(fault(r).0, "pair_div", "{be}");
-            assert_eq!(
-                fault(Reduce::new(ratio).backend(be).checked(checked).run(&z)).0,
-                "ratio",
-                "{be}"
-            );
-            let r = Scan::new(ratio)
+                .run_rows(&v, &h, &mut rows);
+            expect(be, r, ("pair_div", 4, None), "division of 4 by zero");
+            let mut cols = Vector::filled(2, -1);
+            let r = MapPairsReduce::new(pair_div, add_i32)
                 .backend(be)
                 .checked(checked)
-                .run(&z, &mut Vector::zeroed(2));
-            assert_eq!(fault(r).0, "ratio", "{be}");
+                .run_cols(&v, &h, &mut cols);
+            expect(be, r, ("pair_div", 4, None), "division of 4 by zero");
+            let h2 = Vector::from(vec![0, 4]);
+            for r in [
+                MapPairsReduce::new(pair_sub, ratio)
+                    .backend(be)
+                    .checked(checked)
+                    .run_rows(&v, &h2, &mut rows),
+                MapPairsReduce::new(pair_sub, ratio)
+                    .backend(be)
+                    .checked(checked)
+                    .run_cols(&Vector::from(vec![8, 4]), &v, &mut Vector::filled(1, -1)),
+            ] {
+                expect(be, r, ("ratio", 4, None), "division of 4 by zero");
+            }
+            if device {
+                assert_eq!(pm.to_vec(), vec![-1, -1], "{be}: no results in the output");
+                assert_eq!(rows.to_vec(), vec![-1], "{be}: no results in the output");
+                assert_eq!(
+                    cols.to_vec(),
+                    vec![-1, -1],
+                    "{be}: no results in the output"
+                );
+            }
 
-            // a window offset beyond the radius
-            let v = Vector::from(vec![1, 2, 3, 4]);
-            let mut o = Vector::zeroed(4);
+            // Filter (CUDA's checked Filter comes with the Filter rework)
+            if be != Backend::Cuda {
+                let mut kept = Vector::filled(2, 7);
+                let r = Filter::new(keep_if_div)
+                    .backend(be)
+                    .checked(checked)
+                    .run(&z, &mut kept);
+                expect(be, r, ("keep_if_div", 10, None), "remainder of 10 by zero");
+                if device {
+                    assert_eq!(kept.to_vec(), vec![7, 7], "{be}: no results in the output");
+                }
+            }
+
+            // a window offset beyond the radius: vector, rows, columns, 2D
+            let v4 = Vector::from(vec![1, 2, 3, 4]);
+            let mut o = Vector::filled(4, -1);
             let r = MapOverlap::new(reach, 1)
                 .uniforms((2,))
                 .backend(be)
                 .checked(checked)
-                .run(&v, &mut o);
-            let (f, i, n, what) = fault(r);
-            assert_eq!(
-                (f.as_str(), i, n),
-                ("reach", Some(2), Some(3)),
-                "{be}: {what}"
-            );
+                .run(&v4, &mut o);
+            expect(be, r, ("reach", 2, Some(3)), "window offset 2 outside");
+            if device {
+                assert_eq!(o.to_vec(), vec![-1; 4], "{be}: no results in the output");
+            }
+            let m3 = Matrix::from_fn(6, 6, |r, c| (r * 6 + c) as i32);
+            let mut mo = Matrix::filled(6, 6, -1);
+            for (rowwise, k) in [(true, -3), (false, 3)] {
+                let s = MapOverlap::new(reach, 2).uniforms((k,));
+                let s = if rowwise { s.rowwise() } else { s.colwise() };
+                let r = s.backend(be).checked(checked).run(&m3, &mut mo);
+                expect(be, r, ("reach", k as i64, Some(5)), "outside a window of 5");
+            }
+            for (dr, dc, bad, len) in [(2, 0, 2, 3), (0, -3, -3, 5), (2, 9, 2, 3)] {
+                let r = MapOverlap::new(reach2, (1, 2))
+                    .uniforms((dr, dc))
+                    .backend(be)
+                    .checked(checked)
+                    .run(&m3, &mut mo);
+                expect(be, r, ("reach2", bad, Some(len)), "window offset");
+            }
+            if device {
+                assert_eq!(mo.to_vec(), vec![-1; 36], "{be}: no results in the output");
+            }
             MapOverlap::new(reach, 1)
                 .uniforms((-1,))
                 .backend(be)
-                .run(&v, &mut o)
+                .checked(checked)
+                .run(&v4, &mut o)
                 .unwrap();
             assert_eq!(o.to_vec(), vec![1, 1, 2, 3], "{be}: usable afterwards");
+            assert_eq!(v4.to_vec(), vec![1, 2, 3, 4], "{be}: input intact");
+            assert_eq!(z.to_vec(), vec![4, 0], "{be}: input intact");
+        }
+    }
+}
+
+/// Without a fault, checked and unchecked calls of every skeleton give the `cpu` values.
+#[test]
+fn checked_and_unchecked_agree_with_cpu_on_valid_programs() {
+    let p = Vector::from(vec![0u32, 1, 2, 1, 0, 2, 2]);
+    let q = Vector::from(vec![3, -7, 11, 2, -5]);
+    let m = Matrix::from_fn(4, 5, |r, c| (r * 5 + c) as i32 - 7);
+    let table = Vector::from(vec![1.0f32, 2.0, 3.0, 4.0]);
+    let run = |be: Backend, checked: bool| -> Result<_> {
+        let mut scan = Vector::zeroed(7);
+        Scan::new(add_u32)
+            .backend(be)
+            .checked(checked)
+            .run(&p, &mut scan)?;
+        let mut ov = Vector::zeroed(5);
+        MapOverlap::new(reach, 2)
+            .uniforms((-2,))
+            .backend(be)
+            .checked(checked)
+            .run(&q, &mut ov)?;
+        let mut o2 = Matrix::zeroed(4, 5);
+        MapOverlap::new(reach2, (1, 2))
+            .uniforms((1, -2))
+            .backend(be)
+            .checked(checked)
+            .run(&m, &mut o2)?;
+        let mut pm = Matrix::zeroed(5, 5);
+        MapPairs::new(pair_sub)
+            .backend(be)
+            .checked(checked)
+            .run(&q, &q, &mut pm)?;
+        let mut pr = Vector::zeroed(5);
+        MapPairsReduce::new(pair_sub, add_i32)
+            .backend(be)
+            .checked(checked)
+            .run_cols(&q, &q, &mut pr)?;
+        let mut rows = Vector::zeroed(4);
+        Reduce::new(add_i32)
+            .backend(be)
+            .checked(checked)
+            .run_rows(&m, &mut rows)?;
+        Ok((
+            Reduce::new(add_u32).backend(be).checked(checked).run(&p)?,
+            MapReduce::new(look, super::add_f32)
+                .arrays((&table,))
+                .backend(be)
+                .checked(checked)
+                .run(&p)?,
+            scan.to_vec(),
+            ov.to_vec(),
+            o2.to_vec(),
+            pm.to_vec(),
+            pr.to_vec(),
+            rows.to_vec(),
+        ))
+    };
+    let want = run(Backend::Cpu, true).unwrap();
+    for be in backends() {
+        for checked in [true, false] {
+            assert_eq!(run(be, checked).unwrap(), want, "{be}, checked: {checked}");
         }
     }
 }

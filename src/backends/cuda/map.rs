@@ -9,7 +9,8 @@ use cudarc::driver::sys;
 
 use super::context::Lane;
 use super::context::{ctx, Ctx};
-use super::memory::{self, CuEvent, Scratch};
+use super::fault::Record;
+use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Split, Work};
 use super::trace::Tag;
@@ -19,12 +20,9 @@ use super::{
 };
 use crate::backends::jit::ProgKey;
 use crate::backends::ContainerOps;
-use crate::check::{Fault, FaultKind};
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
-use crate::codegen::{
-    c_type, checked_functions, device_source_checked, tuple_field, DeviceSource, Dialect,
-};
+use crate::codegen::{c_type, device_source_checked, tuple_field, DeviceSource, Dialect};
 use crate::containers::{ArgMut, OutArgs, OutCollector, Shape};
 use crate::plan::ArgTuple;
 use crate::userfn::{ElementwiseFn, UniformTuple};
@@ -287,41 +285,6 @@ pub(crate) struct Kernel {
     pub(crate) checked: bool,
 }
 
-/// Words of a fault record (see `codegen::device_source_checked`).
-const FAULT_WORDS: usize = 6;
-
-/// The fault of a checked call, once every chunk (ordered on `first`, the record's
-/// stream) is done: `Some` error naming the faulting function of `def`'s program.
-fn read_fault(
-    rec: &Scratch,
-    first: Lane,
-    events: &[Arc<CuEvent>],
-    def: &'static FnDef,
-) -> Result<Option<Error>> {
-    for ev in events {
-        ev.order(first)?;
-    }
-    let mut bytes = [0u8; FAULT_WORDS * 4];
-    rec.read_control(0, &mut bytes)?;
-    let w: Vec<u32> = bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    let Some(kind) = FaultKind::from_code(w[0]) else {
-        return Ok(None);
-    };
-    let wide = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
-    Ok(Some(
-        Fault {
-            function: checked_functions(&[def]).get(w[5] as usize).copied(),
-            kind,
-            index: wide(w[1], w[2]) as i64,
-            len: wide(w[3], w[4]),
-        }
-        .into_error(def.name),
-    ))
-}
-
 type CuPtr = sys::CUdeviceptr;
 
 /// One container a call writes, whatever its element type: what [`chunked`] does with
@@ -425,16 +388,7 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         work,
     )?;
     let lanes: Vec<Lane> = split.parts().map(|(_, _, lane, _)| lane).collect();
-    // The fault record of the checked variant: zeroed on the first stream, then shared.
-    let fault = match lanes.first() {
-        Some(&first) if kernel.checked => {
-            let rec = Scratch::new(first, FAULT_WORDS * 4)?;
-            rec.zero(0, FAULT_WORDS * 4)?;
-            rec.share(&lanes)?;
-            Some((rec, first))
-        }
-        _ => None,
-    };
+    let fault = Record::new(kernel.checked, &lanes)?;
     let mut pending = Vec::new();
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
@@ -461,8 +415,8 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
             args.ptr(p);
         }
         args.uniforms(uniforms);
-        if let Some((rec, _)) = &fault {
-            args.ptr(rec.ptr);
+        if let Some(rec) = &fault {
+            args.ptr(rec.ptr());
         }
         let grid = kernel.launch.dims(ctx, &part, out_shape.cols())?;
         launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
@@ -478,9 +432,9 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         }
     }
     // Checked: the outputs become results only once the record says there was no fault.
-    if let Some((rec, first)) = &fault {
+    if let Some(rec) = &fault {
         let events: Vec<_> = pending.iter().map(|(_, ev)| ev.clone()).collect();
-        let fault = read_fault(rec, *first, &events, kernel.def);
+        let fault = rec.read(&events, &[kernel.def]);
         for (part, ev) in &pending {
             for o in &outs {
                 match fault {

@@ -17,15 +17,16 @@
 use std::ops::Range;
 
 use super::context::{ctx, Ctx, Lane};
+use super::fault::{self, Record};
 use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::trace::Tag;
-use super::{assemble, call_expr, cty, uniform_params, CallSite, Cuda};
-use crate::backends::jit::ProgKey;
+use super::{assemble, checked_call_expr, cty, uniform_params, CallSite, Cuda};
+use crate::backends::jit::{interned, ProgKey};
 use crate::backends::stencil_tile::{edge_code, Plan};
 use crate::backends::Stencil;
-use crate::codegen::{device_source, Dialect};
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::{Axis, Edge};
 use crate::userfn::{UniformTuple, UserFn, Window2Fn, WindowFn};
@@ -33,8 +34,12 @@ use crate::{DeviceType, Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../cuda/map_overlap.cu");
 
-pub(crate) fn source<F: UserFn>(plan: &Plan, elem: String, out: String) -> Result<String> {
-    let user = device_source::<F>(Dialect::Cuda)?;
+pub(crate) fn source<F: UserFn>(
+    plan: &Plan,
+    (elem, out): (String, String),
+    checked: bool,
+) -> Result<String> {
+    let user = device_source_checked(&[F::definition()], Dialect::Cuda, checked)?;
     let def = F::definition();
     let site = CallSite {
         pos: "",
@@ -47,11 +52,12 @@ pub(crate) fn source<F: UserFn>(plan: &Plan, elem: String, out: String) -> Resul
         ("SKEL_OUT_T", out),
         (
             "SKEL_CALL(SKEL_W, SKEL_S)",
-            call_expr(user.entry(), def, &site),
+            checked_call_expr(user.entry(), def, &site, checked),
         ),
         ("SKEL_PARAMS", uniform_params(def)),
     ];
     defines.extend(plan.defines());
+    defines.extend(fault::defines(checked));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -163,12 +169,18 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
             ctx.smem_optin
         )));
     };
+    let checked = exec.checked;
+    let variant = if checked {
+        interned(plan.variant() + "_checked")
+    } else {
+        plan.variant_name()
+    };
     let m = module(
         ctx,
-        ProgKey::of::<(F, T)>(plan.variant_name(), ctx.ordinal),
+        ProgKey::of::<(F, T)>(variant, ctx.ordinal),
         kind,
         &["skel_overlap"],
-        || source::<F>(&plan, cty::<T>(), cty::<F::Out>()),
+        || source::<F>(&plan, (cty::<T>(), cty::<F::Out>()), checked),
     )?;
     let keep = edge == Edge::None;
     let eager = memory::eager_download(&out, exec.download);
@@ -204,6 +216,8 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
         }
     }
     let src = input_base(ctx, &input, split.lanes[0], split.tag)?;
+    let rec = Record::new(checked, &split.lanes)?;
+    let mut written = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
         let elems = part.start * unit..part.end * unit;
         let dst = memory::output_part(ctx, &out, elems.clone(), keep, lane, tag)?;
@@ -231,6 +245,9 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
             .i64(col_lo as i64)
             .i64(col_hi as i64)
             .uniforms(uniforms);
+        if let Some(rec) = &rec {
+            args.ptr(rec.ptr());
+        }
         let dims = Dims {
             grid: (
                 tiles_x.min(i32::MAX as usize) as u32,
@@ -247,8 +264,9 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
                 memory::read_by(ctx, &input, range, &ev)?;
             }
         }
-        memory::written_part(ctx, &out, elems, &ev)?;
+        written.push((elems, ev));
     }
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
     if eager {
         split.download(ctx, &out, |part| part.start * unit..part.end * unit)?;
     }

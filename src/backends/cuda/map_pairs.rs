@@ -4,14 +4,15 @@
 //! and the first band all of `h`, which the other bands' streams wait for.
 
 use super::context::ctx;
+use super::fault::{self, Record};
 use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
-use super::{arrays, assemble, call_expr, cty, uniform_params, CallSite, Cuda};
+use super::{arrays, assemble, checked_call_expr, cty, uniform_params, CallSite, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::ContainerOps;
 use crate::codegen::ir::FnDef;
-use crate::codegen::{device_source, Dialect};
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::userfn::ElementwiseFn;
 use crate::{DeviceType, Result};
@@ -26,11 +27,13 @@ const IY: usize = 4;
 pub(crate) const RB: usize = 256;
 
 /// The `#define`s both pair skeletons share: block shapes, element and result types, the
-/// uniforms, and the call of `entry` (`def`) on `in0[0]`, `in1[0]` at position `skel_flat`.
+/// uniforms, and the call of `entry` (`def`) on `in0[0]`, `in1[0]` at position `skel_flat`;
+/// those of the checked variant with `checked`.
 pub(crate) fn pair_defines(
     entry: &str,
     def: &'static FnDef,
     (a, b, out): (String, String, String),
+    checked: bool,
 ) -> Vec<(&'static str, String)> {
     let site = CallSite {
         pos: "0",
@@ -38,7 +41,7 @@ pub(crate) fn pair_defines(
         window: "",
         stride: "",
     };
-    vec![
+    let mut defines = vec![
         ("SKEL_TX", TX.to_string()),
         ("SKEL_TY", TY.to_string()),
         ("SKEL_IY", IY.to_string()),
@@ -50,19 +53,21 @@ pub(crate) fn pair_defines(
             "SKEL_PARAMS",
             arrays::container_params(def) + &uniform_params(def),
         ),
-        ("SKEL_CALL", call_expr(entry, def, &site)),
-    ]
+        ("SKEL_CALL", checked_call_expr(entry, def, &site, checked)),
+    ];
+    defines.extend(fault::defines(checked));
+    defines
 }
 
-pub(crate) fn source<F, A, B>() -> Result<String>
+pub(crate) fn source<F, A, B>(checked: bool) -> Result<String>
 where
     F: ElementwiseFn<Elems = (A, B)>,
     A: DeviceType,
     B: DeviceType,
 {
-    let user = device_source::<F>(Dialect::Cuda)?;
+    let user = device_source_checked(&[F::definition()], Dialect::Cuda, checked)?;
     let types = (cty::<A>(), cty::<B>(), cty::<F::Out>());
-    let defines = pair_defines(user.entry(), F::definition(), types);
+    let defines = pair_defines(user.entry(), F::definition(), types, checked);
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -85,12 +90,18 @@ where
     if rows == 0 || cols == 0 {
         return Ok(());
     }
+    let checked = exec.checked;
+    let key = if checked {
+        "map_pairs_checked"
+    } else {
+        "map_pairs"
+    };
     let m = module(
         ctx,
-        ProgKey::of::<(F, A, B)>("map_pairs", ctx.ordinal),
+        ProgKey::of::<(F, A, B)>(key, ctx.ordinal),
         "map_pairs",
         &["skel_map_pairs"],
-        source::<F, A, B>,
+        || source::<F, A, B>(checked),
     )?;
     let eager = memory::eager_download(&out, exec.download);
     let (a_bytes, b_bytes) = (
@@ -119,6 +130,8 @@ where
         staged.push((memory::input_part(ctx, &v, part, lane, tag)?, hp, whole));
     }
     let func = m.func("skel_map_pairs")?;
+    let rec = Record::new(checked, &split.lanes)?;
+    let mut written = Vec::with_capacity(split.len());
     for ((_, part, lane, tag), (vp, hp, whole)) in split.parts().zip(staged) {
         let elems = part.start * cols..part.end * cols;
         let dst = memory::output_part(ctx, &out, elems.clone(), false, lane, tag)?;
@@ -135,6 +148,9 @@ where
             .u64(tiles_y as u64);
         arrays::push(&mut args, &whole, true);
         args.uniforms(uniforms);
+        if let Some(rec) = &rec {
+            args.ptr(rec.ptr());
+        }
         // Tiles beyond the grid's limits are covered by the kernel's grid-stride loops.
         let dims = Dims {
             grid: (
@@ -150,8 +166,9 @@ where
         memory::read_by(ctx, &h, 0..cols, &ev)?;
         memory::read_by(ctx, &v, part.clone(), &ev)?;
         arrays::read(ctx, &arrays, (lane, tag), &ev)?;
-        memory::written_part(ctx, &out, elems, &ev)?;
+        written.push((elems, ev));
     }
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
     if eager {
         split.download(ctx, &out, |part| part.start * cols..part.end * cols)?;
     }

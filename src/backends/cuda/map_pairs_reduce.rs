@@ -10,6 +10,7 @@ use std::ops::Range;
 use cudarc::driver::sys;
 
 use super::context::{ctx, Ctx, Lane};
+use super::fault::{self, Record};
 use super::map_pairs::{pair_defines, RB, TEMPLATE};
 use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
@@ -18,23 +19,27 @@ use super::trace::Tag;
 use super::{arrays, assemble, cty, grid_for, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::{BinaryFn, ContainerOps};
-use crate::codegen::{device_source_multi, Dialect};
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
 use crate::userfn::ElementwiseFn;
 use crate::{DeviceType, Result};
 
-pub(crate) fn source<M, R, A, B>(cols: bool) -> Result<String>
+pub(crate) fn source<M, R, A, B>(cols: bool, checked: bool) -> Result<String>
 where
     M: ElementwiseFn<Elems = (A, B)>,
     R: BinaryFn<M::Out>,
     A: DeviceType,
     B: DeviceType,
 {
-    let user = device_source_multi(&[M::definition(), R::definition()], Dialect::Cuda)?;
+    let defs = [M::definition(), R::definition()];
+    let user = device_source_checked(&defs, Dialect::Cuda, checked)?;
     let types = (cty::<A>(), cty::<B>(), cty::<M::Out>());
-    let mut defines = pair_defines(&user.entries[0], M::definition(), types);
-    defines.push(("SKEL_OP(a, b)", format!("{}(a, b)", user.entries[1])));
+    let mut defines = pair_defines(&user.entries[0], M::definition(), types, checked);
+    defines.push((
+        "SKEL_OP(a, b)",
+        format!("{}(SKEL_FARG a, b)", user.entries[1]),
+    ));
     defines.push(("SKEL_COLS", u8::from(cols).to_string()));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
@@ -118,12 +123,18 @@ where
     } else {
         "map_pairs_rows"
     };
+    let checked = exec.checked;
+    let key = match (by_cols, checked) {
+        (_, false) => kind,
+        (true, true) => "map_pairs_cols_checked",
+        (false, true) => "map_pairs_rows_checked",
+    };
     let m = module(
         ctx,
-        ProgKey::of::<(M, R, A, B)>(kind, ctx.ordinal),
+        ProgKey::of::<(M, R, A, B)>(key, ctx.ordinal),
         kind,
         &["skel_pairs_fold", "skel_pairs_combine"],
-        || source::<M, R, A, B>(by_cols),
+        || source::<M, R, A, B>(by_cols, checked),
     )?;
     let eager = memory::eager_download(&out, exec.download);
     let size = std::mem::size_of::<M::Out>();
@@ -155,6 +166,8 @@ where
         })
         .collect::<Result<Vec<_>>>()?;
     let (fold, combine) = (m.func("skel_pairs_fold")?, m.func("skel_pairs_combine")?);
+    let rec = Record::new(checked, &split.lanes)?;
+    let mut written = Vec::with_capacity(split.len());
     for ((_, part, lane, tag), ((own, other), whole)) in split.parts().zip(staged) {
         let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
         let tiles = part.len().div_ceil(RB);
@@ -178,6 +191,9 @@ where
             .ptr(scratch.as_ref().map_or(0, |s| s.ptr));
         arrays::push(&mut args, &whole, true);
         args.uniforms(uniforms);
+        if let Some(rec) = &rec {
+            args.ptr(rec.ptr());
+        }
         let dims = Dims {
             grid: (tiles.min(i32::MAX as usize) as u32, segs as u32, 1),
             block: (RB as u32, 1, 1),
@@ -190,6 +206,9 @@ where
                 .ptr(s.ptr)
                 .u64(part.len() as u64)
                 .u64(segs as u64);
+            if let Some(rec) = &rec {
+                args.ptr(rec.ptr());
+            }
             let grid = grid_for(ctx, part.len(), RB, 8);
             launch(
                 ctx,
@@ -203,8 +222,10 @@ where
         let ev = CuEvent::record(lane)?;
         ops.read_by(ctx, part.clone(), &ev)?;
         arrays::read(ctx, &arrays, (lane, tag), &ev)?;
-        memory::written_part(ctx, &out, part, &ev)?;
+        written.push((part, ev));
     }
+    let defs = [M::definition(), R::definition()];
+    fault::settle(ctx, rec.as_ref(), &defs, &out, &written)?;
     if eager {
         split.download(ctx, &out, |part| part)?;
     }

@@ -2,25 +2,31 @@
 //! map function's results, computed on the fly (nothing is materialised).
 
 use super::context::ctx;
+use super::fault::{self, Record};
 use super::module_cache::module;
 use super::multistream::{self, Work};
 use super::reduce::{items, reduce_chunks, TEMPLATE};
 use super::{
-    arrays, assemble, call_expr, cty, input_params, inputs_read, stage_inputs, uniform_params,
-    CallSite, Cuda, MissingBytes,
+    arrays, assemble, checked_call_expr, cty, input_params, inputs_read, stage_inputs,
+    uniform_params, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::{BinaryFn, ContainerOps};
-use crate::codegen::{device_source_multi, Dialect};
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::Shape;
 use crate::plan::ArgTuple;
 use crate::userfn::ElementwiseFn;
 use crate::Result;
 
-/// The kernel source for `M` mapped and `R` reducing, `items` values per lane.
-pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Result<String> {
-    let user = device_source_multi(&[M::definition(), R::definition()], Dialect::Cuda)?;
+/// The kernel source for `M` mapped and `R` reducing, `items` values per lane, the checked
+/// variant with `checked`.
+pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    items: usize,
+    checked: bool,
+) -> Result<String> {
+    let defs = [M::definition(), R::definition()];
+    let user = device_source_checked(&defs, Dialect::Cuda, checked)?;
     let def = M::definition();
     let site = CallSite {
         pos: "SKEL_I",
@@ -28,10 +34,16 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Res
         window: "",
         stride: "",
     };
-    let defines = [
+    let mut defines = vec![
         ("SKEL_T", cty::<M::Out>()),
-        ("SKEL_OP(a, b)", format!("{}(a, b)", user.entries[1])),
-        ("SKEL_ELEM(SKEL_I)", call_expr(&user.entries[0], def, &site)),
+        (
+            "SKEL_OP(a, b)",
+            format!("{}(SKEL_FARG a, b)", user.entries[1]),
+        ),
+        (
+            "SKEL_ELEM(SKEL_I)",
+            checked_call_expr(&user.entries[0], def, &site, checked),
+        ),
         (
             "SKEL_PARAMS",
             format!(
@@ -44,6 +56,7 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(items: usize) -> Res
         ("SKEL_ITEMS", items.to_string()),
         ("SKEL_VEC", "0".to_string()),
     ];
+    defines.extend(fault::defines(checked));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -67,12 +80,18 @@ where
         return Ok(start);
     }
     let (items, _) = items::<M::Out>(false);
+    let checked = exec.checked;
+    let key = if checked {
+        "map_reduce_checked"
+    } else {
+        "map_reduce"
+    };
     let m = module(
         ctx,
-        ProgKey::of::<(M, R)>("map_reduce", ctx.ordinal),
+        ProgKey::of::<(M, R)>(key, ctx.ordinal),
         "map_reduce",
         &["skel_reduce", "skel_reduce_parts"],
-        || source::<M, R>(items),
+        || source::<M, R>(items, checked),
     )?;
     let mut missing = MissingBytes {
         ctx,
@@ -102,6 +121,7 @@ where
             Ok((whole, stage_inputs(ctx, &inputs, part, lane, tag)?))
         })
         .collect::<Result<Vec<_>>>()?;
+    let rec = Record::new(checked, &split.lanes)?;
     let total = reduce_chunks::<M::Out>(
         ctx,
         &m,
@@ -120,6 +140,7 @@ where
             arrays::read(ctx, &arrays, lane, ev)?;
             inputs_read(ctx, &inputs, split.chunks[c].clone(), lane, ev)
         },
+        (rec.as_ref(), &[M::definition(), R::definition()]),
     )?;
     Ok(combine::<R, M::Out>(start, total))
 }

@@ -19,6 +19,7 @@
 
 mod arrays;
 mod context;
+mod fault;
 mod filter;
 mod map;
 mod map_array;
@@ -59,7 +60,7 @@ pub(crate) struct Cuda {
     streams: Option<usize>,
     /// `.download(eager)`, if given.
     download: Option<bool>,
-    /// Whether Map and MapArray run the checked variant of the user function.
+    /// Whether the call runs the checked variant of the user functions (`fault.rs`).
     checked: bool,
 }
 
@@ -209,7 +210,16 @@ pub(crate) fn checked_call_expr(
                 u += 1;
                 format!("u{}", u - 1)
             }
+            // Checked: the radii follow (a stencil template defines SKEL_RR and SKEL_RC;
+            // a 1D window's radius is the one that is not 0).
+            ParamKind::Window if checked => {
+                format!("{}, (skel_i64)(SKEL_RR + SKEL_RC)", site.window)
+            }
             ParamKind::Window => site.window.to_string(),
+            ParamKind::Window2 if checked => format!(
+                "{}, (skel_i64)({}), (skel_i64)(SKEL_RR), (skel_i64)(SKEL_RC)",
+                site.window, site.stride
+            ),
             ParamKind::Window2 => format!("{}, (skel_i64)({})", site.window, site.stride),
         })
         .collect();

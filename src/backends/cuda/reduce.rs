@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::context::{ctx, Ctx, STREAMS};
+use super::fault::{self, Record};
 use super::memory::{self, from_bytes, CuEvent, ResultSlot};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
@@ -12,7 +13,8 @@ use super::{assemble, cty, grid_for, Cuda};
 use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
-use crate::codegen::{device_source, Dialect};
+use crate::codegen::ir::FnDef;
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
 use crate::{DeviceType, Error, Result};
@@ -34,26 +36,28 @@ pub(crate) fn items<T>(vector: bool) -> (usize, bool) {
     }
 }
 
-/// The kernel source for reducing `T`s with `F`.
-pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>() -> Result<String> {
+/// The kernel source for reducing `T`s with `F`, the checked variant with `checked`.
+pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>(checked: bool) -> Result<String> {
     let (items, vec) = items::<T>(true);
-    let user = device_source::<F>(Dialect::Cuda)?;
+    let user = device_source_checked(&[F::definition()], Dialect::Cuda, checked)?;
     let t = cty::<T>();
-    let defines = [
+    let mut defines = vec![
         ("SKEL_T", t.clone()),
-        ("SKEL_OP(a, b)", format!("{}(a, b)", user.entry())),
+        ("SKEL_OP(a, b)", format!("{}(SKEL_FARG a, b)", user.entry())),
         ("SKEL_ELEM(i)", "in0[i]".to_string()),
         ("SKEL_PARAMS", format!(", const {t}* __restrict__ in0")),
         ("SKEL_ITEMS", items.to_string()),
         ("SKEL_VEC", u8::from(vec).to_string()),
     ];
+    defines.extend(fault::defines(checked));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
-fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<Arc<Module>> {
+fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Result<Arc<Module>> {
+    let key = if checked { "reduce_checked" } else { "reduce" };
     module(
         ctx,
-        ProgKey::of::<(F, T)>("reduce", ctx.ordinal),
+        ProgKey::of::<(F, T)>(key, ctx.ordinal),
         "reduce",
         &[
             "skel_reduce",
@@ -61,7 +65,7 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<Arc<Module>
             "skel_reduce_rows",
             "skel_reduce_cols",
         ],
-        source::<F, T>,
+        || source::<F, T>(checked),
     )
 }
 
@@ -77,6 +81,10 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<Arc<Module>
 /// ([`ResultSlot`]) and are left as the kernels found them (tickets back at zero), the
 /// result is written by the last kernel straight into mapped host memory, so a one-chunk
 /// call is one launch and one wait.
+///
+/// A checked module (`fault`: its record, after every kernel's parameters, and the user
+/// functions of its program) reports a fault of any kernel instead of the value.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce_chunks<T: DeviceType>(
     ctx: &Ctx,
     m: &Module,
@@ -85,6 +93,7 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     items: usize,
     mut params: impl FnMut(usize, &mut KernelArgs),
     mut after: impl FnMut(usize, &Arc<CuEvent>) -> Result<()>,
+    fault: (Option<&Record>, &[&'static FnDef]),
 ) -> Result<Option<T>> {
     let w = std::mem::size_of::<T>().div_ceil(4);
     // 8 warps x one tile of 32 * items.
@@ -124,6 +133,9 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
             // Several chunks: each result goes to its scratch's result words.
             .ptr(if k == 1 { result } else { scratch(c) + 4 });
         params(c, &mut args);
+        if let Some(rec) = fault.0 {
+            args.ptr(rec.ptr());
+        }
         launch(
             ctx,
             lane,
@@ -144,11 +156,18 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
             .u64(k as u64)
             .u64(stride as u64)
             .ptr(result);
+        if let Some(rec) = fault.0 {
+            args.ptr(rec.ptr());
+        }
         let func = m.func("skel_reduce_parts")?;
         launch(ctx, lead, split.tag, func, Dims::line(1, 32, 0), &mut args)?;
     }
     let mut bytes = vec![0u8; (1 + w) * 4];
     slot.finish(lead, &mut bytes)?;
+    // Every chunk's kernel was ordered before the last one, on `lead`, the record's stream.
+    if let Some(rec) = fault.0 {
+        rec.check(&[], fault.1)?;
+    }
     let has = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) != 0;
     Ok(has.then(|| from_bytes::<T>(&bytes[4..])))
 }
@@ -164,7 +183,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(start);
     }
-    let m = reduce_module::<F, T>(ctx)?;
+    let m = reduce_module::<F, T>(ctx, exec.checked)?;
     let (items, _) = items::<T>(true);
     let work = Work {
         up: memory::missing_bytes(ctx, &input, 0..n),
@@ -185,6 +204,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     for (_, part, lane, tag) in split.parts() {
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
+    let rec = Record::new(exec.checked, &split.lanes)?;
     let total = reduce_chunks::<T>(
         ctx,
         &m,
@@ -195,6 +215,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
             a.ptr(srcs[c]);
         },
         |c, ev| memory::read_by(ctx, &input, split.chunks[c].clone(), ev),
+        (rec.as_ref(), &[F::definition()]),
     )?;
     Ok(combine::<F, T>(start, total))
 }
@@ -222,7 +243,7 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
             ))
         }
     };
-    let m = reduce_module::<F, T>(ctx)?;
+    let m = reduce_module::<F, T>(ctx, exec.checked)?;
     let eager = memory::eager_download(&out, exec.download);
     let size = std::mem::size_of::<T>();
     let out_bytes = out.shape().len() * size;
@@ -247,6 +268,8 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     for (_, part, lane, tag) in split.parts() {
         srcs.push(memory::input_part(ctx, &input, parts(&part).0, lane, tag)?);
     }
+    let rec = Record::new(exec.checked, &split.lanes)?;
+    let mut written = Vec::with_capacity(split.len());
     for ((_, part, lane, tag), src) in split.parts().zip(srcs) {
         let (elems, outs) = parts(&part);
         let band_rows = elems.len() / cols;
@@ -256,6 +279,9 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
             .u64(cols as u64)
             .ptr(dst)
             .ptr(src);
+        if let Some(rec) = &rec {
+            args.ptr(rec.ptr());
+        }
         let grid = match axis {
             Axis::Rows => grid_for(ctx, band_rows, BLOCK / 32, 8),
             _ => grid_for(ctx, cols, BLOCK, 8),
@@ -271,8 +297,9 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         )?;
         let ev = CuEvent::record(lane)?;
         memory::read_by(ctx, &input, elems, &ev)?;
-        memory::written_part(ctx, &out, outs, &ev)?;
+        written.push((outs, ev));
     }
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
     if eager {
         split.download(ctx, &out, |part| parts(&part).1)?;
     }

@@ -1,13 +1,14 @@
 //! Scan on CUDA: single pass with decoupled look-back (`cuda/scan.cu`).
 
 use super::context::ctx;
+use super::fault::{self, Record};
 use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::{assemble, cty, tuned_shape, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
-use crate::codegen::{device_source, Dialect};
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ScanMode;
 use crate::{DeviceType, Error, Result};
@@ -36,17 +37,18 @@ fn packed<T>() -> bool {
     std::mem::size_of::<T>() <= 4 && !off
 }
 
-/// The kernel source for scanning `T`s with `F`.
-pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>() -> Result<String> {
-    let user = device_source::<F>(Dialect::Cuda)?;
-    let defines = [
+/// The kernel source for scanning `T`s with `F`, the checked variant with `checked`.
+pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>(checked: bool) -> Result<String> {
+    let user = device_source_checked(&[F::definition()], Dialect::Cuda, checked)?;
+    let mut defines = vec![
         ("SKEL_T", cty::<T>()),
-        ("SKEL_OP(a, b)", format!("{}(a, b)", user.entry())),
+        ("SKEL_OP(a, b)", format!("{}(SKEL_FARG a, b)", user.entry())),
         ("SKEL_BLOCK", shape::<T>().0.to_string()),
         ("SKEL_ITEMS", shape::<T>().1.to_string()),
         ("SKEL_MIN_BLOCKS", shape::<T>().2.to_string()),
         ("SKEL_PACKED", i32::from(packed::<T>()).to_string()),
     ];
+    defines.extend(fault::defines(checked));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -72,12 +74,14 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n.div_ceil(tile) >= (u32::MAX / 2) as usize {
         return Err(too_long());
     }
+    let checked = exec.checked;
+    let key = if checked { "scan_checked" } else { "scan" };
     let m = module(
         ctx,
-        ProgKey::of::<(F, T)>("scan", ctx.ordinal),
+        ProgKey::of::<(F, T)>(key, ctx.ordinal),
         "scan",
         &["skel_scan"],
-        source::<F, T>,
+        || source::<F, T>(checked),
     )?;
     let size = std::mem::size_of::<T>();
     let eager = memory::eager_download(&out, exec.download);
@@ -127,6 +131,8 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     for (_, part, lane, tag) in split.parts() {
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
+    let rec = Record::new(checked, &split.lanes)?;
+    let mut written = Vec::with_capacity(split.len());
     let mut at = 0;
     let mut previous: Option<std::sync::Arc<CuEvent>> = None;
     for (((c, part, lane, tag), src), &(words, _)) in split.parts().zip(srcs).zip(&states) {
@@ -146,6 +152,9 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
             .value(&start)
             .ptr(if c == 0 { 0 } else { carry(c - 1) })
             .ptr(if last { 0 } else { carry(c) });
+        if let Some(rec) = &rec {
+            args.ptr(rec.ptr());
+        }
         at += words.next_multiple_of(2);
         // One element of padding per 32 (SKEL_PAD in the template).
         let shared = ((tile + tile / 32) * size) as u32;
@@ -153,10 +162,11 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         launch(ctx, lane, tag, m.func("skel_scan")?, dims, &mut args)?;
         let ev = CuEvent::record(lane)?;
         memory::read_by(ctx, &input, part.clone(), &ev)?;
-        memory::written_part(ctx, &out, part, &ev)?;
         state.used_until(&ev);
+        written.push((part, ev.clone()));
         previous = Some(ev);
     }
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
     if eager {
         split.download(ctx, &out, |part| part)?;
     }

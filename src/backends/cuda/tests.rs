@@ -147,17 +147,29 @@ fn every_template_is_valid_cpp() {
         "map_array_checked",
         &map_array::source::<lookup>(true).unwrap(),
     );
-    check("reduce_f32", &reduce::source::<add, f32>().unwrap());
-    check("reduce_aff", &reduce::source::<compose, Aff>().unwrap());
-    check("reduce_u8", &reduce::source::<small, u8>().unwrap());
-    check(
-        "map_reduce",
-        &map_reduce::source::<where2d, add32>(4).unwrap(),
-    );
-    check("scan_i64", &scan::source::<addi, i64>().unwrap());
-    check("scan_f32_packed", &scan::source::<add, f32>().unwrap());
-    check("scan_u8_packed", &scan::source::<small, u8>().unwrap());
-    check("scan_aff", &scan::source::<compose, Aff>().unwrap());
+    for c in [false, true] {
+        let name = |n: &str| format!("{n}{}", if c { "_checked" } else { "" });
+        check(&name("reduce_f32"), &reduce::source::<add, f32>(c).unwrap());
+        check(
+            &name("reduce_aff"),
+            &reduce::source::<compose, Aff>(c).unwrap(),
+        );
+        check(&name("reduce_u8"), &reduce::source::<small, u8>(c).unwrap());
+        check(
+            &name("map_reduce"),
+            &map_reduce::source::<where2d, add32>(4, c).unwrap(),
+        );
+        check(&name("scan_i64"), &scan::source::<addi, i64>(c).unwrap());
+        check(
+            &name("scan_f32_packed"),
+            &scan::source::<add, f32>(c).unwrap(),
+        );
+        check(
+            &name("scan_u8_packed"),
+            &scan::source::<small, u8>(c).unwrap(),
+        );
+        check(&name("scan_aff"), &scan::source::<compose, Aff>(c).unwrap());
+    }
     for (axis, r, edge) in [
         (Axis::Flat, 1, Edge::Duplicate),
         (Axis::Rows, 2, Edge::Cyclic),
@@ -178,10 +190,14 @@ fn every_template_is_valid_cpp() {
             &stencil,
         );
         // Both kernels of the template: tiled (registers capped or not) and direct.
-        for plan in [plan, plan.min_blocks(8), plan.direct()] {
+        for (plan, c) in [plan, plan.min_blocks(8), plan.direct()]
+            .into_iter()
+            .flat_map(|p| [(p, false), (p, true)])
+        {
+            let types = ("float".into(), "float".into());
             check(
-                &plan.variant(),
-                &map_overlap::source::<blur>(&plan, "float".into(), "float".into()).unwrap(),
+                &format!("{}_{c}", plan.variant()),
+                &map_overlap::source::<blur>(&plan, types, c).unwrap(),
             );
         }
     }
@@ -198,10 +214,14 @@ fn every_template_is_valid_cpp() {
             },
             &stencil,
         );
-        for plan in [plan, plan.direct()] {
+        for (plan, c) in [plan, plan.direct()]
+            .into_iter()
+            .flat_map(|p| [(p, false), (p, true)])
+        {
+            let types = ("double".into(), "double".into());
             check(
-                &plan.variant(),
-                &map_overlap::source::<lap>(&plan, "double".into(), "double".into()).unwrap(),
+                &format!("{}_{c}", plan.variant()),
+                &map_overlap::source::<lap>(&plan, types, c).unwrap(),
             );
         }
     }
@@ -312,26 +332,28 @@ fn pair_aff(#[index] i: usize, p: i64, q: i64) -> Aff {
 #[test]
 fn pair_templates_are_valid_cpp() {
     use super::{map_pairs, map_pairs_reduce};
-    check(
-        "map_pairs_dist",
-        &map_pairs::source::<pair_dist, f32, f64>().unwrap(),
-    );
-    check(
-        "map_pairs_tag",
-        &map_pairs::source::<pair_tag, Aff, i32>().unwrap(),
-    );
-    for cols in [false, true] {
+    for c in [false, true] {
         check(
-            &format!("pairs_fold_add_{cols}"),
-            &map_pairs_reduce::source::<pair_dist, add, f32, f64>(cols).unwrap(),
+            &format!("map_pairs_dist_{c}"),
+            &map_pairs::source::<pair_dist, f32, f64>(c).unwrap(),
         );
         check(
-            &format!("pairs_fold_index_{cols}"),
-            &map_pairs_reduce::source::<pair_tag, addi, Aff, i32>(cols).unwrap(),
+            &format!("map_pairs_tag_{c}"),
+            &map_pairs::source::<pair_tag, Aff, i32>(c).unwrap(),
         );
-        check(
-            &format!("pairs_fold_aff_{cols}"),
-            &map_pairs_reduce::source::<pair_aff, compose, i64, i64>(cols).unwrap(),
-        );
+        for cols in [false, true] {
+            check(
+                &format!("pairs_fold_add_{cols}_{c}"),
+                &map_pairs_reduce::source::<pair_dist, add, f32, f64>(cols, c).unwrap(),
+            );
+            check(
+                &format!("pairs_fold_index_{cols}_{c}"),
+                &map_pairs_reduce::source::<pair_tag, addi, Aff, i32>(cols, c).unwrap(),
+            );
+            check(
+                &format!("pairs_fold_aff_{cols}_{c}"),
+                &map_pairs_reduce::source::<pair_aff, compose, i64, i64>(cols, c).unwrap(),
+            );
+        }
     }
 }

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, cty, elem_params, launch, memory, push_uniforms, source_head, uniform_params,
-    CallShape, KArg,
+    checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch, memory,
+    push_uniforms, uniform_params, CallShape, KArg,
 };
 use crate::backends::PredicateFn;
 use crate::containers::{Arg, ArgMut};
@@ -19,9 +19,9 @@ const TEMPLATE: &str = include_str!("../../../opencl/filter.cl");
 /// Values per work-item (at most 32: the scatter keeps one bit per value).
 const K: usize = 8;
 
-fn source<F: PredicateFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
+fn source<F: PredicateFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Result<String> {
     let def = F::definition();
-    let (mut s, entries) = source_head(ctx, "__global", &[def])?;
+    let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
     let shape = CallShape {
         pos: "p",
         array: "",
@@ -31,14 +31,15 @@ fn source<F: PredicateFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<String> {
     let _ = writeln!(s, "#define SKEL_K {K}");
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS {}{}",
+        "#define SKEL_PARAMS {}{}{}",
         elem_params(def, ""),
-        uniform_params(def, "")
+        uniform_params(def, ""),
+        fault_param(checked)
     );
     let _ = writeln!(
         s,
         "#define SKEL_PRED(p) {}",
-        call_expr(def, &entries[0], &shape, "")
+        checked_call_expr(def, &entries[0], &shape, "", checked)
     );
     s.push_str(TEMPLATE);
     Ok(s)
@@ -49,14 +50,17 @@ pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
     input: Arg<'_, T>,
     mut out: ArgMut<'_, T>,
     uniforms: &F::Uniforms,
+    checked: bool,
 ) -> Result<usize> {
     let n = input.shape().len();
     if n == 0 {
         return Ok(0);
     }
-    let prog = program(ctx, ProgKey::of::<(F, T)>("filter"), F::NAME, || {
-        source::<F, T>(ctx)
+    let kind = if checked { "filter_checked" } else { "filter" };
+    let prog = program(ctx, ProgKey::of::<(F, T)>(kind), F::NAME, || {
+        source::<F, T>(ctx, checked)
     })?;
+    let rec = fault::record_if(ctx, checked)?;
     let groups = n.div_ceil(ctx.wg * K);
     let counts = memory::alloc_elems::<u64>(ctx, groups)?;
     let total = memory::alloc_elems::<u64>(ctx, 1)?;
@@ -67,6 +71,7 @@ pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
         args.push(KArg::Mem(in_mem.clone()));
         args.push(KArg::U64(input.offset() as u64));
         push_uniforms(uniforms, &mut args);
+        args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
         args
     };
     let local = Some([ctx.wg, 1, 1]);
@@ -111,6 +116,13 @@ pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
         global,
         local,
     )?;
+    // A checked call that faulted: the scatter wrote no results (it ran on any count).
+    if let Some(rec) = &rec {
+        if let Some(err) = fault::read(ctx, rec, &[F::definition()])? {
+            memory::discarded(ctx, &out, ev);
+            return Err(err);
+        }
+    }
     let counted = memory::read_elems::<u64>(ctx, &total, 1).and_then(|t| match t[0] as usize {
         kept if kept <= n => Ok(kept),
         kept => Err(Error::Driver(format!(

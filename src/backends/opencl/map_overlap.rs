@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    call_expr, check_local, cty, launch, memory, push_uniforms, source_head, uniform_params,
-    CallShape, KArg,
+    check_local, checked_call_expr, checked_source_head, cty, fault, fault_param, launch, memory,
+    push_uniforms, uniform_params, CallShape, KArg,
 };
 use crate::backends::jit::interned;
 use crate::backends::stencil_tile::{edge_code, Plan};
@@ -24,14 +24,14 @@ use crate::Result;
 
 const TEMPLATE: &str = include_str!("../../../opencl/map_overlap.cl");
 
-fn source<F: StencilFn>(ctx: &Ctx, plan: &Plan) -> Result<String> {
+fn source<F: StencilFn>(ctx: &Ctx, plan: &Plan, checked: bool) -> Result<String> {
     let def = F::definition();
     let space = if plan.regwin() {
         "__private"
     } else {
         "__local"
     };
-    let (mut s, entries) = source_head(ctx, space, &[def])?;
+    let (mut s, entries) = checked_source_head(ctx, space, &[def], checked)?;
     let shape = CallShape {
         pos: "0",
         array: "",
@@ -42,11 +42,16 @@ fn source<F: StencilFn>(ctx: &Ctx, plan: &Plan) -> Result<String> {
     for (name, value) in plan.defines() {
         let _ = writeln!(s, "#define {name} {value}");
     }
-    let _ = writeln!(s, "#define SKEL_UPARAMS {}", uniform_params(def, ""));
+    let _ = writeln!(
+        s,
+        "#define SKEL_UPARAMS {}{}",
+        uniform_params(def, ""),
+        fault_param(checked)
+    );
     let _ = writeln!(
         s,
         "#define SKEL_CALL(w, s) {}",
-        call_expr(def, &entries[0], &shape, "")
+        checked_call_expr(def, &entries[0], &shape, "", checked)
     );
     s.push_str(TEMPLATE);
     Ok(s)
@@ -59,6 +64,7 @@ fn run<F: StencilFn>(
     out: ArgMut<'_, F::Out>,
     pad: &F::Elem,
     uniforms: &F::Uniforms,
+    checked: bool,
 ) -> Result<()> {
     if plan.rows == 0 || plan.cols == 0 {
         return Ok(());
@@ -69,12 +75,14 @@ fn run<F: StencilFn>(
         _ => (usize::MAX, 0),
     };
     check_local(ctx, tile, "MapOverlap (the window's tile)")?;
-    let p = program(
-        ctx,
-        ProgKey::of::<F>(interned(plan.variant())),
-        F::NAME,
-        || source::<F>(ctx, &plan),
-    )?;
+    let variant = if checked {
+        interned(plan.variant() + "_checked")
+    } else {
+        interned(plan.variant())
+    };
+    let p = program(ctx, ProgKey::of::<F>(variant), F::NAME, || {
+        source::<F>(ctx, &plan, checked)
+    })?;
     let in_mem = memory::input(ctx, &input)?;
     let out_mem = memory::output(ctx, &out, plan.edge == Edge::None)?;
     let mut args = vec![
@@ -90,6 +98,8 @@ fn run<F: StencilFn>(
         KArg::Local(tile),
     ];
     push_uniforms(uniforms, &mut args);
+    let rec = fault::record_if(ctx, checked)?;
+    args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
     let (tile_rows, tile_cols) = plan.tile_outputs();
     let (bx, by) = (plan.layout.bx, plan.layout.by);
     let ev = launch(
@@ -105,8 +115,7 @@ fn run<F: StencilFn>(
         ],
         Some([bx, by, 1]),
     )?;
-    memory::written(ctx, &out, ev);
-    Ok(())
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, ev)
 }
 
 pub(super) fn run_1d<F: WindowFn>(
@@ -116,9 +125,10 @@ pub(super) fn run_1d<F: WindowFn>(
     stencil: Stencil<F::Elem, usize>,
     axis: Axis,
     uniforms: &F::Uniforms,
+    checked: bool,
 ) -> Result<()> {
     let plan = Plan::one_d(axis, input.shape(), &stencil);
-    run::<F>(ctx, plan, input, out, &stencil.pad, uniforms)
+    run::<F>(ctx, plan, input, out, &stencil.pad, uniforms, checked)
 }
 
 pub(super) fn run_2d<F: Window2Fn>(
@@ -127,7 +137,8 @@ pub(super) fn run_2d<F: Window2Fn>(
     out: ArgMut<'_, F::Out>,
     stencil: Stencil<F::Elem, (usize, usize)>,
     uniforms: &F::Uniforms,
+    checked: bool,
 ) -> Result<()> {
     let plan = Plan::two_d(input.shape(), &stencil);
-    run::<F>(ctx, plan, input, out, &stencil.pad, uniforms)
+    run::<F>(ctx, plan, input, out, &stencil.pad, uniforms, checked)
 }

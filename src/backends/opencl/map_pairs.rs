@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    arrays, check_local, cty, launch, memory, push_uniforms, round_up, source_head, uniform_params,
-    KArg,
+    arrays, check_local, checked_source_head, cty, fault, fault_param, launch, memory,
+    push_uniforms, round_up, uniform_params, KArg,
 };
 use crate::backends::args::call_args;
 use crate::backends::ContainerOps;
@@ -30,8 +30,9 @@ pub(super) fn pair_head(
     ctx: &Ctx,
     defs: &[&'static FnDef],
     (a, b, out): (String, String, String),
+    checked: bool,
 ) -> Result<(String, Vec<String>)> {
-    let (mut s, entries) = source_head(ctx, "__global", defs)?;
+    let (mut s, entries) = checked_source_head(ctx, "__global", defs, checked)?;
     let def = defs[0];
     let (mut e, mut u, mut c) = (0, 0, 0);
     let args: Vec<String> = def
@@ -41,7 +42,7 @@ pub(super) fn pair_head(
             ParamKind::Array | ParamKind::Mat => {
                 c += 1;
                 let name = format!("ca{}", c - 1);
-                call_args(def, p, &format!("({name} + {name}_off)"), &name, false)
+                call_args(def, p, &format!("({name} + {name}_off)"), &name, checked)
             }
             ParamKind::IndexRow => "(ulong)(i)".to_string(),
             ParamKind::IndexCol => "(ulong)(j)".to_string(),
@@ -63,14 +64,16 @@ pub(super) fn pair_head(
     let _ = writeln!(s, "#define SKEL_OUT_T {out}");
     let _ = writeln!(
         s,
-        "#define SKEL_UPARAMS {}{}",
+        "#define SKEL_UPARAMS {}{}{}",
         arrays::container_params(def, ""),
-        uniform_params(def, "")
+        uniform_params(def, ""),
+        fault_param(checked)
     );
     let _ = writeln!(
         s,
-        "#define SKEL_PAIR(p, q, i, j) {}({})",
+        "#define SKEL_PAIR(p, q, i, j) {}({}{})",
         entries[0],
+        fault::arg(checked),
         args.join(", ")
     );
     Ok((s, entries))
@@ -82,14 +85,14 @@ fn tile(wg: usize) -> (usize, usize) {
     (tw, (wg / tw).max(1))
 }
 
-fn source<F, A, B>(ctx: &Ctx) -> Result<String>
+fn source<F, A, B>(ctx: &Ctx, checked: bool) -> Result<String>
 where
     F: ElementwiseFn<Elems = (A, B)>,
     A: DeviceType,
     B: DeviceType,
 {
     let types = (cty::<A>(), cty::<B>(), cty::<F::Out>());
-    let (mut s, _) = pair_head(ctx, &[F::definition()], types)?;
+    let (mut s, _) = pair_head(ctx, &[F::definition()], types, checked)?;
     let (tw, th) = tile(ctx.wg);
     let _ = writeln!(s, "#define SKEL_TW {tw}\n#define SKEL_TH {th}");
     s.push_str(TEMPLATE);
@@ -103,6 +106,7 @@ pub(super) fn run<'c, F, A, B>(
     h: Arg<'_, B>,
     out: ArgMut<'_, F::Out>,
     uniforms: &F::Uniforms,
+    checked: bool,
 ) -> Result<()>
 where
     F: ElementwiseFn<Elems = (A, B)>,
@@ -116,8 +120,13 @@ where
     let (tw, th) = tile(ctx.wg);
     let (v_tile, h_tile) = (th * std::mem::size_of::<A>(), tw * std::mem::size_of::<B>());
     check_local(ctx, v_tile + h_tile, "MapPairs (the tile of v and h)")?;
-    let prog = program(ctx, ProgKey::of::<(F, A, B)>("map_pairs"), F::NAME, || {
-        source::<F, A, B>(ctx)
+    let kind = if checked {
+        "map_pairs_checked"
+    } else {
+        "map_pairs"
+    };
+    let prog = program(ctx, ProgKey::of::<(F, A, B)>(kind), F::NAME, || {
+        source::<F, A, B>(ctx, checked)
     })?;
     let (v_mem, h_mem) = (memory::input(ctx, &v)?, memory::input(ctx, &h)?);
     let out_mem = memory::output(ctx, &out, false)?;
@@ -135,6 +144,8 @@ where
     ];
     arrays::push(ctx, &arrays, &mut args)?;
     push_uniforms(uniforms, &mut args);
+    let rec = fault::record_if(ctx, checked)?;
+    args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
     let ev = launch(
         ctx,
         &prog,
@@ -144,6 +155,5 @@ where
         [round_up(cols, tw), round_up(rows, th), 1],
         Some([tw, th, 1]),
     )?;
-    memory::written(ctx, &out, ev);
-    Ok(())
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, ev)
 }

@@ -7,14 +7,14 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::map_pairs::{pair_head, TEMPLATE};
 use super::program_cache::{program, ProgKey};
-use super::{arrays, check_local, cty, launch, memory, push_uniforms, round_up, KArg};
+use super::{arrays, check_local, cty, fault, launch, memory, push_uniforms, round_up, KArg};
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
 use crate::userfn::ElementwiseFn;
 use crate::{DeviceType, Result};
 
-fn source<M, R, A, B>(ctx: &Ctx, cols: bool) -> Result<String>
+fn source<M, R, A, B>(ctx: &Ctx, cols: bool, checked: bool) -> Result<String>
 where
     M: ElementwiseFn<Elems = (A, B)>,
     R: BinaryFn<M::Out>,
@@ -22,8 +22,14 @@ where
     B: DeviceType,
 {
     let types = (cty::<A>(), cty::<B>(), cty::<M::Out>());
-    let (mut s, entries) = pair_head(ctx, &[M::definition(), R::definition()], types)?;
-    let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[1]);
+    let defs = [M::definition(), R::definition()];
+    let (mut s, entries) = pair_head(ctx, &defs, types, checked)?;
+    let _ = writeln!(
+        s,
+        "#define SKEL_F(a, b) {}({}(a), (b))",
+        entries[1],
+        fault::arg(checked)
+    );
     let _ = writeln!(s, "#define SKEL_COLS {}", u8::from(cols));
     s.push_str(TEMPLATE);
     Ok(s)
@@ -37,6 +43,7 @@ pub(super) fn run<'c, M, R, A, B>(
     out: ArgMut<'_, M::Out>,
     axis: Axis,
     uniforms: &M::Uniforms,
+    checked: bool,
 ) -> Result<()>
 where
     M: ElementwiseFn<Elems = (A, B)>,
@@ -56,13 +63,14 @@ where
     }
     let stage = ctx.wg * other_size;
     check_local(ctx, stage, "MapPairsReduce (the staged operand)")?;
-    let kind = if by_cols {
-        "map_pairs_cols"
-    } else {
-        "map_pairs_rows"
+    let kind = match (by_cols, checked) {
+        (true, false) => "map_pairs_cols",
+        (true, true) => "map_pairs_cols_checked",
+        (false, false) => "map_pairs_rows",
+        (false, true) => "map_pairs_rows_checked",
     };
     let prog = program(ctx, ProgKey::of::<(M, R, A, B)>(kind), M::NAME, || {
-        source::<M, R, A, B>(ctx, by_cols)
+        source::<M, R, A, B>(ctx, by_cols, checked)
     })?;
     let (v_mem, h_mem) = (memory::input(ctx, &v)?, memory::input(ctx, &h)?);
     let (v_arg, h_arg) = (
@@ -86,6 +94,8 @@ where
     ]);
     arrays::push(ctx, &arrays, &mut args)?;
     push_uniforms(uniforms, &mut args);
+    let rec = fault::record_if(ctx, checked)?;
+    args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
     let ev = launch(
         ctx,
         &prog,
@@ -95,6 +105,6 @@ where
         [round_up(n_own, ctx.wg), 1, 1],
         Some([ctx.wg, 1, 1]),
     )?;
-    memory::written(ctx, &out, ev);
-    Ok(())
+    let defs = [M::definition(), R::definition()];
+    fault::settle(ctx, rec.as_ref(), &defs, &out, ev)
 }

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    arrays, call_expr, cty, elem_params, push_uniforms, reduce, source_head, uniform_params,
-    CallShape, Inputs, KArg,
+    arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, push_uniforms, reduce,
+    uniform_params, CallShape, Inputs, KArg,
 };
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::containers::Shape;
@@ -19,11 +19,21 @@ use crate::Result;
 /// Only a comment: MapReduce is `reduce.cl` instantiated twice.
 const TEMPLATE: &str = include_str!("../../../opencl/map_reduce.cl");
 
-fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx, plan: &reduce::Plan) -> Result<String> {
+fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    ctx: &Ctx,
+    plan: &reduce::Plan,
+    checked: bool,
+) -> Result<String> {
     let mdef = M::definition();
-    let (mut s, entries) = source_head(ctx, "__global", &[mdef, R::definition()])?;
+    let (mut s, entries) = checked_source_head(ctx, "__global", &[mdef, R::definition()], checked)?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<M::Out>());
-    let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[1]);
+    let _ = writeln!(
+        s,
+        "#define SKEL_F(a, b) {}({}(a), (b))",
+        entries[1],
+        fault::arg(checked)
+    );
+    fault::defines(&mut s, checked);
     let shape = CallShape {
         pos: "p",
         array: "(ca0 + ca0_off)",
@@ -35,7 +45,7 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(ctx: &Ctx, plan: &reduce::Plan)
         elem_params(mdef, ""),
         uniform_params(mdef, "")
     );
-    let load = call_expr(mdef, &entries[0], &shape, "");
+    let load = checked_call_expr(mdef, &entries[0], &shape, "", checked);
     plan.defines(&mut s);
     s.push_str(TEMPLATE);
     reduce::instantiate(&mut s, "skel_map_reduce", &load_params, &load);
@@ -50,6 +60,7 @@ pub(super) fn run<'a, 'c, M, R, I>(
     shape: Shape,
     uniforms: &M::Uniforms,
     start: M::Out,
+    checked: bool,
 ) -> Result<M::Out>
 where
     M: ElementwiseFn,
@@ -61,8 +72,13 @@ where
         return Ok(start);
     }
     let plan = reduce::plan_for::<M::Out>(ctx, "MapReduce")?;
-    let p = program(ctx, ProgKey::of::<(M, R)>("map_reduce"), M::NAME, || {
-        source::<M, R>(ctx, &plan)
+    let kind = if checked {
+        "map_reduce_checked"
+    } else {
+        "map_reduce"
+    };
+    let p = program(ctx, ProgKey::of::<(M, R)>(kind), M::NAME, || {
+        source::<M, R>(ctx, &plan, checked)
     })?;
     let mut args = vec![KArg::U64(shape.cols().max(1) as u64)];
     arrays::push(ctx, &arrays, &mut args)?;
@@ -70,6 +86,8 @@ where
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
-    let total = reduce::two_pass::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n)?;
+    let rec = fault::record_if(ctx, checked)?;
+    let fault = (rec.as_ref(), &[M::definition(), R::definition()][..]);
+    let total = reduce::two_pass::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n, fault)?;
     Ok(R::apply((), (start, total), &()))
 }

@@ -46,8 +46,8 @@ pub(crate) use context::{is_gpu, probe};
 
 /// The OpenCL executor of one call.
 pub(crate) struct OpenCl {
-    /// Whether the call's Map / MapArray kernels run the checked variant of the user
-    /// function (see `fault.rs`).
+    /// Whether the call's kernels run the checked variant of the user functions (see
+    /// `fault.rs`).
     pub(crate) checked: bool,
 }
 
@@ -226,17 +226,9 @@ pub(crate) fn cty<T: DeviceType>() -> String {
     c_type(T::TY, Dialect::OpenCl)
 }
 
-/// Start of a kernel source: address spaces, then the generated user functions.
-/// Returns the source so far and the C identifiers of `defs`.
-pub(crate) fn source_head(
-    ctx: &Ctx,
-    window_space: &str,
-    defs: &[&'static FnDef],
-) -> Result<(String, Vec<String>)> {
-    checked_source_head(ctx, window_space, defs, false)
-}
-
-/// [`source_head`] of the checked variant (with `checked`) of the user functions.
+/// Start of a kernel source: address spaces, then the generated user functions, their
+/// checked variant with `checked`. Returns the source so far and the C identifiers of
+/// `defs`.
 pub(crate) fn checked_source_head(
     ctx: &Ctx,
     window_space: &str,
@@ -268,18 +260,8 @@ pub(crate) struct CallShape<'s> {
 }
 
 /// `entry(args..)` for `def`: index from the position and `cols`, element `k` from
-/// `in{k}[in{k}_off + pos]`, uniform `k` as `u{k}`.
-pub(crate) fn call_expr(
-    def: &'static FnDef,
-    entry: &str,
-    c: &CallShape<'_>,
-    prefix: &str,
-) -> String {
-    checked_call_expr(def, entry, c, prefix, false)
-}
-
-/// [`call_expr`] of the checked variant (with `checked`): the fault record `skel_fault`
-/// goes first and every array its length.
+/// `in{k}[in{k}_off + pos]`, uniform `k` as `u{k}`; with `checked`, the checked variant's:
+/// the fault record `skel_fault` goes first and every array its length.
 pub(crate) fn checked_call_expr(
     def: &'static FnDef,
     entry: &str,
@@ -310,7 +292,14 @@ pub(crate) fn checked_call_expr(
                 let name = format!("{prefix}ca{}", k - 1);
                 args::call_args(def, p, &format!("({name} + {name}_off)"), &name, checked)
             }
+            // Checked: the radii follow (the stencil template defines SKEL_RR and SKEL_RC;
+            // a 1D window's radius is the one that is not 0).
+            ParamKind::Window if checked => format!("{}, (long)(SKEL_RR + SKEL_RC)", c.window.0),
             ParamKind::Window => c.window.0.to_string(),
+            ParamKind::Window2 if checked => format!(
+                "{}, {}, (long)(SKEL_RR), (long)(SKEL_RC)",
+                c.window.0, c.window.1
+            ),
             ParamKind::Window2 => format!("{}, {}", c.window.0, c.window.1),
         })
         .collect();
@@ -396,7 +385,7 @@ impl Execute for OpenCl {
     }
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
-        reduce::run::<F, T>(ctx()?, input, start)
+        reduce::run::<F, T>(ctx()?, input, start, self.checked)
     }
 
     fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
@@ -405,7 +394,7 @@ impl Execute for OpenCl {
         out: ArgMut<'_, T>,
         axis: Axis,
     ) -> Result<()> {
-        reduce::run_axis::<F, T>(ctx()?, input, out, axis)
+        reduce::run_axis::<F, T>(ctx()?, input, out, axis, self.checked)
     }
 
     fn map_reduce<'a, 'c, M, R, I>(
@@ -421,7 +410,7 @@ impl Execute for OpenCl {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start)
+        map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start, self.checked)
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -431,7 +420,7 @@ impl Execute for OpenCl {
         mode: ScanMode,
         start: T,
     ) -> Result<()> {
-        scan::run::<F, T>(ctx()?, input, out, mode, start)
+        scan::run::<F, T>(ctx()?, input, out, mode, start, self.checked)
     }
 
     fn map_overlap<F: WindowFn>(
@@ -442,7 +431,7 @@ impl Execute for OpenCl {
         axis: Axis,
         uniforms: &F::Uniforms,
     ) -> Result<()> {
-        map_overlap::run_1d::<F>(ctx()?, input, out, stencil, axis, uniforms)
+        map_overlap::run_1d::<F>(ctx()?, input, out, stencil, axis, uniforms, self.checked)
     }
 
     fn map_overlap_2d<F: Window2Fn>(
@@ -452,7 +441,7 @@ impl Execute for OpenCl {
         stencil: Stencil<F::Elem, (usize, usize)>,
         uniforms: &F::Uniforms,
     ) -> Result<()> {
-        map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms)
+        map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms, self.checked)
     }
 
     fn map_pairs<'c, F, A, B>(
@@ -468,7 +457,7 @@ impl Execute for OpenCl {
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs::run::<F, A, B>(ctx()?, arrays, v, h, out, uniforms)
+        map_pairs::run::<F, A, B>(ctx()?, arrays, v, h, out, uniforms, self.checked)
     }
 
     fn map_pairs_reduce<'c, M, R, A, B>(
@@ -486,7 +475,7 @@ impl Execute for OpenCl {
         A: DeviceType,
         B: DeviceType,
     {
-        map_pairs_reduce::run::<M, R, A, B>(ctx()?, arrays, v, h, out, axis, uniforms)
+        map_pairs_reduce::run::<M, R, A, B>(ctx()?, arrays, v, h, out, axis, uniforms, self.checked)
     }
 
     fn filter<F: PredicateFn<T>, T: DeviceType>(
@@ -495,7 +484,7 @@ impl Execute for OpenCl {
         out: ArgMut<'_, T>,
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
-        filter::run::<F, T>(ctx()?, input, out, uniforms)
+        filter::run::<F, T>(ctx()?, input, out, uniforms, self.checked)
     }
 }
 

@@ -16,8 +16,9 @@ use ocl::core as cl;
 
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
-use super::{check_local, cty, dims, launch, memory, round_up, source_head, KArg};
+use super::{check_local, checked_source_head, cty, dims, fault, launch, memory, round_up, KArg};
 use crate::backends::BinaryFn;
+use crate::codegen::FnDef;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
 use crate::{DeviceType, Error, Result};
@@ -197,10 +198,16 @@ pub(super) fn plain(s: &mut String, plan: &Plan) {
     );
 }
 
-fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<String> {
-    let (mut s, entries) = source_head(ctx, "__global", &[F::definition()])?;
+fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan, checked: bool) -> Result<String> {
+    let (mut s, entries) = checked_source_head(ctx, "__global", &[F::definition()], checked)?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
-    let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
+    let _ = writeln!(
+        s,
+        "#define SKEL_F(a, b) {}({}(a), (b))",
+        entries[0],
+        fault::arg(checked)
+    );
+    fault::defines(&mut s, checked);
     plan.defines(&mut s);
     plain(&mut s, plan);
     s.push_str(ROWS_TEMPLATE);
@@ -208,10 +215,11 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<Strin
     Ok(s)
 }
 
-fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx) -> Result<(cl::Program, Plan)> {
+fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Result<(cl::Program, Plan)> {
     let plan = plan_for::<T>(ctx, "Reduce")?;
-    let p = program(ctx, ProgKey::of::<(F, T)>("reduce"), F::NAME, || {
-        source::<F, T>(ctx, &plan)
+    let kind = if checked { "reduce_checked" } else { "reduce" };
+    let p = program(ctx, ProgKey::of::<(F, T)>(kind), F::NAME, || {
+        source::<F, T>(ctx, &plan, checked)
     })?;
     Ok((p, plan))
 }
@@ -296,15 +304,19 @@ impl Scratch {
 
 /// Runs `first` (a `reduce.cl` kernel whose load parameters are `load_args`) over `n > 0`
 /// positions, then `skel_reduce` of `prog` over its partials in one work-group; reads back
-/// only the value.
+/// only the value. A checked program (`rec`, its fault record, follows every kernel's
+/// parameters) reports a fault of the user functions `defs` instead.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn two_pass<T: DeviceType>(
     ctx: &Ctx,
     plan: &Plan,
     prog: &cl::Program,
     first: &str,
-    load_args: Vec<KArg>,
+    mut load_args: Vec<KArg>,
     n: usize,
+    (rec, defs): (Option<&cl::Mem>, &[&'static FnDef]),
 ) -> Result<T> {
+    load_args.extend(rec.map(|r| KArg::Mem(r.clone())));
     let split = plan.split(ctx, n);
     let g = split.1;
     // The result at element 0, the partials (if more than one) from element 1.
@@ -313,11 +325,14 @@ pub(super) fn two_pass<T: DeviceType>(
         pass(ctx, plan, prog, first, load_args, n, split, &s.mem, 0)?;
     } else {
         pass(ctx, plan, prog, first, load_args, n, split, &s.mem, 1)?;
-        let args = vec![KArg::Mem(s.mem.clone()), KArg::U64(1)];
+        let mut args = vec![KArg::Mem(s.mem.clone()), KArg::U64(1)];
+        args.extend(rec.map(|r| KArg::Mem(r.clone())));
         pass(ctx, plan, prog, "skel_reduce", args, g, (g, 1), &s.mem, 0)?;
     }
-    let value = memory::read_elems::<T>(ctx, &s.mem, 1)?.pop();
+    let value = memory::read_elems::<T>(ctx, &s.mem, 1).map(|mut v| v.pop());
     s.give_back();
+    fault::check(ctx, rec, defs)?;
+    let value = value?;
     value.ok_or_else(|| crate::Error::Driver("internal: empty reduction result".into()))
 }
 
@@ -325,15 +340,18 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     ctx: &Ctx,
     input: Arg<'_, T>,
     start: T,
+    checked: bool,
 ) -> Result<T> {
     let n = input.shape().len();
     if n == 0 {
         return Ok(start);
     }
-    let (p, plan) = prog::<F, T>(ctx)?;
+    let (p, plan) = prog::<F, T>(ctx, checked)?;
     let mem = memory::input(ctx, &input)?;
     let args = vec![KArg::Mem(mem), KArg::U64(input.offset() as u64)];
-    let total = two_pass::<T>(ctx, &plan, &p, "skel_reduce", args, n)?;
+    let rec = fault::record_if(ctx, checked)?;
+    let fault = (rec.as_ref(), &[F::definition()][..]);
+    let total = two_pass::<T>(ctx, &plan, &p, "skel_reduce", args, n, fault)?;
     Ok(F::apply((), (start, total), &()))
 }
 
@@ -353,12 +371,18 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     input: Arg<'_, T>,
     out: ArgMut<'_, T>,
     axis: Axis,
+    checked: bool,
 ) -> Result<()> {
     let (rows, cols) = dims(input.shape());
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    let (p, plan) = prog::<F, T>(ctx)?;
+    let (p, plan) = prog::<F, T>(ctx, checked)?;
+    let rec = fault::record_if(ctx, checked)?;
+    let with_rec = |mut args: Vec<KArg>| {
+        args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
+        args
+    };
     let in_mem = memory::input(ctx, &input)?;
     let out_mem = memory::output(ctx, &out, false)?;
     let ev = if axis == Axis::Cols {
@@ -368,7 +392,7 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         let ly = 64 / lx;
         let cols_pass = |src: cl::Mem, src_off: usize, rows: usize, per: usize, dst, dst_off| {
             let blocks = rows.div_ceil(per);
-            let args = vec![
+            let args = with_rec(vec![
                 KArg::Mem(src),
                 KArg::U64(src_off as u64),
                 KArg::U64(rows as u64),
@@ -376,7 +400,7 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
                 KArg::U64(per as u64),
                 KArg::Mem(dst),
                 KArg::U64(dst_off as u64),
-            ];
+            ]);
             let global = [round_up(cols, lx), round_up(blocks, ly), 1];
             launch(
                 ctx,
@@ -400,14 +424,14 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         }
     } else if cols <= plan.items {
         // Bands of narrow rows, one work-group each, one work-item per row.
-        let args = vec![
+        let args = with_rec(vec![
             KArg::U64(rows as u64),
             KArg::U64(cols as u64),
             KArg::Mem(out_mem),
             KArg::U64(out.offset() as u64),
             KArg::Mem(in_mem),
             KArg::U64(input.offset() as u64),
-        ];
+        ]);
         let (wg, bands) = (plan.wg, rows.div_ceil(plan.wg));
         let name = "skel_reduce_rows_narrow";
         launch(
@@ -421,7 +445,7 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         )?
     } else {
         // One work-group per row: row r is chunk r of the flat positions.
-        let args = vec![KArg::Mem(in_mem), KArg::U64(input.offset() as u64)];
+        let args = with_rec(vec![KArg::Mem(in_mem), KArg::U64(input.offset() as u64)]);
         let split = (cols, rows);
         pass(
             ctx,
@@ -435,8 +459,7 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
             out.offset(),
         )?
     };
-    memory::written(ctx, &out, ev);
-    Ok(())
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, ev)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use ocl::core as cl;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::reduce::{self, Plan};
-use super::{cty, launch, memory, source_head, KArg};
+use super::{checked_source_head, cty, fault, launch, memory, KArg};
 use crate::backends::BinaryFn;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ScanMode;
@@ -19,10 +19,16 @@ use crate::{DeviceType, Result};
 
 const TEMPLATE: &str = include_str!("../../../opencl/scan.cl");
 
-fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan) -> Result<String> {
-    let (mut s, entries) = source_head(ctx, "__global", &[F::definition()])?;
+fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan, checked: bool) -> Result<String> {
+    let (mut s, entries) = checked_source_head(ctx, "__global", &[F::definition()], checked)?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<T>());
-    let _ = writeln!(s, "#define SKEL_F(a, b) {}((a), (b))", entries[0]);
+    let _ = writeln!(
+        s,
+        "#define SKEL_F(a, b) {}({}(a), (b))",
+        entries[0],
+        fault::arg(checked)
+    );
+    fault::defines(&mut s, checked);
     plan.defines(&mut s);
     reduce::plain(&mut s, plan);
     s.push_str(TEMPLATE);
@@ -41,12 +47,14 @@ struct Chunks<'a, T> {
     start: T,
     seeded: bool,
     exclusive: bool,
+    /// The fault record of a checked call.
+    rec: Option<&'a cl::Mem>,
 }
 
 impl<T: DeviceType> Chunks<'_, T> {
     fn launch(&self, ctx: &Ctx, plan: &Plan, p: &cl::Program) -> Result<cl::Event> {
         let (chunk, groups) = self.split;
-        let args = vec![
+        let mut args = vec![
             KArg::Mem(self.src.0.clone()),
             KArg::U64(self.src.1 as u64),
             KArg::U64(self.n as u64),
@@ -60,6 +68,7 @@ impl<T: DeviceType> Chunks<'_, T> {
             KArg::value(&self.start),
             KArg::I32(self.exclusive as i32),
         ];
+        args.extend(self.rec.map(|r| KArg::Mem(r.clone())));
         let wg = plan.wg;
         launch(
             ctx,
@@ -79,15 +88,18 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     out: ArgMut<'_, T>,
     mode: ScanMode,
     start: T,
+    checked: bool,
 ) -> Result<()> {
     let n = input.shape().len();
     if n == 0 {
         return Ok(());
     }
     let plan = reduce::plan_for::<T>(ctx, "Scan")?;
-    let p = program(ctx, ProgKey::of::<(F, T)>("scan"), F::NAME, || {
-        source::<F, T>(ctx, &plan)
+    let kind = if checked { "scan_checked" } else { "scan" };
+    let p = program(ctx, ProgKey::of::<(F, T)>(kind), F::NAME, || {
+        source::<F, T>(ctx, &plan, checked)
     })?;
+    let rec = fault::record_if(ctx, checked)?;
     let in_mem = memory::input(ctx, &input)?;
     let out_mem = memory::output(ctx, &out, false)?;
     let exclusive = mode == ScanMode::Exclusive;
@@ -97,7 +109,8 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     // totals from element g.
     let scratch = if g > 1 {
         let s = reduce::Scratch::take::<T>(ctx, 2 * g)?;
-        let load = vec![KArg::Mem(in_mem.clone()), KArg::U64(input.offset() as u64)];
+        let mut load = vec![KArg::Mem(in_mem.clone()), KArg::U64(input.offset() as u64)];
+        load.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
         reduce::pass(ctx, &plan, &p, "skel_reduce", load, n, split, &s.mem, g)?;
         Chunks {
             src: (&s.mem, g),
@@ -108,6 +121,7 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
             start,
             seeded: exclusive,
             exclusive: true,
+            rec: rec.as_ref(),
         }
         .launch(ctx, &plan, &p)?;
         Some(s)
@@ -123,12 +137,12 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
         start,
         seeded: exclusive,
         exclusive,
+        rec: rec.as_ref(),
     }
     .launch(ctx, &plan, &p)?;
     if let Some(s) = scratch {
         s.give_back();
     }
     // The only kernel writing `out`, the last one enqueued: waiting on it waits for all.
-    memory::written(ctx, &out, ev);
-    Ok(())
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, ev)
 }

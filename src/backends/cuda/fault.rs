@@ -1,0 +1,129 @@
+//! The fault record of a checked call (`codegen::device_source_checked`): six words, zero
+//! until the first fault of the launch (of all its MultiStream chunks) claims them, read
+//! back once every chunk is done; the outputs become results only if it is still zero.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+
+use super::context::{Ctx, Lane};
+use super::memory::{self, CuEvent, Scratch};
+use crate::check::{Fault, FaultKind};
+use crate::codegen::{checked_functions, FnDef};
+use crate::containers::ArgMut;
+use crate::{DeviceType, Error, Result};
+
+/// Words of a fault record.
+const WORDS: usize = 6;
+
+/// The zeroed record of one checked call, usable on every stream of the call.
+pub(crate) struct Record {
+    rec: Scratch,
+    /// The stream it was zeroed on, where it is read.
+    first: Lane,
+}
+
+impl Record {
+    /// A record for a checked call (`checked`) over the streams `lanes` (the first zeroes
+    /// it, the others wait for that), else none.
+    pub(crate) fn new(checked: bool, lanes: &[Lane]) -> Result<Option<Record>> {
+        let Some(&first) = lanes.first().filter(|_| checked) else {
+            return Ok(None);
+        };
+        let rec = Scratch::new(first, WORDS * 4)?;
+        rec.zero(0, WORDS * 4)?;
+        rec.share(lanes)?;
+        Ok(Some(Record { rec, first }))
+    }
+
+    /// The device address kernels record into.
+    pub(crate) fn ptr(&self) -> sys::CUdeviceptr {
+        self.rec.ptr
+    }
+
+    /// The fault of the call, once the work before `events` (every chunk's kernels) is
+    /// done: `Some` error naming the faulting function of the program of `defs`.
+    pub(crate) fn read(
+        &self,
+        events: &[Arc<CuEvent>],
+        defs: &[&'static FnDef],
+    ) -> Result<Option<Error>> {
+        for ev in events {
+            ev.order(self.first)?;
+        }
+        let mut bytes = [0u8; WORDS * 4];
+        self.rec.read_control(0, &mut bytes)?;
+        let w: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let Some(kind) = FaultKind::from_code(w[0]) else {
+            return Ok(None);
+        };
+        let wide = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+        Ok(Some(
+            Fault {
+                function: checked_functions(defs).get(w[5] as usize).copied(),
+                kind,
+                index: wide(w[1], w[2]) as i64,
+                len: wide(w[3], w[4]),
+            }
+            .into_error(defs.first().map_or("?", |d| d.name)),
+        ))
+    }
+
+    /// The error of a call whose only result is read back (Reduce, MapReduce): `Err` if a
+    /// kernel before `events` faulted.
+    pub(crate) fn check(&self, events: &[Arc<CuEvent>], defs: &[&'static FnDef]) -> Result<()> {
+        match self.read(events, defs)? {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Settles the parts of `out` that kernels wrote (each done after its event) in a call
+/// whose record is `rec` (none: unchecked): results if no kernel faulted, else discarded
+/// (the host keeps its values from before the call) and the fault is the call's error.
+pub(crate) fn settle<T: DeviceType>(
+    ctx: &Ctx,
+    rec: Option<&Record>,
+    defs: &[&'static FnDef],
+    out: &ArgMut<'_, T>,
+    parts: &[(Range<usize>, Arc<CuEvent>)],
+) -> Result<()> {
+    let fault = match rec {
+        Some(rec) => {
+            let events: Vec<_> = parts.iter().map(|(_, ev)| ev.clone()).collect();
+            rec.read(&events, defs)
+        }
+        None => Ok(None),
+    };
+    for (part, ev) in parts {
+        match fault {
+            Ok(Some(_)) => memory::discarded_part(ctx, out, part.clone(), ev)?,
+            // no fault, or the record could not be read (the kernels ran: new values)
+            Ok(None) | Err(_) => memory::written_part(ctx, out, part.clone(), ev)?,
+        }
+    }
+    match fault? {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}
+
+/// `#define`s of a template in the checked variant (`checked`): `SKEL_FP` declares the
+/// record after a parameter list, `SKEL_FA` passes it on (`cuda/common.cuh` makes both
+/// empty otherwise, so unchecked kernels stay as they were), and `SKEL_FARG` is the first
+/// argument of a user call.
+pub(crate) fn defines(checked: bool) -> Vec<(&'static str, String)> {
+    if !checked {
+        return vec![("SKEL_FARG", String::new())];
+    }
+    vec![
+        ("SKEL_FP", ", unsigned int* skel_fault".into()),
+        ("SKEL_FA", ", skel_fault".into()),
+        ("SKEL_FARG", "skel_fault, ".into()),
+    ]
+}
