@@ -2,7 +2,8 @@
 // Garland; the structure of CUB's DeviceSelect::If), the predicate fused.
 // Defines: SKEL_T, SKEL_BLOCK, SKEL_ITEMS (values per thread, at most 32), SKEL_MIN_BLOCKS,
 // SKEL_PARAMS (the uniform parameters), SKEL_PRED(p, x) (the user predicate for value x at
-// position p of this chunk); optional SKEL_SCATTER (1, the default: the kept values go out
+// position p of this chunk; the checked variant's records its faults in `skel_fault`,
+// declared by SKEL_FP); optional SKEL_SCATTER (1, the default: the kept values go out
 // through shared memory as one contiguous run; 0: each thread stores its own) and
 // SKEL_STREAMING (1, the default: loads and stores of the values bypass the caches' normal
 // retention, which keeps L2 for the look-back's status words).
@@ -272,7 +273,7 @@ __device__ __forceinline__ void skel_emit(SKEL_T* __restrict__ out, SKEL_T* s_ke
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK, SKEL_MIN_BLOCKS)
 skel_filter(const SKEL_T* __restrict__ in0, SKEL_T* __restrict__ out, skel_u64 n,
             skel_u64 skel_base, skel_u64* state, unsigned tiles, const skel_u64* carry_in,
-            skel_u64* carry_out SKEL_PARAMS) {
+            skel_u64* carry_out SKEL_PARAMS SKEL_FP) {
     extern __shared__ __align__(16) unsigned char skel_smem[];
     SKEL_T* s_kept = reinterpret_cast<SKEL_T*>(skel_smem);
     __shared__ skel_tile_smem sm;

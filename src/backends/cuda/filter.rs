@@ -4,13 +4,14 @@
 use std::sync::{Arc, OnceLock};
 
 use super::context::ctx;
+use super::fault::{self, Record};
 use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
-use super::{assemble, call_expr, cty, tuned_shape, uniform_params, CallSite, Cuda};
+use super::{assemble, checked_call_expr, cty, tuned_shape, uniform_params, CallSite, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::PredicateFn;
-use crate::codegen::{device_source, Dialect};
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::{DeviceType, Error, Result};
 
@@ -27,9 +28,9 @@ fn shape<T>() -> (usize, usize, usize) {
     tuned_shape::<T>(&TUNE, "SKEL_FILTER_TUNE", (512, 64, 2))
 }
 
-/// The kernel source for filtering `T`s with `F`.
-pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>() -> Result<String> {
-    let user = device_source::<F>(Dialect::Cuda)?;
+/// The kernel source for filtering `T`s with `F`, the checked variant with `checked`.
+pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>(checked: bool) -> Result<String> {
+    let user = device_source_checked(&[F::definition()], Dialect::Cuda, checked)?;
     let site = CallSite {
         pos: "SKEL_P",
         index: "skel_base + (SKEL_P)",
@@ -37,9 +38,10 @@ pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>() -> Result<String> {
         stride: "",
     };
     // The element comes from registers, not from `in0`.
-    let call = call_expr(user.entry(), F::definition(), &site).replace("in0[SKEL_P]", "(SKEL_X)");
+    let call = checked_call_expr(user.entry(), F::definition(), &site, checked)
+        .replace("in0[SKEL_P]", "(SKEL_X)");
     let (block, items, min_blocks) = shape::<T>();
-    let defines = [
+    let mut defines = vec![
         ("SKEL_T", cty::<T>()),
         ("SKEL_PRED(SKEL_P, SKEL_X)", call),
         ("SKEL_PARAMS", uniform_params(F::definition())),
@@ -47,6 +49,7 @@ pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>() -> Result<String> {
         ("SKEL_ITEMS", items.to_string()),
         ("SKEL_MIN_BLOCKS", min_blocks.to_string()),
     ];
+    defines.extend(fault::defines(checked));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -73,12 +76,16 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
             "Filter of {n} elements is too long"
         )));
     }
+    let checked = exec.checked;
     let m = module(
         ctx,
-        ProgKey::of::<(F, T)>("filter", ctx.ordinal),
+        ProgKey::of::<(F, T)>(
+            if checked { "filter_checked" } else { "filter" },
+            ctx.ordinal,
+        ),
         "filter",
         &["skel_filter"],
-        source::<F, T>,
+        || source::<F, T>(checked),
     )?;
     let size = std::mem::size_of::<T>();
     let eager = memory::eager_download(&out, exec.download);
@@ -115,6 +122,7 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
     for (_, part, lane, tag) in split.parts() {
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
+    let rec = Record::new(checked, &split.lanes)?;
     let mut events: Vec<Arc<CuEvent>> = Vec::with_capacity(split.len());
     let mut at = 0;
     let issued = (|| -> Result<()> {
@@ -135,6 +143,9 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
                 .ptr(if c == 0 { 0 } else { carry(c - 1) })
                 .ptr(carry(c))
                 .uniforms(uniforms);
+            if let Some(rec) = &rec {
+                args.ptr(rec.ptr());
+            }
             at += states[c];
             // The kept values of a tile, and room to shift them to a 16-byte boundary.
             let dims = Dims::line(tiles as u32, block as u32, (tile * size + 16) as u32);
@@ -172,11 +183,13 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
         }
     };
     let kept = counts[split.len() - 1];
-    // Chunk c wrote `out[counts[c - 1]..counts[c]]`.
+    // Chunk c wrote `out[counts[c - 1]..counts[c]]`: results unless a checked call's
+    // predicate faulted.
     let wrote = |c: usize| if c == 0 { 0 } else { counts[c - 1] }..counts[c];
-    for (c, ev) in events.iter().enumerate() {
-        memory::written_part(ctx, &out, wrote(c), ev)?;
-    }
+    let parts: Vec<_> = (events.iter().enumerate())
+        .map(|(c, ev)| (wrote(c), ev.clone()))
+        .collect();
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &parts)?;
     if eager {
         for (c, _, lane, tag) in split.parts() {
             memory::download_part(ctx, &out, wrote(c), lane, tag)?;
