@@ -5,7 +5,7 @@
 // position p of this chunk; the checked variant's records its faults in `skel_fault`,
 // declared by SKEL_FP); optional SKEL_SCATTER (1, the default: the kept values go out
 // through shared memory as one contiguous run; 0: each thread stores its own) and
-// SKEL_STREAMING (1, the default: loads and stores of the values bypass the caches' normal
+// SKEL_STREAMING (0, the default; 1: loads and stores of the values bypass the caches' normal
 // retention, which keeps L2 for the look-back's status words).
 //
 // A block takes a tile (atomic counter, so every earlier tile is already taken by a running
@@ -40,7 +40,7 @@
 #define SKEL_SCATTER 1
 #endif
 #ifndef SKEL_STREAMING
-#define SKEL_STREAMING 1
+#define SKEL_STREAMING 0
 #endif
 #define SKEL_NWARPS (SKEL_BLOCK / 32)
 #define SKEL_FLAG_SHIFT 62
