@@ -16,12 +16,14 @@
 //! | backend | checked | unchecked |
 //! |---------|---------|-----------|
 //! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; a panic (`clamp` with `min > max`) too | the same: Rust checks every index anyway |
-//! | OpenCL, CUDA | Map and MapArray run the checked kernel variant: the first fault of the launch (of all its MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range reads whatever lies there; an integer division or remainder by zero gives 0 |
+//! | OpenCL, CUDA | every skeleton runs the checked kernel variant (the combining function of Reduce, Scan, MapReduce and MapPairsReduce included): the first fault of the call (of all its kernels and MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range (a window offset beyond the radius too) reads whatever lies there; an integer division or remainder by zero gives 0 |
 //!
-//! Other skeletons on the devices run the unchecked variant in both modes; window offsets are
-//! checked on the CPU backends only (on a device a window offset beyond the radius reads a
-//! neighbouring element). On the CPU backends an `Err` leaves the part of the output
-//! computed before the fault written.
+//! Where several elements fault, the CPU backends report the first in order and a device
+//! the first one its threads recorded. On the CPU backends an `Err` leaves the part of the
+//! output computed before the fault written. A device output the host does not hold in
+//! full (a result left on the device by an earlier call) cannot keep old values the host
+//! never had: it then holds what the faulting kernel wrote. CUDA's Filter runs unchecked
+//! until the Filter rework adds its checked variant.
 //!
 //! ```
 //! use skel::prelude::*;

@@ -41,4 +41,23 @@ fn skel_check_0_sets_the_default_and_checked_overrides_it() {
         vec![7, 0],
         "the faulted call left the output as it was"
     );
+    // every skeleton: unchecked by default, checked when asked
+    let mut s = Vector::filled(2, 5);
+    let scan = || Scan::new(ratio).backend(Backend::OpenCl);
+    scan().run(&b, &mut s).unwrap();
+    assert_eq!(s.to_vec(), vec![1, 0], "1 / 0 is 0 unchecked");
+    let err = scan().checked(true).run(&b, &mut s).unwrap_err();
+    assert!(err.to_string().contains("division of 1 by zero"), "{err}");
+    assert_eq!(s.to_vec(), vec![1, 0], "the faulted call left the output");
+    let v = Vector::from(vec![1, 2, 3]);
+    let mut o = Vector::filled(3, 0);
+    let reach = || MapOverlap::new(far, 1).backend(Backend::OpenCl);
+    let err = reach().checked(true).run(&v, &mut o).unwrap_err();
+    assert!(err.to_string().contains("window offset 2"), "{err}");
+    assert_eq!(o.to_vec(), vec![0; 3], "the faulted call left the output");
+}
+
+#[userfn]
+fn far(w: Window<i32>) -> i32 {
+    w[2]
 }

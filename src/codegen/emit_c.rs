@@ -80,9 +80,11 @@ pub fn device_source_multi(
 }
 
 /// Like [`device_source_multi`]; with `checked`, the checked variant: every function takes
-/// a fault record `SKEL_FAULT_SPACE unsigned* skel_fault` first (and every array parameter
-/// its length after the pointer); an index out of range of an array parameter or a local
-/// array, or an integer division or remainder by zero, stores the first fault there
+/// a fault record `SKEL_FAULT_SPACE unsigned* skel_fault` first (every array parameter its
+/// length after the pointer, a window its radius, a 2D window its row and column radii
+/// after the stride); an index out of range of an array parameter or a local array, a
+/// window offset beyond the radius, or an integer division or remainder by zero, stores the
+/// first fault there
 /// (`[code, index low, index high, len low, len high, function]`, code from
 /// [`crate::check::FaultKind::code`], function the position in
 /// [`checked_functions`]) and goes on with index 0 / result 0.

@@ -315,6 +315,13 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
             // Reduce and Scan: a fault of the combining function
             let r = Reduce::new(ratio).backend(be).checked(checked).run(&z);
             expect(be, r, ("ratio", 4, None), "division of 4 by zero");
+            // the start folded with the device's result on the host
+            let r = Reduce::new(ratio)
+                .start(8)
+                .backend(be)
+                .checked(checked)
+                .run(&Vector::from(vec![0]));
+            expect(be, r, ("ratio", 8, None), "division of 8 by zero");
             let r = Reduce::new(pick).backend(be).checked(checked).run(&p);
             expect(be, r, ("pick", 7, Some(3)), "index 7 out of range");
             let m = Matrix::from_vec(2, 2, vec![4, 0, 8, 0]).unwrap();

@@ -35,6 +35,7 @@ where
     Ok(s)
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run<'c, M, R, A, B>(
     ctx: &Ctx,
     arrays: ContainerOps<'c, M>,
