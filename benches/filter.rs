@@ -91,19 +91,11 @@ fn hand_rayon(a: &[i32], out: &mut [i32], t: i32) -> usize {
 }
 
 /// The device's copy speed in GB/s (bytes read + written per second) through a
-/// hand-written kernel copying `n` i32 with 16-byte accesses: the best of four grid sizes,
-/// each the best of 15 synchronised launches.
+/// hand-written kernel (`common/copy4.cu`) copying `n` i32 with 16-byte accesses: the best
+/// of four grid sizes, each the best of 15 synchronised launches.
 #[cfg(feature = "cuda")]
 fn copy_kernel_gbps(n: usize) -> Result<f64, String> {
-    const SRC: &str = r#"
-extern "C" __global__ void copy4(const int4* __restrict__ a, int4* __restrict__ b,
-                                 unsigned long long n4) {
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-         i < n4; i += stride)
-        b[i] = a[i];
-}"#;
-    let h = hand::Hand::new(SRC)?;
+    let h = hand::Hand::new(include_str!("common/copy4.cu"))?;
     let bytes = n * 4;
     let (a, b) = (hand::DevBuf::new(bytes)?, hand::DevBuf::new(bytes)?);
     let n4 = (bytes / 16) as u64;

@@ -37,14 +37,8 @@ print(f"torch x[x < t]                        {t*1e3:8.3f} ms  {moved/t/1e9:7.1f
 del y, mask
 cp = cupy()
 if cp is not None:
-    copy4 = cp.RawKernel(r'''
-extern "C" __global__ void copy4(const int4* __restrict__ a, int4* __restrict__ b,
-                                 unsigned long long n4) {
-    const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
-         i < n4; i += stride)
-        b[i] = a[i];
-}''', "copy4")
+    here = os.path.dirname(os.path.abspath(__file__))
+    copy4 = cp.RawKernel(open(os.path.join(here, "..", "common", "copy4.cu")).read(), "copy4")
     ca, cb = cp.asarray(x), cp.empty(n, dtype=cp.int32)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
 
