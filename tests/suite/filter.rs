@@ -1,8 +1,9 @@
 //! Filter on every backend against the `cpu` oracle and a plain `Iterator::filter`: sizes
 //! around every backend's tile, every selectivity pattern, struct elements, index and
 //! uniform parameters, views, outputs longer than the input (their tail untouched, also
-//! when it is only current on a device), a too-short output, random inputs; and on CUDA,
-//! every split over 1..=16 streams.
+//! when it is only current on a device), a too-short output, random inputs, faults of a
+//! checked predicate (an `Err`, nothing written); and on CUDA, every split over 1..=16
+//! streams.
 
 use proptest::prelude::*;
 use skel::prelude::*;
@@ -266,6 +267,50 @@ macro_rules! filter_suite {
                 }
             }
 
+            #[test]
+            fn a_checked_fault_in_the_predicate_is_an_err_that_writes_nothing() {
+                if !available(B) {
+                    return;
+                }
+                // Two tiles and a tail on every backend's tiling; one bad value, late.
+                let n = 20_011;
+                // The host backends write in place as they go (noticed, left to them).
+                let device = matches!(B, Backend::OpenCl | Backend::Cuda);
+                let bad = |at: usize, value: u32| {
+                    Vector::from_fn(n, |i| if i == at { value } else { (i % 4) as u32 + 1 })
+                };
+                for k in [1, 3] {
+                    let mut out = Vector::filled(n, 7u32);
+                    let r = Filter::new(divides_12).backend(B).streams(k).checked(true).run(&bad(17_000, 0), &mut out);
+                    match r {
+                        Err(Error::UserFunction { function, what, .. }) => {
+                            assert_eq!(function, "divides_12", "{B} k={k}");
+                            assert!(what.contains("remainder of 12 by zero"), "{B} k={k}: {what}");
+                        }
+                        other => panic!("{B} k={k}: expected Err(UserFunction), got {other:?}"),
+                    }
+                    assert!(!device || out.to_vec().iter().all(|&x| x == 7), "{B} k={k}: results in the output");
+
+                    let r = Filter::new(small_digit).backend(B).streams(k).checked(true).run(&bad(9_000, 9), &mut out);
+                    match r {
+                        Err(Error::UserFunction { function, index, len, .. }) => {
+                            assert_eq!((function.as_str(), index, len), ("small_digit", Some(9), Some(5)), "{B} k={k}");
+                        }
+                        other => panic!("{B} k={k}: expected Err(UserFunction), got {other:?}"),
+                    }
+                    assert!(!device || out.to_vec().iter().all(|&x| x == 7), "{B} k={k}: results in the output");
+
+                    // The checked variant computes what the oracle does, and the output is
+                    // usable after the faults.
+                    let good = bad(0, 1);
+                    same_as_cpu!(B, Filter::new(divides_12).streams(k).checked(true), &good, Vector::filled(n, 7u32), format!("divides_12 k={k}"));
+                    same_as_cpu!(B, Filter::new(small_digit).streams(k).checked(true), &good, Vector::filled(n + 3, 7u32), format!("small_digit k={k}"));
+                    let kept = Filter::new(small_digit).backend(B).streams(k).checked(true).run(&good, &mut out).unwrap();
+                    let want: Vec<u32> = good.to_vec().into_iter().filter(|&x| x == 3 || x == 4).collect();
+                    assert_eq!(&out.to_vec()[..kept], &want[..], "{B} k={k}");
+                }
+            }
+
             proptest! {
                 #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
                 #[test]
@@ -293,6 +338,17 @@ macro_rules! filter_suite {
 #[userfn]
 pub fn double_u32(x: u32) -> u32 {
     2 * x
+}
+
+#[userfn]
+pub fn divides_12(x: u32) -> bool {
+    12 % x == 0
+}
+
+#[userfn]
+pub fn small_digit(x: u32) -> bool {
+    let t = [9u32, 3, 1, 4, 5];
+    t[x as usize] > 3
 }
 
 filter_suite!(cpu, Backend::Cpu);

@@ -1,35 +1,40 @@
 //! Filter on CUDA: single-pass stream compaction with decoupled look-back
-//! (`cuda/filter.cu`), the predicate evaluated inside the kernel.
+//! (`cuda/filter.cu`), the predicate evaluated inside the kernel; the checked variant
+//! (`.checked(true)`) is a kernel of its own whose fault record is read with the counts.
 
 use std::sync::{Arc, OnceLock};
 
 use super::context::ctx;
+use super::fault::{self, Record};
 use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
-use super::{assemble, call_expr, cty, tuned_shape, uniform_params, CallSite, Cuda};
+use super::{assemble, checked_call_expr, cty, tuned_shape, uniform_params, CallSite, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::PredicateFn;
-use crate::codegen::{device_source, Dialect};
+use crate::codegen::{device_source_checked, Dialect};
 use crate::containers::{Arg, ArgMut};
 use crate::{DeviceType, Error, Result};
 
 const TEMPLATE: &str = include_str!("../../../cuda/filter.cu");
 
 /// Threads per block, values per thread and blocks per SM asked of the compiler: 512
-/// threads with about 64 bytes of values each (16 `i32`s; at most 32 values, at least 1),
-/// two blocks per SM. Measured on the H100 for 2^28 i32 at selectivity 0.5 (ms per call):
-/// 512x64 B x2 1.08-1.09, 256x64 B x4 1.15, 128x64 B x8 1.14, 256x128 B x2 1.17,
-/// 256x32 B x4 1.34. The tuning knob `SKEL_FILTER_TUNE=<threads>,<bytes per thread>[,<min
-/// blocks per SM>]` overrides them (for benchmarking).
+/// threads with about 64 bytes of values each (16 `i32`s, four 16-byte loads; at most 32
+/// values, at least 1), two blocks per SM. Measured on the H100 for 2^28 i32 at selectivity
+/// 0.5 with the previous kernel (one 4-byte load and one ballot register per value; ms per
+/// call): 512x64 B x2 1.08-1.09, 256x64 B x4 1.15, 128x64 B x8 1.14, 256x128 B x2 1.17,
+/// 256x32 B x4 1.34; the present kernel needs fewer registers per value, so larger tiles
+/// and more blocks per SM fit, still to be measured (`benches/peers/filter_sweep.py`).
+/// The tuning knob `SKEL_FILTER_TUNE=<threads>,<bytes per thread>[,<min blocks per SM>]`
+/// overrides them (for benchmarking).
 fn shape<T>() -> (usize, usize, usize) {
     static TUNE: OnceLock<(usize, usize, usize)> = OnceLock::new();
     tuned_shape::<T>(&TUNE, "SKEL_FILTER_TUNE", (512, 64, 2))
 }
 
-/// The kernel source for filtering `T`s with `F`.
-pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>() -> Result<String> {
-    let user = device_source::<F>(Dialect::Cuda)?;
+/// The kernel source for filtering `T`s with `F`, the checked variant with `checked`.
+pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>(checked: bool) -> Result<String> {
+    let user = device_source_checked(&[F::definition()], Dialect::Cuda, checked)?;
     let site = CallSite {
         pos: "SKEL_P",
         index: "skel_base + (SKEL_P)",
@@ -37,9 +42,10 @@ pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>() -> Result<String> {
         stride: "",
     };
     // The element comes from registers, not from `in0`.
-    let call = call_expr(user.entry(), F::definition(), &site).replace("in0[SKEL_P]", "(SKEL_X)");
+    let call = checked_call_expr(user.entry(), F::definition(), &site, checked)
+        .replace("in0[SKEL_P]", "(SKEL_X)");
     let (block, items, min_blocks) = shape::<T>();
-    let defines = [
+    let mut defines = vec![
         ("SKEL_T", cty::<T>()),
         ("SKEL_PRED(SKEL_P, SKEL_X)", call),
         ("SKEL_PARAMS", uniform_params(F::definition())),
@@ -47,6 +53,7 @@ pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>() -> Result<String> {
         ("SKEL_ITEMS", items.to_string()),
         ("SKEL_MIN_BLOCKS", min_blocks.to_string()),
     ];
+    defines.extend(fault::defines(checked));
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
@@ -73,12 +80,16 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
             "Filter of {n} elements is too long"
         )));
     }
+    let checked = exec.checked;
     let m = module(
         ctx,
-        ProgKey::of::<(F, T)>("filter", ctx.ordinal),
+        ProgKey::of::<(F, T)>(
+            if checked { "filter_checked" } else { "filter" },
+            ctx.ordinal,
+        ),
         "filter",
         &["skel_filter"],
-        source::<F, T>,
+        || source::<F, T>(checked),
     )?;
     let size = std::mem::size_of::<T>();
     let eager = memory::eager_download(&out, exec.download);
@@ -115,6 +126,7 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
     for (_, part, lane, tag) in split.parts() {
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
+    let rec = Record::new(checked, &split.lanes)?;
     let mut events: Vec<Arc<CuEvent>> = Vec::with_capacity(split.len());
     let mut at = 0;
     let issued = (|| -> Result<()> {
@@ -135,8 +147,12 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
                 .ptr(if c == 0 { 0 } else { carry(c - 1) })
                 .ptr(carry(c))
                 .uniforms(uniforms);
+            if let Some(rec) = &rec {
+                args.ptr(rec.ptr());
+            }
             at += states[c];
-            let dims = Dims::line(tiles as u32, block as u32, (tile * size) as u32);
+            // The kept values of a tile, and room to shift them to a 16-byte boundary.
+            let dims = Dims::line(tiles as u32, block as u32, (tile * size + 16) as u32);
             launch(ctx, lane, tag, m.func("skel_filter")?, dims, &mut args)?;
             let ev = CuEvent::record(lane)?;
             memory::read_by(ctx, &input, part, &ev)?;
@@ -171,11 +187,13 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
         }
     };
     let kept = counts[split.len() - 1];
-    // Chunk c wrote `out[counts[c - 1]..counts[c]]`.
+    // Chunk c wrote `out[counts[c - 1]..counts[c]]`: results unless a checked call's
+    // predicate faulted.
     let wrote = |c: usize| if c == 0 { 0 } else { counts[c - 1] }..counts[c];
-    for (c, ev) in events.iter().enumerate() {
-        memory::written_part(ctx, &out, wrote(c), ev)?;
-    }
+    let parts: Vec<_> = (events.iter().enumerate())
+        .map(|(c, ev)| (wrote(c), ev.clone()))
+        .collect();
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &parts)?;
     if eager {
         for (c, _, lane, tag) in split.parts() {
             memory::download_part(ctx, &out, wrote(c), lane, tag)?;

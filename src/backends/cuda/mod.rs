@@ -185,13 +185,8 @@ pub(crate) struct CallSite<'s> {
 
 /// `entry(args...)` for user function `def`: index parameters from the flat position (2D:
 /// row and column through `cols`), the array as `arr`, element `k` as `in<k>[pos]`,
-/// uniform `k` as `u<k>`, windows as given.
-pub(crate) fn call_expr(entry: &str, def: &'static FnDef, site: &CallSite<'_>) -> String {
-    checked_call_expr(entry, def, site, false)
-}
-
-/// [`call_expr`] of the checked variant (with `checked`): the fault record `skel_fault`
-/// goes first and every array its length.
+/// uniform `k` as `u<k>`, windows as given; in the checked variant (with `checked`) the
+/// fault record `skel_fault` goes first and every array its length.
 pub(crate) fn checked_call_expr(
     entry: &str,
     def: &'static FnDef,

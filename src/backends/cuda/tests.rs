@@ -225,8 +225,16 @@ fn every_template_is_valid_cpp() {
             );
         }
     }
-    check("filter_u32", &filter::source::<multiple, u32>().unwrap());
-    check("filter_aff_index", &filter::source::<early, Aff>().unwrap());
+    for c in [false, true] {
+        check(
+            &format!("filter_u32_{c}"),
+            &filter::source::<multiple, u32>(c).unwrap(),
+        );
+        check(
+            &format!("filter_aff_index_{c}"),
+            &filter::source::<early, Aff>(c).unwrap(),
+        );
+    }
 }
 
 /// Names the broken program in the in-memory cache.
