@@ -232,6 +232,7 @@ fn cuda_check() -> std::result::Result<(), String> {
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backend {
     /// Sequential, one CPU core: the reference every other backend is tested against.
     Cpu,
