@@ -1,8 +1,8 @@
 //! Backends and their selection.
 //!
-//! [`Backend`] names a backend; the crate-internal [`Execute`] trait is what each backend
+//! [`Backend`] names a backend; the crate-internal `Execute` trait is what each backend
 //! implements, one method per skeleton, taking backend-neutral call plans
-//! ([`crate::plan`]). Skeletons resolve a `Backend` to an executor with [`dispatch!`] and
+//! (`crate::plan`). Skeletons resolve a `Backend` to an executor with `dispatch!` and
 //! never see which one runs them.
 
 #[cfg(any(feature = "cuda", feature = "opencl"))]
