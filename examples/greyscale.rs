@@ -7,9 +7,11 @@
 //! ```
 //!
 //! Farms have one worker per core and keep the frames in order. The stats farm works on the
-//! input only, so it overlaps the Map. Files, synthetic frames and the per-pixel check against
-//! an f64 reference are in `common/greyscale_io.rs`; the device-only throughput benchmark
-//! against the transfer bound (formerly `--stream`) is `examples/greyscale_stream.rs`.
+//! input only, so it overlaps the Map. Frames go in and out through skel's `image` interop
+//! (`RgbImage` -> `Matrix<Rgb8>`, `Matrix<u8>` -> `GrayImage`). Files, synthetic frames,
+//! where the sample photos are and the per-pixel check against an f64 reference are in
+//! `common/greyscale_io.rs`; the device-only throughput benchmark against the transfer bound
+//! (formerly `--stream`) is `examples/greyscale_stream.rs`.
 //!
 //! ```text
 //! cargo run --release --example greyscale                       # the sample photos
@@ -21,16 +23,17 @@
 #[path = "common/greyscale_io.rs"]
 pub mod io;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Parser;
 use crossbeam::channel::{bounded, Receiver, Sender};
+use indicatif::ProgressBar;
 use io::{Checked, Res};
 use skel::prelude::*;
-use skel::stream::Pipeline;
+use skel::{stream::Pipeline, Rgb8};
 
 /// One pixel: sRGB-encoded components in 0..1 on input, grey levels 0..255 on output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
@@ -72,10 +75,20 @@ pub fn grey(px: Pixel, #[uniform] luma: Pixel) -> Pixel {
     Pixel { r: v, g: v, b: v }
 }
 
+/// [`grey`] on a decoded 8-bit pixel, to an 8-bit grey level: what the pipeline maps.
+#[userfn]
+pub fn grey8(px: Rgb8, #[uniform] luma: Pixel) -> u8 {
+    let r = px.r as f32 / 255.0;
+    let g = px.g as f32 / 255.0;
+    let b = px.b as f32 / 255.0;
+    let y = grey(Pixel { r, g, b }, luma);
+    y.r as u8
+}
+
 #[derive(Parser, Debug)]
 #[command(about = "Colour -> greyscale over a stream of images: farms around skel's Map")]
 struct Args {
-    /// Image files or directories of them (.png, .jpg, .jpeg) [default: examples/images]
+    /// Image files or directories of them (.png, .jpg, .jpeg) [default: the sample photos]
     #[arg(long, num_args = 1.., value_name = "PATH")]
     input: Vec<PathBuf>,
     /// Directory for the grey PNGs [default: target/greyscale-out]
@@ -113,41 +126,37 @@ struct Args {
 #[derive(Clone)]
 enum Source {
     File(PathBuf),
-    Synthetic(Arc<Vec<Pixel>>, (u32, u32)),
+    Synthetic(Arc<image::RgbImage>),
 }
 
 /// The task travelling down the pipeline. Its containers are lent by a pool and go back to
 /// it when the frame is dropped (also when a stage fails on it).
 struct Frame {
     name: String,
-    size: (u32, u32),
     write: bool,
-    rgb: Vector<Pixel>,
-    out: Vector<Pixel>,
+    rgb: Matrix<Rgb8>,
+    out: Matrix<u8>,
     mean_in: f64, // from the stats farm
     pool: Sender<Pair>,
 }
 
-type Pair = (Vector<Pixel>, Vector<Pixel>);
+type Pair = (Matrix<Rgb8>, Matrix<u8>);
 type Pool = (Sender<Pair>, Receiver<Pair>);
 
 impl Drop for Frame {
     fn drop(&mut self) {
-        let rgb = std::mem::replace(&mut self.rgb, Vector::zeroed(0));
-        let out = std::mem::replace(&mut self.out, Vector::zeroed(0));
+        let rgb = std::mem::replace(&mut self.rgb, Matrix::zeroed(0, 0));
+        let out = std::mem::replace(&mut self.out, Matrix::zeroed(0, 0));
         let _ = self.pool.send((rgb, out)); // never blocks: the pool has room for every pair
     }
 }
 
 fn main() -> ExitCode {
-    match run(Args::parse()) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("greyscale: error: {e}");
-            ExitCode::FAILURE
-        }
+    let result = run(Args::parse());
+    if let Err(e) = &result {
+        eprintln!("greyscale: error: {e}");
     }
+    ExitCode::from(u8::from(!matches!(result, Ok(true))))
 }
 
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
@@ -167,9 +176,9 @@ fn run(args: Args) -> Res<bool> {
     let sources: Vec<Source> = match args.frames {
         None => files.iter().cloned().map(Source::File).collect(),
         Some(n) => {
-            let base = |f: &PathBuf| io::synthetic_base(f, w, h).map(Arc::new);
+            let base = |f: &PathBuf| io::synthetic_image(f, w, h).map(Arc::new);
             let bases = files.iter().map(base).collect::<Res<Vec<_>>>()?;
-            let frame = |i: usize| Source::Synthetic(Arc::clone(&bases[i % bases.len()]), (w, h));
+            let frame = |i: usize| Source::Synthetic(Arc::clone(&bases[i % bases.len()]));
             (0..n).map(frame).collect()
         }
     };
@@ -183,14 +192,14 @@ fn run(args: Args) -> Res<bool> {
     let (n, photos) = (jobs.len(), files.len());
     println!("greyscale: {n} frame(s) from {photos} photo(s), backend {backend}, {workers} workers per farm");
 
-    let mut map = Map::new(grey).uniforms((LUMA,)).backend(backend);
+    let mut map = Map::new(grey8).uniforms((LUMA,)).backend(backend);
     if let Some(k) = args.streams {
         map = map.streams(k);
     }
     if matches!(backend, Backend::Cuda | Backend::OpenCl) {
         println!("preparing the kernel (compiled on a first run, then loaded from the disk cache)");
         let t = Instant::now();
-        map.run(&Vector::filled(256, LUMA), &mut Vector::zeroed(256))?;
+        map.run(&Matrix::zeroed(16, 16), &mut Matrix::zeroed(16, 16))?;
         println!("kernel ready in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
     }
 
@@ -199,19 +208,19 @@ fn run(args: Args) -> Res<bool> {
     // decode farm holds frames (workers + channel capacity 2).
     let (t, pairs) = (Instant::now(), 2 * workers + 4);
     let pool: Pool = bounded(pairs);
-    let len = args.frames.map_or(0, |_| w as usize * h as usize);
-    (0..pairs).for_each(|_| drop(pool.0.send((Vector::zeroed(len), Vector::zeroed(len)))));
-    let ms = t.elapsed().as_secs_f64() * 1e3;
-    println!("{pairs} frame buffers ready in {ms:.0} ms");
-    let bar = indicatif::ProgressBar::new(n as u64);
+    let (rows, cols) = args.frames.map_or((0, 0), |_| (h as usize, w as usize));
+    let pair = || (Matrix::zeroed(rows, cols), Matrix::zeroed(rows, cols));
+    (0..pairs).for_each(|_| drop(pool.0.send(pair())));
+    println!(
+        "{pairs} frame buffers ready in {:.0} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let bar = ProgressBar::new(n as u64);
     let (check, out_dir) = (args.check, out_dir.as_path());
     let report = Pipeline::from_iter(jobs.into_iter().enumerate())
         .farm(workers, |job| load(job, &pool))
         .name("decode")
-        .stage(move |mut f: Frame| {
-            map.run(&f.rgb, &mut f.out)?;
-            Ok(f)
-        })
+        .stage(move |mut f: Frame| map.run(&f.rgb, &mut f.out).map(|()| f))
         .name("map (skel)")
         .farm(workers, stats)
         .name("cpu stats")
@@ -234,29 +243,28 @@ fn run(args: Args) -> Res<bool> {
 /// Decode farm: a photo decoded, or a synthetic frame copied (as a producer would), into
 /// containers from the pool.
 fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Result<Frame> {
-    let (name, size, pixels) = match source {
+    let (name, img) = match source {
         Source::File(path) => {
             let img = io::decode(&path).map_err(Error::other)?;
             let name = path.file_stem().unwrap_or_default().to_string_lossy();
-            let pixels: Vec<Pixel> = img.pixels().map(io::to_pixel).collect();
-            (name.into_owned(), img.dimensions(), Arc::new(pixels))
+            (name.into_owned(), Arc::new(img))
         }
-        Source::Synthetic(base, size) => (format!("synthetic-{i:05}"), size, base),
+        Source::Synthetic(img) => (format!("synthetic-{i:05}"), img),
     };
     let (mut rgb, mut out) = pool.1.recv().map_err(Error::other)?;
-    if rgb.len() != pixels.len() {
-        (rgb, out) = (Vector::zeroed(pixels.len()), Vector::zeroed(pixels.len()));
+    let (rows, cols) = (img.height() as usize, img.width() as usize);
+    if (rgb.rows(), rgb.cols()) == (rows, cols) {
+        rgb.copy_from_image(&*img)?; // the pooled (pinned with CUDA) buffer
+    } else {
+        (rgb, out) = (Matrix::from_image(&*img), Matrix::zeroed(rows, cols));
     }
-    rgb.try_as_mut_slice()?.copy_from_slice(&pixels);
-    let (mean_in, pool) = (0.0, pool.0.clone());
     Ok(Frame {
         name,
-        size,
         write,
         rgb,
         out,
-        mean_in,
-        pool,
+        mean_in: 0.0,
+        pool: pool.0.clone(),
     })
 }
 
@@ -264,7 +272,7 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
 fn stats(mut f: Frame) -> skel::Result<Frame> {
     let mut hist = [0u64; 256];
     for p in f.rgb.try_as_slice()? {
-        let luma = 255.0 * (LUMA.r * p.r + LUMA.g * p.g + LUMA.b * p.b);
+        let luma = LUMA.r * f32::from(p.r) + LUMA.g * f32::from(p.g) + LUMA.b * f32::from(p.b);
         hist[(luma.round() as usize).min(255)] += 1;
     }
     let sum: u64 = hist.iter().enumerate().map(|(v, &c)| v as u64 * c).sum();
@@ -274,25 +282,17 @@ fn stats(mut f: Frame) -> skel::Result<Frame> {
 
 /// Check + encode farm: reads the Map result (on a device backend, the copy-back), checks
 /// it and writes the PNG.
-fn finish(
-    f: Frame,
-    check: bool,
-    out_dir: &std::path::Path,
-    bar: &indicatif::ProgressBar,
-) -> skel::Result<Checked> {
-    let out = f.out.try_as_slice()?;
+fn finish(f: Frame, check: bool, out_dir: &Path, bar: &ProgressBar) -> skel::Result<Checked> {
     let checked = match check {
-        true => Checked::frame(&f.name, f.size.0, f.rgb.try_as_slice()?, out, 1),
+        true => Checked::frame8(&f.name, &f.rgb, &f.out)?,
         false => Checked::default(),
     };
     if f.write {
-        let luma: Vec<u8> = out.iter().map(|p| p.r as u8).collect();
-        let mean = luma.iter().map(|&v| f64::from(v)).sum::<f64>() / luma.len().max(1) as f64;
+        let img = f.out.to_image()?;
+        let mean = img.iter().map(|&v| f64::from(v)).sum::<f64>() / img.len().max(1) as f64;
         let path = out_dir.join(format!("{}.png", f.name));
-        let img = image::GrayImage::from_raw(f.size.0, f.size.1, luma);
-        let img = img.ok_or_else(|| Error::other("grey buffer and frame size differ"))?;
         img.save(&path).map_err(Error::other)?;
-        let ((w, h), mean_in) = (f.size, f.mean_in);
+        let ((w, h), mean_in) = (img.dimensions(), f.mean_in);
         let what = format!("{w}x{h}, mean luma in {mean_in:.1}, mean grey out {mean:.1}");
         bar.suspend(|| println!("  wrote {} ({what})", path.display()));
     }

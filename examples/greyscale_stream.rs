@@ -70,7 +70,7 @@ const MAX_STREAMS: usize = 16;
     about = "Greyscale Map over a stream of prepared pinned frames: ms/frame against the transfer bound"
 )]
 struct Args {
-    /// Photos the synthetic frames are tiled from (.png, .jpg, .jpeg) [default: examples/images]
+    /// Photos the synthetic frames are tiled from (.png, .jpg, .jpeg) [default: the sample photos]
     #[arg(long, num_args = 1.., value_name = "PATH")]
     input: Vec<PathBuf>,
 

@@ -48,6 +48,7 @@ use crate::Error;
 
 /// What went wrong inside a user function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FaultKind {
     /// An index into a `&[T]` parameter, a `Mat<T>` (row or column) or a local array is out
     /// of range.

@@ -146,7 +146,16 @@
 //! assert_eq!(total, 13.0);
 //! # Ok::<(), skel::Error>(())
 //! ```
+//!
+//! ## Feature flags
+//!
+//! `rayon` (default) compiles in the multi-core CPU backend, `cuda` the CUDA backend
+//! (driver and NVRTC loaded at run time: no toolkit needed to build), `opencl` the OpenCL
+//! backend; `ndarray` and `image` add conversions between the containers and
+//! `ndarray::Array1`/`Array2` and `image::ImageBuffer` ([`interop`]). A backend's feature
+//! only compiles it in: whether it runs is decided at run time (see [`Backend::available`]).
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The macros emit `::skel::...` paths; this lets them work inside the crate too.
 extern crate self as skel;
@@ -158,6 +167,7 @@ pub mod containers;
 #[doc(hidden)]
 pub mod debug;
 mod error;
+pub mod interop;
 mod plan;
 pub mod skeletons;
 pub mod stream;
@@ -167,6 +177,7 @@ pub mod userfn;
 pub use backends::{default_backend, set_default_backend, Backend};
 pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use error::{Error, Result};
+pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{
     Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce, Scan,

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Pixel;
+use skel::{Matrix, Rgb8};
 
 /// Errors of the examples' own, next to `skel::Error`.
 pub type Res<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -21,9 +22,9 @@ pub fn parse_size(s: &str) -> std::result::Result<(u32, u32), String> {
 }
 
 /// The image files to process, in a stable order: directories are listed (png/jpg/jpeg,
-/// sorted); no inputs means the sample photos in `examples/images`.
+/// sorted); no inputs means the sample photos (see [`sample_dir`]).
 pub fn collect_images(inputs: &[PathBuf]) -> Res<Vec<PathBuf>> {
-    let samples = [Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/images")];
+    let samples = [sample_dir()?];
     let inputs = if inputs.is_empty() {
         &samples[..]
     } else {
@@ -54,6 +55,40 @@ pub fn collect_images(inputs: &[PathBuf]) -> Res<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Where the sample photos are: `$SKEL_DATA_DIR/images` when set, else the repository's
+/// `examples/images`. The published crate leaves the photos out, so without either the
+/// examples write a few generated colour images to a temporary directory and say so.
+pub fn sample_dir() -> Res<PathBuf> {
+    let data = std::env::var_os("SKEL_DATA_DIR").map(|d| Path::new(&d).join("images"));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/images");
+    if let Some(dir) = data.or(repo.is_dir().then_some(repo)) {
+        return Ok(dir);
+    }
+    let dir = std::env::temp_dir().join("skel-generated-images");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for (k, (w, h)) in [(640u32, 480u32), (512, 512), (800, 450)]
+        .into_iter()
+        .enumerate()
+    {
+        let img = image::RgbImage::from_fn(w, h, |x, y| {
+            let ring = ((x as i64 - w as i64 / 2).pow(2) + (y as i64 - h as i64 / 2).pow(2)) / 997;
+            image::Rgb([
+                (x * 255 / w) as u8,
+                (y * 255 / h) as u8,
+                (ring * (k as i64 + 3)) as u8,
+            ])
+        });
+        img.save(dir.join(format!("generated-{k}.png")))?;
+    }
+    eprintln!(
+        "note: no sample photos (the published crate leaves them out): using generated images \
+         in {}; pass --input <photos> or set SKEL_DATA_DIR to a directory with images/ in it \
+         (the skel repository's examples/images holds the samples)",
+        dir.display()
+    );
+    Ok(dir)
+}
+
 /// Decodes one image file to 8-bit RGB.
 pub fn decode(path: &Path) -> Res<image::RgbImage> {
     let img = image::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -67,16 +102,23 @@ pub fn to_pixel(p: &image::Rgb<u8>) -> Pixel {
 }
 
 /// A `w`x`h` frame: the photo scaled to half the frame's height, tiled over it.
-pub fn synthetic_base(path: &Path, w: u32, h: u32) -> Res<Vec<Pixel>> {
+pub fn synthetic_image(path: &Path, w: u32, h: u32) -> Res<image::RgbImage> {
     let photo = decode(path)?;
     let th = (h / 2).max(1);
     let tw = u64::from(photo.width()) * u64::from(th) / u64::from(photo.height().max(1));
     let tw = tw.clamp(1, u64::from(u32::MAX)) as u32;
     let tile = image::imageops::resize(&photo, tw, th, image::imageops::FilterType::Triangle);
-    let tile: Vec<Pixel> = tile.pixels().map(to_pixel).collect();
-    let (w, tw, th) = (w as usize, tw as usize, th as usize);
-    let at = |i: usize| tile[(i / w % th) * tw + i % w % tw];
-    Ok((0..w * h as usize).map(at).collect())
+    Ok(image::RgbImage::from_fn(w, h, |x, y| {
+        *tile.get_pixel(x % tw, y % th)
+    }))
+}
+
+/// [`synthetic_image`] as the pipeline's `Pixel`s, row-major.
+pub fn synthetic_base(path: &Path, w: u32, h: u32) -> Res<Vec<Pixel>> {
+    Ok(synthetic_image(path, w, h)?
+        .pixels()
+        .map(to_pixel)
+        .collect())
 }
 
 /// The grey formula evaluated straightforwardly in f64 from the 8-bit input.
@@ -111,12 +153,35 @@ impl Checked {
     /// Compares every `step`th pixel of frame `name` (`width` wide) with [`grey_reference`]:
     /// within 1 level, and r = g = b a whole number.
     pub fn frame(name: &str, width: u32, rgb: &[Pixel], out: &[Pixel], step: usize) -> Self {
+        // The inputs are k/255 in f32, so this recovers the 8-bit value exactly.
+        let to8 = |v: f32| (v * 255.0).round() as u8;
+        let pixels = rgb.iter().zip(out);
+        let pixels = pixels.map(|(s, got)| ([to8(s.r), to8(s.g), to8(s.b)], *got));
+        Self::compare(name, width, pixels, step)
+    }
+
+    /// [`Checked::frame`] for 8-bit frames: the decoded pixels and the grey levels.
+    pub fn frame8(name: &str, rgb: &Matrix<Rgb8>, grey: &Matrix<u8>) -> skel::Result<Self> {
+        let level = |v: u8| Pixel {
+            r: f32::from(v),
+            g: f32::from(v),
+            b: f32::from(v),
+        };
+        let pixels = rgb.try_as_slice()?.iter().zip(grey.try_as_slice()?);
+        let pixels = pixels.map(|(&s, &v)| (<[u8; 3]>::from(s), level(v)));
+        Ok(Self::compare(name, rgb.cols() as u32, pixels, 1))
+    }
+
+    fn compare(
+        name: &str,
+        width: u32,
+        pixels: impl Iterator<Item = ([u8; 3], Pixel)>,
+        step: usize,
+    ) -> Self {
         let mut c = Checked::default();
         let width = width.max(1) as usize;
-        for (i, (src, got)) in rgb.iter().zip(out).enumerate().step_by(step.max(1)) {
-            // The inputs are k/255 in f32, so this recovers the 8-bit value exactly.
-            let to8 = |v: f32| (v * 255.0).round() as u8;
-            let want = grey_reference(to8(src.r), to8(src.g), to8(src.b));
+        for (i, (src, got)) in pixels.enumerate().step_by(step.max(1)) {
+            let want = grey_reference(src[0], src[1], src[2]);
             let diff = (got.r.clamp(0.0, 255.0) as u8).abs_diff(want);
             c.max_diff = c.max_diff.max(diff);
             c.pixels += 1;
@@ -198,6 +263,21 @@ mod tests {
         let c = Checked::frame("f", 2, &rgb, &out, 1);
         assert_eq!((c.pixels, c.bad, c.max_diff), (4, 1, 3));
         assert!(c.examples[0].contains("pixel (1, 1)"), "{:?}", c.examples);
+    }
+
+    #[test]
+    fn check_of_8bit_frames() {
+        let rgb = vec![Rgb8::new(10, 20, 30), Rgb8::new(200, 100, 0)];
+        let grey = vec![grey_reference(10, 20, 30), grey_reference(200, 100, 0)];
+        let (rgb, wrong) = (
+            Matrix::from_vec(2, 1, rgb).unwrap(),
+            vec![grey[0], grey[1] + 2],
+        );
+        let grey = Matrix::from_vec(2, 1, grey).unwrap();
+        assert_eq!(Checked::frame8("f", &rgb, &grey).unwrap().bad, 0);
+        let c = Checked::frame8("f", &rgb, &Matrix::from_vec(2, 1, wrong).unwrap()).unwrap();
+        assert_eq!((c.pixels, c.bad, c.max_diff), (2, 1, 2));
+        assert!(c.examples[0].contains("pixel (0, 1)"), "{:?}", c.examples);
     }
 
     #[test]

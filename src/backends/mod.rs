@@ -1,8 +1,8 @@
 //! Backends and their selection.
 //!
-//! [`Backend`] names a backend; the crate-internal [`Execute`] trait is what each backend
+//! [`Backend`] names a backend; the crate-internal `Execute` trait is what each backend
 //! implements, one method per skeleton, taking backend-neutral call plans
-//! ([`crate::plan`]). Skeletons resolve a `Backend` to an executor with [`dispatch!`] and
+//! (`crate::plan`). Skeletons resolve a `Backend` to an executor with `dispatch!` and
 //! never see which one runs them.
 
 #[cfg(any(feature = "cuda", feature = "opencl"))]
@@ -233,6 +233,7 @@ fn cuda_check() -> std::result::Result<(), String> {
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Backend {
     /// Sequential, one CPU core: the reference every other backend is tested against.
     Cpu,

@@ -7,12 +7,12 @@
 //! of the container right (bring stale ranges back, invalidate other locations).
 //!
 //! Inside (crate-internal):
-//! - `host.rs`: [`HostBuf`](host::HostBuf), aligned pageable or pinned host memory, and the
+//! - `host.rs`: `HostBuf`, aligned pageable or pinned host memory, and the
 //!   pinned-allocator hook a CUDA backend registers;
 //! - `coherence.rs`: per location (host, each device) the element ranges holding the newest
 //!   data, and the events they wait on;
 //! - `store.rs`: `Store<T>`, the host buffer + coherence state + per-device copies
-//!   ([`DeviceCopy`]) that `Vector` and `Matrix` share;
+//!   (`DeviceCopy`) that `Vector` and `Matrix` share;
 //! - `vector.rs`, `matrix.rs`: the public containers.
 //!
 //! ```

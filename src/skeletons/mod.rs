@@ -40,6 +40,7 @@ use crate::{Backend, Error, Result};
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Edge {
     /// Repeat the first/last element (the default for 1D).
     #[default]
