@@ -22,8 +22,7 @@
 //! the first one its threads recorded. On the CPU backends an `Err` leaves the part of the
 //! output computed before the fault written. A device output the host does not hold in
 //! full (a result left on the device by an earlier call) cannot keep old values the host
-//! never had: it then holds what the faulting kernel wrote. CUDA's Filter runs unchecked
-//! until the Filter rework adds its checked variant.
+//! never had: it then holds what the faulting kernel wrote.
 //!
 //! ```
 //! use skel::prelude::*;
