@@ -157,6 +157,7 @@ pub mod codegen;
 pub mod containers;
 #[doc(hidden)]
 pub mod debug;
+pub mod dist;
 mod error;
 mod plan;
 pub mod skeletons;

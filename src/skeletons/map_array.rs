@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
 use crate::backends::dispatch;
 use crate::containers::{Input, Output};
+use crate::dist::{refuse, Operand};
 use crate::plan::ArgTuple;
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -69,6 +70,10 @@ impl<F: ArrayFn, E> MapArray<F, E> {
     {
         self.options.validate()?;
         let out = out.arg_mut();
+        let array = array.arg();
+        let mut operands = Operand::all(inputs.shapes(), inputs.spreads());
+        operands.extend([Operand::of_mut(&out), Operand::of(&array)]);
+        refuse("MapArray", &operands)?;
         check_inputs("MapArray", &inputs.shapes(), out.shape())?;
         check_index_dims(
             "MapArray",
@@ -77,7 +82,6 @@ impl<F: ArrayFn, E> MapArray<F, E> {
             out.shape(),
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        let array = array.arg();
         dispatch!(self.options, F::NAME, |exec| exec
             .map_array::<F, I>(array, inputs, out, uniforms))
     }
