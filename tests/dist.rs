@@ -110,6 +110,7 @@ const SHAPES: &[(usize, usize)] = &[(0, 3), (1, 1), (2, 3), (3, 4), (5, 5), (7, 
 const EDGES: &[Edge] = &[Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None];
 
 type Check = Result<(), String>;
+type Suite = fn(&World) -> Check;
 
 fn same<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Check {
     if got == want {
@@ -578,7 +579,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let checks: [(&str, fn(&World) -> Check); 5] = [
+    let checks: [(&str, Suite); 5] = [
         ("map_reduce_scan", map_reduce_scan),
         ("overlap_1d", overlap_1d),
         ("matrices", matrices),
