@@ -99,14 +99,17 @@ macro_rules! solver {
 solver!(solve_f64, f64, jacobi, sq_diff, add);
 solver!(solve_fixed, i64, jacobi_fixed, abs_diff, add_fixed);
 
-/// The hot top row: 100 degrees, or 100 in fixed point with 2^20 steps per degree.
-fn hot<T: From<u32> + Default>(r: usize) -> T {
+/// The hot top row at `degrees`, the rest at 0.
+fn hot<T: Default>(r: usize, degrees: T) -> T {
     if r == 0 {
-        T::from(100 << 20)
+        degrees
     } else {
         T::default()
     }
 }
+
+/// 100 degrees in fixed point, 2^20 steps per degree.
+const HOT_FIXED: i64 = 100 << 20;
 
 fn report<T: std::fmt::Debug>(world: &World, args: &Args, residuals: &[T]) {
     if world.rank() == 0 {
@@ -131,25 +134,25 @@ fn main() -> skel::Result<()> {
     }
     let start = std::time::Instant::now();
     let ok = if args.int {
-        let mut u = DistMatrix::from_fn(&world, n, n, |r, _| hot::<i64>(r));
+        let mut u = DistMatrix::from_fn(&world, n, n, |r, _| hot(r, HOT_FIXED));
         let mut v = u.clone();
         let res = solve_fixed(&mut u, &mut v, args.sweeps, every, None)?;
         report(&world, &args, &res);
         let grid = u.all_gather()?;
         !args.check || {
-            let mut lu = Matrix::from_fn(n, n, |r, _| hot::<i64>(r));
+            let mut lu = Matrix::from_fn(n, n, |r, _| hot(r, HOT_FIXED));
             let mut lv = lu.clone();
             let want = solve_fixed(&mut lu, &mut lv, args.sweeps, every, Some(Backend::Cpu))?;
             res == want && grid.to_vec() == lu.to_vec()
         }
     } else {
-        let mut u = DistMatrix::from_fn(&world, n, n, |r, _| hot::<f64>(r));
+        let mut u = DistMatrix::from_fn(&world, n, n, |r, _| hot(r, 100.0));
         let mut v = u.clone();
         let res = solve_f64(&mut u, &mut v, args.sweeps, every, None)?;
         report(&world, &args, &res);
         let grid = u.all_gather()?;
         !args.check || {
-            let mut lu = Matrix::from_fn(n, n, |r, _| hot::<f64>(r));
+            let mut lu = Matrix::from_fn(n, n, |r, _| hot(r, 100.0));
             let mut lv = lu.clone();
             let want = solve_f64(&mut lu, &mut lv, args.sweeps, every, Some(Backend::Cpu))?;
             // The stencil is the same per point on any rank count: the grid is identical;
