@@ -137,115 +137,136 @@ fn same_outcome<T: PartialEq + std::fmt::Debug>(
     }
 }
 
+/// A skeleton returning a value, on distributed operands and on the cpu oracle: the same
+/// value, or the same kind of error.
+macro_rules! value {
+    ($what:expr, $sk:expr, ($($d:expr),+), ($($l:expr),+)) => {{
+        let sk = $sk;
+        same_outcome(&$what, sk.run($($d),+), sk.backend(Backend::Cpu).run($($l),+))?;
+    }};
+}
+
+/// A skeleton writing `$out` on distributed operands and `$want` on the cpu oracle: the same
+/// outcome and, gathered, the same elements.
+macro_rules! into {
+    ($what:expr, $sk:expr, $run:ident, ($($d:expr),+), $out:expr, ($($l:expr),+), $want:expr) => {{
+        let sk = $sk;
+        let what = $what;
+        same_outcome(&what, sk.$run($($d,)+ $out), sk.backend(Backend::Cpu).$run($($l,)+ $want))?;
+        same(&format!("{what} values"), gathered($out)?, $want.to_vec())?;
+    }};
+}
+
+trait Gather<T> {
+    fn whole(&self) -> skel::Result<Vec<T>>;
+}
+
+impl<T: DeviceType> Gather<T> for DistVector<T> {
+    fn whole(&self) -> skel::Result<Vec<T>> {
+        Ok(self.all_gather()?.to_vec())
+    }
+}
+
+impl<T: DeviceType> Gather<T> for DistMatrix<T> {
+    fn whole(&self) -> skel::Result<Vec<T>> {
+        Ok(self.all_gather()?.to_vec())
+    }
+}
+
+impl<T: DeviceType> Gather<T> for Vector<T> {
+    fn whole(&self) -> skel::Result<Vec<T>> {
+        Ok(self.to_vec())
+    }
+}
+
+fn gathered<T>(c: &impl Gather<T>) -> Result<Vec<T>, String> {
+    c.whole().map_err(|e| e.to_string())
+}
+
 fn map_reduce_scan(world: &World) -> Check {
     for &n in LENS {
         let a = DistVector::from_fn(world, n, val);
         let b = DistVector::from_fn(world, n, |i| val(i + 3));
         let (la, lb) = (Vector::from_fn(n, val), Vector::from_fn(n, |i| val(i + 3)));
-        let cpu = Backend::Cpu;
+        let (mut out, mut want) = (DistVector::zeroed(world, n), Vector::zeroed(n));
+        into!(
+            format!("Map n={n}"),
+            Map::new(sub),
+            run,
+            (&a, &b),
+            &mut out,
+            (&la, &lb),
+            &mut want
+        );
 
-        let mut out = DistVector::zeroed(world, n);
-        Map::new(sub)
-            .run(&a, &b, &mut out)
-            .map_err(|e| e.to_string())?;
-        let mut want = Vector::zeroed(n);
-        Map::new(sub)
-            .backend(cpu)
-            .run(&la, &lb, &mut want)
-            .map_err(|e| e.to_string())?;
-        same(
-            &format!("Map n={n}"),
-            out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-            want.to_vec(),
-        )?;
-
-        same_outcome(
-            &format!("Reduce add start n={n}"),
-            Reduce::new(add).start(10).run(&a),
-            Reduce::new(add).backend(cpu).start(10).run(&la),
-        )?;
-        same_outcome(
-            &format!("Reduce max n={n}"),
-            Reduce::new(max).run(&a),
-            Reduce::new(max).backend(cpu).run(&la),
-        )?;
-        same_outcome(
-            &format!("Reduce max start n={n}"),
-            Reduce::new(max).start(i64::MIN).run(&a),
-            Reduce::new(max).backend(cpu).start(i64::MIN).run(&la),
-        )?;
-        same_outcome(
-            &format!("MapReduce n={n}"),
-            MapReduce::new(mul, add).start(-5).run(&a, &b),
-            MapReduce::new(mul, add)
-                .backend(cpu)
-                .start(-5)
-                .run(&la, &lb),
-        )?;
+        value!(
+            format!("Reduce add start n={n}"),
+            Reduce::new(add).start(10),
+            (&a),
+            (&la)
+        );
+        value!(format!("Reduce max n={n}"), Reduce::new(max), (&a), (&la));
+        value!(
+            format!("Reduce max start n={n}"),
+            Reduce::new(max).start(i64::MIN),
+            (&a),
+            (&la)
+        );
+        value!(
+            format!("MapReduce n={n}"),
+            MapReduce::new(mul, add).start(-5),
+            (&a, &b),
+            (&la, &lb)
+        );
 
         let (dm, lm) = (DistVector::from_fn(world, n, m2), Vector::from_fn(n, m2));
-        same_outcome(
-            &format!("Reduce mm n={n}"),
-            Reduce::new(mm).start(ID).run(&dm),
-            Reduce::new(mm).backend(cpu).start(ID).run(&lm),
-        )?;
         let start = m2(5);
-        same_outcome(
-            &format!("Reduce mm start n={n}"),
-            Reduce::new(mm).start(start).run(&dm),
-            Reduce::new(mm).backend(cpu).start(start).run(&lm),
-        )?;
+        value!(
+            format!("Reduce mm n={n}"),
+            Reduce::new(mm).start(ID),
+            (&dm),
+            (&lm)
+        );
+        value!(
+            format!("Reduce mm start n={n}"),
+            Reduce::new(mm).start(start),
+            (&dm),
+            (&lm)
+        );
 
         for mode in [ScanMode::Inclusive, ScanMode::Exclusive] {
-            let mut out = DistVector::zeroed(world, n);
-            Scan::new(mm)
-                .mode(mode)
-                .start(start)
-                .run(&dm, &mut out)
-                .map_err(|e| e.to_string())?;
-            let mut want = Vector::zeroed(n);
-            Scan::new(mm)
-                .backend(cpu)
-                .mode(mode)
-                .start(start)
-                .run(&lm, &mut want)
-                .map_err(|e| e.to_string())?;
-            same(
-                &format!("Scan mm {mode:?} n={n}"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
-
-            let mut out = DistVector::zeroed(world, n);
-            Scan::new(add)
-                .mode(mode)
-                .start(7)
-                .run(&a, &mut out)
-                .map_err(|e| e.to_string())?;
-            let mut want = Vector::zeroed(n);
-            Scan::new(add)
-                .backend(cpu)
-                .mode(mode)
-                .start(7)
-                .run(&la, &mut want)
-                .map_err(|e| e.to_string())?;
-            same(
-                &format!("Scan add {mode:?} n={n}"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
+            let (mut out, mut want) = (DistVector::zeroed(world, n), Vector::zeroed(n));
+            let scan = Scan::new(mm).mode(mode).start(start);
+            into!(
+                format!("Scan mm {mode:?} n={n}"),
+                scan,
+                run,
+                (&dm),
+                &mut out,
+                (&lm),
+                &mut want
+            );
+            let (mut out, mut want) = (DistVector::zeroed(world, n), Vector::zeroed(n));
+            let scan = Scan::new(add).mode(mode).start(7);
+            into!(
+                format!("Scan add {mode:?} n={n}"),
+                scan,
+                run,
+                (&a),
+                &mut out,
+                (&la),
+                &mut want
+            );
         }
 
         // Floats: the rank partials regroup the sum, so within rounding, not bit for bit.
-        let f = DistVector::from_fn(world, n, |i| 0.1 * i as f64 + 1.0 / (i + 1) as f64);
-        let lf = Vector::from_fn(n, |i| 0.1 * i as f64 + 1.0 / (i + 1) as f64);
-        let (got, want) = (
-            Reduce::new(addf).run(&f).map_err(|e| e.to_string())?,
-            Reduce::new(addf)
-                .backend(cpu)
-                .run(&lf)
-                .map_err(|e| e.to_string())?,
-        );
+        let x = |i: usize| 0.1 * i as f64 + 1.0 / (i + 1) as f64;
+        let (f, lf) = (DistVector::from_fn(world, n, x), Vector::from_fn(n, x));
+        let got = Reduce::new(addf).run(&f).map_err(|e| e.to_string())?;
+        let want = Reduce::new(addf)
+            .backend(Backend::Cpu)
+            .run(&lf)
+            .map_err(|e| e.to_string())?;
         if (got - want).abs() > 1e-9 * want.abs().max(1.0) {
             return Err(format!("Reduce f64 n={n}: got {got}, want {want}"));
         }
@@ -255,44 +276,37 @@ fn map_reduce_scan(world: &World) -> Check {
 
 fn overlap_1d(world: &World) -> Check {
     for &n in LENS {
+        let (a, la) = (DistVector::from_fn(world, n, val), Vector::from_fn(n, val));
         for &edge in EDGES {
-            let a = DistVector::from_fn(world, n, val);
-            let la = Vector::from_fn(n, val);
             // Edge::None leaves the border as it was: start from something recognisable.
             let mut out = DistVector::from_fn(world, n, |i| 1000 + i as i64);
             let mut want = Vector::from_fn(n, |i| 1000 + i as i64);
-            let got = MapOverlap::new(near, 1).edge(edge).pad(9).run(&a, &mut out);
-            let exp = MapOverlap::new(near, 1)
-                .backend(Backend::Cpu)
-                .edge(edge)
-                .pad(9)
-                .run(&la, &mut want);
-            same_outcome(&format!("MapOverlap r1 {edge:?} n={n}"), got, exp)?;
-            same(
-                &format!("MapOverlap r1 {edge:?} n={n} values"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
-
-            let got = MapOverlap::new(far, 2).edge(edge).pad(-4).run(&a, &mut out);
-            let exp = MapOverlap::new(far, 2)
-                .backend(Backend::Cpu)
-                .edge(edge)
-                .pad(-4)
-                .run(&la, &mut want);
-            same_outcome(&format!("MapOverlap r2 {edge:?} n={n}"), got, exp)?;
-            same(
-                &format!("MapOverlap r2 {edge:?} n={n} values"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
+            let near1 = MapOverlap::new(near, 1).edge(edge).pad(9);
+            into!(
+                format!("MapOverlap r1 {edge:?} n={n}"),
+                near1,
+                run,
+                (&a),
+                &mut out,
+                (&la),
+                &mut want
+            );
+            let far2 = MapOverlap::new(far, 2).edge(edge).pad(-4);
+            into!(
+                format!("MapOverlap r2 {edge:?} n={n}"),
+                far2,
+                run,
+                (&a),
+                &mut out,
+                (&la),
+                &mut want
+            );
         }
     }
     Ok(())
 }
 
 fn matrices(world: &World) -> Check {
-    let cpu = Backend::Cpu;
     for &(rows, cols) in SHAPES {
         let f = |r: usize, c: usize| val(r * cols + c);
         let m = DistMatrix::from_fn(world, rows, cols, f);
@@ -300,125 +314,98 @@ fn matrices(world: &World) -> Check {
         let shape = format!("{rows}x{cols}");
         same(
             &format!("DistMatrix {shape} all_gather"),
-            m.all_gather().map_err(|e| e.to_string())?.to_vec(),
+            gathered(&m)?,
             lm.to_vec(),
         )?;
+        let mut out = DistMatrix::filled(world, rows, cols, 77);
+        let mut want = Matrix::filled(rows, cols, 77);
         for &edge in EDGES {
-            let mut out = DistMatrix::filled(world, rows, cols, 77);
-            let mut want = Matrix::filled(rows, cols, 77);
-            let got = MapOverlap::new(lap, (1, 1))
-                .edge(edge)
-                .pad(3)
-                .run(&m, &mut out);
-            let exp = MapOverlap::new(lap, (1, 1))
-                .backend(cpu)
-                .edge(edge)
-                .pad(3)
-                .run(&lm, &mut want);
-            same_outcome(&format!("MapOverlap 2D (1,1) {edge:?} {shape}"), got, exp)?;
-            same(
-                &format!("MapOverlap 2D (1,1) {edge:?} {shape} values"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
-
-            let got = MapOverlap::new(tall, (2, 1)).edge(edge).run(&m, &mut out);
-            let exp = MapOverlap::new(tall, (2, 1))
-                .backend(cpu)
-                .edge(edge)
-                .run(&lm, &mut want);
-            same_outcome(&format!("MapOverlap 2D (2,1) {edge:?} {shape}"), got, exp)?;
-            same(
-                &format!("MapOverlap 2D (2,1) {edge:?} {shape} values"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
-
-            let got = MapOverlap::new(near, 1)
-                .colwise()
-                .edge(edge)
-                .run(&m, &mut out);
-            let exp = MapOverlap::new(near, 1)
-                .backend(cpu)
-                .colwise()
-                .edge(edge)
-                .run(&lm, &mut want);
-            same_outcome(&format!("MapOverlap colwise {edge:?} {shape}"), got, exp)?;
-            same(
-                &format!("MapOverlap colwise {edge:?} {shape} values"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
-
-            let got = MapOverlap::new(near, 1)
-                .rowwise()
-                .edge(edge)
-                .run(&m, &mut out);
-            let exp = MapOverlap::new(near, 1)
-                .backend(cpu)
-                .rowwise()
-                .edge(edge)
-                .run(&lm, &mut want);
-            same_outcome(&format!("MapOverlap rowwise {edge:?} {shape}"), got, exp)?;
-            same(
-                &format!("MapOverlap rowwise {edge:?} {shape} values"),
-                out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-                want.to_vec(),
-            )?;
+            let lap11 = MapOverlap::new(lap, (1, 1)).edge(edge).pad(3);
+            into!(
+                format!("MapOverlap 2D (1,1) {edge:?} {shape}"),
+                lap11,
+                run,
+                (&m),
+                &mut out,
+                (&lm),
+                &mut want
+            );
+            let tall21 = MapOverlap::new(tall, (2, 1)).edge(edge);
+            into!(
+                format!("MapOverlap 2D (2,1) {edge:?} {shape}"),
+                tall21,
+                run,
+                (&m),
+                &mut out,
+                (&lm),
+                &mut want
+            );
+            let cols1 = MapOverlap::new(near, 1).colwise().edge(edge);
+            into!(
+                format!("MapOverlap colwise {edge:?} {shape}"),
+                cols1,
+                run,
+                (&m),
+                &mut out,
+                (&lm),
+                &mut want
+            );
+            let rows1 = MapOverlap::new(near, 1).rowwise().edge(edge);
+            into!(
+                format!("MapOverlap rowwise {edge:?} {shape}"),
+                rows1,
+                run,
+                (&m),
+                &mut out,
+                (&lm),
+                &mut want
+            );
         }
+        into!(
+            format!("Map matrix {shape}"),
+            Map::new(sub),
+            run,
+            (&m, &m),
+            &mut out,
+            (&lm, &lm),
+            &mut want
+        );
+        value!(
+            format!("Reduce matrix {shape}"),
+            Reduce::new(add),
+            (&m),
+            (&lm)
+        );
+        value!(
+            format!("MapReduce matrix {shape}"),
+            MapReduce::new(mul, add),
+            (&m, &m),
+            (&lm, &lm)
+        );
 
-        let mut out = DistMatrix::zeroed(world, rows, cols);
-        let mut want = Matrix::zeroed(rows, cols);
-        Map::new(sub)
-            .run(&m, &m, &mut out)
-            .map_err(|e| e.to_string())?;
-        Map::new(sub)
-            .backend(cpu)
-            .run(&lm, &lm, &mut want)
-            .map_err(|e| e.to_string())?;
-        same(
-            &format!("Map matrix {shape}"),
-            out.all_gather().map_err(|e| e.to_string())?.to_vec(),
-            want.to_vec(),
-        )?;
-        same_outcome(
-            &format!("Reduce matrix {shape}"),
-            Reduce::new(add).run(&m),
-            Reduce::new(add).backend(cpu).run(&lm),
-        )?;
-        same_outcome(
-            &format!("MapReduce matrix {shape}"),
-            MapReduce::new(mul, add).run(&m, &m),
-            MapReduce::new(mul, add).backend(cpu).run(&lm, &lm),
-        )?;
-
-        let mut per_row = DistVector::zeroed(world, rows);
-        let mut want_rows = Vector::zeroed(rows);
-        same_outcome(
-            &format!("Reduce rows {shape}"),
-            Reduce::new(add).run_rows(&m, &mut per_row),
-            Reduce::new(add).backend(cpu).run_rows(&lm, &mut want_rows),
-        )?;
-        same(
-            &format!("Reduce rows {shape} values"),
-            per_row.all_gather().map_err(|e| e.to_string())?.to_vec(),
-            want_rows.to_vec(),
-        )?;
+        let (mut per_row, mut want_rows) = (DistVector::zeroed(world, rows), Vector::zeroed(rows));
+        into!(
+            format!("Reduce rows {shape}"),
+            Reduce::new(add),
+            run_rows,
+            (&m),
+            &mut per_row,
+            (&lm),
+            &mut want_rows
+        );
         // Columns fold across the ranks' blocks: an order-sensitive function shows the order.
         let mm_m = DistMatrix::from_fn(world, rows, cols, |r, c| m2(r * cols + c));
         let mm_l = Matrix::from_fn(rows, cols, |r, c| m2(r * cols + c));
-        let mut per_col = Vector::filled(cols, ID);
-        let mut want_cols = Vector::filled(cols, ID);
-        same_outcome(
-            &format!("Reduce cols {shape}"),
-            Reduce::new(mm).run_cols(&mm_m, &mut per_col),
-            Reduce::new(mm).backend(cpu).run_cols(&mm_l, &mut want_cols),
-        )?;
-        same(
-            &format!("Reduce cols {shape} values"),
-            per_col.to_vec(),
-            want_cols.to_vec(),
-        )?;
+        let (mut per_col, mut want_cols) = (Vector::filled(cols, ID), Vector::filled(cols, ID));
+        into!(
+            format!("Reduce cols {shape}"),
+            Reduce::new(mm),
+            run_cols,
+            (&mm_m),
+            &mut per_col,
+            (&mm_l),
+            &mut want_cols
+        );
     }
     Ok(())
 }

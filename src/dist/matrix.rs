@@ -227,16 +227,4 @@ impl<T: DeviceType> DistMatrix<T> {
     }
 }
 
-impl<T: DeviceType> Input<T> for DistMatrix<T> {
-    fn arg(&self) -> Arg<'_, T> {
-        let spread = self.spread();
-        self.local.arg().spread_over(spread)
-    }
-}
-
-impl<T: DeviceType> Output<T> for DistMatrix<T> {
-    fn arg_mut(&mut self) -> ArgMut<'_, T> {
-        let spread = self.spread();
-        self.local.arg_mut().spread_over(spread)
-    }
-}
+block_operand!(DistMatrix);

@@ -51,6 +51,27 @@
 //! waits forever. A rank that dies (a crash, `abort`) takes the job down: MPI's default
 //! error handler aborts all ranks.
 
+/// `Input` / `Output` of a distributed container: its local block, marked with where the
+/// block lies (`spread()`).
+#[cfg(feature = "mpi")]
+macro_rules! block_operand {
+    ($container:ident) => {
+        impl<T: DeviceType> Input<T> for $container<T> {
+            fn arg(&self) -> Arg<'_, T> {
+                let spread = self.spread();
+                self.local.arg().spread_over(spread)
+            }
+        }
+
+        impl<T: DeviceType> Output<T> for $container<T> {
+            fn arg_mut(&mut self) -> ArgMut<'_, T> {
+                let spread = self.spread();
+                self.local.arg_mut().spread_over(spread)
+            }
+        }
+    };
+}
+
 #[cfg(feature = "mpi")]
 mod matrix;
 #[cfg(feature = "mpi")]

@@ -218,19 +218,7 @@ impl<T: DeviceType> DistVector<T> {
     }
 }
 
-impl<T: DeviceType> Input<T> for DistVector<T> {
-    fn arg(&self) -> Arg<'_, T> {
-        let spread = self.spread();
-        self.local.arg().spread_over(spread)
-    }
-}
-
-impl<T: DeviceType> Output<T> for DistVector<T> {
-    fn arg_mut(&mut self) -> ArgMut<'_, T> {
-        let spread = self.spread();
-        self.local.arg_mut().spread_over(spread)
-    }
-}
+block_operand!(DistVector);
 
 /// Spreads `data` (on `root`: its elements, `units` units of `unit` elements) in blocks of
 /// whole units; returns this rank's block, the number of units and the unit, as the root
