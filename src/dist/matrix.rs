@@ -12,7 +12,7 @@ use crate::{DeviceType, Matrix, Result};
 /// its rows as an ordinary [`Matrix`] ([`DistMatrix::local`]). Skeletons take it wherever
 /// they take a `Matrix`; a 2D MapOverlap exchanges the halo rows with the neighbours.
 ///
-/// ```no_run
+/// ```
 /// use skel::prelude::*;
 /// use skel::dist::{self, DistMatrix};
 /// #[userfn]
@@ -34,7 +34,7 @@ pub struct DistMatrix<T: DeviceType> {
 impl<T: DeviceType> DistMatrix<T> {
     /// Element `(r, c)` is `f(r, c)`; each rank calls `f` only for the rows it holds.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m = skel::dist::DistMatrix::from_fn(&world, 4, 3, |r, c| (r * 3 + c) as u32);
     /// assert_eq!(m.local().rows(), m.local_rows().len());
@@ -58,7 +58,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// A `rows x cols` matrix of `value`.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m = skel::dist::DistMatrix::filled(&world, 4, 3, 1u8);
     /// assert_eq!((m.rows(), m.cols()), (4, 3));
@@ -70,7 +70,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// A `rows x cols` matrix of `T::default()`.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m: skel::dist::DistMatrix<f32> = skel::dist::DistMatrix::zeroed(&world, 4, 3);
     /// assert_eq!(m.cols(), 3);
@@ -89,7 +89,7 @@ impl<T: DeviceType> DistMatrix<T> {
     /// # Errors
     /// As [`DistVector::scatter`](super::DistVector::scatter).
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let all = skel::Matrix::from_fn(5, 2, |r, c| (r + c) as i64);
     /// let m = skel::dist::DistMatrix::scatter(0, &world, (world.rank() == 0).then_some(&all))?;
@@ -113,7 +113,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// The whole matrix on rank `root` (`Some` there, `None` on the others).
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m = skel::dist::DistMatrix::from_fn(&world, 3, 2, |r, c| (r * 2 + c) as u8);
     /// if let Some(all) = m.gather(0)? {
@@ -130,7 +130,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// The whole matrix on every rank.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m = skel::dist::DistMatrix::from_fn(&world, 3, 2, |r, c| (r * 2 + c) as u8);
     /// assert_eq!(m.all_gather()?.to_vec(), vec![0, 1, 2, 3, 4, 5]);
@@ -148,7 +148,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// Global number of rows.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// assert_eq!(skel::dist::DistMatrix::filled(&world, 4, 3, 0u8).rows(), 4);
     /// # Ok::<(), skel::Error>(())
@@ -159,7 +159,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// Number of columns.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// assert_eq!(skel::dist::DistMatrix::filled(&world, 4, 3, 0u8).cols(), 3);
     /// # Ok::<(), skel::Error>(())
@@ -170,7 +170,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// The global rows this rank holds.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m = skel::dist::DistMatrix::filled(&world, 4, 3, 0u8);
     /// assert_eq!(m.local_rows().len(), m.local().rows());
@@ -182,7 +182,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// This rank's rows.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m = skel::dist::DistMatrix::filled(&world, 4, 3, 7u8);
     /// assert!(m.local().to_vec().iter().all(|&x| x == 7));
@@ -194,7 +194,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// This rank's rows, writable on the host, row-major (device copies become stale).
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let mut m = skel::dist::DistMatrix::filled(&world, 4, 3, 0u8);
     /// m.local_mut()?.fill(1);
@@ -206,7 +206,7 @@ impl<T: DeviceType> DistMatrix<T> {
 
     /// The world the matrix is spread over.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let m = skel::dist::DistMatrix::filled(&world, 4, 3, 0u8);
     /// assert_eq!(m.world().rank(), world.rank());

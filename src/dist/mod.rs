@@ -7,7 +7,7 @@
 //! element more); a [`DistMatrix`] holds a block of whole rows. Every skeleton takes them
 //! where it takes a `Vector` / `Matrix`, with the same call on every rank:
 //!
-//! ```no_run
+//! ```
 //! # #[cfg(feature = "mpi")] {
 //! use skel::prelude::*;
 //! use skel::dist::{self, DistVector};

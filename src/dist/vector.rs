@@ -12,7 +12,7 @@ use crate::{DeviceType, Error, Result, Vector};
 /// its block as an ordinary [`Vector`] ([`DistVector::local`]), which its backend runs
 /// and keeps coherent as usual. Skeletons take it wherever they take a `Vector`.
 ///
-/// ```no_run
+/// ```
 /// use skel::prelude::*;
 /// use skel::dist::{self, DistVector};
 /// #[userfn]
@@ -35,7 +35,7 @@ pub struct DistVector<T: DeviceType> {
 impl<T: DeviceType> DistVector<T> {
     /// Element `i` is `f(i)`; each rank calls `f` only for the indices it holds.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v = skel::dist::DistVector::from_fn(&world, 5, |i| i as u32);
     /// assert_eq!(v.local().to_vec(), v.local_range().map(|i| i as u32).collect::<Vec<_>>());
@@ -54,7 +54,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// `len` copies of `value`.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v = skel::dist::DistVector::filled(&world, 7, 1.5f32);
     /// assert_eq!(v.len(), 7);
@@ -66,7 +66,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// `len` elements of `T::default()`.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v: skel::dist::DistVector<f64> = skel::dist::DistVector::zeroed(&world, 3);
     /// assert!(v.local().iter().all(|&x| x == 0.0));
@@ -85,7 +85,7 @@ impl<T: DeviceType> DistVector<T> {
     /// On every rank: `InvalidArgument` if `root` is not a rank, if `root` passes no data
     /// or another rank passes some.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let all: Vec<f32> = (0..100).map(|i| i as f32).collect();
     /// let data = (world.rank() == 0).then_some(&all[..]);
@@ -106,7 +106,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// The whole vector on rank `root` (`Some` there, `None` on the others).
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v = skel::dist::DistVector::from_fn(&world, 4, |i| i as u8);
     /// if let Some(all) = v.gather(0)? {
@@ -124,7 +124,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// The whole vector on every rank.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v = skel::dist::DistVector::from_fn(&world, 4, |i| i as u8);
     /// assert_eq!(v.all_gather()?.to_vec(), vec![0, 1, 2, 3]);
@@ -142,7 +142,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// The global length.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// assert_eq!(skel::dist::DistVector::filled(&world, 9, 0u8).len(), 9);
     /// # Ok::<(), skel::Error>(())
@@ -153,7 +153,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// Whether the global vector is empty.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// assert!(skel::dist::DistVector::filled(&world, 0, 0u8).is_empty());
     /// # Ok::<(), skel::Error>(())
@@ -164,7 +164,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// The global indices this rank holds.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v = skel::dist::DistVector::filled(&world, 10, 0u8);
     /// assert_eq!(v.local_range().len(), v.local().len());
@@ -176,7 +176,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// This rank's block.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v = skel::dist::DistVector::from_fn(&world, 6, |i| i as i32);
     /// assert_eq!(v.local()[0], v.local_range().start as i32);
@@ -188,7 +188,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// This rank's block, writable on the host (device copies become stale).
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let mut v = skel::dist::DistVector::filled(&world, 6, 0i32);
     /// for x in v.local_mut()? { *x = 1; }
@@ -200,7 +200,7 @@ impl<T: DeviceType> DistVector<T> {
 
     /// The world the vector is spread over.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// let v = skel::dist::DistVector::filled(&world, 6, 0i32);
     /// assert_eq!(v.world().size(), world.size());

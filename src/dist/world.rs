@@ -16,7 +16,7 @@ use crate::{Error, Result};
 /// All the processes of an MPI job (`MPI_COMM_WORLD`), from [`init`]. Cloning is cheap; MPI
 /// is finalised when the last clone (and the last distributed container) is dropped.
 ///
-/// ```no_run
+/// ```
 /// let world = skel::dist::init()?;
 /// println!("rank {} of {}", world.rank(), world.size());
 /// # Ok::<(), skel::Error>(())
@@ -44,7 +44,7 @@ struct Mpi {
 /// # Errors
 /// `InvalidArgument` if MPI is already initialised in this process.
 ///
-/// ```no_run
+/// ```
 /// let world = skel::dist::init()?;
 /// assert!(skel::dist::init().is_err()); // once per process
 /// # drop(world);
@@ -82,7 +82,7 @@ pub fn init() -> Result<World> {
 impl World {
     /// This process's rank, `0..size()`.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// assert!(world.rank() < world.size());
     /// # Ok::<(), skel::Error>(())
@@ -93,7 +93,7 @@ impl World {
 
     /// Number of ranks.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// assert!(world.size() >= 1);
     /// # Ok::<(), skel::Error>(())
@@ -104,7 +104,7 @@ impl World {
 
     /// Waits until every rank has called it.
     ///
-    /// ```no_run
+    /// ```
     /// let world = skel::dist::init()?;
     /// world.barrier();
     /// # Ok::<(), skel::Error>(())
