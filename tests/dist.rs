@@ -88,6 +88,11 @@ fn div(a: i64, b: i64) -> i64 {
 }
 
 #[userfn]
+fn lookup(table: &[i64], x: u32) -> i64 {
+    table[x as usize]
+}
+
+#[userfn]
 fn iota(#[index] i: usize) -> i64 {
     i as i64
 }
@@ -217,6 +222,30 @@ fn map_reduce_scan(world: &World) -> Check {
             MapReduce::new(mul, add).start(-5),
             (&a, &b),
             (&la, &lb)
+        );
+
+        // MapArray: a distributed table is gathered whole; a local one is the same everywhere.
+        let idx = |i: usize| ((i * 37 + 11) % n.max(1)) as u32;
+        let (di, li) = (DistVector::from_fn(world, n, idx), Vector::from_fn(n, idx));
+        let (mut out, mut want) = (DistVector::zeroed(world, n), Vector::zeroed(n));
+        let ma = MapArray::new(lookup);
+        into!(
+            format!("MapArray n={n}"),
+            ma,
+            run,
+            (&a, &di),
+            &mut out,
+            (&la, &li),
+            &mut want
+        );
+        into!(
+            format!("MapArray local table n={n}"),
+            ma,
+            run,
+            (&la, &di),
+            &mut out,
+            (&la, &li),
+            &mut want
         );
 
         let (dm, lm) = (DistVector::from_fn(world, n, m2), Vector::from_fn(n, m2));

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::{Comm, Spread};
 use crate::backends::BinaryFn;
 use crate::containers::host::{as_bytes, from_bytes};
-use crate::containers::{Arg, ArgMut, Shape};
+use crate::containers::{Arg, ArgMut, Shape, Vector};
 use crate::{DeviceType, Error, Result};
 
 /// One operand of a call as the ranks compare it: its local shape and, for a block of a
@@ -226,6 +226,13 @@ fn open(rank: usize, msg: &[u8]) -> Result<&[u8]> {
             message: "sent an empty message (a different skel version?)".into(),
         }),
     }
+}
+
+/// The whole of a distributed operand on every rank (its blocks in rank order), for a
+/// skeleton whose every element may read all of it.
+pub(crate) fn gather_whole<T: DeviceType>(call: &Call, arg: Arg<'_, T>) -> Result<Vector<T>> {
+    let blocks = call.exchange(arg.host().map(<[T]>::to_vec))?;
+    Ok(Vector::from_vec(blocks.concat()))
 }
 
 /// `acc ⊕ v0 ⊕ v1 ...` in order with the user function, on the host (`None` when both

@@ -38,8 +38,11 @@
 //!   from whichever ranks own them, honouring the edge mode at the global ends, then runs
 //!   its block; `Reduce::run_rows` / `run_cols` on a [`DistMatrix`] work too.
 //!
-//! Element indices (`#[index]`) and container arguments (`.arrays(..)`, MapArray) on
-//! distributed operands, MapPairs and Filter are refused with an error for now.
+//! - MapArray: a distributed array is gathered whole on every rank (every element may read
+//!   any of it), then each rank maps its block.
+//!
+//! Element indices (`#[index]`) on distributed operands, distributed container arguments
+//! bound with `.arrays(..)`, MapPairs and Filter are refused with an error for now.
 //!
 //! # Errors on several ranks
 //! Before any data moves, the ranks compare a description of the call (skeleton, user
@@ -93,7 +96,7 @@ pub use vector::DistVector;
 #[cfg(feature = "mpi")]
 pub use world::{init, World};
 
-pub(crate) use call::{agree, fold, refuse, Call, Operand};
+pub(crate) use call::{agree, fold, gather_whole, refuse, Call, Operand};
 pub(crate) use layout::Blocks;
 pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
 pub(crate) use map_reduce::map_reduce;
