@@ -86,6 +86,15 @@ pub enum Error {
         /// The length of what was indexed, for an index out of range.
         len: Option<u64>,
     },
+    /// A distributed call (`skel::dist`) failed on another rank; that rank returned the
+    /// error itself.
+    #[error("distributed call failed on rank {rank}: {message}")]
+    Distributed {
+        /// The first rank that failed.
+        rank: usize,
+        /// Its error, in words.
+        message: String,
+    },
     /// An error of the user's own, wrapped by [`Error::other`].
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),

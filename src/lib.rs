@@ -166,6 +166,7 @@ pub mod codegen;
 pub mod containers;
 #[doc(hidden)]
 pub mod debug;
+pub mod dist;
 mod error;
 pub mod interop;
 mod plan;

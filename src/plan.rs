@@ -7,6 +7,7 @@
 use std::ops::Range;
 
 use crate::containers::{Arg, Shape};
+use crate::dist::Spread;
 use crate::{DeviceType, Result};
 
 pub use crate::skeletons::{Edge, ScanMode};
@@ -35,6 +36,10 @@ pub trait ArgTuple<'a>: Sized {
     /// Calls `v` with each input, in order (device backends upload through it).
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
+    /// Where each input lies among the processes (`skel::dist`), in order.
+    fn spreads(&self) -> Vec<Option<Spread>>;
+    /// Elements `range` of every input, as vector operands.
+    fn sub(&self, range: Range<usize>) -> Self;
 }
 
 /// What [`ArgTuple::visit`] calls with each operand of a tuple.
@@ -66,6 +71,10 @@ impl<'a> ArgTuple<'a> for () {
     fn visit<V: ArgVisitor>(&self, _: &mut V) -> Result<()> {
         Ok(())
     }
+    fn spreads(&self) -> Vec<Option<Spread>> {
+        Vec::new()
+    }
+    fn sub(&self, _: Range<usize>) {}
 }
 
 impl HostSlices for () {
@@ -90,6 +99,12 @@ macro_rules! arg_tuples {
             fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
                 $(v.visit(self.$i)?;)+
                 Ok(())
+            }
+            fn spreads(&self) -> Vec<Option<Spread>> {
+                vec![$(self.$i.spread()),+]
+            }
+            fn sub(&self, range: Range<usize>) -> Self {
+                ($(self.$i.sub(range.clone()),)+)
             }
         }
 

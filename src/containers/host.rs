@@ -283,6 +283,34 @@ pub(crate) fn as_bytes<T: crate::DeviceType>(v: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
+/// Device values from their bytes (what [`as_bytes`] gave on another process running this
+/// program); `bytes.len()` must be a multiple of the value size.
+///
+/// # Panics
+/// If it is not.
+pub(crate) fn from_bytes<T: crate::DeviceType>(bytes: &[u8]) -> Vec<T> {
+    let size = std::mem::size_of::<T>().max(1);
+    assert!(
+        bytes.len() % size == 0,
+        "{} bytes are not whole values",
+        bytes.len()
+    );
+    let n = bytes.len() / size;
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    // SAFETY: the capacity holds `n` values, `n * size_of::<T>()` bytes, all written by the
+    // copy before `set_len`; DeviceType's contract makes any bit pattern of a T that came
+    // from a T a valid value. Zero-sized types copy nothing.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            out.as_mut_ptr().cast::<u8>(),
+            n * std::mem::size_of::<T>(),
+        );
+        out.set_len(n);
+    }
+    out
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

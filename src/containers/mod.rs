@@ -51,6 +51,7 @@ use std::sync::MutexGuard;
 
 use store::Store;
 
+use crate::dist::Spread;
 use crate::{DeviceType, Result};
 
 /// The shape of an operand, as skeletons check and report it.
@@ -137,6 +138,7 @@ pub struct Arg<'a, T> {
     store: &'a Store<T>,
     offset: usize,
     shape: Shape,
+    spread: Option<Spread>,
 }
 
 impl<T> Clone for Arg<'_, T> {
@@ -159,12 +161,43 @@ impl<'a, T: DeviceType> Arg<'a, T> {
             store,
             offset,
             shape,
+            spread: None,
         }
     }
 
     /// The operand's shape.
     pub fn shape(&self) -> Shape {
         self.shape
+    }
+
+    /// This operand as the local block of a container spread over processes.
+    pub(crate) fn spread_over(self, spread: Spread) -> Self {
+        Arg {
+            spread: Some(spread),
+            ..self
+        }
+    }
+
+    /// Where the operand lies among the processes of a distributed container; `None` for
+    /// an ordinary one.
+    pub(crate) fn spread(&self) -> Option<Spread> {
+        self.spread
+    }
+
+    /// Elements `range` of the operand, as an ordinary vector operand of their own.
+    ///
+    /// # Panics
+    /// If `range` exceeds the operand.
+    pub(crate) fn sub(&self, range: Range<usize>) -> Arg<'a, T> {
+        assert!(
+            range.end <= self.shape.len(),
+            "sub-range beyond the operand"
+        );
+        Arg::new(
+            self.store,
+            self.offset + range.start,
+            Shape::Vector(range.len()),
+        )
     }
 
     /// The elements on the host, brought back from a device first where stale.
@@ -214,6 +247,7 @@ pub struct ArgMut<'a, T> {
     store: &'a mut Store<T>,
     offset: usize,
     shape: Shape,
+    spread: Option<Spread>,
 }
 
 // The accessors beyond `shape`/`host_*` are for the device backends (next issue).
@@ -229,12 +263,26 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store,
             offset,
             shape,
+            spread: None,
         }
     }
 
     /// The operand's shape.
     pub fn shape(&self) -> Shape {
         self.shape
+    }
+
+    /// This operand as the local block of a container spread over processes.
+    pub(crate) fn spread_over(self, spread: Spread) -> Self {
+        ArgMut {
+            spread: Some(spread),
+            ..self
+        }
+    }
+
+    /// Where the operand lies among the processes (see [`Arg::spread`]).
+    pub(crate) fn spread(&self) -> Option<Spread> {
+        self.spread
     }
 
     /// The elements on the host, current (stale ranges brought back first); device copies
@@ -287,6 +335,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset,
             shape: Shape::Vector(len),
+            spread: None,
         }
     }
 
@@ -296,6 +345,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset,
             shape: self.shape,
+            spread: self.spread,
         }
     }
 }

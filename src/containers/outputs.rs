@@ -64,6 +64,9 @@ pub trait OutArgs<'a>: Sized {
     const COUNT: usize;
     /// The shape every operand has (checked by [`OutArgs::shape`]).
     fn shapes(&self) -> Vec<Shape>;
+    /// Where each operand lies among the processes (`skel::dist`), in order.
+    #[doc(hidden)]
+    fn spreads(&self) -> Vec<Option<crate::dist::Spread>>;
     /// The operands' host slices for a call that overwrites all of them (nothing is brought
     /// back; device copies of the ranges become invalid).
     fn host_overwrite(&mut self) -> Result<Self::Host<'_>>;
@@ -118,6 +121,9 @@ impl<'a, T: DeviceType> OutArgs<'a> for ArgMut<'a, T> {
     fn shapes(&self) -> Vec<Shape> {
         vec![ArgMut::shape(self)]
     }
+    fn spreads(&self) -> Vec<Option<crate::dist::Spread>> {
+        vec![ArgMut::spread(self)]
+    }
     fn host_overwrite(&mut self) -> Result<&mut [T]> {
         ArgMut::host_overwrite(self)
     }
@@ -169,6 +175,9 @@ macro_rules! out_tuples {
             const COUNT: usize = $n;
             fn shapes(&self) -> Vec<Shape> {
                 vec![$(self.$i.shape()),+]
+            }
+            fn spreads(&self) -> Vec<Option<crate::dist::Spread>> {
+                vec![$(self.$i.spread()),+]
             }
             fn host_overwrite(&mut self) -> Result<Self::Host<'_>> {
                 Ok(($(self.$i.host_overwrite()?,)+))

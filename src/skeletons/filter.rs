@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use super::{common_options, uniforms_or_missing, Options};
 use crate::backends::{dispatch, PredicateFn};
 use crate::containers::{Input, Output};
+use crate::dist::{refuse, Operand};
 use crate::userfn::IndexKind;
 use crate::{DeviceType, Error, Result};
 
@@ -78,6 +79,7 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
     pub fn run(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<usize> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
+        refuse("Filter", &[Operand::of(&input), Operand::of_mut(&out)])?;
         let (n, room) = (input.shape().len(), out.shape().len());
         if room < n {
             return Err(Error::shape(

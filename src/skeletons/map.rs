@@ -7,6 +7,7 @@ use super::{
 };
 use crate::backends::dispatch;
 use crate::containers::{Input, OutArgs, Outputs};
+use crate::dist::{agree, Operand};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -122,14 +123,31 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
     {
         self.options.validate()?;
         let arrays = self.arrays.bind();
-        check_arrays("Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
         let out = out.args_mut();
+        let mut elementwise = Operand::all(inputs.shapes(), inputs.spreads());
+        elementwise.extend(Operand::all(out.shapes(), out.spreads()));
+        let all = [
+            &elementwise[..],
+            &Operand::all(arrays.shapes(), arrays.spreads()),
+        ]
+        .concat();
+        let dist = agree(|| format!("Map({})", F::NAME), &all)?;
+        if let Some(call) = &dist {
+            call.same_global_shape(&elementwise)?;
+            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS)?;
+            call.local_arrays(&arrays.spreads())?;
+        }
+        check_arrays("Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
         let shape = out.shape("Map")?;
         check_inputs("Map", &inputs.shapes(), shape)?;
         check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, F::NAME, |exec| exec
-            .map::<F, I, _>(arrays, inputs, out, uniforms))
+        let result = dispatch!(self.options, F::NAME, |exec| exec
+            .map::<F, I, _>(arrays, inputs, out, uniforms));
+        match dist {
+            Some(call) => call.finish(result),
+            None => result,
+        }
     }
 }
 

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
 use crate::backends::dispatch;
 use crate::containers::{Input, Output};
+use crate::dist::{agree, Operand};
 use crate::plan::ArgTuple;
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -69,6 +70,15 @@ impl<F: ArrayFn, E> MapArray<F, E> {
     {
         self.options.validate()?;
         let out = out.arg_mut();
+        let array = array.arg();
+        let mut elementwise = Operand::all(inputs.shapes(), inputs.spreads());
+        elementwise.push(Operand::of_mut(&out));
+        let all = [&elementwise[..], &[Operand::of(&array)]].concat();
+        let dist = agree(|| format!("MapArray({})", F::NAME), &all)?;
+        if let Some(call) = &dist {
+            call.same_global_shape(&elementwise)?;
+            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS)?;
+        }
         check_inputs("MapArray", &inputs.shapes(), out.shape())?;
         check_index_dims(
             "MapArray",
@@ -77,9 +87,21 @@ impl<F: ArrayFn, E> MapArray<F, E> {
             out.shape(),
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        let array = array.arg();
-        dispatch!(self.options, F::NAME, |exec| exec
-            .map_array::<F, I>(array, inputs, out, uniforms))
+        // Every element may read any of the array: a distributed one is gathered whole.
+        let whole;
+        let array = match (&dist, array.spread()) {
+            (Some(call), Some(_)) => {
+                whole = crate::dist::gather_whole(call, array)?;
+                whole.arg()
+            }
+            _ => array,
+        };
+        let result = dispatch!(self.options, F::NAME, |exec| exec
+            .map_array::<F, I>(array, inputs, out, uniforms));
+        match dist {
+            Some(call) => call.finish(result),
+            None => result,
+        }
     }
 }
 

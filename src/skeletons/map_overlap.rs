@@ -3,6 +3,7 @@
 use super::{check_shape, common_options, uniforms_or_missing, Edge, Options};
 use crate::backends::{dispatch, Stencil};
 use crate::containers::{Input, Output, Shape};
+use crate::dist::{agree, Operand};
 use crate::plan::Axis;
 use crate::userfn::{StencilFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
@@ -136,12 +137,20 @@ where
     pub fn run(&self, input: &impl Input<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
+        let operands = [Operand::of(&input), Operand::of_mut(&out)];
+        let dist = agree(
+            || format!("MapOverlap({}, radius {})", F::NAME, self.radius),
+            &operands,
+        )?;
+        if let Some(call) = &dist {
+            call.same_global_shape(&operands)?;
+        }
         check_shape(
             "MapOverlap output against the input",
             input.shape(),
             out.shape(),
         )?;
-        let axis = match (input.shape(), self.axis) {
+        let axis = match (operands[0].global(), self.axis) {
             (Shape::Vector(n), None | Some(Axis::Flat)) => {
                 check_radius("the vector", n, self.radius)?;
                 Axis::Flat
@@ -163,6 +172,17 @@ where
         };
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let stencil = self.stencil(Edge::Duplicate);
+        if let Some(call) = dist {
+            return crate::dist::map_overlap::<F>(
+                &call,
+                self.options,
+                input,
+                out,
+                stencil,
+                axis,
+                uniforms,
+            );
+        }
         dispatch!(self.options, F::NAME, |exec| exec
             .map_overlap::<F>(input, out, stencil, axis, uniforms))
     }
@@ -176,7 +196,15 @@ where
     pub fn run(&self, input: &impl Input<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let Shape::Matrix { rows, cols } = input.shape() else {
+        let operands = [Operand::of(&input), Operand::of_mut(&out)];
+        let dist = agree(
+            || format!("MapOverlap({}, radius {:?})", F::NAME, self.radius),
+            &operands,
+        )?;
+        if let Some(call) = &dist {
+            call.same_global_shape(&operands)?;
+        }
+        let Shape::Matrix { rows, cols } = operands[0].global() else {
             return Err(Error::shape(
                 "MapOverlap 2D input",
                 "a matrix",
@@ -198,6 +226,16 @@ where
         check_radius("each row", cols, self.radius.1)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let stencil = self.stencil(Edge::None);
+        if let Some(call) = dist {
+            return crate::dist::map_overlap_2d::<F>(
+                &call,
+                self.options,
+                input,
+                out,
+                stencil,
+                uniforms,
+            );
+        }
         dispatch!(self.options, F::NAME, |exec| exec
             .map_overlap_2d::<F>(input, out, stencil, uniforms))
     }

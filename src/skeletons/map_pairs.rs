@@ -6,6 +6,7 @@ use super::{
 };
 use crate::backends::dispatch;
 use crate::containers::{Arg, Input, Output, Shape};
+use crate::dist::{refuse, Operand};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -115,6 +116,10 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
         let arrays = self.arrays.bind();
         check_arrays("MapPairs", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
         let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
+        refuse(
+            "MapPairs",
+            &[Operand::of(&v), Operand::of(&h), Operand::of_mut(&out)],
+        )?;
         let (rows, cols) = pair_lengths("MapPairs", &v, &h)?;
         check_shape(
             "MapPairs output (v.len() x h.len())",

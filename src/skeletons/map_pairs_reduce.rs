@@ -7,6 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
+use crate::dist::{refuse, Operand};
 use crate::plan::{ArgTuple, Axis};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -151,6 +152,10 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
             &arrays.shapes(),
         )?;
         let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
+        refuse(
+            "MapPairsReduce",
+            &[Operand::of(&v), Operand::of(&h), Operand::of_mut(&out)],
+        )?;
         let (rows, cols) = pair_lengths("MapPairsReduce", &v, &h)?;
         let pairs = Shape::Matrix { rows, cols };
         let (results, folded, name) = match axis {

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::Input;
+use crate::dist::{agree, Operand};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 
@@ -112,6 +113,18 @@ where
     {
         self.options.validate()?;
         let arrays = self.arrays.bind();
+        let elementwise = Operand::all(inputs.shapes(), inputs.spreads());
+        let all = [
+            &elementwise[..],
+            &Operand::all(arrays.shapes(), arrays.spreads()),
+        ]
+        .concat();
+        let dist = agree(|| format!("MapReduce({}, {})", M::NAME, R::NAME), &all)?;
+        if let Some(call) = &dist {
+            call.same_global_shape(&elementwise)?;
+            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS)?;
+            call.local_arrays(&arrays.spreads())?;
+        }
         check_arrays("MapReduce", M::NAME, M::Arrays::KINDS, &arrays.shapes())?;
         let shapes = inputs.shapes();
         let shape = shapes[0];
@@ -119,6 +132,16 @@ where
         check_index_dims("MapReduce", M::NAME, <M::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
         let start = self.start.unwrap_or_default();
+        if let Some(call) = dist {
+            return crate::dist::map_reduce::<M, R, I, A>(
+                &call,
+                self.options,
+                &self.arrays,
+                inputs,
+                uniforms,
+                start,
+            );
+        }
         dispatch!(self.options, M::NAME, |exec| exec
             .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start))
     }

@@ -3,6 +3,7 @@
 use super::{check_shape, common_options, Options};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
+use crate::dist::{agree, Operand};
 use crate::plan::Axis;
 use crate::{DeviceType, Error, Result};
 
@@ -69,6 +70,9 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         self.options.validate()?;
         let input = input.arg();
         let start = self.start.unwrap_or_default();
+        if let Some(call) = agree(|| format!("Reduce({})", F::NAME), &[Operand::of(&input)])? {
+            return crate::dist::reduce::<F, T>(&call, self.options, input, start);
+        }
         dispatch!(self.options, F::NAME, |exec| exec
             .reduce::<F, T>(input, start))
     }
@@ -86,11 +90,16 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     fn run_axis(&self, input: &impl Input<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let Shape::Matrix { rows, cols } = input.shape() else {
+        let (whole, whole_out) = (Operand::of(&input), Operand::of_mut(&out));
+        let dist = agree(
+            || format!("Reduce {axis:?}({})", F::NAME),
+            &[whole, whole_out],
+        )?;
+        let Shape::Matrix { rows, cols } = whole.global() else {
             return Err(Error::shape(
                 format!("Reduce {axis:?} input"),
                 "a matrix",
-                input.shape(),
+                whole.global(),
             ));
         };
         let (results, folded) = if axis == Axis::Rows {
@@ -101,14 +110,17 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         if folded == 0 && results > 0 {
             return Err(Error::InvalidArgument(format!(
                 "Reduce {axis:?} of a {}: every fold needs at least one element",
-                input.shape()
+                whole.global()
             )));
         }
         check_shape(
             &format!("Reduce {axis:?} output"),
             Shape::Vector(results),
-            out.shape(),
+            whole_out.global(),
         )?;
+        if let Some(call) = dist {
+            return crate::dist::reduce_axis::<F, T>(&call, self.options, input, out, axis);
+        }
         dispatch!(self.options, F::NAME, |exec| exec
             .reduce_axis::<F, T>(input, out, axis))
     }

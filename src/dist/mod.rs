@@ -1,0 +1,155 @@
+//! Beyond one process: containers block-distributed over MPI ranks and the skeletons that
+//! run on them (feature `mpi`, on [rsmpi](https://docs.rs/mpi) and the system's MPI
+//! library).
+//!
+//! [`init`] starts MPI and returns the [`World`]. A [`DistVector`] holds one contiguous
+//! block of a global vector on every rank (balanced: the first `len % ranks` ranks hold one
+//! element more); a [`DistMatrix`] holds a block of whole rows. Every skeleton takes them
+//! where it takes a `Vector` / `Matrix`, with the same call on every rank:
+//!
+//! ```
+//! # #[cfg(feature = "mpi")] {
+//! use skel::prelude::*;
+//! use skel::dist::{self, DistVector};
+//! #[userfn]
+//! fn add(a: f64, b: f64) -> f64 { a + b }
+//! let world = dist::init()?;
+//! let a = DistVector::from_fn(&world, 1000, |i| i as f64); // each rank fills its own block
+//! let mut s = DistVector::zeroed(&world, 1000);
+//! Scan::new(add).run(&a, &mut s)?;                          // a global prefix sum
+//! let total: f64 = Reduce::new(add).run(&a)?;               // the same on every rank
+//! if let Some(all) = s.gather(0)? {
+//!     assert_eq!(all[999], total);
+//! }
+//! # }
+//! # Ok::<(), skel::Error>(())
+//! ```
+//!
+//! Each rank runs its block on its own backend (the usual selection; [`init`] points
+//! `SKEL_CUDA_DEVICE` at the node-local rank, so one rank per GPU), and the skeleton adds
+//! the communication:
+//! - Map: none (each rank writes its block);
+//! - Reduce, MapReduce: a local fold per rank, then the partials of all ranks are exchanged
+//!   and folded in rank order with the user function, so the result is the same on every
+//!   rank and needs only associativity, as on one process;
+//! - Scan: the block totals are exchanged and each rank starts its block from the fold of
+//!   the totals before it;
+//! - MapOverlap: each rank receives the `r` elements (rows) on either side of its block
+//!   from whichever ranks own them, honouring the edge mode at the global ends, then runs
+//!   its block; `Reduce::run_rows` / `run_cols` on a [`DistMatrix`] work too.
+//!
+//! - MapArray: a distributed array is gathered whole on every rank (every element may read
+//!   any of it), then each rank maps its block.
+//!
+//! Element indices (`#[index]`) on distributed operands, distributed container arguments
+//! bound with `.arrays(..)`, MapPairs and Filter are refused with an error for now.
+//!
+//! # Errors on several ranks
+//! Before any data moves, the ranks compare a description of the call (skeleton, user
+//! function, global shapes): if one rank calls something else, or with other global
+//! shapes, every rank gets the same `Error::ShapeMismatch` naming both descriptions. After
+//! the local work, the ranks exchange whether it succeeded: if it failed on one rank (a
+//! checked user function, a device error), that rank returns its own error and every other
+//! rank returns [`Error::Distributed`](crate::Error::Distributed) naming it, and no rank
+//! waits forever. A rank that dies (a crash, `abort`) takes the job down: MPI's default
+//! error handler aborts all ranks.
+
+/// `Input` / `Output` of a distributed container: its local block, marked with where the
+/// block lies (`spread()`).
+#[cfg(feature = "mpi")]
+macro_rules! block_operand {
+    ($container:ident) => {
+        impl<T: DeviceType> Input<T> for $container<T> {
+            fn arg(&self) -> Arg<'_, T> {
+                let spread = self.spread();
+                self.local.arg().spread_over(spread)
+            }
+        }
+
+        impl<T: DeviceType> Output<T> for $container<T> {
+            fn arg_mut(&mut self) -> ArgMut<'_, T> {
+                let spread = self.spread();
+                self.local.arg_mut().spread_over(spread)
+            }
+        }
+    };
+}
+
+#[cfg(feature = "mpi")]
+mod matrix;
+#[cfg(feature = "mpi")]
+mod vector;
+#[cfg(feature = "mpi")]
+mod world;
+
+mod call;
+mod layout;
+mod map_overlap;
+mod map_reduce;
+mod reduce;
+mod scan;
+
+#[cfg(feature = "mpi")]
+pub use matrix::DistMatrix;
+#[cfg(feature = "mpi")]
+pub use vector::DistVector;
+#[cfg(feature = "mpi")]
+pub use world::{init, World};
+
+pub(crate) use call::{agree, fold, gather_whole, refuse, Call, Operand};
+pub(crate) use layout::Blocks;
+pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
+pub(crate) use map_reduce::map_reduce;
+pub(crate) use reduce::{reduce, reduce_axis};
+pub(crate) use scan::scan;
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use crate::containers::Shape;
+use crate::{Error, Result};
+
+/// Where the block an operand holds lies in its distributed container.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spread {
+    /// The shape of the whole container.
+    pub(crate) global: Shape,
+    /// The first unit of the block: an element of a vector, a row of a matrix.
+    pub(crate) start: usize,
+}
+
+/// What the skeletons need of MPI: two collectives on byte messages.
+pub(crate) trait Comm {
+    /// This process's rank.
+    fn rank(&self) -> usize;
+    /// Number of ranks.
+    fn size(&self) -> usize;
+    /// Every rank's `mine`, in rank order (all ranks call it).
+    fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// Sends `send[q]` to rank `q`; returns what each rank sent to this one, in rank order.
+    fn all_to_all(&self, send: &[Vec<u8>]) -> Result<Vec<Vec<u8>>>;
+}
+
+thread_local! {
+    // Weak: the `World` the user holds owns MPI, and dropping it finalises MPI.
+    static COMM: RefCell<Option<Weak<dyn Comm>>> = const { RefCell::new(None) };
+}
+
+/// Makes `comm` the communicator of the distributed skeletons on this thread.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn register(comm: Weak<dyn Comm>) {
+    COMM.with(|c| *c.borrow_mut() = Some(comm));
+}
+
+/// The communicator [`init`] registered, while its `World` lives.
+pub(crate) fn comm() -> Result<Rc<dyn Comm>> {
+    COMM.with(|c| c.borrow().as_ref().and_then(Weak::upgrade))
+        .ok_or_else(|| {
+            Error::InvalidArgument(
+                "a distributed container was used on a thread other than the one that called \
+                 skel::dist::init (MPI runs single-threaded here), or after its World was dropped"
+                    .into(),
+            )
+        })
+}
