@@ -23,7 +23,7 @@ pub enum Axis {
 }
 
 /// The element inputs of one call: `()`, `(Arg<A>,)`, `(Arg<A>, Arg<B>)`, ... up to four.
-pub trait ArgTuple<'a>: Sized {
+pub trait ArgTuple<'a>: Sized + Copy + Send + Sync {
     /// The tuple of element values a user function receives.
     type Elems: Copy + Send + Sync;
     /// The inputs' host slices.
@@ -35,6 +35,8 @@ pub trait ArgTuple<'a>: Sized {
     /// Calls `v` with each input, in order (device backends upload through it).
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
+    /// Elements `range` of every input (as vectors).
+    fn slice(&self, range: Range<usize>) -> Self;
 }
 
 /// What [`ArgTuple::visit`] calls with each operand of a tuple.
@@ -63,6 +65,7 @@ impl<'a> ArgTuple<'a> for () {
     fn host(&self) -> Result<()> {
         Ok(())
     }
+    fn slice(&self, _: Range<usize>) -> Self {}
     fn visit<V: ArgVisitor>(&self, _: &mut V) -> Result<()> {
         Ok(())
     }
@@ -90,6 +93,9 @@ macro_rules! arg_tuples {
             fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
                 $(v.visit(self.$i)?;)+
                 Ok(())
+            }
+            fn slice(&self, range: Range<usize>) -> Self {
+                ($(self.$i.part(range.clone()),)+)
             }
         }
 

@@ -199,6 +199,19 @@ impl<'a, T: DeviceType> Arg<'a, T> {
     pub(crate) fn lock(&self) -> MutexGuard<'a, State> {
         self.store.lock()
     }
+
+    /// Elements `range` of the operand as an operand of their own (a vector).
+    ///
+    /// # Panics
+    /// If `range` reaches beyond the operand.
+    pub(crate) fn part(&self, range: Range<usize>) -> Arg<'a, T> {
+        assert!(range.end <= self.shape.len(), "part beyond the operand");
+        Arg::new(
+            self.store,
+            self.offset + range.start,
+            Shape::Vector(range.len()),
+        )
+    }
 }
 
 /// A write operand handed to a backend: a range of one container's elements (borrowed
@@ -287,6 +300,19 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset,
             shape: Shape::Vector(len),
+        }
+    }
+
+    /// Elements `range` of the operand as an operand of their own (a vector).
+    ///
+    /// # Panics
+    /// If `range` reaches beyond the operand.
+    pub(crate) fn part(&mut self, range: Range<usize>) -> ArgMut<'_, T> {
+        assert!(range.end <= self.shape.len(), "part beyond the operand");
+        ArgMut {
+            store: self.store,
+            offset: self.offset + range.start,
+            shape: Shape::Vector(range.len()),
         }
     }
 
