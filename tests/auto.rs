@@ -170,7 +170,7 @@ fn lazy_calibration_tries_every_candidate_then_predicts() {
     let want = Reduce::new(add_f32).backend(Backend::Cpu).run(&v).unwrap();
     let mut ran = Vec::new();
     let mut reasons = Vec::new();
-    for _ in 0..(2 * Backend::available().len() + 2) {
+    for _ in 0..(3 * Backend::available().len() + 2) {
         let s = Reduce::new(add_f32).backend(Backend::Auto).run(&v).unwrap();
         assert_eq!(s, want, "small integers in f32 sum exactly in any order");
         let why = explain().unwrap();

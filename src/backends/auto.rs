@@ -5,7 +5,7 @@
 //! candidate the bytes of the operands that are not valid where that candidate computes
 //! (read from the containers' coherence state without moving anything).
 
-use std::any::type_name;
+use std::any::{type_name, TypeId};
 use std::ops::Range;
 use std::time::Instant;
 
@@ -13,7 +13,8 @@ use super::{concrete, cpu, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil
 use crate::containers::{Arg, ArgMut, Location, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, HostSlices, ScanMode};
 use crate::skeletons::Options;
-use crate::tune::{self, Call, Choice, Decision, Measure, HYBRID_MIN};
+use crate::tune::model::bucket_of;
+use crate::tune::{self, Call, Choice, Decision, FastKey, Measure, HYBRID_MIN};
 use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window2Fn, WindowFn};
 use crate::{Backend, DeviceType, Error, Result};
 
@@ -54,6 +55,27 @@ impl ArgVisitor for Operands {
         self.cuda += missing::<T>(&st, cuda, arg.range());
         self.opencl += missing::<T>(&st, opencl, arg.range());
         self.host_from_cuda |= cuda.is_some_and(|c| st.coherence.valid(c).count() > 0);
+        Ok(())
+    }
+}
+
+/// Which places hold every operand whole: bit 0 the host, 1 the CUDA device, 2 the
+/// OpenCL device (a cheap check per call, unlike counting the missing bytes).
+struct Places(u8);
+
+impl ArgVisitor for Places {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        let st = arg.lock();
+        let places = [
+            Some(Location::Host),
+            location(Backend::Cuda),
+            location(Backend::OpenCl),
+        ];
+        for (bit, place) in places.into_iter().enumerate() {
+            if !place.is_some_and(|p| st.coherence.is_valid(p, arg.range())) {
+                self.0 &= !(1 << bit);
+            }
+        }
         Ok(())
     }
 }
@@ -105,7 +127,7 @@ fn location(backend: Backend) -> Option<Location> {
 }
 
 /// Waits for everything `backend` enqueued, so that a measured time is the whole call.
-fn finish(backend: Backend) -> Result<()> {
+pub(crate) fn finish(backend: Backend) -> Result<()> {
     match backend {
         Backend::Cuda => crate::debug::synchronize(),
         #[cfg(feature = "opencl")]
@@ -163,10 +185,40 @@ impl Auto {
         <F::Index as IndexKind>::DIMS == 0 && !checked && n >= HYBRID_MIN
     }
 
+    /// Where a call of `F` over `n` elements runs: the decision remembered for its function,
+    /// size bucket and operand places, else a new one from the full description (returned
+    /// too, for the measurement).
+    fn decide<'x, 'y, F: 'static, I: ArgTuple<'x>, J: ArgTuple<'y>>(
+        &self,
+        inputs: &I,
+        arrays: &J,
+        skeleton: &'static str,
+        out: &str,
+        n: usize,
+        splittable: bool,
+    ) -> Result<(Decision, Option<Call>)> {
+        let mut places = Places(0b111);
+        inputs.visit(&mut places)?;
+        arrays.visit(&mut places)?;
+        let fast = FastKey {
+            function: TypeId::of::<F>(),
+            skeleton,
+            bucket: bucket_of(n),
+            places: places.0 | u8::from(splittable) << 3,
+        };
+        if let Some(d) = tune::remembered(&fast, n) {
+            return Ok((d, None));
+        }
+        let call = Operands::of(inputs)?
+            .with(arrays)?
+            .call::<F>(skeleton, out, n, splittable);
+        Ok((tune::decide(&call, &fast), Some(call)))
+    }
+
     /// Runs `f` with the options of the decided backend, timing it when calibrating.
     fn run<R>(
         &self,
-        call: &Call,
+        call: Option<&Call>,
         d: Decision,
         f: impl FnOnce(Backend, Options) -> Result<R>,
     ) -> Result<R> {
@@ -176,7 +228,7 @@ impl Auto {
         };
         let start = Instant::now();
         let result = f(backend, self.on(backend))?;
-        if d.measure != Measure::No {
+        if let Some(call) = call.filter(|_| d.measure != Measure::No) {
             finish(backend)?;
             let ns = start.elapsed().as_secs_f64() * 1e9;
             tune::finish(call, backend, d.measure, ns);
@@ -218,13 +270,14 @@ impl Execute for Auto {
         O: OutArgs<'o, Elems = F::Out>,
     {
         let n = out.shapes()[0].len();
-        let call = Operands::of(&inputs)?.with(&arrays)?.call::<F>(
+        let (d, call) = self.decide::<F, _, _>(
+            &inputs,
+            &arrays,
             "map",
             type_name::<F::Out>(),
             n,
             self.splittable::<F>(n, self.options.checked()),
-        );
-        let d = tune::decide(&call);
+        )?;
         if let Choice::Split {
             cpu,
             gpu,
@@ -246,7 +299,7 @@ impl Execute for Auto {
                 uniforms
             ));
         }
-        self.run(&call, d, |b, o| {
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .map::<F, I, O>(arrays, inputs, out, uniforms))
         })
@@ -263,13 +316,15 @@ impl Execute for Auto {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        let call = Operands::of(&inputs)?.with(&(array,))?.call::<F>(
+        let (d, call) = self.decide::<F, _, _>(
+            &inputs,
+            &(array,),
             "map_array",
             type_name::<F::Out>(),
             out.shape().len(),
             false,
-        );
-        self.run(&call, tune::decide(&call), |b, o| {
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .map_array::<F, I>(array, inputs, out, uniforms))
         })
@@ -277,13 +332,14 @@ impl Execute for Auto {
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
         let n = input.shape().len();
-        let call = Operands::of(&(input,))?.call::<F>(
+        let (d, call) = self.decide::<F, _, _>(
+            &(input,),
+            &(),
             "reduce",
             type_name::<T>(),
             n,
             self.splittable::<F>(n, false),
-        );
-        let d = tune::decide(&call);
+        )?;
         if let Choice::Split {
             cpu,
             gpu,
@@ -305,7 +361,7 @@ impl Execute for Auto {
             )?;
             return Ok(cpu::combine::<F, T>(head, Some(tail)));
         }
-        self.run(&call, d, |b, o| {
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec.reduce::<F, T>(input, start))
         })
     }
@@ -321,8 +377,9 @@ impl Execute for Auto {
             _ => "reduce_rows",
         };
         let n = input.shape().len();
-        let call = Operands::of(&(input,))?.call::<F>(skeleton, type_name::<T>(), n, false);
-        self.run(&call, tune::decide(&call), |b, o| {
+        let (d, call) =
+            self.decide::<F, _, _>(&(input,), &(), skeleton, type_name::<T>(), n, false)?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .reduce_axis::<F, T>(input, out, axis))
         })
@@ -342,13 +399,14 @@ impl Execute for Auto {
         I: ArgTuple<'a, Elems = M::Elems>,
     {
         let n = shape.len();
-        let call = Operands::of(&inputs)?.with(&arrays)?.call::<(M, R)>(
+        let (d, call) = self.decide::<(M, R), _, _>(
+            &inputs,
+            &arrays,
             "map_reduce",
             type_name::<M::Out>(),
             n,
             self.splittable::<M>(n, false),
-        );
-        let d = tune::decide(&call);
+        )?;
         if let Choice::Split {
             cpu,
             gpu,
@@ -386,7 +444,7 @@ impl Execute for Auto {
             )?;
             return Ok(cpu::combine::<R, M::Out>(head, Some(tail)));
         }
-        self.run(&call, d, |b, o| {
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start))
         })
@@ -400,8 +458,9 @@ impl Execute for Auto {
         start: T,
     ) -> Result<()> {
         let n = input.shape().len();
-        let call = Operands::of(&(input,))?.call::<F>("scan", type_name::<T>(), n, false);
-        self.run(&call, tune::decide(&call), |b, o| {
+        let (d, call) =
+            self.decide::<F, _, _>(&(input,), &(), "scan", type_name::<T>(), n, false)?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .scan::<F, T>(input, out, mode, start))
         })
@@ -421,8 +480,9 @@ impl Execute for Auto {
             (_, Axis::Cols) => "map_overlap_cols",
             _ => "map_overlap",
         };
-        let call = Operands::of(&(input,))?.call::<F>(skeleton, type_name::<F::Out>(), n, false);
-        self.run(&call, tune::decide(&call), |b, o| {
+        let (d, call) =
+            self.decide::<F, _, _>(&(input,), &(), skeleton, type_name::<F::Out>(), n, false)?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .map_overlap::<F>(input, out, stencil, axis, uniforms))
         })
@@ -436,9 +496,15 @@ impl Execute for Auto {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         let n = input.shape().len();
-        let call =
-            Operands::of(&(input,))?.call::<F>("map_overlap_2d", type_name::<F::Out>(), n, false);
-        self.run(&call, tune::decide(&call), |b, o| {
+        let (d, call) = self.decide::<F, _, _>(
+            &(input,),
+            &(),
+            "map_overlap_2d",
+            type_name::<F::Out>(),
+            n,
+            false,
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .map_overlap_2d::<F>(input, out, stencil, uniforms))
         })
@@ -458,13 +524,15 @@ impl Execute for Auto {
         B: DeviceType,
     {
         let n = out.shape().len();
-        let call = Operands::of(&(v, h))?.with(&arrays)?.call::<F>(
+        let (d, call) = self.decide::<F, _, _>(
+            &(v, h),
+            &arrays,
             "map_pairs",
             type_name::<F::Out>(),
             n,
             false,
-        );
-        self.run(&call, tune::decide(&call), |b, o| {
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
         })
@@ -486,13 +554,15 @@ impl Execute for Auto {
         B: DeviceType,
     {
         let n = v.shape().len() * h.shape().len();
-        let call = Operands::of(&(v, h))?.with(&arrays)?.call::<(M, R)>(
+        let (d, call) = self.decide::<(M, R), _, _>(
+            &(v, h),
+            &arrays,
             "map_pairs_reduce",
             type_name::<M::Out>(),
             n,
             false,
-        );
-        self.run(&call, tune::decide(&call), |b, o| {
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
         })
@@ -505,8 +575,9 @@ impl Execute for Auto {
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
         let n = input.shape().len();
-        let call = Operands::of(&(input,))?.call::<F>("filter", type_name::<T>(), n, false);
-        self.run(&call, tune::decide(&call), |b, o| {
+        let (d, call) =
+            self.decide::<F, _, _>(&(input,), &(), "filter", type_name::<T>(), n, false)?;
+        self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .filter::<F, T>(input, out, uniforms))
         })

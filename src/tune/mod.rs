@@ -44,10 +44,13 @@
 
 pub(crate) mod model;
 
+use std::any::TypeId;
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use model::Bucket;
@@ -321,8 +324,89 @@ fn tuner() -> MutexGuard<'static, Tuner> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
+/// What a call's decision is remembered by on the fast path: the user function (which fixes
+/// the element types), the skeleton form, the size bucket, and which of host / CUDA device
+/// / OpenCL device hold all of the operands (bits 0, 1, 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FastKey {
+    pub function: TypeId,
+    pub skeleton: &'static str,
+    pub bucket: u32,
+    pub places: u8,
+}
+
+/// A remembered decision: a split is kept as the Rayon share of the elements.
+#[derive(Clone, Copy)]
+enum Remembered {
+    Backend(Backend),
+    Split {
+        cpu: Backend,
+        gpu: Backend,
+        share: f64,
+    },
+}
+
+/// Bumped whenever the models change: remembered decisions of older generations are stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 thread_local! {
-    static LAST: RefCell<Option<Explanation>> = const { RefCell::new(None) };
+    /// The calling thread's last decision (its explanation, the call's size and choice).
+    static LAST: RefCell<Option<(Rc<Explanation>, usize, Choice)>> = const { RefCell::new(None) };
+    /// Decisions that needed no measurement, per fast key, with their generation.
+    static DECIDED: RefCell<HashMap<FastKey, (u64, Remembered, Rc<Explanation>), FastHash>> =
+        RefCell::new(HashMap::default());
+}
+
+/// A multiply-rotate hasher for [`FastKey`]s (a few words, no untrusted input): the
+/// lookup is on every `Auto` call, where SipHash alone cost about as much as a small call.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+
+fn log_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SKEL_TUNE_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// The decision remembered for `fast` (same models, same size bucket, operands in the
+/// same places), if any: the per-call fast path, which skips prediction.
+pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
+    let generation = GENERATION.load(Ordering::Acquire);
+    let (choice, why) = DECIDED.with(|d| {
+        let d = d.borrow();
+        let (g, r, why) = d.get(fast)?;
+        (*g == generation).then(|| (*r, why.clone()))
+    })?;
+    let choice = match choice {
+        Remembered::Backend(b) => Choice::Backend(b),
+        Remembered::Split { cpu, gpu, share } => Choice::Split {
+            cpu,
+            gpu,
+            cpu_elems: ((size as f64 * share) as usize).clamp(1, size.saturating_sub(2)),
+        },
+    };
+    LAST.with(|l| *l.borrow_mut() = Some((why, size, choice)));
+    Some(Decision {
+        choice,
+        measure: Measure::No,
+    })
 }
 
 /// The backends `Auto` chooses among for `size` elements, in tie-break order.
@@ -339,14 +423,16 @@ fn is_device(b: Backend) -> bool {
     matches!(b, Backend::Cuda | Backend::OpenCl)
 }
 
-/// Decides where `call` runs; remembers the explanation for [`explain`].
-pub(crate) fn decide(call: &Call) -> Decision {
+/// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
+/// for [`remembered`] when it needs no measurement.
+pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
     let t = tuner();
+    let generation = GENERATION.load(Ordering::Acquire);
     let cands = candidates(call.size);
     let rows: Vec<Candidate> = cands.iter().map(|&b| t.candidate(call, b)).collect();
     let (decision, reason) = choose(&t, call, &cands, &rows);
     drop(t);
-    let e = Explanation {
+    let e = Rc::new(Explanation {
         skeleton: call.key.skeleton.clone(),
         function: call.key.function.clone(),
         types: call.key.types.clone(),
@@ -354,11 +440,26 @@ pub(crate) fn decide(call: &Call) -> Decision {
         choice: decision.choice,
         reason,
         candidates: rows,
-    };
-    if std::env::var_os("SKEL_TUNE_LOG").is_some_and(|v| !v.is_empty() && v != "0") {
+    });
+    if log_enabled() {
         eprint!("skel tune: {e}");
     }
-    LAST.with(|l| *l.borrow_mut() = Some(e));
+    if decision.measure == Measure::No {
+        let r = match decision.choice {
+            Choice::Backend(b) => Remembered::Backend(b),
+            Choice::Split {
+                cpu,
+                gpu,
+                cpu_elems,
+            } => Remembered::Split {
+                cpu,
+                gpu,
+                share: cpu_elems as f64 / call.size.max(1) as f64,
+            },
+        };
+        DECIDED.with(|d| d.borrow_mut().insert(*fast, (generation, r, e.clone())));
+    }
+    LAST.with(|l| *l.borrow_mut() = Some((e, call.size, decision.choice)));
     decision
 }
 
@@ -465,6 +566,7 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
             let moved = t.transfer_ns(call, backend);
             let ns = (elapsed_ns - moved).max(0.1 * elapsed_ns);
             t.models.record(&call.key, backend, call.size, ns);
+            GENERATION.fetch_add(1, Ordering::AcqRel);
             t.save();
         }
     }
@@ -489,7 +591,17 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
 /// # Ok::<(), skel::Error>(())
 /// ```
 pub fn explain() -> Option<Explanation> {
-    LAST.with(|l| l.borrow().clone())
+    LAST.with(|l| {
+        let l = l.borrow();
+        let (e, size, choice) = l.as_ref()?;
+        let mut e = Explanation::clone(e);
+        if e.size != *size {
+            e.reason += &format!(" (decided for {} elements, same size bucket)", e.size);
+        }
+        e.size = *size;
+        e.choice = *choice;
+        Some(e)
+    })
 }
 
 /// Uses the model file in `dir` from now on (`None`: keep models in memory only), reading
@@ -505,11 +617,24 @@ pub fn explain() -> Option<Explanation> {
 /// ```
 pub fn set_model_dir(dir: Option<&Path>) {
     *tuner() = Tuner::open(dir.map(Path::to_path_buf));
+    GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
 /// The model file in use (`None`: in memory only).
 pub fn model_file() -> Option<PathBuf> {
     tuner().dir.as_ref().map(|d| d.join(model::FILE))
+}
+
+/// Waits until every call enqueued on a device (CUDA, OpenCL) is done: for timing calls
+/// whose results stay on the device. `Ok` where no device was used.
+///
+/// ```
+/// skel::tune::synchronize()?;
+/// # Ok::<(), skel::Error>(())
+/// ```
+pub fn synchronize() -> Result<()> {
+    crate::backends::auto::finish(Backend::Cuda)?;
+    crate::backends::auto::finish(Backend::OpenCl)
 }
 
 /// Measures the host-device link of every available device backend and stores it in the
@@ -533,6 +658,7 @@ pub fn calibrate() -> Result<Calibration> {
     for &(b, bw) in &links {
         t.models.link.insert(b, bw);
     }
+    GENERATION.fetch_add(1, Ordering::AcqRel);
     t.save();
     Ok(Calibration {
         links,

@@ -69,6 +69,10 @@ pub(crate) fn bucket_of(n: usize) -> u32 {
     usize::BITS - n.leading_zeros()
 }
 
+/// Measurements a bucket needs before its own history is trusted (one run can be an
+/// outlier: page faults of fresh buffers, another process).
+const MIN_SAMPLES: u32 = 2;
+
 /// How far (in buckets) a measured bucket may be for interpolation to stand in for a
 /// measurement of its own.
 const BRACKET: u32 = 2;
@@ -110,8 +114,8 @@ impl Models {
             return true;
         };
         let b = bucket_of(n);
-        if h.contains_key(&b) {
-            return false;
+        if let Some(own) = h.get(&b) {
+            return own.count < MIN_SAMPLES;
         }
         let below = h.range(b.saturating_sub(BRACKET)..b).next_back().is_some();
         let above = h.range(b + 1..=b + BRACKET).next().is_some();
@@ -319,6 +323,7 @@ mod tests {
         let mut m = Models::default();
         m.record(&key(), Backend::Rayon, 1 << 10, 1000.0);
         m.record(&key(), Backend::Rayon, 1 << 10, 3000.0);
+        m.record(&key(), Backend::Rayon, 1 << 14, 32000.0);
         m.record(&key(), Backend::Rayon, 1 << 14, 32000.0);
         let p = |n| m.predict(&key(), Backend::Rayon, n).unwrap();
         assert!((p(1 << 10) - 2000.0).abs() < 1e-6);
