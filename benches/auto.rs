@@ -3,7 +3,7 @@
 //! 1. Size sweep 2^6..2^MAX (step 2 in the exponent; `--max-exp`, default 24) for Map,
 //!    Reduce, MapReduce, Scan and MapOverlap: each backend gets its own containers filled
 //!    on the host, one warm-up call, then the median of timed calls (each followed by
-//!    `skel::tune::synchronize`); device backends keep their inputs resident after the
+//!    `skel::tune::synchronize` where it ran on a device); device backends keep their inputs resident after the
 //!    first call, as any steady-state loop would. Auto first calibrates lazily (calls until
 //!    its decision is no longer "calibrating"), then is timed the same way. Each line says
 //!    how far Auto is from the best fixed backend.
@@ -93,14 +93,29 @@ fn overlap_case(data: &[f32], b: Backend) -> Run {
     Box::new(move || s.run(&x, &mut y))
 }
 
-/// Median seconds of timed calls of `f` (at least 3, until about 50 ms or 15 calls).
-fn time(f: &mut Run) -> skel::Result<f64> {
+/// Whether the last call of `b` may have left work on a device (then the timing waits for
+/// it; a host call is not charged for a device synchronisation it did not need).
+fn on_device(b: Backend) -> bool {
+    match b {
+        Backend::Cpu | Backend::Rayon => false,
+        Backend::Auto => !matches!(
+            explain().map(|e| e.choice),
+            Some(Choice::Backend(Backend::Cpu | Backend::Rayon))
+        ),
+        _ => true,
+    }
+}
+
+/// Median seconds of timed calls of `f` on `b` (at least 3, until about 50 ms or 15 calls).
+fn time(f: &mut Run, b: Backend) -> skel::Result<f64> {
     let mut times = Vec::new();
     let start = Instant::now();
     while times.len() < 3 || (times.len() < 15 && start.elapsed().as_secs_f64() < 0.05) {
         let t = Instant::now();
         f()?;
-        skel::tune::synchronize()?;
+        if on_device(b) {
+            skel::tune::synchronize()?;
+        }
         times.push(t.elapsed().as_secs_f64());
     }
     times.sort_by(f64::total_cmp);
@@ -194,7 +209,7 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
                 let mut f = (case.make)(&data, b);
                 let timed = f()
                     .and_then(|()| skel::tune::synchronize())
-                    .and_then(|()| time(&mut f));
+                    .and_then(|()| time(&mut f, b));
                 match timed {
                     Ok(t) => {
                         if t < best.0 {
@@ -209,7 +224,7 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
                 }
             }
             let mut f = (case.make)(&data, Backend::Auto);
-            let t = match calibrate(&mut f).and_then(|()| time(&mut f)) {
+            let t = match calibrate(&mut f).and_then(|()| time(&mut f, Backend::Auto)) {
                 Ok(t) => t,
                 Err(e) => {
                     eprintln!("{} 2^{exp} on auto: {e}", case.name);
@@ -280,8 +295,11 @@ fn hybrid(gpu: Backend, n: usize) -> skel::Result<()> {
             let m = Map::new(heavy).backend(b).checked(false);
             let mr = MapReduce::new(heavy, add).backend(b);
             let mut times = Vec::new();
-            for i in 0..12 {
-                x.as_mut_slice()[i] += 1.0; // the host wrote the input: devices copy it again
+            // Auto calibrates on the first calls (three candidates, a warm-up and two
+            // samples each): only the calls after those are timed.
+            let skip = if b == Backend::Auto { 12 } else { 3 };
+            for i in 0..skip + 6 {
+                x.as_mut_slice()[i % n] += 1.0; // the host wrote the input: devices copy it again
                 let t = Instant::now();
                 if reduce {
                     mr.run(&x)?;
@@ -289,7 +307,7 @@ fn hybrid(gpu: Backend, n: usize) -> skel::Result<()> {
                     m.run(&x, &mut y)?;
                 }
                 skel::tune::synchronize()?;
-                if i >= 6 {
+                if i >= skip {
                     times.push(t.elapsed().as_secs_f64());
                 }
             }
