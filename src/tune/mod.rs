@@ -353,8 +353,7 @@ thread_local! {
     /// The calling thread's last decision (its explanation, the call's size and choice).
     static LAST: RefCell<Option<(Rc<Explanation>, usize, Choice)>> = const { RefCell::new(None) };
     /// Decisions that needed no measurement, per fast key, with their generation.
-    static DECIDED: RefCell<HashMap<FastKey, (u64, Remembered, Rc<Explanation>), FastHash>> =
-        RefCell::new(HashMap::default());
+    static DECIDED: RefCell<Decided> = RefCell::new(HashMap::default());
 }
 
 /// A multiply-rotate hasher for [`FastKey`]s (a few words, no untrusted input): the
@@ -379,6 +378,9 @@ impl std::hash::Hasher for FastHasher {
 }
 
 type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+
+/// Remembered decisions: per fast key, the models' generation, the decision, and why.
+type Decided = HashMap<FastKey, (u64, Remembered, Rc<Explanation>), FastHash>;
 
 fn log_enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
