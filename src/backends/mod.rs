@@ -197,6 +197,7 @@ macro_rules! concrete {
     ($backend:expr, $options:expr, $name:expr, |$exec:ident| $body:expr) => {{
         #[allow(unused_imports)] // where the caller imported it already
         use $crate::backends::Execute as _;
+        #[allow(unused_variables)] // read by the device arms only
         let options: $crate::skeletons::Options = $options;
         #[allow(unreachable_patterns)]
         match $backend {
