@@ -44,11 +44,34 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// The device backend Auto can use here (CUDA first), if any.
+/// The device backend Auto can use here (CUDA first); else prints the skip line (or fails
+/// where `SKEL_REQUIRE` names OpenCL).
 fn device() -> Option<Backend> {
-    [Backend::Cuda, Backend::OpenCl]
+    let found = [Backend::Cuda, Backend::OpenCl]
         .into_iter()
-        .find(|&b| Backend::available().contains(&b))
+        .find(|&b| Backend::available().contains(&b));
+    if found.is_none() {
+        common::available(Backend::OpenCl);
+    }
+    found
+}
+
+/// Makes a fresh model file `name` from [`write_model`] the one in use.
+fn use_model(
+    name: &str,
+    probe: &skel::tune::Explanation,
+    sizes: &[usize],
+    time: impl Fn(Backend) -> f64,
+) {
+    let dir = temp_dir(name);
+    write_model(&dir, probe, sizes, time);
+    set_model_dir(Some(&dir));
+}
+
+/// Asserts that the calling thread's last Auto call was split.
+fn assert_split() {
+    let why = explain().unwrap();
+    assert!(matches!(why.choice, Choice::Split { .. }), "{why}");
 }
 
 /// A model file: for every available backend, `time(backend)` ns at each of `sizes`
@@ -107,9 +130,13 @@ fn choice_is_deterministic_for_a_model_file() {
         .run(&x, &mut want)
         .unwrap();
     for fastest in [Backend::Cpu, Backend::Rayon, Backend::Cpu] {
-        let dir = temp_dir("deterministic");
-        write_model(&dir, &probe, &[n], |b| if b == fastest { 1e3 } else { 1e6 });
-        set_model_dir(Some(&dir));
+        use_model("deterministic", &probe, &[n], |b| {
+            if b == fastest {
+                1e3
+            } else {
+                1e6
+            }
+        });
         for _ in 0..3 {
             let mut y = Vector::zeroed(n);
             Map::new(poly)
@@ -195,20 +222,15 @@ fn lazy_calibration_tries_every_candidate_then_predicts() {
 #[test]
 fn device_resident_operands_stay_on_the_device() {
     let _s = serial();
-    let Some(gpu) = device() else {
-        common::available(Backend::OpenCl); // prints the skip line, or fails under SKEL_REQUIRE
-        return;
-    };
+    let Some(gpu) = device() else { return };
     let n = 1 << 16;
     let probe = probe_map(n);
-    let dir = temp_dir("location");
     // Equal but for 10 %: the 256 KiB each way decide.
-    write_model(&dir, &probe, &[n], |b| match b {
+    use_model("location", &probe, &[n], |b| match b {
         Backend::Rayon => 100e3,
         b if b == gpu => 110e3,
         _ => 1e9,
     });
-    set_model_dir(Some(&dir));
     let x = Vector::from((0..n).map(|i| i as f32).collect::<Vec<_>>());
     let mut y = Vector::zeroed(n);
     Map::new(poly)
@@ -243,10 +265,7 @@ fn device_resident_operands_stay_on_the_device() {
 #[test]
 fn split_calls_match_the_single_backends() {
     let _s = serial();
-    let Some(gpu) = device() else {
-        common::available(Backend::OpenCl); // prints the skip line, or fails under SKEL_REQUIRE
-        return;
-    };
+    let Some(gpu) = device() else { return };
     let n = skel::tune::HYBRID_MIN + 12345;
     // Rayon and the GPU equally fast: a split halves the time.
     let equal = |b: Backend| {
@@ -259,16 +278,13 @@ fn split_calls_match_the_single_backends() {
     let sizes = [n / 4, n];
 
     let probe = probe_map(n);
-    let dir = temp_dir("split-map");
-    write_model(&dir, &probe, &sizes, equal);
-    set_model_dir(Some(&dir));
+    use_model("split-map", &probe, &sizes, equal);
     let x = Vector::from((0..n).map(|i| (i % 1000) as f32 * 0.01).collect::<Vec<_>>());
     let mut y = Vector::zeroed(n);
     // Checked Maps are not split (their error names the first failing element).
     let map = Map::new(poly).backend(Backend::Auto).checked(false);
     map.run(&x, &mut y).unwrap();
-    let why = explain().unwrap();
-    assert!(matches!(why.choice, Choice::Split { .. }), "{why}");
+    assert_split();
     let mut want = Vector::zeroed(n);
     Map::new(poly)
         .backend(Backend::Cpu)
@@ -280,16 +296,13 @@ fn split_calls_match_the_single_backends() {
     let v = Vector::from((0..n as i64).map(|i| i % 1001 - 500).collect::<Vec<_>>());
     Reduce::new(add_i64).backend(Backend::Auto).run(&v).unwrap();
     let probe = explain().unwrap();
-    let dir = temp_dir("split-reduce");
-    write_model(&dir, &probe, &sizes, equal);
-    set_model_dir(Some(&dir));
+    use_model("split-reduce", &probe, &sizes, equal);
     let got = Reduce::new(add_i64)
         .backend(Backend::Auto)
         .start(7)
         .run(&v)
         .unwrap();
-    let why = explain().unwrap();
-    assert!(matches!(why.choice, Choice::Split { .. }), "{why}");
+    assert_split();
     let want = Reduce::new(add_i64)
         .backend(Backend::Cpu)
         .start(7)
@@ -304,16 +317,13 @@ fn split_calls_match_the_single_backends() {
         .run(&w)
         .unwrap();
     let probe = explain().unwrap();
-    let dir = temp_dir("split-map-reduce");
-    write_model(&dir, &probe, &sizes, equal);
-    set_model_dir(Some(&dir));
+    use_model("split-map-reduce", &probe, &sizes, equal);
     let got = MapReduce::new(widen, add_i64)
         .backend(Backend::Auto)
         .start(-3)
         .run(&w)
         .unwrap();
-    let why = explain().unwrap();
-    assert!(matches!(why.choice, Choice::Split { .. }), "{why}");
+    assert_split();
     let want = MapReduce::new(widen, add_i64)
         .backend(Backend::Cpu)
         .start(-3)

@@ -215,6 +215,22 @@ impl Auto {
         Ok((tune::decide(&call, &fast), Some(call)))
     }
 
+    /// [`Auto::decide`], then [`Auto::run`]: a call that is never split.
+    #[allow(clippy::too_many_arguments)]
+    fn single<'x, 'y, F: 'static, I: ArgTuple<'x>, J: ArgTuple<'y>, R>(
+        &self,
+        inputs: &I,
+        arrays: &J,
+        skeleton: &'static str,
+        out: &str,
+        n: usize,
+        splittable: bool,
+        f: impl FnOnce(Backend, Options) -> Result<R>,
+    ) -> Result<R> {
+        let (d, call) = self.decide::<F, I, J>(inputs, arrays, skeleton, out, n, splittable)?;
+        self.run(call.as_ref(), d, f)
+    }
+
     /// Runs `f` with the options of the decided backend, timing it when calibrating.
     fn run<R>(
         &self,
@@ -316,18 +332,18 @@ impl Execute for Auto {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        let (d, call) = self.decide::<F, _, _>(
+        self.single::<F, _, _, _>(
             &inputs,
             &(array,),
             "map_array",
             type_name::<F::Out>(),
             out.shape().len(),
             false,
-        )?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .map_array::<F, I>(array, inputs, out, uniforms))
-        })
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_array::<F, I>(array, inputs, out, uniforms))
+            },
+        )
     }
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
@@ -377,12 +393,18 @@ impl Execute for Auto {
             _ => "reduce_rows",
         };
         let n = input.shape().len();
-        let (d, call) =
-            self.decide::<F, _, _>(&(input,), &(), skeleton, type_name::<T>(), n, false)?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .reduce_axis::<F, T>(input, out, axis))
-        })
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            skeleton,
+            type_name::<T>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .reduce_axis::<F, T>(input, out, axis))
+            },
+        )
     }
 
     fn map_reduce<'a, 'c, M, R, I>(
@@ -458,12 +480,18 @@ impl Execute for Auto {
         start: T,
     ) -> Result<()> {
         let n = input.shape().len();
-        let (d, call) =
-            self.decide::<F, _, _>(&(input,), &(), "scan", type_name::<T>(), n, false)?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .scan::<F, T>(input, out, mode, start))
-        })
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            "scan",
+            type_name::<T>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .scan::<F, T>(input, out, mode, start))
+            },
+        )
     }
 
     fn map_overlap<F: WindowFn>(
@@ -480,12 +508,18 @@ impl Execute for Auto {
             (_, Axis::Cols) => "map_overlap_cols",
             _ => "map_overlap",
         };
-        let (d, call) =
-            self.decide::<F, _, _>(&(input,), &(), skeleton, type_name::<F::Out>(), n, false)?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .map_overlap::<F>(input, out, stencil, axis, uniforms))
-        })
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            skeleton,
+            type_name::<F::Out>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_overlap::<F>(input, out, stencil, axis, uniforms))
+            },
+        )
     }
 
     fn map_overlap_2d<F: Window2Fn>(
@@ -496,18 +530,18 @@ impl Execute for Auto {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         let n = input.shape().len();
-        let (d, call) = self.decide::<F, _, _>(
+        self.single::<F, _, _, _>(
             &(input,),
             &(),
             "map_overlap_2d",
             type_name::<F::Out>(),
             n,
             false,
-        )?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .map_overlap_2d::<F>(input, out, stencil, uniforms))
-        })
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_overlap_2d::<F>(input, out, stencil, uniforms))
+            },
+        )
     }
 
     fn map_pairs<'c, F, A, B>(
@@ -524,18 +558,18 @@ impl Execute for Auto {
         B: DeviceType,
     {
         let n = out.shape().len();
-        let (d, call) = self.decide::<F, _, _>(
+        self.single::<F, _, _, _>(
             &(v, h),
             &arrays,
             "map_pairs",
             type_name::<F::Out>(),
             n,
             false,
-        )?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
-        })
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
+            },
+        )
     }
 
     fn map_pairs_reduce<'c, M, R, A, B>(
@@ -554,18 +588,18 @@ impl Execute for Auto {
         B: DeviceType,
     {
         let n = v.shape().len() * h.shape().len();
-        let (d, call) = self.decide::<(M, R), _, _>(
+        self.single::<(M, R), _, _, _>(
             &(v, h),
             &arrays,
             "map_pairs_reduce",
             type_name::<M::Out>(),
             n,
             false,
-        )?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
-        })
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
+            },
+        )
     }
 
     fn filter<F: PredicateFn<T>, T: DeviceType>(
@@ -575,11 +609,17 @@ impl Execute for Auto {
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
         let n = input.shape().len();
-        let (d, call) =
-            self.decide::<F, _, _>(&(input,), &(), "filter", type_name::<T>(), n, false)?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .filter::<F, T>(input, out, uniforms))
-        })
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            "filter",
+            type_name::<T>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .filter::<F, T>(input, out, uniforms))
+            },
+        )
     }
 }
