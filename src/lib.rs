@@ -173,6 +173,7 @@ mod plan;
 pub mod skeletons;
 pub mod stream;
 pub mod trace;
+pub mod tune;
 pub mod userfn;
 
 pub use backends::{default_backend, set_default_backend, Backend};

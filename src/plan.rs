@@ -24,7 +24,7 @@ pub enum Axis {
 }
 
 /// The element inputs of one call: `()`, `(Arg<A>,)`, `(Arg<A>, Arg<B>)`, ... up to four.
-pub trait ArgTuple<'a>: Sized {
+pub trait ArgTuple<'a>: Sized + Copy + Send + Sync {
     /// The tuple of element values a user function receives.
     type Elems: Copy + Send + Sync;
     /// The inputs' host slices.

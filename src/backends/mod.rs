@@ -7,6 +7,7 @@
 
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) mod args;
+pub(crate) mod auto;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
@@ -177,14 +178,31 @@ pub(crate) type ContainerOps<'c, F> =
 /// Runs `$body` with `$exec` bound to the executor of the resolved backend; on the host
 /// backends an unwind out of the user function `$name` comes back as
 /// [`Error::UserFunction`], on the devices a fault of a user function the host runs (Reduce
-/// folding `.start(v)` with the device's result) does.
+/// folding `.start(v)` with the device's result) does. `Backend::Auto` gets the executor
+/// that chooses per call.
 macro_rules! dispatch {
     ($options:expr, $name:expr, |$exec:ident| $body:expr) => {{
-        use $crate::backends::Execute as _;
         let options: $crate::skeletons::Options = $options;
-        let backend = $crate::backends::resolve(options.backend)?;
+        match $crate::backends::resolve(options.backend)? {
+            $crate::Backend::Auto => {
+                use $crate::backends::Execute as _;
+                let $exec = &$crate::backends::auto::Auto::new(&options, $name);
+                $body
+            }
+            backend => $crate::backends::concrete!(backend, options, $name, |$exec| $body),
+        }
+    }};
+}
+
+/// [`dispatch!`] for a backend that is not `Auto` (which `Auto` itself runs through).
+macro_rules! concrete {
+    ($backend:expr, $options:expr, $name:expr, |$exec:ident| $body:expr) => {{
+        #[allow(unused_imports)] // where the caller imported it already
+        use $crate::backends::Execute as _;
+        #[allow(unused_variables)] // read by the device arms only
+        let options: $crate::skeletons::Options = $options;
         #[allow(unreachable_patterns)]
-        match backend {
+        match $backend {
             $crate::Backend::Cpu => $crate::check::catch($name, || {
                 let $exec = &$crate::backends::cpu::Cpu;
                 $body
@@ -213,6 +231,7 @@ macro_rules! dispatch {
         }
     }};
 }
+pub(crate) use concrete;
 pub(crate) use dispatch;
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.
@@ -232,7 +251,7 @@ fn cuda_check() -> std::result::Result<(), String> {
 /// assert!(Backend::available().contains(&Backend::Cpu));
 /// # Ok::<(), skel::Error>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Backend {
     /// Sequential, one CPU core: the reference every other backend is tested against.
@@ -243,13 +262,20 @@ pub enum Backend {
     Cuda,
     /// Any OpenCL device (feature `opencl`).
     OpenCl,
+    /// Per call, the backend that calibrated performance models predict fastest for this
+    /// skeleton, user function, size and the place the operands are valid now; large
+    /// Map, Reduce and MapReduce calls may be split between Rayon and a GPU. The default
+    /// when nothing else is set. See [`crate::tune`].
+    Auto,
 }
 
 impl Backend {
-    /// Every backend, in order of preference for the default.
+    /// Every backend that computes itself (all but `Auto`, which picks one of them), in the
+    /// static order of preference.
     pub const ALL: [Backend; 4] = [Backend::Cuda, Backend::OpenCl, Backend::Rayon, Backend::Cpu];
 
-    /// The backends that are compiled in and have a device, best first.
+    /// The backends that are compiled in and have a device, in the static order (not
+    /// `Auto`, which is always available).
     pub fn available() -> Vec<Backend> {
         Backend::ALL
             .into_iter()
@@ -266,7 +292,7 @@ impl Backend {
             })
         };
         match self {
-            Backend::Cpu => Ok(()),
+            Backend::Cpu | Backend::Auto => Ok(()),
             Backend::Rayon if cfg!(feature = "rayon") => Ok(()),
             Backend::Rayon => missing("skel was built without the `rayon` feature"),
             Backend::Cuda => cuda_check().or_else(|reason| missing(&reason)),
@@ -283,6 +309,7 @@ impl Backend {
             Backend::Rayon => "rayon",
             Backend::Cuda => "cuda",
             Backend::OpenCl => "opencl",
+            Backend::Auto => "auto",
         }
     }
 
@@ -291,7 +318,10 @@ impl Backend {
     }
 
     fn from_code(code: u8) -> Option<Backend> {
-        Backend::ALL.into_iter().find(|b| b.code() == code)
+        Backend::ALL
+            .into_iter()
+            .chain([Backend::Auto])
+            .find(|b| b.code() == code)
     }
 }
 
@@ -307,10 +337,11 @@ impl FromStr for Backend {
         let wanted = s.trim().to_ascii_lowercase();
         Backend::ALL
             .into_iter()
+            .chain([Backend::Auto])
             .find(|b| b.name() == wanted)
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "unknown backend {s:?}: expected one of cpu, rayon, cuda, opencl"
+                    "unknown backend {s:?}: expected one of auto, cpu, rayon, cuda, opencl"
                 ))
             })
     }
@@ -336,8 +367,8 @@ pub fn set_default_backend(backend: Backend) -> Result<()> {
 }
 
 /// The backend skeletons use when none is set per instance: the one given to
-/// [`set_default_backend`], else `SKEL_BACKEND` from the environment, else the best available
-/// (CUDA, then OpenCL on a GPU, then Rayon, then Cpu).
+/// [`set_default_backend`], else `SKEL_BACKEND` from the environment, else
+/// [`Backend::Auto`].
 ///
 /// An unknown `SKEL_BACKEND` is [`Error::InvalidArgument`] and an unavailable one
 /// [`Error::BackendUnavailable`]: never a silent fallback.
@@ -352,13 +383,7 @@ pub fn default_backend() -> Result<Backend> {
             .parse::<Backend>()
             .map(|b| (b, true))
             .map_err(|e| format!("SKEL_BACKEND: {e}")),
-        Err(_) => Ok((
-            Backend::available()
-                .into_iter()
-                .find(|&b| b != Backend::OpenCl || opencl_is_gpu())
-                .unwrap_or(Backend::Cpu),
-            false,
-        )),
+        Err(_) => Ok((Backend::Auto, false)),
     });
     let (backend, from_env) = chosen.clone().map_err(Error::InvalidArgument)?;
     backend.check().map_err(|e| match e {
@@ -369,6 +394,15 @@ pub fn default_backend() -> Result<Backend> {
         other => other,
     })?;
     Ok(backend)
+}
+
+/// The best available backend in the static order: CUDA, then OpenCL on a GPU, then Rayon,
+/// then Cpu (what `Backend::Auto` falls back to without a usable model).
+pub(crate) fn static_default() -> Backend {
+    Backend::available()
+        .into_iter()
+        .find(|&b| b != Backend::OpenCl || opencl_is_gpu())
+        .unwrap_or(Backend::Cpu)
 }
 
 /// Whether the OpenCL device is a GPU (only then is OpenCL a default choice).

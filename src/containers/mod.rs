@@ -339,6 +339,20 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
         }
     }
 
+    /// Elements `range` of the operand as an operand of their own (a vector).
+    ///
+    /// # Panics
+    /// If `range` reaches beyond the operand.
+    pub(crate) fn part(&mut self, range: Range<usize>) -> ArgMut<'_, T> {
+        assert!(range.end <= self.shape.len(), "part beyond the operand");
+        ArgMut {
+            store: self.store,
+            offset: self.offset + range.start,
+            shape: Shape::Vector(range.len()),
+            spread: None,
+        }
+    }
+
     /// The same operand, borrowed for a shorter time.
     pub(crate) fn reborrow(&mut self) -> ArgMut<'_, T> {
         ArgMut {

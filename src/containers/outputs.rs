@@ -7,6 +7,8 @@
 //! the host slices through [`HostOut`], the device operands one by one through
 //! [`OutCollector`].
 
+use std::ops::Range;
+
 use super::{ArgMut, Output, Shape};
 use crate::{DeviceType, Error, Result};
 
@@ -73,6 +75,12 @@ pub trait OutArgs<'a>: Sized {
     /// Hands every operand to `c`, in order.
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     fn collect<C: OutCollector<'a>>(self, c: &mut C);
+    /// The operands borrowed again, restricted to elements `range` (as vectors).
+    type Part<'p>: OutArgs<'p, Elems = Self::Elems>
+    where
+        Self: 'p;
+    /// Elements `range` of every operand (`Backend::Auto` splits a call with it).
+    fn part(&mut self, range: Range<usize>) -> Self::Part<'_>;
 
     /// The common shape of the operands, or a `ShapeMismatch` naming the two that differ.
     fn shape(&self, skeleton: &str) -> Result<Shape> {
@@ -130,6 +138,13 @@ impl<'a, T: DeviceType> OutArgs<'a> for ArgMut<'a, T> {
     fn collect<C: OutCollector<'a>>(self, c: &mut C) {
         c.push(self);
     }
+    type Part<'p>
+        = ArgMut<'p, T>
+    where
+        Self: 'p;
+    fn part(&mut self, range: Range<usize>) -> ArgMut<'_, T> {
+        ArgMut::part(self, range)
+    }
 }
 
 impl<T: Send> HostOut for &mut [T] {
@@ -184,6 +199,13 @@ macro_rules! out_tuples {
             }
             fn collect<Co: OutCollector<'a>>(self, c: &mut Co) {
                 $(c.push(self.$i);)+
+            }
+            type Part<'p>
+                = ($(ArgMut<'p, $t>,)+)
+            where
+                Self: 'p;
+            fn part(&mut self, range: Range<usize>) -> Self::Part<'_> {
+                ($(self.$i.part(range.clone()),)+)
             }
         }
 

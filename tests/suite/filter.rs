@@ -10,11 +10,12 @@ use skel::prelude::*;
 
 use super::{available, Affine, Pixel};
 
-/// Empty, one, primes, around the CUDA tile (4096 values of 4 bytes, 2048 of 8), the
-/// OpenCL tile (work-group x 8), the Rayon chunk (2^14, 2^16), and above 2^20.
+/// Empty, one, primes, around the CUDA tile (512 threads x 96 bytes: 12288 values of 4
+/// bytes, 6144 of 8, 4096 of 12, 16384 of 1), the OpenCL tile (work-group x 8), the Rayon
+/// chunk (2^14, 2^16), and above 2^20.
 pub const FILTER_SIZES: &[usize] = &[
-    0, 1, 2, 3, 7, 31, 255, 256, 257, 1009, 2047, 2048, 2049, 4095, 4096, 4097, 8193, 16385,
-    65_537, 100_003,
+    0, 1, 2, 3, 7, 31, 255, 256, 257, 1009, 2047, 2048, 2049, 4095, 4096, 4097, 6143, 6144, 6145,
+    8193, 12287, 12288, 12289, 16385, 24577, 65_537, 100_003,
 ];
 
 /// Above 2^20, not a multiple of anything: run with fewer patterns (debug builds).

@@ -19,17 +19,16 @@ use crate::{DeviceType, Error, Result};
 const TEMPLATE: &str = include_str!("../../../cuda/filter.cu");
 
 /// Threads per block, values per thread and blocks per SM asked of the compiler: 512
-/// threads with about 64 bytes of values each (16 `i32`s, four 16-byte loads; at most 32
-/// values, at least 1), two blocks per SM. Measured on the H100 for 2^28 i32 at selectivity
-/// 0.5 with the previous kernel (one 4-byte load and one ballot register per value; ms per
-/// call): 512x64 B x2 1.08-1.09, 256x64 B x4 1.15, 128x64 B x8 1.14, 256x128 B x2 1.17,
-/// 256x32 B x4 1.34; the present kernel needs fewer registers per value, so larger tiles
-/// and more blocks per SM fit, still to be measured (`benches/peers/filter_sweep.py`).
+/// threads with 96 bytes of values each (24 `i32`s, six 16-byte loads; at most 32 values, at
+/// least 1), three blocks per SM. Chosen by `benches/peers/filter_sweep.py` on the H100 for
+/// 2^28 i32 at selectivity 0.5 (kernel ms): 512x96 B x3 0.715, 256x128 B x1 0.751,
+/// 512x96 B x1 0.802, 512x64 B x1 0.820, 256x64 B x1 0.862, 128x64 B x1 0.912; the previous
+/// kernel's best shape, 512x64 B x2, took 1.026 ms in the same run.
 /// The tuning knob `SKEL_FILTER_TUNE=<threads>,<bytes per thread>[,<min blocks per SM>]`
 /// overrides them (for benchmarking).
 fn shape<T>() -> (usize, usize, usize) {
     static TUNE: OnceLock<(usize, usize, usize)> = OnceLock::new();
-    tuned_shape::<T>(&TUNE, "SKEL_FILTER_TUNE", (512, 64, 2))
+    tuned_shape::<T>(&TUNE, "SKEL_FILTER_TUNE", (512, 96, 3))
 }
 
 /// The kernel source for filtering `T`s with `F`, the checked variant with `checked`.

@@ -92,6 +92,12 @@ pub(crate) fn synchronize() -> Result<()> {
     }
 }
 
+/// Where `Backend::Auto` finds container copies of the CUDA backend (device 0 until the
+/// device is opened).
+pub(crate) fn location() -> crate::containers::Location {
+    crate::containers::Location::Device(context::opened().map_or(0, |c| c.ordinal))
+}
+
 /// Bytes moved to and from the CUDA device for a container (`skel::debug::transfers`).
 pub(crate) fn transfers(st: &State) -> Option<(u64, u64)> {
     buffer_transfers(st, context::opened()?.ordinal)

@@ -51,6 +51,19 @@ pub(crate) struct OpenCl {
     pub(crate) checked: bool,
 }
 
+/// Where container copies of the OpenCL backend live (for `Backend::Auto`).
+pub(crate) fn location() -> crate::containers::Location {
+    crate::containers::Location::Device(context::LOCATION_ID)
+}
+
+/// Waits until everything enqueued on the OpenCL queue is done (`Ok` if it never opened).
+pub(crate) fn finish() -> Result<()> {
+    match context::ctx() {
+        Ok(ctx) => cl::finish(&ctx.queue).map_err(driver),
+        Err(_) => Ok(()),
+    }
+}
+
 /// An OpenCL error as a skel error: failed allocations (device or host) become
 /// [`Error::OutOfMemory`], a buffer size the device refuses [`Error::InvalidArgument`],
 /// everything else (`CL_OUT_OF_RESOURCES` included: on many drivers it reports a kernel

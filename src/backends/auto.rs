@@ -1,0 +1,625 @@
+//! `Backend::Auto`: each call asks [`crate::tune`] where it runs, then runs there (or
+//! split between Rayon and a GPU) through the ordinary executors.
+//!
+//! The tuner sees the call's skeleton, user function, element types, size, and for every
+//! candidate the bytes of the operands that are not valid where that candidate computes
+//! (read from the containers' coherence state without moving anything).
+
+use std::any::{type_name, TypeId};
+use std::ops::Range;
+use std::time::Instant;
+
+use super::{concrete, cpu, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use crate::containers::{Arg, ArgMut, Location, OutArgs, Shape};
+use crate::plan::{ArgTuple, ArgVisitor, Axis, HostSlices, ScanMode};
+use crate::skeletons::Options;
+use crate::tune::model::bucket_of;
+use crate::tune::{self, Call, Choice, Decision, FastKey, Measure, HYBRID_MIN};
+use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window2Fn, WindowFn};
+use crate::{Backend, DeviceType, Error, Result};
+
+/// The executor of `Backend::Auto`, with one call's options.
+pub(crate) struct Auto {
+    options: Options,
+    name: &'static str,
+}
+
+/// Where the bytes of a call's operands are missing: on the host, on the CUDA device, on
+/// the OpenCL device; and whether what the host misses is on the CUDA device.
+#[derive(Default)]
+struct Operands {
+    types: Vec<&'static str>,
+    host: u64,
+    cuda: u64,
+    opencl: u64,
+    host_from_cuda: bool,
+}
+
+fn missing<T>(st: &crate::containers::State, loc: Option<Location>, range: Range<usize>) -> u64 {
+    let Some(loc) = loc else { return 0 };
+    let elems: usize = st
+        .coherence
+        .missing(loc, range)
+        .iter()
+        .map(Range::len)
+        .sum();
+    (elems * std::mem::size_of::<T>()) as u64
+}
+
+impl ArgVisitor for Operands {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        self.types.push(type_name::<T>());
+        let st = arg.lock();
+        let (cuda, opencl) = (location(Backend::Cuda), location(Backend::OpenCl));
+        self.host += missing::<T>(&st, Some(Location::Host), arg.range());
+        self.cuda += missing::<T>(&st, cuda, arg.range());
+        self.opencl += missing::<T>(&st, opencl, arg.range());
+        self.host_from_cuda |= cuda.is_some_and(|c| st.coherence.valid(c).count() > 0);
+        Ok(())
+    }
+}
+
+/// Which places hold every operand whole: bit 0 the host, 1 the CUDA device, 2 the
+/// OpenCL device (a cheap check per call, unlike counting the missing bytes).
+struct Places(u8);
+
+impl ArgVisitor for Places {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        let st = arg.lock();
+        let places = [
+            Some(Location::Host),
+            location(Backend::Cuda),
+            location(Backend::OpenCl),
+        ];
+        for (bit, place) in places.into_iter().enumerate() {
+            if !place.is_some_and(|p| st.coherence.is_valid(p, arg.range())) {
+                self.0 &= !(1 << bit);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Operands {
+    fn of<'a, I: ArgTuple<'a>>(inputs: &I) -> Result<Operands> {
+        let mut ops = Operands::default();
+        inputs.visit(&mut ops)?;
+        Ok(ops)
+    }
+
+    fn with<'a, I: ArgTuple<'a>>(mut self, more: &I) -> Result<Operands> {
+        let types = std::mem::take(&mut self.types);
+        more.visit(&mut self)?;
+        // Container arguments are not element types; they still count as operands.
+        self.types = types;
+        Ok(self)
+    }
+
+    fn call<F>(self, skeleton: &str, out: &str, size: usize, splittable: bool) -> Call {
+        let types = format!("{}->{out}", self.types.join(","));
+        let mut call = Call::new(skeleton, type_name::<F>(), types, size);
+        let to_host = if self.host_from_cuda {
+            Backend::Cuda
+        } else {
+            Backend::OpenCl
+        };
+        call.moves = vec![
+            (Backend::Cpu, vec![(to_host, self.host)]),
+            (Backend::Rayon, vec![(to_host, self.host)]),
+            (Backend::Cuda, vec![(Backend::Cuda, self.cuda)]),
+            (Backend::OpenCl, vec![(Backend::OpenCl, self.opencl)]),
+        ];
+        call.splittable = splittable;
+        call
+    }
+}
+
+/// Where a device backend keeps container copies (`None`: not compiled in).
+fn location(backend: Backend) -> Option<Location> {
+    match backend {
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => Some(super::cuda::location()),
+        #[cfg(feature = "opencl")]
+        Backend::OpenCl => Some(super::opencl::location()),
+        Backend::Cpu | Backend::Rayon => Some(Location::Host),
+        _ => None,
+    }
+}
+
+/// Waits for everything `backend` enqueued, so that a measured time is the whole call.
+pub(crate) fn finish(backend: Backend) -> Result<()> {
+    match backend {
+        Backend::Cuda => crate::debug::synchronize(),
+        #[cfg(feature = "opencl")]
+        Backend::OpenCl => super::opencl::finish(),
+        _ => Ok(()),
+    }
+}
+
+/// Host-to-device bytes per second of `backend`: a fresh 64 MiB operand is copied by a
+/// Map twice, once from the host and once already resident; the difference is the upload.
+pub(crate) fn measure_link(backend: Backend) -> Result<f64> {
+    #[crate::userfn]
+    fn copy_f32(x: f32) -> f32 {
+        x
+    }
+    let n = 16 << 20;
+    let mut out = crate::Vector::<f32>::zeroed(n);
+    let map = crate::Map::new(copy_f32).backend(backend);
+    let mut best = f64::INFINITY;
+    let mut resident = f64::INFINITY;
+    for _ in 0..3 {
+        let fresh = crate::Vector::from(vec![1.0f32; n]);
+        let t = Instant::now();
+        map.run(&fresh, &mut out)?;
+        finish(backend)?;
+        best = best.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        map.run(&fresh, &mut out)?;
+        finish(backend)?;
+        resident = resident.min(t.elapsed().as_secs_f64());
+    }
+    let upload = (best - resident).max(1e-6);
+    Ok((n * std::mem::size_of::<f32>()) as f64 / upload)
+}
+
+impl Auto {
+    pub(crate) fn new(options: &Options, name: &'static str) -> Self {
+        Auto {
+            options: *options,
+            name,
+        }
+    }
+
+    fn on(&self, backend: Backend) -> Options {
+        Options {
+            backend: Some(backend),
+            ..self.options
+        }
+    }
+
+    /// Whether a call of `n` elements of `F` may be split: its elements are independent of
+    /// their position (no `#[index]`), and for Map it is not checked (a checked call
+    /// reports the first failing element, which a split would have to merge).
+    fn splittable<F: ElementwiseFn>(&self, n: usize, checked: bool) -> bool {
+        <F::Index as IndexKind>::DIMS == 0 && !checked && n >= HYBRID_MIN
+    }
+
+    /// Where a call of `F` over `n` elements runs: the decision remembered for its function,
+    /// size bucket and operand places, else a new one from the full description (returned
+    /// too, for the measurement).
+    fn decide<'x, 'y, F: 'static, I: ArgTuple<'x>, J: ArgTuple<'y>>(
+        &self,
+        inputs: &I,
+        arrays: &J,
+        skeleton: &'static str,
+        out: &str,
+        n: usize,
+        splittable: bool,
+    ) -> Result<(Decision, Option<Call>)> {
+        let mut places = Places(0b111);
+        inputs.visit(&mut places)?;
+        arrays.visit(&mut places)?;
+        let fast = FastKey {
+            function: TypeId::of::<F>(),
+            skeleton,
+            bucket: bucket_of(n),
+            places: places.0 | u8::from(splittable) << 3,
+        };
+        if let Some(d) = tune::remembered(&fast, n) {
+            return Ok((d, None));
+        }
+        let call = Operands::of(inputs)?
+            .with(arrays)?
+            .call::<F>(skeleton, out, n, splittable);
+        Ok((tune::decide(&call, &fast), Some(call)))
+    }
+
+    /// [`Auto::decide`], then [`Auto::run`]: a call that is never split.
+    #[allow(clippy::too_many_arguments)]
+    fn single<'x, 'y, F: 'static, I: ArgTuple<'x>, J: ArgTuple<'y>, R>(
+        &self,
+        inputs: &I,
+        arrays: &J,
+        skeleton: &'static str,
+        out: &str,
+        n: usize,
+        splittable: bool,
+        f: impl FnOnce(Backend, Options) -> Result<R>,
+    ) -> Result<R> {
+        let (d, call) = self.decide::<F, I, J>(inputs, arrays, skeleton, out, n, splittable)?;
+        self.run(call.as_ref(), d, f)
+    }
+
+    /// Runs `f` with the options of the decided backend, timing it when calibrating.
+    fn run<R>(
+        &self,
+        call: Option<&Call>,
+        d: Decision,
+        f: impl FnOnce(Backend, Options) -> Result<R>,
+    ) -> Result<R> {
+        let backend = match d.choice {
+            Choice::Backend(b) => b,
+            Choice::Split { gpu, .. } => gpu,
+        };
+        let start = Instant::now();
+        let result = f(backend, self.on(backend))?;
+        if let Some(call) = call.filter(|_| d.measure != Measure::No) {
+            finish(backend)?;
+            let ns = start.elapsed().as_secs_f64() * 1e9;
+            tune::finish(call, backend, d.measure, ns);
+        }
+        Ok(result)
+    }
+
+    /// Runs `gpu_part` on another thread while `cpu_part` runs here; both results.
+    fn both<A: Send, B: Send>(
+        &self,
+        gpu_part: impl FnOnce() -> Result<A> + Send,
+        cpu_part: impl FnOnce() -> Result<B>,
+    ) -> Result<(A, B)> {
+        std::thread::scope(|s| {
+            let gpu = s.spawn(gpu_part);
+            let cpu = cpu_part();
+            let gpu = gpu.join().map_err(|_| {
+                Error::Driver(format!(
+                    "the GPU part of a split call of {} panicked",
+                    self.name
+                ))
+            })?;
+            Ok((gpu?, cpu?))
+        })
+    }
+}
+
+impl Execute for Auto {
+    fn map<'a, 'c, 'o, F, I, O>(
+        &self,
+        arrays: ContainerOps<'c, F>,
+        inputs: I,
+        mut out: O,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+        O: OutArgs<'o, Elems = F::Out>,
+    {
+        let n = out.shapes()[0].len();
+        let (d, call) = self.decide::<F, _, _>(
+            &inputs,
+            &arrays,
+            "map",
+            type_name::<F::Out>(),
+            n,
+            self.splittable::<F>(n, self.options.checked()),
+        )?;
+        if let Choice::Split {
+            cpu,
+            gpu,
+            cpu_elems: k,
+        } = d.choice
+        {
+            // The GPU part is only enqueued (its results land on the device), so the CPU
+            // part runs while the device computes.
+            concrete!(gpu, self.on(gpu), self.name, |exec| exec.map::<F, I, _>(
+                arrays,
+                inputs.sub(k..n),
+                out.part(k..n),
+                uniforms
+            ))?;
+            return concrete!(cpu, self.on(cpu), self.name, |exec| exec.map::<F, I, _>(
+                arrays,
+                inputs.sub(0..k),
+                out.part(0..k),
+                uniforms
+            ));
+        }
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec
+                .map::<F, I, O>(arrays, inputs, out, uniforms))
+        })
+    }
+
+    fn map_array<'a, F, I>(
+        &self,
+        array: Arg<'_, F::Array>,
+        inputs: I,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ArrayFn,
+        I: ArgTuple<'a, Elems = F::Elems>,
+    {
+        self.single::<F, _, _, _>(
+            &inputs,
+            &(array,),
+            "map_array",
+            type_name::<F::Out>(),
+            out.shape().len(),
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_array::<F, I>(array, inputs, out, uniforms))
+            },
+        )
+    }
+
+    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+        let n = input.shape().len();
+        let (d, call) = self.decide::<F, _, _>(
+            &(input,),
+            &(),
+            "reduce",
+            type_name::<T>(),
+            n,
+            self.splittable::<F>(n, false),
+        )?;
+        if let Choice::Split {
+            cpu,
+            gpu,
+            cpu_elems: k,
+        } = d.choice
+        {
+            // The GPU folds k+1.. starting from element k (no identity is known), the
+            // CPU folds ..k from `start`; the two partials are combined in order.
+            let pivot = input.host()?[k];
+            let (tail, head) = self.both(
+                || {
+                    concrete!(gpu, self.on(gpu), self.name, |exec| exec
+                        .reduce::<F, T>(input.sub(k + 1..n), pivot))
+                },
+                || {
+                    concrete!(cpu, self.on(cpu), self.name, |exec| exec
+                        .reduce::<F, T>(input.sub(0..k), start))
+                },
+            )?;
+            return Ok(cpu::combine::<F, T>(head, Some(tail)));
+        }
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.reduce::<F, T>(input, start))
+        })
+    }
+
+    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        axis: Axis,
+    ) -> Result<()> {
+        let skeleton = match axis {
+            Axis::Cols => "reduce_cols",
+            _ => "reduce_rows",
+        };
+        let n = input.shape().len();
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            skeleton,
+            type_name::<T>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .reduce_axis::<F, T>(input, out, axis))
+            },
+        )
+    }
+
+    fn map_reduce<'a, 'c, M, R, I>(
+        &self,
+        arrays: ContainerOps<'c, M>,
+        inputs: I,
+        shape: Shape,
+        uniforms: &M::Uniforms,
+        start: M::Out,
+    ) -> Result<M::Out>
+    where
+        M: ElementwiseFn,
+        R: BinaryFn<M::Out>,
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        let n = shape.len();
+        let (d, call) = self.decide::<(M, R), _, _>(
+            &inputs,
+            &arrays,
+            "map_reduce",
+            type_name::<M::Out>(),
+            n,
+            self.splittable::<M>(n, false),
+        )?;
+        if let Choice::Split {
+            cpu,
+            gpu,
+            cpu_elems: k,
+        } = d.choice
+        {
+            // As for Reduce: the GPU's fold starts from the mapped element k.
+            let pivot = crate::check::catch(self.name, || {
+                let refs = cpu::container_refs::<M>(&arrays)?;
+                let at_k = inputs.host()?.slice(k..k + 1);
+                cpu::map_fold::<M, R>(refs, at_k, k..k + 1, shape.cols(), uniforms)
+                    .ok_or_else(|| Error::InvalidArgument("split of an empty MapReduce".into()))
+            })?;
+            let (tail, head) = self.both(
+                || {
+                    concrete!(gpu, self.on(gpu), self.name, |exec| exec
+                        .map_reduce::<M, R, I>(
+                            arrays,
+                            inputs.sub(k + 1..n),
+                            Shape::Vector(n - k - 1),
+                            uniforms,
+                            pivot
+                        ))
+                },
+                || {
+                    concrete!(cpu, self.on(cpu), self.name, |exec| exec
+                        .map_reduce::<M, R, I>(
+                            arrays,
+                            inputs.sub(0..k),
+                            Shape::Vector(k),
+                            uniforms,
+                            start
+                        ))
+                },
+            )?;
+            return Ok(cpu::combine::<R, M::Out>(head, Some(tail)));
+        }
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec
+                .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start))
+        })
+    }
+
+    fn scan<F: BinaryFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        mode: ScanMode,
+        start: T,
+    ) -> Result<()> {
+        let n = input.shape().len();
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            "scan",
+            type_name::<T>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .scan::<F, T>(input, out, mode, start))
+            },
+        )
+    }
+
+    fn map_overlap<F: WindowFn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, usize>,
+        axis: Axis,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        let n = input.shape().len();
+        let skeleton = match (input.shape(), axis) {
+            (_, Axis::Rows) => "map_overlap_rows",
+            (_, Axis::Cols) => "map_overlap_cols",
+            _ => "map_overlap",
+        };
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            skeleton,
+            type_name::<F::Out>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_overlap::<F>(input, out, stencil, axis, uniforms))
+            },
+        )
+    }
+
+    fn map_overlap_2d<F: Window2Fn>(
+        &self,
+        input: Arg<'_, F::Elem>,
+        out: ArgMut<'_, F::Out>,
+        stencil: Stencil<F::Elem, (usize, usize)>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()> {
+        let n = input.shape().len();
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            "map_overlap_2d",
+            type_name::<F::Out>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_overlap_2d::<F>(input, out, stencil, uniforms))
+            },
+        )
+    }
+
+    fn map_pairs<'c, F, A, B>(
+        &self,
+        arrays: ContainerOps<'c, F>,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, F::Out>,
+        uniforms: &F::Uniforms,
+    ) -> Result<()>
+    where
+        F: ElementwiseFn<Elems = (A, B)>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        let n = out.shape().len();
+        self.single::<F, _, _, _>(
+            &(v, h),
+            &arrays,
+            "map_pairs",
+            type_name::<F::Out>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
+            },
+        )
+    }
+
+    fn map_pairs_reduce<'c, M, R, A, B>(
+        &self,
+        arrays: ContainerOps<'c, M>,
+        v: Arg<'_, A>,
+        h: Arg<'_, B>,
+        out: ArgMut<'_, M::Out>,
+        axis: Axis,
+        uniforms: &M::Uniforms,
+    ) -> Result<()>
+    where
+        M: ElementwiseFn<Elems = (A, B)>,
+        R: BinaryFn<M::Out>,
+        A: DeviceType,
+        B: DeviceType,
+    {
+        let n = v.shape().len() * h.shape().len();
+        self.single::<(M, R), _, _, _>(
+            &(v, h),
+            &arrays,
+            "map_pairs_reduce",
+            type_name::<M::Out>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
+            },
+        )
+    }
+
+    fn filter<F: PredicateFn<T>, T: DeviceType>(
+        &self,
+        input: Arg<'_, T>,
+        out: ArgMut<'_, T>,
+        uniforms: &F::Uniforms,
+    ) -> Result<usize> {
+        let n = input.shape().len();
+        self.single::<F, _, _, _>(
+            &(input,),
+            &(),
+            "filter",
+            type_name::<T>(),
+            n,
+            false,
+            |b, o| {
+                concrete!(b, o, self.name, |exec| exec
+                    .filter::<F, T>(input, out, uniforms))
+            },
+        )
+    }
+}

@@ -1,0 +1,669 @@
+//! Calibrated performance models for [`Backend::Auto`]: which backend runs a call.
+//!
+//! For each call on `Backend::Auto`, the time on every available backend is predicted from
+//! a model kept per (skeleton, user function, element types, backend), after StarPU's
+//! history-based models (Augonnet, Thibault, Namyst, HPPC 2009): the mean measured time
+//! per power-of-two size bucket, and log-log interpolation between buckets for sizes in
+//! between. To that is added the cost of moving every operand that is not valid where
+//! the backend computes (a chain of calls on device-resident data stays on the device).
+//! The minimum wins; ties go to the earlier of CUDA, OpenCL, Rayon, Cpu.
+//!
+//! Models calibrate lazily: while a candidate has no measurement for a call's size bucket
+//! (and no measured buckets close on both sides to interpolate between), the call runs on
+//! that candidate and is timed; the first call of each function on each backend in a
+//! process is not recorded (it compiles the kernel). Results are always those of the
+//! backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
+//! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
+//!
+//! Map, Reduce and MapReduce calls large enough that both Rayon and a GPU pay are split
+//! between them in proportion to their predicted throughput (SkePU's hybrid backend):
+//! the GPU takes the tail of the elements, Rayon the head, at the same time.
+//!
+//! The models persist in `model-v1.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
+//! compiled kernels (see the README); deleting it only costs recalibration. A file that
+//! cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
+//! then Rayon) and says so once on stderr; one that cannot be written leaves the models in
+//! memory (also said once). Neither fails a call. [`explain`] returns why the calling
+//! thread's last `Auto` call ran where it did; `SKEL_TUNE_LOG=1` prints every decision.
+//!
+//! ```
+//! use skel::prelude::*;
+//!
+//! #[userfn]
+//! fn add(a: f32, b: f32) -> f32 { a + b }
+//!
+//! skel::tune::set_model_dir(None); // in memory only, for this example
+//! let v = Vector::from(vec![1.0f32; 1000]);
+//! let s = Reduce::new(add).backend(Backend::Auto).run(&v)?;
+//! assert_eq!(s, 1000.0);
+//! let why = skel::tune::explain().expect("an Auto call ran on this thread");
+//! assert_eq!(why.size, 1000);
+//! println!("{why}");
+//! # Ok::<(), skel::Error>(())
+//! ```
+
+pub(crate) mod model;
+
+use std::any::TypeId;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+pub use model::Bucket;
+use model::{Key, Models};
+
+use crate::{Backend, Result};
+
+/// Beyond this many elements the sequential `cpu` backend is no candidate when Rayon is
+/// available (Rayon runs calls below its chunk size inline, so it is never slower there).
+pub const CPU_MAX: usize = 1 << 16;
+
+/// Calls smaller than this are never split between CPU and GPU.
+pub const HYBRID_MIN: usize = 1 << 20;
+
+/// A split must be predicted this much faster than the best single backend.
+const HYBRID_GAIN: f64 = 0.9;
+
+/// Bytes per second assumed for a host-device link before [`calibrate`] measured it.
+const DEFAULT_LINK: f64 = 1.0e10;
+
+/// Fixed cost of one transfer (ns): driver call and synchronisation.
+const TRANSFER_LATENCY_NS: f64 = 10_000.0;
+
+/// How a call was placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// The whole call ran on one backend.
+    Backend(Backend),
+    /// Elements `..cpu_elems` ran on `cpu`, the rest on `gpu`, at the same time.
+    Split {
+        /// The host backend (Rayon).
+        cpu: Backend,
+        /// The device backend.
+        gpu: Backend,
+        /// How many leading elements the host backend computed.
+        cpu_elems: usize,
+    },
+}
+
+impl fmt::Display for Choice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Choice::Backend(b) => write!(f, "{b}"),
+            Choice::Split {
+                cpu,
+                gpu,
+                cpu_elems,
+            } => write!(f, "{cpu} (first {cpu_elems} elements) + {gpu} (the rest)"),
+        }
+    }
+}
+
+/// One candidate backend of a decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// The backend.
+    pub backend: Backend,
+    /// Predicted compute time in ns with the operands in place (`None`: no history yet).
+    pub predicted_ns: Option<f64>,
+    /// Predicted time to move the operands not valid where this backend computes (ns).
+    pub transfer_ns: f64,
+    /// The measured history: (size bucket `b`, holding sizes `2^(b-1)..2^b`, its samples).
+    pub history: Vec<(u32, Bucket)>,
+}
+
+/// Why a `Backend::Auto` call ran where it did (see [`explain`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    /// The skeleton form (`map`, `reduce`, `map_reduce`, `scan`, ...).
+    pub skeleton: String,
+    /// The user function's Rust path.
+    pub function: String,
+    /// The element types, `inputs->output`.
+    pub types: String,
+    /// Elements in the call.
+    pub size: usize,
+    /// Where it ran.
+    pub choice: Choice,
+    /// Why: `predicted fastest`, `calibrating`, `static order: ...`, ...
+    pub reason: String,
+    /// Every backend considered.
+    pub candidates: Vec<Candidate>,
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} of {} on {}, {} elements: {} ({})",
+            self.skeleton, self.function, self.types, self.size, self.choice, self.reason
+        )?;
+        for c in &self.candidates {
+            let predicted = c
+                .predicted_ns
+                .map_or("no history".to_string(), |t| format!("{:.1} us", t / 1e3));
+            write!(
+                f,
+                "  {:<7} compute {predicted}, transfers {:.1} us; history:",
+                c.backend.to_string(),
+                c.transfer_ns / 1e3
+            )?;
+            for (b, h) in &c.history {
+                write!(
+                    f,
+                    " [2^{}: {:.1} us x{}]",
+                    b.saturating_sub(1),
+                    h.mean_ns / 1e3,
+                    h.count
+                )?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`calibrate`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibration {
+    /// Host-to-device bytes per second, per device backend measured.
+    pub links: Vec<(Backend, f64)>,
+    /// The model file written, if any.
+    pub model_file: Option<PathBuf>,
+}
+
+impl fmt::Display for Calibration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (b, bw) in &self.links {
+            writeln!(f, "{b}: host-device link {:.2} GB/s", bw / 1e9)?;
+        }
+        match &self.model_file {
+            Some(p) => write!(f, "models in {}", p.display()),
+            None => write!(f, "models in memory only"),
+        }
+    }
+}
+
+/// How a decided call is to be run and measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Measure {
+    /// Not timed.
+    No,
+    /// The first run of this function on this backend in the process: timed runs would
+    /// include the kernel build.
+    Warmup,
+    /// Timed and recorded.
+    Sample,
+}
+
+/// A decision: where the call runs and whether it is measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub choice: Choice,
+    pub measure: Measure,
+}
+
+/// One call as the tuner sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Call {
+    pub key: Key,
+    pub size: usize,
+    /// Per candidate: the bytes it would have to move, with the link they cross.
+    pub moves: Vec<(Backend, Vec<(Backend, u64)>)>,
+    /// Whether the call may be split between Rayon and a GPU.
+    pub splittable: bool,
+}
+
+impl Call {
+    pub(crate) fn new(skeleton: &str, function: &str, types: String, size: usize) -> Call {
+        Call {
+            key: Key {
+                skeleton: skeleton.to_string(),
+                types: types.replace(char::is_whitespace, ""),
+                function: function.replace(char::is_whitespace, ""),
+            },
+            size,
+            moves: Vec::new(),
+            splittable: false,
+        }
+    }
+
+    fn moved_bytes(&self, backend: Backend) -> u64 {
+        self.moves
+            .iter()
+            .find(|(b, _)| *b == backend)
+            .map_or(0, |(_, m)| m.iter().map(|(_, bytes)| bytes).sum())
+    }
+}
+
+struct Tuner {
+    models: Models,
+    dir: Option<PathBuf>,
+    /// Why the model file could not be read: decisions then follow the static order.
+    unreadable: Option<String>,
+    /// A save failed (reported once); later failures are silent.
+    unwritable: bool,
+    /// (function key, backend) pairs that ran once in this process.
+    warmed: HashSet<(Key, Backend)>,
+}
+
+impl Tuner {
+    fn open(dir: Option<PathBuf>) -> Tuner {
+        let (models, unreadable) = match dir.as_deref().map(model::load) {
+            None => (Models::default(), None),
+            Some(Ok(m)) => (m, None),
+            Some(Err(why)) => {
+                eprintln!(
+                    "skel: the tune model cannot be read ({why}): Backend::Auto uses the \
+                     static order (CUDA, then an OpenCL GPU, then Rayon); delete the file \
+                     to recalibrate"
+                );
+                (Models::default(), Some(why))
+            }
+        };
+        Tuner {
+            models,
+            dir,
+            unreadable,
+            unwritable: false,
+            warmed: HashSet::new(),
+        }
+    }
+
+    fn link(&self, backend: Backend) -> f64 {
+        self.models
+            .link
+            .get(&backend)
+            .copied()
+            .unwrap_or(DEFAULT_LINK)
+    }
+
+    fn transfer_ns(&self, call: &Call, backend: Backend) -> f64 {
+        call.moves
+            .iter()
+            .filter(|(b, _)| *b == backend)
+            .flat_map(|(_, m)| m)
+            .filter(|(_, bytes)| *bytes > 0)
+            .map(|&(link, bytes)| bytes as f64 / self.link(link) * 1e9 + TRANSFER_LATENCY_NS)
+            .fold(0.0, |a, b| a + b)
+    }
+
+    fn candidate(&self, call: &Call, backend: Backend) -> Candidate {
+        Candidate {
+            backend,
+            predicted_ns: self.models.predict(&call.key, backend, call.size),
+            transfer_ns: self.transfer_ns(call, backend),
+            history: self
+                .models
+                .buckets(&call.key, backend)
+                .map(|h| h.iter().map(|(b, v)| (*b, *v)).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn save(&mut self) {
+        let Some(dir) = &self.dir else { return };
+        if let Err(why) = model::save(dir, &self.models) {
+            if !self.unwritable {
+                eprintln!("skel: the tune model cannot be saved ({why}): models stay in memory");
+            }
+            self.unwritable = true;
+        }
+    }
+}
+
+fn tuner() -> MutexGuard<'static, Tuner> {
+    static TUNER: OnceLock<Mutex<Tuner>> = OnceLock::new();
+    TUNER
+        .get_or_init(|| Mutex::new(Tuner::open(model::default_dir())))
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a call's decision is remembered by on the fast path: the user function (which fixes
+/// the element types), the skeleton form, the size bucket, and which of host / CUDA device
+/// / OpenCL device hold all of the operands (bits 0, 1, 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FastKey {
+    pub function: TypeId,
+    pub skeleton: &'static str,
+    pub bucket: u32,
+    pub places: u8,
+}
+
+/// A remembered decision: a split is kept as the Rayon share of the elements.
+#[derive(Clone, Copy)]
+enum Remembered {
+    Backend(Backend),
+    Split {
+        cpu: Backend,
+        gpu: Backend,
+        share: f64,
+    },
+}
+
+/// Bumped whenever the models change: remembered decisions of older generations are stale.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The calling thread's last decision (its explanation, the call's size and choice).
+    static LAST: RefCell<Option<(Rc<Explanation>, usize, Choice)>> = const { RefCell::new(None) };
+    /// Decisions that needed no measurement, per fast key, with their generation.
+    static DECIDED: RefCell<Decided> = RefCell::new(HashMap::default());
+}
+
+/// A multiply-rotate hasher for [`FastKey`]s (a few words, no untrusted input): the
+/// lookup is on every `Auto` call, where SipHash alone cost about as much as a small call.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+
+/// Remembered decisions: per fast key, the models' generation, the decision, and why.
+type Decided = HashMap<FastKey, (u64, Remembered, Rc<Explanation>), FastHash>;
+
+fn log_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("SKEL_TUNE_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// The decision remembered for `fast` (same models, same size bucket, operands in the
+/// same places), if any: the per-call fast path, which skips prediction.
+pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
+    let generation = GENERATION.load(Ordering::Acquire);
+    let (choice, why) = DECIDED.with(|d| {
+        let d = d.borrow();
+        let (g, r, why) = d.get(fast)?;
+        (*g == generation).then(|| (*r, why.clone()))
+    })?;
+    let choice = match choice {
+        Remembered::Backend(b) => Choice::Backend(b),
+        Remembered::Split { cpu, gpu, share } => Choice::Split {
+            cpu,
+            gpu,
+            cpu_elems: ((size as f64 * share) as usize).clamp(1, size.saturating_sub(2)),
+        },
+    };
+    LAST.with(|l| *l.borrow_mut() = Some((why, size, choice)));
+    Some(Decision {
+        choice,
+        measure: Measure::No,
+    })
+}
+
+/// The backends `Auto` chooses among for `size` elements, in tie-break order.
+fn candidates(size: usize) -> Vec<Backend> {
+    let available = Backend::available();
+    let rayon = available.contains(&Backend::Rayon);
+    available
+        .into_iter()
+        .filter(|&b| b != Backend::Auto && !(b == Backend::Cpu && rayon && size > CPU_MAX))
+        .collect()
+}
+
+fn is_device(b: Backend) -> bool {
+    matches!(b, Backend::Cuda | Backend::OpenCl)
+}
+
+/// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
+/// for [`remembered`] when it needs no measurement.
+pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
+    let t = tuner();
+    let generation = GENERATION.load(Ordering::Acquire);
+    let cands = candidates(call.size);
+    let rows: Vec<Candidate> = cands.iter().map(|&b| t.candidate(call, b)).collect();
+    let (decision, reason) = choose(&t, call, &cands, &rows);
+    drop(t);
+    let e = Rc::new(Explanation {
+        skeleton: call.key.skeleton.clone(),
+        function: call.key.function.clone(),
+        types: call.key.types.clone(),
+        size: call.size,
+        choice: decision.choice,
+        reason,
+        candidates: rows,
+    });
+    if log_enabled() {
+        eprint!("skel tune: {e}");
+    }
+    if decision.measure == Measure::No {
+        let r = match decision.choice {
+            Choice::Backend(b) => Remembered::Backend(b),
+            Choice::Split {
+                cpu,
+                gpu,
+                cpu_elems,
+            } => Remembered::Split {
+                cpu,
+                gpu,
+                share: cpu_elems as f64 / call.size.max(1) as f64,
+            },
+        };
+        DECIDED.with(|d| d.borrow_mut().insert(*fast, (generation, r, e.clone())));
+    }
+    LAST.with(|l| *l.borrow_mut() = Some((e, call.size, decision.choice)));
+    decision
+}
+
+fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Decision, String) {
+    let run = |b, measure| Decision {
+        choice: Choice::Backend(b),
+        measure,
+    };
+    if let Some(why) = &t.unreadable {
+        let b = crate::backends::static_default();
+        return (
+            run(b, Measure::No),
+            format!("static order: model file unreadable: {why}"),
+        );
+    }
+    // A candidate's first run in this process builds its kernel: it is not recorded.
+    for &b in cands {
+        if t.models.needs_sample(&call.key, b, call.size) {
+            return if t.warmed.contains(&(call.key.clone(), b)) {
+                (
+                    run(b, Measure::Sample),
+                    "calibrating: no history for this size".into(),
+                )
+            } else {
+                (
+                    run(b, Measure::Warmup),
+                    "calibrating: first run (kernel build)".into(),
+                )
+            };
+        }
+    }
+    let total = |c: &Candidate| c.predicted_ns.unwrap_or(f64::INFINITY) + c.transfer_ns;
+    let Some(best) = rows
+        .iter()
+        .min_by(|a, b| total(a).total_cmp(&total(b)))
+        .filter(|c| total(c).is_finite())
+    else {
+        let b = crate::backends::static_default();
+        return (run(b, Measure::No), "static order: no candidate".into());
+    };
+    if call.splittable {
+        if let Some(split) = hybrid(t, call, rows, total(best)) {
+            return split;
+        }
+    }
+    (
+        run(best.backend, Measure::No),
+        format!("predicted fastest: {:.1} us", total(best) / 1e3),
+    )
+}
+
+/// A CPU+GPU split of `call` if one is predicted at least [`HYBRID_GAIN`] of `best`.
+fn hybrid(t: &Tuner, call: &Call, rows: &[Candidate], best: f64) -> Option<(Decision, String)> {
+    let n = call.size;
+    if n < HYBRID_MIN || call.moved_bytes(Backend::Rayon) > 0 {
+        return None;
+    }
+    let r = rows.iter().find(|c| c.backend == Backend::Rayon)?;
+    let gpus = rows.iter().filter(|c| is_device(c.backend));
+    let g = gpus.min_by(|a, b| {
+        let ta = a.predicted_ns.unwrap_or(f64::INFINITY) + a.transfer_ns;
+        let tb = b.predicted_ns.unwrap_or(f64::INFINITY) + b.transfer_ns;
+        ta.total_cmp(&tb)
+    })?;
+    let (tr, tg) = (r.predicted_ns?, g.predicted_ns? + g.transfer_ns);
+    // Shares in proportion to throughput: each side then needs about the same time.
+    let cpu_elems = ((n as f64) * tg / (tr + tg)) as usize;
+    if cpu_elems == 0 || cpu_elems >= n - 1 {
+        return None;
+    }
+    let gpu_part = (n - cpu_elems) as f64 / n as f64;
+    let pr = t.models.predict(&call.key, Backend::Rayon, cpu_elems)?;
+    let pg = t.models.predict(&call.key, g.backend, n - cpu_elems)? + g.transfer_ns * gpu_part;
+    let predicted = pr.max(pg);
+    (predicted < HYBRID_GAIN * best).then(|| {
+        (
+            Decision {
+                choice: Choice::Split {
+                    cpu: Backend::Rayon,
+                    gpu: g.backend,
+                    cpu_elems,
+                },
+                measure: Measure::No,
+            },
+            format!(
+                "split predicted {:.1} us against {:.1} us on one backend",
+                predicted / 1e3,
+                best / 1e3
+            ),
+        )
+    })
+}
+
+/// Records how long `call` took on `backend` (its operands' transfers estimated and taken
+/// out), or that it ran once.
+pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns: f64) {
+    let mut t = tuner();
+    match measure {
+        Measure::No => {}
+        Measure::Warmup => {
+            t.warmed.insert((call.key.clone(), backend));
+        }
+        Measure::Sample => {
+            let moved = t.transfer_ns(call, backend);
+            let ns = (elapsed_ns - moved).max(0.1 * elapsed_ns);
+            t.models.record(&call.key, backend, call.size, ns);
+            GENERATION.fetch_add(1, Ordering::AcqRel);
+            t.save();
+        }
+    }
+}
+
+/// Why the calling thread's most recent `Backend::Auto` call ran where it did: the
+/// candidates' predictions and measured histories (`None` before any such call).
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn twice(x: i32) -> i32 { 2 * x }
+///
+/// skel::tune::set_model_dir(None);
+/// let v = Vector::from(vec![1i32; 64]);
+/// let mut out = Vector::zeroed(64);
+/// Map::new(twice).backend(Backend::Auto).run(&v, &mut out)?;
+/// let why = skel::tune::explain().unwrap();
+/// assert_eq!(why.skeleton, "map");
+/// assert!(why.function.ends_with("twice"));
+/// assert!(why.candidates.iter().any(|c| c.backend == Backend::Cpu));
+/// # Ok::<(), skel::Error>(())
+/// ```
+pub fn explain() -> Option<Explanation> {
+    LAST.with(|l| {
+        let l = l.borrow();
+        let (e, size, choice) = l.as_ref()?;
+        let mut e = Explanation::clone(e);
+        if e.size != *size {
+            e.reason += &format!(" (decided for {} elements, same size bucket)", e.size);
+        }
+        e.size = *size;
+        e.choice = *choice;
+        Some(e)
+    })
+}
+
+/// Uses the model file in `dir` from now on (`None`: keep models in memory only), reading
+/// it afresh; what this process measured so far is dropped. Useful for tests and for tools
+/// that keep models per machine.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("skel-tune-doc-{}", std::process::id()));
+/// skel::tune::set_model_dir(Some(&dir));
+/// assert_eq!(skel::tune::model_file(), Some(dir.join("model-v1.txt")));
+/// skel::tune::set_model_dir(None);
+/// assert_eq!(skel::tune::model_file(), None);
+/// ```
+pub fn set_model_dir(dir: Option<&Path>) {
+    *tuner() = Tuner::open(dir.map(Path::to_path_buf));
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The model file in use (`None`: in memory only).
+pub fn model_file() -> Option<PathBuf> {
+    tuner().dir.as_ref().map(|d| d.join(model::FILE))
+}
+
+/// Waits until every call enqueued on a device (CUDA, OpenCL) is done: for timing calls
+/// whose results stay on the device. `Ok` where no device was used.
+///
+/// ```
+/// skel::tune::synchronize()?;
+/// # Ok::<(), skel::Error>(())
+/// ```
+pub fn synchronize() -> Result<()> {
+    crate::backends::auto::finish(Backend::Cuda)?;
+    crate::backends::auto::finish(Backend::OpenCl)
+}
+
+/// Measures the host-device link of every available device backend and stores it in the
+/// model file; returns what it measured. Function models calibrate themselves on first use
+/// (see the module documentation).
+///
+/// ```
+/// skel::tune::set_model_dir(None);
+/// let c = skel::tune::calibrate()?;
+/// for (backend, bytes_per_s) in &c.links {
+///     assert!(*bytes_per_s > 0.0, "{backend}");
+/// }
+/// # Ok::<(), skel::Error>(())
+/// ```
+pub fn calibrate() -> Result<Calibration> {
+    let mut links = Vec::new();
+    for b in candidates(0).into_iter().filter(|&b| is_device(b)) {
+        links.push((b, crate::backends::auto::measure_link(b)?));
+    }
+    let mut t = tuner();
+    for &(b, bw) in &links {
+        t.models.link.insert(b, bw);
+    }
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    t.save();
+    Ok(Calibration {
+        links,
+        model_file: t.dir.as_ref().map(|d| d.join(model::FILE)),
+    })
+}

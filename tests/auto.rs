@@ -1,0 +1,334 @@
+//! `Backend::Auto`: choices follow the model file deterministically, calls never fail for
+//! a model that cannot be read or written, lazy calibration tries every candidate, the
+//! place the operands are valid changes the choice, and split calls give the results of
+//! the single backends.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+use skel::prelude::*;
+use skel::tune::{explain, set_model_dir, Choice};
+
+#[userfn]
+fn poly(x: f32) -> f32 {
+    (x * 0.5 + 1.0) * x - 2.0
+}
+
+#[userfn]
+fn add_i64(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[userfn]
+fn add_f32(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+fn widen(x: i32) -> i64 {
+    x as i64 * 3 - 1
+}
+
+/// The tuner is process-wide: tests that set its model file run one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("skel-auto-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The device backend Auto can use here (CUDA first); else prints the skip line (or fails
+/// where `SKEL_REQUIRE` names OpenCL).
+fn device() -> Option<Backend> {
+    let found = [Backend::Cuda, Backend::OpenCl]
+        .into_iter()
+        .find(|&b| Backend::available().contains(&b));
+    if found.is_none() {
+        common::available(Backend::OpenCl);
+    }
+    found
+}
+
+/// Makes a fresh model file `name` from [`write_model`] the one in use.
+fn use_model(
+    name: &str,
+    probe: &skel::tune::Explanation,
+    sizes: &[usize],
+    time: impl Fn(Backend) -> f64,
+) {
+    let dir = temp_dir(name);
+    write_model(&dir, probe, sizes, time);
+    set_model_dir(Some(&dir));
+}
+
+/// Asserts that the calling thread's last Auto call was split.
+fn assert_split() {
+    let why = explain().unwrap();
+    assert!(matches!(why.choice, Choice::Split { .. }), "{why}");
+}
+
+/// A model file: for every available backend, `time(backend)` ns at each of `sizes`
+/// (scaled linearly from the first size), for the function and types of `probe`'s call.
+fn write_model(
+    dir: &std::path::Path,
+    probe: &skel::tune::Explanation,
+    sizes: &[usize],
+    time: impl Fn(Backend) -> f64,
+) {
+    let mut text = String::from("skel-tune 1\n");
+    for b in Backend::available() {
+        for &n in sizes {
+            let bucket = usize::BITS - n.leading_zeros();
+            let ns = time(b) * n as f64 / sizes[0] as f64;
+            text += &format!(
+                "h {b} {bucket} 3 {n}.0 {ns:.1} {} {} {}\n",
+                probe.skeleton, probe.types, probe.function
+            );
+        }
+    }
+    std::fs::write(dir.join("model-v1.txt"), text).unwrap();
+}
+
+/// The explanation of one Map of `poly` over `n` elements on Auto (models in memory).
+fn probe_map(n: usize) -> skel::tune::Explanation {
+    set_model_dir(None);
+    let x = Vector::from(vec![1.0f32; n]);
+    let mut y = Vector::zeroed(n);
+    Map::new(poly)
+        .backend(Backend::Auto)
+        .run(&x, &mut y)
+        .unwrap();
+    explain().unwrap()
+}
+
+#[test]
+fn auto_parses_and_displays() {
+    assert_eq!("auto".parse::<Backend>().unwrap(), Backend::Auto);
+    assert_eq!(Backend::Auto.to_string(), "auto");
+    assert!(Backend::Auto.check().is_ok());
+    assert!(!Backend::available().contains(&Backend::Auto));
+    let err = "gpu".parse::<Backend>().unwrap_err().to_string();
+    assert!(err.contains("auto"), "{err}");
+}
+
+#[test]
+fn choice_is_deterministic_for_a_model_file() {
+    let _s = serial();
+    let n = 3000;
+    let probe = probe_map(n);
+    let x = Vector::from((0..n).map(|i| i as f32 * 0.25).collect::<Vec<_>>());
+    let mut want = Vector::zeroed(n);
+    Map::new(poly)
+        .backend(Backend::Cpu)
+        .run(&x, &mut want)
+        .unwrap();
+    for fastest in [Backend::Cpu, Backend::Rayon, Backend::Cpu] {
+        use_model("deterministic", &probe, &[n], |b| {
+            if b == fastest {
+                1e3
+            } else {
+                1e6
+            }
+        });
+        for _ in 0..3 {
+            let mut y = Vector::zeroed(n);
+            Map::new(poly)
+                .backend(Backend::Auto)
+                .run(&x, &mut y)
+                .unwrap();
+            let why = explain().unwrap();
+            assert_eq!(why.choice, Choice::Backend(fastest), "{why}");
+            assert!(why.reason.starts_with("predicted fastest"), "{why}");
+            assert_eq!(y.to_vec(), want.to_vec());
+        }
+    }
+    set_model_dir(None);
+}
+
+#[test]
+fn unreadable_model_falls_back_to_the_static_order() {
+    let _s = serial();
+    let dir = temp_dir("unreadable");
+    std::fs::write(dir.join("model-v1.txt"), "skel-tune 1\nh nonsense\n").unwrap();
+    set_model_dir(Some(&dir));
+    let v = Vector::from((1..=100i64).collect::<Vec<_>>());
+    for _ in 0..2 {
+        let s = Reduce::new(add_i64).backend(Backend::Auto).run(&v).unwrap();
+        assert_eq!(s, 5050);
+        let why = explain().unwrap();
+        assert!(why.reason.starts_with("static order"), "{why}");
+    }
+    set_model_dir(None);
+}
+
+#[test]
+fn unwritable_model_keeps_calls_working() {
+    let _s = serial();
+    // A directory below a regular file can be neither created nor written.
+    let blocker = temp_dir("unwritable").join("a-file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    set_model_dir(Some(&blocker.join("tune")));
+    let v = Vector::from((0..5000i32).collect::<Vec<_>>());
+    let want: i64 = (0..5000i64).map(|x| x * 3 - 1).sum();
+    for _ in 0..8 {
+        let got = MapReduce::new(widen, add_i64)
+            .backend(Backend::Auto)
+            .run(&v)
+            .unwrap();
+        assert_eq!(got, want);
+    }
+    set_model_dir(None);
+}
+
+#[test]
+fn lazy_calibration_tries_every_candidate_then_predicts() {
+    let _s = serial();
+    let dir = temp_dir("lazy");
+    set_model_dir(Some(&dir));
+    let n = 2000;
+    let v = Vector::from((0..n).map(|i| (i % 7) as f32).collect::<Vec<_>>());
+    let want = Reduce::new(add_f32).backend(Backend::Cpu).run(&v).unwrap();
+    let mut ran = Vec::new();
+    let mut reasons = Vec::new();
+    for _ in 0..(3 * Backend::available().len() + 2) {
+        let s = Reduce::new(add_f32).backend(Backend::Auto).run(&v).unwrap();
+        assert_eq!(s, want, "small integers in f32 sum exactly in any order");
+        let why = explain().unwrap();
+        if let Choice::Backend(b) = why.choice {
+            ran.push(b);
+        }
+        reasons.push(why.reason);
+    }
+    for b in Backend::available() {
+        assert!(ran.contains(&b), "{b} never tried: {ran:?}");
+    }
+    assert!(
+        reasons.last().unwrap().starts_with("predicted fastest"),
+        "{reasons:?}"
+    );
+    let text = std::fs::read_to_string(dir.join("model-v1.txt")).unwrap();
+    assert!(text.starts_with("skel-tune 1\n"), "{text}");
+    assert!(text.contains("add_f32"), "{text}");
+    set_model_dir(None);
+}
+
+#[test]
+fn device_resident_operands_stay_on_the_device() {
+    let _s = serial();
+    let Some(gpu) = device() else { return };
+    let n = 1 << 16;
+    let probe = probe_map(n);
+    // Equal but for 10 %: the 256 KiB each way decide.
+    use_model("location", &probe, &[n], |b| match b {
+        Backend::Rayon => 100e3,
+        b if b == gpu => 110e3,
+        _ => 1e9,
+    });
+    let x = Vector::from((0..n).map(|i| i as f32).collect::<Vec<_>>());
+    let mut y = Vector::zeroed(n);
+    Map::new(poly)
+        .backend(Backend::Auto)
+        .run(&x, &mut y)
+        .unwrap();
+    let why = explain().unwrap();
+    assert_eq!(why.choice, Choice::Backend(Backend::Rayon), "{why}");
+    // Now the input of the next call is valid on the device only.
+    let mut on_device = Vector::zeroed(n);
+    Map::new(poly).backend(gpu).run(&x, &mut on_device).unwrap();
+    Map::new(poly)
+        .backend(Backend::Auto)
+        .run(&on_device, &mut y)
+        .unwrap();
+    let why = explain().unwrap();
+    assert_eq!(why.choice, Choice::Backend(gpu), "{why}");
+    let mut want = Vector::zeroed(n);
+    let mut tmp = Vector::zeroed(n);
+    Map::new(poly)
+        .backend(Backend::Cpu)
+        .run(&x, &mut tmp)
+        .unwrap();
+    Map::new(poly)
+        .backend(Backend::Cpu)
+        .run(&tmp, &mut want)
+        .unwrap();
+    assert_eq!(y.to_vec(), want.to_vec());
+    set_model_dir(None);
+}
+
+#[test]
+fn split_calls_match_the_single_backends() {
+    let _s = serial();
+    let Some(gpu) = device() else { return };
+    let n = skel::tune::HYBRID_MIN + 12345;
+    // Rayon and the GPU equally fast: a split halves the time.
+    let equal = |b: Backend| {
+        if b == Backend::Rayon || b == gpu {
+            1e6
+        } else {
+            1e10
+        }
+    };
+    let sizes = [n / 4, n];
+
+    let probe = probe_map(n);
+    use_model("split-map", &probe, &sizes, equal);
+    let x = Vector::from((0..n).map(|i| (i % 1000) as f32 * 0.01).collect::<Vec<_>>());
+    let mut y = Vector::zeroed(n);
+    // Checked Maps are not split (their error names the first failing element).
+    let map = Map::new(poly).backend(Backend::Auto).checked(false);
+    map.run(&x, &mut y).unwrap();
+    assert_split();
+    let mut want = Vector::zeroed(n);
+    Map::new(poly)
+        .backend(Backend::Cpu)
+        .run(&x, &mut want)
+        .unwrap();
+    assert_eq!(y.to_vec(), want.to_vec());
+
+    set_model_dir(None);
+    let v = Vector::from((0..n as i64).map(|i| i % 1001 - 500).collect::<Vec<_>>());
+    Reduce::new(add_i64).backend(Backend::Auto).run(&v).unwrap();
+    let probe = explain().unwrap();
+    use_model("split-reduce", &probe, &sizes, equal);
+    let got = Reduce::new(add_i64)
+        .backend(Backend::Auto)
+        .start(7)
+        .run(&v)
+        .unwrap();
+    assert_split();
+    let want = Reduce::new(add_i64)
+        .backend(Backend::Cpu)
+        .start(7)
+        .run(&v)
+        .unwrap();
+    assert_eq!(got, want);
+
+    set_model_dir(None);
+    let w = Vector::from((0..n as i32).map(|i| i % 77).collect::<Vec<_>>());
+    MapReduce::new(widen, add_i64)
+        .backend(Backend::Auto)
+        .run(&w)
+        .unwrap();
+    let probe = explain().unwrap();
+    use_model("split-map-reduce", &probe, &sizes, equal);
+    let got = MapReduce::new(widen, add_i64)
+        .backend(Backend::Auto)
+        .start(-3)
+        .run(&w)
+        .unwrap();
+    assert_split();
+    let want = MapReduce::new(widen, add_i64)
+        .backend(Backend::Cpu)
+        .start(-3)
+        .run(&w)
+        .unwrap();
+    assert_eq!(got, want);
+    set_model_dir(None);
+}
