@@ -113,6 +113,50 @@ pub(crate) fn settle<T: DeviceType>(
     }
 }
 
+/// The parts of `out` the kernels of one call wrote so far (each done after its event),
+/// settled by [`Written::settle`] once every chunk is issued. Dropped unsettled, because
+/// issuing a later chunk failed, it records the parts already issued as written: their
+/// kernels run and leave new values on the device, so the device copy must become the
+/// newest of those ranges, or host and device would hold different data both marked
+/// current (the call's error says its output may be partly new).
+pub(crate) struct Written<'o, 'a, T: DeviceType> {
+    ctx: &'o Ctx,
+    out: &'o ArgMut<'a, T>,
+    parts: Vec<(Range<usize>, Arc<CuEvent>)>,
+}
+
+impl<'o, 'a, T: DeviceType> Written<'o, 'a, T> {
+    /// Nothing written yet.
+    pub(crate) fn new(ctx: &'o Ctx, out: &'o ArgMut<'a, T>) -> Self {
+        Written {
+            ctx,
+            out,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Elements `part` of the output are written by the work before `event`.
+    pub(crate) fn push(&mut self, part: Range<usize>, event: Arc<CuEvent>) {
+        self.parts.push((part, event));
+    }
+
+    /// [`settle`] of every part pushed.
+    pub(crate) fn settle(mut self, rec: Option<&Record>, defs: &[&'static FnDef]) -> Result<()> {
+        let parts = std::mem::take(&mut self.parts);
+        settle(self.ctx, rec, defs, self.out, &parts)
+    }
+}
+
+impl<T: DeviceType> Drop for Written<'_, '_, T> {
+    fn drop(&mut self) {
+        for (part, event) in self.parts.drain(..) {
+            // The call already fails with the error that brought us here; a failure to
+            // record a part adds nothing the caller could act on.
+            let _ = memory::written_part(self.ctx, self.out, part, &event);
+        }
+    }
+}
+
 /// `#define`s of a template in the checked variant (`checked`): `SKEL_FP` declares the
 /// record after a parameter list, `SKEL_FA` passes it on (`cuda/common.cuh` makes both
 /// empty otherwise, so unchecked kernels stay as they were), and `SKEL_FARG` is the first

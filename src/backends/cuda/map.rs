@@ -395,41 +395,55 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         let whole = arrays::stage(ctx, arrays, lane, tag)?;
         staged.push((whole, stage_inputs(ctx, inputs, part, lane, tag)?));
     }
-    for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
-        let mut dsts = Vec::with_capacity(outs.len());
-        for o in &outs {
-            dsts.push(o.part_ptr(ctx, part.clone(), (lane, tag))?);
-        }
-        let mut args = KernelArgs::default();
-        args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
-            .u64(part.len() as u64)
-            .u64(out_shape.cols() as u64)
-            .u64(part.start as u64);
-        if dsts.len() > 1 {
-            for &d in &dsts {
-                args.ptr(d);
-            }
-        }
-        arrays::push(&mut args, &whole, dims);
-        for p in ptrs {
-            args.ptr(p);
-        }
-        args.uniforms(uniforms);
-        if let Some(rec) = &fault {
-            args.ptr(rec.ptr());
-        }
-        let grid = kernel.launch.dims(ctx, &part, out_shape.cols())?;
-        launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
-        let ev = CuEvent::record(lane)?;
-        arrays::read(ctx, arrays, (lane, tag), &ev)?;
-        inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
-        if fault.is_some() {
-            pending.push((part, ev));
-        } else {
+    let issued = (|| -> Result<()> {
+        for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
+            let mut dsts = Vec::with_capacity(outs.len());
             for o in &outs {
-                o.written(ctx, part.clone(), &ev)?;
+                dsts.push(o.part_ptr(ctx, part.clone(), (lane, tag))?);
+            }
+            let mut args = KernelArgs::default();
+            args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
+                .u64(part.len() as u64)
+                .u64(out_shape.cols() as u64)
+                .u64(part.start as u64);
+            if dsts.len() > 1 {
+                for &d in &dsts {
+                    args.ptr(d);
+                }
+            }
+            arrays::push(&mut args, &whole, dims);
+            for p in ptrs {
+                args.ptr(p);
+            }
+            args.uniforms(uniforms);
+            if let Some(rec) = &fault {
+                args.ptr(rec.ptr());
+            }
+            let grid = kernel.launch.dims(ctx, &part, out_shape.cols())?;
+            launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
+            let ev = CuEvent::record(lane)?;
+            arrays::read(ctx, arrays, (lane, tag), &ev)?;
+            inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
+            if fault.is_some() {
+                pending.push((part, ev));
+            } else {
+                for o in &outs {
+                    o.written(ctx, part.clone(), &ev)?;
+                }
             }
         }
+        Ok(())
+    })();
+    if let Err(e) = issued {
+        // A later chunk failed to issue: the chunks already issued run and leave new values
+        // on the device, which must become the newest copy of their ranges (see
+        // `fault::Written`).
+        for (part, ev) in &pending {
+            for o in &outs {
+                let _ = o.written(ctx, part.clone(), ev);
+            }
+        }
+        return Err(e);
     }
     // Checked: the outputs become results only once the record says there was no fault.
     if let Some(rec) = &fault {

@@ -217,7 +217,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     }
     let src = input_base(ctx, &input, split.lanes[0], split.tag)?;
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = Vec::with_capacity(split.len());
+    let mut written = fault::Written::new(ctx, &out);
     for (_, part, lane, tag) in split.parts() {
         let elems = part.start * unit..part.end * unit;
         let dst = memory::output_part(ctx, &out, elems.clone(), keep, lane, tag)?;
@@ -264,9 +264,9 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
                 memory::read_by(ctx, &input, range, &ev)?;
             }
         }
-        written.push((elems, ev));
+        written.push(elems, ev);
     }
-    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
+    written.settle(rec.as_ref(), &[F::definition()])?;
     if eager {
         split.download(ctx, &out, |part| part.start * unit..part.end * unit)?;
     }

@@ -131,7 +131,7 @@ where
     }
     let func = m.func("skel_map_pairs")?;
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = Vec::with_capacity(split.len());
+    let mut written = fault::Written::new(ctx, &out);
     for ((_, part, lane, tag), (vp, hp, whole)) in split.parts().zip(staged) {
         let elems = part.start * cols..part.end * cols;
         let dst = memory::output_part(ctx, &out, elems.clone(), false, lane, tag)?;
@@ -166,9 +166,9 @@ where
         memory::read_by(ctx, &h, 0..cols, &ev)?;
         memory::read_by(ctx, &v, part.clone(), &ev)?;
         arrays::read(ctx, &arrays, (lane, tag), &ev)?;
-        written.push((elems, ev));
+        written.push(elems, ev);
     }
-    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
+    written.settle(rec.as_ref(), &[F::definition()])?;
     if eager {
         split.download(ctx, &out, |part| part.start * cols..part.end * cols)?;
     }

@@ -167,7 +167,7 @@ where
         .collect::<Result<Vec<_>>>()?;
     let (fold, combine) = (m.func("skel_pairs_fold")?, m.func("skel_pairs_combine")?);
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = Vec::with_capacity(split.len());
+    let mut written = fault::Written::new(ctx, &out);
     for ((_, part, lane, tag), ((own, other), whole)) in split.parts().zip(staged) {
         let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
         let tiles = part.len().div_ceil(RB);
@@ -222,10 +222,10 @@ where
         let ev = CuEvent::record(lane)?;
         ops.read_by(ctx, part.clone(), &ev)?;
         arrays::read(ctx, &arrays, (lane, tag), &ev)?;
-        written.push((part, ev));
+        written.push(part, ev);
     }
     let defs = [M::definition(), R::definition()];
-    fault::settle(ctx, rec.as_ref(), &defs, &out, &written)?;
+    written.settle(rec.as_ref(), &defs)?;
     if eager {
         split.download(ctx, &out, |part| part)?;
     }

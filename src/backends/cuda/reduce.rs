@@ -269,7 +269,7 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         srcs.push(memory::input_part(ctx, &input, parts(&part).0, lane, tag)?);
     }
     let rec = Record::new(exec.checked, &split.lanes)?;
-    let mut written = Vec::with_capacity(split.len());
+    let mut written = fault::Written::new(ctx, &out);
     for ((_, part, lane, tag), src) in split.parts().zip(srcs) {
         let (elems, outs) = parts(&part);
         let band_rows = elems.len() / cols;
@@ -297,9 +297,9 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         )?;
         let ev = CuEvent::record(lane)?;
         memory::read_by(ctx, &input, elems, &ev)?;
-        written.push((outs, ev));
+        written.push(outs, ev);
     }
-    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
+    written.settle(rec.as_ref(), &[F::definition()])?;
     if eager {
         split.download(ctx, &out, |part| parts(&part).1)?;
     }

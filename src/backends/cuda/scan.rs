@@ -132,7 +132,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = Vec::with_capacity(split.len());
+    let mut written = fault::Written::new(ctx, &out);
     let mut at = 0;
     let mut previous: Option<std::sync::Arc<CuEvent>> = None;
     for (((c, part, lane, tag), src), &(words, _)) in split.parts().zip(srcs).zip(&states) {
@@ -163,10 +163,10 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         let ev = CuEvent::record(lane)?;
         memory::read_by(ctx, &input, part.clone(), &ev)?;
         state.used_until(&ev);
-        written.push((part, ev.clone()));
+        written.push(part, ev.clone());
         previous = Some(ev);
     }
-    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &written)?;
+    written.settle(rec.as_ref(), &[F::definition()])?;
     if eager {
         split.download(ctx, &out, |part| part)?;
     }
