@@ -111,6 +111,16 @@ impl Call {
         self.comm.size()
     }
 
+    /// Point-to-point messages overlapped with `meanwhile` (see `Comm::exchange_during`).
+    pub(crate) fn exchange_during(
+        &self,
+        sends: &[(usize, Vec<u8>)],
+        recvs: &[(usize, usize)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Vec<Vec<u8>> {
+        self.comm.exchange_during(sends, recvs, meanwhile)
+    }
+
     /// `Err` unless every operand is distributed and all have one global shape (checked
     /// before the local shapes, which differ between ranks).
     pub(crate) fn same_global_shape(&self, operands: &[Operand]) -> Result<Shape> {

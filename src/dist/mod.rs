@@ -34,9 +34,12 @@
 //!   rank and needs only associativity, as on one process;
 //! - Scan: the block totals are exchanged and each rank starts its block from the fold of
 //!   the totals before it;
-//! - MapOverlap: each rank receives the `r` elements (rows) on either side of its block
-//!   from whichever ranks own them, honouring the edge mode at the global ends, then runs
-//!   its block; `Reduce::run_rows` / `run_cols` on a [`DistMatrix`] work too.
+//! - MapOverlap (1D, column-wise and 2D; row-wise needs none): each rank posts
+//!   non-blocking sends and receives of the `r` elements (rows) on either side of its block
+//!   to and from the ranks that hold them (the neighbours, or further ranks for blocks
+//!   shorter than `r`), honouring the edge mode at the global ends, computes the interior
+//!   of its block while they are in flight, then its borders; `Reduce::run_rows` /
+//!   `run_cols` on a [`DistMatrix`] work too.
 //!
 //! - MapArray: a distributed array is gathered whole on every rank (every element may read
 //!   any of it), then each rank maps its block.
@@ -129,6 +132,17 @@ pub(crate) trait Comm {
     fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
     /// Sends `send[q]` to rank `q`; returns what each rank sent to this one, in rank order.
     fn all_to_all(&self, send: &[Vec<u8>]) -> Result<Vec<Vec<u8>>>;
+    /// Point to point, without blocking: sends `sends[i].1` to rank `sends[i].0` and
+    /// receives `recvs[i].1` bytes from rank `recvs[i].0` (both sides know every size; at
+    /// most one message from one rank to another per call, none to itself), runs
+    /// `meanwhile` while the messages are in flight, then waits for all of them. Returns
+    /// the received messages in the order of `recvs`.
+    fn exchange_during(
+        &self,
+        sends: &[(usize, Vec<u8>)],
+        recvs: &[(usize, usize)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Vec<Vec<u8>>;
 }
 
 thread_local! {

@@ -240,4 +240,40 @@ impl Comm for Mpi {
         }
         Ok(split(&buf, &recv_counts, &recv_displs))
     }
+
+    fn exchange_during(
+        &self,
+        sends: &[(usize, Vec<u8>)],
+        recvs: &[(usize, usize)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Vec<Vec<u8>> {
+        let mut got: Vec<Vec<u8>> = recvs.iter().map(|&(_, n)| vec![0u8; n]).collect();
+        let peer = |q: usize| self.comm.process_at_rank(q as mpi::Rank);
+        mpi::request::scope(|scope| {
+            let sent: Vec<_> = sends
+                .iter()
+                .map(|(q, m)| peer(*q).immediate_send_with_tag(scope, &m[..], HALO_TAG))
+                .collect();
+            let received: Vec<_> = got
+                .iter_mut()
+                .zip(recvs)
+                .map(|(buf, &(q, _))| {
+                    peer(q).immediate_receive_into_with_tag(scope, &mut buf[..], HALO_TAG)
+                })
+                .collect();
+            meanwhile();
+            for r in received {
+                r.wait();
+            }
+            for s in sent {
+                s.wait();
+            }
+        });
+        got
+    }
 }
+
+/// The tag of the point-to-point messages: MPI keeps messages between two ranks with one
+/// tag in order, and every call sends at most one from a rank to another, so calls never
+/// mix up their messages.
+const HALO_TAG: mpi::Tag = 15;
