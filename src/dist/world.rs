@@ -113,6 +113,29 @@ impl World {
         self.inner.comm.barrier();
     }
 
+    /// How many times this rank has all-gathered a distributed container that a call reads
+    /// whole (MapArray's array, a container argument bound with `.arrays(..)`). A call that
+    /// finds the copy it cached still valid on every rank gathers nothing.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// use skel::dist::{self, DistVector};
+    /// #[userfn]
+    /// fn pick(table: &[i64], i: u32) -> i64 { table[i as usize] }
+    /// let world = dist::init()?;
+    /// let table = DistVector::from_fn(&world, 8, |i| 10 * i as i64);
+    /// let idx = DistVector::from_fn(&world, 8, |i| (7 - i) as u32);
+    /// let mut out = DistVector::zeroed(&world, 8);
+    /// let before = world.argument_gathers();
+    /// MapArray::new(pick).run(&table, &idx, &mut out)?;
+    /// MapArray::new(pick).run(&table, &idx, &mut out)?; // the cached copy
+    /// assert_eq!(world.argument_gathers(), before + 1);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn argument_gathers(&self) -> usize {
+        super::whole_gathers()
+    }
+
     pub(crate) fn comm(&self) -> &dyn Comm {
         &*self.inner
     }
