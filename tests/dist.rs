@@ -99,6 +99,17 @@ fn weigh(m: Mat<i64>, t: &[i64], x: u32) -> i64 {
     m[(i % m.rows(), i % m.cols())] * 3 + t[(i * 5) % t.len()]
 }
 
+/// A pair as a 2x2 matrix, for an order-sensitive fold (`mm`) of the pairs.
+#[userfn]
+fn pm(a: i64, b: i64) -> M2 {
+    M2 {
+        a: (a % 7 + 7) % 7,
+        b: (b % 5 + 5) % 5 + 1,
+        c: ((a + b) % 3 + 3) % 3,
+        d: 2,
+    }
+}
+
 #[userfn]
 fn iota(#[index] i: usize) -> i64 {
     i as i64
@@ -564,6 +575,74 @@ fn arguments(world: &World) -> Check {
     Ok(())
 }
 
+/// MapPairs and MapPairsReduce: v and the output distributed, h distributed or local.
+fn pairs(world: &World) -> Check {
+    const LENGTHS: &[usize] = &[0, 1, 2, 5, 13];
+    for &nv in LENGTHS {
+        for &nh in LENGTHS {
+            let shape = format!("{nv}x{nh}");
+            let (dv, lv) = (
+                DistVector::from_fn(world, nv, val),
+                Vector::from_fn(nv, val),
+            );
+            let hf = |j: usize| val(j * 3 + 1);
+            let (dh, lh) = (DistVector::from_fn(world, nh, hf), Vector::from_fn(nh, hf));
+            let mut out = DistMatrix::filled(world, nv, nh, 5);
+            let mut want = Matrix::filled(nv, nh, 5);
+            let cpu = MapPairs::new(sub).backend(Backend::Cpu);
+            let what = format!("MapPairs {shape}");
+            same_outcome(
+                &what,
+                MapPairs::new(sub).run(&dv, &dh, &mut out),
+                cpu.run(&lv, &lh, &mut want),
+            )?;
+            same(&what, gathered(&out)?, want.to_vec())?;
+            let what = format!("MapPairs local h {shape}");
+            same_outcome(
+                &what,
+                MapPairs::new(mul).run(&dv, &lh, &mut out),
+                MapPairs::new(mul)
+                    .backend(Backend::Cpu)
+                    .run(&lv, &lh, &mut want),
+            )?;
+            same(&what, gathered(&out)?, want.to_vec())?;
+            let mpr = MapPairsReduce::new(pm, mm);
+            let (mut rows, mut want_rows) =
+                (DistVector::filled(world, nv, ID), Vector::filled(nv, ID));
+            into!(
+                format!("MapPairsReduce rows {shape}"),
+                mpr,
+                run_rows,
+                (&dv, &dh),
+                &mut rows,
+                (&lv, &lh),
+                &mut want_rows
+            );
+            let (mut cols, mut want_cols) =
+                (DistVector::filled(world, nh, ID), Vector::filled(nh, ID));
+            into!(
+                format!("MapPairsReduce cols {shape}"),
+                mpr,
+                run_cols,
+                (&dv, &dh),
+                &mut cols,
+                (&lv, &lh),
+                &mut want_cols
+            );
+            into!(
+                format!("MapPairsReduce cols local h {shape}"),
+                mpr,
+                run_cols,
+                (&dv, &lh),
+                &mut cols,
+                (&lv, &lh),
+                &mut want_cols
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The global indices rank `rank` holds of a distributed vector of `n`.
 fn dist_range(world: &World, n: usize, rank: usize) -> std::ops::Range<usize> {
     let (base, extra) = (n / world.size(), n % world.size());
@@ -665,9 +744,19 @@ fn errors(world: &World) -> Check {
         "InvalidArgument",
     )?;
     expect_err(
-        "MapPairs",
+        "MapPairs into a local matrix",
         MapPairs::new(sub).run(&a, &a, &mut Matrix::zeroed(10, 10)),
         "InvalidArgument",
+    )?;
+    expect_err(
+        "MapPairs of a local v",
+        MapPairs::new(sub).run(&local, &a, &mut DistMatrix::zeroed(world, 10, 10)),
+        "InvalidArgument",
+    )?;
+    expect_err(
+        "MapPairs into a matrix of the wrong shape",
+        MapPairs::new(sub).run(&a, &a, &mut DistMatrix::zeroed(world, 10, 9)),
+        "ShapeMismatch",
     )?;
     expect_err("gather to rank 99", a.gather(99), "InvalidArgument")?;
     expect_err(
@@ -727,11 +816,12 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let checks: [(&str, Suite); 6] = [
+    let checks: [(&str, Suite); 7] = [
         ("map_reduce_scan", map_reduce_scan),
         ("overlap_1d", overlap_1d),
         ("matrices", matrices),
         ("arguments", arguments),
+        ("pairs", pairs),
         ("moves", moves),
         ("errors", errors),
     ];
