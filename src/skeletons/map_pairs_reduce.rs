@@ -159,16 +159,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
             let (rows, cols) = check_pairs("MapPairsReduce", &operands, |rows, cols| {
                 Shape::Vector(if axis == Axis::Rows { rows } else { cols })
             })?;
-            let (results, folded) = if axis == Axis::Rows {
-                (rows, cols)
-            } else {
-                (cols, rows)
-            };
-            if folded == 0 && results > 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "MapPairsReduce {axis:?} over {rows}x{cols} pairs: every fold needs at least one pair"
-                )));
-            }
+            every_fold_has_pairs(axis, rows, cols)?;
             call.no_index(M::NAME, <M::Index as IndexKind>::DIMS)?;
             self.arrays.gather_wholes(&slots)?;
             bound_h.gather_whole(&whole_h)?;
@@ -203,28 +194,40 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
             return call.finish(result);
         }
         let pairs = Shape::Matrix { rows, cols };
-        let (results, folded, name) = match axis {
-            Axis::Rows => (rows, cols, "row of pairs, v.len()"),
-            _ => (cols, rows, "column of pairs, h.len()"),
+        let (results, name) = match axis {
+            Axis::Rows => (rows, "row of pairs, v.len()"),
+            _ => (cols, "column of pairs, h.len()"),
         };
         check_shape(
             &format!("MapPairsReduce {axis:?} output: one element per {name}"),
             Shape::Vector(results),
             out.shape(),
         )?;
-        if folded == 0 && results > 0 {
-            return Err(Error::InvalidArgument(format!(
-                "MapPairsReduce {axis:?} over {pairs} of pairs: every fold needs at least one pair"
-            )));
-        }
+        every_fold_has_pairs(axis, rows, cols)?;
         check_index_dims(
             "MapPairsReduce",
             M::NAME,
             <M::Index as IndexKind>::DIMS,
             pairs,
         )?;
-        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
         dispatch!(self.options, M::NAME, |exec| exec
             .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
     }
+}
+
+/// `Err` when a fold along `axis` of the `rows x cols` pairs would have no pair while
+/// there are results to write.
+fn every_fold_has_pairs(axis: Axis, rows: usize, cols: usize) -> Result<()> {
+    let (results, folded) = if axis == Axis::Rows {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    };
+    if folded == 0 && results > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "MapPairsReduce {axis:?} over {} of pairs: every fold needs at least one pair",
+            Shape::Matrix { rows, cols }
+        )));
+    }
+    Ok(())
 }
