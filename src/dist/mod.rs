@@ -48,8 +48,12 @@
 //!   every rank (the ranks exchange one flag per such argument to agree on it).
 //!   [`World::argument_gathers`] counts the gathers.
 //!
-//! Element indices (`#[index]`) on distributed operands, MapPairs and Filter are refused
-//! with an error for now.
+//! - MapPairs, MapPairsReduce: `v` and the output are distributed by rows (`run_cols`: by
+//!   the elements of the output), `h` is needed whole by every rank and gathered and
+//!   cached like a container argument; column folds are folded across ranks in rank order.
+//!
+//! Element indices (`#[index]`) on distributed operands and Filter are refused with an
+//! error for now.
 //!
 //! # Errors on several ranks
 //! Before any data moves, the ranks compare a description of the call (skeleton, user
