@@ -394,10 +394,21 @@ macro_rules! container_args {
 pub trait BindArrays<K: ContainerArgs> {
     /// The bound containers as operands.
     fn bind(&self) -> K::Args<'_>;
+    /// Puts the whole of each distributed bound container in its slot (every rank calls it
+    /// together; see [`Input::gather_whole`]).
+    #[doc(hidden)]
+    fn gather_wholes(&self, slots: &crate::dist::Slots) -> crate::Result<()>;
+    /// The bound containers as operands, the distributed ones whole, from `slots`.
+    #[doc(hidden)]
+    fn bind_whole<'k>(&'k self, slots: &'k crate::dist::Slots) -> K::Args<'k>;
 }
 
 impl BindArrays<()> for () {
     fn bind(&self) {}
+    fn gather_wholes(&self, _: &crate::dist::Slots) -> crate::Result<()> {
+        Ok(())
+    }
+    fn bind_whole<'k>(&'k self, _: &'k crate::dist::Slots) {}
 }
 
 macro_rules! bind_arrays {
@@ -407,6 +418,13 @@ macro_rules! bind_arrays {
         {
             fn bind(&self) -> ($(Arg<'_, $k::Elem>,)+) {
                 ($(self.$i.arg(),)+)
+            }
+            fn gather_wholes(&self, slots: &crate::dist::Slots) -> crate::Result<()> {
+                $(self.$i.gather_whole(&slots[$i])?;)+
+                Ok(())
+            }
+            fn bind_whole<'k>(&'k self, slots: &'k crate::dist::Slots) -> ($(Arg<'k, $k::Elem>,)+) {
+                ($(self.$i.whole_arg(&slots[$i]),)+)
             }
         }
     )*};

@@ -92,6 +92,24 @@ fn lookup(table: &[i64], x: u32) -> i64 {
     table[x as usize]
 }
 
+/// Reads a matrix and a vector argument whole, at positions far from the element's own.
+#[userfn]
+fn weigh(m: Mat<i64>, t: &[i64], x: u32) -> i64 {
+    let i = x as usize;
+    m[(i % m.rows(), i % m.cols())] * 3 + t[(i * 5) % t.len()]
+}
+
+/// A pair as a 2x2 matrix, for an order-sensitive fold (`mm`) of the pairs.
+#[userfn]
+fn pm(a: i64, b: i64) -> M2 {
+    M2 {
+        a: (a % 7 + 7) % 7,
+        b: (b % 5 + 5) % 5 + 1,
+        c: ((a + b) % 3 + 3) % 3,
+        d: 2,
+    }
+}
+
 #[userfn]
 fn iota(#[index] i: usize) -> i64 {
     i as i64
@@ -439,6 +457,199 @@ fn matrices(world: &World) -> Check {
     Ok(())
 }
 
+/// Container arguments (`.arrays`) and MapArray's array, distributed: gathered whole, once,
+/// and gathered again after any rank changes its block.
+fn arguments(world: &World) -> Check {
+    let last = world.size() - 1;
+    for &n in LENS {
+        let (rows, cols) = (n.div_ceil(3), 3.min(n));
+        let f = |r: usize, c: usize| val(r * 31 + c);
+        let (dm, lm) = (
+            DistMatrix::from_fn(world, rows, cols, f),
+            Matrix::from_fn(rows, cols, f),
+        );
+        let (mut dt, mut lt) = (DistVector::from_fn(world, n, val), Vector::from_fn(n, val));
+        let idx = |i: usize| (i * 13 + 5) as u32;
+        let (di, li) = (DistVector::from_fn(world, n, idx), Vector::from_fn(n, idx));
+        let (mut out, mut want) = (DistVector::zeroed(world, n), Vector::zeroed(n));
+        let gathers = world.argument_gathers();
+        let cpu = Map::new(weigh).backend(Backend::Cpu);
+        for round in 0..2 {
+            let what = format!("Map .arrays n={n} round {round}");
+            same_outcome(
+                &what,
+                Map::new(weigh).arrays((&dm, &dt)).run(&di, &mut out),
+                cpu.arrays((&lm, &lt)).run(&li, &mut want),
+            )?;
+            same(&what, gathered(&out)?, want.to_vec())?;
+        }
+        // Two containers, gathered on the first call only.
+        same(
+            &format!("gathers after two Maps n={n}"),
+            world.argument_gathers(),
+            gathers + 2,
+        )?;
+        same_outcome(
+            &format!("MapReduce .arrays n={n}"),
+            MapReduce::new(weigh, add).arrays((&dm, &dt)).run(&di),
+            MapReduce::new(weigh, add)
+                .backend(Backend::Cpu)
+                .arrays((&lm, &lt))
+                .run(&li),
+        )?;
+        same(
+            &format!("gathers after MapReduce n={n}"),
+            world.argument_gathers(),
+            gathers + 2,
+        )?;
+        // One rank changes its block: every rank sees it in the next call.
+        if world.rank() == last {
+            for x in dt.local_mut().map_err(|e| e.to_string())? {
+                *x += 1000;
+            }
+        }
+        let range = dist_range(world, n, last);
+        for x in &mut lt.as_mut_slice()[range] {
+            *x += 1000;
+        }
+        let what = format!("Map .arrays after a change on rank {last} n={n}");
+        same_outcome(
+            &what,
+            Map::new(weigh).arrays((&dm, &dt)).run(&di, &mut out),
+            cpu.arrays((&lm, &lt)).run(&li, &mut want),
+        )?;
+        same(&what, gathered(&out)?, want.to_vec())?;
+        same(
+            &format!("gathers after a change n={n}"),
+            world.argument_gathers(),
+            gathers + 3,
+        )?;
+        // MapArray's array: the copy the last Map gathered serves it; a skeleton writing
+        // the table invalidates the copy.
+        let ma = MapArray::new(lookup);
+        let small = |i: usize| (i * 7 % n) as u32;
+        let (ds, ls) = (
+            DistVector::from_fn(world, n, small),
+            Vector::from_fn(n, small),
+        );
+        for round in 0..2 {
+            into!(
+                format!("MapArray n={n} round {round}"),
+                ma,
+                run,
+                (&dt, &ds),
+                &mut out,
+                (&lt, &ls),
+                &mut want
+            );
+        }
+        same(
+            &format!("gathers after two MapArrays n={n}"),
+            world.argument_gathers(),
+            gathers + 3,
+        )?;
+        let neg = DistVector::from_fn(world, n, |i| -(i as i64));
+        Map::new(add)
+            .run(&neg, &neg, &mut dt)
+            .map_err(|e| e.to_string())?;
+        let lneg = Vector::from_fn(n, |i| -(i as i64));
+        Map::new(add)
+            .backend(Backend::Cpu)
+            .run(&lneg, &lneg, &mut lt)
+            .map_err(|e| e.to_string())?;
+        into!(
+            format!("MapArray after a Map wrote the table n={n}"),
+            ma,
+            run,
+            (&dt, &ds),
+            &mut out,
+            (&lt, &ls),
+            &mut want
+        );
+        same(
+            &format!("gathers after the table was written n={n}"),
+            world.argument_gathers(),
+            gathers + 4,
+        )?;
+    }
+    Ok(())
+}
+
+/// MapPairs and MapPairsReduce: v and the output distributed, h distributed or local.
+fn pairs(world: &World) -> Check {
+    const LENGTHS: &[usize] = &[0, 1, 2, 5, 13];
+    for &nv in LENGTHS {
+        for &nh in LENGTHS {
+            let shape = format!("{nv}x{nh}");
+            let (dv, lv) = (
+                DistVector::from_fn(world, nv, val),
+                Vector::from_fn(nv, val),
+            );
+            let hf = |j: usize| val(j * 3 + 1);
+            let (dh, lh) = (DistVector::from_fn(world, nh, hf), Vector::from_fn(nh, hf));
+            let mut out = DistMatrix::filled(world, nv, nh, 5);
+            let mut want = Matrix::filled(nv, nh, 5);
+            let cpu = MapPairs::new(sub).backend(Backend::Cpu);
+            let what = format!("MapPairs {shape}");
+            same_outcome(
+                &what,
+                MapPairs::new(sub).run(&dv, &dh, &mut out),
+                cpu.run(&lv, &lh, &mut want),
+            )?;
+            same(&what, gathered(&out)?, want.to_vec())?;
+            let what = format!("MapPairs local h {shape}");
+            same_outcome(
+                &what,
+                MapPairs::new(mul).run(&dv, &lh, &mut out),
+                MapPairs::new(mul)
+                    .backend(Backend::Cpu)
+                    .run(&lv, &lh, &mut want),
+            )?;
+            same(&what, gathered(&out)?, want.to_vec())?;
+            let mpr = MapPairsReduce::new(pm, mm);
+            let (mut rows, mut want_rows) =
+                (DistVector::filled(world, nv, ID), Vector::filled(nv, ID));
+            into!(
+                format!("MapPairsReduce rows {shape}"),
+                mpr,
+                run_rows,
+                (&dv, &dh),
+                &mut rows,
+                (&lv, &lh),
+                &mut want_rows
+            );
+            let (mut cols, mut want_cols) =
+                (DistVector::filled(world, nh, ID), Vector::filled(nh, ID));
+            into!(
+                format!("MapPairsReduce cols {shape}"),
+                mpr,
+                run_cols,
+                (&dv, &dh),
+                &mut cols,
+                (&lv, &lh),
+                &mut want_cols
+            );
+            into!(
+                format!("MapPairsReduce cols local h {shape}"),
+                mpr,
+                run_cols,
+                (&dv, &lh),
+                &mut cols,
+                (&lv, &lh),
+                &mut want_cols
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The global indices rank `rank` holds of a distributed vector of `n`.
+fn dist_range(world: &World, n: usize, rank: usize) -> std::ops::Range<usize> {
+    let (base, extra) = (n / world.size(), n % world.size());
+    let start = rank * base + rank.min(extra);
+    start..start + base + usize::from(rank < extra)
+}
+
 fn moves(world: &World) -> Check {
     let root = world.size() - 1;
     for &n in LENS {
@@ -533,9 +744,19 @@ fn errors(world: &World) -> Check {
         "InvalidArgument",
     )?;
     expect_err(
-        "MapPairs",
+        "MapPairs into a local matrix",
         MapPairs::new(sub).run(&a, &a, &mut Matrix::zeroed(10, 10)),
         "InvalidArgument",
+    )?;
+    expect_err(
+        "MapPairs of a local v",
+        MapPairs::new(sub).run(&local, &a, &mut DistMatrix::zeroed(world, 10, 10)),
+        "InvalidArgument",
+    )?;
+    expect_err(
+        "MapPairs into a matrix of the wrong shape",
+        MapPairs::new(sub).run(&a, &a, &mut DistMatrix::zeroed(world, 10, 9)),
+        "ShapeMismatch",
     )?;
     expect_err("gather to rank 99", a.gather(99), "InvalidArgument")?;
     expect_err(
@@ -595,10 +816,12 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let checks: [(&str, Suite); 5] = [
+    let checks: [(&str, Suite); 7] = [
         ("map_reduce_scan", map_reduce_scan),
         ("overlap_1d", overlap_1d),
         ("matrices", matrices),
+        ("arguments", arguments),
+        ("pairs", pairs),
         ("moves", moves),
         ("errors", errors),
     ];

@@ -118,6 +118,21 @@ impl fmt::Display for Shape {
 pub trait Input<T: DeviceType> {
     /// The range of storage this operand covers.
     fn arg(&self) -> Arg<'_, T>;
+
+    /// For a parameter that reads the whole container (a container argument, MapArray's
+    /// array): a distributed container puts its whole copy in `slot`, all-gathered or
+    /// cached (every rank calls it together); others have nothing to do.
+    #[doc(hidden)]
+    fn gather_whole(&self, _slot: &crate::dist::Slot) -> crate::Result<()> {
+        Ok(())
+    }
+
+    /// The whole container after `gather_whole` filled `slot`: the copy there, or the
+    /// operand itself.
+    #[doc(hidden)]
+    fn whole_arg<'k>(&'k self, _slot: &'k crate::dist::Slot) -> Arg<'k, T> {
+        self.arg()
+    }
 }
 
 /// Anything a skeleton writes: `Vector`, `Matrix`, or a mutable view.

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use super::{Comm, Spread};
 use crate::backends::BinaryFn;
 use crate::containers::host::{as_bytes, from_bytes};
-use crate::containers::{Arg, ArgMut, Shape, Vector};
+use crate::containers::{Arg, ArgMut, Shape};
 use crate::{DeviceType, Error, Result};
 
 /// One operand of a call as the ranks compare it: its local shape and, for a block of a
@@ -111,6 +111,16 @@ impl Call {
         self.comm.size()
     }
 
+    /// Point-to-point messages overlapped with `meanwhile` (see `Comm::exchange_during`).
+    pub(crate) fn exchange_during(
+        &self,
+        sends: &[(usize, Vec<u8>)],
+        recvs: &[(usize, usize)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Vec<Vec<u8>> {
+        self.comm.exchange_during(sends, recvs, meanwhile)
+    }
+
     /// `Err` unless every operand is distributed and all have one global shape (checked
     /// before the local shapes, which differ between ranks).
     pub(crate) fn same_global_shape(&self, operands: &[Operand]) -> Result<Shape> {
@@ -146,19 +156,6 @@ impl Call {
         Ok(())
     }
 
-    /// `Err` when a container argument (`.arrays(..)`) is distributed: every element reads
-    /// it whole, so each rank needs all of it.
-    pub(crate) fn local_arrays(&self, arrays: &[Option<Spread>]) -> Result<()> {
-        if arrays.iter().any(Option::is_some) {
-            return Err(Error::InvalidArgument(format!(
-                "distributed {}: a container argument (.arrays) is distributed; bind the whole \
-                 container on every rank (DistVector::all_gather / DistMatrix::all_gather)",
-                self.name
-            )));
-        }
-        Ok(())
-    }
-
     /// Every rank's `local` values, in rank order; the error of this rank, or
     /// `Error::Distributed` naming the first rank that failed.
     pub(crate) fn exchange<T: DeviceType>(&self, local: Result<Vec<T>>) -> Result<Vec<Vec<T>>> {
@@ -185,6 +182,7 @@ impl Call {
 
     /// Sends `send[q]` to rank `q` (or this rank's error to all), returns what each rank
     /// sent here; fails on every rank when one failed.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn all_to_all(&self, send: Result<Vec<Vec<u8>>>) -> Result<Vec<Vec<u8>>> {
         let msgs: Vec<Vec<u8>> = match &send {
             Ok(parts) => parts.iter().map(|p| with_status(OK, p)).collect(),
@@ -226,13 +224,6 @@ fn open(rank: usize, msg: &[u8]) -> Result<&[u8]> {
             message: "sent an empty message (a different skel version?)".into(),
         }),
     }
-}
-
-/// The whole of a distributed operand on every rank (its blocks in rank order), for a
-/// skeleton whose every element may read all of it.
-pub(crate) fn gather_whole<T: DeviceType>(call: &Call, arg: Arg<'_, T>) -> Result<Vector<T>> {
-    let blocks = call.exchange(arg.host().map(<[T]>::to_vec))?;
-    Ok(Vector::from_vec(blocks.concat()))
 }
 
 /// `acc ⊕ v0 ⊕ v1 ...` in order with the user function, on the host (`None` when both

@@ -26,6 +26,11 @@ impl Blocks {
         start..start + base + usize::from(rank < extra)
     }
 
+    /// Number of ranks.
+    pub(crate) fn ranks(&self) -> usize {
+        self.ranks
+    }
+
     /// The rank holding unit `unit` (< n).
     pub(crate) fn owner(&self, unit: usize) -> usize {
         let (base, extra) = (self.n / self.ranks, self.n % self.ranks);

@@ -1,6 +1,9 @@
-//! MapOverlap over distributed operands: each rank receives the `r` units (elements of a
-//! vector, rows of a matrix) beyond either end of its block from the ranks holding them,
-//! and runs its block extended by them.
+//! MapOverlap over distributed operands: each rank posts non-blocking sends of the units
+//! (elements of a vector, rows of a matrix) its neighbours' windows read and receives of
+//! the `r` units beyond either end of its block, computes the interior of its block (the
+//! units whose windows lie in the block) while they are in flight, then its two borders.
+
+use std::ops::Range;
 
 use super::{Blocks, Call};
 use crate::backends::{dispatch, Stencil};
@@ -38,8 +41,7 @@ pub(crate) fn map_overlap<F: WindowFn>(
         stencil.radius,
         stencil.edge,
     );
-    let ext = halo.extend(call, input.host(), stencil.pad)?;
-    let local = halo.compute(ext, &mut out, |a, b| {
+    let local = halo.run(call, input, &mut out, stencil.pad, |a, b| {
         dispatch!(options, F::NAME, |exec| exec
             .map_overlap::<F>(a, b, stencil, axis, uniforms))
     });
@@ -56,8 +58,7 @@ pub(crate) fn map_overlap_2d<F: Window2Fn>(
     uniforms: &F::Uniforms,
 ) -> Result<()> {
     let halo = Halo::new(call, &input, true, stencil.radius.0, stencil.edge);
-    let ext = halo.extend(call, input.host(), stencil.pad)?;
-    let local = halo.compute(ext, &mut out, |a, b| {
+    let local = halo.run(call, input, &mut out, stencil.pad, |a, b| {
         dispatch!(options, F::NAME, |exec| exec
             .map_overlap_2d::<F>(a, b, stencil, uniforms))
     });
@@ -134,49 +135,134 @@ impl Halo {
         }
     }
 
-    /// This rank's block with its halo: the units other ranks hold arrive from them (one
-    /// all-to-all exchange in which each rank sends exactly the units the others read).
-    fn extend<T: DeviceType>(&self, call: &Call, local: Result<&[T]>, pad: T) -> Result<Vec<T>> {
+    /// Runs the stencil on this rank's block: posts the halo messages, computes the
+    /// interior on the block itself meanwhile, then the `r` units at either end on the
+    /// block extended by the halo. A block of at most `2r` units has no interior: it waits
+    /// and computes all of it on the extended block (its halo may come from several ranks
+    /// on either side). Errors of this rank, or of a rank that could send no halo, are
+    /// this rank's outcome (`Call::finish` makes them every rank's).
+    fn run<T: DeviceType, U: DeviceType>(
+        &self,
+        call: &Call,
+        input: Arg<'_, T>,
+        out: &mut ArgMut<'_, U>,
+        pad: T,
+        mut run: impl FnMut(Arg<'_, T>, ArgMut<'_, U>) -> Result<()>,
+    ) -> Result<()> {
         let me = self.rank;
-        let mine = self.blocks.range(me);
-        let unit_of = |block: &[T], g: usize| {
-            let at = (g - mine.start) * self.unit;
-            block[at..at + self.unit].to_vec()
-        };
-        let block = match local {
-            Ok(block) => block,
-            Err(e) => return call.all_to_all(Err(e)).map(|_| Vec::new()),
-        };
-        let send = (0..call.size())
-            .map(|p| {
-                let mut bytes = Vec::new();
-                if p != me {
-                    for g in self.halo_positions(p).filter_map(|e| self.source(p, e)) {
-                        if mine.contains(&g) {
-                            bytes.extend_from_slice(as_bytes(&unit_of(block, g)));
+        let unit_bytes = self.unit * std::mem::size_of::<T>();
+        // Every rank derives every message size from the global shape, so all of them
+        // refuse an oversized message together, before any is sent.
+        let widest = 2 * self.radius.saturating_mul(unit_bytes);
+        if widest.saturating_add(1) > i32::MAX as usize {
+            return Err(Error::InvalidArgument(format!(
+                "MapOverlap: a halo of 2 x {} units of {unit_bytes} bytes exceeds MPI's \
+                 message limit of 2^31 - 1 bytes; use a smaller radius or fewer columns",
+                self.radius
+            )));
+        }
+        let block = input.host();
+        let sends = self.sends(block.as_ref().ok().copied());
+        let recvs: Vec<(usize, usize)> = (0..call.size())
+            .filter(|&q| q != me)
+            .map(|q| (q, self.units_from(q) * unit_bytes))
+            .filter(|&(_, n)| n > 0)
+            .map(|(q, n)| (q, n + 1))
+            .collect();
+        let (len, r) = (self.blocks.range(me).len(), self.reach(me));
+        let overlapped = len > 2 * r && block.is_ok();
+        let mut interior = Ok(());
+        let got = call.exchange_during(&sends, &recvs, &mut || {
+            if overlapped {
+                // Straight on the operands: the units within `r` of the block's ends come
+                // out wrong (or untouched) here and are overwritten below.
+                interior = run(input, out.reborrow());
+            }
+        });
+        interior?;
+        let block = block?;
+        let mut received = vec![&[][..]; call.size()];
+        for (&(q, _), msg) in recvs.iter().zip(&got) {
+            received[q] = open_halo(q, msg)?;
+        }
+        let ext = self.extend(block, &received, pad)?;
+        if overlapped {
+            self.compute(&ext, 0..r, out, &mut run)?;
+            self.compute(&ext, len - r..len, out, &mut run)
+        } else {
+            self.compute(&ext, 0..len, out, &mut run)
+        }
+    }
+
+    /// Units of this rank's block that `rank`'s extension reads, in the order it reads them.
+    fn read_by(&self, rank: usize) -> impl Iterator<Item = usize> + '_ {
+        let mine = self.blocks.range(self.rank);
+        self.halo_positions(rank)
+            .filter_map(move |e| self.source(rank, e))
+            .filter(move |g| mine.contains(g))
+    }
+
+    /// Number of units of this rank's extension that rank `q` holds.
+    fn units_from(&self, q: usize) -> usize {
+        let theirs = self.blocks.range(q);
+        self.halo_positions(self.rank)
+            .filter_map(|e| self.source(self.rank, e))
+            .filter(|g| theirs.contains(g))
+            .count()
+    }
+
+    /// The message to every other rank that reads units of this block: a status byte, then
+    /// the units (zeros after a failure: the receiver knows the size, not the failure).
+    fn sends<T: DeviceType>(&self, block: Option<&[T]>) -> Vec<(usize, Vec<u8>)> {
+        let start = self.blocks.range(self.rank).start;
+        let unit_bytes = self.unit * std::mem::size_of::<T>();
+        (0..self.blocks.ranks())
+            .filter(|&p| p != self.rank)
+            .filter_map(|p| {
+                let units: Vec<usize> = self.read_by(p).collect();
+                if units.is_empty() {
+                    return None;
+                }
+                let mut msg = Vec::with_capacity(1 + units.len() * unit_bytes);
+                match block {
+                    Some(block) => {
+                        msg.push(HALO_OK);
+                        for g in units {
+                            let at = (g - start) * self.unit;
+                            msg.extend_from_slice(as_bytes(&block[at..at + self.unit]));
                         }
                     }
+                    None => msg.resize(1 + units.len() * unit_bytes, 0),
                 }
-                bytes
+                Some((p, msg))
             })
-            .collect();
-        let got = call.all_to_all(Ok(send))?;
-        let (len, r) = (mine.len(), self.reach(me));
+            .collect()
+    }
+
+    /// This rank's block with its halo, from the units `received` from each rank.
+    fn extend<T: DeviceType>(&self, block: &[T], received: &[&[u8]], pad: T) -> Result<Vec<T>> {
+        let mine = self.blocks.range(self.rank);
+        let (len, r) = (mine.len(), self.reach(self.rank));
         let unit_bytes = self.unit * std::mem::size_of::<T>();
-        let mut read = vec![0usize; call.size()];
+        let mut read = vec![0usize; received.len()];
         let mut ext = Vec::with_capacity((len + 2 * r) * self.unit);
         for e in 0..len + 2 * r {
-            match self.source(me, e) {
+            match self.source(self.rank, e) {
                 None => ext.extend(std::iter::repeat(pad).take(self.unit)),
-                Some(g) if mine.contains(&g) => ext.extend(unit_of(block, g)),
+                Some(g) if mine.contains(&g) => {
+                    let at = (g - mine.start) * self.unit;
+                    ext.extend_from_slice(&block[at..at + self.unit]);
+                }
                 Some(g) => {
                     let q = self.blocks.owner(g);
-                    let part = got[q].get(read[q]..read[q] + unit_bytes).ok_or_else(|| {
-                        Error::Distributed {
+                    let part = received[q]
+                        .get(read[q]..read[q] + unit_bytes)
+                        .ok_or_else(|| Error::Distributed {
                             rank: q,
-                            message: "sent fewer halo elements than its block provides (ranks disagree on the distribution)".into(),
-                        }
-                    })?;
+                            message: "sent fewer halo elements than its block provides \
+                                      (ranks disagree on the distribution)"
+                                .into(),
+                        })?;
                     ext.extend(from_bytes::<T>(part));
                     read[q] += unit_bytes;
                 }
@@ -185,50 +271,114 @@ impl Halo {
         Ok(ext)
     }
 
-    /// Runs `run` on the extended block and writes its block part to `out`: all of it,
-    /// except, with `Edge::None`, the units within `radius` of the container's ends, which
-    /// keep their values as on one process.
+    /// Computes the block's units `units` on the part of the extension `ext` their windows
+    /// read, and writes them to `out`, except, with `Edge::None`, the units within
+    /// `radius` of the container's ends, which keep their values as on one process.
     fn compute<T: DeviceType, U: DeviceType>(
         &self,
-        ext: Vec<T>,
+        ext: &[T],
+        units: Range<usize>,
         out: &mut ArgMut<'_, U>,
-        run: impl FnOnce(Arg<'_, T>, ArgMut<'_, U>) -> Result<()>,
+        run: &mut impl FnMut(Arg<'_, T>, ArgMut<'_, U>) -> Result<()>,
     ) -> Result<()> {
         let mine = self.blocks.range(self.rank);
         let (len, r, unit) = (mine.len(), self.reach(self.rank), self.unit);
-        if len == 0 {
+        if units.is_empty() {
             return Ok(());
         }
-        // The output's current values fill the extension: what the stencil leaves as it
-        // was (Edge::None) must come back unchanged.
+        // Extension positions units.start .. units.end + 2r hold the windows of `units`.
+        let piece = units.len() + 2 * r;
+        let input = ext[units.start * unit..(units.end + 2 * r) * unit].to_vec();
+        // The output's current values fill the piece: what the stencil leaves as it was
+        // (Edge::None, also across the columns of a 2D stencil) must come back unchanged.
         let current = out.host_mut()?;
-        let mut init = Vec::with_capacity((len + 2 * r) * unit);
-        for _ in 0..r {
-            init.extend_from_slice(&current[..unit]);
-        }
-        init.extend_from_slice(current);
-        for _ in 0..r {
-            init.extend_from_slice(&current[current.len() - unit..]);
+        let mut init = Vec::with_capacity(piece * unit);
+        for k in 0..piece {
+            let u = (units.start + k).saturating_sub(r).min(len - 1);
+            init.extend_from_slice(&current[u * unit..(u + 1) * unit]);
         }
         let result = if self.matrix {
-            let a = Matrix::from_vec(len + 2 * r, unit, ext)?;
-            let mut b = Matrix::from_vec(len + 2 * r, unit, init)?;
+            let a = Matrix::from_vec(piece, unit, input)?;
+            let mut b = Matrix::from_vec(piece, unit, init)?;
             run(a.arg(), b.arg_mut())?;
             b.try_as_slice()?.to_vec()
         } else {
-            let a = Vector::from_vec(ext);
+            let a = Vector::from_vec(input);
             let mut b = Vector::from_vec(init);
             run(a.arg(), b.arg_mut())?;
             b.try_as_slice()?.to_vec()
         };
         let dst = out.host_mut()?;
-        for (u, g) in mine.enumerate() {
+        for (k, u) in units.enumerate() {
+            let g = mine.start + u;
             if self.edge == Edge::None && (g < self.radius || g + self.radius >= self.n) {
                 continue;
             }
             dst[u * unit..(u + 1) * unit]
-                .copy_from_slice(&result[(u + r) * unit..(u + r + 1) * unit]);
+                .copy_from_slice(&result[(k + r) * unit..(k + r + 1) * unit]);
         }
         Ok(())
+    }
+}
+
+const HALO_OK: u8 = 1;
+
+/// The units in rank `rank`'s halo message, or the error it reported by its status byte.
+fn open_halo(rank: usize, msg: &[u8]) -> Result<&[u8]> {
+    match msg.split_first() {
+        Some((&HALO_OK, units)) => Ok(units),
+        _ => Err(Error::Distributed {
+            rank,
+            message: "could not read its block to send the halo (its own error says why)".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Blocks, Edge, Halo};
+
+    fn halo(n: usize, ranks: usize, rank: usize, radius: usize, edge: Edge) -> Halo {
+        Halo {
+            blocks: Blocks::new(n, ranks),
+            n,
+            unit: 1,
+            matrix: false,
+            radius,
+            edge,
+            rank,
+        }
+    }
+
+    /// What each rank sends to another is exactly what that rank expects from it, in
+    /// number and in the order it reads the units: the sizes of the point-to-point
+    /// messages agree on both sides for every distribution, short blocks included.
+    #[test]
+    fn senders_and_receivers_agree_on_every_message() {
+        for n in [1, 2, 3, 5, 7, 16] {
+            for ranks in 1..=5 {
+                for radius in 0..=n.min(3) {
+                    for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
+                        for s in 0..ranks {
+                            for p in (0..ranks).filter(|&p| p != s) {
+                                let sender = halo(n, ranks, s, radius, edge);
+                                let receiver = halo(n, ranks, p, radius, edge);
+                                let sent: Vec<usize> = sender.read_by(p).collect();
+                                let wanted: Vec<usize> = receiver
+                                    .halo_positions(p)
+                                    .filter_map(|e| receiver.source(p, e))
+                                    .filter(|g| receiver.blocks.range(s).contains(g))
+                                    .collect();
+                                assert_eq!(
+                                    sent, wanted,
+                                    "n {n} ranks {ranks} r {radius} {edge:?} {s}->{p}"
+                                );
+                                assert_eq!(receiver.units_from(s), sent.len());
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! MapReduce over distributed operands: local map-folds, then the partials in rank order.
 
-use super::{fold, Call};
+use super::{fold, Call, Slots};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Output, Shape, Vector};
 use crate::plan::ArgTuple;
@@ -13,6 +13,7 @@ pub(crate) fn map_reduce<'a, M, R, I, A>(
     call: &Call,
     options: Options,
     arrays: &A,
+    slots: &Slots,
     inputs: I,
     uniforms: &M::Uniforms,
     start: M::Out,
@@ -32,14 +33,14 @@ where
         }
         let mut first = Vector::<M::Out>::zeroed(1);
         dispatch!(options, M::NAME, |exec| exec.map::<M, I, _>(
-            arrays.bind(),
+            arrays.bind_whole(slots),
             inputs.sub(0..1),
             first.arg_mut(),
             uniforms
         ))?;
         let first = first.try_as_slice()?[0];
         dispatch!(options, M::NAME, |exec| exec.map_reduce::<M, R, I>(
-            arrays.bind(),
+            arrays.bind_whole(slots),
             inputs.sub(1..n),
             Shape::Vector(n - 1),
             uniforms,

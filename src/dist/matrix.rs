@@ -1,6 +1,8 @@
 //! `DistMatrix`: a matrix block-distributed over the ranks by rows.
 
+use std::cell::RefCell;
 use std::ops::Range;
+use std::rc::Rc;
 
 use super::vector::{gather_units, scatter_units};
 use super::{Blocks, Spread, World};
@@ -29,6 +31,9 @@ pub struct DistMatrix<T: DeviceType> {
     local: Matrix<T>,
     rows: usize,
     start: usize,
+    /// The whole matrix as the last call that read it whole gathered it; `None` once the
+    /// block was borrowed mutably.
+    whole: RefCell<Option<Rc<Matrix<T>>>>,
 }
 
 impl<T: DeviceType> DistMatrix<T> {
@@ -53,6 +58,7 @@ impl<T: DeviceType> DistMatrix<T> {
             local: Matrix::from_fn(range.len(), cols, |r, c| f(start + r, c)),
             rows,
             start,
+            whole: RefCell::new(None),
         }
     }
 
@@ -108,6 +114,7 @@ impl<T: DeviceType> DistMatrix<T> {
             local: Matrix::from_vec(range.len(), cols, local)?,
             rows,
             start: range.start,
+            whole: RefCell::new(None),
         })
     }
 
@@ -201,6 +208,7 @@ impl<T: DeviceType> DistMatrix<T> {
     /// # Ok::<(), skel::Error>(())
     /// ```
     pub fn local_mut(&mut self) -> Result<&mut [T]> {
+        *self.whole.get_mut() = None;
         self.local.try_as_mut_slice()
     }
 
@@ -225,6 +233,10 @@ impl<T: DeviceType> DistMatrix<T> {
             start: self.start,
         }
     }
+
+    fn assemble(&self, all: Vec<T>) -> Result<Matrix<T>> {
+        Matrix::from_vec(self.rows, self.cols(), all)
+    }
 }
 
-block_operand!(DistMatrix);
+block_operand!(DistMatrix, Matrix);

@@ -34,15 +34,26 @@
 //!   rank and needs only associativity, as on one process;
 //! - Scan: the block totals are exchanged and each rank starts its block from the fold of
 //!   the totals before it;
-//! - MapOverlap: each rank receives the `r` elements (rows) on either side of its block
-//!   from whichever ranks own them, honouring the edge mode at the global ends, then runs
-//!   its block; `Reduce::run_rows` / `run_cols` on a [`DistMatrix`] work too.
+//! - MapOverlap (1D, column-wise and 2D; row-wise needs none): each rank posts
+//!   non-blocking sends and receives of the `r` elements (rows) on either side of its block
+//!   to and from the ranks that hold them (the neighbours, or further ranks for blocks
+//!   shorter than `r`), honouring the edge mode at the global ends, computes the interior
+//!   of its block while they are in flight, then its borders; `Reduce::run_rows` /
+//!   `run_cols` on a [`DistMatrix`] work too.
 //!
-//! - MapArray: a distributed array is gathered whole on every rank (every element may read
-//!   any of it), then each rank maps its block.
+//! - MapArray's array and container arguments bound with `.arrays(..)`: every element may
+//!   read all of it, so a distributed one is all-gathered on every rank, once: the copy is
+//!   cached in the container and used again until some rank borrows its container
+//!   mutably (`local_mut`, or as a skeleton's output); then the next call gathers anew on
+//!   every rank (the ranks exchange one flag per such argument to agree on it).
+//!   [`World::argument_gathers`] counts the gathers.
 //!
-//! Element indices (`#[index]`) on distributed operands, distributed container arguments
-//! bound with `.arrays(..)`, MapPairs and Filter are refused with an error for now.
+//! - MapPairs, MapPairsReduce: `v` and the output are distributed by rows (`run_cols`: by
+//!   the elements of the output), `h` is needed whole by every rank and gathered and
+//!   cached like a container argument; column folds are folded across ranks in rank order.
+//!
+//! Element indices (`#[index]`) on distributed operands and Filter are refused with an
+//! error for now.
 //!
 //! # Errors on several ranks
 //! Before any data moves, the ranks compare a description of the call (skeleton, user
@@ -58,16 +69,31 @@
 /// block lies (`spread()`).
 #[cfg(feature = "mpi")]
 macro_rules! block_operand {
-    ($container:ident) => {
+    ($container:ident, $whole:ident) => {
         impl<T: DeviceType> Input<T> for $container<T> {
             fn arg(&self) -> Arg<'_, T> {
                 let spread = self.spread();
                 self.local.arg().spread_over(spread)
             }
+
+            fn gather_whole(&self, slot: &super::Slot) -> Result<()> {
+                super::vector::cache_whole(&self.world, &self.whole, slot, self.arg(), |all| {
+                    self.assemble(all)
+                })
+            }
+
+            fn whole_arg<'k>(&'k self, slot: &'k super::Slot) -> Arg<'k, T> {
+                match slot.get().and_then(|w| (**w).downcast_ref::<$whole<T>>()) {
+                    Some(whole) => whole.arg(),
+                    None => self.arg(),
+                }
+            }
         }
 
         impl<T: DeviceType> Output<T> for $container<T> {
             fn arg_mut(&mut self) -> ArgMut<'_, T> {
+                // Whatever writes the block makes every rank's whole copy stale.
+                *self.whole.get_mut() = None;
                 let spread = self.spread();
                 self.local.arg_mut().spread_over(spread)
             }
@@ -85,6 +111,8 @@ mod world;
 mod call;
 mod layout;
 mod map_overlap;
+mod map_pairs;
+mod map_pairs_reduce;
 mod map_reduce;
 mod reduce;
 mod scan;
@@ -96,14 +124,17 @@ pub use vector::DistVector;
 #[cfg(feature = "mpi")]
 pub use world::{init, World};
 
-pub(crate) use call::{agree, fold, gather_whole, refuse, Call, Operand};
+pub(crate) use call::{agree, fold, refuse, Call, Operand};
 pub(crate) use layout::Blocks;
 pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
+pub(crate) use map_pairs::check_pairs;
+pub(crate) use map_pairs_reduce::map_pairs_reduce_cols;
 pub(crate) use map_reduce::map_reduce;
 pub(crate) use reduce::{reduce, reduce_axis};
 pub(crate) use scan::scan;
 
-use std::cell::RefCell;
+use std::any::Any;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::{Rc, Weak};
 
 use crate::containers::Shape;
@@ -119,6 +150,31 @@ pub struct Spread {
     pub(crate) start: usize,
 }
 
+/// Where a call keeps the whole copy of a distributed container it reads whole (a
+/// container argument, MapArray's array) while it runs.
+#[doc(hidden)]
+pub type Slot = OnceCell<Rc<dyn Any>>;
+
+/// One [`Slot`] per container parameter (a user function has at most four).
+#[doc(hidden)]
+pub type Slots = [Slot; 4];
+
+thread_local! {
+    static WHOLE_GATHERS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Counts one all-gather of a whole distributed container for a call.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn count_whole_gather() {
+    WHOLE_GATHERS.with(|g| g.set(g.get() + 1));
+}
+
+/// How many times this thread has all-gathered a distributed container for a call.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn whole_gathers() -> usize {
+    WHOLE_GATHERS.with(Cell::get)
+}
+
 /// What the skeletons need of MPI: two collectives on byte messages.
 pub(crate) trait Comm {
     /// This process's rank.
@@ -128,7 +184,19 @@ pub(crate) trait Comm {
     /// Every rank's `mine`, in rank order (all ranks call it).
     fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
     /// Sends `send[q]` to rank `q`; returns what each rank sent to this one, in rank order.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn all_to_all(&self, send: &[Vec<u8>]) -> Result<Vec<Vec<u8>>>;
+    /// Point to point, without blocking: sends `sends[i].1` to rank `sends[i].0` and
+    /// receives `recvs[i].1` bytes from rank `recvs[i].0` (both sides know every size; at
+    /// most one message from one rank to another per call, none to itself), runs
+    /// `meanwhile` while the messages are in flight, then waits for all of them. Returns
+    /// the received messages in the order of `recvs`.
+    fn exchange_during(
+        &self,
+        sends: &[(usize, Vec<u8>)],
+        recvs: &[(usize, usize)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Vec<Vec<u8>>;
 }
 
 thread_local! {

@@ -1,8 +1,11 @@
 //! `DistVector`: a vector block-distributed over the ranks.
 
+use std::any::Any;
+use std::cell::RefCell;
 use std::ops::Range;
+use std::rc::Rc;
 
-use super::{agree, Blocks, Operand, Spread, World};
+use super::{agree, Blocks, Operand, Slot, Spread, World};
 use crate::containers::host::{as_bytes, from_bytes};
 use crate::containers::{Arg, ArgMut, Input, Output, Shape};
 use crate::{DeviceType, Error, Result, Vector};
@@ -30,6 +33,9 @@ pub struct DistVector<T: DeviceType> {
     local: Vector<T>,
     len: usize,
     start: usize,
+    /// The whole vector as the last call that read it whole gathered it; `None` once the
+    /// block was borrowed mutably.
+    whole: RefCell<Option<Rc<Vector<T>>>>,
 }
 
 impl<T: DeviceType> DistVector<T> {
@@ -49,6 +55,7 @@ impl<T: DeviceType> DistVector<T> {
             local: Vector::from_fn(range.len(), |i| f(start + i)),
             len,
             start,
+            whole: RefCell::new(None),
         }
     }
 
@@ -101,6 +108,7 @@ impl<T: DeviceType> DistVector<T> {
             local: Vector::from_vec(local),
             len,
             start,
+            whole: RefCell::new(None),
         })
     }
 
@@ -195,6 +203,7 @@ impl<T: DeviceType> DistVector<T> {
     /// # Ok::<(), skel::Error>(())
     /// ```
     pub fn local_mut(&mut self) -> Result<&mut [T]> {
+        *self.whole.get_mut() = None;
         self.local.try_as_mut_slice()
     }
 
@@ -216,9 +225,40 @@ impl<T: DeviceType> DistVector<T> {
             start: self.start,
         }
     }
+
+    fn assemble(&self, all: Vec<T>) -> Result<Vector<T>> {
+        Ok(Vector::from_vec(all))
+    }
 }
 
-block_operand!(DistVector);
+block_operand!(DistVector, Vector);
+
+/// Puts the whole of a distributed container in `slot` for a call that reads it whole:
+/// the copy in `cache` where every rank still has its copy, else the blocks all-gathered
+/// anew (on every rank, which then caches them).
+pub(super) fn cache_whole<T: DeviceType, C: 'static>(
+    world: &World,
+    cache: &RefCell<Option<Rc<C>>>,
+    slot: &Slot,
+    arg: Arg<'_, T>,
+    assemble: impl FnOnce(Vec<T>) -> Result<C>,
+) -> Result<()> {
+    let cached = cache.borrow().clone();
+    let flags = world.comm().all_gather(&[u8::from(cached.is_some())])?;
+    let whole = match cached {
+        Some(whole) if flags.iter().all(|f| f[..] == [1]) => whole,
+        _ => {
+            let all = gather_units("a container read whole", None, arg, arg.host())?;
+            super::count_whole_gather();
+            let whole = Rc::new(assemble(all.unwrap_or_default())?);
+            *cache.borrow_mut() = Some(Rc::clone(&whole));
+            whole
+        }
+    };
+    // A slot serves one parameter of one call: it is empty here.
+    let _ = slot.set(whole as Rc<dyn Any>);
+    Ok(())
+}
 
 /// Spreads `data` (on `root`: its elements, `units` units of `unit` elements) in blocks of
 /// whole units; returns this rank's block, the number of units and the unit, as the root

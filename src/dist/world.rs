@@ -113,6 +113,29 @@ impl World {
         self.inner.comm.barrier();
     }
 
+    /// How many times this rank has all-gathered a distributed container that a call reads
+    /// whole (MapArray's array, a container argument bound with `.arrays(..)`). A call that
+    /// finds the copy it cached still valid on every rank gathers nothing.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// use skel::dist::{self, DistVector};
+    /// #[userfn]
+    /// fn pick(table: &[i64], i: u32) -> i64 { table[i as usize] }
+    /// let world = dist::init()?;
+    /// let table = DistVector::from_fn(&world, 8, |i| 10 * i as i64);
+    /// let idx = DistVector::from_fn(&world, 8, |i| (7 - i) as u32);
+    /// let mut out = DistVector::zeroed(&world, 8);
+    /// let before = world.argument_gathers();
+    /// MapArray::new(pick).run(&table, &idx, &mut out)?;
+    /// MapArray::new(pick).run(&table, &idx, &mut out)?; // the cached copy
+    /// assert_eq!(world.argument_gathers(), before + 1);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn argument_gathers(&self) -> usize {
+        super::whole_gathers()
+    }
+
     pub(crate) fn comm(&self) -> &dyn Comm {
         &*self.inner
     }
@@ -240,4 +263,40 @@ impl Comm for Mpi {
         }
         Ok(split(&buf, &recv_counts, &recv_displs))
     }
+
+    fn exchange_during(
+        &self,
+        sends: &[(usize, Vec<u8>)],
+        recvs: &[(usize, usize)],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Vec<Vec<u8>> {
+        let mut got: Vec<Vec<u8>> = recvs.iter().map(|&(_, n)| vec![0u8; n]).collect();
+        let peer = |q: usize| self.comm.process_at_rank(q as mpi::Rank);
+        mpi::request::scope(|scope| {
+            let sent: Vec<_> = sends
+                .iter()
+                .map(|(q, m)| peer(*q).immediate_send_with_tag(scope, &m[..], HALO_TAG))
+                .collect();
+            let received: Vec<_> = got
+                .iter_mut()
+                .zip(recvs)
+                .map(|(buf, &(q, _))| {
+                    peer(q).immediate_receive_into_with_tag(scope, &mut buf[..], HALO_TAG)
+                })
+                .collect();
+            meanwhile();
+            for r in received {
+                r.wait();
+            }
+            for s in sent {
+                s.wait();
+            }
+        });
+        got
+    }
 }
+
+/// The tag of the point-to-point messages: MPI keeps messages between two ranks with one
+/// tag in order, and every call sends at most one from a rank to another, so calls never
+/// mix up their messages.
+const HALO_TAG: mpi::Tag = 15;

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::dispatch;
 use crate::containers::{Input, OutArgs, Outputs};
-use crate::dist::{agree, Operand};
+use crate::dist::{agree, Operand, Slots};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -135,8 +135,12 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
             call.no_index(F::NAME, <F::Index as IndexKind>::DIMS)?;
-            call.local_arrays(&arrays.spreads())?;
         }
+        let slots = Slots::default();
+        if dist.is_some() {
+            self.arrays.gather_wholes(&slots)?;
+        }
+        let arrays = self.arrays.bind_whole(&slots);
         check_arrays("Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
         let shape = out.shape("Map")?;
         check_inputs("Map", &inputs.shapes(), shape)?;

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
 use crate::backends::dispatch;
 use crate::containers::{Input, Output};
-use crate::dist::{agree, Operand};
+use crate::dist::{agree, Operand, Slot};
 use crate::plan::ArgTuple;
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -70,7 +70,7 @@ impl<F: ArrayFn, E> MapArray<F, E> {
     {
         self.options.validate()?;
         let out = out.arg_mut();
-        let array = array.arg();
+        let (bound, array) = (array, array.arg());
         let mut elementwise = Operand::all(inputs.shapes(), inputs.spreads());
         elementwise.push(Operand::of_mut(&out));
         let all = [&elementwise[..], &[Operand::of(&array)]].concat();
@@ -88,14 +88,11 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         // Every element may read any of the array: a distributed one is gathered whole.
-        let whole;
-        let array = match (&dist, array.spread()) {
-            (Some(call), Some(_)) => {
-                whole = crate::dist::gather_whole(call, array)?;
-                whole.arg()
-            }
-            _ => array,
-        };
+        let slot = Slot::default();
+        if dist.is_some() {
+            bound.gather_whole(&slot)?;
+        }
+        let array = bound.whole_arg(&slot);
         let result = dispatch!(self.options, F::NAME, |exec| exec
             .map_array::<F, I>(array, inputs, out, uniforms));
         match dist {

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::backends::dispatch;
 use crate::containers::{Arg, Input, Output, Shape};
-use crate::dist::{refuse, Operand};
+use crate::dist::{agree, check_pairs, Operand, Slot, Slots};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -114,12 +114,24 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
     {
         self.options.validate()?;
         let arrays = self.arrays.bind();
+        let (v, bound_h, out) = (v.arg(), h, out.arg_mut());
+        let h = bound_h.arg();
+        let mut operands = vec![Operand::of(&v), Operand::of(&h), Operand::of_mut(&out)];
+        operands.extend(Operand::all(arrays.shapes(), arrays.spreads()));
+        let dist = agree(|| format!("MapPairs({})", F::NAME), &operands)?;
+        // Distributed: v and out by rows; h and the container arguments whole on every rank.
+        let (slots, whole_h) = (Slots::default(), Slot::default());
+        if let Some(call) = &dist {
+            check_pairs("MapPairs", &operands, |rows, cols| Shape::Matrix {
+                rows,
+                cols,
+            })?;
+            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS)?;
+            self.arrays.gather_wholes(&slots)?;
+            bound_h.gather_whole(&whole_h)?;
+        }
+        let (arrays, h) = (self.arrays.bind_whole(&slots), bound_h.whole_arg(&whole_h));
         check_arrays("MapPairs", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
-        let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
-        refuse(
-            "MapPairs",
-            &[Operand::of(&v), Operand::of(&h), Operand::of_mut(&out)],
-        )?;
         let (rows, cols) = pair_lengths("MapPairs", &v, &h)?;
         check_shape(
             "MapPairs output (v.len() x h.len())",
@@ -133,8 +145,16 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
             out.shape(),
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, F::NAME, |exec| exec
-            .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
+        let result = if rows == 0 && dist.is_some() {
+            Ok(())
+        } else {
+            dispatch!(self.options, F::NAME, |exec| exec
+                .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
+        };
+        match dist {
+            Some(call) => call.finish(result),
+            None => result,
+        }
     }
 }
 

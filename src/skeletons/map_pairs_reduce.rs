@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
-use crate::dist::{refuse, Operand};
+use crate::dist::{agree, check_pairs, Operand, Slot, Slots};
 use crate::plan::{ArgTuple, Axis};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -145,41 +145,89 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
     {
         self.options.validate()?;
         let arrays = self.arrays.bind();
+        let (v, bound_h, out) = (v.arg(), h, out.arg_mut());
+        let h = bound_h.arg();
+        let mut operands = vec![Operand::of(&v), Operand::of(&h), Operand::of_mut(&out)];
+        operands.extend(Operand::all(arrays.shapes(), arrays.spreads()));
+        let dist = agree(
+            || format!("MapPairsReduce({}, {}, {axis:?})", M::NAME, R::NAME),
+            &operands,
+        )?;
+        // Distributed: v by rows, out by its elements; h and the container arguments whole.
+        let (slots, whole_h) = (Slots::default(), Slot::default());
+        if let Some(call) = &dist {
+            let (rows, cols) = check_pairs("MapPairsReduce", &operands, |rows, cols| {
+                Shape::Vector(if axis == Axis::Rows { rows } else { cols })
+            })?;
+            every_fold_has_pairs(axis, rows, cols)?;
+            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS)?;
+            self.arrays.gather_wholes(&slots)?;
+            bound_h.gather_whole(&whole_h)?;
+        }
+        let (arrays, h) = (self.arrays.bind_whole(&slots), bound_h.whole_arg(&whole_h));
         check_arrays(
             "MapPairsReduce",
             M::NAME,
             M::Arrays::KINDS,
             &arrays.shapes(),
         )?;
-        let (v, h, out) = (v.arg(), h.arg(), out.arg_mut());
-        refuse(
-            "MapPairsReduce",
-            &[Operand::of(&v), Operand::of(&h), Operand::of_mut(&out)],
-        )?;
         let (rows, cols) = pair_lengths("MapPairsReduce", &v, &h)?;
+        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
+        if let Some(call) = dist {
+            if axis == Axis::Cols {
+                return crate::dist::map_pairs_reduce_cols::<M, R, A, B>(
+                    &call,
+                    self.options,
+                    arrays,
+                    v,
+                    h,
+                    out,
+                    uniforms,
+                );
+            }
+            let result = if rows == 0 {
+                Ok(())
+            } else {
+                dispatch!(self.options, M::NAME, |exec| exec
+                    .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
+            };
+            return call.finish(result);
+        }
         let pairs = Shape::Matrix { rows, cols };
-        let (results, folded, name) = match axis {
-            Axis::Rows => (rows, cols, "row of pairs, v.len()"),
-            _ => (cols, rows, "column of pairs, h.len()"),
+        let (results, name) = match axis {
+            Axis::Rows => (rows, "row of pairs, v.len()"),
+            _ => (cols, "column of pairs, h.len()"),
         };
         check_shape(
             &format!("MapPairsReduce {axis:?} output: one element per {name}"),
             Shape::Vector(results),
             out.shape(),
         )?;
-        if folded == 0 && results > 0 {
-            return Err(Error::InvalidArgument(format!(
-                "MapPairsReduce {axis:?} over {pairs} of pairs: every fold needs at least one pair"
-            )));
-        }
+        every_fold_has_pairs(axis, rows, cols)?;
         check_index_dims(
             "MapPairsReduce",
             M::NAME,
             <M::Index as IndexKind>::DIMS,
             pairs,
         )?;
-        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
         dispatch!(self.options, M::NAME, |exec| exec
             .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
     }
+}
+
+/// `Err` when a fold along `axis` of the `rows x cols` pairs would have no pair while
+/// there are results to write.
+fn every_fold_has_pairs(axis: Axis, rows: usize, cols: usize) -> Result<()> {
+    let (results, folded) = if axis == Axis::Rows {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    };
+    if folded == 0 && results > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "MapPairsReduce {axis:?} over {} of pairs: every fold needs at least one pair",
+            Shape::Matrix { rows, cols }
+        )));
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::Input;
-use crate::dist::{agree, Operand};
+use crate::dist::{agree, Operand, Slots};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 
@@ -123,8 +123,12 @@ where
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
             call.no_index(M::NAME, <M::Index as IndexKind>::DIMS)?;
-            call.local_arrays(&arrays.spreads())?;
         }
+        let slots = Slots::default();
+        if dist.is_some() {
+            self.arrays.gather_wholes(&slots)?;
+        }
+        let arrays = self.arrays.bind_whole(&slots);
         check_arrays("MapReduce", M::NAME, M::Arrays::KINDS, &arrays.shapes())?;
         let shapes = inputs.shapes();
         let shape = shapes[0];
@@ -137,6 +141,7 @@ where
                 &call,
                 self.options,
                 &self.arrays,
+                &slots,
                 inputs,
                 uniforms,
                 start,
