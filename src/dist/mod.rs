@@ -61,7 +61,7 @@
 //! shapes, every rank gets the same `Error::ShapeMismatch` naming both descriptions. After
 //! the local work, the ranks exchange whether it succeeded: if it failed on one rank (a
 //! checked user function, a device error), that rank returns its own error and every other
-//! rank returns [`Error::Distributed`](crate::Error::Distributed) naming it, and no rank
+//! rank returns [`Error::Distributed`] naming it, and no rank
 //! waits forever. A rank that dies (a crash, `abort`) takes the job down: MPI's default
 //! error handler aborts all ranks.
 
