@@ -124,7 +124,7 @@ pub use vector::DistVector;
 #[cfg(feature = "mpi")]
 pub use world::{init, World};
 
-pub(crate) use call::{agree, fold, refuse, Call, Operand};
+pub(crate) use call::{agree, block_options, fold, refuse, Call, Operand};
 pub(crate) use layout::Blocks;
 pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
 pub(crate) use map_pairs::check_pairs;
