@@ -115,6 +115,21 @@ fn iota(#[index] i: usize) -> i64 {
     i as i64
 }
 
+#[userfn]
+fn shift(#[index] i: usize, x: i64) -> i64 {
+    x * 3 + i as i64
+}
+
+#[userfn]
+fn at(#[index] i: usize, table: &[i64], x: u32) -> i64 {
+    table[x as usize] * 10_000 + i as i64
+}
+
+#[userfn]
+fn place(#[index] (r, c): (usize, usize), x: i64) -> i64 {
+    x + (r * 1000 + c) as i64
+}
+
 fn val(i: usize) -> i64 {
     ((i * 7919) % 201) as i64 - 100
 }
@@ -699,6 +714,118 @@ fn expect_err<T: std::fmt::Debug>(what: &str, r: skel::Result<T>, want: &str) ->
     }
 }
 
+/// `#[index]` on distributed operands is the global index (1D, and (row, col) of matrices)
+/// on the host backends; the device backends refuse it with a typed error, never a local
+/// index.
+fn indices(world: &World) -> Check {
+    let device = matches!(skel::default_backend(), Ok(Backend::Cuda | Backend::OpenCl));
+    for backend in [Backend::Cpu, Backend::Rayon] {
+        indices_on(world, backend)?;
+    }
+    let default = |what: &str, r: skel::Result<()>| -> Check {
+        if device {
+            expect_err(what, r, "InvalidArgument")
+        } else {
+            r.map_err(|e| format!("{what}: {e}"))
+        }
+    };
+    // The default backend: the same values on a host one, else the same error on every rank.
+    let a = DistVector::from_fn(world, 11, val);
+    let mut out = DistVector::zeroed(world, 11);
+    default(
+        "Map #[index] default backend",
+        Map::new(shift).run(&a, &mut out),
+    )?;
+    default(
+        "MapReduce #[index] default backend",
+        MapReduce::new(shift, add).run(&a).map(|_| ()),
+    )?;
+    let m = DistMatrix::from_fn(world, 7, 3, |r, c| val(r * 3 + c));
+    let mut mo = DistMatrix::zeroed(world, 7, 3);
+    default(
+        "Map 2D #[index] default backend",
+        Map::new(place).run(&m, &mut mo),
+    )?;
+    Ok(())
+}
+
+/// [`indices`] on one host backend, against the cpu oracle on whole containers.
+fn indices_on(world: &World, backend: Backend) -> Check {
+    // 40 000: more than one Rayon chunk, so its chunks offset the index too.
+    for &n in LENS.iter().chain(&[40_000]) {
+        let a = DistVector::from_fn(world, n, val);
+        let la = Vector::from_fn(n, val);
+        let (mut out, mut want) = (DistVector::zeroed(world, n), Vector::zeroed(n));
+        into!(
+            format!("Map #[index] {backend} n={n}"),
+            Map::new(shift).backend(backend),
+            run,
+            (&a),
+            &mut out,
+            (&la),
+            &mut want
+        );
+        let iota_on = Map::new(iota).backend(backend);
+        same_outcome(
+            &format!("Map run_index {backend} n={n}"),
+            iota_on.run_index(&mut out),
+            Map::new(iota).backend(Backend::Cpu).run_index(&mut want),
+        )?;
+        same(
+            &format!("Map run_index {backend} n={n} values"),
+            gathered(&out)?,
+            want.to_vec(),
+        )?;
+        value!(
+            format!("MapReduce #[index] {backend} n={n}"),
+            MapReduce::new(shift, add).start(7).backend(backend),
+            (&a),
+            (&la)
+        );
+        let idx = |i: usize| ((i * 37 + 11) % n.max(1)) as u32;
+        let (di, li) = (DistVector::from_fn(world, n, idx), Vector::from_fn(n, idx));
+        into!(
+            format!("MapArray #[index] {backend} n={n}"),
+            MapArray::new(at).backend(backend),
+            run,
+            (&a, &di),
+            &mut out,
+            (&la, &li),
+            &mut want
+        );
+    }
+    for &(rows, cols) in SHAPES {
+        let f = |r: usize, c: usize| val(r * cols + c);
+        let (m, lm) = (
+            DistMatrix::from_fn(world, rows, cols, f),
+            Matrix::from_fn(rows, cols, f),
+        );
+        let mut out = DistMatrix::zeroed(world, rows, cols);
+        let mut want = Matrix::zeroed(rows, cols);
+        into!(
+            format!("Map 2D #[index] {backend} {rows}x{cols}"),
+            Map::new(place).backend(backend),
+            run,
+            (&m),
+            &mut out,
+            (&lm),
+            &mut want
+        );
+        expect_err(
+            &format!("MapReduce 2D #[index] {backend} {rows}x{cols}"),
+            MapReduce::new(place, add).backend(backend).run(&m),
+            "InvalidArgument",
+        )?;
+        value!(
+            format!("MapReduce flat #[index] {backend} {rows}x{cols}"),
+            MapReduce::new(shift, add).backend(backend),
+            (&m),
+            (&lm)
+        );
+    }
+    Ok(())
+}
+
 fn errors(world: &World) -> Check {
     let (rank, size) = (world.rank(), world.size());
     let a = DistVector::from_fn(world, 10, val);
@@ -736,11 +863,6 @@ fn errors(world: &World) -> Check {
     expect_err(
         "Map of a DistVector and a Vector",
         Map::new(sub).run(&a, &local, &mut out),
-        "InvalidArgument",
-    )?;
-    expect_err(
-        "Map with #[index]",
-        Map::new(iota).run_index(&mut out),
         "InvalidArgument",
     )?;
     expect_err(
@@ -816,13 +938,14 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let checks: [(&str, Suite); 7] = [
+    let checks: [(&str, Suite); 8] = [
         ("map_reduce_scan", map_reduce_scan),
         ("overlap_1d", overlap_1d),
         ("matrices", matrices),
         ("arguments", arguments),
         ("pairs", pairs),
         ("moves", moves),
+        ("indices", indices),
         ("errors", errors),
     ];
     let mut failed = 0;

@@ -16,7 +16,10 @@ use crate::userfn::{
 use crate::{DeviceType, Result};
 
 /// The sequential executor.
-pub(crate) struct Cpu;
+pub(crate) struct Cpu {
+    /// Added to every `#[index]` (the first global index of a distributed block, else 0).
+    pub(crate) base: usize,
+}
 
 /// The container arguments of `F` as the Rust body takes them, over their host copies.
 pub(crate) fn container_refs<'c, F: ElementwiseFn>(
@@ -426,7 +429,14 @@ impl Execute for Cpu {
         let cols = out.shapes()[0].cols();
         let inputs = inputs.host()?;
         let arrays = container_refs::<F>(&arrays)?;
-        map_range::<F>(arrays, inputs, out.host_overwrite()?, 0, cols, uniforms);
+        map_range::<F>(
+            arrays,
+            inputs,
+            out.host_overwrite()?,
+            self.base,
+            cols,
+            uniforms,
+        );
         Ok(())
     }
 
@@ -443,7 +453,14 @@ impl Execute for Cpu {
     {
         let cols = out.shape().cols();
         let (array, inputs) = (array.host()?, inputs.host()?);
-        map_array_range::<F>(array, inputs, out.host_overwrite()?, 0, cols, uniforms);
+        map_array_range::<F>(
+            array,
+            inputs,
+            out.host_overwrite()?,
+            self.base,
+            cols,
+            uniforms,
+        );
         Ok(())
     }
 
@@ -489,7 +506,7 @@ impl Execute for Cpu {
             map_fold::<M, R>(
                 container_refs::<M>(&arrays)?,
                 inputs,
-                0..shape.len(),
+                self.base..self.base + shape.len(),
                 shape.cols(),
                 uniforms,
             ),

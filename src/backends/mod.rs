@@ -204,12 +204,16 @@ macro_rules! concrete {
         #[allow(unreachable_patterns)]
         match $backend {
             $crate::Backend::Cpu => $crate::check::catch($name, || {
-                let $exec = &$crate::backends::cpu::Cpu;
+                let $exec = &$crate::backends::cpu::Cpu {
+                    base: options.base(),
+                };
                 $body
             }),
             #[cfg(feature = "rayon")]
             $crate::Backend::Rayon => $crate::check::catch($name, || {
-                let $exec = &$crate::backends::rayon::Rayon;
+                let $exec = &$crate::backends::rayon::Rayon {
+                    base: options.base(),
+                };
                 $body
             }),
             #[cfg(feature = "cuda")]
@@ -221,6 +225,7 @@ macro_rules! concrete {
             $crate::Backend::OpenCl => $crate::check::catch_faults($name, || {
                 let $exec = &$crate::backends::opencl::OpenCl {
                     checked: options.checked(),
+                    index_base: options.index_base,
                 };
                 $body
             }),
@@ -233,6 +238,19 @@ macro_rules! concrete {
 }
 pub(crate) use concrete;
 pub(crate) use dispatch;
+
+/// `Err` for `#[index]` on the block of a distributed container (`index_base` set) on a
+/// device backend: its kernels see the local index, and a silently local index is a wrong
+/// answer.
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) fn no_index_base(index_base: Option<usize>, dims: u8, backend: Backend) -> Result<()> {
+    if index_base.is_some() && dims > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "distributed call: a user function taking #[index] does not run on the blocks of              distributed containers on the {backend:?} backend yet; run it with              .backend(Backend::Cpu) or .backend(Backend::Rayon)"
+        )));
+    }
+    Ok(())
+}
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.
 fn cuda_check() -> std::result::Result<(), String> {

@@ -22,7 +22,17 @@ use crate::userfn::{ArrayFn, ContainerArgs, ElementwiseFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
 
 /// The multi-core executor.
-pub(crate) struct Rayon;
+pub(crate) struct Rayon {
+    /// Added to every `#[index]` (see [`Cpu::base`]).
+    pub(crate) base: usize,
+}
+
+impl Rayon {
+    /// The sequential executor with this call's index base, for calls too small to split.
+    fn cpu(&self) -> Cpu {
+        Cpu { base: self.base }
+    }
+}
 
 /// Smallest chunk worth a task: below this, thread hand-off costs more than it saves.
 pub(crate) const MIN_CHUNK: usize = 1 << 14;
@@ -107,7 +117,7 @@ impl Execute for Rayon {
     ) -> Result<usize> {
         let n = input.shape().len();
         if sequential(n) {
-            return Cpu.filter::<F, T>(input, out, uniforms);
+            return self.cpu().filter::<F, T>(input, out, uniforms);
         }
         let data = input.host()?;
         let chunk = chunk_len(n);
@@ -159,7 +169,7 @@ impl Execute for Rayon {
     {
         let shape = out.shapes()[0];
         let Some(chunk) = map_chunk::<F>(shape.len()) else {
-            return Cpu.map::<F, I, O>(arrays, inputs, out, uniforms);
+            return self.cpu().map::<F, I, O>(arrays, inputs, out, uniforms);
         };
         let cols = shape.cols();
         let arrays = cpu::container_refs::<F>(&arrays)?;
@@ -179,7 +189,7 @@ impl Execute for Rayon {
                 arrays,
                 inputs.slice(first..first + o.len()),
                 o,
-                first,
+                self.base + first,
                 cols,
                 uniforms,
             );
@@ -199,7 +209,7 @@ impl Execute for Rayon {
         I: ArgTuple<'a, Elems = F::Elems>,
     {
         if sequential(out.shape().len()) {
-            return Cpu.map_array::<F, I>(array, inputs, out, uniforms);
+            return self.cpu().map_array::<F, I>(array, inputs, out, uniforms);
         }
         let cols = out.shape().cols();
         let (array, inputs) = (array.host()?, inputs.host()?);
@@ -211,7 +221,7 @@ impl Execute for Rayon {
                 array,
                 inputs.slice(first..first + o.len()),
                 o,
-                first,
+                self.base + first,
                 cols,
                 uniforms,
             );
@@ -221,7 +231,7 @@ impl Execute for Rayon {
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
         if sequential(input.shape().len()) {
-            return Cpu.reduce::<F, T>(input, start);
+            return self.cpu().reduce::<F, T>(input, start);
         }
         let data = input.host()?;
         let folded = split_fold(
@@ -240,7 +250,7 @@ impl Execute for Rayon {
     ) -> Result<()> {
         let (_, cols) = input.shape().dims();
         if sequential(input.shape().len()) || cols == 0 {
-            return Cpu.reduce_axis::<F, T>(input, out, axis);
+            return self.cpu().reduce_axis::<F, T>(input, out, axis);
         }
         let data = input.host()?;
         let out = out.host_overwrite()?;
@@ -284,13 +294,16 @@ impl Execute for Rayon {
     {
         let n = shape.len();
         let Some(most) = map_chunk::<M>(n) else {
-            return Cpu.map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start);
+            return self
+                .cpu()
+                .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start);
         };
         let arrays = cpu::container_refs::<M>(&arrays)?;
         let inputs = inputs.host()?;
         let leaf = |range: Range<usize>| {
             let part = inputs.slice(range.clone());
-            cpu::map_fold::<M, R>(arrays, part, range, shape.cols(), uniforms)
+            let global = self.base + range.start..self.base + range.end;
+            cpu::map_fold::<M, R>(arrays, part, global, shape.cols(), uniforms)
         };
         let folded = split_fold((0..n, most), &leaf, &|a, b| R::apply((), (a, b), &()));
         Ok(cpu::combine::<R, M::Out>(start, folded))
@@ -304,7 +317,7 @@ impl Execute for Rayon {
         start: T,
     ) -> Result<()> {
         if sequential(input.shape().len()) {
-            return Cpu.scan::<F, T>(input, out, mode, start);
+            return self.cpu().scan::<F, T>(input, out, mode, start);
         }
         let data = input.host()?;
         let out = out.host_overwrite()?;
@@ -347,7 +360,9 @@ impl Execute for Rayon {
         let (rows, cols) = input.shape().dims();
         if sequential(input.shape().len()) || axis == Axis::Cols {
             // Columns are strided; the sequential gather/scatter is memory-bound either way.
-            return Cpu.map_overlap::<F>(input, out, stencil, axis, uniforms);
+            return self
+                .cpu()
+                .map_overlap::<F>(input, out, stencil, axis, uniforms);
         }
         let data = input.host()?;
         let out = cpu::stencil_output(&mut out, stencil.edge)?;
@@ -377,7 +392,9 @@ impl Execute for Rayon {
     ) -> Result<()> {
         let (rows, cols) = input.shape().dims();
         if sequential(input.shape().len()) {
-            return Cpu.map_overlap_2d::<F>(input, out, stencil, uniforms);
+            return self
+                .cpu()
+                .map_overlap_2d::<F>(input, out, stencil, uniforms);
         }
         let data = input.host()?;
         let out = cpu::stencil_output(&mut out, stencil.edge)?;
@@ -405,7 +422,7 @@ impl Execute for Rayon {
     {
         let (rows, cols) = out.shape().dims();
         if sequential(rows * cols) {
-            return Cpu.map_pairs::<F, A, B>(arrays, v, h, out, uniforms);
+            return self.cpu().map_pairs::<F, A, B>(arrays, v, h, out, uniforms);
         }
         let arrays = cpu::container_refs::<F>(&arrays)?;
         let (v, h) = (v.host()?, h.host()?);
@@ -434,7 +451,9 @@ impl Execute for Rayon {
     {
         let pairs = v.shape().len() * h.shape().len();
         if sequential(pairs) {
-            return Cpu.map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms);
+            return self
+                .cpu()
+                .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms);
         }
         let arrays = cpu::container_refs::<M>(&arrays)?;
         let operands = (v.host()?, h.host()?);

@@ -7,6 +7,7 @@ use super::{Comm, Spread};
 use crate::backends::BinaryFn;
 use crate::containers::host::{as_bytes, from_bytes};
 use crate::containers::{Arg, ArgMut, Shape};
+use crate::skeletons::Options;
 use crate::{DeviceType, Error, Result};
 
 /// One operand of a call as the ranks compare it: its local shape and, for a block of a
@@ -93,6 +94,27 @@ pub(crate) fn agree(call: impl FnOnce() -> String, operands: &[Operand]) -> Resu
     Ok(Some(Call { comm, name: call }))
 }
 
+/// `options` for this rank's part of `call` (`None`: not distributed): `#[index]` counts
+/// from where its block of the element-wise `operands` starts in the whole container, as a
+/// flat row-major index. The operands have one global shape, hence one block layout.
+pub(crate) fn block_options(
+    call: Option<&Call>,
+    options: Options,
+    operands: &[Operand],
+) -> Options {
+    let Some(spread) = call.and(operands.first()).and_then(|o| o.spread) else {
+        return options;
+    };
+    let base = match spread.global {
+        Shape::Vector(_) => spread.start,
+        Shape::Matrix { cols, .. } => spread.start * cols,
+    };
+    Options {
+        index_base: Some(base),
+        ..options
+    }
+}
+
 /// A call the ranks agreed on.
 pub(crate) struct Call {
     comm: Rc<dyn Comm>,
@@ -144,12 +166,14 @@ impl Call {
         Ok(first)
     }
 
-    /// `Err` for a user function taking `#[index]`: its index would be the local one.
-    pub(crate) fn no_index(&self, function: &str, dims: u8) -> Result<()> {
-        if dims > 0 {
+    /// `Err` for a user function taking an `#[index]` of `dims` dimensions where this call
+    /// can give at most `max_dims` of them their global values (0: none).
+    pub(crate) fn no_index(&self, function: &str, dims: u8, max_dims: u8) -> Result<()> {
+        if dims > max_dims {
             return Err(Error::InvalidArgument(format!(
-                "distributed {}: `{function}` takes an #[index], which distributed containers \
-                 do not support yet (build the indices with DistVector::from_fn instead)",
+                "distributed {}: `{function}` takes a {dims}D #[index], which this skeleton \
+                 does not support on distributed containers yet (build the indices with \
+                 DistVector::from_fn / DistMatrix::from_fn instead)",
                 self.name
             )));
         }

@@ -39,7 +39,12 @@ where
             uniforms
         ))?;
         let first = first.try_as_slice()?[0];
-        dispatch!(options, M::NAME, |exec| exec.map_reduce::<M, R, I>(
+        // The rest of the block starts one element later, and so does its `#[index]`.
+        let rest = Options {
+            index_base: options.index_base.map(|b| b + 1),
+            ..options
+        };
+        dispatch!(rest, M::NAME, |exec| exec.map_reduce::<M, R, I>(
             arrays.bind_whole(slots),
             inputs.sub(1..n),
             Shape::Vector(n - 1),

@@ -52,7 +52,10 @@
 //!   the elements of the output), `h` is needed whole by every rank and gathered and
 //!   cached like a container argument; column folds are folded across ranks in rank order.
 //!
-//! Element indices (`#[index]`) on distributed operands and Filter are refused with an
+//! Element indices (`#[index]`) of Map, MapArray and MapReduce (a flat index) on
+//! distributed operands are the global ones on the cpu and rayon backends (each rank's
+//! block starts at its first global element, `Options::index_base`); CUDA, OpenCL, a 2D
+//! index in MapReduce, MapPairs / MapPairsReduce indices and Filter are refused with an
 //! error for now.
 //!
 //! # Errors on several ranks
@@ -124,7 +127,7 @@ pub use vector::DistVector;
 #[cfg(feature = "mpi")]
 pub use world::{init, World};
 
-pub(crate) use call::{agree, fold, refuse, Call, Operand};
+pub(crate) use call::{agree, block_options, fold, refuse, Call, Operand};
 pub(crate) use layout::Blocks;
 pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
 pub(crate) use map_pairs::check_pairs;

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::dispatch;
 use crate::containers::{Input, OutArgs, Outputs};
-use crate::dist::{agree, Operand, Slots};
+use crate::dist::{agree, block_options, Operand, Slots};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -134,7 +134,6 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         let dist = agree(|| format!("Map({})", F::NAME), &all)?;
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
-            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS)?;
         }
         let slots = Slots::default();
         if dist.is_some() {
@@ -146,7 +145,8 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         check_inputs("Map", &inputs.shapes(), shape)?;
         check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        let result = dispatch!(self.options, F::NAME, |exec| exec
+        let options = block_options(dist.as_ref(), self.options, &elementwise);
+        let result = dispatch!(options, F::NAME, |exec| exec
             .map::<F, I, _>(arrays, inputs, out, uniforms));
         match dist {
             Some(call) => call.finish(result),

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
 use crate::backends::dispatch;
 use crate::containers::{Input, Output};
-use crate::dist::{agree, Operand, Slot};
+use crate::dist::{agree, block_options, Operand, Slot};
 use crate::plan::ArgTuple;
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -77,7 +77,6 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         let dist = agree(|| format!("MapArray({})", F::NAME), &all)?;
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
-            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS)?;
         }
         check_inputs("MapArray", &inputs.shapes(), out.shape())?;
         check_index_dims(
@@ -93,7 +92,8 @@ impl<F: ArrayFn, E> MapArray<F, E> {
             bound.gather_whole(&slot)?;
         }
         let array = bound.whole_arg(&slot);
-        let result = dispatch!(self.options, F::NAME, |exec| exec
+        let options = block_options(dist.as_ref(), self.options, &elementwise);
+        let result = dispatch!(options, F::NAME, |exec| exec
             .map_array::<F, I>(array, inputs, out, uniforms));
         match dist {
             Some(call) => call.finish(result),

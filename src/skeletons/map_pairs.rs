@@ -126,7 +126,7 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
                 rows,
                 cols,
             })?;
-            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS)?;
+            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS, 0)?;
             self.arrays.gather_wholes(&slots)?;
             bound_h.gather_whole(&whole_h)?;
         }

@@ -160,7 +160,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
                 Shape::Vector(if axis == Axis::Rows { rows } else { cols })
             })?;
             every_fold_has_pairs(axis, rows, cols)?;
-            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS)?;
+            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS, 0)?;
             self.arrays.gather_wholes(&slots)?;
             bound_h.gather_whole(&whole_h)?;
         }

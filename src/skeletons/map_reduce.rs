@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::Input;
-use crate::dist::{agree, Operand, Slots};
+use crate::dist::{agree, block_options, Operand, Slots};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 
@@ -122,7 +122,9 @@ where
         let dist = agree(|| format!("MapReduce({}, {})", M::NAME, R::NAME), &all)?;
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
-            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS)?;
+            // The block is folded as two vector parts (see `dist::map_reduce`), which keep
+            // a flat index but not a row and column.
+            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS, 1)?;
         }
         let slots = Slots::default();
         if dist.is_some() {
@@ -139,7 +141,7 @@ where
         if let Some(call) = dist {
             return crate::dist::map_reduce::<M, R, I, A>(
                 &call,
-                self.options,
+                block_options(Some(&call), self.options, &elementwise),
                 &self.arrays,
                 &slots,
                 inputs,

@@ -83,9 +83,18 @@ pub(crate) struct Options {
     pub streams: Option<usize>,
     pub download: Option<bool>,
     pub checked: Option<bool>,
+    /// The global flat index of the first element of the call's operands: `Some` for the
+    /// local block of a distributed call, whose `#[index]` is the global one.
+    pub index_base: Option<usize>,
 }
 
 impl Options {
+    /// The index base the host backends add to every `#[index]` (0 outside a block).
+    #[allow(dead_code)] // read by the host backends, which a build may leave out
+    pub(crate) fn base(&self) -> usize {
+        self.index_base.unwrap_or(0)
+    }
+
     /// Checks what can be checked before any backend is touched.
     pub(crate) fn validate(&self) -> Result<()> {
         match self.streams {

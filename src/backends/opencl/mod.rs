@@ -31,15 +31,15 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use super::{no_index_base, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_checked, Dialect};
 use crate::containers::host::as_bytes;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
-use crate::{DeviceType, Error, Result};
+use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, UniformTuple, Window2Fn, WindowFn};
+use crate::{Backend, DeviceType, Error, Result};
 
 use context::{ctx, Ctx};
 pub(crate) use context::{is_gpu, probe};
@@ -49,6 +49,9 @@ pub(crate) struct OpenCl {
     /// Whether the call's kernels run the checked variant of the user functions (see
     /// `fault.rs`).
     pub(crate) checked: bool,
+    /// `Some` on the block of a distributed call (refused with `#[index]`, see
+    /// `no_index_base`).
+    pub(crate) index_base: Option<usize>,
 }
 
 /// Where container copies of the OpenCL backend live (for `Backend::Auto`).
@@ -380,6 +383,11 @@ impl Execute for OpenCl {
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
+        no_index_base(
+            self.index_base,
+            <F::Index as IndexKind>::DIMS,
+            Backend::OpenCl,
+        )?;
         map::run::<F, I, O>(ctx()?, arrays, inputs, out, uniforms, self.checked)
     }
 
@@ -394,6 +402,11 @@ impl Execute for OpenCl {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
+        no_index_base(
+            self.index_base,
+            <F::Index as IndexKind>::DIMS,
+            Backend::OpenCl,
+        )?;
         map_array::run::<F, I>(ctx()?, array, inputs, out, uniforms, self.checked)
     }
 
@@ -423,6 +436,11 @@ impl Execute for OpenCl {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
+        no_index_base(
+            self.index_base,
+            <M::Index as IndexKind>::DIMS,
+            Backend::OpenCl,
+        )?;
         map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start, self.checked)
     }
 
