@@ -83,14 +83,32 @@ impl Record {
     }
 }
 
-/// Settles the parts of `out` that kernels wrote (each done after its event) in a call
+/// An output whose parts a call records as results ([`Settle::written`]) or as discarded
+/// ([`Settle::discarded`]: the host keeps its values from before the call).
+pub(crate) trait Settle {
+    /// Elements `part` hold results once the work before `ev` is done.
+    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
+    /// Elements `part` were written by the work before `ev`, but not with results.
+    fn discarded(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
+}
+
+impl<T: DeviceType> Settle for ArgMut<'_, T> {
+    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
+        memory::written_part(ctx, self, part, ev)
+    }
+    fn discarded(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
+        memory::discarded_part(ctx, self, part, ev)
+    }
+}
+
+/// Settles the parts of `outs` that kernels wrote (each done after its event) in a call
 /// whose record is `rec` (none: unchecked): results if no kernel faulted, else discarded
 /// (the host keeps its values from before the call) and the fault is the call's error.
-pub(crate) fn settle<T: DeviceType>(
+pub(crate) fn settle<O: Settle + ?Sized>(
     ctx: &Ctx,
     rec: Option<&Record>,
     defs: &[&'static FnDef],
-    out: &ArgMut<'_, T>,
+    outs: &[&O],
     parts: &[(Range<usize>, Arc<CuEvent>)],
 ) -> Result<()> {
     let fault = match rec {
@@ -101,10 +119,12 @@ pub(crate) fn settle<T: DeviceType>(
         None => Ok(None),
     };
     for (part, ev) in parts {
-        match fault {
-            Ok(Some(_)) => memory::discarded_part(ctx, out, part.clone(), ev)?,
-            // no fault, or the record could not be read (the kernels ran: new values)
-            Ok(None) | Err(_) => memory::written_part(ctx, out, part.clone(), ev)?,
+        for out in outs {
+            match fault {
+                Ok(Some(_)) => out.discarded(ctx, part.clone(), ev)?,
+                // no fault, or the record could not be read (the kernels ran: new values)
+                Ok(None) | Err(_) => out.written(ctx, part.clone(), ev)?,
+            }
         }
     }
     match fault? {
@@ -113,29 +133,29 @@ pub(crate) fn settle<T: DeviceType>(
     }
 }
 
-/// The parts of `out` the kernels of one call wrote so far (each done after its event),
+/// The parts of `outs` the kernels of one call wrote so far (each done after its event),
 /// settled by [`Written::settle`] once every chunk is issued. Dropped unsettled, because
 /// issuing a later chunk failed, it records the parts already issued as written: their
 /// kernels run and leave new values on the device, so the device copy must become the
 /// newest of those ranges, or host and device would hold different data both marked
 /// current (the call's error says its output may be partly new).
-pub(crate) struct Written<'o, 'a, T: DeviceType> {
+pub(crate) struct Written<'o, O: Settle + ?Sized> {
     ctx: &'o Ctx,
-    out: &'o ArgMut<'a, T>,
+    outs: Vec<&'o O>,
     parts: Vec<(Range<usize>, Arc<CuEvent>)>,
 }
 
-impl<'o, 'a, T: DeviceType> Written<'o, 'a, T> {
-    /// Nothing written yet.
-    pub(crate) fn new(ctx: &'o Ctx, out: &'o ArgMut<'a, T>) -> Self {
+impl<'o, O: Settle + ?Sized> Written<'o, O> {
+    /// Nothing of `outs` written yet.
+    pub(crate) fn new(ctx: &'o Ctx, outs: Vec<&'o O>) -> Self {
         Written {
             ctx,
-            out,
+            outs,
             parts: Vec::new(),
         }
     }
 
-    /// Elements `part` of the output are written by the work before `event`.
+    /// Elements `part` of every output are written by the work before `event`.
     pub(crate) fn push(&mut self, part: Range<usize>, event: Arc<CuEvent>) {
         self.parts.push((part, event));
     }
@@ -143,16 +163,18 @@ impl<'o, 'a, T: DeviceType> Written<'o, 'a, T> {
     /// [`settle`] of every part pushed.
     pub(crate) fn settle(mut self, rec: Option<&Record>, defs: &[&'static FnDef]) -> Result<()> {
         let parts = std::mem::take(&mut self.parts);
-        settle(self.ctx, rec, defs, self.out, &parts)
+        settle(self.ctx, rec, defs, &self.outs, &parts)
     }
 }
 
-impl<T: DeviceType> Drop for Written<'_, '_, T> {
+impl<O: Settle + ?Sized> Drop for Written<'_, O> {
     fn drop(&mut self) {
         for (part, event) in self.parts.drain(..) {
-            // The call already fails with the error that brought us here; a failure to
-            // record a part adds nothing the caller could act on.
-            let _ = memory::written_part(self.ctx, self.out, part, &event);
+            for out in &self.outs {
+                // The call already fails with the error that brought us here; a failure
+                // to record a part adds nothing the caller could act on.
+                let _ = out.written(self.ctx, part.clone(), &event);
+            }
         }
     }
 }

@@ -192,7 +192,7 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
     let parts: Vec<_> = (events.iter().enumerate())
         .map(|(c, ev)| (wrote(c), ev.clone()))
         .collect();
-    fault::settle(ctx, rec.as_ref(), &[F::definition()], &out, &parts)?;
+    fault::settle(ctx, rec.as_ref(), &[F::definition()], &[&out], &parts)?;
     if eager {
         for (c, _, lane, tag) in split.parts() {
             memory::download_part(ctx, &out, wrote(c), lane, tag)?;

@@ -3,13 +3,12 @@
 //! ([`Launch`]). MapArray (`map_array.rs`) runs through the same code.
 
 use std::ops::Range;
-use std::sync::Arc;
 
 use cudarc::driver::sys;
 
 use super::context::Lane;
 use super::context::{ctx, Ctx};
-use super::fault::Record;
+use super::fault::{Record, Settle, Written};
 use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Split, Work};
@@ -289,14 +288,12 @@ type CuPtr = sys::CUdeviceptr;
 
 /// One container a call writes, whatever its element type: what [`chunked`] does with
 /// each output.
-trait OutPart {
+trait OutPart: Settle {
     fn shape(&self) -> Shape;
     fn elem_bytes(&self) -> usize;
     fn eager(&self, choice: Option<bool>) -> bool;
     fn busy(&self, ctx: &Ctx) -> Option<usize>;
     fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, at: (Lane, Tag)) -> Result<CuPtr>;
-    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
-    fn discarded(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()>;
     fn download(&self, ctx: &Ctx, split: &Split) -> Result<()>;
 }
 
@@ -315,12 +312,6 @@ impl<T: DeviceType> OutPart for ArgMut<'_, T> {
     }
     fn part_ptr(&self, ctx: &Ctx, part: Range<usize>, (lane, tag): (Lane, Tag)) -> Result<CuPtr> {
         memory::output_part(ctx, self, part, false, lane, tag)
-    }
-    fn written(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
-        memory::written_part(ctx, self, part, ev)
-    }
-    fn discarded(&self, ctx: &Ctx, part: Range<usize>, ev: &Arc<CuEvent>) -> Result<()> {
-        memory::discarded_part(ctx, self, part, ev)
     }
     fn download(&self, ctx: &Ctx, split: &Split) -> Result<()> {
         split.download(ctx, self, |part| part)
@@ -389,79 +380,45 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
     )?;
     let lanes: Vec<Lane> = split.parts().map(|(_, _, lane, _)| lane).collect();
     let fault = Record::new(kernel.checked, &lanes)?;
-    let mut pending = Vec::new();
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
         let whole = arrays::stage(ctx, arrays, lane, tag)?;
         staged.push((whole, stage_inputs(ctx, inputs, part, lane, tag)?));
     }
-    let issued = (|| -> Result<()> {
-        for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
-            let mut dsts = Vec::with_capacity(outs.len());
-            for o in &outs {
-                dsts.push(o.part_ptr(ctx, part.clone(), (lane, tag))?);
-            }
-            let mut args = KernelArgs::default();
-            args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
-                .u64(part.len() as u64)
-                .u64(out_shape.cols() as u64)
-                .u64(part.start as u64);
-            if dsts.len() > 1 {
-                for &d in &dsts {
-                    args.ptr(d);
-                }
-            }
-            arrays::push(&mut args, &whole, dims);
-            for p in ptrs {
-                args.ptr(p);
-            }
-            args.uniforms(uniforms);
-            if let Some(rec) = &fault {
-                args.ptr(rec.ptr());
-            }
-            let grid = kernel.launch.dims(ctx, &part, out_shape.cols())?;
-            launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
-            let ev = CuEvent::record(lane)?;
-            arrays::read(ctx, arrays, (lane, tag), &ev)?;
-            inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
-            if fault.is_some() {
-                pending.push((part, ev));
-            } else {
-                for o in &outs {
-                    o.written(ctx, part.clone(), &ev)?;
-                }
+    // Every output's chunks become results once the record (checked) says there was no
+    // fault; chunks issued before a failure are recorded as written (`fault::Written`).
+    let mut written = Written::new(ctx, outs.iter().map(|o| &**o).collect());
+    for ((_, part, lane, tag), (whole, ptrs)) in split.parts().zip(staged) {
+        let mut dsts = Vec::with_capacity(outs.len());
+        for o in &outs {
+            dsts.push(o.part_ptr(ctx, part.clone(), (lane, tag))?);
+        }
+        let mut args = KernelArgs::default();
+        args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
+            .u64(part.len() as u64)
+            .u64(out_shape.cols() as u64)
+            .u64(part.start as u64);
+        if dsts.len() > 1 {
+            for &d in &dsts {
+                args.ptr(d);
             }
         }
-        Ok(())
-    })();
-    if let Err(e) = issued {
-        // A later chunk failed to issue: the chunks already issued run and leave new values
-        // on the device, which must become the newest copy of their ranges (see
-        // `fault::Written`).
-        for (part, ev) in &pending {
-            for o in &outs {
-                let _ = o.written(ctx, part.clone(), ev);
-            }
+        arrays::push(&mut args, &whole, dims);
+        for p in ptrs {
+            args.ptr(p);
         }
-        return Err(e);
+        args.uniforms(uniforms);
+        if let Some(rec) = &fault {
+            args.ptr(rec.ptr());
+        }
+        let grid = kernel.launch.dims(ctx, &part, out_shape.cols())?;
+        launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
+        let ev = CuEvent::record(lane)?;
+        arrays::read(ctx, arrays, (lane, tag), &ev)?;
+        inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
+        written.push(part, ev);
     }
-    // Checked: the outputs become results only once the record says there was no fault.
-    if let Some(rec) = &fault {
-        let events: Vec<_> = pending.iter().map(|(_, ev)| ev.clone()).collect();
-        let fault = rec.read(&events, &[kernel.def]);
-        for (part, ev) in &pending {
-            for o in &outs {
-                match fault {
-                    Ok(Some(_)) => o.discarded(ctx, part.clone(), ev)?,
-                    // no fault, or the record could not be read (the kernels ran: new values)
-                    Ok(None) | Err(_) => o.written(ctx, part.clone(), ev)?,
-                }
-            }
-        }
-        if let Some(err) = fault? {
-            return Err(err);
-        }
-    }
+    written.settle(fault.as_ref(), &[kernel.def])?;
     for (o, _) in outs.iter().zip(&eager).filter(|(_, e)| **e) {
         o.download(ctx, &split)?;
     }

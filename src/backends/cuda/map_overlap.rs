@@ -217,7 +217,7 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     }
     let src = input_base(ctx, &input, split.lanes[0], split.tag)?;
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = fault::Written::new(ctx, &out);
+    let mut written = fault::Written::new(ctx, vec![&out]);
     for (_, part, lane, tag) in split.parts() {
         let elems = part.start * unit..part.end * unit;
         let dst = memory::output_part(ctx, &out, elems.clone(), keep, lane, tag)?;

@@ -131,7 +131,7 @@ where
     }
     let func = m.func("skel_map_pairs")?;
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = fault::Written::new(ctx, &out);
+    let mut written = fault::Written::new(ctx, vec![&out]);
     for ((_, part, lane, tag), (vp, hp, whole)) in split.parts().zip(staged) {
         let elems = part.start * cols..part.end * cols;
         let dst = memory::output_part(ctx, &out, elems.clone(), false, lane, tag)?;

@@ -167,7 +167,7 @@ where
         .collect::<Result<Vec<_>>>()?;
     let (fold, combine) = (m.func("skel_pairs_fold")?, m.func("skel_pairs_combine")?);
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = fault::Written::new(ctx, &out);
+    let mut written = fault::Written::new(ctx, vec![&out]);
     for ((_, part, lane, tag), ((own, other), whole)) in split.parts().zip(staged) {
         let dst = memory::output_part(ctx, &out, part.clone(), false, lane, tag)?;
         let tiles = part.len().div_ceil(RB);

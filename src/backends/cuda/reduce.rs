@@ -269,7 +269,7 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         srcs.push(memory::input_part(ctx, &input, parts(&part).0, lane, tag)?);
     }
     let rec = Record::new(exec.checked, &split.lanes)?;
-    let mut written = fault::Written::new(ctx, &out);
+    let mut written = fault::Written::new(ctx, vec![&out]);
     for ((_, part, lane, tag), src) in split.parts().zip(srcs) {
         let (elems, outs) = parts(&part);
         let band_rows = elems.len() / cols;

@@ -132,7 +132,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
     let rec = Record::new(checked, &split.lanes)?;
-    let mut written = fault::Written::new(ctx, &out);
+    let mut written = fault::Written::new(ctx, vec![&out]);
     let mut at = 0;
     let mut previous: Option<std::sync::Arc<CuEvent>> = None;
     for (((c, part, lane, tag), src), &(words, _)) in split.parts().zip(srcs).zip(&states) {
