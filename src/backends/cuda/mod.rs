@@ -40,7 +40,7 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{no_index_base, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
@@ -48,8 +48,8 @@ use crate::containers::State;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::skeletons::Options;
-use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window2Fn, WindowFn};
-use crate::{Backend, DeviceType, Error, Result};
+use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
+use crate::{DeviceType, Error, Result};
 
 /// Helpers every template includes, after the user functions and its `#define`s.
 const COMMON: &str = include_str!("../../../cuda/common.cuh");
@@ -62,9 +62,9 @@ pub(crate) struct Cuda {
     download: Option<bool>,
     /// Whether the call runs the checked variant of the user functions (`fault.rs`).
     checked: bool,
-    /// `Some` on the block of a distributed call (refused with `#[index]`, see
-    /// `no_index_base`).
-    index_base: Option<usize>,
+    /// Added to every `#[index]`: the global flat index of the call's first element when
+    /// the call is one part of a larger one (a distributed block, a device's share), else 0.
+    index_base: usize,
 }
 
 impl Cuda {
@@ -73,7 +73,7 @@ impl Cuda {
             streams: options.streams,
             download: options.download,
             checked: options.checked(),
-            index_base: options.index_base,
+            index_base: options.base(),
         }
     }
 }
@@ -451,11 +451,6 @@ impl Execute for Cuda {
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
-        no_index_base(
-            self.index_base,
-            <F::Index as IndexKind>::DIMS,
-            Backend::Cuda,
-        )?;
         map::run::<F, I, O>(self, arrays, inputs, out, uniforms)
     }
 
@@ -470,11 +465,6 @@ impl Execute for Cuda {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        no_index_base(
-            self.index_base,
-            <F::Index as IndexKind>::DIMS,
-            Backend::Cuda,
-        )?;
         map_array::run::<F, I>(self, array, inputs, out, uniforms)
     }
 
@@ -504,11 +494,6 @@ impl Execute for Cuda {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        no_index_base(
-            self.index_base,
-            <M::Index as IndexKind>::DIMS,
-            Backend::Cuda,
-        )?;
         map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
     }
 
