@@ -429,6 +429,19 @@ impl Coherence {
         Ok(())
     }
 
+    /// The locations holding at least one valid element.
+    pub(crate) fn holders(&self) -> impl Iterator<Item = Location> + '_ {
+        self.locs
+            .iter()
+            .filter(|(_, s)| !s.valid.is_empty())
+            .map(|(l, _)| *l)
+    }
+
+    /// Whether an operation producing data at `loc` is still pending.
+    pub(crate) fn pending_at(&self, loc: Location) -> bool {
+        self.get(loc).is_some_and(|s| !s.pending.is_empty())
+    }
+
     /// Whether any operation is still pending anywhere.
     pub(crate) fn has_pending(&self) -> bool {
         self.locs.iter().any(|(_, s)| !s.pending.is_empty())

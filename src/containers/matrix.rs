@@ -301,7 +301,8 @@ impl<T: DeviceType> Matrix<T> {
 
 impl<T: DeviceType> Index<(usize, usize)> for Matrix<T> {
     type Output = T;
-    /// Element at row `r`, column `c` (only that element is brought back if stale).
+    /// Element at row `r`, column `c` (if stale, the stale part of the 4096 elements around it
+    /// is brought back with it, so a loop over a device result copies block by block).
     ///
     /// # Panics
     /// If `r >= rows` or `c >= cols`, or if copying back fails.
@@ -311,9 +312,10 @@ impl<T: DeviceType> Index<(usize, usize)> for Matrix<T> {
     /// let m = Matrix::from_fn(2, 3, |r, c| (r * 3 + c) as u32);
     /// assert_eq!(m[(1, 2)], 5);
     /// ```
+    #[inline]
     fn index(&self, rc: (usize, usize)) -> &T {
         let i = self.flat(rc);
-        &self.store.read(i..i + 1).expect(COPY_BACK)[0]
+        self.store.element(i).expect(COPY_BACK)
     }
 }
 
@@ -329,6 +331,7 @@ impl<T: DeviceType> IndexMut<(usize, usize)> for Matrix<T> {
     /// m[(0, 1)] = 1.0;
     /// assert_eq!(m.as_slice(), &[0.0, 1.0, 0.0, 0.0]);
     /// ```
+    #[inline]
     fn index_mut(&mut self, rc: (usize, usize)) -> &mut T {
         let i = self.flat(rc);
         &mut self.store.write(i..i + 1).expect(COPY_BACK)[0]

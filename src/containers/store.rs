@@ -25,6 +25,7 @@
 
 use std::any::Any;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::coherence::{Coherence, Location};
@@ -132,10 +133,47 @@ impl State {
     }
 }
 
+/// Elements brought back together when the host reads one stale element (16 KiB of `f32`).
+pub(crate) const ELEMENT_BLOCK: usize = 4096;
+
 /// Storage plus coherence of one container of `T`.
 pub(crate) struct Store<T> {
     buf: HostBuf<T>,
     state: Mutex<State>,
+    /// What host access may take without the lock ([`HostAccess`] as a `u8`): set under
+    /// the lock from the coherence state, cleared by every `lock`/`state_mut` (whoever
+    /// holds the state may change it), so element access in a host loop costs a load.
+    fast: AtomicU8,
+}
+
+/// How much of a container the host holds, for access that skips the lock.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum HostAccess {
+    /// Unknown, or some element is stale on the host or has a copy pending.
+    Locked = 0,
+    /// Every element is current on the host and no copy into the host is pending: reads
+    /// need no lock (by the module invariant no `&self` holder can make a host-valid range
+    /// stale).
+    Read = 1,
+    /// Moreover no device holds a valid copy and no copy is pending anywhere: a host write
+    /// changes no coherence state.
+    Write = 2,
+}
+
+impl HostAccess {
+    fn of(st: &State) -> HostAccess {
+        let c = &st.coherence;
+        if c.pending_at(Location::Host) || !c.is_valid(Location::Host, 0..c.len()) {
+            HostAccess::Locked
+        } else if c.has_pending() || c.holders().any(|loc| loc != Location::Host) {
+            // A copy still in flight may read the host buffer (an upload), which a host
+            // write must wait for; a host read need not.
+            HostAccess::Read
+        } else {
+            HostAccess::Write
+        }
+    }
 }
 
 // Store is Send + Sync through its fields: HostBuf<T> (whose unsafe impls rely on the
@@ -171,10 +209,12 @@ impl<T: DeviceType> Store<T> {
         Store {
             buf,
             state: Mutex::new(state),
+            fast: AtomicU8::new(HostAccess::Locked as u8),
         }
     }
 
     /// Number of elements.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.buf.len()
     }
@@ -187,6 +227,7 @@ impl<T: DeviceType> Store<T> {
     /// Pointer to element 0 of the host buffer. Only host-valid ranges hold current data;
     /// writing through it is for the owner of `&mut Store` or for copy-back of stale ranges
     /// under the lock.
+    #[inline]
     pub(crate) fn host_ptr(&self) -> *mut T {
         self.buf.as_ptr()
     }
@@ -194,14 +235,55 @@ impl<T: DeviceType> Store<T> {
     /// Locks the state (a poisoned lock is taken over: the state is updated only after
     /// each copy succeeded, so it is consistent).
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.fast.store(HostAccess::Locked as u8, Ordering::Relaxed);
+        st
     }
 
     /// The state through `&mut`, without locking.
     pub(crate) fn state_mut(&mut self) -> &mut State {
+        *self.fast.get_mut() = HostAccess::Locked as u8;
         self.state.get_mut().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether host access of `need` may skip the lock.
+    #[inline]
+    fn fast(&self, need: HostAccess) -> bool {
+        self.fast.load(Ordering::Acquire) >= need as u8
+    }
+
+    /// Records, with the state `st` still locked (or borrowed `&mut`), what later host
+    /// access may skip the lock for. `Release` publishes the copy-backs made under the lock
+    /// to the readers that see the flag.
+    fn publish(&self, st: &State) {
+        self.fast.store(HostAccess::of(st) as u8, Ordering::Release);
+    }
+
+    /// Element `i` on the host: without the lock when the host holds every element,
+    /// else the stale part of the block of [`ELEMENT_BLOCK`] elements around it is
+    /// brought back first (a loop over the elements of a device result then costs one
+    /// copy per block, not one per element; a peek counts as reading one element).
+    ///
+    /// # Panics
+    /// If `i` is out of bounds.
+    #[inline]
+    pub(crate) fn element(&self, i: usize) -> Result<&T> {
+        self.check(&(i..i + 1));
+        if !self.fast(HostAccess::Read) {
+            let mut st = self.lock();
+            let block =
+                i - i % ELEMENT_BLOCK..(i - i % ELEMENT_BLOCK + ELEMENT_BLOCK).min(self.len());
+            self.bring_back(&mut st, block)?;
+            st.host_reads(1);
+            self.publish(&st);
+        }
+        // SAFETY: `i` is in bounds and valid on the host (brought back above, or the whole
+        // host copy is current); by the module invariant it stays so while &self is
+        // borrowed.
+        Ok(unsafe { &*self.host_ptr().add(i) })
+    }
+
+    #[inline]
     fn check(&self, range: &Range<usize>) {
         assert!(
             range.start <= range.end && range.end <= self.len(),
@@ -237,10 +319,12 @@ impl<T: DeviceType> Store<T> {
 
     /// The host elements of `range`, stale parts brought back first.
     pub(crate) fn read(&self, range: Range<usize>) -> Result<&[T]> {
-        {
+        self.check(&range);
+        if !self.fast(HostAccess::Read) {
             let mut st = self.lock();
             self.bring_back(&mut st, range.clone())?;
             st.host_reads(range.len());
+            self.publish(&st);
         }
         // SAFETY: range is in bounds and now valid on the host; by the module invariant it
         // stays valid and unwritten as long as &self is borrowed, which bounds the slice.
@@ -249,9 +333,13 @@ impl<T: DeviceType> Store<T> {
 
     /// The host elements of `range` for reading and writing: stale parts are brought back,
     /// pending copies of the range are waited for, and device copies become invalid.
+    #[inline]
     pub(crate) fn write(&mut self, range: Range<usize>) -> Result<&mut [T]> {
         self.check(&range);
-        let Store { buf, state } = self;
+        if self.host_only() {
+            return Ok(self.host_mut(range));
+        }
+        let Store { buf, state, .. } = self;
         let st = state.get_mut().unwrap_or_else(PoisonError::into_inner);
         bring_back(buf, st, range.clone())?;
         st.host_reads(range.len());
@@ -262,9 +350,14 @@ impl<T: DeviceType> Store<T> {
     /// pending copies of the range are waited for, and device copies become invalid.
     pub(crate) fn overwrite(&mut self, range: Range<usize>) -> Result<&mut [T]> {
         self.check(&range);
+        if self.host_only() {
+            return Ok(self.host_mut(range));
+        }
         let st = self.state_mut();
         st.coherence.wait_all(range.clone())?;
         st.coherence.write(Location::Host, range.clone(), None);
+        let access = HostAccess::of(st);
+        *self.fast.get_mut() = access as u8;
         // SAFETY: range is in bounds; &mut self excludes every other slice of this buffer
         // and no asynchronous copy touches the range any more (waited above).
         Ok(
@@ -272,6 +365,22 @@ impl<T: DeviceType> Store<T> {
                 std::slice::from_raw_parts_mut(self.host_ptr().add(range.start), range.len())
             },
         )
+    }
+
+    /// Whether the host holds the only copy of every element and no copy is pending:
+    /// writing the host then changes no coherence state.
+    #[inline]
+    fn host_only(&mut self) -> bool {
+        *self.fast.get_mut() == HostAccess::Write as u8
+    }
+
+    /// `range` of the host buffer, for the owner of `&mut self` to write, when the host
+    /// holds the only copy (see [`Store::host_only`]).
+    #[inline]
+    fn host_mut(&mut self, range: Range<usize>) -> &mut [T] {
+        // SAFETY: range is in bounds (checked by the callers); &mut self excludes every other
+        // slice of this buffer and no copy is pending (the callers checked `host_only`).
+        unsafe { std::slice::from_raw_parts_mut(self.host_ptr().add(range.start), range.len()) }
     }
 
     /// A new store with a copy of the host data (brought back first), the same kind of

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::coherence::Location;
 use super::store::tests::{attach_to, FakeMem};
+use super::store::ELEMENT_BLOCK;
 use super::{Input, Matrix, Output, Vector};
 use crate::DeviceType;
 
@@ -64,19 +65,22 @@ fn device_write_then_host_reads_download_only_stale_once() {
     // A kernel writes 40..50 through a view.
     fake_kernel(&mut v.view_mut(40..50), &dev, &[-1.0f32; 10]);
     // Host reads outside the stale range download nothing.
-    assert_eq!(v[0], 0.0);
+    assert_eq!(v.view(0..10).as_slice()[0], 0.0);
     assert_eq!(v.view(50..100).as_slice()[0], 50.0);
     assert_eq!(dev.bytes(), 0);
-    // One element inside: only it comes back.
-    assert_eq!(v[45], -1.0);
+    // A slice inside: only it comes back.
+    assert_eq!(v.view(45..46).as_slice(), [-1.0]);
     assert_eq!(dev.bytes(), 4);
-    // The whole vector: the 9 remaining stale elements, in two pieces.
+    // One element: the stale rest of its block (the 9 remaining elements, in two pieces).
+    assert_eq!(v[41], -1.0);
+    assert_eq!(dev.bytes(), 40);
+    assert_eq!(dev.downloads.load(std::sync::atomic::Ordering::SeqCst), 3);
+    // The whole vector: nothing more.
     assert_eq!(
         v.as_slice()[39..51],
         [39.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 50.0]
     );
     assert_eq!(dev.bytes(), 40);
-    assert_eq!(dev.downloads.load(std::sync::atomic::Ordering::SeqCst), 3);
     // Second read: nothing.
     assert_eq!(v.to_vec()[45], -1.0);
     let _ = v.clone();
@@ -146,12 +150,49 @@ fn matrix_rows_come_back_individually() {
     fake_kernel(&mut m, &dev, &(100..112).collect::<Vec<u32>>());
     assert_eq!(m.row(2), &[106, 107, 108]);
     assert_eq!(dev.bytes(), 12);
+    // One element brings back the stale rest of its block (here the whole matrix) once.
     assert_eq!(m[(3, 0)], 109);
-    assert_eq!(dev.bytes(), 16);
+    assert_eq!(dev.bytes(), 48);
+    assert_eq!(m[(0, 1)], 101);
     assert_eq!(m.to_vec(), (100..112).collect::<Vec<u32>>());
     assert_eq!(dev.bytes(), 48);
     m[(0, 0)] = 0;
     assert_eq!(m.arg().lock().coherence.missing(D0, 0..12), vec![0..1]);
+}
+
+#[test]
+fn element_reads_of_a_device_result_copy_block_by_block() {
+    let n = 3 * ELEMENT_BLOCK + 5;
+    let mut v = Vector::from_fn(n, |i| i as u32);
+    let dev = attach(&v);
+    let new: Vec<u32> = (0..n as u32).map(|i| i * 2).collect();
+    fake_kernel(&mut v, &dev, &new);
+    assert_eq!(v[ELEMENT_BLOCK + 1], new[ELEMENT_BLOCK + 1]);
+    assert_eq!(dev.bytes(), 4 * ELEMENT_BLOCK);
+    let all: Vec<u32> = (0..n).map(|i| v[i]).collect();
+    assert_eq!(all, new);
+    assert_eq!(dev.bytes(), 4 * n);
+    // The host now holds everything and the device too: reads skip the lock, a write
+    // still invalidates the device's copy of the element it writes.
+    v[7] = 1;
+    assert_eq!(v.arg().lock().coherence.missing(D0, 0..n), vec![7..8]);
+    assert_eq!(v[7], 1);
+}
+
+#[test]
+fn host_only_writes_skip_the_state_and_stay_coherent() {
+    let mut v = Vector::from_fn(10, |i| i as u32);
+    for i in 0..10 {
+        v[i] += 1;
+    }
+    assert_eq!(v.to_vec(), (1..11).collect::<Vec<u32>>());
+    // A device copy made afterwards sees the writes; a write after it invalidates it.
+    let dev = attach(&v);
+    fake_kernel(&mut v, &dev, &[9; 10]);
+    assert_eq!(v[3], 9);
+    v[3] = 4;
+    assert_eq!(v.to_vec(), vec![9, 9, 9, 4, 9, 9, 9, 9, 9, 9]);
+    assert_eq!(v.arg().lock().coherence.missing(D0, 0..10), vec![3..4]);
 }
 
 #[test]

@@ -343,7 +343,8 @@ impl<'a, T: DeviceType> IntoIterator for &'a Vector<T> {
 
 impl<T: DeviceType> Index<usize> for Vector<T> {
     type Output = T;
-    /// Element `i`, brought back from a device first if stale (only that element).
+    /// Element `i`, brought back from a device first if stale (with the stale part of the 4096
+    /// elements around it, so a loop over a device result copies block by block).
     ///
     /// # Panics
     /// If `i >= len`, or if copying back fails.
@@ -353,9 +354,10 @@ impl<T: DeviceType> Index<usize> for Vector<T> {
     /// let v = Vector::from(vec![4, 5]);
     /// assert_eq!(v[1], 5);
     /// ```
+    #[inline]
     fn index(&self, i: usize) -> &T {
         check_index(i, self.len());
-        &self.store.read(i..i + 1).expect(COPY_BACK)[0]
+        self.store.element(i).expect(COPY_BACK)
     }
 }
 
@@ -371,6 +373,7 @@ impl<T: DeviceType> IndexMut<usize> for Vector<T> {
     /// v[0] += 1;
     /// assert_eq!(v[0], 5);
     /// ```
+    #[inline]
     fn index_mut(&mut self, i: usize) -> &mut T {
         check_index(i, self.len());
         &mut self.store.write(i..i + 1).expect(COPY_BACK)[0]
@@ -564,10 +567,11 @@ impl<T: DeviceType> Index<usize> for VectorView<'_, T> {
     /// let v = Vector::from(vec![1, 2, 3]);
     /// assert_eq!(v.view(1..)[1], 3);
     /// ```
+    #[inline]
     fn index(&self, i: usize) -> &T {
         check_index(i, self.len());
         let at = self.range.start + i;
-        &self.store.read(at..at + 1).expect(COPY_BACK)[0]
+        self.store.element(at).expect(COPY_BACK)
     }
 }
 
@@ -708,10 +712,11 @@ impl<T: DeviceType> Index<usize> for VectorViewMut<'_, T> {
     /// let mut v = Vector::from(vec![1, 2, 3]);
     /// assert_eq!(v.view_mut(1..)[0], 2);
     /// ```
+    #[inline]
     fn index(&self, i: usize) -> &T {
         check_index(i, self.len());
         let at = self.range.start + i;
-        &self.store.read(at..at + 1).expect(COPY_BACK)[0]
+        self.store.element(at).expect(COPY_BACK)
     }
 }
 
@@ -727,6 +732,7 @@ impl<T: DeviceType> IndexMut<usize> for VectorViewMut<'_, T> {
     /// v.view_mut(1..)[0] = 7;
     /// assert_eq!(v[1], 7);
     /// ```
+    #[inline]
     fn index_mut(&mut self, i: usize) -> &mut T {
         check_index(i, self.len());
         let at = self.range.start + i;
