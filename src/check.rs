@@ -15,14 +15,16 @@
 //!
 //! | backend | checked | unchecked |
 //! |---------|---------|-----------|
-//! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; a panic (`clamp` with `min > max`) too | the same: Rust checks every index anyway |
+//! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; a panic (`clamp` with `min > max`) too; the output keeps its old values | `Err(UserFunction)` as well (Rust checks every index anyway), but the output may hold what was computed before the fault |
 //! | OpenCL, CUDA | every skeleton runs the checked kernel variant (the combining function of Reduce, Scan, MapReduce and MapPairsReduce included): the first fault of the call (of all its kernels and MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range (a window offset beyond the radius too) reads whatever lies there; an integer division or remainder by zero gives 0 |
 //!
 //! Where several elements fault, the CPU backends report the first in order and a device
-//! the first one its threads recorded. On the CPU backends an `Err` leaves the part of the
-//! output computed before the fault written. A device output the host does not hold in
-//! full (a result left on the device by an earlier call) cannot keep old values the host
-//! never had: it then holds what the faulting kernel wrote.
+//! the first one its threads recorded. A checked call that fails leaves its outputs as they
+//! were on every backend: the CPU backends save them before the call (bringing them to the
+//! host first) and put them back when the user function faults; the devices discard the
+//! faulting kernel's output. A device output the host does not hold in full (a result left
+//! on the device by an earlier call) cannot keep old values the host never had: it then
+//! holds what the faulting kernel wrote.
 //!
 //! ```
 //! use skel::prelude::*;

@@ -8,7 +8,7 @@
 use std::ops::Range;
 
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
-use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
+use crate::containers::{Arg, ArgMut, HostOut, OutArgs, OutCollector, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{
     ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn,
@@ -19,6 +19,84 @@ use crate::{DeviceType, Result};
 pub(crate) struct Cpu {
     /// Added to every `#[index]` (the first global index of a distributed block, else 0).
     pub(crate) base: usize,
+    /// Whether the call is checked: its `Err` then leaves the outputs as they were
+    /// ([`OldValues`]).
+    pub(crate) checked: bool,
+}
+
+/// The outputs of a checked call as they were before it. If the call unwinds (a fault of
+/// the user function, which `check::catch` turns into `Err(UserFunction)`), dropping it
+/// writes them back: an `Err` leaves no partial result that could pass for one, as on the
+/// devices, which discard a faulting call's output.
+pub(crate) struct OldValues {
+    /// Per output: its first host element and its old bytes.
+    saved: Vec<(*mut u8, Vec<u8>)>,
+}
+
+impl OldValues {
+    /// The current values of every operand of `out` (brought back to the host first) when
+    /// `checked`; `None` for an unchecked call, whose `Err` may leave what it computed
+    /// before the panic (see `crate::check`).
+    pub(crate) fn of<'o, O: OutArgs<'o>>(checked: bool, out: &mut O) -> Result<Option<Self>> {
+        if !checked {
+            return Ok(None);
+        }
+        let len = out.shapes()[0].len();
+        let mut saver = Saver {
+            old: OldValues { saved: Vec::new() },
+            error: None,
+        };
+        out.part(0..len).collect(&mut saver);
+        match saver.error {
+            Some(e) => Err(e),
+            None => Ok(Some(saver.old)),
+        }
+    }
+}
+
+impl Drop for OldValues {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for (dst, bytes) in &self.saved {
+            // SAFETY: `dst` points at the first of `bytes.len()` bytes of an output's host
+            // range, derived from the container's raw buffer pointer (not from a slice that
+            // a later borrow invalidated). The output is still borrowed `&mut` by the call
+            // being unwound, whose slices over it are dead now; the range was current on
+            // the host when saved and the call only wrote it on the host.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), *dst, bytes.len()) };
+        }
+    }
+}
+
+/// What [`OldValues::of`] hands every output to.
+struct Saver {
+    old: OldValues,
+    error: Option<crate::Error>,
+}
+
+impl<'a> OutCollector<'a> for Saver {
+    fn push<T: DeviceType>(&mut self, mut arg: ArgMut<'a, T>) {
+        if self.error.is_some() {
+            return;
+        }
+        let bytes = match arg.host_mut() {
+            Ok(host) => {
+                // SAFETY: `T` is a plain `DeviceType` value (`Copy`, no padding read as
+                // anything but bytes that are copied back verbatim); the slice is valid.
+                unsafe { std::slice::from_raw_parts(host.as_ptr().cast::<u8>(), size_of_val(host)) }
+                    .to_vec()
+            }
+            Err(e) => {
+                self.error = Some(e);
+                return;
+            }
+        };
+        // SAFETY: the offset lies inside the container (the operand is part of it).
+        let first = unsafe { arg.store().host_ptr().add(arg.offset()) };
+        self.old.saved.push((first.cast::<u8>(), bytes));
+    }
 }
 
 /// The container arguments of `F` as the Rust body takes them, over their host copies.
@@ -429,6 +507,7 @@ impl Execute for Cpu {
         let cols = out.shapes()[0].cols();
         let inputs = inputs.host()?;
         let arrays = container_refs::<F>(&arrays)?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         map_range::<F>(
             arrays,
             inputs,
@@ -453,6 +532,7 @@ impl Execute for Cpu {
     {
         let cols = out.shape().cols();
         let (array, inputs) = (array.host()?, inputs.host()?);
+        let _old = OldValues::of(self.checked, &mut out)?;
         map_array_range::<F>(
             array,
             inputs,
@@ -476,6 +556,7 @@ impl Execute for Cpu {
     ) -> Result<()> {
         let (_, cols) = input.shape().dims();
         let data = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         if axis == Axis::Cols {
             out.copy_from_slice(&fold_columns::<F, T>(data, cols));
@@ -521,6 +602,7 @@ impl Execute for Cpu {
         start: T,
     ) -> Result<()> {
         let input = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         match mode {
             ScanMode::Inclusive => scan_inclusive::<F, T>(input, out, None),
@@ -539,6 +621,7 @@ impl Execute for Cpu {
     ) -> Result<()> {
         let (_, cols) = input.shape().dims();
         let input = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = stencil_output(&mut out, stencil.edge)?;
         match axis {
             Axis::Flat => overlap_range::<F>(input, out, 0, &stencil, uniforms),
@@ -570,6 +653,7 @@ impl Execute for Cpu {
     ) -> Result<()> {
         let shape = input.shape().dims();
         let input = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = stencil_output(&mut out, stencil.edge)?;
         overlap_2d_rows::<F>(input, shape, out, 0, &stencil, uniforms);
         Ok(())
@@ -590,6 +674,7 @@ impl Execute for Cpu {
     {
         let (v, h) = (v.host()?, h.host()?);
         let arrays = container_refs::<F>(&arrays)?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         pairs_rows::<F, A, B>(arrays, v, h, out.host_overwrite()?, 0, uniforms);
         Ok(())
     }
@@ -611,6 +696,7 @@ impl Execute for Cpu {
     {
         let operands = (v.host()?, h.host()?);
         let arrays = container_refs::<M>(&arrays)?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         pairs_fold_range::<M, R, A, B>(arrays, operands, out, 0, axis, uniforms);
         Ok(())
@@ -623,6 +709,7 @@ impl Execute for Cpu {
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
         let input = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         // `out[kept..]` keeps its values: the whole range must be current on the host.
         Ok(filter_range::<F, T>(
             input,

@@ -209,6 +209,7 @@ macro_rules! concrete {
             $crate::Backend::Cpu => $crate::check::catch($name, || {
                 let $exec = &$crate::backends::cpu::Cpu {
                     base: options.base(),
+                    checked: options.checked(),
                 };
                 $body
             }),
@@ -216,6 +217,7 @@ macro_rules! concrete {
             $crate::Backend::Rayon => $crate::check::catch($name, || {
                 let $exec = &$crate::backends::rayon::Rayon {
                     base: options.base(),
+                    checked: options.checked(),
                 };
                 $body
             }),

@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::cpu::{self, Cpu};
+use super::cpu::{self, Cpu, OldValues};
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::codegen::cost::{classify, Cost};
 use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
@@ -25,12 +25,17 @@ use crate::{DeviceType, Result};
 pub(crate) struct Rayon {
     /// Added to every `#[index]` (see [`Cpu::base`]).
     pub(crate) base: usize,
+    /// Whether the call is checked (see [`Cpu::checked`]).
+    pub(crate) checked: bool,
 }
 
 impl Rayon {
-    /// The sequential executor with this call's index base, for calls too small to split.
+    /// The sequential executor with this call's settings, for calls too small to split.
     fn cpu(&self) -> Cpu {
-        Cpu { base: self.base }
+        Cpu {
+            base: self.base,
+            checked: self.checked,
+        }
     }
 }
 
@@ -128,6 +133,7 @@ impl Execute for Rayon {
             .collect();
         let kept = masks.iter().map(|&(_, count)| count).sum();
         // `out[kept..]` keeps its values: the whole range must be current on the host.
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_mut()?;
         // Chunk c's kept elements go to the next `count` positions after chunk c - 1's.
         let mut rest = &mut out[..kept];
@@ -176,6 +182,7 @@ impl Execute for Rayon {
         let inputs = inputs.host()?;
         // Every output is cut at the same positions (a tuple of slices has no par_chunks).
         let mut parts = Vec::with_capacity(shape.len().div_ceil(chunk));
+        let _old = OldValues::of(self.checked, &mut out)?;
         let mut rest = out.host_overwrite()?;
         while rest.len() > chunk {
             let (head, tail) = rest.split_at(chunk);
@@ -213,6 +220,7 @@ impl Execute for Rayon {
         }
         let cols = out.shape().cols();
         let (array, inputs) = (array.host()?, inputs.host()?);
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         let chunk = chunk_len(out.len());
         out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
@@ -253,6 +261,7 @@ impl Execute for Rayon {
             return self.cpu().reduce_axis::<F, T>(input, out, axis);
         }
         let data = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
         if axis == Axis::Cols {
@@ -320,6 +329,7 @@ impl Execute for Rayon {
             return self.cpu().scan::<F, T>(input, out, mode, start);
         }
         let data = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         let chunk = chunk_len(data.len());
         // The last chunk's total would only feed a carry nobody reads.
@@ -365,6 +375,7 @@ impl Execute for Rayon {
                 .map_overlap::<F>(input, out, stencil, axis, uniforms);
         }
         let data = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = cpu::stencil_output(&mut out, stencil.edge)?;
         if axis == Axis::Flat {
             let chunk = chunk_len(data.len());
@@ -397,6 +408,7 @@ impl Execute for Rayon {
                 .map_overlap_2d::<F>(input, out, stencil, uniforms);
         }
         let data = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = cpu::stencil_output(&mut out, stencil.edge)?;
         let band = chunk_len(rows * cols).div_ceil(cols);
         out.par_chunks_mut(band * cols)
@@ -426,6 +438,7 @@ impl Execute for Rayon {
         }
         let arrays = cpu::container_refs::<F>(&arrays)?;
         let (v, h) = (v.host()?, h.host()?);
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         let band = chunk_len(rows * cols).div_ceil(cols);
         out.par_chunks_mut(band * cols)
@@ -457,6 +470,7 @@ impl Execute for Rayon {
         }
         let arrays = cpu::container_refs::<M>(&arrays)?;
         let operands = (v.host()?, h.host()?);
+        let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         // Each result folds its whole row (column) in order, as on `cpu`: only the results
         // are spread over the threads.

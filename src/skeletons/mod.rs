@@ -107,7 +107,6 @@ impl Options {
 
     /// Whether this call runs its user function checked (`.checked(..)`, else the process
     /// default of [`crate::check`]).
-    #[allow(dead_code)] // read by the device backends only
     pub(crate) fn checked(&self) -> bool {
         self.checked.unwrap_or_else(crate::check::default_checked)
     }

@@ -309,8 +309,6 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
     let z = Vector::from(vec![4, 0]);
     let p = Vector::from(vec![0u32, 1, 7]);
     for be in backends() {
-        // the host backends leave what they computed before the fault
-        let device = !matches!(be, Backend::Cpu | Backend::Rayon);
         for checked in modes(be) {
             // Reduce and Scan: a fault of the combining function
             let r = Reduce::new(ratio).backend(be).checked(checked).run(&z);
@@ -347,7 +345,7 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
                 .checked(checked)
                 .run(&z, &mut sz);
             expect(be, r, ("ratio", 4, None), "division of 4 by zero");
-            if device {
+            if checked {
                 assert_eq!(s.to_vec(), vec![9; 3], "{be}: no results in the output");
                 assert_eq!(per.to_vec(), vec![-1; 2], "{be}: no results in the output");
             }
@@ -413,7 +411,7 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
             ] {
                 expect(be, r, ("ratio", 4, None), "division of 4 by zero");
             }
-            if device {
+            if checked {
                 assert_eq!(pm.to_vec(), vec![-1, -1], "{be}: no results in the output");
                 assert_eq!(rows.to_vec(), vec![-1], "{be}: no results in the output");
                 assert_eq!(
@@ -430,7 +428,7 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
                 .checked(checked)
                 .run(&z, &mut kept);
             expect(be, r, ("keep_if_div", 10, None), "remainder of 10 by zero");
-            if device {
+            if checked {
                 assert_eq!(kept.to_vec(), vec![7, 7], "{be}: no results in the output");
             }
 
@@ -443,7 +441,7 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
                 .checked(checked)
                 .run(&v4, &mut o);
             expect(be, r, ("reach", 2, Some(3)), "window offset 2 outside");
-            if device {
+            if checked {
                 assert_eq!(o.to_vec(), vec![-1; 4], "{be}: no results in the output");
             }
             let m3 = Matrix::from_fn(6, 6, |r, c| (r * 6 + c) as i32);
@@ -462,7 +460,7 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
                     .run(&m3, &mut mo);
                 expect(be, r, ("reach2", bad, Some(len)), "window offset");
             }
-            if device {
+            if checked {
                 assert_eq!(mo.to_vec(), vec![-1; 36], "{be}: no results in the output");
             }
             MapOverlap::new(reach, 1)
@@ -604,7 +602,7 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
                 .run_index(&table, &mut out);
             let (f, i, n, _) = fault(r);
             assert_eq!((f.as_str(), i, n), ("lookup", Some(6), Some(6)), "{be}");
-            if device {
+            if checked {
                 assert_eq!(
                     out.to_vec(),
                     vec![-1.0; 5],
@@ -628,7 +626,7 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
                 "{be}: the kernel computes, and the table is usable afterwards"
             );
 
-            let mut out = Vector::zeroed(40_000);
+            let mut out = Vector::filled(40_000, 3);
             let (f, i, n, _) = fault(
                 Map::new(bins)
                     .backend(be)
@@ -636,6 +634,12 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
                     .run(&xs, &mut out),
             );
             assert_eq!((f.as_str(), i, n), ("bins", Some(9), Some(4)), "{be}");
+            if checked {
+                assert!(
+                    out.to_vec().iter().all(|&x| x == 3),
+                    "{be}: a fault on a late worker leaves no results in the output"
+                );
+            }
 
             let mut q = Vector::filled(3, 5);
             let (f, i, n, what) = fault(
@@ -645,7 +649,7 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
                     .run(&a, &b, &mut q),
             );
             assert_eq!((f.as_str(), i, n), ("ratio", Some(8), None), "{be}: {what}");
-            if device {
+            if checked {
                 assert_eq!(q.to_vec(), vec![5, 5, 5], "{be}: no results in the output");
             }
             let (f, ..) = fault(Map::new(outer).backend(be).checked(checked).run(
@@ -670,9 +674,7 @@ fn checked_map_and_map_array_give_the_same_err_on_every_backend() {
             ("mat_at", Some(2), Some(2)),
             "{be}: {what}"
         );
-        if device {
-            assert_eq!(o.to_vec(), vec![-1; 4], "{be}: no results in the output");
-        }
+        assert_eq!(o.to_vec(), vec![-1; 4], "{be}: no results in the output");
         let r = Map::new(mat_col)
             .arrays((&m,))
             .backend(be)
