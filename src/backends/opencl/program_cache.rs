@@ -120,9 +120,64 @@ fn build(ctx: &Ctx, src: &str) -> Built {
     }
 }
 
-/// A kernel of a built program (kernels are not shared between threads: one per call).
-pub(crate) fn kernel(prog: &cl::Program, name: &str) -> Result<cl::Kernel> {
-    cl::create_kernel(prog, name).map_err(driver)
+/// Kernel objects not in use, per (program handle, kernel name): creating one costs a
+/// driver call per launch, and a kernel object must not be shared between threads while
+/// its arguments are set, so each launch takes one from here and gives it back.
+type Idle = Mutex<HashMap<(usize, String), Vec<cl::Kernel>>>;
+
+fn idle() -> &'static Idle {
+    static IDLE: OnceLock<Idle> = OnceLock::new();
+    IDLE.get_or_init(Default::default)
+}
+
+/// A kernel of a built program, for one launch; it goes back to the pool when dropped.
+/// Reusing it is sound because OpenCL captures the argument values when the kernel is
+/// enqueued (`clEnqueueNDRangeKernel`), so a later launch that sets new arguments does not
+/// change one already enqueued.
+pub(crate) struct PooledKernel {
+    key: (usize, String),
+    kernel: Option<cl::Kernel>,
+}
+
+impl std::ops::Deref for PooledKernel {
+    type Target = cl::Kernel;
+    fn deref(&self) -> &cl::Kernel {
+        // Always `Some` until dropped.
+        self.kernel.as_ref().expect("pooled kernel taken")
+    }
+}
+
+impl Drop for PooledKernel {
+    fn drop(&mut self) {
+        if let Some(k) = self.kernel.take() {
+            let key = std::mem::take(&mut self.key);
+            idle()
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(key)
+                .or_default()
+                .push(k);
+        }
+    }
+}
+
+/// A kernel `name` of the built program `prog`, idle or new.
+pub(crate) fn kernel(prog: &cl::Program, name: &str) -> Result<PooledKernel> {
+    // Programs live as long as the cache (never released), so their handles identify them.
+    let key = (prog.as_ptr() as usize, name.to_string());
+    let reused = idle()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_mut(&key)
+        .and_then(Vec::pop);
+    let kernel = match reused {
+        Some(k) => k,
+        None => cl::create_kernel(prog, name).map_err(driver)?,
+    };
+    Ok(PooledKernel {
+        key,
+        kernel: Some(kernel),
+    })
 }
 
 /// The largest work-group kernel `name` of `prog` (whose kernel object is `k`) can run
