@@ -1,4 +1,5 @@
-// Map: out[i] = f(index(i), in0[i], .., uniforms), one work-item per element.
+// Map: out[i] = f(index(skel_base + i), in0[i], .., uniforms), one work-item per element
+// (skel_base: the first flat index of a call that is part of a larger one, else 0).
 // Instantiated with: SKEL_OUT_T, SKEL_PARAMS (inputs, uniforms), SKEL_CALL(i); for a
 // compute-bound 2D index map (src/codegen/cost.rs) also SKEL_GRID2D and
 // SKEL_CALL2(i, row, col), the call with the row and column given. SKEL_STORE(i, r) stores
@@ -12,17 +13,18 @@
 // A 2D range: row and column are the work-item's coordinates (no 64-bit division), and a
 // 16-wide work-group puts compact patches in a sub-group, so a loop that runs longer for
 // some elements (Mandelbrot's) holds up fewer others than along a row.
-__kernel void skel_map(__global SKEL_OUT_T* out, ulong out_off, ulong n, ulong cols SKEL_PARAMS)
+__kernel void skel_map(__global SKEL_OUT_T* out, ulong out_off, ulong n, ulong cols, ulong skel_base SKEL_PARAMS)
 {
     ulong col = get_global_id(0);
-    ulong row = get_global_id(1);
-    ulong i = row * cols + col;
+    ulong i = get_global_id(1) * cols + col;
+    // The part of a larger call starts at a whole row (skel_base, its first flat index).
+    ulong row = skel_base / cols + get_global_id(1);
     if (col < cols && i < n) {
         SKEL_STORE(i, SKEL_CALL2(i, row, col));
     }
 }
 #else
-__kernel void skel_map(__global SKEL_OUT_T* out, ulong out_off, ulong n, ulong cols SKEL_PARAMS)
+__kernel void skel_map(__global SKEL_OUT_T* out, ulong out_off, ulong n, ulong cols, ulong skel_base SKEL_PARAMS)
 {
     ulong i = get_global_id(0);
     if (i < n) {

@@ -230,7 +230,7 @@ macro_rules! concrete {
             $crate::Backend::OpenCl => $crate::check::catch_faults($name, || {
                 let $exec = &$crate::backends::opencl::OpenCl {
                     checked: options.checked(),
-                    index_base: options.index_base,
+                    index_base: options.base(),
                 };
                 $body
             }),
@@ -243,21 +243,6 @@ macro_rules! concrete {
 }
 pub(crate) use concrete;
 pub(crate) use dispatch;
-
-/// `Err` for `#[index]` on the block of a distributed container (`index_base` set) on the
-/// OpenCL backend: its kernels see the local index, and a silently local index is a wrong
-/// answer.
-#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
-pub(crate) fn no_index_base(index_base: Option<usize>, dims: u8, backend: Backend) -> Result<()> {
-    if index_base.is_some() && dims > 0 {
-        return Err(Error::InvalidArgument(format!(
-            "distributed call: a user function taking #[index] does not run on the blocks of \
-             distributed containers on the {backend:?} backend yet; run it with \
-             .backend(Backend::Cuda), .backend(Backend::Rayon) or .backend(Backend::Cpu)"
-        )));
-    }
-    Ok(())
-}
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.
 fn cuda_check() -> std::result::Result<(), String> {

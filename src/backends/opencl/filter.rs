@@ -8,7 +8,7 @@ use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
     checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch, memory,
-    push_uniforms, uniform_params, CallShape, KArg,
+    push_uniforms, uniform_params, CallShape, KArg, OpenCl,
 };
 use crate::backends::PredicateFn;
 use crate::containers::{Arg, ArgMut};
@@ -24,6 +24,7 @@ fn source<F: PredicateFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Result<
     let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
     let shape = CallShape {
         pos: "p",
+        base: "skel_base",
         array: "",
         window: ("", ""),
     };
@@ -31,7 +32,7 @@ fn source<F: PredicateFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Result<
     let _ = writeln!(s, "#define SKEL_K {K}");
     let _ = writeln!(
         s,
-        "#define SKEL_PARAMS {}{}{}",
+        "#define SKEL_PARAMS , ulong skel_base{}{}{}",
         elem_params(def, ""),
         uniform_params(def, ""),
         fault_param(checked)
@@ -50,8 +51,9 @@ pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
     input: Arg<'_, T>,
     mut out: ArgMut<'_, T>,
     uniforms: &F::Uniforms,
-    checked: bool,
+    exec: &OpenCl,
 ) -> Result<usize> {
+    let (checked, index_base) = (exec.checked, exec.index_base);
     let n = input.shape().len();
     if n == 0 {
         return Ok(0);
@@ -68,6 +70,7 @@ pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
     let out_mem = memory::output(ctx, &out, false)?;
     let operands = |first: Vec<KArg>| {
         let mut args = first;
+        args.push(KArg::U64(index_base as u64));
         args.push(KArg::Mem(in_mem.clone()));
         args.push(KArg::U64(input.offset() as u64));
         push_uniforms(uniforms, &mut args);

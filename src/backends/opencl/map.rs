@@ -9,7 +9,7 @@ use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
     arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch,
-    memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
+    memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg, OpenCl,
 };
 use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
@@ -29,6 +29,7 @@ fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize, checked: bool) -> Result<
     let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
     let shape = CallShape {
         pos: "i",
+        base: "skel_base",
         array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
@@ -65,8 +66,8 @@ fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize, checked: bool) -> Result<
     let call = checked_call_expr(def, &entries[0], &shape, "", checked);
     if grid_2d(def) {
         let call2 = call
-            .replace("(ulong)((i) / cols)", "(ulong)(row)")
-            .replace("(ulong)((i) % cols)", "(ulong)(col)");
+            .replace("(ulong)((skel_base + (i)) / cols)", "(ulong)(row)")
+            .replace("(ulong)((skel_base + (i)) % cols)", "(ulong)(col)");
         let _ = writeln!(s, "#define SKEL_GRID2D 1");
         let _ = writeln!(s, "#define SKEL_CALL2(i, row, col) {call2}");
     }
@@ -89,13 +90,14 @@ pub(super) fn run<'a, 'c, 'o, F, I, O>(
     inputs: I,
     out: O,
     uniforms: &F::Uniforms,
-    checked: bool,
+    exec: &OpenCl,
 ) -> Result<()>
 where
     F: ElementwiseFn,
     I: ArgTuple<'a, Elems = F::Elems>,
     O: OutArgs<'o, Elems = F::Out>,
 {
+    let (checked, index_base) = (exec.checked, exec.index_base);
     let shape = out.shapes()[0];
     let n = shape.len();
     if n == 0 {
@@ -118,13 +120,14 @@ where
         mems.push((o.mem(ctx)?, o.offset() as u64));
     }
     let cols = shape.cols().max(1);
-    // Several outputs follow `cols` as `skel_out<k>, skel_out<k>_off`; `out` is then the
+    // Several outputs follow `skel_base` as `skel_out<k>, skel_out<k>_off`; `out` is then the
     // first of them again, unused.
     let mut args = vec![
         KArg::Mem(mems[0].0.clone()),
         KArg::U64(mems[0].1),
         KArg::U64(n as u64),
         KArg::U64(cols as u64),
+        KArg::U64(index_base as u64),
     ];
     if mems.len() > 1 {
         for (mem, off) in mems {

@@ -7,7 +7,7 @@ use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
     arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch,
-    memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg,
+    memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg, OpenCl,
 };
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ArgTuple;
@@ -22,6 +22,7 @@ fn source<F: ArrayFn>(ctx: &Ctx, checked: bool) -> Result<String> {
     // The array is a container argument (`ca0`, its offset, rows and columns).
     let shape = CallShape {
         pos: "i",
+        base: "skel_base",
         array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
@@ -49,12 +50,13 @@ pub(super) fn run<'a, F, I>(
     inputs: I,
     out: ArgMut<'_, F::Out>,
     uniforms: &F::Uniforms,
-    checked: bool,
+    exec: &OpenCl,
 ) -> Result<()>
 where
     F: ArrayFn,
     I: ArgTuple<'a, Elems = F::Elems>,
 {
+    let (checked, index_base) = (exec.checked, exec.index_base);
     let n = out.shape().len();
     if n == 0 {
         return Ok(());
@@ -73,6 +75,7 @@ where
         KArg::U64(out.offset() as u64),
         KArg::U64(n as u64),
         KArg::U64(out.shape().cols().max(1) as u64),
+        KArg::U64(index_base as u64),
     ];
     arrays::push(ctx, &(array,), &mut args)?;
     let mut up = Inputs { ctx, args };

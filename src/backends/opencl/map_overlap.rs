@@ -34,6 +34,7 @@ fn source<F: StencilFn>(ctx: &Ctx, plan: &Plan, checked: bool) -> Result<String>
     let (mut s, entries) = checked_source_head(ctx, space, &[def], checked)?;
     let shape = CallShape {
         pos: "0",
+        base: "0",
         array: "",
         window: ("(w)", "(long)(s)"),
     };

@@ -8,7 +8,7 @@ use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
     arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, push_uniforms, reduce,
-    uniform_params, CallShape, Inputs, KArg,
+    uniform_params, CallShape, Inputs, KArg, OpenCl,
 };
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::containers::Shape;
@@ -36,11 +36,12 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     fault::defines(&mut s, checked);
     let shape = CallShape {
         pos: "p",
+        base: "skel_base",
         array: "(ca0 + ca0_off)",
         window: ("", ""),
     };
     let load_params = format!(
-        ", ulong cols{}{}{}",
+        ", ulong cols, ulong skel_base{}{}{}",
         arrays::container_params(mdef, ""),
         elem_params(mdef, ""),
         uniform_params(mdef, "")
@@ -60,13 +61,14 @@ pub(super) fn run<'a, 'c, M, R, I>(
     shape: Shape,
     uniforms: &M::Uniforms,
     start: M::Out,
-    checked: bool,
+    exec: &OpenCl,
 ) -> Result<M::Out>
 where
     M: ElementwiseFn,
     R: BinaryFn<M::Out>,
     I: ArgTuple<'a, Elems = M::Elems>,
 {
+    let (checked, index_base) = (exec.checked, exec.index_base);
     let n = shape.len();
     if n == 0 {
         return Ok(start);
@@ -80,7 +82,10 @@ where
     let p = program(ctx, ProgKey::of::<(M, R)>(kind), M::NAME, || {
         source::<M, R>(ctx, &plan, checked)
     })?;
-    let mut args = vec![KArg::U64(shape.cols().max(1) as u64)];
+    let mut args = vec![
+        KArg::U64(shape.cols().max(1) as u64),
+        KArg::U64(index_base as u64),
+    ];
     arrays::push(ctx, &arrays, &mut args)?;
     let mut up = Inputs { ctx, args };
     inputs.visit(&mut up)?;

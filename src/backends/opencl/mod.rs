@@ -31,15 +31,15 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::{no_index_base, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_checked, Dialect};
 use crate::containers::host::as_bytes;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, UniformTuple, Window2Fn, WindowFn};
-use crate::{Backend, DeviceType, Error, Result};
+use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
+use crate::{DeviceType, Error, Result};
 
 use context::{ctx, Ctx};
 pub(crate) use context::{is_gpu, probe};
@@ -49,9 +49,9 @@ pub(crate) struct OpenCl {
     /// Whether the call's kernels run the checked variant of the user functions (see
     /// `fault.rs`).
     pub(crate) checked: bool,
-    /// `Some` on the block of a distributed call (refused with `#[index]`, see
-    /// `no_index_base`).
-    pub(crate) index_base: Option<usize>,
+    /// Added to every `#[index]`: the global flat index of the call's first element when it
+    /// is one part of a larger call (the block of a distributed call), else 0.
+    pub(crate) index_base: usize,
 }
 
 /// Where container copies of the OpenCL backend live (for `Backend::Auto`).
@@ -269,6 +269,9 @@ pub(crate) fn checked_source_head(
 pub(crate) struct CallShape<'s> {
     /// C expression of the flat position (e.g. `(i)`).
     pub(crate) pos: &'s str,
+    /// C expression added to the position for an `#[index]` (the kernel's `skel_base`
+    /// parameter where a call may be part of a larger one, else `0`).
+    pub(crate) base: &'s str,
     /// C expression of the array pointer (MapArray).
     pub(crate) array: &'s str,
     /// C expression of a window pointer and, for 2D, its stride.
@@ -291,9 +294,9 @@ pub(crate) fn checked_call_expr(
         .params
         .iter()
         .map(|p| match p.kind {
-            ParamKind::Index => format!("(ulong)({})", c.pos),
-            ParamKind::IndexRow => format!("(ulong)(({}) / cols)", c.pos),
-            ParamKind::IndexCol => format!("(ulong)(({}) % cols)", c.pos),
+            ParamKind::Index => format!("(ulong)({} + ({}))", c.base, c.pos),
+            ParamKind::IndexRow => format!("(ulong)(({} + ({})) / cols)", c.base, c.pos),
+            ParamKind::IndexCol => format!("(ulong)(({} + ({})) % cols)", c.base, c.pos),
             ParamKind::Elem => {
                 e += 1;
                 format!("{prefix}in{0}[{prefix}in{0}_off + ({1})]", e - 1, c.pos)
@@ -383,12 +386,7 @@ impl Execute for OpenCl {
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
-        no_index_base(
-            self.index_base,
-            <F::Index as IndexKind>::DIMS,
-            Backend::OpenCl,
-        )?;
-        map::run::<F, I, O>(ctx()?, arrays, inputs, out, uniforms, self.checked)
+        map::run::<F, I, O>(ctx()?, arrays, inputs, out, uniforms, self)
     }
 
     fn map_array<'a, F, I>(
@@ -402,12 +400,7 @@ impl Execute for OpenCl {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        no_index_base(
-            self.index_base,
-            <F::Index as IndexKind>::DIMS,
-            Backend::OpenCl,
-        )?;
-        map_array::run::<F, I>(ctx()?, array, inputs, out, uniforms, self.checked)
+        map_array::run::<F, I>(ctx()?, array, inputs, out, uniforms, self)
     }
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
@@ -436,12 +429,7 @@ impl Execute for OpenCl {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        no_index_base(
-            self.index_base,
-            <M::Index as IndexKind>::DIMS,
-            Backend::OpenCl,
-        )?;
-        map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start, self.checked)
+        map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start, self)
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -515,12 +503,7 @@ impl Execute for OpenCl {
         out: ArgMut<'_, T>,
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
-        no_index_base(
-            self.index_base,
-            <F::Index as IndexKind>::DIMS,
-            Backend::OpenCl,
-        )?;
-        filter::run::<F, T>(ctx()?, input, out, uniforms, self.checked)
+        filter::run::<F, T>(ctx()?, input, out, uniforms, self)
     }
 }
 
