@@ -12,6 +12,9 @@
 //! 3. Hybrid: a compute-heavy Map and MapReduce on inputs the host rewrites before every
 //!    call (so a GPU pays the upload each time): Rayon, the GPU, and Auto (which may split).
 //!
+//! `--overhead` instead measures Auto's own cost per call: at 2^6..2^12 elements, the mean
+//! time per call in batches of calls on Auto and on the fixed backend Auto chose.
+//!
 //! `cargo bench --features "cuda opencl" --bench auto -- --max-exp 28`. The sequential
 //! `cpu` series stops at 2^20 (Auto never considers it beyond 2^16 with Rayon present).
 
@@ -107,24 +110,32 @@ fn on_device(b: Backend) -> bool {
 }
 
 /// Median seconds of timed calls of `f` on `b` (at least 3, until about 50 ms or 15 calls).
+/// Whether the calls wait for a device is settled by the call made before (`explain`
+/// clones the whole history, which would be timed as part of a 1 us call); the choice is
+/// checked again afterwards.
 fn time(f: &mut Run, b: Backend) -> skel::Result<f64> {
+    let sync = on_device(b);
+    let ran = choice();
     let mut times = Vec::new();
     let start = Instant::now();
     while times.len() < 3 || (times.len() < 15 && start.elapsed().as_secs_f64() < 0.05) {
         let t = Instant::now();
         f()?;
-        if on_device(b) {
+        if sync {
             skel::tune::synchronize()?;
         }
         times.push(t.elapsed().as_secs_f64());
+    }
+    if b == Backend::Auto && choice() != ran {
+        eprintln!("auto changed its choice while timed: {ran} -> {}", choice());
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
 }
 
-/// Calls `f` on Auto until it stops calibrating (at most 24 calls).
+/// Calls `f` on Auto until it stops calibrating (at most 64 calls).
 fn calibrate(f: &mut Run) -> skel::Result<()> {
-    for _ in 0..24 {
+    for _ in 0..64 {
         f()?;
         if !explain().is_some_and(|e| e.reason.starts_with("calibrating")) {
             break;
@@ -149,11 +160,15 @@ fn us(s: f64) -> String {
     format!("{:.1}", s * 1e6)
 }
 
-fn args() -> Result<u32, String> {
+/// The command line: `--max-exp E`, `--overhead`.
+fn args() -> Result<(u32, bool), String> {
     let mut max = 24;
+    let mut overhead = false;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        if a == "--max-exp" {
+        if a == "--overhead" {
+            overhead = true;
+        } else if a == "--max-exp" {
             max = it
                 .next()
                 .and_then(|v| v.parse().ok())
@@ -161,11 +176,11 @@ fn args() -> Result<u32, String> {
                 .ok_or("--max-exp takes an exponent in 6..=30")?;
         }
     }
-    Ok(max)
+    Ok((max, overhead))
 }
 
-fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
-    let cases = [
+fn cases() -> [Case; 5] {
+    [
         Case {
             name: "Map",
             make: map_case,
@@ -186,7 +201,57 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
             name: "MapOverlap",
             make: overlap_case,
         },
-    ];
+    ]
+}
+
+/// Mean ns per call of `f` over batches of `calls` calls, the best of `rounds` batches.
+fn per_call(f: &mut Run, calls: u32, sync: bool) -> skel::Result<f64> {
+    let t = Instant::now();
+    for _ in 0..calls {
+        f()?;
+    }
+    if sync {
+        skel::tune::synchronize()?;
+    }
+    Ok(t.elapsed().as_secs_f64() * 1e9 / f64::from(calls))
+}
+
+/// Auto's own cost per call: at 2^6..2^12 elements, Auto (after calibration) against the
+/// fixed backend it chose, on containers of their own, in alternating batches of calls
+/// (the best batch of each counts).
+fn overhead() -> skel::Result<()> {
+    println!("\n| skeleton | n | auto ran on | fixed ns/call | auto ns/call | overhead ns |");
+    println!("|---|---|---|---|---|---|");
+    for case in &cases() {
+        for exp in (6..=12u32).step_by(2) {
+            let n = 1usize << exp;
+            let data = common::data(n, u64::from(exp));
+            let mut auto = (case.make)(&data, Backend::Auto);
+            calibrate(&mut auto)?;
+            let Some(Choice::Backend(b)) = explain().map(|e| e.choice) else {
+                println!("| {} | 2^{exp} | {} | - | - | - |", case.name, choice());
+                continue;
+            };
+            let mut fixed = (case.make)(&data, b);
+            let sync = on_device(b);
+            let calls = (2_000_000 >> exp).clamp(200, 20_000);
+            let (mut a, mut f) = (f64::INFINITY, f64::INFINITY);
+            for _ in 0..7 {
+                f = f.min(per_call(&mut fixed, calls, sync)?);
+                a = a.min(per_call(&mut auto, calls, sync)?);
+            }
+            println!(
+                "| {} | 2^{exp} | {b} | {f:.0} | {a:.0} | {:+.0} |",
+                case.name,
+                a - f
+            );
+        }
+    }
+    Ok(())
+}
+
+fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
+    let cases = cases();
     let header: Vec<String> = backends.iter().map(|b| format!("{b} us")).collect();
     println!(
         "\n| skeleton | n | {} | auto us | auto ran on | best fixed | auto vs best |",
@@ -325,9 +390,14 @@ fn hybrid(gpu: Backend, n: usize) -> skel::Result<()> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let max_exp = args()?;
+    let (max_exp, only_overhead) = args()?;
     let dir = std::env::temp_dir().join(format!("skel-bench-auto-{}", std::process::id()));
     skel::tune::set_model_dir(Some(&dir));
+    if only_overhead {
+        overhead()?;
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(());
+    }
     let cal = skel::tune::calibrate()?;
     println!("Calibration: {cal}");
     let backends = common::backends();
