@@ -326,13 +326,35 @@ fn tuner() -> MutexGuard<'static, Tuner> {
 
 /// What a call's decision is remembered by on the fast path: the user function (which fixes
 /// the element types), the skeleton form, the size bucket, and which of host / CUDA device
-/// / OpenCL device hold all of the operands (bits 0, 1, 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// / OpenCL device hold all of the operands (bits 0, 1, 2). Built from constants and the
+/// size without allocating; the skeleton name is compared and hashed by address (each call
+/// site passes its own literal, so one form is one address; two addresses for one name
+/// would only cost a second remembered decision).
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct FastKey {
     pub function: TypeId,
     pub skeleton: &'static str,
     pub bucket: u32,
     pub places: u8,
+}
+
+impl PartialEq for FastKey {
+    fn eq(&self, other: &FastKey) -> bool {
+        self.function == other.function
+            && std::ptr::eq(self.skeleton, other.skeleton)
+            && self.bucket == other.bucket
+            && self.places == other.places
+    }
+}
+
+impl Eq for FastKey {}
+
+impl std::hash::Hash for FastKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.function.hash(state);
+        state.write_usize(self.skeleton.as_ptr() as usize);
+        state.write_u64(u64::from(self.bucket) | u64::from(self.places) << 32);
+    }
 }
 
 /// A remembered decision: a split is kept as the Rayon share of the elements.
@@ -349,11 +371,17 @@ enum Remembered {
 /// Bumped whenever the models change: remembered decisions of older generations are stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    /// The calling thread's last decision (its explanation, the call's size and choice).
-    static LAST: RefCell<Option<(Rc<Explanation>, usize, Choice)>> = const { RefCell::new(None) };
+/// What each thread keeps: one thread-local, so the fast path pays one access.
+#[derive(Default)]
+struct Local {
+    /// The thread's last decision (its explanation, the call's size and choice).
+    last: Option<(Rc<Explanation>, usize, Choice)>,
     /// Decisions that needed no measurement, per fast key, with their generation.
-    static DECIDED: RefCell<Decided> = RefCell::new(HashMap::default());
+    decided: Decided,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local::default());
 }
 
 /// A multiply-rotate hasher for [`FastKey`]s (a few words, no untrusted input): the
@@ -375,6 +403,9 @@ impl std::hash::Hasher for FastHasher {
     fn write_u64(&mut self, v: u64) {
         self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
 }
 
 type FastHash = std::hash::BuildHasherDefault<FastHasher>;
@@ -391,23 +422,26 @@ fn log_enabled() -> bool {
 /// same places), if any: the per-call fast path, which skips prediction.
 pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
     let generation = GENERATION.load(Ordering::Acquire);
-    let (choice, why) = DECIDED.with(|d| {
-        let d = d.borrow();
-        let (g, r, why) = d.get(fast)?;
-        (*g == generation).then(|| (*r, why.clone()))
-    })?;
-    let choice = match choice {
-        Remembered::Backend(b) => Choice::Backend(b),
-        Remembered::Split { cpu, gpu, share } => Choice::Split {
-            cpu,
-            gpu,
-            cpu_elems: ((size as f64 * share) as usize).clamp(1, size.saturating_sub(2)),
-        },
-    };
-    LAST.with(|l| *l.borrow_mut() = Some((why, size, choice)));
-    Some(Decision {
-        choice,
-        measure: Measure::No,
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        let (g, r, why) = l.decided.get(fast)?;
+        if *g != generation {
+            return None;
+        }
+        let choice = match *r {
+            Remembered::Backend(b) => Choice::Backend(b),
+            Remembered::Split { cpu, gpu, share } => Choice::Split {
+                cpu,
+                gpu,
+                cpu_elems: ((size as f64 * share) as usize).clamp(1, size.saturating_sub(2)),
+            },
+        };
+        let why = why.clone();
+        l.last = Some((why, size, choice));
+        Some(Decision {
+            choice,
+            measure: Measure::No,
+        })
     })
 }
 
@@ -459,9 +493,13 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
                 share: cpu_elems as f64 / call.size.max(1) as f64,
             },
         };
-        DECIDED.with(|d| d.borrow_mut().insert(*fast, (generation, r, e.clone())));
+        LOCAL.with(|l| {
+            l.borrow_mut()
+                .decided
+                .insert(*fast, (generation, r, e.clone()))
+        });
     }
-    LAST.with(|l| *l.borrow_mut() = Some((e, call.size, decision.choice)));
+    LOCAL.with(|l| l.borrow_mut().last = Some((e, call.size, decision.choice)));
     decision
 }
 
@@ -593,9 +631,9 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
 /// # Ok::<(), skel::Error>(())
 /// ```
 pub fn explain() -> Option<Explanation> {
-    LAST.with(|l| {
+    LOCAL.with(|l| {
         let l = l.borrow();
-        let (e, size, choice) = l.as_ref()?;
+        let (e, size, choice) = l.last.as_ref()?;
         let mut e = Explanation::clone(e);
         if e.size != *size {
             e.reason += &format!(" (decided for {} elements, same size bucket)", e.size);
