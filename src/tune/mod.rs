@@ -8,18 +8,21 @@
 //! the backend computes (a chain of calls on device-resident data stays on the device).
 //! The minimum wins; ties go to the earlier of CUDA, OpenCL, Rayon, Cpu.
 //!
-//! Models calibrate lazily: while a candidate has no measurement for a call's size bucket
-//! (and no measured buckets close on both sides to interpolate between), the call runs on
-//! that candidate and is timed; the first call of each function on each backend in a
-//! process is not recorded (it compiles the kernel). Results are always those of the
-//! backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
+//! Models calibrate lazily: while a candidate has fewer than two measurements for a call's
+//! size bucket (and no measured buckets close on both sides to interpolate between), the
+//! call runs on that candidate and is timed; the first call of each size bucket on each
+//! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
+//! so the models hold the steady state. Then, as StarPU keeps calibrating until a model
+//! is stable, while the 95 % intervals of the two fastest candidates' times overlap and one
+//! of them is wider than ±[`STABLE`] of its mean, the more uncertain of them runs again (up
+//! to [`MAX_SAMPLES`] per bucket). Results are always those of the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
 //! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
 //!
 //! Map, Reduce and MapReduce calls large enough that both Rayon and a GPU pay are split
 //! between them in proportion to their predicted throughput (SkePU's hybrid backend):
 //! the GPU takes the tail of the elements, Rayon the head, at the same time.
 //!
-//! The models persist in `model-v1.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
+//! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
 //! compiled kernels (see the README); deleting it only costs recalibration. A file that
 //! cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
 //! then Rayon) and says so once on stderr; one that cannot be written leaves the models in
@@ -54,13 +57,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use model::Bucket;
-use model::{Key, Models};
+use model::{bucket_of, Key, Models};
 
 use crate::{Backend, Result};
 
 /// Beyond this many elements the sequential `cpu` backend is no candidate when Rayon is
 /// available (Rayon runs calls below its chunk size inline, so it is never slower there).
 pub const CPU_MAX: usize = 1 << 16;
+
+/// The most measurements a size bucket takes while the two fastest candidates cannot be
+/// told apart.
+pub const MAX_SAMPLES: u32 = 8;
+
+/// Two candidates whose 95 % intervals overlap are still told apart once both intervals
+/// are within this fraction of their means (the choice is then good to about twice that).
+pub const STABLE: f64 = 0.04;
 
 /// Calls smaller than this are never split between CPU and GPU.
 pub const HYBRID_MIN: usize = 1 << 20;
@@ -247,8 +258,8 @@ struct Tuner {
     unreadable: Option<String>,
     /// A save failed (reported once); later failures are silent.
     unwritable: bool,
-    /// (function key, backend) pairs that ran once in this process.
-    warmed: HashSet<(Key, Backend)>,
+    /// (function key, backend, size bucket) that ran once in this process.
+    warmed: HashSet<(Key, Backend, u32)>,
 }
 
 impl Tuner {
@@ -303,6 +314,29 @@ impl Tuner {
                 .map(|h| h.iter().map(|(b, v)| (*b, *v)).collect())
                 .unwrap_or_default(),
         }
+    }
+
+    /// A timed run of `call` on `b` (the first of its size bucket in this process is a
+    /// warm-up, not recorded).
+    fn trial(&self, call: &Call, b: Backend, why: &str) -> (Decision, String) {
+        let warm = self
+            .warmed
+            .contains(&(call.key.clone(), b, bucket_of(call.size)));
+        let (measure, why) = if warm {
+            (Measure::Sample, format!("calibrating: {why}"))
+        } else {
+            (
+                Measure::Warmup,
+                "calibrating: first run of this size (kernel build, allocation, upload)".into(),
+            )
+        };
+        (
+            Decision {
+                choice: Choice::Backend(b),
+                measure,
+            },
+            why,
+        )
     }
 
     fn save(&mut self) {
@@ -515,23 +549,15 @@ fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Dec
             format!("static order: model file unreadable: {why}"),
         );
     }
-    // A candidate's first run in this process builds its kernel: it is not recorded.
     for &b in cands {
         if t.models.needs_sample(&call.key, b, call.size) {
-            return if t.warmed.contains(&(call.key.clone(), b)) {
-                (
-                    run(b, Measure::Sample),
-                    "calibrating: no history for this size".into(),
-                )
-            } else {
-                (
-                    run(b, Measure::Warmup),
-                    "calibrating: first run (kernel build)".into(),
-                )
-            };
+            return t.trial(call, b, "no history for this size");
         }
     }
     let total = |c: &Candidate| c.predicted_ns.unwrap_or(f64::INFINITY) + c.transfer_ns;
+    if let Some(again) = refine(t, call, rows, total) {
+        return again;
+    }
     let Some(best) = rows
         .iter()
         .min_by(|a, b| total(a).total_cmp(&total(b)))
@@ -549,6 +575,54 @@ fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Dec
         run(best.backend, Measure::No),
         format!("predicted fastest: {:.1} us", total(best) / 1e3),
     )
+}
+
+/// Another measurement while the two fastest candidates are within each other's noise
+/// (both measured in this size bucket, their 95 % intervals overlapping, one of them wider
+/// than ±[`STABLE`]): of the one whose interval is wider relative to its time, while it
+/// has fewer than [`MAX_SAMPLES`] measurements. `None` once the models tell them apart.
+fn refine(
+    t: &Tuner,
+    call: &Call,
+    rows: &[Candidate],
+    total: impl Fn(&Candidate) -> f64,
+) -> Option<(Decision, String)> {
+    let mut order: Vec<&Candidate> = rows.iter().filter(|c| total(c).is_finite()).collect();
+    // Stable: equal times keep the tie-break order.
+    order.sort_by(|a, b| total(a).total_cmp(&total(b)));
+    let [first, second, ..] = order[..] else {
+        return None;
+    };
+    let leaders = [first, second].map(|c| {
+        let own = t.models.own(&call.key, c.backend, call.size)?;
+        Some((c.backend, total(c), own.half_interval_ns(), own.count))
+    });
+    let [Some(a), Some(b)] = leaders else {
+        return None;
+    };
+    let overlap = a.1 + a.2 >= b.1 - b.2;
+    let wide = |l: &(Backend, f64, f64, u32)| l.2 > STABLE * l.1;
+    if !overlap || !(wide(&a) || wide(&b)) {
+        return None;
+    }
+    let spread = |l: &(Backend, f64, f64, u32)| l.2 / l.1.max(1.0);
+    let pick = [a, b]
+        .into_iter()
+        .filter(|l| l.3 < MAX_SAMPLES)
+        .reduce(|x, y| if spread(&y) > spread(&x) { y } else { x })?;
+    Some(t.trial(
+        call,
+        pick.0,
+        &format!(
+            "{} and {} within noise ({:.1} ± {:.1} us, {:.1} ± {:.1} us)",
+            a.0,
+            b.0,
+            a.1 / 1e3,
+            a.2 / 1e3,
+            b.1 / 1e3,
+            b.2 / 1e3
+        ),
+    ))
 }
 
 /// A CPU+GPU split of `call` if one is predicted at least [`HYBRID_GAIN`] of `best`.
@@ -600,7 +674,8 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
     match measure {
         Measure::No => {}
         Measure::Warmup => {
-            t.warmed.insert((call.key.clone(), backend));
+            t.warmed
+                .insert((call.key.clone(), backend, bucket_of(call.size)));
         }
         Measure::Sample => {
             let moved = t.transfer_ns(call, backend);
@@ -651,7 +726,7 @@ pub fn explain() -> Option<Explanation> {
 /// ```
 /// let dir = std::env::temp_dir().join(format!("skel-tune-doc-{}", std::process::id()));
 /// skel::tune::set_model_dir(Some(&dir));
-/// assert_eq!(skel::tune::model_file(), Some(dir.join("model-v1.txt")));
+/// assert_eq!(skel::tune::model_file(), Some(dir.join("model-v2.txt")));
 /// skel::tune::set_model_dir(None);
 /// assert_eq!(skel::tune::model_file(), None);
 /// ```
