@@ -360,10 +360,10 @@ fn hybrid(gpu: Backend, n: usize) -> skel::Result<()> {
             let m = Map::new(heavy).backend(b).checked(false);
             let mr = MapReduce::new(heavy, add).backend(b);
             let mut times = Vec::new();
-            // Auto calibrates on the first calls (three candidates, a warm-up and two
-            // samples each): only the calls after those are timed.
-            let skip = if b == Backend::Auto { 12 } else { 3 };
-            for i in 0..skip + 6 {
+            // The first calls build kernels; Auto's calibrate (a warm-up and samples per
+            // candidate): only the calls after those are timed.
+            let mut warm = 0;
+            for i in 0..70 {
                 x.as_mut_slice()[i % n] += 1.0; // the host wrote the input: devices copy it again
                 let t = Instant::now();
                 if reduce {
@@ -372,8 +372,15 @@ fn hybrid(gpu: Backend, n: usize) -> skel::Result<()> {
                     m.run(&x, &mut y)?;
                 }
                 skel::tune::synchronize()?;
-                if i >= skip {
+                let calibrating = b == Backend::Auto
+                    && explain().is_some_and(|e| e.reason.starts_with("calibrating"));
+                if warm < 3 || calibrating {
+                    warm += 1;
+                } else {
                     times.push(t.elapsed().as_secs_f64());
+                    if times.len() == 6 {
+                        break;
+                    }
                 }
             }
             times.sort_by(f64::total_cmp);
@@ -382,7 +389,10 @@ fn hybrid(gpu: Backend, n: usize) -> skel::Result<()> {
             } else {
                 String::new()
             };
-            line += &format!("  {b}: {} us{ran}", us(times[times.len() / 2]));
+            let median = times
+                .get(times.len() / 2)
+                .map_or("still calibrating".into(), |&t| us(t));
+            line += &format!("  {b}: {median} us{ran}");
         }
         println!("{line}");
     }
