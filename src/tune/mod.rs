@@ -412,6 +412,8 @@ struct Local {
     last: Option<(Rc<Explanation>, usize, Choice)>,
     /// Decisions that needed no measurement, per fast key, with their generation.
     decided: Decided,
+    /// The remembered decision `last` came from (a loop repeats one call: no hashing).
+    hit: Option<(FastKey, u64, Remembered)>,
 }
 
 thread_local! {
@@ -458,11 +460,23 @@ pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
     let generation = GENERATION.load(Ordering::Acquire);
     LOCAL.with(|l| {
         let mut l = l.borrow_mut();
-        let (g, r, why) = l.decided.get(fast)?;
-        if *g != generation {
-            return None;
-        }
-        let choice = match *r {
+        let l = &mut *l;
+        let repeated = l
+            .hit
+            .filter(|(k, g, _)| k == fast && *g == generation)
+            .map(|(_, _, r)| r);
+        let (r, why) = match repeated {
+            Some(r) => (r, None),
+            None => {
+                let (g, r, why) = l.decided.get(fast)?;
+                if *g != generation {
+                    return None;
+                }
+                l.hit = Some((*fast, generation, *r));
+                (*r, Some(why.clone()))
+            }
+        };
+        let choice = match r {
             Remembered::Backend(b) => Choice::Backend(b),
             Remembered::Split { cpu, gpu, share } => Choice::Split {
                 cpu,
@@ -470,8 +484,10 @@ pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
                 cpu_elems: ((size as f64 * share) as usize).clamp(1, size.saturating_sub(2)),
             },
         };
-        let why = why.clone();
-        l.last = Some((why, size, choice));
+        match (why, &mut l.last) {
+            (None, Some(last)) => (last.1, last.2) = (size, choice),
+            (why, last) => *last = why.map(|why| (why, size, choice)),
+        }
         Some(Decision {
             choice,
             measure: Measure::No,
@@ -533,7 +549,11 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
                 .insert(*fast, (generation, r, e.clone()))
         });
     }
-    LOCAL.with(|l| l.borrow_mut().last = Some((e, call.size, decision.choice)));
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        l.last = Some((e, call.size, decision.choice));
+        l.hit = None;
+    });
     decision
 }
 
