@@ -301,6 +301,12 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
             let off = 100.0 * (t / best.0 - 1.0);
             cells_all += 1;
             cells_in += usize::from(off <= 10.0);
+            if off > 10.0 {
+                // Why Auto ran where it did, for the cells that miss (on stderr).
+                if let Some(why) = explain() {
+                    eprint!("{} 2^{exp}, {off:+.1} %: {why}", case.name);
+                }
+            }
             if off > worst {
                 worst = off;
                 worst_at = format!("{} 2^{exp}", case.name);
