@@ -54,46 +54,47 @@ fn heavy(x: f32) -> f32 {
     v
 }
 
-type Run = Box<dyn FnMut() -> skel::Result<()>>;
+/// One call of a workload on its own containers, on the backend given.
+type Run = Box<dyn FnMut(Backend) -> skel::Result<()>>;
 
-/// A workload: builds its containers from `data` and returns the timed call on `b`.
+/// A workload: builds its containers from `data` and returns the timed call.
 struct Case {
     name: &'static str,
-    make: fn(&[f32], Backend) -> Run,
+    make: fn(&[f32]) -> Run,
 }
 
-fn map_case(data: &[f32], b: Backend) -> Run {
+fn map_case(data: &[f32]) -> Run {
     let x = Vector::from(data.to_vec());
     let mut y = Vector::zeroed(data.len());
-    let m = Map::new(poly).backend(b);
-    Box::new(move || m.run(&x, &mut y))
+    Box::new(move |b| Map::new(poly).backend(b).run(&x, &mut y))
 }
 
-fn reduce_case(data: &[f32], b: Backend) -> Run {
+fn reduce_case(data: &[f32]) -> Run {
     let x = Vector::from(data.to_vec());
-    let r = Reduce::new(add).backend(b);
-    Box::new(move || r.run(&x).map(|_| ()))
+    Box::new(move |b| Reduce::new(add).backend(b).run(&x).map(|_| ()))
 }
 
-fn map_reduce_case(data: &[f32], b: Backend) -> Run {
+fn map_reduce_case(data: &[f32]) -> Run {
     let x = Vector::from(data.to_vec());
     let y = Vector::from(data.iter().rev().copied().collect::<Vec<_>>());
-    let mr = MapReduce::new(mul, add).backend(b);
-    Box::new(move || mr.run(&x, &y).map(|_| ()))
+    Box::new(move |b| MapReduce::new(mul, add).backend(b).run(&x, &y).map(|_| ()))
 }
 
-fn scan_case(data: &[f32], b: Backend) -> Run {
+fn scan_case(data: &[f32]) -> Run {
     let x = Vector::from(data.to_vec());
     let mut y = Vector::zeroed(data.len());
-    let s = Scan::new(add).backend(b);
-    Box::new(move || s.run(&x, &mut y))
+    Box::new(move |b| Scan::new(add).backend(b).run(&x, &mut y))
 }
 
-fn overlap_case(data: &[f32], b: Backend) -> Run {
+fn overlap_case(data: &[f32]) -> Run {
     let x = Vector::from(data.to_vec());
     let mut y = Vector::zeroed(data.len());
-    let s = MapOverlap::new(blur, 2).edge(Edge::Duplicate).backend(b);
-    Box::new(move || s.run(&x, &mut y))
+    Box::new(move |b| {
+        MapOverlap::new(blur, 2)
+            .edge(Edge::Duplicate)
+            .backend(b)
+            .run(&x, &mut y)
+    })
 }
 
 /// Whether the last call of `b` may have left work on a device (then the timing waits for
@@ -120,7 +121,7 @@ fn time(f: &mut Run, b: Backend) -> skel::Result<f64> {
     let start = Instant::now();
     while times.len() < 3 || (times.len() < 15 && start.elapsed().as_secs_f64() < 0.05) {
         let t = Instant::now();
-        f()?;
+        f(b)?;
         if sync {
             skel::tune::synchronize()?;
         }
@@ -136,7 +137,7 @@ fn time(f: &mut Run, b: Backend) -> skel::Result<f64> {
 /// Calls `f` on Auto until it stops calibrating (at most 64 calls).
 fn calibrate(f: &mut Run) -> skel::Result<()> {
     for _ in 0..64 {
-        f()?;
+        f(Backend::Auto)?;
         if !explain().is_some_and(|e| e.reason.starts_with("calibrating")) {
             break;
         }
@@ -205,10 +206,10 @@ fn cases() -> [Case; 5] {
 }
 
 /// Mean ns per call of `f` over batches of `calls` calls, the best of `rounds` batches.
-fn per_call(f: &mut Run, calls: u32, sync: bool) -> skel::Result<f64> {
+fn per_call(f: &mut Run, b: Backend, calls: u32, sync: bool) -> skel::Result<f64> {
     let t = Instant::now();
     for _ in 0..calls {
-        f()?;
+        f(b)?;
     }
     if sync {
         skel::tune::synchronize()?;
@@ -226,19 +227,19 @@ fn overhead() -> skel::Result<()> {
         for exp in (6..=12u32).step_by(2) {
             let n = 1usize << exp;
             let data = common::data(n, u64::from(exp));
-            let mut auto = (case.make)(&data, Backend::Auto);
+            let mut auto = (case.make)(&data);
             calibrate(&mut auto)?;
             let Some(Choice::Backend(b)) = explain().map(|e| e.choice) else {
                 println!("| {} | 2^{exp} | {} | - | - | - |", case.name, choice());
                 continue;
             };
-            let mut fixed = (case.make)(&data, b);
+            let mut fixed = (case.make)(&data);
             let sync = on_device(b);
             let calls = (2_000_000 >> exp).clamp(200, 20_000);
             let (mut a, mut f) = (f64::INFINITY, f64::INFINITY);
             for _ in 0..7 {
-                f = f.min(per_call(&mut fixed, calls, sync)?);
-                a = a.min(per_call(&mut auto, calls, sync)?);
+                f = f.min(per_call(&mut fixed, b, calls, sync)?);
+                a = a.min(per_call(&mut auto, Backend::Auto, calls, sync)?);
             }
             println!(
                 "| {} | 2^{exp} | {b} | {f:.0} | {a:.0} | {:+.0} |",
@@ -254,10 +255,14 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
     let cases = cases();
     let header: Vec<String> = backends.iter().map(|b| format!("{b} us")).collect();
     println!(
-        "\n| skeleton | n | {} | auto us | auto ran on | best fixed | auto vs best |",
+        "\n| skeleton | n | {} | auto us | auto ran on | best fixed | auto vs best | \
+         auto's backend on auto's containers us |",
         header.join(" | ")
     );
-    println!("|---|---|{}---|---|---|---|", "---|".repeat(backends.len()));
+    println!(
+        "|---|---|{}---|---|---|---|---|",
+        "---|".repeat(backends.len())
+    );
     let mut worst = 0.0f64;
     let mut worst_at = String::new();
     let (mut cells_in, mut cells_all) = (0, 0);
@@ -272,8 +277,8 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
                     cells.push("-".to_string());
                     continue;
                 }
-                let mut f = (case.make)(&data, b);
-                let timed = f()
+                let mut f = (case.make)(&data);
+                let timed = f(b)
                     .and_then(|()| skel::tune::synchronize())
                     .and_then(|()| time(&mut f, b));
                 match timed {
@@ -289,7 +294,7 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
                     }
                 }
             }
-            let mut f = (case.make)(&data, Backend::Auto);
+            let mut f = (case.make)(&data);
             let t = match calibrate(&mut f).and_then(|()| time(&mut f, Backend::Auto)) {
                 Ok(t) => t,
                 Err(e) => {
@@ -298,6 +303,12 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
                 }
             };
             let ran = choice();
+            // The chosen backend called directly on Auto's containers (which calibration
+            // left valid in several places): tells Auto's choice from its containers.
+            let direct = match explain().map(|e| e.choice) {
+                Some(Choice::Backend(c)) => time(&mut f, c).map_or("error".into(), us),
+                _ => "-".into(),
+            };
             let off = 100.0 * (t / best.0 - 1.0);
             cells_all += 1;
             cells_in += usize::from(off <= 10.0);
@@ -312,7 +323,7 @@ fn sweep(backends: &[Backend], max_exp: u32) -> skel::Result<()> {
                 worst_at = format!("{} 2^{exp}", case.name);
             }
             println!(
-                "| {} | 2^{exp} | {} | {} | {ran} | {} | {off:+.1} % |",
+                "| {} | 2^{exp} | {} | {} | {ran} | {} | {off:+.1} % | {direct} |",
                 case.name,
                 cells.join(" | "),
                 us(t),

@@ -316,7 +316,7 @@ impl Execute for Auto {
             return concrete!(b, self.on(b), self.name, |exec| exec
                 .map::<F, I, O>(arrays, inputs, out, uniforms));
         }
-        let n = out.shapes()[0].len();
+        let n = out.elems();
         let (d, call) = self.decide::<F, _, _>(
             &inputs,
             &arrays,

@@ -72,6 +72,10 @@ pub trait OutArgs<'a>: Sized {
     /// Whether any operand is distributed, without the allocation of `spreads`.
     #[doc(hidden)]
     fn any_distributed(&self) -> bool;
+    /// The elements of the first operand (a call's size), without the allocation of
+    /// `shapes`.
+    #[doc(hidden)]
+    fn elems(&self) -> usize;
     /// The operands' host slices for a call that overwrites all of them (nothing is brought
     /// back; device copies of the ranges become invalid).
     fn host_overwrite(&mut self) -> Result<Self::Host<'_>>;
@@ -138,6 +142,9 @@ impl<'a, T: DeviceType> OutArgs<'a> for ArgMut<'a, T> {
     fn any_distributed(&self) -> bool {
         ArgMut::spread(self).is_some()
     }
+    fn elems(&self) -> usize {
+        ArgMut::shape(self).len()
+    }
     fn host_overwrite(&mut self) -> Result<&mut [T]> {
         ArgMut::host_overwrite(self)
     }
@@ -202,6 +209,9 @@ macro_rules! out_tuples {
             }
             fn any_distributed(&self) -> bool {
                 $(self.$i.spread().is_some())||+
+            }
+            fn elems(&self) -> usize {
+                self.0.shape().len()
             }
             fn host_overwrite(&mut self) -> Result<Self::Host<'_>> {
                 Ok(($(self.$i.host_overwrite()?,)+))
