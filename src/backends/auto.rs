@@ -267,6 +267,7 @@ impl Auto {
             Choice::Backend(b) => b,
             Choice::Split { gpu, .. } => gpu,
         };
+        tune::ran(backend);
         // Only a measured call reads the clock (the steady state does not pay for it).
         let Some(call) = call.filter(|_| d.measure != Measure::No) else {
             return f(backend, self.on(backend));

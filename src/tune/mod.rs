@@ -11,8 +11,9 @@
 //! Models calibrate lazily: while a candidate has fewer than two measurements for a call's
 //! size bucket (and no measured buckets close on both sides to interpolate between), the
 //! call runs on that candidate and is timed; the first call of each size bucket on each
-//! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
-//! so the models hold the steady state. Then, as StarPU keeps calibrating until a model
+//! backend in a process is not recorded (it compiles the kernel, allocates and uploads), nor
+//! is a call right after one that ran elsewhere (a switch between devices or between host
+//! and device costs the first call after it), so the models hold the steady state. Then, as StarPU keeps calibrating until a model
 //! is stable, while the 95 % intervals of the two fastest candidates' times overlap and one
 //! of them is wider than ±[`STABLE`] of its mean, the more uncertain of them runs again (up
 //! to [`MAX_SAMPLES`] per bucket). Results are always those of the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
@@ -23,7 +24,8 @@
 //! the GPU takes the tail of the elements, Rayon the head, at the same time.
 //!
 //! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
-//! compiled kernels (see the README); deleting it only costs recalibration. A file that
+//! compiled kernels (see the README), written when a calibration pauses (the first decision
+//! after new samples that needs no measurement); deleting it only costs recalibration. A file that
 //! cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
 //! then Rayon) and says so once on stderr; one that cannot be written leaves the models in
 //! memory (also said once). Neither fails a call. [`explain`] returns why the calling
@@ -53,7 +55,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use model::Bucket;
@@ -258,6 +260,9 @@ struct Tuner {
     unreadable: Option<String>,
     /// A save failed (reported once); later failures are silent.
     unwritable: bool,
+    /// Samples were recorded since the last save (saved once calibration pauses: file I/O
+    /// between samples would disturb the next one).
+    unsaved: bool,
     /// (function key, backend, size bucket) that ran once in this process.
     warmed: HashSet<(Key, Backend, u32)>,
 }
@@ -281,6 +286,7 @@ impl Tuner {
             dir,
             unreadable,
             unwritable: false,
+            unsaved: false,
             warmed: HashSet::new(),
         }
     }
@@ -316,14 +322,19 @@ impl Tuner {
         }
     }
 
-    /// A timed run of `call` on `b` (the first of its size bucket in this process is a
-    /// warm-up, not recorded).
+    /// A timed run of `call` on `b`: a warm-up, not recorded, where it is the first of its
+    /// size bucket in this process or the last `Auto` call ran elsewhere.
     fn trial(&self, call: &Call, b: Backend, why: &str) -> (Decision, String) {
         let warm = self
             .warmed
             .contains(&(call.key.clone(), b, bucket_of(call.size)));
-        let (measure, why) = if warm {
+        let (measure, why) = if warm && ran_last(b) {
             (Measure::Sample, format!("calibrating: {why}"))
+        } else if warm {
+            (
+                Measure::Warmup,
+                "calibrating: first run after a call elsewhere".into(),
+            )
         } else {
             (
                 Measure::Warmup,
@@ -340,6 +351,7 @@ impl Tuner {
     }
 
     fn save(&mut self) {
+        self.unsaved = false;
         let Some(dir) = &self.dir else { return };
         if let Err(why) = model::save(dir, &self.models) {
             if !self.unwritable {
@@ -404,6 +416,18 @@ enum Remembered {
 
 /// Bumped whenever the models change: remembered decisions of older generations are stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The backend the last `Auto` call ran on (`backend as u8 + 1`, 0 before any).
+static LAST_RAN: AtomicU8 = AtomicU8::new(0);
+
+/// Notes that an `Auto` call ran on `backend` (one relaxed store per call).
+pub(crate) fn ran(backend: Backend) {
+    LAST_RAN.store(backend as u8 + 1, Ordering::Relaxed);
+}
+
+fn ran_last(backend: Backend) -> bool {
+    LAST_RAN.load(Ordering::Relaxed) == backend as u8 + 1
+}
 
 /// What each thread keeps: one thread-local, so the fast path pays one access.
 #[derive(Default)]
@@ -512,11 +536,14 @@ fn is_device(b: Backend) -> bool {
 /// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
 /// for [`remembered`] when it needs no measurement.
 pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
-    let t = tuner();
+    let mut t = tuner();
     let generation = GENERATION.load(Ordering::Acquire);
     let cands = candidates(call.size);
     let rows: Vec<Candidate> = cands.iter().map(|&b| t.candidate(call, b)).collect();
     let (decision, reason) = choose(&t, call, &cands, &rows);
+    if decision.measure == Measure::No && t.unsaved {
+        t.save();
+    }
     drop(t);
     let e = Rc::new(Explanation {
         skeleton: call.key.skeleton.clone(),
@@ -599,8 +626,9 @@ fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Dec
 
 /// Another measurement while the two fastest candidates are within each other's noise
 /// (both measured in this size bucket, their 95 % intervals overlapping, one of them wider
-/// than ±[`STABLE`]): of the one whose interval is wider relative to its time, while it
-/// has fewer than [`MAX_SAMPLES`] measurements. `None` once the models tell them apart.
+/// than ±[`STABLE`]): of the one that ran last while its interval is wide (each switch
+/// costs a warm-up), else of the one whose interval is wider relative to its time, while
+/// it has fewer than [`MAX_SAMPLES`] measurements. `None` once the models tell them apart.
 fn refine(
     t: &Tuner,
     call: &Call,
@@ -626,10 +654,11 @@ fn refine(
         return None;
     }
     let spread = |l: &(Backend, f64, f64, u32)| l.2 / l.1.max(1.0);
-    let pick = [a, b]
-        .into_iter()
-        .filter(|l| l.3 < MAX_SAMPLES)
-        .reduce(|x, y| if spread(&y) > spread(&x) { y } else { x })?;
+    let open = [a, b].into_iter().filter(|l| l.3 < MAX_SAMPLES);
+    let pick = open
+        .clone()
+        .find(|l| ran_last(l.0) && wide(l))
+        .or_else(|| open.reduce(|x, y| if spread(&y) > spread(&x) { y } else { x }))?;
     Some(t.trial(
         call,
         pick.0,
@@ -702,7 +731,7 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
             let ns = (elapsed_ns - moved).max(0.1 * elapsed_ns);
             t.models.record(&call.key, backend, call.size, ns);
             GENERATION.fetch_add(1, Ordering::AcqRel);
-            t.save();
+            t.unsaved = true;
         }
     }
 }
@@ -751,7 +780,11 @@ pub fn explain() -> Option<Explanation> {
 /// assert_eq!(skel::tune::model_file(), None);
 /// ```
 pub fn set_model_dir(dir: Option<&Path>) {
-    *tuner() = Tuner::open(dir.map(Path::to_path_buf));
+    let mut t = tuner();
+    if t.unsaved {
+        t.save();
+    }
+    *t = Tuner::open(dir.map(Path::to_path_buf));
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
