@@ -56,12 +56,23 @@ fn device() -> Option<Backend> {
     found
 }
 
-/// Makes a fresh model file `name` from [`write_model`] the one in use.
+/// Makes a fresh model file `name` from [`write_model`] the one in use, the times
+/// measured without spread.
 fn use_model(
     name: &str,
     probe: &skel::tune::Explanation,
     sizes: &[usize],
     time: impl Fn(Backend) -> f64,
+) {
+    use_model_spread(name, probe, sizes, |b| (time(b), 0.0));
+}
+
+/// [`use_model`] where `time` also gives the spread (Welford's sum of squared deviations).
+fn use_model_spread(
+    name: &str,
+    probe: &skel::tune::Explanation,
+    sizes: &[usize],
+    time: impl Fn(Backend) -> (f64, f64),
 ) {
     let dir = temp_dir(name);
     write_model(&dir, probe, sizes, time);
@@ -74,21 +85,23 @@ fn assert_split() {
     assert!(matches!(why.choice, Choice::Split { .. }), "{why}");
 }
 
-/// A model file: for every available backend, `time(backend)` ns at each of `sizes`
-/// (scaled linearly from the first size), for the function and types of `probe`'s call.
+/// A model file: for every available backend, three samples of `time(backend).0` ns with
+/// spread `.1` at each of `sizes` (scaled linearly from the first size), for the function
+/// and types of `probe`'s call.
 fn write_model(
     dir: &std::path::Path,
     probe: &skel::tune::Explanation,
     sizes: &[usize],
-    time: impl Fn(Backend) -> f64,
+    time: impl Fn(Backend) -> (f64, f64),
 ) {
     let mut text = String::from("skel-tune 2\n");
     for b in Backend::available() {
         for &n in sizes {
             let bucket = usize::BITS - n.leading_zeros();
-            let ns = time(b) * n as f64 / sizes[0] as f64;
+            let (ns, m2) = time(b);
+            let ns = ns * n as f64 / sizes[0] as f64;
             text += &format!(
-                "h {b} {bucket} 3 {n}.0 {ns:.1} 0.0 {} {} {}\n",
+                "h {b} {bucket} 3 {n}.0 {ns:.1} {m2:.1} {} {} {}\n",
                 probe.skeleton, probe.types, probe.function
             );
         }
@@ -348,22 +361,11 @@ fn leaders_within_noise_are_sampled_until_told_apart() {
     let probe = probe_map(n);
     // Rayon and cpu 1.0 and 1.05 us from three samples each, spread 0.3 us: the intervals
     // overlap, so the models are not yet stable.
-    let dir = temp_dir("noise");
-    let mut text = String::from("skel-tune 2\n");
-    let bucket = usize::BITS - n.leading_zeros();
-    for b in Backend::available() {
-        let (ns, m2) = match b {
-            Backend::Rayon => (1000.0, 180_000.0),
-            Backend::Cpu => (1050.0, 180_000.0),
-            _ => (1e9, 0.0),
-        };
-        text += &format!(
-            "h {b} {bucket} 3 {n}.0 {ns:.1} {m2:.1} {} {} {}\n",
-            probe.skeleton, probe.types, probe.function
-        );
-    }
-    std::fs::write(dir.join("model-v2.txt"), text).unwrap();
-    set_model_dir(Some(&dir));
+    use_model_spread("noise", &probe, &[n], |b| match b {
+        Backend::Rayon => (1000.0, 180_000.0),
+        Backend::Cpu => (1050.0, 180_000.0),
+        _ => (1e9, 0.0),
+    });
     let x = Vector::from((0..n).map(|i| i as f32).collect::<Vec<_>>());
     let mut want = Vector::zeroed(n);
     Map::new(poly)
