@@ -10,13 +10,15 @@
 //!
 //! Models calibrate lazily: while a candidate has fewer than two measurements for a call's
 //! size bucket (and no measured buckets close on both sides to interpolate between), the
-//! call runs on that candidate and is timed; the first call of each size bucket on each
-//! backend in a process is not recorded (it compiles the kernel, allocates and uploads), nor
-//! is a call right after one that ran elsewhere (a switch between devices or between host
-//! and device costs the first call after it), so the models hold the steady state. Then, as StarPU keeps calibrating until a model
-//! is stable, while the 95 % intervals of the two fastest candidates' times overlap and one
-//! of them is wider than ±[`STABLE`] of its mean, the more uncertain of them runs again (up
-//! to [`MAX_SAMPLES`] per bucket). Results are always those of the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
+//! call runs on that candidate and is timed. The first call of each size bucket on each
+//! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
+//! nor is a call right after an `Auto` call on another backend (a switch between devices,
+//! or between host and device, costs the call after it; at most [`MAX_WARMUPS`] times per
+//! bucket, for threads that keep switching), so the models hold the steady state. Then, as
+//! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
+//! fastest candidates' times overlap and one of them is wider than ±[`STABLE`] of its mean,
+//! one of them runs again (up to [`MAX_SAMPLES`] per bucket). Results are always those of
+//! the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
 //! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
 //!
 //! Map, Reduce and MapReduce calls large enough that both Rayon and a GPU pay are split
@@ -25,8 +27,8 @@
 //!
 //! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
 //! compiled kernels (see the README), written when a calibration pauses (the first decision
-//! after new samples that needs no measurement); deleting it only costs recalibration. A file that
-//! cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
+//! after new samples that needs no measurement); deleting it only costs recalibration. A
+//! file that cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
 //! then Rayon) and says so once on stderr; one that cannot be written leaves the models in
 //! memory (also said once). Neither fails a call. [`explain`] returns why the calling
 //! thread's last `Auto` call ran where it did; `SKEL_TUNE_LOG=1` prints every decision.
@@ -51,7 +53,7 @@ pub(crate) mod model;
 
 use std::any::TypeId;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -70,6 +72,9 @@ pub const CPU_MAX: usize = 1 << 16;
 /// The most measurements a size bucket takes while the two fastest candidates cannot be
 /// told apart.
 pub const MAX_SAMPLES: u32 = 8;
+
+/// The most warm-up runs (not recorded) per candidate and size bucket.
+pub const MAX_WARMUPS: u32 = 3;
 
 /// Two candidates whose 95 % intervals overlap are still told apart once both intervals
 /// are within this fraction of their means (the choice is then good to about twice that).
@@ -263,8 +268,8 @@ struct Tuner {
     /// Samples were recorded since the last save (saved once calibration pauses: file I/O
     /// between samples would disturb the next one).
     unsaved: bool,
-    /// (function key, backend, size bucket) that ran once in this process.
-    warmed: HashSet<(Key, Backend, u32)>,
+    /// Warm-up runs per (function key, backend, size bucket) in this process.
+    warmed: HashMap<(Key, Backend, u32), u32>,
 }
 
 impl Tuner {
@@ -287,7 +292,7 @@ impl Tuner {
             unreadable,
             unwritable: false,
             unsaved: false,
-            warmed: HashSet::new(),
+            warmed: HashMap::new(),
         }
     }
 
@@ -323,12 +328,16 @@ impl Tuner {
     }
 
     /// A timed run of `call` on `b`: a warm-up, not recorded, where it is the first of its
-    /// size bucket in this process or the last `Auto` call ran elsewhere.
+    /// size bucket in this process or the last `Auto` call ran elsewhere (up to
+    /// [`MAX_WARMUPS`] warm-ups).
     fn trial(&self, call: &Call, b: Backend, why: &str) -> (Decision, String) {
-        let warm = self
+        let warmups = self
             .warmed
-            .contains(&(call.key.clone(), b, bucket_of(call.size)));
-        let (measure, why) = if warm && ran_last(b) {
+            .get(&(call.key.clone(), b, bucket_of(call.size)))
+            .copied()
+            .unwrap_or(0);
+        let warm = warmups > 0;
+        let (measure, why) = if warm && (ran_last(b) || warmups >= MAX_WARMUPS) {
             (Measure::Sample, format!("calibrating: {why}"))
         } else if warm {
             (
@@ -723,8 +732,9 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
     match measure {
         Measure::No => {}
         Measure::Warmup => {
-            t.warmed
-                .insert((call.key.clone(), backend, bucket_of(call.size)));
+            *t.warmed
+                .entry((call.key.clone(), backend, bucket_of(call.size)))
+                .or_default() += 1;
         }
         Measure::Sample => {
             let moved = t.transfer_ns(call, backend);
