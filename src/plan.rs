@@ -38,6 +38,9 @@ pub trait ArgTuple<'a>: Sized + Copy + Send + Sync {
     fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
     /// Where each input lies among the processes (`skel::dist`), in order.
     fn spreads(&self) -> Vec<Option<Spread>>;
+    /// Whether any input is distributed (`skel::dist`): what every call asks, without the
+    /// allocation of [`ArgTuple::spreads`].
+    fn any_distributed(&self) -> bool;
     /// Elements `range` of every input, as vector operands.
     fn sub(&self, range: Range<usize>) -> Self;
 }
@@ -74,6 +77,9 @@ impl<'a> ArgTuple<'a> for () {
     fn spreads(&self) -> Vec<Option<Spread>> {
         Vec::new()
     }
+    fn any_distributed(&self) -> bool {
+        false
+    }
     fn sub(&self, _: Range<usize>) {}
 }
 
@@ -102,6 +108,9 @@ macro_rules! arg_tuples {
             }
             fn spreads(&self) -> Vec<Option<Spread>> {
                 vec![$(self.$i.spread()),+]
+            }
+            fn any_distributed(&self) -> bool {
+                $(self.$i.spread().is_some())||+
             }
             fn sub(&self, range: Range<usize>) -> Self {
                 ($(self.$i.sub(range.clone()),)+)

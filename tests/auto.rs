@@ -56,12 +56,23 @@ fn device() -> Option<Backend> {
     found
 }
 
-/// Makes a fresh model file `name` from [`write_model`] the one in use.
+/// Makes a fresh model file `name` from [`write_model`] the one in use, the times
+/// measured without spread.
 fn use_model(
     name: &str,
     probe: &skel::tune::Explanation,
     sizes: &[usize],
     time: impl Fn(Backend) -> f64,
+) {
+    use_model_spread(name, probe, sizes, |b| (time(b), 0.0));
+}
+
+/// [`use_model`] where `time` also gives the spread (Welford's sum of squared deviations).
+fn use_model_spread(
+    name: &str,
+    probe: &skel::tune::Explanation,
+    sizes: &[usize],
+    time: impl Fn(Backend) -> (f64, f64),
 ) {
     let dir = temp_dir(name);
     write_model(&dir, probe, sizes, time);
@@ -74,26 +85,28 @@ fn assert_split() {
     assert!(matches!(why.choice, Choice::Split { .. }), "{why}");
 }
 
-/// A model file: for every available backend, `time(backend)` ns at each of `sizes`
-/// (scaled linearly from the first size), for the function and types of `probe`'s call.
+/// A model file: for every available backend, three samples of `time(backend).0` ns with
+/// spread `.1` at each of `sizes` (scaled linearly from the first size), for the function
+/// and types of `probe`'s call.
 fn write_model(
     dir: &std::path::Path,
     probe: &skel::tune::Explanation,
     sizes: &[usize],
-    time: impl Fn(Backend) -> f64,
+    time: impl Fn(Backend) -> (f64, f64),
 ) {
-    let mut text = String::from("skel-tune 1\n");
+    let mut text = String::from("skel-tune 2\n");
     for b in Backend::available() {
         for &n in sizes {
             let bucket = usize::BITS - n.leading_zeros();
-            let ns = time(b) * n as f64 / sizes[0] as f64;
+            let (ns, m2) = time(b);
+            let ns = ns * n as f64 / sizes[0] as f64;
             text += &format!(
-                "h {b} {bucket} 3 {n}.0 {ns:.1} {} {} {}\n",
+                "h {b} {bucket} 3 {n}.0 {ns:.1} {m2:.1} {} {} {}\n",
                 probe.skeleton, probe.types, probe.function
             );
         }
     }
-    std::fs::write(dir.join("model-v1.txt"), text).unwrap();
+    std::fs::write(dir.join("model-v2.txt"), text).unwrap();
 }
 
 /// The explanation of one Map of `poly` over `n` elements on Auto (models in memory).
@@ -156,7 +169,7 @@ fn choice_is_deterministic_for_a_model_file() {
 fn unreadable_model_falls_back_to_the_static_order() {
     let _s = serial();
     let dir = temp_dir("unreadable");
-    std::fs::write(dir.join("model-v1.txt"), "skel-tune 1\nh nonsense\n").unwrap();
+    std::fs::write(dir.join("model-v2.txt"), "skel-tune 2\nh nonsense\n").unwrap();
     set_model_dir(Some(&dir));
     let v = Vector::from((1..=100i64).collect::<Vec<_>>());
     for _ in 0..2 {
@@ -196,8 +209,11 @@ fn lazy_calibration_tries_every_candidate_then_predicts() {
     let v = Vector::from((0..n).map(|i| (i % 7) as f32).collect::<Vec<_>>());
     let want = Reduce::new(add_f32).backend(Backend::Cpu).run(&v).unwrap();
     let mut ran = Vec::new();
-    let mut reasons = Vec::new();
-    for _ in 0..(3 * Backend::available().len() + 2) {
+    let mut reasons: Vec<String> = Vec::new();
+    // Per candidate a warm-up and two samples, then more samples of the two fastest while
+    // they are within noise: the calls until a prediction are bounded.
+    let most = Backend::available().len() * 3 + 2 * skel::tune::MAX_SAMPLES as usize;
+    while reasons.len() <= most && !reasons.last().is_some_and(|r| r.starts_with("predicted")) {
         let s = Reduce::new(add_f32).backend(Backend::Auto).run(&v).unwrap();
         assert_eq!(s, want, "small integers in f32 sum exactly in any order");
         let why = explain().unwrap();
@@ -206,6 +222,11 @@ fn lazy_calibration_tries_every_candidate_then_predicts() {
         }
         reasons.push(why.reason);
     }
+    for (i, b) in Backend::available().into_iter().enumerate() {
+        // The first calls try each candidate in turn: a warm-up, then two samples.
+        assert_eq!(ran[3 * i..3 * i + 3], [b; 3], "{ran:?} {reasons:?}");
+        assert!(reasons[3 * i].contains("first run"), "{reasons:?}");
+    }
     for b in Backend::available() {
         assert!(ran.contains(&b), "{b} never tried: {ran:?}");
     }
@@ -213,8 +234,8 @@ fn lazy_calibration_tries_every_candidate_then_predicts() {
         reasons.last().unwrap().starts_with("predicted fastest"),
         "{reasons:?}"
     );
-    let text = std::fs::read_to_string(dir.join("model-v1.txt")).unwrap();
-    assert!(text.starts_with("skel-tune 1\n"), "{text}");
+    let text = std::fs::read_to_string(dir.join("model-v2.txt")).unwrap();
+    assert!(text.starts_with("skel-tune 2\n"), "{text}");
     assert!(text.contains("add_f32"), "{text}");
     set_model_dir(None);
 }
@@ -330,5 +351,55 @@ fn split_calls_match_the_single_backends() {
         .run(&w)
         .unwrap();
     assert_eq!(got, want);
+    set_model_dir(None);
+}
+
+#[test]
+fn leaders_within_noise_are_sampled_until_told_apart() {
+    let _s = serial();
+    let n = 3000;
+    let probe = probe_map(n);
+    // Rayon and cpu 1.0 and 1.05 us from three samples each, spread 0.3 us: the intervals
+    // overlap, so the models are not yet stable.
+    use_model_spread("noise", &probe, &[n], |b| match b {
+        Backend::Rayon => (1000.0, 180_000.0),
+        Backend::Cpu => (1050.0, 180_000.0),
+        _ => (1e9, 0.0),
+    });
+    let x = Vector::from((0..n).map(|i| i as f32).collect::<Vec<_>>());
+    let mut want = Vector::zeroed(n);
+    Map::new(poly)
+        .backend(Backend::Cpu)
+        .run(&x, &mut want)
+        .unwrap();
+    let mut reasons = Vec::new();
+    // Per leader a warm-up and at most MAX_SAMPLES - 3 more samples.
+    let most = 2 * skel::tune::MAX_SAMPLES as usize;
+    for _ in 0..most {
+        let mut y = Vector::zeroed(n);
+        Map::new(poly)
+            .backend(Backend::Auto)
+            .run(&x, &mut y)
+            .unwrap();
+        assert_eq!(y.to_vec(), want.to_vec());
+        let why = explain().unwrap();
+        assert!(
+            matches!(why.choice, Choice::Backend(Backend::Cpu | Backend::Rayon)),
+            "{why}"
+        );
+        reasons.push(why.reason);
+        if reasons.last().unwrap().starts_with("predicted") {
+            break;
+        }
+    }
+    assert!(reasons[0].starts_with("calibrating"), "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("within noise")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.last().unwrap().starts_with("predicted fastest"),
+        "{reasons:?}"
+    );
     set_model_dir(None);
 }

@@ -61,19 +61,30 @@ impl ArgVisitor for Operands {
 
 /// Which places hold every operand whole: bit 0 the host, 1 the CUDA device, 2 the
 /// OpenCL device (a cheap check per call, unlike counting the missing bytes).
-struct Places(u8);
+struct Places {
+    bits: u8,
+    places: [Option<Location>; 3],
+}
+
+impl Places {
+    fn new() -> Places {
+        Places {
+            bits: 0b111,
+            places: [
+                Some(Location::Host),
+                location(Backend::Cuda),
+                location(Backend::OpenCl),
+            ],
+        }
+    }
+}
 
 impl ArgVisitor for Places {
     fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
         let st = arg.lock();
-        let places = [
-            Some(Location::Host),
-            location(Backend::Cuda),
-            location(Backend::OpenCl),
-        ];
-        for (bit, place) in places.into_iter().enumerate() {
+        for (bit, place) in self.places.iter().enumerate() {
             if !place.is_some_and(|p| st.coherence.is_valid(p, arg.range())) {
-                self.0 &= !(1 << bit);
+                self.bits &= !(1 << bit);
             }
         }
         Ok(())
@@ -211,14 +222,14 @@ impl Auto {
         n: usize,
         splittable: bool,
     ) -> Result<(Decision, Option<Call>)> {
-        let mut places = Places(0b111);
+        let mut places = Places::new();
         inputs.visit(&mut places)?;
         arrays.visit(&mut places)?;
         let fast = FastKey {
             function: TypeId::of::<F>(),
             skeleton,
             bucket: bucket_of(n),
-            places: places.0 | u8::from(splittable) << 3,
+            places: places.bits | u8::from(splittable) << 3,
         };
         if let Some(d) = tune::remembered(&fast, n) {
             return Ok((d, None));
@@ -256,13 +267,16 @@ impl Auto {
             Choice::Backend(b) => b,
             Choice::Split { gpu, .. } => gpu,
         };
+        tune::ran(backend);
+        // Only a measured call reads the clock (the steady state does not pay for it).
+        let Some(call) = call.filter(|_| d.measure != Measure::No) else {
+            return f(backend, self.on(backend));
+        };
         let start = Instant::now();
         let result = f(backend, self.on(backend))?;
-        if let Some(call) = call.filter(|_| d.measure != Measure::No) {
-            finish(backend)?;
-            let ns = start.elapsed().as_secs_f64() * 1e9;
-            tune::finish(call, backend, d.measure, ns);
-        }
+        finish(backend)?;
+        let ns = start.elapsed().as_secs_f64() * 1e9;
+        tune::finish(call, backend, d.measure, ns);
         Ok(result)
     }
 
@@ -303,7 +317,7 @@ impl Execute for Auto {
             return concrete!(b, self.on(b), self.name, |exec| exec
                 .map::<F, I, O>(arrays, inputs, out, uniforms));
         }
-        let n = out.shapes()[0].len();
+        let n = out.elems();
         let (d, call) = self.decide::<F, _, _>(
             &inputs,
             &arrays,

@@ -69,6 +69,13 @@ pub trait OutArgs<'a>: Sized {
     /// Where each operand lies among the processes (`skel::dist`), in order.
     #[doc(hidden)]
     fn spreads(&self) -> Vec<Option<crate::dist::Spread>>;
+    /// Whether any operand is distributed, without the allocation of `spreads`.
+    #[doc(hidden)]
+    fn any_distributed(&self) -> bool;
+    /// The elements of the first operand (a call's size), without the allocation of
+    /// `shapes`.
+    #[doc(hidden)]
+    fn elems(&self) -> usize;
     /// The operands' host slices for a call that overwrites all of them (nothing is brought
     /// back; device copies of the ranges become invalid).
     fn host_overwrite(&mut self) -> Result<Self::Host<'_>>;
@@ -132,6 +139,12 @@ impl<'a, T: DeviceType> OutArgs<'a> for ArgMut<'a, T> {
     fn spreads(&self) -> Vec<Option<crate::dist::Spread>> {
         vec![ArgMut::spread(self)]
     }
+    fn any_distributed(&self) -> bool {
+        ArgMut::spread(self).is_some()
+    }
+    fn elems(&self) -> usize {
+        ArgMut::shape(self).len()
+    }
     fn host_overwrite(&mut self) -> Result<&mut [T]> {
         ArgMut::host_overwrite(self)
     }
@@ -193,6 +206,12 @@ macro_rules! out_tuples {
             }
             fn spreads(&self) -> Vec<Option<crate::dist::Spread>> {
                 vec![$(self.$i.spread()),+]
+            }
+            fn any_distributed(&self) -> bool {
+                $(self.$i.spread().is_some())||+
+            }
+            fn elems(&self) -> usize {
+                self.0.shape().len()
             }
             fn host_overwrite(&mut self) -> Result<Self::Host<'_>> {
                 Ok(($(self.$i.host_overwrite()?,)+))

@@ -124,14 +124,19 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         self.options.validate()?;
         let arrays = self.arrays.bind();
         let out = out.args_mut();
-        let mut elementwise = Operand::all(inputs.shapes(), inputs.spreads());
-        elementwise.extend(Operand::all(out.shapes(), out.spreads()));
-        let all = [
-            &elementwise[..],
-            &Operand::all(arrays.shapes(), arrays.spreads()),
-        ]
-        .concat();
-        let dist = agree(|| format!("Map({})", F::NAME), &all)?;
+        // Operands are described (allocated) only for a distributed call.
+        let mut elementwise = Vec::new();
+        let mut dist = None;
+        if inputs.any_distributed() || out.any_distributed() || arrays.any_distributed() {
+            elementwise = Operand::all(inputs.shapes(), inputs.spreads());
+            elementwise.extend(Operand::all(out.shapes(), out.spreads()));
+            let all = [
+                &elementwise[..],
+                &Operand::all(arrays.shapes(), arrays.spreads()),
+            ]
+            .concat();
+            dist = agree(|| format!("Map({})", F::NAME), &all)?;
+        }
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
         }

@@ -71,10 +71,15 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         self.options.validate()?;
         let out = out.arg_mut();
         let (bound, array) = (array, array.arg());
-        let mut elementwise = Operand::all(inputs.shapes(), inputs.spreads());
-        elementwise.push(Operand::of_mut(&out));
-        let all = [&elementwise[..], &[Operand::of(&array)]].concat();
-        let dist = agree(|| format!("MapArray({})", F::NAME), &all)?;
+        // Operands are described (allocated) only for a distributed call.
+        let mut elementwise = Vec::new();
+        let mut dist = None;
+        if inputs.any_distributed() || out.spread().is_some() || array.spread().is_some() {
+            elementwise = Operand::all(inputs.shapes(), inputs.spreads());
+            elementwise.push(Operand::of_mut(&out));
+            let all = [&elementwise[..], &[Operand::of(&array)]].concat();
+            dist = agree(|| format!("MapArray({})", F::NAME), &all)?;
+        }
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
         }

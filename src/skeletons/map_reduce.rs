@@ -113,13 +113,18 @@ where
     {
         self.options.validate()?;
         let arrays = self.arrays.bind();
-        let elementwise = Operand::all(inputs.shapes(), inputs.spreads());
-        let all = [
-            &elementwise[..],
-            &Operand::all(arrays.shapes(), arrays.spreads()),
-        ]
-        .concat();
-        let dist = agree(|| format!("MapReduce({}, {})", M::NAME, R::NAME), &all)?;
+        // Operands are described (allocated) only for a distributed call.
+        let mut elementwise = Vec::new();
+        let mut dist = None;
+        if inputs.any_distributed() || arrays.any_distributed() {
+            elementwise = Operand::all(inputs.shapes(), inputs.spreads());
+            let all = [
+                &elementwise[..],
+                &Operand::all(arrays.shapes(), arrays.spreads()),
+            ]
+            .concat();
+            dist = agree(|| format!("MapReduce({}, {})", M::NAME, R::NAME), &all)?;
+        }
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
             // The block is folded as two vector parts (see `dist::map_reduce`), which keep

@@ -8,20 +8,27 @@
 //! the backend computes (a chain of calls on device-resident data stays on the device).
 //! The minimum wins; ties go to the earlier of CUDA, OpenCL, Rayon, Cpu.
 //!
-//! Models calibrate lazily: while a candidate has no measurement for a call's size bucket
-//! (and no measured buckets close on both sides to interpolate between), the call runs on
-//! that candidate and is timed; the first call of each function on each backend in a
-//! process is not recorded (it compiles the kernel). Results are always those of the
-//! backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
+//! Models calibrate lazily: while a candidate has fewer than two measurements for a call's
+//! size bucket (and no measured buckets close on both sides to interpolate between), the
+//! call runs on that candidate and is timed. The first call of each size bucket on each
+//! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
+//! nor is a call right after an `Auto` call on another backend (a switch between devices,
+//! or between host and device, costs the call after it; at most [`MAX_WARMUPS`] times per
+//! bucket, for threads that keep switching), so the models hold the steady state. Then, as
+//! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
+//! fastest candidates' times overlap and one of them is wider than ±[`STABLE`] of its mean,
+//! one of them runs again (up to [`MAX_SAMPLES`] per bucket). Results are always those of
+//! the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
 //! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
 //!
 //! Map, Reduce and MapReduce calls large enough that both Rayon and a GPU pay are split
 //! between them in proportion to their predicted throughput (SkePU's hybrid backend):
 //! the GPU takes the tail of the elements, Rayon the head, at the same time.
 //!
-//! The models persist in `model-v1.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
-//! compiled kernels (see the README); deleting it only costs recalibration. A file that
-//! cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
+//! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
+//! compiled kernels (see the README), written when a calibration pauses (the first decision
+//! after new samples that needs no measurement); deleting it only costs recalibration. A
+//! file that cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
 //! then Rayon) and says so once on stderr; one that cannot be written leaves the models in
 //! memory (also said once). Neither fails a call. [`explain`] returns why the calling
 //! thread's last `Auto` call ran where it did; `SKEL_TUNE_LOG=1` prints every decision.
@@ -46,21 +53,32 @@ pub(crate) mod model;
 
 use std::any::TypeId;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use model::Bucket;
-use model::{Key, Models};
+use model::{bucket_of, Key, Models};
 
 use crate::{Backend, Result};
 
 /// Beyond this many elements the sequential `cpu` backend is no candidate when Rayon is
 /// available (Rayon runs calls below its chunk size inline, so it is never slower there).
 pub const CPU_MAX: usize = 1 << 16;
+
+/// The most measurements a size bucket takes while the two fastest candidates cannot be
+/// told apart.
+pub const MAX_SAMPLES: u32 = 8;
+
+/// The most warm-up runs (not recorded) per candidate and size bucket.
+pub const MAX_WARMUPS: u32 = 3;
+
+/// Two candidates whose 95 % intervals overlap are still told apart once both intervals
+/// are within this fraction of their means (the choice is then good to about twice that).
+pub const STABLE: f64 = 0.04;
 
 /// Calls smaller than this are never split between CPU and GPU.
 pub const HYBRID_MIN: usize = 1 << 20;
@@ -247,8 +265,11 @@ struct Tuner {
     unreadable: Option<String>,
     /// A save failed (reported once); later failures are silent.
     unwritable: bool,
-    /// (function key, backend) pairs that ran once in this process.
-    warmed: HashSet<(Key, Backend)>,
+    /// Samples were recorded since the last save (saved once calibration pauses: file I/O
+    /// between samples would disturb the next one).
+    unsaved: bool,
+    /// Warm-up runs per (function key, backend, size bucket) in this process.
+    warmed: HashMap<(Key, Backend, u32), u32>,
 }
 
 impl Tuner {
@@ -270,7 +291,8 @@ impl Tuner {
             dir,
             unreadable,
             unwritable: false,
-            warmed: HashSet::new(),
+            unsaved: false,
+            warmed: HashMap::new(),
         }
     }
 
@@ -305,7 +327,40 @@ impl Tuner {
         }
     }
 
+    /// A timed run of `call` on `b`: a warm-up, not recorded, where it is the first of its
+    /// size bucket in this process or the last `Auto` call ran elsewhere (up to
+    /// [`MAX_WARMUPS`] warm-ups).
+    fn trial(&self, call: &Call, b: Backend, why: &str) -> (Decision, String) {
+        let warmups = self
+            .warmed
+            .get(&(call.key.clone(), b, bucket_of(call.size)))
+            .copied()
+            .unwrap_or(0);
+        let warm = warmups > 0;
+        let (measure, why) = if warm && (ran_last(b) || warmups >= MAX_WARMUPS) {
+            (Measure::Sample, format!("calibrating: {why}"))
+        } else if warm {
+            (
+                Measure::Warmup,
+                "calibrating: first run after a call elsewhere".into(),
+            )
+        } else {
+            (
+                Measure::Warmup,
+                "calibrating: first run of this size (kernel build, allocation, upload)".into(),
+            )
+        };
+        (
+            Decision {
+                choice: Choice::Backend(b),
+                measure,
+            },
+            why,
+        )
+    }
+
     fn save(&mut self) {
+        self.unsaved = false;
         let Some(dir) = &self.dir else { return };
         if let Err(why) = model::save(dir, &self.models) {
             if !self.unwritable {
@@ -326,13 +381,35 @@ fn tuner() -> MutexGuard<'static, Tuner> {
 
 /// What a call's decision is remembered by on the fast path: the user function (which fixes
 /// the element types), the skeleton form, the size bucket, and which of host / CUDA device
-/// / OpenCL device hold all of the operands (bits 0, 1, 2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// / OpenCL device hold all of the operands (bits 0, 1, 2). Built from constants and the
+/// size without allocating; the skeleton name is compared and hashed by address (each call
+/// site passes its own literal, so one form is one address; two addresses for one name
+/// would only cost a second remembered decision).
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct FastKey {
     pub function: TypeId,
     pub skeleton: &'static str,
     pub bucket: u32,
     pub places: u8,
+}
+
+impl PartialEq for FastKey {
+    fn eq(&self, other: &FastKey) -> bool {
+        self.function == other.function
+            && std::ptr::eq(self.skeleton, other.skeleton)
+            && self.bucket == other.bucket
+            && self.places == other.places
+    }
+}
+
+impl Eq for FastKey {}
+
+impl std::hash::Hash for FastKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.function.hash(state);
+        state.write_usize(self.skeleton.as_ptr() as usize);
+        state.write_u64(u64::from(self.bucket) | u64::from(self.places) << 32);
+    }
 }
 
 /// A remembered decision: a split is kept as the Rayon share of the elements.
@@ -349,11 +426,31 @@ enum Remembered {
 /// Bumped whenever the models change: remembered decisions of older generations are stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    /// The calling thread's last decision (its explanation, the call's size and choice).
-    static LAST: RefCell<Option<(Rc<Explanation>, usize, Choice)>> = const { RefCell::new(None) };
+/// The backend the last `Auto` call ran on (`backend as u8 + 1`, 0 before any).
+static LAST_RAN: AtomicU8 = AtomicU8::new(0);
+
+/// Notes that an `Auto` call ran on `backend` (one relaxed store per call).
+pub(crate) fn ran(backend: Backend) {
+    LAST_RAN.store(backend as u8 + 1, Ordering::Relaxed);
+}
+
+fn ran_last(backend: Backend) -> bool {
+    LAST_RAN.load(Ordering::Relaxed) == backend as u8 + 1
+}
+
+/// What each thread keeps: one thread-local, so the fast path pays one access.
+#[derive(Default)]
+struct Local {
+    /// The thread's last decision (its explanation, the call's size and choice).
+    last: Option<(Rc<Explanation>, usize, Choice)>,
     /// Decisions that needed no measurement, per fast key, with their generation.
-    static DECIDED: RefCell<Decided> = RefCell::new(HashMap::default());
+    decided: Decided,
+    /// The remembered decision `last` came from (a loop repeats one call: no hashing).
+    hit: Option<(FastKey, u64, Remembered)>,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local::default());
 }
 
 /// A multiply-rotate hasher for [`FastKey`]s (a few words, no untrusted input): the
@@ -375,6 +472,9 @@ impl std::hash::Hasher for FastHasher {
     fn write_u64(&mut self, v: u64) {
         self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
 }
 
 type FastHash = std::hash::BuildHasherDefault<FastHasher>;
@@ -391,23 +491,40 @@ fn log_enabled() -> bool {
 /// same places), if any: the per-call fast path, which skips prediction.
 pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
     let generation = GENERATION.load(Ordering::Acquire);
-    let (choice, why) = DECIDED.with(|d| {
-        let d = d.borrow();
-        let (g, r, why) = d.get(fast)?;
-        (*g == generation).then(|| (*r, why.clone()))
-    })?;
-    let choice = match choice {
-        Remembered::Backend(b) => Choice::Backend(b),
-        Remembered::Split { cpu, gpu, share } => Choice::Split {
-            cpu,
-            gpu,
-            cpu_elems: ((size as f64 * share) as usize).clamp(1, size.saturating_sub(2)),
-        },
-    };
-    LAST.with(|l| *l.borrow_mut() = Some((why, size, choice)));
-    Some(Decision {
-        choice,
-        measure: Measure::No,
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        let l = &mut *l;
+        let repeated = l
+            .hit
+            .filter(|(k, g, _)| k == fast && *g == generation)
+            .map(|(_, _, r)| r);
+        let (r, why) = match repeated {
+            Some(r) => (r, None),
+            None => {
+                let (g, r, why) = l.decided.get(fast)?;
+                if *g != generation {
+                    return None;
+                }
+                l.hit = Some((*fast, generation, *r));
+                (*r, Some(why.clone()))
+            }
+        };
+        let choice = match r {
+            Remembered::Backend(b) => Choice::Backend(b),
+            Remembered::Split { cpu, gpu, share } => Choice::Split {
+                cpu,
+                gpu,
+                cpu_elems: ((size as f64 * share) as usize).clamp(1, size.saturating_sub(2)),
+            },
+        };
+        match (why, &mut l.last) {
+            (None, Some(last)) => (last.1, last.2) = (size, choice),
+            (why, last) => *last = why.map(|why| (why, size, choice)),
+        }
+        Some(Decision {
+            choice,
+            measure: Measure::No,
+        })
     })
 }
 
@@ -428,11 +545,14 @@ fn is_device(b: Backend) -> bool {
 /// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
 /// for [`remembered`] when it needs no measurement.
 pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
-    let t = tuner();
+    let mut t = tuner();
     let generation = GENERATION.load(Ordering::Acquire);
     let cands = candidates(call.size);
     let rows: Vec<Candidate> = cands.iter().map(|&b| t.candidate(call, b)).collect();
     let (decision, reason) = choose(&t, call, &cands, &rows);
+    if decision.measure == Measure::No && t.unsaved {
+        t.save();
+    }
     drop(t);
     let e = Rc::new(Explanation {
         skeleton: call.key.skeleton.clone(),
@@ -459,9 +579,17 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
                 share: cpu_elems as f64 / call.size.max(1) as f64,
             },
         };
-        DECIDED.with(|d| d.borrow_mut().insert(*fast, (generation, r, e.clone())));
+        LOCAL.with(|l| {
+            l.borrow_mut()
+                .decided
+                .insert(*fast, (generation, r, e.clone()))
+        });
     }
-    LAST.with(|l| *l.borrow_mut() = Some((e, call.size, decision.choice)));
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        l.last = Some((e, call.size, decision.choice));
+        l.hit = None;
+    });
     decision
 }
 
@@ -477,23 +605,15 @@ fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Dec
             format!("static order: model file unreadable: {why}"),
         );
     }
-    // A candidate's first run in this process builds its kernel: it is not recorded.
     for &b in cands {
         if t.models.needs_sample(&call.key, b, call.size) {
-            return if t.warmed.contains(&(call.key.clone(), b)) {
-                (
-                    run(b, Measure::Sample),
-                    "calibrating: no history for this size".into(),
-                )
-            } else {
-                (
-                    run(b, Measure::Warmup),
-                    "calibrating: first run (kernel build)".into(),
-                )
-            };
+            return t.trial(call, b, "no history for this size");
         }
     }
     let total = |c: &Candidate| c.predicted_ns.unwrap_or(f64::INFINITY) + c.transfer_ns;
+    if let Some(again) = refine(t, call, rows, total) {
+        return again;
+    }
     let Some(best) = rows
         .iter()
         .min_by(|a, b| total(a).total_cmp(&total(b)))
@@ -511,6 +631,56 @@ fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Dec
         run(best.backend, Measure::No),
         format!("predicted fastest: {:.1} us", total(best) / 1e3),
     )
+}
+
+/// Another measurement while the two fastest candidates are within each other's noise
+/// (both measured in this size bucket, their 95 % intervals overlapping, one of them wider
+/// than ±[`STABLE`]): of the one that ran last while its interval is wide (each switch
+/// costs a warm-up), else of the one whose interval is wider relative to its time, while
+/// it has fewer than [`MAX_SAMPLES`] measurements. `None` once the models tell them apart.
+fn refine(
+    t: &Tuner,
+    call: &Call,
+    rows: &[Candidate],
+    total: impl Fn(&Candidate) -> f64,
+) -> Option<(Decision, String)> {
+    let mut order: Vec<&Candidate> = rows.iter().filter(|c| total(c).is_finite()).collect();
+    // Stable: equal times keep the tie-break order.
+    order.sort_by(|a, b| total(a).total_cmp(&total(b)));
+    let [first, second, ..] = order[..] else {
+        return None;
+    };
+    let leaders = [first, second].map(|c| {
+        let own = t.models.own(&call.key, c.backend, call.size)?;
+        Some((c.backend, total(c), own.half_interval_ns(), own.count))
+    });
+    let [Some(a), Some(b)] = leaders else {
+        return None;
+    };
+    let overlap = a.1 + a.2 >= b.1 - b.2;
+    let wide = |l: &(Backend, f64, f64, u32)| l.2 > STABLE * l.1;
+    if !overlap || !(wide(&a) || wide(&b)) {
+        return None;
+    }
+    let spread = |l: &(Backend, f64, f64, u32)| l.2 / l.1.max(1.0);
+    let open = [a, b].into_iter().filter(|l| l.3 < MAX_SAMPLES);
+    let pick = open
+        .clone()
+        .find(|l| ran_last(l.0) && wide(l))
+        .or_else(|| open.reduce(|x, y| if spread(&y) > spread(&x) { y } else { x }))?;
+    Some(t.trial(
+        call,
+        pick.0,
+        &format!(
+            "{} and {} within noise ({:.1} ± {:.1} us, {:.1} ± {:.1} us)",
+            a.0,
+            b.0,
+            a.1 / 1e3,
+            a.2 / 1e3,
+            b.1 / 1e3,
+            b.2 / 1e3
+        ),
+    ))
 }
 
 /// A CPU+GPU split of `call` if one is predicted at least [`HYBRID_GAIN`] of `best`.
@@ -562,14 +732,16 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
     match measure {
         Measure::No => {}
         Measure::Warmup => {
-            t.warmed.insert((call.key.clone(), backend));
+            *t.warmed
+                .entry((call.key.clone(), backend, bucket_of(call.size)))
+                .or_default() += 1;
         }
         Measure::Sample => {
             let moved = t.transfer_ns(call, backend);
             let ns = (elapsed_ns - moved).max(0.1 * elapsed_ns);
             t.models.record(&call.key, backend, call.size, ns);
             GENERATION.fetch_add(1, Ordering::AcqRel);
-            t.save();
+            t.unsaved = true;
         }
     }
 }
@@ -593,9 +765,9 @@ pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns
 /// # Ok::<(), skel::Error>(())
 /// ```
 pub fn explain() -> Option<Explanation> {
-    LAST.with(|l| {
+    LOCAL.with(|l| {
         let l = l.borrow();
-        let (e, size, choice) = l.as_ref()?;
+        let (e, size, choice) = l.last.as_ref()?;
         let mut e = Explanation::clone(e);
         if e.size != *size {
             e.reason += &format!(" (decided for {} elements, same size bucket)", e.size);
@@ -613,12 +785,16 @@ pub fn explain() -> Option<Explanation> {
 /// ```
 /// let dir = std::env::temp_dir().join(format!("skel-tune-doc-{}", std::process::id()));
 /// skel::tune::set_model_dir(Some(&dir));
-/// assert_eq!(skel::tune::model_file(), Some(dir.join("model-v1.txt")));
+/// assert_eq!(skel::tune::model_file(), Some(dir.join("model-v2.txt")));
 /// skel::tune::set_model_dir(None);
 /// assert_eq!(skel::tune::model_file(), None);
 /// ```
 pub fn set_model_dir(dir: Option<&Path>) {
-    *tuner() = Tuner::open(dir.map(Path::to_path_buf));
+    let mut t = tuner();
+    if t.unsaved {
+        t.save();
+    }
+    *t = Tuner::open(dir.map(Path::to_path_buf));
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 

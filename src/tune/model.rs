@@ -1,9 +1,9 @@
 //! The performance models: per (skeleton, user function, element types, backend), the
 //! history of measured times per power-of-two size bucket (StarPU's history-based model:
-//! mean and count), and a prediction for any size from it (the bucket's own history where
-//! measured, else log-log interpolation between the nearest measured buckets).
+//! mean, spread and count), and a prediction for any size from it (the bucket's own history
+//! where measured, else log-log interpolation between the nearest measured buckets).
 //!
-//! The models persist as one small text file, `model-v1.txt`, in the tune directory
+//! The models persist as one small text file, `model-v2.txt`, in the tune directory
 //! (`$SKEL_TUNE_DIR`, else `tune/` in the kernel cache directory). Every save re-reads the
 //! file and merges it with this process's models (per bucket the history with more
 //! samples wins), then writes a temporary file and renames it over the old one, so
@@ -17,10 +17,11 @@ use crate::Backend;
 
 /// The first line of a model file; a file of another version is ignored (and replaced on
 /// the next save).
-pub(crate) const HEADER: &str = "skel-tune 1";
+pub(crate) const HEADER: &str = "skel-tune 2";
 
-/// The file name of the models inside the tune directory.
-pub(crate) const FILE: &str = "model-v1.txt";
+/// The file name of the models inside the tune directory (version 1 files, which had no
+/// spread, are left alone).
+pub(crate) const FILE: &str = "model-v2.txt";
 
 /// What a model is kept for: one skeleton form with one user function on element types.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,14 +54,41 @@ pub struct Bucket {
     /// Their mean time in nanoseconds, transfers of operands not already in place
     /// excluded.
     pub mean_ns: f64,
+    /// The sum of the squared differences of the times from their mean (ns², Welford's
+    /// running form): the spread, see [`Bucket::sd_ns`].
+    pub m2_ns: f64,
 }
 
 impl Bucket {
     fn add(&mut self, n: usize, ns: f64) {
         let c = f64::from(self.count);
         self.mean_n = (self.mean_n * c + n as f64) / (c + 1.0);
-        self.mean_ns = (self.mean_ns * c + ns) / (c + 1.0);
+        let delta = ns - self.mean_ns;
+        self.mean_ns += delta / (c + 1.0);
+        self.m2_ns += delta * (ns - self.mean_ns);
         self.count = self.count.saturating_add(1);
+    }
+
+    /// The sample standard deviation of the measured times (ns; 0 below two samples).
+    ///
+    /// ```
+    /// let b = skel::tune::Bucket { count: 3, mean_n: 1024.0, mean_ns: 2000.0, m2_ns: 8.0e4 };
+    /// assert_eq!(b.sd_ns(), 200.0);
+    /// ```
+    pub fn sd_ns(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        (self.m2_ns.max(0.0) / f64::from(self.count - 1)).sqrt()
+    }
+
+    /// Half the width of the interval that holds the true mean time with about 95 %
+    /// confidence (two standard errors; infinite below two samples).
+    pub(crate) fn half_interval_ns(&self) -> f64 {
+        if self.count < 2 {
+            return f64::INFINITY;
+        }
+        2.0 * self.sd_ns() / f64::from(self.count).sqrt()
     }
 }
 
@@ -97,6 +125,7 @@ impl Models {
                 count: 0,
                 mean_n: 0.0,
                 mean_ns: 0.0,
+                m2_ns: 0.0,
             })
             .add(n, ns);
     }
@@ -104,6 +133,11 @@ impl Models {
     /// The history of `key` on `backend`.
     pub(crate) fn buckets(&self, key: &Key, backend: Backend) -> Option<&BTreeMap<u32, Bucket>> {
         self.history.get(&(key.clone(), backend))
+    }
+
+    /// The history of the bucket of `n` itself on `backend`, if measured.
+    pub(crate) fn own(&self, key: &Key, backend: Backend, n: usize) -> Option<&Bucket> {
+        self.buckets(key, backend)?.get(&bucket_of(n))
     }
 
     /// Whether `n` needs a measurement on `backend` before a prediction can be trusted:
@@ -160,8 +194,8 @@ impl Models {
             for (b, h) in buckets {
                 let _ = writeln!(
                     s,
-                    "h {backend} {b} {} {:.1} {:.1} {} {} {}",
-                    h.count, h.mean_n, h.mean_ns, key.skeleton, key.types, key.function
+                    "h {backend} {b} {} {:.1} {:.1} {:.1} {} {} {}",
+                    h.count, h.mean_n, h.mean_ns, h.m2_ns, key.skeleton, key.types, key.function
                 );
             }
         }
@@ -195,6 +229,7 @@ impl Models {
                     let count: u32 = parse(f.next()).ok_or_else(|| bad("count"))?;
                     let mean_n: f64 = parse(f.next()).ok_or_else(|| bad("size"))?;
                     let mean_ns: f64 = parse(f.next()).ok_or_else(|| bad("time"))?;
+                    let m2_ns: f64 = parse(f.next()).ok_or_else(|| bad("spread"))?;
                     let skeleton = f.next().ok_or_else(|| bad("skeleton"))?.to_string();
                     let types = f.next().ok_or_else(|| bad("types"))?.to_string();
                     let function = f.collect::<Vec<_>>().join(" ");
@@ -202,6 +237,7 @@ impl Models {
                         || backend == Backend::Auto
                         || count == 0
                         || !(mean_ns.is_finite() && mean_ns >= 0.0 && mean_n.is_finite())
+                        || !(m2_ns.is_finite() && m2_ns >= 0.0)
                     {
                         return Err(bad("entry"));
                     }
@@ -214,6 +250,7 @@ impl Models {
                         count,
                         mean_n,
                         mean_ns,
+                        m2_ns,
                     };
                     m.history
                         .entry((key, backend))
@@ -327,6 +364,11 @@ mod tests {
         m.record(&key(), Backend::Rayon, 1 << 14, 32000.0);
         let p = |n| m.predict(&key(), Backend::Rayon, n).unwrap();
         assert!((p(1 << 10) - 2000.0).abs() < 1e-6);
+        // 1000 and 3000 ns: sd sqrt(2) * 1000, 95 % half interval 2 * sd / sqrt(2).
+        let own = m.own(&key(), Backend::Rayon, 1 << 10).unwrap();
+        assert!((own.sd_ns() - 2f64.sqrt() * 1000.0).abs() < 1e-6, "{own:?}");
+        assert!((own.half_interval_ns() - 2000.0).abs() < 1e-6, "{own:?}");
+        assert!(m.own(&key(), Backend::Rayon, 1 << 12).is_none());
         // Halfway in log size between 2000 ns and 32000 ns: their geometric mean.
         assert!((p(1 << 12) - 8000.0).abs() < 1.0, "{}", p(1 << 12));
         assert!(p(1 << 20) > p(1 << 14));
@@ -344,8 +386,14 @@ mod tests {
         let back = Models::from_text(&m.to_text()).unwrap().unwrap();
         assert_eq!(back, m);
         assert_eq!(Models::from_text("skel-tune 0\nwhatever").unwrap(), None);
-        let err = Models::from_text(&format!("{HEADER}\nh cuda x 1 2 3 map f32 f")).unwrap_err();
+        let err = Models::from_text(&format!("{HEADER}\nh cuda x 1 2 3 0 map f32 f")).unwrap_err();
         assert!(err.contains("line 2"), "{err}");
+        let err = Models::from_text(&format!("{HEADER}\nh cuda 3 1 2 3 -1 map f32 f")).unwrap_err();
+        assert!(err.contains("line 2"), "{err}");
+        assert_eq!(
+            Models::from_text("skel-tune 1\nh cuda 3 1 2 3 map f32 f").unwrap(),
+            None
+        );
     }
 
     #[test]
