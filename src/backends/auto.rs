@@ -182,20 +182,6 @@ impl Auto {
         }
     }
 
-    /// The host backend for a call whose `#[index]` (`dims` > 0) counts from an index base
-    /// (a block of a distributed call), which only the host backends take; `None`
-    /// otherwise, when the call is decided as usual.
-    fn host_for_index(&self, dims: u8) -> Option<Backend> {
-        if self.options.index_base.is_none() || dims == 0 {
-            return None;
-        }
-        Some(if cfg!(feature = "rayon") {
-            Backend::Rayon
-        } else {
-            Backend::Cpu
-        })
-    }
-
     fn on(&self, backend: Backend) -> Options {
         Options {
             backend: Some(backend),
@@ -313,10 +299,6 @@ impl Execute for Auto {
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
-        if let Some(b) = self.host_for_index(<F::Index as IndexKind>::DIMS) {
-            return concrete!(b, self.on(b), self.name, |exec| exec
-                .map::<F, I, O>(arrays, inputs, out, uniforms));
-        }
         let n = out.elems();
         let (d, call) = self.decide::<F, _, _>(
             &inputs,
@@ -364,10 +346,6 @@ impl Execute for Auto {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        if let Some(b) = self.host_for_index(<F::Index as IndexKind>::DIMS) {
-            return concrete!(b, self.on(b), self.name, |exec| exec
-                .map_array::<F, I>(array, inputs, out, uniforms));
-        }
         self.single::<F, _, _, _>(
             &inputs,
             &(array,),
@@ -456,10 +434,6 @@ impl Execute for Auto {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        if let Some(b) = self.host_for_index(<M::Index as IndexKind>::DIMS) {
-            return concrete!(b, self.on(b), self.name, |exec| exec
-                .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start));
-        }
         let n = shape.len();
         let (d, call) = self.decide::<(M, R), _, _>(
             &inputs,
