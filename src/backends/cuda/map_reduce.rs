@@ -74,10 +74,28 @@ where
     R: BinaryFn<M::Out>,
     I: ArgTuple<'a, Elems = M::Elems>,
 {
+    let total = partial::<M, R, I>(exec, arrays, inputs, shape, uniforms)?;
+    Ok(combine::<R, M::Out>(start, total))
+}
+
+/// The `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i` (`None` when there is
+/// none): one device slot's part of a call split over several (`devices.rs`).
+pub(crate) fn partial<'a, 'c, M, R, I>(
+    exec: &Cuda,
+    arrays: ContainerOps<'c, M>,
+    inputs: I,
+    shape: Shape,
+    uniforms: &M::Uniforms,
+) -> Result<Option<M::Out>>
+where
+    M: ElementwiseFn,
+    R: BinaryFn<M::Out>,
+    I: ArgTuple<'a, Elems = M::Elems>,
+{
     let ctx = ctx()?;
     let n = shape.len();
     if n == 0 {
-        return Ok(start);
+        return Ok(None);
     }
     let (items, _) = items::<M::Out>(false);
     let checked = exec.checked;
@@ -122,7 +140,7 @@ where
         })
         .collect::<Result<Vec<_>>>()?;
     let rec = Record::new(checked, &split.lanes)?;
-    let total = reduce_chunks::<M::Out>(
+    reduce_chunks::<M::Out>(
         ctx,
         &m,
         &split,
@@ -141,6 +159,5 @@ where
             inputs_read(ctx, &inputs, split.chunks[c].clone(), lane, ev)
         },
         (rec.as_ref(), &[M::definition(), R::definition()]),
-    )?;
-    Ok(combine::<R, M::Out>(start, total))
+    )
 }

@@ -1,6 +1,7 @@
 //! The CUDA backend: cudarc (driver API, loaded at run time) and NVRTC.
 //!
-//! - `context.rs`: the device, its primary context and its pool of streams;
+//! - `context.rs`: the device slots, their primary contexts and pools of streams;
+//! - `devices.rs`: how a call is split over several device slots (`.devices(n)`);
 //! - `multistream.rs`: how a call is split into chunks over several streams, and the cost
 //!   model that picks how many;
 //! - `trace.rs`: `SKEL_TRACE`, a timeline of every copy and kernel;
@@ -19,6 +20,7 @@
 
 mod arrays;
 mod context;
+mod devices;
 mod fault;
 mod filter;
 mod map;
@@ -42,6 +44,7 @@ use cudarc::driver::{sys, DriverError};
 
 use super::{no_index_base, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::backends::args;
+use crate::backends::cpu::combine;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
@@ -55,7 +58,10 @@ use crate::{Backend, DeviceType, Error, Result};
 const COMMON: &str = include_str!("../../../cuda/common.cuh");
 
 /// The CUDA executor, with one call's options.
+#[derive(Clone, Copy)]
 pub(crate) struct Cuda {
+    /// `.devices(..)`, if given.
+    devices: Option<crate::skeletons::Devices>,
     /// `.streams(k)`, if given.
     streams: Option<usize>,
     /// `.download(eager)`, if given.
@@ -70,6 +76,7 @@ pub(crate) struct Cuda {
 impl Cuda {
     pub(crate) fn new(options: &Options) -> Self {
         Cuda {
+            devices: options.devices,
             streams: options.streams,
             download: options.download,
             checked: options.checked(),
@@ -90,21 +97,21 @@ pub(crate) fn copy_bound(up: usize, down: usize) -> Result<crate::debug::CopyBou
 
 /// Waits for every stream of the pool (see `skel::debug::synchronize`).
 pub(crate) fn synchronize() -> Result<()> {
-    match context::opened() {
-        Some(ctx) => ctx.synchronize(),
-        None => Ok(()),
-    }
+    context::opened_slots().try_for_each(context::Ctx::synchronize)
 }
 
-/// Where `Backend::Auto` finds container copies of the CUDA backend (device 0 until the
-/// device is opened).
+/// Where `Backend::Auto` finds container copies of the CUDA backend: the default slot's.
 pub(crate) fn location() -> crate::containers::Location {
-    crate::containers::Location::Device(context::opened().map_or(0, |c| c.ordinal))
+    crate::containers::Location::Device(0)
 }
 
-/// Bytes moved to and from the CUDA device for a container (`skel::debug::transfers`).
+/// Bytes moved to and from the CUDA devices for a container (`skel::debug::transfers`),
+/// summed over the device slots.
 pub(crate) fn transfers(st: &State) -> Option<(u64, u64)> {
-    buffer_transfers(st, context::opened()?.ordinal)
+    context::opened()?;
+    context::opened_slots()
+        .filter_map(|c| buffer_transfers(st, c.slot))
+        .reduce(|a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// `(used, total)` bytes of the opened device's memory (`skel::debug::device_memory`).
@@ -451,11 +458,16 @@ impl Execute for Cuda {
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
-        no_index_base(
-            self.index_base,
-            <F::Index as IndexKind>::DIMS,
-            Backend::Cuda,
-        )?;
+        let dims = <F::Index as IndexKind>::DIMS;
+        if let Some(parts) = self.device_parts(out.shape("Map")?, &inputs)? {
+            self.no_split_index(dims)?;
+            let (one, mut out) = (self.on_one(), out);
+            return devices::in_turn(&parts, |p| {
+                let r = p.range.clone();
+                map::run::<F, I, _>(&one, arrays, inputs.sub(r.clone()), out.part(r), uniforms)
+            });
+        }
+        no_index_base(self.index_base, dims, Backend::Cuda)?;
         map::run::<F, I, O>(self, arrays, inputs, out, uniforms)
     }
 
@@ -470,15 +482,29 @@ impl Execute for Cuda {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        no_index_base(
-            self.index_base,
-            <F::Index as IndexKind>::DIMS,
-            Backend::Cuda,
-        )?;
+        let dims = <F::Index as IndexKind>::DIMS;
+        if let Some(parts) = self.device_parts(out.shape(), &inputs)? {
+            self.no_split_index(dims)?;
+            let (one, mut out) = (self.on_one(), out);
+            return devices::in_turn(&parts, |p| {
+                let r = p.range.clone();
+                map_array::run::<F, I>(&one, array, inputs.sub(r.clone()), out.part(r), uniforms)
+            });
+        }
+        no_index_base(self.index_base, dims, Backend::Cuda)?;
         map_array::run::<F, I>(self, array, inputs, out, uniforms)
     }
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+        if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
+            let one = self.on_one();
+            let partials = devices::at_once(&parts, |p| {
+                reduce::partial::<F, T>(&one, input.sub(p.range.clone()))
+            })?;
+            return Ok(partials
+                .into_iter()
+                .fold(start, |acc, p| combine::<F, T>(acc, p)));
+        }
         reduce::run::<F, T>(self, input, start)
     }
 
@@ -488,6 +514,7 @@ impl Execute for Cuda {
         out: ArgMut<'_, T>,
         axis: Axis,
     ) -> Result<()> {
+        self.single_device("Reduce along an axis")?;
         reduce::run_axis::<F, T>(self, input, out, axis)
     }
 
@@ -504,11 +531,20 @@ impl Execute for Cuda {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        no_index_base(
-            self.index_base,
-            <M::Index as IndexKind>::DIMS,
-            Backend::Cuda,
-        )?;
+        let dims = <M::Index as IndexKind>::DIMS;
+        if let Some(parts) = self.device_parts(shape, &inputs)? {
+            self.no_split_index(dims)?;
+            let one = self.on_one();
+            let partials = devices::at_once(&parts, |p| {
+                let r = p.range.clone();
+                let part = Shape::Vector(r.len());
+                map_reduce::partial::<M, R, I>(&one, arrays, inputs.sub(r), part, uniforms)
+            })?;
+            return Ok(partials
+                .into_iter()
+                .fold(start, |acc, p| combine::<R, M::Out>(acc, p)));
+        }
+        no_index_base(self.index_base, dims, Backend::Cuda)?;
         map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
     }
 
@@ -519,7 +555,10 @@ impl Execute for Cuda {
         mode: ScanMode,
         start: T,
     ) -> Result<()> {
-        scan::run::<F, T>(self, input, out, mode, start)
+        if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
+            return devices::scan::<F, T>(&self.on_one(), &parts, input, out, (mode, start));
+        }
+        scan::run::<F, T>(self, input, out, (mode, start), None)
     }
 
     fn map_overlap<F: WindowFn>(
@@ -556,6 +595,7 @@ impl Execute for Cuda {
         A: DeviceType,
         B: DeviceType,
     {
+        self.single_device("MapPairs")?;
         map_pairs::run::<F, A, B>(self, arrays, v, h, out, uniforms)
     }
 
@@ -574,6 +614,7 @@ impl Execute for Cuda {
         A: DeviceType,
         B: DeviceType,
     {
+        self.single_device("MapPairsReduce")?;
         map_pairs_reduce::run::<M, R, A, B>(self, arrays, v, h, out, axis, uniforms)
     }
 
@@ -583,6 +624,7 @@ impl Execute for Cuda {
         out: ArgMut<'_, T>,
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
+        self.single_device("Filter")?;
         filter::run::<F, T>(self, input, out, uniforms)
     }
 }

@@ -178,10 +178,19 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     input: Arg<'_, T>,
     start: T,
 ) -> Result<T> {
+    Ok(combine::<F, T>(start, partial::<F, T>(exec, input)?))
+}
+
+/// Every element of `input` folded (`None` when it is empty): one device slot's part of a
+/// call split over several (`devices.rs`).
+pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
+    exec: &Cuda,
+    input: Arg<'_, T>,
+) -> Result<Option<T>> {
     let ctx = ctx()?;
     let n = input.shape().len();
     if n == 0 {
-        return Ok(start);
+        return Ok(None);
     }
     let m = reduce_module::<F, T>(ctx, exec.checked)?;
     let (items, _) = items::<T>(true);
@@ -205,7 +214,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
     let rec = Record::new(exec.checked, &split.lanes)?;
-    let total = reduce_chunks::<T>(
+    reduce_chunks::<T>(
         ctx,
         &m,
         &split,
@@ -216,8 +225,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         },
         |c, ev| memory::read_by(ctx, &input, split.chunks[c].clone(), ev),
         (rec.as_ref(), &[F::definition()]),
-    )?;
-    Ok(combine::<F, T>(start, total))
+    )
 }
 
 /// One result per row (`Axis::Rows`) or per column (`Axis::Cols`) of a matrix. Rows are

@@ -25,12 +25,15 @@ pub(crate) enum Op {
     Upload,
     Kernel,
     Download,
+    /// A copy from another device slot.
+    Peer,
 }
 
 impl Op {
     fn name(self) -> &'static str {
         match self {
             Op::Upload => "upload",
+            Op::Peer => "peer copy",
             Op::Kernel => "kernel",
             Op::Download => "download",
         }

@@ -1,0 +1,279 @@
+//! Several CUDA devices in one call: the call is cut into one part per device slot (see
+//! `context.rs` for slots and `SKEL_CUDA_DEVICES`), and each part is the single-device code
+//! run on its slot ([`context::on_slot`]), which splits it again over that slot's streams
+//! (MultiStream).
+//!
+//! - Where: the parts follow the operands. If the first operand's copies on the slots
+//!   already tile the call in slot order (what an earlier call with the same split left),
+//!   that tiling is kept, so a chain of split calls moves nothing between devices;
+//!   otherwise the call is cut evenly (the slots are identical devices, or slots on one
+//!   GPU), matrices in whole rows.
+//! - Map / MapArray: each part reads and writes its own range of the element-wise operands
+//!   and the whole of every container argument (uploaded once per slot, then kept there).
+//!   The parts are only enqueued, one slot after the other, so the devices run together.
+//! - Reduce / MapReduce: each slot folds its part to one partial, on its own thread (the
+//!   partials are waited for); the host folds `start` and the partials in part order, as the
+//!   single-device code folds its chunks.
+//!
+//! A range a part needs that is valid only on another slot is copied device to device
+//! (`memory.rs`, `peer_copies`), not through the host.
+
+use std::ops::Range;
+
+use super::context::{self, on_slot};
+use super::{reduce, scan, Cuda};
+use crate::backends::cpu::combine;
+use crate::backends::BinaryFn;
+use crate::containers::Arg;
+use crate::containers::{ArgMut, Location, Shape, State};
+use crate::plan::{ArgTuple, ArgVisitor, ScanMode};
+use crate::skeletons::Devices;
+use crate::{DeviceType, Error, Result};
+
+/// One device slot's part of a call: elements `range` of its operands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Part {
+    pub(crate) slot: usize,
+    pub(crate) range: Range<usize>,
+}
+
+/// How many device slots a call with `.devices(devices)` uses: without it, every slot
+/// `SKEL_CUDA_DEVICES` names if set, else one (and no device is probed for that).
+pub(crate) fn count(devices: Option<Devices>) -> Result<usize> {
+    match devices {
+        None if context::devices_env().is_none() => Ok(1),
+        None | Some(Devices::All) => context::slot_count(),
+        Some(Devices::Count(0)) => Err(Error::InvalidArgument(
+            ".devices(0): a call needs at least one device".into(),
+        )),
+        Some(Devices::Count(n)) => {
+            let have = context::slot_count()?;
+            if n > have {
+                return Err(Error::BackendUnavailable {
+                    backend: crate::Backend::Cuda,
+                    reason: format!(
+                        ".devices({n}): only {have} CUDA device slot(s) here (ordinals {:?}); \
+                         name the devices with SKEL_CUDA_DEVICES=0,1 (an ordinal named twice, \
+                         as in SKEL_CUDA_DEVICES=0,0, makes two slots on one GPU for testing), \
+                         or ask for .devices(Devices::All)",
+                        context::slot_ordinals()
+                    ),
+                });
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// Rows of `unit` elements, as even as can be, over `k` slots; empty parts are left out.
+fn even(n: usize, unit: usize, k: usize) -> Vec<Part> {
+    let unit = unit.max(1);
+    let rows = n.div_ceil(unit);
+    (0..k)
+        .map(|s| Part {
+            slot: s,
+            range: (rows * s / k * unit).min(n)..(rows * (s + 1) / k * unit).min(n),
+        })
+        .filter(|p| !p.range.is_empty())
+        .collect()
+}
+
+/// The parts a container's copies on slots `0..k` make of elements `range` (relative to
+/// `range.start`), if they tile it in slot order at multiples of `unit`.
+fn resident(st: &State, range: Range<usize>, unit: usize, k: usize) -> Option<Vec<Part>> {
+    let mut parts = Vec::new();
+    let mut at = range.start;
+    for slot in 0..k {
+        let on = st
+            .coherence
+            .valid(Location::Device(slot as u32))
+            .intersect_range(range.clone());
+        match on.as_slice() {
+            [] => {}
+            [r] if r.start == at && (r.start - range.start) % unit.max(1) == 0 => {
+                parts.push(Part {
+                    slot,
+                    range: r.start - range.start..r.end - range.start,
+                });
+                at = r.end;
+            }
+            _ => return None,
+        }
+    }
+    (at == range.end && parts.len() > 1).then_some(parts)
+}
+
+/// Finds the tiling of the first operand a visitor is shown.
+struct FirstResident {
+    unit: usize,
+    k: usize,
+    seen: bool,
+    parts: Option<Vec<Part>>,
+}
+
+impl ArgVisitor for FirstResident {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        if !std::mem::replace(&mut self.seen, true) {
+            self.parts = resident(&arg.lock(), arg.range(), self.unit, self.k);
+        }
+        Ok(())
+    }
+}
+
+/// The parts of a call over `shape` on `k` slots, placed by where the first operand of
+/// `first` is valid now (see the module docs).
+pub(crate) fn parts<'a, I: ArgTuple<'a>>(shape: Shape, k: usize, first: &I) -> Result<Vec<Part>> {
+    let unit = match shape {
+        Shape::Vector(_) => 1,
+        Shape::Matrix { cols, .. } => cols,
+    };
+    let mut find = FirstResident {
+        unit,
+        k,
+        seen: false,
+        parts: None,
+    };
+    first.visit(&mut find)?;
+    Ok(find.parts.unwrap_or_else(|| even(shape.len(), unit, k)))
+}
+
+/// Runs `f` on each part, one after the other on the calling thread, each on its slot: for
+/// calls that only enqueue their work (so the devices still run at once).
+pub(crate) fn in_turn(parts: &[Part], mut f: impl FnMut(&Part) -> Result<()>) -> Result<()> {
+    parts.iter().try_for_each(|p| on_slot(p.slot, || f(p)))
+}
+
+/// Runs `f` on each part at once, one thread per part (the first on the calling thread),
+/// each on its slot: for calls that wait for their result. Results in part order; the first
+/// error in part order wins.
+pub(crate) fn at_once<R: Send>(
+    parts: &[Part],
+    f: impl Fn(&Part) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let f = &f;
+    std::thread::scope(|s| {
+        let rest: Vec<_> = parts
+            .iter()
+            .skip(1)
+            .map(|p| s.spawn(move || on_slot(p.slot, || f(p))))
+            .collect();
+        let first = parts.first().map(|p| on_slot(p.slot, || f(p)));
+        let mut out = Vec::with_capacity(parts.len());
+        out.extend(first);
+        for h in rest {
+            out.push(h.join().map_err(|_| {
+                Error::Driver("a device part of a split CUDA call panicked".into())
+            })?);
+        }
+        out.into_iter().collect()
+    })
+}
+
+/// Scan split over device slots: the totals of every part but the last are reduced on
+/// their slots at once (a read pass more than on one device), folded on the host into each
+/// part's carry-in, then every part scans from its carry (`scan::run`).
+pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
+    one: &Cuda,
+    parts: &[Part],
+    input: Arg<'_, T>,
+    mut out: ArgMut<'_, T>,
+    (mode, start): (ScanMode, T),
+) -> Result<()> {
+    let heads = &parts[..parts.len().saturating_sub(1)];
+    let totals = at_once(heads, |p| {
+        reduce::partial::<F, T>(one, input.sub(p.range.clone()))
+    })?;
+    let mut acc = (mode == ScanMode::Exclusive).then_some(start);
+    let mut carries = vec![None];
+    for total in totals {
+        acc = match acc {
+            Some(a) => Some(combine::<F, T>(a, total)),
+            None => total,
+        };
+        carries.push(acc);
+    }
+    let mut carries = carries.into_iter();
+    in_turn(parts, |p| {
+        let r = p.range.clone();
+        let carry = carries.next().flatten();
+        scan::run::<F, T>(one, input.sub(r.clone()), out.part(r), (mode, start), carry)
+    })
+}
+
+impl Cuda {
+    /// The parts of a call over `shape` whose first operands are `first`, if the call is
+    /// split over several device slots; `None` to run it on the current slot alone.
+    pub(crate) fn device_parts<'a, I: ArgTuple<'a>>(
+        &self,
+        shape: Shape,
+        first: &I,
+    ) -> Result<Option<Vec<Part>>> {
+        let k = count(self.devices)?;
+        if k <= 1 {
+            return Ok(None);
+        }
+        Ok(Some(parts(shape, k, first)?))
+    }
+
+    /// The executor of one part: the same call on the current slot alone.
+    pub(crate) fn on_one(&self) -> Cuda {
+        Cuda {
+            devices: Some(Devices::Count(1)),
+            ..*self
+        }
+    }
+
+    /// `Err` for a skeleton that is not split over devices yet, on more than one device:
+    /// never silently run on one.
+    pub(crate) fn single_device(&self, skeleton: &str) -> Result<()> {
+        let k = count(self.devices)?;
+        if k > 1 {
+            return Err(Error::BackendUnavailable {
+                backend: crate::Backend::Cuda,
+                reason: format!(
+                    "{skeleton} does not split over several CUDA devices yet ({k} asked for); \
+                     run it with .devices(1)"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// `Err` for a user function taking `#[index]` on more than one device slot.
+    pub(crate) fn no_split_index(&self, dims: u8) -> Result<()> {
+        if dims > 0 {
+            return Err(Error::InvalidArgument(
+                "a user function taking #[index] is not split over several CUDA devices yet; \
+                 run it with .devices(1)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn even_parts_cover_in_whole_rows() {
+        for n in [0usize, 1, 2, 3, 7, 64, 1001] {
+            for unit in [1usize, 3, 8] {
+                let n = n * unit;
+                for k in 1..=5 {
+                    let parts = even(n, unit, k);
+                    let mut at = 0;
+                    for p in &parts {
+                        assert_eq!(p.range.start, at);
+                        assert!(!p.range.is_empty());
+                        assert_eq!(p.range.start % unit, 0);
+                        at = p.range.end;
+                    }
+                    assert_eq!(at, n);
+                    assert!(parts.len() <= k);
+                }
+            }
+        }
+    }
+}
