@@ -23,7 +23,7 @@ use std::ops::Range;
 use super::context::{self, on_slot};
 use super::{reduce, scan, Cuda};
 use crate::backends::cpu::combine;
-use crate::backends::BinaryFn;
+use crate::backends::{BinaryFn, PredicateFn};
 use crate::containers::Arg;
 use crate::containers::{ArgMut, Location, Shape, State};
 use crate::plan::{ArgTuple, ArgVisitor, ScanMode};
@@ -198,6 +198,53 @@ pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
         let carry = carries.next().flatten();
         scan::run::<F, T>(one, input.sub(r.clone()), out.part(r), (mode, start), carry)
     })
+}
+
+/// Runs `band` over lines `0..lines` (of `unit` elements each) of a call writing `out`, or,
+/// split over device slots, over each slot's lines on that slot (one after the other: the
+/// bands only enqueue their work). `first` places the parts (see [`parts`]).
+pub(crate) fn by_lines<'a, I: ArgTuple<'a>, T: DeviceType>(
+    exec: &Cuda,
+    (lines, unit): (usize, usize),
+    first: &I,
+    mut out: ArgMut<'_, T>,
+    mut band: impl FnMut(&Cuda, ArgMut<'_, T>, Range<usize>) -> Result<()>,
+) -> Result<()> {
+    let shape = Shape::Matrix {
+        rows: lines,
+        cols: unit,
+    };
+    let Some(parts) = exec.device_parts(shape, first)? else {
+        return band(exec, out, 0..lines);
+    };
+    let (one, len, unit) = (exec.on_one(), out.shape().len(), unit.max(1));
+    in_turn(&parts, |p| {
+        band(
+            &one,
+            out.part(0..len),
+            p.range.start / unit..p.range.end / unit,
+        )
+    })
+}
+
+/// Filter split over device slots: each part keeps its elements on its slot, written where
+/// the previous parts' kept elements end. A part's count is known only when its kernels
+/// are done, so the parts run one after the other (the devices do not overlap here).
+pub(crate) fn filter<F: PredicateFn<T>, T: DeviceType>(
+    one: &Cuda,
+    parts: &[Part],
+    input: Arg<'_, T>,
+    mut out: ArgMut<'_, T>,
+    uniforms: &F::Uniforms,
+) -> Result<usize> {
+    let mut kept = 0;
+    in_turn(parts, |p| {
+        let r = p.range.clone();
+        let dst = out.part(kept..kept + r.len());
+        kept += super::filter::run::<F, T>(one, input.sub(r), dst, uniforms)?;
+        Ok(())
+    })?;
+    Ok(kept)
 }
 
 impl Cuda {

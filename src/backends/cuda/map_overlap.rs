@@ -146,20 +146,10 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     uniforms: &U,
 ) -> Result<()> {
     let (rows, cols) = (plan.rows, plan.cols);
-    let (lines, unit) = if rows == 1 { (cols, 1) } else { (rows, cols) };
-    let shape = crate::containers::Shape::Matrix {
-        rows: lines,
-        cols: unit,
-    };
-    if let Some(parts) = exec.device_parts(shape, &(input,))? {
-        let (one, mut out) = (exec.on_one(), out);
-        return devices::in_turn(&parts, |p| {
-            let band = p.range.start / unit..p.range.end / unit;
-            let whole = out.part(0..rows * cols);
-            stencil_band::<F, T, U>(&one, plan, (input, whole), pad, uniforms, band)
-        });
-    }
-    stencil_band::<F, T, U>(exec, plan, (input, out), pad, uniforms, 0..lines)
+    let lines = if rows == 1 { (cols, 1) } else { (rows, cols) };
+    devices::by_lines(exec, lines, &(input,), out, |exec, out, band| {
+        stencil_band::<F, T, U>(exec, plan, (input, out), pad, uniforms, band)
+    })
 }
 
 /// Launches the stencil kernel of `plan` for lines `band` of the output (rows, or columns
@@ -236,9 +226,7 @@ fn stencil_band<F: UserFn, T: DeviceType, U: UniformTuple>(
         multistream::forced(exec.streams)?,
         work,
     )?;
-    for chunk in &mut split.chunks {
-        *chunk = chunk.start + band.start..chunk.end + band.start;
-    }
+    split.shift(band.start);
     let cyclic = edge == Edge::Cyclic;
     for (_, part, lane, tag) in split.parts() {
         for range in halo(part.start, part.end, r, lines, cyclic, unit) {

@@ -514,7 +514,6 @@ impl Execute for Cuda {
         out: ArgMut<'_, T>,
         axis: Axis,
     ) -> Result<()> {
-        self.single_device("Reduce along an axis")?;
         reduce::run_axis::<F, T>(self, input, out, axis)
     }
 
@@ -595,7 +594,6 @@ impl Execute for Cuda {
         A: DeviceType,
         B: DeviceType,
     {
-        self.single_device("MapPairs")?;
         map_pairs::run::<F, A, B>(self, arrays, v, h, out, uniforms)
     }
 
@@ -614,7 +612,6 @@ impl Execute for Cuda {
         A: DeviceType,
         B: DeviceType,
     {
-        self.single_device("MapPairsReduce")?;
         map_pairs_reduce::run::<M, R, A, B>(self, arrays, v, h, out, axis, uniforms)
     }
 
@@ -624,7 +621,9 @@ impl Execute for Cuda {
         out: ArgMut<'_, T>,
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
-        self.single_device("Filter")?;
+        if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
+            return devices::filter::<F, T>(&self.on_one(), &parts, input, out, uniforms);
+        }
         filter::run::<F, T>(self, input, out, uniforms)
     }
 }

@@ -9,7 +9,7 @@ use super::fault::{self, Record};
 use super::memory::{self, from_bytes, CuEvent, ResultSlot};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
-use super::{assemble, cty, grid_for, Cuda};
+use super::{assemble, cty, devices, grid_for, Cuda};
 use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
@@ -229,17 +229,35 @@ pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
 }
 
 /// One result per row (`Axis::Rows`) or per column (`Axis::Cols`) of a matrix. Rows are
-/// split into bands over streams; a column reduction reads every row for each result, so
-/// it runs as one chunk.
+/// split into bands over device slots and streams; a column reduction reads every row for
+/// each result, so it runs as one chunk on one slot.
 pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     exec: &Cuda,
     input: Arg<'_, T>,
     out: ArgMut<'_, T>,
     axis: Axis,
 ) -> Result<()> {
+    let (rows, cols) = input.shape().dims();
+    if axis != Axis::Rows {
+        exec.single_device("Reduce along columns")?;
+        return axis_band::<F, T>(exec, input, out, axis, 0..1);
+    }
+    devices::by_lines(exec, (rows, cols), &(input,), out, |exec, out, band| {
+        axis_band::<F, T>(exec, input, out, axis, band)
+    })
+}
+
+/// Rows `band` of a row reduction (one slot's part), or the one band of a column one.
+fn axis_band<F: BinaryFn<T>, T: DeviceType>(
+    exec: &Cuda,
+    input: Arg<'_, T>,
+    out: ArgMut<'_, T>,
+    axis: Axis,
+    band: std::ops::Range<usize>,
+) -> Result<()> {
     let ctx = ctx()?;
     let (rows, cols) = input.shape().dims();
-    if rows == 0 || cols == 0 {
+    if rows == 0 || cols == 0 || band.is_empty() {
         return Ok(());
     }
     let kernel = match axis {
@@ -262,10 +280,11 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         follows: memory::busy_lane(ctx, &out.lock()),
     };
     let (lines, forced) = match axis {
-        Axis::Rows => (rows, multistream::forced(exec.streams)?),
+        Axis::Rows => (band.len(), multistream::forced(exec.streams)?),
         _ => (1, Some(1)),
     };
-    let split = multistream::split(ctx, "reduce", lines, 1, forced, work)?;
+    let mut split = multistream::split(ctx, "reduce", lines, 1, forced, work)?;
+    split.shift(band.start);
     // A chunk of `lines` rows (or the one chunk of all columns): its input elements, its
     // outputs.
     let parts = |part: &std::ops::Range<usize>| match axis {
