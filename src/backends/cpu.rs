@@ -624,6 +624,11 @@ impl Execute for Cpu {
     ) -> Result<usize> {
         let input = input.host()?;
         // `out[kept..]` keeps its values: the whole range must be current on the host.
-        Ok(filter_range::<F, T>(input, 0, out.host_mut()?, uniforms))
+        Ok(filter_range::<F, T>(
+            input,
+            self.base,
+            out.host_mut()?,
+            uniforms,
+        ))
     }
 }

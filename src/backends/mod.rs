@@ -18,6 +18,9 @@ pub(crate) mod opencl;
 pub(crate) mod rayon;
 pub(crate) mod stencil_tile;
 
+#[cfg(test)]
+mod index_base_tests;
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -239,14 +242,16 @@ macro_rules! concrete {
 pub(crate) use concrete;
 pub(crate) use dispatch;
 
-/// `Err` for `#[index]` on the block of a distributed container (`index_base` set) on a
-/// device backend: its kernels see the local index, and a silently local index is a wrong
+/// `Err` for `#[index]` on the block of a distributed container (`index_base` set) on the
+/// OpenCL backend: its kernels see the local index, and a silently local index is a wrong
 /// answer.
-#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
 pub(crate) fn no_index_base(index_base: Option<usize>, dims: u8, backend: Backend) -> Result<()> {
     if index_base.is_some() && dims > 0 {
         return Err(Error::InvalidArgument(format!(
-            "distributed call: a user function taking #[index] does not run on the blocks of              distributed containers on the {backend:?} backend yet; run it with              .backend(Backend::Cpu) or .backend(Backend::Rayon)"
+            "distributed call: a user function taking #[index] does not run on the blocks of \
+             distributed containers on the {backend:?} backend yet; run it with \
+             .backend(Backend::Cuda), .backend(Backend::Rayon) or .backend(Backend::Cpu)"
         )));
     }
     Ok(())

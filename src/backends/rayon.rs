@@ -124,7 +124,7 @@ impl Execute for Rayon {
         let masks: Vec<(Vec<u64>, usize)> = data
             .par_chunks(chunk)
             .enumerate()
-            .map(|(c, part)| keep_mask::<F, T>(part, c * chunk, uniforms))
+            .map(|(c, part)| keep_mask::<F, T>(part, self.base + c * chunk, uniforms))
             .collect();
         let kept = masks.iter().map(|&(_, count)| count).sum();
         // `out[kept..]` keeps its values: the whole range must be current on the host.

@@ -105,6 +105,30 @@ impl Shape {
     }
 }
 
+impl Shape {
+    /// Rows `rows` of the shape (elements `rows` of a vector, a one-row shape): the flat
+    /// position of the first element and the part's shape, which keeps a matrix's columns.
+    ///
+    /// # Panics
+    /// If `rows` reaches beyond the shape.
+    pub(crate) fn rows_part(&self, rows: Range<usize>) -> (usize, Shape) {
+        match *self {
+            Shape::Vector(n) => {
+                assert!(rows.end <= n, "rows beyond the operand");
+                (rows.start, Shape::Vector(rows.len()))
+            }
+            Shape::Matrix { rows: r, cols } => {
+                assert!(rows.end <= r, "rows beyond the operand");
+                let part = Shape::Matrix {
+                    rows: rows.len(),
+                    cols,
+                };
+                (rows.start * cols, part)
+            }
+        }
+    }
+}
+
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -213,6 +237,15 @@ impl<'a, T: DeviceType> Arg<'a, T> {
             self.offset + range.start,
             Shape::Vector(range.len()),
         )
+    }
+
+    /// Rows `rows` of the operand as an operand of their own that keeps a matrix's columns
+    /// (see [`Shape::rows_part`]): a part of a call split by whole rows, whose 2D `#[index]`
+    /// is right when the part's executor has the part's first flat position as its index
+    /// base.
+    pub(crate) fn rows(&self, rows: Range<usize>) -> Arg<'a, T> {
+        let (first, shape) = self.shape.rows_part(rows);
+        Arg::new(self.store, self.offset + first, shape)
     }
 
     /// The elements on the host, brought back from a device first where stale.
@@ -364,6 +397,18 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset + range.start,
             shape: Shape::Vector(range.len()),
+            spread: None,
+        }
+    }
+
+    /// Rows `rows` of the operand as an operand of their own that keeps a matrix's columns
+    /// (see [`Arg::rows`]).
+    pub(crate) fn rows(&mut self, rows: Range<usize>) -> ArgMut<'_, T> {
+        let (first, shape) = self.shape.rows_part(rows);
+        ArgMut {
+            store: self.store,
+            offset: self.offset + first,
+            shape,
             spread: None,
         }
     }

@@ -53,8 +53,8 @@
 //!   cached like a container argument; column folds are folded across ranks in rank order.
 //!
 //! Element indices (`#[index]`) of Map, MapArray and MapReduce (a flat index) on
-//! distributed operands are the global ones on the cpu and rayon backends (each rank's
-//! block starts at its first global element, `Options::index_base`); CUDA, OpenCL, a 2D
+//! distributed operands are the global ones on the cpu, rayon and CUDA backends (each
+//! rank's block starts at its first global element, `Options::index_base`); OpenCL, a 2D
 //! index in MapReduce, MapPairs / MapPairsReduce indices and Filter are refused with an
 //! error for now.
 //!

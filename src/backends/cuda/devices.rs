@@ -37,6 +37,20 @@ pub(crate) struct Part {
     pub(crate) range: Range<usize>,
 }
 
+impl Part {
+    /// The part's rows of an operand of `shape` (its elements, for a vector): parts of a
+    /// matrix are whole rows.
+    pub(crate) fn rows(&self, shape: Shape) -> Range<usize> {
+        match shape {
+            Shape::Vector(_) => self.range.clone(),
+            Shape::Matrix { cols, .. } => {
+                let cols = cols.max(1);
+                self.range.start / cols..self.range.end / cols
+            }
+        }
+    }
+}
+
 /// How many device slots a call with `.devices(devices)` uses: without it, every slot
 /// `SKEL_CUDA_DEVICES` names if set, else one (and no device is probed for that).
 pub(crate) fn count(devices: Option<Devices>) -> Result<usize> {
@@ -231,7 +245,7 @@ pub(crate) fn by_lines<'a, I: ArgTuple<'a>, T: DeviceType>(
 /// the previous parts' kept elements end. A part's count is known only when its kernels
 /// are done, so the parts run one after the other (the devices do not overlap here).
 pub(crate) fn filter<F: PredicateFn<T>, T: DeviceType>(
-    one: &Cuda,
+    exec: &Cuda,
     parts: &[Part],
     input: Arg<'_, T>,
     mut out: ArgMut<'_, T>,
@@ -241,7 +255,7 @@ pub(crate) fn filter<F: PredicateFn<T>, T: DeviceType>(
     in_turn(parts, |p| {
         let r = p.range.clone();
         let dst = out.part(kept..kept + r.len());
-        kept += super::filter::run::<F, T>(one, input.sub(r), dst, uniforms)?;
+        kept += super::filter::run::<F, T>(&exec.part_at(p), input.sub(r), dst, uniforms)?;
         Ok(())
     })?;
     Ok(kept)
@@ -286,16 +300,13 @@ impl Cuda {
         Ok(())
     }
 
-    /// `Err` for a user function taking `#[index]` on more than one device slot.
-    pub(crate) fn no_split_index(&self, dims: u8) -> Result<()> {
-        if dims > 0 {
-            return Err(Error::InvalidArgument(
-                "a user function taking #[index] is not split over several CUDA devices yet; \
-                 run it with .devices(1)"
-                    .into(),
-            ));
+    /// The executor of part `p` of an element-wise call: on its slot alone, its `#[index]`
+    /// counting from the part's first element.
+    pub(crate) fn part_at(&self, p: &Part) -> Cuda {
+        Cuda {
+            index_base: self.index_base + p.range.start,
+            ..self.on_one()
         }
-        Ok(())
     }
 }
 

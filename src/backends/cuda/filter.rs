@@ -140,7 +140,7 @@ pub(crate) fn run<F: PredicateFn<T>, T: DeviceType>(
             args.ptr(src)
                 .ptr(dst)
                 .u64(part.len() as u64)
-                .u64(part.start as u64)
+                .u64((exec.index_base + part.start) as u64)
                 .ptr(state.ptr + (at * 8) as u64)
                 .i32(tiles as i32)
                 .ptr(if c == 0 { 0 } else { carry(c - 1) })

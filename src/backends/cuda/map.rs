@@ -397,7 +397,7 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         args.ptr(if dsts.len() == 1 { dsts[0] } else { 0 })
             .u64(part.len() as u64)
             .u64(out_shape.cols() as u64)
-            .u64(part.start as u64);
+            .u64((exec.index_base + part.start) as u64);
         if dsts.len() > 1 {
             for &d in &dsts {
                 args.ptr(d);
@@ -411,7 +411,9 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         if let Some(rec) = &fault {
             args.ptr(rec.ptr());
         }
-        let grid = kernel.launch.dims(ctx, &part, out_shape.cols())?;
+        // A 2D index map's grid covers the rows of the part's global positions.
+        let global = exec.index_base + part.start..exec.index_base + part.end;
+        let grid = kernel.launch.dims(ctx, &global, out_shape.cols())?;
         launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
         let ev = CuEvent::record(lane)?;
         arrays::read(ctx, arrays, (lane, tag), &ev)?;

@@ -144,7 +144,7 @@ where
         ctx,
         &m,
         &split,
-        shape.cols(),
+        (shape.cols(), exec.index_base),
         items,
         |c, a| {
             arrays::push(a, &staged[c].0, true);

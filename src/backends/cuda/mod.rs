@@ -42,7 +42,7 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{no_index_base, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::backends::args;
 use crate::backends::cpu::combine;
 use crate::codegen::ir::{FnDef, ParamKind};
@@ -51,8 +51,8 @@ use crate::containers::State;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::skeletons::Options;
-use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window2Fn, WindowFn};
-use crate::{Backend, DeviceType, Error, Result};
+use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
+use crate::{DeviceType, Error, Result};
 
 /// Helpers every template includes, after the user functions and its `#define`s.
 const COMMON: &str = include_str!("../../../cuda/common.cuh");
@@ -68,9 +68,9 @@ pub(crate) struct Cuda {
     download: Option<bool>,
     /// Whether the call runs the checked variant of the user functions (`fault.rs`).
     checked: bool,
-    /// `Some` on the block of a distributed call (refused with `#[index]`, see
-    /// `no_index_base`).
-    index_base: Option<usize>,
+    /// Added to every `#[index]`: the global flat index of the call's first element when
+    /// the call is one part of a larger one (a distributed block, a device's share), else 0.
+    index_base: usize,
 }
 
 impl Cuda {
@@ -80,7 +80,7 @@ impl Cuda {
             streams: options.streams,
             download: options.download,
             checked: options.checked(),
-            index_base: options.index_base,
+            index_base: options.base(),
         }
     }
 }
@@ -458,16 +458,15 @@ impl Execute for Cuda {
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
-        let dims = <F::Index as IndexKind>::DIMS;
-        if let Some(parts) = self.device_parts(out.shape("Map")?, &inputs)? {
-            self.no_split_index(dims)?;
-            let (one, mut out) = (self.on_one(), out);
+        let shape = out.shape("Map")?;
+        if let Some(parts) = self.device_parts(shape, &inputs)? {
+            let mut out = out;
             return devices::in_turn(&parts, |p| {
-                let r = p.range.clone();
-                map::run::<F, I, _>(&one, arrays, inputs.sub(r.clone()), out.part(r), uniforms)
+                let (one, r) = (self.part_at(p), p.range.clone());
+                let out = out.rows(p.rows(shape));
+                map::run::<F, I, _>(&one, arrays, inputs.sub(r), out, uniforms)
             });
         }
-        no_index_base(self.index_base, dims, Backend::Cuda)?;
         map::run::<F, I, O>(self, arrays, inputs, out, uniforms)
     }
 
@@ -482,16 +481,15 @@ impl Execute for Cuda {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
-        let dims = <F::Index as IndexKind>::DIMS;
-        if let Some(parts) = self.device_parts(out.shape(), &inputs)? {
-            self.no_split_index(dims)?;
-            let (one, mut out) = (self.on_one(), out);
+        let shape = out.shape();
+        if let Some(parts) = self.device_parts(shape, &inputs)? {
+            let mut out = out;
             return devices::in_turn(&parts, |p| {
-                let r = p.range.clone();
-                map_array::run::<F, I>(&one, array, inputs.sub(r.clone()), out.part(r), uniforms)
+                let (one, r) = (self.part_at(p), p.range.clone());
+                let out = out.rows(p.rows(shape));
+                map_array::run::<F, I>(&one, array, inputs.sub(r), out, uniforms)
             });
         }
-        no_index_base(self.index_base, dims, Backend::Cuda)?;
         map_array::run::<F, I>(self, array, inputs, out, uniforms)
     }
 
@@ -530,20 +528,16 @@ impl Execute for Cuda {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        let dims = <M::Index as IndexKind>::DIMS;
         if let Some(parts) = self.device_parts(shape, &inputs)? {
-            self.no_split_index(dims)?;
-            let one = self.on_one();
             let partials = devices::at_once(&parts, |p| {
-                let r = p.range.clone();
-                let part = Shape::Vector(r.len());
+                let (one, r) = (self.part_at(p), p.range.clone());
+                let part = shape.rows_part(p.rows(shape)).1;
                 map_reduce::partial::<M, R, I>(&one, arrays, inputs.sub(r), part, uniforms)
             })?;
             return Ok(partials
                 .into_iter()
                 .fold(start, |acc, p| combine::<R, M::Out>(acc, p)));
         }
-        no_index_base(self.index_base, dims, Backend::Cuda)?;
         map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
     }
 
@@ -622,7 +616,7 @@ impl Execute for Cuda {
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
         if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
-            return devices::filter::<F, T>(&self.on_one(), &parts, input, out, uniforms);
+            return devices::filter::<F, T>(self, &parts, input, out, uniforms);
         }
         filter::run::<F, T>(self, input, out, uniforms)
     }

@@ -83,13 +83,14 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Res
 /// call is one launch and one wait.
 ///
 /// A checked module (`fault`: its record, after every kernel's parameters, and the user
-/// functions of its program) reports a fault of any kernel instead of the value.
+/// functions of its program) reports a fault of any kernel instead of the value. The
+/// element at position `p` of the call has flat index `index_base + p` (rows of `cols`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce_chunks<T: DeviceType>(
     ctx: &Ctx,
     m: &Module,
     split: &Split,
-    cols: usize,
+    (cols, index_base): (usize, usize),
     items: usize,
     mut params: impl FnMut(usize, &mut KernelArgs),
     mut after: impl FnMut(usize, &Arc<CuEvent>) -> Result<()>,
@@ -127,7 +128,7 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
         args.u64(part.len() as u64)
             .u64(per_block as u64)
             .u64(cols as u64)
-            .u64(part.start as u64)
+            .u64((index_base + part.start) as u64)
             .ptr(tickets + (c * 4) as u64)
             .ptr(scratch(c))
             // Several chunks: each result goes to its scratch's result words.
@@ -218,7 +219,7 @@ pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
         ctx,
         &m,
         &split,
-        input.shape().cols(),
+        (input.shape().cols(), 0),
         items,
         |c, a| {
             a.ptr(srcs[c]);

@@ -515,6 +515,11 @@ impl Execute for OpenCl {
         out: ArgMut<'_, T>,
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
+        no_index_base(
+            self.index_base,
+            <F::Index as IndexKind>::DIMS,
+            Backend::OpenCl,
+        )?;
         filter::run::<F, T>(ctx()?, input, out, uniforms, self.checked)
     }
 }
