@@ -8,15 +8,27 @@
 //!   that tiling is kept, so a chain of split calls moves nothing between devices;
 //!   otherwise the call is cut evenly (the slots are identical devices, or slots on one
 //!   GPU), matrices in whole rows.
-//! - Map / MapArray: each part reads and writes its own range of the element-wise operands
-//!   and the whole of every container argument (uploaded once per slot, then kept there).
-//!   The parts are only enqueued, one slot after the other, so the devices run together.
+//! - Map / MapArray: each part reads and writes its own rows of the element-wise operands
+//!   (matrix parts keep their columns, and the part's executor its first flat index as
+//!   index base, so `#[index]` is global) and the whole of every container argument
+//!   (uploaded once per slot, then kept there). The parts are only enqueued, one slot
+//!   after the other, so the devices run together.
 //! - Reduce / MapReduce: each slot folds its part to one partial, on its own thread (the
 //!   partials are waited for); the host folds `start` and the partials in part order, as the
 //!   single-device code folds its chunks.
+//! - Scan: the totals of every part but the last are reduced first (at once), folded on the
+//!   host into each part's carry-in, and each part scans from its carry (a read pass more
+//!   than on one device).
+//! - MapOverlap, MapPairs, MapPairsReduce, row reductions: each slot computes its band of
+//!   output lines ([`by_lines`]) from the whole input; a halo valid only on a neighbour
+//!   slot is copied device to device. Column reductions: a partial row per slot, folded on
+//!   the host.
+//! - Filter: the parts run in turn (each needs the previous parts' counts), each writing
+//!   where the previous ones stopped.
 //!
 //! A range a part needs that is valid only on another slot is copied device to device
-//! (`memory.rs`, `peer_copies`), not through the host.
+//! (`memory.rs`, `peer_copies`: `cuMemcpyPeerAsync`, direct where peer access is enabled),
+//! not through the host.
 
 use std::ops::Range;
 
@@ -25,8 +37,8 @@ use super::{reduce, scan, Cuda};
 use crate::backends::cpu::combine;
 use crate::backends::{BinaryFn, PredicateFn};
 use crate::containers::Arg;
-use crate::containers::{ArgMut, Location, Shape, State};
-use crate::plan::{ArgTuple, ArgVisitor, ScanMode};
+use crate::containers::{ArgMut, Location, Output, Shape, State, Vector};
+use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
 use crate::skeletons::Devices;
 use crate::{DeviceType, Error, Result};
 
@@ -243,8 +255,27 @@ pub(crate) fn by_lines<'a, I: ArgTuple<'a>, T: DeviceType>(
 
 /// Filter split over device slots: each part keeps its elements on its slot, written where
 /// the previous parts' kept elements end. A part's count is known only when its kernels
-/// are done, so the parts run one after the other (the devices do not overlap here).
+/// are done, so the parts run one after the other (the devices do not overlap here). A
+/// checked call filters into a scratch vector first and copies the kept elements to `out`
+/// only when no part faulted: a fault leaves `out` as it was, as on one device.
 pub(crate) fn filter<F: PredicateFn<T>, T: DeviceType>(
+    exec: &Cuda,
+    parts: &[Part],
+    input: Arg<'_, T>,
+    mut out: ArgMut<'_, T>,
+    uniforms: &F::Uniforms,
+) -> Result<usize> {
+    if exec.checked {
+        let mut scratch = scratch_vector::<T>(input.shape().len());
+        let kept = filter_parts::<F, T>(exec, parts, input, scratch.arg_mut(), uniforms)?;
+        out.host_overwrite()?[..kept].copy_from_slice(&scratch.try_as_slice()?[..kept]);
+        return Ok(kept);
+    }
+    filter_parts::<F, T>(exec, parts, input, out, uniforms)
+}
+
+/// The parts of a split Filter, each written after the previous ones' kept elements.
+fn filter_parts<F: PredicateFn<T>, T: DeviceType>(
     exec: &Cuda,
     parts: &[Part],
     input: Arg<'_, T>,
@@ -259,6 +290,51 @@ pub(crate) fn filter<F: PredicateFn<T>, T: DeviceType>(
         Ok(())
     })?;
     Ok(kept)
+}
+
+/// A host-side vector of `n` zero-bit values, for results a split call combines.
+fn scratch_vector<T: DeviceType>(n: usize) -> Vector<T> {
+    let zero = super::memory::from_bytes::<T>(&vec![0u8; std::mem::size_of::<T>()]);
+    Vector::filled(n, zero)
+}
+
+/// Column reduction split over device slots: each slot reduces the columns of its rows to
+/// a partial row of its own (at once: the partials are only enqueued), and the host folds
+/// the partial rows in part order into `out`.
+pub(crate) fn reduce_cols<F: BinaryFn<T>, T: DeviceType>(
+    exec: &Cuda,
+    parts: &[Part],
+    input: Arg<'_, T>,
+    mut out: ArgMut<'_, T>,
+) -> Result<()> {
+    let (shape, one) = (input.shape(), exec.on_one());
+    if parts.is_empty() {
+        // No rows: the results keep their values, as on one device.
+        return Ok(());
+    }
+    let mut partials: Vec<Vector<T>> = parts
+        .iter()
+        .map(|_| scratch_vector::<T>(shape.cols()))
+        .collect();
+    let mut each = partials.iter_mut();
+    in_turn(parts, |p| {
+        let partial = each
+            .next()
+            .ok_or_else(|| Error::Driver("internal: a partial row per part".into()))?;
+        let rows = input.rows(p.rows(shape));
+        reduce::run_axis::<F, T>(&one, rows, partial.arg_mut(), Axis::Cols)
+    })?;
+    let rows = partials
+        .iter()
+        .map(Vector::try_as_slice)
+        .collect::<Result<Vec<_>>>()?;
+    let host = out.host_overwrite()?;
+    for (c, o) in host.iter_mut().enumerate() {
+        *o = rows[1..]
+            .iter()
+            .fold(rows[0][c], |acc, r| combine::<F, T>(acc, Some(r[c])));
+    }
+    Ok(())
 }
 
 impl Cuda {
@@ -282,22 +358,6 @@ impl Cuda {
             devices: Some(Devices::Count(1)),
             ..*self
         }
-    }
-
-    /// `Err` for a skeleton that is not split over devices yet, on more than one device:
-    /// never silently run on one.
-    pub(crate) fn single_device(&self, skeleton: &str) -> Result<()> {
-        let k = count(self.devices)?;
-        if k > 1 {
-            return Err(Error::BackendUnavailable {
-                backend: crate::Backend::Cuda,
-                reason: format!(
-                    "{skeleton} does not split over several CUDA devices yet ({k} asked for); \
-                     run it with .devices(1)"
-                ),
-            });
-        }
-        Ok(())
     }
 
     /// The executor of part `p` of an element-wise call: on its slot alone, its `#[index]`

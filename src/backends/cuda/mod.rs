@@ -67,7 +67,7 @@ pub(crate) struct Cuda {
     /// `.download(eager)`, if given.
     download: Option<bool>,
     /// Whether the call runs the checked variant of the user functions (`fault.rs`).
-    checked: bool,
+    pub(crate) checked: bool,
     /// Added to every `#[index]`: the global flat index of the call's first element when
     /// the call is one part of a larger one (a distributed block, a device's share), else 0.
     index_base: usize,

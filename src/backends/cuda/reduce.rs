@@ -231,7 +231,7 @@ pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
 
 /// One result per row (`Axis::Rows`) or per column (`Axis::Cols`) of a matrix. Rows are
 /// split into bands over device slots and streams; a column reduction reads every row for
-/// each result, so it runs as one chunk on one slot.
+/// each result, so it runs as one chunk per slot (over the slot's rows).
 pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     exec: &Cuda,
     input: Arg<'_, T>,
@@ -240,8 +240,10 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
 ) -> Result<()> {
     let (rows, cols) = input.shape().dims();
     if axis != Axis::Rows {
-        exec.single_device("Reduce along columns")?;
-        return axis_band::<F, T>(exec, input, out, axis, 0..1);
+        return match exec.device_parts(input.shape(), &(input,))? {
+            Some(parts) => devices::reduce_cols::<F, T>(exec, &parts, input, out),
+            None => axis_band::<F, T>(exec, input, out, axis, 0..1),
+        };
     }
     devices::by_lines(exec, (rows, cols), &(input,), out, |exec, out, band| {
         axis_band::<F, T>(exec, input, out, axis, band)
