@@ -268,7 +268,8 @@ pub(crate) fn filter<F: PredicateFn<T>, T: DeviceType>(
     if exec.checked {
         let mut scratch = scratch_vector::<T>(input.shape().len());
         let kept = filter_parts::<F, T>(exec, parts, input, scratch.arg_mut(), uniforms)?;
-        out.host_overwrite()?[..kept].copy_from_slice(&scratch.try_as_slice()?[..kept]);
+        let kept_elems = &scratch.try_as_slice()?[..kept];
+        out.head(kept).host_overwrite()?.copy_from_slice(kept_elems);
         return Ok(kept);
     }
     filter_parts::<F, T>(exec, parts, input, out, uniforms)
