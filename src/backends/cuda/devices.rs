@@ -164,9 +164,20 @@ pub(crate) fn parts<'a, I: ArgTuple<'a>>(shape: Shape, k: usize, first: &I) -> R
 }
 
 /// Runs `f` on each part, one after the other on the calling thread, each on its slot: for
-/// calls that only enqueue their work (so the devices still run at once).
-pub(crate) fn in_turn(parts: &[Part], mut f: impl FnMut(&Part) -> Result<()>) -> Result<()> {
-    parts.iter().try_for_each(|p| on_slot(p.slot, || f(p)))
+/// calls that only enqueue their work (so the devices still run at once). A `checked` call
+/// runs every part as a trial first (`fault::trial`: results discarded, nothing copied
+/// back), so that a fault of any part is the call's error before any part keeps its results
+/// (each part settles its own outputs); then for real.
+pub(crate) fn in_turn(
+    checked: bool,
+    parts: &[Part],
+    mut f: impl FnMut(&Part) -> Result<()>,
+) -> Result<()> {
+    let mut all = || parts.iter().try_for_each(|p| on_slot(p.slot, || f(p)));
+    if checked && parts.len() > 1 {
+        super::fault::trial(&mut all)?;
+    }
+    all()
 }
 
 /// Runs `f` on each part at once, one thread per part (the first on the calling thread),
@@ -195,6 +206,16 @@ pub(crate) fn at_once<R: Send>(
     })
 }
 
+/// The parts' partials folded in part order (`None` if every part was empty): `start` is
+/// folded with the total afterwards, as one device folds its chunks' totals before it, so a
+/// fault of the function names the same operands on one device and on several.
+pub(crate) fn fold<F: BinaryFn<T>, T: DeviceType>(partials: Vec<Option<T>>) -> Option<T> {
+    partials.into_iter().fold(None, |acc, p| match acc {
+        Some(a) => Some(combine::<F, T>(a, p)),
+        None => p,
+    })
+}
+
 /// Scan split over device slots: the totals of every part but the last are reduced on
 /// their slots at once (a read pass more than on one device), folded on the host into each
 /// part's carry-in, then every part scans from its carry (`scan::run`).
@@ -219,7 +240,7 @@ pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
         carries.push(acc);
     }
     let mut carries = carries.into_iter();
-    in_turn(parts, |p| {
+    in_turn(one.checked, parts, |p| {
         let r = p.range.clone();
         let carry = carries.next().flatten();
         scan::run::<F, T>(one, input.sub(r.clone()), out.part(r), (mode, start), carry)
@@ -244,7 +265,7 @@ pub(crate) fn by_lines<'a, I: ArgTuple<'a>, T: DeviceType>(
         return band(exec, out, 0..lines);
     };
     let (one, len, unit) = (exec.on_one(), out.shape().len(), unit.max(1));
-    in_turn(&parts, |p| {
+    in_turn(exec.checked, &parts, |p| {
         band(
             &one,
             out.part(0..len),
@@ -284,7 +305,7 @@ fn filter_parts<F: PredicateFn<T>, T: DeviceType>(
     uniforms: &F::Uniforms,
 ) -> Result<usize> {
     let mut kept = 0;
-    in_turn(parts, |p| {
+    in_turn(false, parts, |p| {
         let r = p.range.clone();
         let dst = out.part(kept..kept + r.len());
         kept += super::filter::run::<F, T>(&exec.part_at(p), input.sub(r), dst, uniforms)?;
@@ -318,7 +339,7 @@ pub(crate) fn reduce_cols<F: BinaryFn<T>, T: DeviceType>(
         .map(|_| scratch_vector::<T>(shape.cols()))
         .collect();
     let mut each = partials.iter_mut();
-    in_turn(parts, |p| {
+    in_turn(false, parts, |p| {
         let partial = each
             .next()
             .ok_or_else(|| Error::Driver("internal: a partial row per part".into()))?;

@@ -1015,7 +1015,8 @@ pub(crate) fn download_part<T: DeviceType>(
 /// choice, else whether the host read at least half of the container after the previous
 /// device write.
 pub(crate) fn eager_download<T: DeviceType>(out: &ArgMut<'_, T>, choice: Option<bool>) -> bool {
-    choice.unwrap_or_else(|| out.lock().host_read_since_device_write())
+    // A trial run (`fault::trial`) must leave the host copy as it was.
+    !super::fault::in_trial() && choice.unwrap_or_else(|| out.lock().host_read_since_device_write())
 }
 
 /// The stream of the latest unfinished device access to a container (see

@@ -461,7 +461,7 @@ impl Execute for Cuda {
         let shape = out.shape("Map")?;
         if let Some(parts) = self.device_parts(shape, &inputs)? {
             let mut out = out;
-            return devices::in_turn(&parts, |p| {
+            return devices::in_turn(self.checked, &parts, |p| {
                 let (one, r) = (self.part_at(p), p.range.clone());
                 let out = out.rows(p.rows(shape));
                 map::run::<F, I, _>(&one, arrays, inputs.sub(r), out, uniforms)
@@ -484,7 +484,7 @@ impl Execute for Cuda {
         let shape = out.shape();
         if let Some(parts) = self.device_parts(shape, &inputs)? {
             let mut out = out;
-            return devices::in_turn(&parts, |p| {
+            return devices::in_turn(self.checked, &parts, |p| {
                 let (one, r) = (self.part_at(p), p.range.clone());
                 let out = out.rows(p.rows(shape));
                 map_array::run::<F, I>(&one, array, inputs.sub(r), out, uniforms)
@@ -499,9 +499,7 @@ impl Execute for Cuda {
             let partials = devices::at_once(&parts, |p| {
                 reduce::partial::<F, T>(&one, input.sub(p.range.clone()))
             })?;
-            return Ok(partials
-                .into_iter()
-                .fold(start, |acc, p| combine::<F, T>(acc, p)));
+            return Ok(combine::<F, T>(start, devices::fold::<F, T>(partials)));
         }
         reduce::run::<F, T>(self, input, start)
     }
@@ -534,9 +532,10 @@ impl Execute for Cuda {
                 let part = shape.rows_part(p.rows(shape)).1;
                 map_reduce::partial::<M, R, I>(&one, arrays, inputs.sub(r), part, uniforms)
             })?;
-            return Ok(partials
-                .into_iter()
-                .fold(start, |acc, p| combine::<R, M::Out>(acc, p)));
+            return Ok(combine::<R, M::Out>(
+                start,
+                devices::fold::<R, M::Out>(partials),
+            ));
         }
         map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
     }
