@@ -10,7 +10,6 @@ use super::{
     arrays, assemble, checked_call_expr, cty, input_params, inputs_read, stage_inputs,
     uniform_params, CallSite, Cuda, MissingBytes,
 };
-use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::codegen::{device_source_checked, Dialect};
@@ -60,26 +59,9 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
-/// `start` folded with `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i`.
-pub(crate) fn run<'a, 'c, M, R, I>(
-    exec: &Cuda,
-    arrays: ContainerOps<'c, M>,
-    inputs: I,
-    shape: Shape,
-    uniforms: &M::Uniforms,
-    start: M::Out,
-) -> Result<M::Out>
-where
-    M: ElementwiseFn,
-    R: BinaryFn<M::Out>,
-    I: ArgTuple<'a, Elems = M::Elems>,
-{
-    let total = partial::<M, R, I>(exec, arrays, inputs, shape, uniforms)?;
-    Ok(combine::<R, M::Out>(start, total))
-}
-
 /// The `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i` (`None` when there is
-/// none): one device slot's part of a call split over several (`devices.rs`).
+/// none), which the caller folds `start` with (on several device slots: each slot's part,
+/// `devices.rs`).
 pub(crate) fn partial<'a, 'c, M, R, I>(
     exec: &Cuda,
     arrays: ContainerOps<'c, M>,

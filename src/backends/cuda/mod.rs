@@ -501,7 +501,10 @@ impl Execute for Cuda {
             })?;
             return Ok(combine::<F, T>(start, devices::fold::<F, T>(partials)));
         }
-        reduce::run::<F, T>(self, input, start)
+        Ok(combine::<F, T>(
+            start,
+            reduce::partial::<F, T>(self, input)?,
+        ))
     }
 
     fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
@@ -537,7 +540,8 @@ impl Execute for Cuda {
                 devices::fold::<R, M::Out>(partials),
             ));
         }
-        map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
+        let total = map_reduce::partial::<M, R, I>(self, arrays, inputs, shape, uniforms)?;
+        Ok(combine::<R, M::Out>(start, total))
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(

@@ -10,7 +10,6 @@ use super::memory::{self, from_bytes, CuEvent, ResultSlot};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
 use super::{assemble, cty, devices, grid_for, Cuda};
-use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
 use crate::codegen::ir::FnDef;
@@ -173,17 +172,8 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     Ok(has.then(|| from_bytes::<T>(&bytes[4..])))
 }
 
-/// `start` folded with every element of `input`.
-pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
-    exec: &Cuda,
-    input: Arg<'_, T>,
-    start: T,
-) -> Result<T> {
-    Ok(combine::<F, T>(start, partial::<F, T>(exec, input)?))
-}
-
-/// Every element of `input` folded (`None` when it is empty): one device slot's part of a
-/// call split over several (`devices.rs`).
+/// Every element of `input` folded (`None` when it is empty), which the caller folds `start`
+/// with (on several device slots: each slot's part, `devices.rs`).
 pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
     exec: &Cuda,
     input: Arg<'_, T>,
