@@ -81,9 +81,10 @@ pub enum ScanMode {
 /// else every CUDA device, the default one (`SKEL_CUDA_DEVICE`) first. Without
 /// `.devices(..)`, a call uses every device `SKEL_CUDA_DEVICES` names if it is set, else one.
 /// `Count(n)` takes the first `n`; more than there are is
-/// [`Error::BackendUnavailable`]. A call on more than one device runs on the CUDA backend
-/// (`Backend::Auto` and the default backend then mean CUDA); asking for more than one with
-/// another backend named explicitly is [`Error::InvalidArgument`].
+/// [`Error::BackendUnavailable`]. `Devices::All` and `Count(n > 1)` mean the CUDA backend
+/// (also where `Backend::Auto` or the default backend would choose); with another backend
+/// named explicitly they are [`Error::InvalidArgument`]. `Count(1)` is any backend's normal
+/// case.
 ///
 /// Naming an ordinal twice (`SKEL_CUDA_DEVICES=0,0`) makes two device *slots* on one GPU,
 /// each with its own streams and its own copies of the containers: a testing aid that runs
