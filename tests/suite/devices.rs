@@ -64,10 +64,13 @@ fn every_skeleton_split_over_device_slots_matches_cpu() {
             let mut outs = Vec::new();
             for (backend, k) in [on(Backend::Cpu), on(Backend::Cuda)] {
                 let mut m = Vector::zeroed(n);
+                // Checked calls split over slots run their parts as a trial first.
+                let checked = n % 2 == 0;
                 Map::new(scale_i64)
                     .uniforms((5,))
                     .backend(backend)
                     .devices(k)
+                    .checked(checked)
                     .run(&a, &mut m)
                     .unwrap();
                 let arr = data(13, 3);
@@ -89,6 +92,7 @@ fn every_skeleton_split_over_device_slots_matches_cpu() {
                 Scan::new(add_i64)
                     .backend(backend)
                     .devices(k)
+                    .checked(checked)
                     .run(&m, &mut sc)
                     .unwrap();
                 let mut ex = Vector::zeroed(n);
@@ -97,6 +101,7 @@ fn every_skeleton_split_over_device_slots_matches_cpu() {
                     .start(4)
                     .backend(backend)
                     .devices(k)
+                    .checked(!checked)
                     .run(&ma, &mut ex)
                     .unwrap();
                 let mut ov = Vector::zeroed(n);
@@ -112,6 +117,7 @@ fn every_skeleton_split_over_device_slots_matches_cpu() {
                         .pad(9)
                         .backend(backend)
                         .devices(k)
+                        .checked(checked)
                         .run(&sc, &mut ov)
                         .unwrap();
                     outs.push(ov.to_vec());

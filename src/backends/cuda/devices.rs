@@ -239,10 +239,10 @@ pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
         };
         carries.push(acc);
     }
-    let mut carries = carries.into_iter();
+    // By position, not consumed: a checked call runs the parts twice (`in_turn`).
     in_turn(one.checked, parts, |p| {
         let r = p.range.clone();
-        let carry = carries.next().flatten();
+        let carry = parts.iter().position(|q| q == p).and_then(|i| carries[i]);
         scan::run::<F, T>(one, input.sub(r.clone()), out.part(r), (mode, start), carry)
     })
 }
