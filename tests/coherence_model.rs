@@ -6,6 +6,9 @@
 //! sequences stay correct. Every skeleton call also picks a random `.streams(k)` (k in
 //! 1..=16, so on CUDA a 40-element call is cut into chunks of a few elements) and a random
 //! `.download(..)` (eager, lazy or the default), which host backends accept and ignore.
+//! On CUDA each call also picks a random `.devices(k)` among the device slots
+//! `SKEL_CUDA_DEVICES` names (`0,0` gives two slots on one GPU), so consecutive calls split
+//! the same containers differently and the copies move between the slots' buffers.
 //! Backends that are not available print `skipped: ...`.
 
 mod common;
@@ -38,11 +41,28 @@ fn sum3(w: Window<i64>) -> i64 {
 struct Launch {
     streams: usize,
     download: Option<bool>,
+    /// `.devices(k)` on CUDA.
+    devices: usize,
+}
+
+/// The device slots `SKEL_CUDA_DEVICES` names (1 when it is not set).
+fn slots() -> usize {
+    std::env::var("SKEL_CUDA_DEVICES")
+        .map_or(1, |s| s.split(',').count())
+        .max(1)
 }
 
 fn launch() -> impl Strategy<Value = Launch> {
-    (1usize..=16, proptest::option::of(any::<bool>()))
-        .prop_map(|(streams, download)| Launch { streams, download })
+    (
+        1usize..=16,
+        proptest::option::of(any::<bool>()),
+        1..=slots(),
+    )
+        .prop_map(|(streams, download, devices)| Launch {
+            streams,
+            download,
+            devices,
+        })
 }
 
 /// `$skel` on `$backend` with the streams and download of `$launch`.
@@ -50,6 +70,11 @@ macro_rules! launched {
     ($skel:expr, $backend:expr, $launch:expr) => {{
         let l: Launch = $launch;
         let s = $skel.backend($backend).streams(l.streams);
+        let s = if $backend == Backend::Cuda {
+            s.devices(l.devices)
+        } else {
+            s
+        };
         match l.download {
             Some(eager) => s.download(eager),
             None => s,

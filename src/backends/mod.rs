@@ -186,7 +186,7 @@ pub(crate) type ContainerOps<'c, F> =
 macro_rules! dispatch {
     ($options:expr, $name:expr, |$exec:ident| $body:expr) => {{
         let options: $crate::skeletons::Options = $options;
-        match $crate::backends::resolve(options.backend)? {
+        match $crate::backends::resolve(options.backend_choice())? {
             $crate::Backend::Auto => {
                 use $crate::backends::Execute as _;
                 let $exec = &$crate::backends::auto::Auto::new(&options, $name);

@@ -760,16 +760,31 @@ mod tests {
         }
     }
 
+    /// A sequence of operations over the host and `devices` device locations.
+    fn ops_with_devices() -> impl Strategy<Value = (u8, Vec<COp>)> {
+        (1u8..=7).prop_flat_map(|devices| {
+            let all = 0..devices + 1;
+            let ops = prop::collection::vec(
+                prop_oneof![
+                    (all.clone(), arb_range()).prop_map(|(l, r)| COp::Read(l, r)),
+                    (all, arb_range()).prop_map(|(l, r)| COp::Write(l, r)),
+                    (1..devices + 1, arb_range()).prop_map(|(l, r)| COp::Invalidate(l, r)),
+                ],
+                0..30,
+            );
+            (Just(devices), ops)
+        })
+    }
+
     proptest! {
+        /// Random numbers of device locations (a process's CUDA device slots, OpenCL's).
         #[test]
-        fn coherence_matches_model(ops in prop::collection::vec(
-            prop_oneof![
-                (0u8..3, arb_range()).prop_map(|(l, r)| COp::Read(l, r)),
-                (0u8..3, arb_range()).prop_map(|(l, r)| COp::Write(l, r)),
-                (1u8..3, arb_range()).prop_map(|(l, r)| COp::Invalidate(l, r)),
-            ], 0..30)) {
+        fn coherence_matches_model((devices, ops) in ops_with_devices()) {
+            let locs = usize::from(devices) + 1;
             let mut c = Coherence::new_on_host(N);
-            let mut model = [[true, false, false]; N];
+            let mut host_only = vec![false; locs];
+            host_only[0] = true;
+            let mut model = vec![host_only; N];
             for op in ops {
                 match op {
                     COp::Read(l, r) => {
@@ -789,7 +804,7 @@ mod tests {
                     }
                     COp::Write(l, r) => {
                         c.write(loc(l), r.clone(), None);
-                        for x in &mut model[r] { *x = [false; 3]; x[l as usize] = true; }
+                        for x in &mut model[r] { x.fill(false); x[l as usize] = true; }
                     }
                     COp::Invalidate(l, r) => {
                         // Keep the invariant: only drop copies that exist elsewhere.
@@ -801,7 +816,7 @@ mod tests {
                         }
                     }
                 }
-                for l in 0..3u8 {
+                for l in 0..locs as u8 {
                     let want: Vec<bool> = model.iter().map(|m| m[l as usize]).collect();
                     prop_assert_eq!(bitmap(&c.valid(loc(l)), N), want);
                 }

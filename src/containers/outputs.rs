@@ -88,6 +88,9 @@ pub trait OutArgs<'a>: Sized {
         Self: 'p;
     /// Elements `range` of every operand (`Backend::Auto` splits a call with it).
     fn part(&mut self, range: Range<usize>) -> Self::Part<'_>;
+    /// Rows `rows` of every operand, keeping a matrix's columns (a split over CUDA devices
+    /// cuts a call in whole rows with it, so a 2D `#[index]` stays right).
+    fn rows(&mut self, rows: Range<usize>) -> Self::Part<'_>;
 
     /// The common shape of the operands, or a `ShapeMismatch` naming the two that differ.
     fn shape(&self, skeleton: &str) -> Result<Shape> {
@@ -158,6 +161,9 @@ impl<'a, T: DeviceType> OutArgs<'a> for ArgMut<'a, T> {
     fn part(&mut self, range: Range<usize>) -> ArgMut<'_, T> {
         ArgMut::part(self, range)
     }
+    fn rows(&mut self, rows: Range<usize>) -> ArgMut<'_, T> {
+        ArgMut::rows(self, rows)
+    }
 }
 
 impl<T: Send> HostOut for &mut [T] {
@@ -225,6 +231,9 @@ macro_rules! out_tuples {
                 Self: 'p;
             fn part(&mut self, range: Range<usize>) -> Self::Part<'_> {
                 ($(self.$i.part(range.clone()),)+)
+            }
+            fn rows(&mut self, rows: Range<usize>) -> Self::Part<'_> {
+                ($(self.$i.rows(rows.clone()),)+)
             }
         }
 

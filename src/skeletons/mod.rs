@@ -75,6 +75,51 @@ pub enum ScanMode {
     Exclusive,
 }
 
+/// How many CUDA devices a call is split over (`.devices(..)` on any skeleton).
+///
+/// The devices are the ordinals `SKEL_CUDA_DEVICES` names (comma-separated, e.g. `0,1`),
+/// else every CUDA device, the default one (`SKEL_CUDA_DEVICE`) first. Without
+/// `.devices(..)`, a call uses every device `SKEL_CUDA_DEVICES` names if it is set, else one.
+/// `Count(n)` takes the first `n`; more than there are is
+/// [`Error::BackendUnavailable`]. `Devices::All` and `Count(n > 1)` mean the CUDA backend
+/// (also where `Backend::Auto` or the default backend would choose); with another backend
+/// named explicitly they are [`Error::InvalidArgument`]. `Count(1)` is any backend's normal
+/// case.
+///
+/// Naming an ordinal twice (`SKEL_CUDA_DEVICES=0,0`) makes two device *slots* on one GPU,
+/// each with its own streams and its own copies of the containers: a testing aid that runs
+/// every multi-device path on a one-GPU machine.
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn twice(x: f32) -> f32 { x * 2.0 }
+/// let v = Vector::from(vec![1.0f32, 2.0, 3.0]);
+/// let mut out = Vector::zeroed(3);
+/// // One device is always there where CUDA is; without CUDA the call says why.
+/// match Map::new(twice).devices(Devices::All).run(&v, &mut out) {
+///     Ok(()) => assert_eq!(out.to_vec(), vec![2.0, 4.0, 6.0]),
+///     Err(e) => assert!(matches!(e, Error::BackendUnavailable { .. })),
+/// }
+/// // Two devices and an explicit host backend contradict each other.
+/// let err = Map::new(twice).devices(2).backend(Backend::Cpu).run(&v, &mut out);
+/// assert!(matches!(err, Err(Error::InvalidArgument(_))));
+/// # Ok::<(), skel::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Devices {
+    /// Every device slot (see above).
+    All,
+    /// The first `n` device slots.
+    Count(usize),
+}
+
+impl From<usize> for Devices {
+    fn from(n: usize) -> Self {
+        Devices::Count(n)
+    }
+}
+
 /// Options every skeleton has: where it runs, over how many streams, and whether its
 /// result is copied back eagerly.
 #[derive(Clone, Copy, Debug, Default)]
@@ -86,6 +131,8 @@ pub(crate) struct Options {
     /// The global flat index of the first element of the call's operands: `Some` for the
     /// local block of a distributed call, whose `#[index]` is the global one.
     pub index_base: Option<usize>,
+    /// `.devices(..)`, if given.
+    pub devices: Option<Devices>,
 }
 
 impl Options {
@@ -97,11 +144,39 @@ impl Options {
 
     /// Checks what can be checked before any backend is touched.
     pub(crate) fn validate(&self) -> Result<()> {
-        match self.streams {
-            Some(0) => Err(Error::InvalidArgument(
+        if self.streams == Some(0) {
+            return Err(Error::InvalidArgument(
                 ".streams(0): a call needs at least one stream".into(),
-            )),
+            ));
+        }
+        if self.devices == Some(Devices::Count(0)) {
+            return Err(Error::InvalidArgument(
+                ".devices(0): a call needs at least one device".into(),
+            ));
+        }
+        match self.backend {
+            Some(b) if self.several_devices() && !matches!(b, Backend::Cuda | Backend::Auto) => {
+                Err(Error::InvalidArgument(format!(
+                    ".devices({:?}) splits a call over CUDA devices, but .backend({b:?}) was \
+                     named; drop one of the two",
+                    self.devices.unwrap_or(Devices::All)
+                )))
+            }
             _ => Ok(()),
+        }
+    }
+
+    /// Whether `.devices(..)` asks for more than one device (or for all of them).
+    fn several_devices(&self) -> bool {
+        matches!(self.devices, Some(Devices::All) | Some(Devices::Count(2..)))
+    }
+
+    /// The backend choice to resolve: CUDA when `.devices(..)` asks for several devices
+    /// (only CUDA splits over devices), else the instance's own.
+    pub(crate) fn backend_choice(&self) -> Option<Backend> {
+        match self.backend {
+            None | Some(Backend::Auto) if self.several_devices() => Some(Backend::Cuda),
+            b => b,
         }
     }
 
@@ -148,6 +223,17 @@ macro_rules! common_options {
         /// does on each backend.
         pub fn checked(mut self, on: bool) -> Self {
             self.options.checked = Some(on);
+            self
+        }
+
+        /// Splits each call over CUDA devices: `n` (the first `n` of `SKEL_CUDA_DEVICES`,
+        /// else of all devices) or [`Devices::All`]($crate::Devices::All). The operands are
+        /// cut into one part per device (matrices in whole rows), each computed by its
+        /// device over its own streams; containers keep one coherent copy per device, so a
+        /// later call split the same way moves nothing. Several devices mean the CUDA
+        /// backend. See [`Devices`]($crate::Devices) for the defaults and errors.
+        pub fn devices(mut self, n: impl Into<$crate::Devices>) -> Self {
+            self.options.devices = Some(n.into());
             self
         }
     };

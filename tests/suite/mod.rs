@@ -8,6 +8,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod checked;
+pub mod devices;
 pub mod lang;
 
 use skel::prelude::*;

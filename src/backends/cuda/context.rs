@@ -5,6 +5,16 @@
 //! the backend is unavailable and says why. `SKEL_CUDA_DEVICE=<ordinal>` picks the device
 //! (default 0).
 //!
+//! Several devices: the process's device *slots* are the ordinals `SKEL_CUDA_DEVICES`
+//! names (comma-separated), else the default device followed by every other one. Each slot
+//! has its own [`Ctx`] (the primary context of its ordinal, its own pool of streams), its
+//! own copies of containers (coherence location `Device(slot)`) and its own lane numbers
+//! (`slot * STREAMS + i`). Naming an ordinal twice (`SKEL_CUDA_DEVICES=0,0`) gives two
+//! slots on one GPU: a testing aid that runs every multi-device path (split, per-slot
+//! buffers, device-to-device copies) on a one-GPU machine. The slot a thread works on is
+//! thread-local ([`on_slot`]); it is 0, the default device, unless a split call
+//! (`devices.rs`) runs a part.
+//!
 //! Finding NVRTC: the loader's search path is tried first (`LD_LIBRARY_PATH`, ldconfig).
 //! If `libnvrtc` is not found there, it is loaded from `$SKEL_NVRTC_DIR`, `$CUDA_HOME/lib64`,
 //! `$CUDA_PATH/lib64` or `/usr/local/cuda/lib64` by full path (kept loaded, so cudarc's own
@@ -17,6 +27,7 @@
 //! (stream-ordered allocation), whose release threshold is raised so freed buffers are
 //! reused, not returned to the driver.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -30,15 +41,31 @@ use crate::{Backend, Error, Result};
 /// Streams in the device's pool: the most a call can be split over.
 pub(crate) const STREAMS: usize = 16;
 
-/// One stream of the pool, with its index (events and traces name it).
+/// Device slots a process can name (`SKEL_CUDA_DEVICES`).
+pub(crate) const MAX_SLOTS: usize = 8;
+
+/// Lanes over all slots: the range of [`Lane::index`].
+pub(crate) const LANES: usize = MAX_SLOTS * STREAMS;
+
+/// One stream of a slot's pool, with its index over all slots (`slot * STREAMS + i`; events
+/// and traces name it).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Lane {
     pub(crate) index: usize,
     pub(crate) raw: sys::CUstream,
 }
 
-/// The process's CUDA device.
+impl Lane {
+    /// The device slot whose pool the stream belongs to.
+    pub(crate) fn slot(self) -> usize {
+        self.index / STREAMS
+    }
+}
+
+/// One device slot: a CUDA device's primary context and a pool of streams.
 pub(crate) struct Ctx {
+    /// The slot's number: its place in the device list and its coherence location.
+    pub(crate) slot: u32,
     pub(crate) ordinal: u32,
     pub(crate) ctx: sys::CUcontext,
     streams: Vec<sys::CUstream>,
@@ -60,9 +87,10 @@ unsafe impl Send for Ctx {}
 unsafe impl Sync for Ctx {}
 
 impl Ctx {
-    /// Where device copies of containers live in their coherence state.
+    /// Where device copies of containers live in their coherence state: the slot, so two
+    /// slots on one GPU keep separate copies.
     pub(crate) fn location(&self) -> Location {
-        Location::Device(self.ordinal)
+        Location::Device(self.slot)
     }
 
     /// Makes the context current on the calling thread (cheap; needed before driver calls).
@@ -71,12 +99,12 @@ impl Ctx {
         unsafe { result::ctx::set_current(self.ctx) }.map_err(driver)
     }
 
-    /// Stream `index` of the pool.
+    /// Stream `index` of the pool (an index over all slots names the same stream).
     pub(crate) fn lane(&self, index: usize) -> Lane {
-        let index = index % self.streams.len();
+        let local = index % self.streams.len();
         Lane {
-            index,
-            raw: self.streams[index],
+            index: self.slot as usize * STREAMS + local,
+            raw: self.streams[local],
         }
     }
 
@@ -100,7 +128,8 @@ impl Ctx {
     /// Waits for the work on every stream of the pool.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        for (lane, &s) in self.streams.iter().enumerate() {
+        for (local, &s) in self.streams.iter().enumerate() {
+            let lane = self.slot as usize * STREAMS + local;
             let upto = super::memory::recorded(lane);
             // SAFETY: a valid stream of the pool.
             unsafe { result::stream::synchronize(s) }.map_err(driver)?;
@@ -180,25 +209,83 @@ fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32> {
     unsafe { result::device::get_attribute(dev, a) }.map_err(driver)
 }
 
-fn open() -> std::result::Result<Ctx, String> {
-    // SAFETY: only tries to dlopen libcuda by its usual names.
-    if !unsafe { sys::is_culib_present() } {
-        return Err("no CUDA driver (libcuda) found".into());
+/// The ordinals of the device slots, in order (see the module docs), probed once.
+fn slot_list() -> std::result::Result<&'static [u32], String> {
+    static LIST: OnceLock<std::result::Result<Vec<u32>, String>> = OnceLock::new();
+    LIST.get_or_init(|| {
+        // SAFETY: only tries to dlopen libcuda by its usual names.
+        if !unsafe { sys::is_culib_present() } {
+            return Err("no CUDA driver (libcuda) found".into());
+        }
+        result::init().map_err(|e| format!("cuInit failed: {e}"))?;
+        let count = result::device::get_count().map_err(|e| e.to_string())?;
+        if count <= 0 {
+            return Err("the CUDA driver reports no device".into());
+        }
+        let parse = |var: &str, s: &str| {
+            s.trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|&o| (0..count).contains(&o))
+                .map(|o| o as u32)
+                .ok_or_else(|| {
+                    format!("{var}={s}: expected a device ordinal in 0..{count} (this machine has {count} CUDA device(s))")
+                })
+        };
+        if let Some(list) = devices_env() {
+            let slots = list
+                .split(',')
+                .map(|o| parse("SKEL_CUDA_DEVICES", o))
+                .collect::<std::result::Result<Vec<u32>, String>>()?;
+            if slots.len() > MAX_SLOTS {
+                return Err(format!(
+                    "SKEL_CUDA_DEVICES={list}: at most {MAX_SLOTS} device slots"
+                ));
+            }
+            return Ok(slots);
+        }
+        let first = match std::env::var("SKEL_CUDA_DEVICE") {
+            Ok(s) if !s.trim().is_empty() => parse("SKEL_CUDA_DEVICE", &s)?,
+            _ => 0,
+        };
+        let rest = (0..count as u32).filter(|&o| o != first);
+        Ok(std::iter::once(first)
+            .chain(rest)
+            .take(MAX_SLOTS)
+            .collect())
+    })
+    .as_deref()
+    .map_err(Clone::clone)
+}
+
+/// `SKEL_CUDA_DEVICES`, if set and not empty.
+pub(crate) fn devices_env() -> Option<String> {
+    std::env::var("SKEL_CUDA_DEVICES")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The number of device slots (`Err`: no usable CUDA device, and why).
+pub(crate) fn slot_count() -> Result<usize> {
+    slot_list().map(<[u32]>::len).map_err(unavailable)
+}
+
+/// The device ordinal of each slot, for messages.
+pub(crate) fn slot_ordinals() -> Vec<u32> {
+    slot_list().map(<[u32]>::to_vec).unwrap_or_default()
+}
+
+fn unavailable(reason: String) -> Error {
+    Error::BackendUnavailable {
+        backend: Backend::Cuda,
+        reason,
     }
-    result::init().map_err(|e| format!("cuInit failed: {e}"))?;
-    let count = result::device::get_count().map_err(|e| e.to_string())?;
-    if count <= 0 {
-        return Err("the CUDA driver reports no device".into());
-    }
-    let ordinal = match std::env::var("SKEL_CUDA_DEVICE") {
-        Ok(s) if !s.trim().is_empty() => s
-            .trim()
-            .parse::<i32>()
-            .ok()
-            .filter(|&o| (0..count).contains(&o))
-            .ok_or_else(|| format!("SKEL_CUDA_DEVICE={s}: expected 0..{count}"))?,
-        _ => 0,
-    };
+}
+
+fn open(slot: usize) -> std::result::Result<Ctx, String> {
+    let ordinal = *slot_list()?
+        .get(slot)
+        .ok_or_else(|| format!("no CUDA device slot {slot}"))? as i32;
     let dev = result::device::get(ordinal).map_err(|e| e.to_string())?;
     // SAFETY: `dev` is valid; the primary context is retained for the process's lifetime.
     let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| e.to_string())?;
@@ -245,6 +332,7 @@ fn open() -> std::result::Result<Ctx, String> {
     // SAFETY: out-pointer to a local.
     unsafe { sys::cuDriverGetVersion(&mut driver_version) };
     Ok(Ctx {
+        slot: slot as u32,
         ordinal: ordinal as u32,
         ctx,
         streams,
@@ -257,29 +345,88 @@ fn open() -> std::result::Result<Ctx, String> {
     })
 }
 
-static CTX: OnceLock<std::result::Result<Ctx, String>> = OnceLock::new();
+static CTXS: [OnceLock<std::result::Result<Ctx, String>>; MAX_SLOTS] =
+    [const { OnceLock::new() }; MAX_SLOTS];
 
-/// The process's CUDA device, opened on first use (the probe result is cached). The
-/// context is bound to the calling thread.
-pub(crate) fn ctx() -> Result<&'static Ctx> {
-    let c = CTX
+thread_local! {
+    /// The slot this thread's CUDA work goes to (see [`on_slot`]).
+    static CURRENT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f` with `slot` as the calling thread's current device slot: every `ctx()` inside
+/// is that slot's (how a split call runs the single-device code on one slot).
+pub(crate) fn on_slot<R>(slot: usize, f: impl FnOnce() -> R) -> R {
+    let before = CURRENT.with(|c| c.replace(slot));
+    let r = f();
+    CURRENT.with(|c| c.set(before));
+    r
+}
+
+/// Device slot `slot`, opened on first use (the probe result is cached), bound to the
+/// calling thread.
+pub(crate) fn slot_ctx(slot: usize) -> Result<&'static Ctx> {
+    let cell = CTXS
+        .get(slot)
+        .ok_or_else(|| unavailable(format!("no CUDA device slot {slot}")))?;
+    let mut fresh = false;
+    let c = cell
         .get_or_init(|| {
-            let c = open()?;
-            register_pinned_allocator(Some(Arc::new(super::memory::CudaPinned)));
+            let c = open(slot)?;
+            fresh = true;
+            if slot == 0 {
+                register_pinned_allocator(Some(Arc::new(super::memory::CudaPinned)));
+            }
             Ok(c)
         })
         .as_ref()
-        .map_err(|reason| Error::BackendUnavailable {
-            backend: Backend::Cuda,
-            reason: reason.clone(),
-        })?;
+        .map_err(|reason| unavailable(reason.clone()))?;
+    if fresh {
+        enable_peers(c);
+    }
     c.bind()?;
     Ok(c)
 }
 
-/// The context if it was opened already (for destructors, which must not open it).
+/// Lets the new slot `c` and every opened slot on another device read each other's memory
+/// where the hardware allows (`cuMemcpyPeerAsync` goes through the host where it does not).
+fn enable_peers(c: &Ctx) {
+    for other in (0..MAX_SLOTS).filter_map(opened_slot) {
+        if other.ordinal == c.ordinal {
+            continue;
+        }
+        for (from, to) in [(c, other), (other, c)] {
+            let mut can = 0;
+            // SAFETY: out-pointer to a local; both ordinals are valid devices.
+            let r = unsafe {
+                sys::cuDeviceCanAccessPeer(&mut can, from.ordinal as i32, to.ordinal as i32)
+            };
+            if r == sys::CUresult::CUDA_SUCCESS && can == 1 && from.bind().is_ok() {
+                // SAFETY: both contexts are retained primary contexts; enabling twice only
+                // returns an error, which is ignored.
+                let _ = unsafe { sys::cuCtxEnablePeerAccess(to.ctx, 0) };
+            }
+        }
+    }
+}
+
+/// The calling thread's current device slot, opened and bound.
+pub(crate) fn ctx() -> Result<&'static Ctx> {
+    slot_ctx(CURRENT.with(Cell::get))
+}
+
+/// The default slot (0) if it was opened already (for destructors, which must not open it).
 pub(crate) fn opened() -> Option<&'static Ctx> {
-    CTX.get().and_then(|c| c.as_ref().ok())
+    opened_slot(0)
+}
+
+/// Slot `slot` if it was opened already.
+pub(crate) fn opened_slot(slot: usize) -> Option<&'static Ctx> {
+    CTXS.get(slot)?.get().and_then(|c| c.as_ref().ok())
+}
+
+/// Every opened slot.
+pub(crate) fn opened_slots() -> impl Iterator<Item = &'static Ctx> {
+    (0..MAX_SLOTS).filter_map(opened_slot)
 }
 
 /// `Ok` if a CUDA device can be used (for `Backend::check`), else why not.

@@ -101,6 +101,27 @@ impl<T: DeviceType> Settle for ArgMut<'_, T> {
     }
 }
 
+thread_local! {
+    /// Whether calls on this thread settle as trial runs (see [`trial`]).
+    static TRIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every call settling as a trial: results are discarded even without a
+/// fault, and nothing is copied back eagerly. A checked call split over device slots runs
+/// its parts so first (`devices.rs`): each part settles its own outputs, so a fault of a
+/// later part must be found before any part keeps its results.
+pub(crate) fn trial<R>(f: impl FnOnce() -> R) -> R {
+    let before = TRIAL.with(|t| t.replace(true));
+    let r = f();
+    TRIAL.with(|t| t.set(before));
+    r
+}
+
+/// Whether this thread's calls run as trials ([`trial`]).
+pub(crate) fn in_trial() -> bool {
+    TRIAL.with(std::cell::Cell::get)
+}
+
 /// Settles the parts of `outs` that kernels wrote (each done after its event) in a call
 /// whose record is `rec` (none: unchecked): results if no kernel faulted, else discarded
 /// (the host keeps its values from before the call) and the fault is the call's error.
@@ -118,10 +139,12 @@ pub(crate) fn settle<O: Settle + ?Sized>(
         }
         None => Ok(None),
     };
+    let trial = in_trial();
     for (part, ev) in parts {
         for out in outs {
             match fault {
                 Ok(Some(_)) => out.discarded(ctx, part.clone(), ev)?,
+                Ok(None) if trial => out.discarded(ctx, part.clone(), ev)?,
                 // no fault, or the record could not be read (the kernels ran: new values)
                 Ok(None) | Err(_) => out.written(ctx, part.clone(), ev)?,
             }

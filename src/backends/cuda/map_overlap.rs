@@ -22,7 +22,7 @@ use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::trace::Tag;
-use super::{assemble, checked_call_expr, cty, uniform_params, CallSite, Cuda};
+use super::{assemble, checked_call_expr, cty, devices, uniform_params, CallSite, Cuda};
 use crate::backends::jit::{interned, ProgKey};
 use crate::backends::stencil_tile::{edge_code, Plan};
 use crate::backends::Stencil;
@@ -134,9 +134,9 @@ fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> 
     lines.map(|l| l.start * unit..l.end * unit)
 }
 
-/// Launches the stencil kernel of `plan`, split into bands over streams: bands of rows, or
-/// of columns for a vector (one row). Each band uploads its rows (or columns) plus the halo
-/// its outputs read.
+/// Launches the stencil kernel of `plan`: split over device slots into bands of whole
+/// rows (of columns for a vector), each slot reading its halo from its neighbours' copies
+/// (device to device, `memory.rs`) and the global edges as on one device.
 fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     exec: &Cuda,
     plan: Plan,
@@ -144,6 +144,24 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     out: ArgMut<'_, F::Out>,
     pad: T,
     uniforms: &U,
+) -> Result<()> {
+    let (rows, cols) = (plan.rows, plan.cols);
+    let lines = if rows == 1 { (cols, 1) } else { (rows, cols) };
+    devices::by_lines(exec, lines, &(input,), out, |exec, out, band| {
+        stencil_band::<F, T, U>(exec, plan, (input, out), pad, uniforms, band)
+    })
+}
+
+/// Launches the stencil kernel of `plan` for lines `band` of the output (rows, or columns
+/// for a vector), split into bands over streams. Each band uploads its rows (or columns)
+/// plus the halo its outputs read.
+fn stencil_band<F: UserFn, T: DeviceType, U: UniformTuple>(
+    exec: &Cuda,
+    plan: Plan,
+    (input, out): (Arg<'_, T>, ArgMut<'_, F::Out>),
+    pad: T,
+    uniforms: &U,
+    band: Range<usize>,
 ) -> Result<()> {
     let ctx = ctx()?;
     let plan = cuda_plan(plan)?;
@@ -184,14 +202,6 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     )?;
     let keep = edge == Edge::None;
     let eager = memory::eager_download(&out, exec.download);
-    let n = rows * cols;
-    let out_bytes = n * std::mem::size_of::<F::Out>();
-    let work = Work {
-        up: memory::missing_bytes(ctx, &input, 0..n),
-        kernel: n * std::mem::size_of::<T>() + out_bytes,
-        down: if eager { out_bytes } else { 0 },
-        follows: memory::busy_lane(ctx, &out.lock()),
-    };
     // A vector is split into column bands (its halo is columns), a matrix into row bands.
     let by_cols = rows == 1;
     let (lines, unit, r) = if by_cols {
@@ -199,14 +209,24 @@ fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     } else {
         (rows, cols, rr)
     };
-    let split = multistream::split(
+    let n = band.len() * unit;
+    let out_bytes = n * std::mem::size_of::<F::Out>();
+    let elems = band.start * unit..band.end * unit;
+    let work = Work {
+        up: memory::missing_bytes(ctx, &input, elems),
+        kernel: n * std::mem::size_of::<T>() + out_bytes,
+        down: if eager { out_bytes } else { 0 },
+        follows: memory::busy_lane(ctx, &out.lock()),
+    };
+    let mut split = multistream::split(
         ctx,
         kind,
-        lines,
+        band.len(),
         1,
         multistream::forced(exec.streams)?,
         work,
     )?;
+    split.shift(band.start);
     let cyclic = edge == Edge::Cyclic;
     for (_, part, lane, tag) in split.parts() {
         for range in halo(part.start, part.end, r, lines, cyclic, unit) {

@@ -8,7 +8,7 @@ use super::fault::{self, Record};
 use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
-use super::{arrays, assemble, checked_call_expr, cty, uniform_params, CallSite, Cuda};
+use super::{arrays, assemble, checked_call_expr, cty, devices, uniform_params, CallSite, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::ContainerOps;
 use crate::codegen::ir::FnDef;
@@ -85,8 +85,30 @@ where
     A: DeviceType,
     B: DeviceType,
 {
-    let ctx = ctx()?;
     let (rows, cols) = (v.shape().len(), h.shape().len());
+    devices::by_lines(exec, (rows, cols), &(v,), out, |exec, out, band| {
+        rows_band::<F, A, B>(exec, arrays, (v, h), out, uniforms, band)
+    })
+}
+
+/// Rows `band` of the output (split over device slots: one slot's part), split into bands
+/// over streams.
+fn rows_band<'c, F, A, B>(
+    exec: &Cuda,
+    arrays: ContainerOps<'c, F>,
+    (v, h): (Arg<'_, A>, Arg<'_, B>),
+    out: ArgMut<'_, F::Out>,
+    uniforms: &F::Uniforms,
+    band: std::ops::Range<usize>,
+) -> Result<()>
+where
+    F: ElementwiseFn<Elems = (A, B)>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    let ctx = ctx()?;
+    let cols = h.shape().len();
+    let rows = band.len();
     if rows == 0 || cols == 0 {
         return Ok(());
     }
@@ -110,12 +132,12 @@ where
     );
     let out_bytes = rows * cols * std::mem::size_of::<F::Out>();
     let work = Work {
-        up: memory::missing_bytes(ctx, &v, 0..rows) + memory::missing_bytes(ctx, &h, 0..cols),
+        up: memory::missing_bytes(ctx, &v, band.clone()) + memory::missing_bytes(ctx, &h, 0..cols),
         kernel: a_bytes + b_bytes + out_bytes,
         down: if eager { out_bytes } else { 0 },
         follows: memory::busy_lane(ctx, &out.lock()),
     };
-    let split = multistream::split(
+    let mut split = multistream::split(
         ctx,
         "map_pairs",
         rows,
@@ -123,6 +145,7 @@ where
         multistream::forced(exec.streams)?,
         work,
     )?;
+    split.shift(band.start);
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
         let whole = arrays::stage(ctx, &arrays, lane, tag)?;

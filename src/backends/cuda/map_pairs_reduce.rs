@@ -16,7 +16,7 @@ use super::memory::{self, CuEvent, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Work};
 use super::trace::Tag;
-use super::{arrays, assemble, cty, grid_for, Cuda};
+use super::{arrays, assemble, cty, devices, grid_for, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::codegen::{device_source_checked, Dialect};
@@ -111,10 +111,40 @@ where
     A: DeviceType,
     B: DeviceType,
 {
+    let n_own = match axis {
+        Axis::Cols => h.shape().len(),
+        _ => v.shape().len(),
+    };
+    let band = |exec: &Cuda, out: ArgMut<'_, M::Out>, band| {
+        own_band::<M, R, A, B>(exec, arrays, (v, h), out, (axis, band), uniforms)
+    };
+    match axis {
+        Axis::Cols => devices::by_lines(exec, (n_own, 1), &(h,), out, band),
+        _ => devices::by_lines(exec, (n_own, 1), &(v,), out, band),
+    }
+}
+
+/// Results `band` (split over device slots: one slot's part), split into bands over
+/// streams.
+fn own_band<'c, M, R, A, B>(
+    exec: &Cuda,
+    arrays: ContainerOps<'c, M>,
+    (v, h): (Arg<'_, A>, Arg<'_, B>),
+    out: ArgMut<'_, M::Out>,
+    (axis, band): (Axis, std::ops::Range<usize>),
+    uniforms: &M::Uniforms,
+) -> Result<()>
+where
+    M: ElementwiseFn<Elems = (A, B)>,
+    R: BinaryFn<M::Out>,
+    A: DeviceType,
+    B: DeviceType,
+{
     let ctx = ctx()?;
     let (rows, cols) = (v.shape().len(), h.shape().len());
     let by_cols = axis == Axis::Cols;
-    let (n_own, n_fold) = if by_cols { (cols, rows) } else { (rows, cols) };
+    let n_fold = if by_cols { rows } else { cols };
+    let n_own = band.len();
     if n_own == 0 || n_fold == 0 {
         return Ok(());
     }
@@ -145,7 +175,7 @@ where
         down: if eager { out_bytes } else { 0 },
         follows: memory::busy_lane(ctx, &out.lock()),
     };
-    let split = multistream::split(
+    let mut split = multistream::split(
         ctx,
         kind,
         n_own,
@@ -153,6 +183,7 @@ where
         multistream::forced(exec.streams)?,
         work,
     )?;
+    split.shift(band.start);
     let ops = Operands {
         v: &v,
         h: &h,

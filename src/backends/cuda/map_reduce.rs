@@ -10,7 +10,6 @@ use super::{
     arrays, assemble, checked_call_expr, cty, input_params, inputs_read, stage_inputs,
     uniform_params, CallSite, Cuda, MissingBytes,
 };
-use crate::backends::cpu::combine;
 use crate::backends::jit::ProgKey;
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::codegen::{device_source_checked, Dialect};
@@ -60,15 +59,16 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
-/// `start` folded with `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i`.
-pub(crate) fn run<'a, 'c, M, R, I>(
+/// The `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i` (`None` when there is
+/// none), which the caller folds `start` with (on several device slots: each slot's part,
+/// `devices.rs`).
+pub(crate) fn partial<'a, 'c, M, R, I>(
     exec: &Cuda,
     arrays: ContainerOps<'c, M>,
     inputs: I,
     shape: Shape,
     uniforms: &M::Uniforms,
-    start: M::Out,
-) -> Result<M::Out>
+) -> Result<Option<M::Out>>
 where
     M: ElementwiseFn,
     R: BinaryFn<M::Out>,
@@ -77,7 +77,7 @@ where
     let ctx = ctx()?;
     let n = shape.len();
     if n == 0 {
-        return Ok(start);
+        return Ok(None);
     }
     let (items, _) = items::<M::Out>(false);
     let checked = exec.checked;
@@ -122,7 +122,7 @@ where
         })
         .collect::<Result<Vec<_>>>()?;
     let rec = Record::new(checked, &split.lanes)?;
-    let total = reduce_chunks::<M::Out>(
+    reduce_chunks::<M::Out>(
         ctx,
         &m,
         &split,
@@ -141,6 +141,5 @@ where
             inputs_read(ctx, &inputs, split.chunks[c].clone(), lane, ev)
         },
         (rec.as_ref(), &[M::definition(), R::definition()]),
-    )?;
-    Ok(combine::<R, M::Out>(start, total))
+    )
 }

@@ -8,7 +8,8 @@
 //! - [`Scratch`]: a temporary buffer (partials, look-back state) for one call, freed
 //!   stream-ordered when dropped, so the next call's allocation reuses the pool's memory.
 //! - [`CudaPinned`]: the page-locked host allocator registered for containers
-//!   (`cuMemHostAlloc` with flags 0: cached, not write-combined, so host reads are fast).
+//!   (`cuMemHostAlloc`, portable: cached, not write-combined, so host reads are fast, and
+//!   pinned for every device slot).
 //! - [`CuEvent`]: a point in one stream's work; also the [`ReadyEvent`] a container waits
 //!   on before host access, where a failed kernel surfaces (`try_as_slice`).
 //!
@@ -27,7 +28,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
 
-use super::context::{opened, Ctx, Lane, STREAMS};
+use super::context::{opened, opened_slot, opened_slots, Ctx, Lane, LANES, STREAMS};
 use super::trace::{self, Op, Tag};
 use super::{driver, injected, oom_or_driver};
 use crate::containers::store::Store;
@@ -43,9 +44,12 @@ fn alloc(lane: Lane, bytes: usize) -> Result<sys::CUdeviceptr> {
     unsafe { result::malloc_async(lane.raw, bytes.max(1)) }.map_err(|e| oom_or_driver(e, bytes))
 }
 
-/// Frees `ptr` on `lane` (`None`: the pool's first stream) once `after` are done.
-fn free_after(ptr: sys::CUdeviceptr, lane: Option<Lane>, after: &[Arc<CuEvent>]) {
-    let Some(ctx) = opened() else { return };
+/// Frees `ptr` (of slot `slot`) on `lane` (`None`: the slot's first stream) once `after`
+/// are done.
+fn free_after(ptr: sys::CUdeviceptr, slot: usize, lane: Option<Lane>, after: &[Arc<CuEvent>]) {
+    let Some(ctx) = opened_slot(slot) else {
+        return;
+    };
     if ctx.bind().is_err() {
         return;
     }
@@ -67,7 +71,9 @@ static LIVE_BUFFERS: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn live_objects() -> (usize, usize, usize, usize) {
     (
         LIVE_EVENTS.load(Ordering::Relaxed),
-        spare_events().0.len(),
+        (0..super::context::MAX_SLOTS)
+            .map(|s| spare_events(s).0.len())
+            .sum(),
         LIVE_BUFFERS.load(Ordering::Relaxed),
         slot_pool().len(),
     )
@@ -88,26 +94,26 @@ pub(crate) struct CuEvent {
 /// a quarter of a small call (1.4 us on the H100 machine).
 struct Marks {
     /// Held while an event is numbered and recorded, so numbers follow the stream's order.
-    recorded: [std::sync::Mutex<u64>; STREAMS],
-    done: [AtomicU64; STREAMS],
+    recorded: [std::sync::Mutex<u64>; LANES],
+    done: [AtomicU64; LANES],
 }
 
 static MARKS: Marks = Marks {
-    recorded: [const { std::sync::Mutex::new(0) }; STREAMS],
-    done: [const { AtomicU64::new(0) }; STREAMS],
+    recorded: [const { std::sync::Mutex::new(0) }; LANES],
+    done: [const { AtomicU64::new(0) }; LANES],
 };
 
 /// The number of the latest event recorded on stream `lane` (to pass to [`synced`] after
 /// waiting for the stream).
 pub(crate) fn recorded(lane: usize) -> u64 {
-    *MARKS.recorded[lane % STREAMS]
+    *MARKS.recorded[lane % LANES]
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Stream `lane` finished every event up to number `upto`.
 pub(crate) fn synced(lane: usize, upto: u64) {
-    MARKS.done[lane % STREAMS].fetch_max(upto, Ordering::Relaxed);
+    MARKS.done[lane % LANES].fetch_max(upto, Ordering::Relaxed);
 }
 
 // SAFETY: an event handle is a driver object usable from any thread of the process.
@@ -118,18 +124,19 @@ unsafe impl Sync for CuEvent {}
 impl CuEvent {
     /// Records an event after the work enqueued on `lane` so far.
     pub(crate) fn record(lane: Lane) -> Result<Arc<CuEvent>> {
-        let spare = spare_events().0.pop();
+        // Events belong to a context: each slot keeps its own spares.
+        let spare = spare_events(lane.slot()).0.pop();
         let raw = match spare {
             Some(raw) => raw,
             None => result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
                 .map_err(driver)?,
         };
-        let mut count = MARKS.recorded[lane.index % STREAMS]
+        let mut count = MARKS.recorded[lane.index % LANES]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: both handles are valid.
         if let Err(e) = unsafe { result::event::record(raw, lane.raw) } {
-            spare_events().0.push(raw);
+            spare_events(lane.slot()).0.push(raw);
             return Err(driver(e));
         }
         *count += 1;
@@ -179,7 +186,7 @@ impl CuEvent {
 
     /// Whether the work before the event is known to be done, without asking the driver.
     fn known_done(&self) -> bool {
-        MARKS.done[self.lane % STREAMS].load(Ordering::Relaxed) >= self.seq
+        MARKS.done[self.lane % LANES].load(Ordering::Relaxed) >= self.seq
     }
 }
 
@@ -194,9 +201,10 @@ unsafe impl Send for SpareEvents {}
 /// At most this many spare events are kept.
 const SPARE_EVENTS: usize = 1024;
 
-fn spare_events() -> std::sync::MutexGuard<'static, SpareEvents> {
-    static SPARE: std::sync::Mutex<SpareEvents> = std::sync::Mutex::new(SpareEvents(Vec::new()));
-    SPARE
+fn spare_events(slot: usize) -> std::sync::MutexGuard<'static, SpareEvents> {
+    static SPARE: [std::sync::Mutex<SpareEvents>; super::context::MAX_SLOTS] =
+        [const { std::sync::Mutex::new(SpareEvents(Vec::new())) }; super::context::MAX_SLOTS];
+    SPARE[slot % super::context::MAX_SLOTS]
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -204,13 +212,14 @@ fn spare_events() -> std::sync::MutexGuard<'static, SpareEvents> {
 impl Drop for CuEvent {
     fn drop(&mut self) {
         LIVE_EVENTS.fetch_sub(1, Ordering::Relaxed);
-        let mut spare = spare_events();
+        let slot = self.lane / STREAMS;
+        let mut spare = spare_events(slot);
         if spare.0.len() < SPARE_EVENTS {
             spare.0.push(self.raw);
             return;
         }
         drop(spare);
-        if let Some(ctx) = opened() {
+        if let Some(ctx) = opened_slot(slot) {
             if ctx.bind().is_ok() {
                 // SAFETY: the event is not used after this; destroying a recorded event
                 // whose work is pending is allowed (resources are freed on completion).
@@ -222,7 +231,7 @@ impl Drop for CuEvent {
 
 impl ReadyEvent for CuEvent {
     fn wait(&self) -> Result<()> {
-        if let Some(ctx) = opened() {
+        if let Some(ctx) = opened_slot(self.lane / STREAMS) {
             ctx.bind()?;
         }
         if self.known_done() {
@@ -248,6 +257,8 @@ struct Access {
 /// A container's copy on the device.
 pub(crate) struct CuBuffer {
     pub(crate) ptr: sys::CUdeviceptr,
+    /// The device slot it lives on.
+    slot: usize,
     elem: usize,
     /// Accesses that may still be running, oldest first.
     accesses: Vec<Access>,
@@ -271,6 +282,7 @@ impl CuBuffer {
         LIVE_BUFFERS.fetch_add(1, Ordering::Relaxed);
         Ok(CuBuffer {
             ptr,
+            slot: lane.slot(),
             elem,
             accesses: vec![Access {
                 range: 0..len,
@@ -341,7 +353,7 @@ impl Drop for CuBuffer {
     fn drop(&mut self) {
         LIVE_BUFFERS.fetch_sub(1, Ordering::Relaxed);
         let after: Vec<Arc<CuEvent>> = self.accesses.drain(..).map(|a| a.event).collect();
-        free_after(self.ptr, None, &after);
+        free_after(self.ptr, self.slot, None, &after);
     }
 }
 
@@ -350,7 +362,8 @@ impl DeviceCopy for CuBuffer {
         if dst.is_empty() {
             return Ok(());
         }
-        let ctx = opened().ok_or_else(|| Error::Driver("CUDA context gone".into()))?;
+        let ctx =
+            opened_slot(self.slot).ok_or_else(|| Error::Driver("CUDA context gone".into()))?;
         ctx.bind()?;
         debug_assert_eq!(dst.len(), range.len() * self.elem);
         // The caller waited for the range's writers (its coherence events); this copy and
@@ -404,6 +417,20 @@ impl Scratch {
             .map_err(driver)
     }
 
+    /// Writes `v` at byte `offset`, ordered on the scratch's stream.
+    pub(crate) fn write_value<T: DeviceType>(&self, offset: usize, v: &T) -> Result<()> {
+        // SAFETY: `v` is a plain value of `size_of::<T>()` bytes (DeviceType: no padding
+        // that is read as data, any bytes valid); viewed as bytes only for the copy.
+        let bytes = unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        };
+        // SAFETY: the caller asks only for bytes inside this allocation; a copy from
+        // pageable host memory is staged by the driver before the call returns, so `v` may
+        // go away afterwards.
+        unsafe { result::memcpy_htod_async(self.ptr + offset as u64, bytes, self.lane.raw) }
+            .map_err(driver)
+    }
+
     /// Lets `lanes` use the buffer: they wait for its allocation and initialisation.
     pub(crate) fn share(&self, lanes: &[Lane]) -> Result<()> {
         let ready = CuEvent::record(self.lane)?;
@@ -441,7 +468,7 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         // On its own stream: its work there is ordered before the free without an event.
-        free_after(self.ptr, Some(self.lane), &self.users);
+        free_after(self.ptr, self.lane.slot(), Some(self.lane), &self.users);
     }
 }
 
@@ -451,6 +478,8 @@ impl Drop for Scratch {
 /// writes the result. A small call thus allocates, clears and copies nothing: it launches
 /// its kernel and waits for its stream.
 struct Slot {
+    /// The device (context) whose memory it is.
+    ordinal: u32,
     dev: sys::CUdeviceptr,
     dev_bytes: usize,
     host: *mut u8,
@@ -472,7 +501,7 @@ fn slot_pool() -> std::sync::MutexGuard<'static, Vec<Slot>> {
 }
 
 impl Slot {
-    fn new(dev_bytes: usize, host_bytes: usize) -> Result<Slot> {
+    fn new(ordinal: u32, dev_bytes: usize, host_bytes: usize) -> Result<Slot> {
         let dev_bytes = dev_bytes.max(4096).next_power_of_two();
         let host_bytes = host_bytes.max(64).next_power_of_two();
         // SAFETY: plain allocations, owned by the slot and freed in its drop; the clear runs
@@ -481,6 +510,7 @@ impl Slot {
         unsafe {
             let dev = result::malloc_sync(dev_bytes).map_err(|e| oom_or_driver(e, dev_bytes))?;
             let mut slot = Slot {
+                ordinal,
                 dev,
                 dev_bytes,
                 host: std::ptr::null_mut(),
@@ -500,9 +530,14 @@ impl Slot {
     }
 }
 
+/// An opened slot on device `ordinal`, to bind its context.
+fn ctx_of(ordinal: u32) -> Option<&'static Ctx> {
+    opened_slots().find(|c| c.ordinal == ordinal)
+}
+
 impl Drop for Slot {
     fn drop(&mut self) {
-        if let Some(ctx) = opened() {
+        if let Some(ctx) = ctx_of(self.ordinal) {
             let _ = ctx.bind();
         }
         // SAFETY: allocated in `Slot::new`; no work uses them any more (`ResultSlot`'s drop
@@ -522,15 +557,19 @@ pub(crate) struct ResultSlot(Option<Slot>);
 impl ResultSlot {
     /// A slot with at least `dev_bytes` zeroed device bytes and `host_bytes` of result.
     pub(crate) fn take(dev_bytes: usize, host_bytes: usize) -> Result<ResultSlot> {
+        // The calling thread's current slot's device (its context is bound).
+        let ordinal = super::context::ctx()?.ordinal;
         let reused = {
             let mut pool = slot_pool();
             pool.iter()
-                .position(|s| s.dev_bytes >= dev_bytes && s.host_bytes >= host_bytes)
+                .position(|s| {
+                    s.ordinal == ordinal && s.dev_bytes >= dev_bytes && s.host_bytes >= host_bytes
+                })
                 .map(|i| pool.swap_remove(i))
         };
         let slot = match reused {
             Some(slot) => slot,
-            None => Slot::new(dev_bytes, host_bytes)?,
+            None => Slot::new(ordinal, dev_bytes, host_bytes)?,
         };
         Ok(ResultSlot(Some(slot)))
     }
@@ -584,7 +623,7 @@ impl Drop for ResultSlot {
         // A call that failed after launching: its kernels may still use the slot, and may
         // have stopped before leaving the words at zero; wait for them and free it.
         if let Some(slot) = self.0.take() {
-            if let Some(ctx) = opened() {
+            for ctx in opened_slots().filter(|c| c.ordinal == slot.ordinal) {
                 let _ = ctx.synchronize();
             }
             drop(slot);
@@ -603,8 +642,9 @@ impl PinnedAllocator for CudaPinned {
     fn alloc(&self, layout: Layout) -> Result<NonNull<u8>> {
         let ctx = opened().ok_or_else(|| Error::Driver("CUDA context not open".into()))?;
         ctx.bind()?;
-        // SAFETY: plain allocation of `size` bytes, flags 0 (cached, not write-combined).
-        let p = unsafe { result::malloc_host(layout.size(), 0) }
+        // SAFETY: plain allocation of `size` bytes, cached (not write-combined), and
+        // portable: pinned for every context, so copies to any device slot are async.
+        let p = unsafe { result::malloc_host(layout.size(), sys::CU_MEMHOSTALLOC_PORTABLE) }
             .map_err(|e| oom_or_driver(e, layout.size()))?;
         let p = NonNull::new(p.cast::<u8>())
             .ok_or_else(|| Error::Driver("cuMemHostAlloc returned null".into()))?;
@@ -635,7 +675,7 @@ fn buffer<'s, T: DeviceType>(
     full_len: usize,
     lane: Lane,
 ) -> Result<&'s mut CuBuffer> {
-    let dev = ctx.ordinal;
+    let dev = ctx.slot;
     let present = st
         .device(dev)
         .is_some_and(|c| c.as_any().downcast_ref::<CuBuffer>().is_some());
@@ -665,6 +705,8 @@ fn stage_read<T: DeviceType>(
     tag: Tag,
 ) -> Result<sys::CUdeviceptr> {
     let loc = ctx.location();
+    buffer::<T>(ctx, st, store.len(), lane)?;
+    peer_copies::<T>(ctx, st, range.clone(), lane, tag)?;
     let missing = st.coherence.missing(loc, range.clone());
     for part in &missing {
         // The newest data may be on another device: bring it to the host first (this also
@@ -723,9 +765,84 @@ fn stage_read<T: DeviceType>(
     Ok(buf.ptr)
 }
 
+/// Copies the parts of `range` that are missing on `ctx`'s slot but valid on another
+/// opened slot device to device (`cuMemcpyPeerAsync`: direct where peer access is enabled,
+/// through the host by the driver where it is not; within one context a plain device copy),
+/// on `lane`, ordered after the source range's writers; the source buffer records the read.
+fn peer_copies<T: DeviceType>(
+    ctx: &Ctx,
+    st: &mut State,
+    range: Range<usize>,
+    lane: Lane,
+    tag: Tag,
+) -> Result<()> {
+    let loc = ctx.location();
+    for other in opened_slots().filter(|o| o.slot != ctx.slot) {
+        let missing = crate::containers::coherence::RangeSet::from_range(range.clone())
+            .subtract(&st.coherence.valid(loc));
+        let parts = missing.intersect(&st.coherence.valid(other.location()));
+        if parts.is_empty() {
+            continue;
+        }
+        let parts = parts.ranges().to_vec();
+        let bytes: usize = parts.iter().map(bytes_of::<T>).sum();
+        let src = st
+            .device_mut(other.slot)
+            .and_then(|c| c.as_any_mut().downcast_mut::<CuBuffer>())
+            .ok_or_else(|| Error::Driver("internal: CUDA buffer of another slot missing".into()))?;
+        for part in &parts {
+            src.order(lane, part, false)?;
+        }
+        let from: Vec<sys::CUdeviceptr> = parts.iter().map(|p| src.at(p.start)).collect();
+        let dst = device_buffer(ctx, st)?;
+        let span = trace::begin(lane, Op::Peer, bytes, tag)?;
+        for (part, &from) in parts.iter().zip(&from) {
+            dst.order(lane, part, true)?;
+            // SAFETY: both ranges lie inside their container's buffers (each covers the
+            // container); the source range is valid and its writers are ordered before
+            // `lane` (above); the destination's earlier accesses are too.
+            let r = unsafe {
+                sys::cuMemcpyPeerAsync(
+                    dst.at(part.start),
+                    ctx.ctx,
+                    from,
+                    other.ctx,
+                    bytes_of::<T>(part),
+                    lane.raw,
+                )
+            };
+            if let Err(e) = r.result() {
+                // Copies already issued must finish before anything else touches them.
+                // SAFETY: a valid stream of the context.
+                let _ = unsafe { result::stream::synchronize(lane.raw) };
+                return Err(driver(e));
+            }
+        }
+        trace::end(span, lane)?;
+        let ev = CuEvent::record(lane)?;
+        let dst = device_buffer(ctx, st)?;
+        for part in &parts {
+            dst.accessed(part.clone(), &ev, true);
+        }
+        if let Some(src) = st
+            .device_mut(other.slot)
+            .and_then(|c| c.as_any_mut().downcast_mut::<CuBuffer>())
+        {
+            for part in &parts {
+                src.accessed(part.clone(), &ev, false);
+            }
+        }
+        let ready: Arc<dyn ReadyEvent> = ev;
+        for part in parts {
+            st.coherence.mark_valid(loc, part, Some(ready.clone()));
+        }
+    }
+    Ok(())
+}
+
 /// The CUDA buffer already attached to a locked state.
 fn device_buffer<'s>(ctx: &Ctx, st: &'s mut State) -> Result<&'s mut CuBuffer> {
-    st.device_mut(ctx.ordinal)
+    st.device_mut(ctx.slot)
         .and_then(|c| c.as_any_mut().downcast_mut::<CuBuffer>())
         .ok_or_else(|| Error::Driver("internal: CUDA buffer missing".into()))
 }
@@ -898,13 +1015,14 @@ pub(crate) fn download_part<T: DeviceType>(
 /// choice, else whether the host read at least half of the container after the previous
 /// device write.
 pub(crate) fn eager_download<T: DeviceType>(out: &ArgMut<'_, T>, choice: Option<bool>) -> bool {
-    choice.unwrap_or_else(|| out.lock().host_read_since_device_write())
+    // A trial run (`fault::trial`) must leave the host copy as it was.
+    !super::fault::in_trial() && choice.unwrap_or_else(|| out.lock().host_read_since_device_write())
 }
 
 /// The stream of the latest unfinished device access to a container (see
 /// `multistream::Work::follows`).
 pub(crate) fn busy_lane(ctx: &Ctx, st: &State) -> Option<usize> {
-    st.device(ctx.ordinal)
+    st.device(ctx.slot)
         .and_then(|c| c.as_any().downcast_ref::<CuBuffer>())
         .and_then(CuBuffer::busy_lane)
 }

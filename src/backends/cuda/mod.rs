@@ -1,6 +1,7 @@
 //! The CUDA backend: cudarc (driver API, loaded at run time) and NVRTC.
 //!
-//! - `context.rs`: the device, its primary context and its pool of streams;
+//! - `context.rs`: the device slots, their primary contexts and pools of streams;
+//! - `devices.rs`: how a call is split over several device slots (`.devices(n)`);
 //! - `multistream.rs`: how a call is split into chunks over several streams, and the cost
 //!   model that picks how many;
 //! - `trace.rs`: `SKEL_TRACE`, a timeline of every copy and kernel;
@@ -19,6 +20,7 @@
 
 mod arrays;
 mod context;
+mod devices;
 mod fault;
 mod filter;
 mod map;
@@ -42,6 +44,7 @@ use cudarc::driver::{sys, DriverError};
 
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::backends::args;
+use crate::backends::cpu::combine;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
@@ -55,13 +58,16 @@ use crate::{DeviceType, Error, Result};
 const COMMON: &str = include_str!("../../../cuda/common.cuh");
 
 /// The CUDA executor, with one call's options.
+#[derive(Clone, Copy)]
 pub(crate) struct Cuda {
+    /// `.devices(..)`, if given.
+    devices: Option<crate::skeletons::Devices>,
     /// `.streams(k)`, if given.
     streams: Option<usize>,
     /// `.download(eager)`, if given.
     download: Option<bool>,
     /// Whether the call runs the checked variant of the user functions (`fault.rs`).
-    checked: bool,
+    pub(crate) checked: bool,
     /// Added to every `#[index]`: the global flat index of the call's first element when
     /// the call is one part of a larger one (a distributed block, a device's share), else 0.
     index_base: usize,
@@ -70,6 +76,7 @@ pub(crate) struct Cuda {
 impl Cuda {
     pub(crate) fn new(options: &Options) -> Self {
         Cuda {
+            devices: options.devices,
             streams: options.streams,
             download: options.download,
             checked: options.checked(),
@@ -90,21 +97,21 @@ pub(crate) fn copy_bound(up: usize, down: usize) -> Result<crate::debug::CopyBou
 
 /// Waits for every stream of the pool (see `skel::debug::synchronize`).
 pub(crate) fn synchronize() -> Result<()> {
-    match context::opened() {
-        Some(ctx) => ctx.synchronize(),
-        None => Ok(()),
-    }
+    context::opened_slots().try_for_each(context::Ctx::synchronize)
 }
 
-/// Where `Backend::Auto` finds container copies of the CUDA backend (device 0 until the
-/// device is opened).
+/// Where `Backend::Auto` finds container copies of the CUDA backend: the default slot's.
 pub(crate) fn location() -> crate::containers::Location {
-    crate::containers::Location::Device(context::opened().map_or(0, |c| c.ordinal))
+    crate::containers::Location::Device(0)
 }
 
-/// Bytes moved to and from the CUDA device for a container (`skel::debug::transfers`).
+/// Bytes moved to and from the CUDA devices for a container (`skel::debug::transfers`),
+/// summed over the device slots.
 pub(crate) fn transfers(st: &State) -> Option<(u64, u64)> {
-    buffer_transfers(st, context::opened()?.ordinal)
+    context::opened()?;
+    context::opened_slots()
+        .filter_map(|c| buffer_transfers(st, c.slot))
+        .reduce(|a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 /// `(used, total)` bytes of the opened device's memory (`skel::debug::device_memory`).
@@ -451,6 +458,15 @@ impl Execute for Cuda {
         I: ArgTuple<'a, Elems = F::Elems>,
         O: OutArgs<'o, Elems = F::Out>,
     {
+        let shape = out.shape("Map")?;
+        if let Some(parts) = self.device_parts(shape, &inputs)? {
+            let mut out = out;
+            return devices::in_turn(self.checked, &parts, |p| {
+                let (one, r) = (self.part_at(p), p.range.clone());
+                let out = out.rows(p.rows(shape));
+                map::run::<F, I, _>(&one, arrays, inputs.sub(r), out, uniforms)
+            });
+        }
         map::run::<F, I, O>(self, arrays, inputs, out, uniforms)
     }
 
@@ -465,11 +481,30 @@ impl Execute for Cuda {
         F: ArrayFn,
         I: ArgTuple<'a, Elems = F::Elems>,
     {
+        let shape = out.shape();
+        if let Some(parts) = self.device_parts(shape, &inputs)? {
+            let mut out = out;
+            return devices::in_turn(self.checked, &parts, |p| {
+                let (one, r) = (self.part_at(p), p.range.clone());
+                let out = out.rows(p.rows(shape));
+                map_array::run::<F, I>(&one, array, inputs.sub(r), out, uniforms)
+            });
+        }
         map_array::run::<F, I>(self, array, inputs, out, uniforms)
     }
 
     fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
-        reduce::run::<F, T>(self, input, start)
+        if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
+            let one = self.on_one();
+            let partials = devices::at_once(&parts, |p| {
+                reduce::partial::<F, T>(&one, input.sub(p.range.clone()))
+            })?;
+            return Ok(combine::<F, T>(start, devices::fold::<F, T>(partials)));
+        }
+        Ok(combine::<F, T>(
+            start,
+            reduce::partial::<F, T>(self, input)?,
+        ))
     }
 
     fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
@@ -494,7 +529,19 @@ impl Execute for Cuda {
         R: BinaryFn<M::Out>,
         I: ArgTuple<'a, Elems = M::Elems>,
     {
-        map_reduce::run::<M, R, I>(self, arrays, inputs, shape, uniforms, start)
+        if let Some(parts) = self.device_parts(shape, &inputs)? {
+            let partials = devices::at_once(&parts, |p| {
+                let (one, r) = (self.part_at(p), p.range.clone());
+                let part = shape.rows_part(p.rows(shape)).1;
+                map_reduce::partial::<M, R, I>(&one, arrays, inputs.sub(r), part, uniforms)
+            })?;
+            return Ok(combine::<R, M::Out>(
+                start,
+                devices::fold::<R, M::Out>(partials),
+            ));
+        }
+        let total = map_reduce::partial::<M, R, I>(self, arrays, inputs, shape, uniforms)?;
+        Ok(combine::<R, M::Out>(start, total))
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
@@ -504,7 +551,10 @@ impl Execute for Cuda {
         mode: ScanMode,
         start: T,
     ) -> Result<()> {
-        scan::run::<F, T>(self, input, out, mode, start)
+        if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
+            return devices::scan::<F, T>(&self.on_one(), &parts, input, out, (mode, start));
+        }
+        scan::run::<F, T>(self, input, out, (mode, start), None)
     }
 
     fn map_overlap<F: WindowFn>(
@@ -568,6 +618,9 @@ impl Execute for Cuda {
         out: ArgMut<'_, T>,
         uniforms: &F::Uniforms,
     ) -> Result<usize> {
+        if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
+            return devices::filter::<F, T>(self, &parts, input, out, uniforms);
+        }
         filter::run::<F, T>(self, input, out, uniforms)
     }
 }

@@ -90,6 +90,14 @@ impl Split {
             .map(|(c, (r, &l))| (c, r.clone(), l, self.tag.chunk(c)))
     }
 
+    /// Moves every chunk `by` positions on: the split of a band that starts there (one
+    /// device slot's part of a call, `devices.rs`).
+    pub(crate) fn shift(&mut self, by: usize) {
+        for chunk in &mut self.chunks {
+            *chunk = chunk.start + by..chunk.end + by;
+        }
+    }
+
     /// Number of chunks.
     pub(crate) fn len(&self) -> usize {
         self.chunks.len()

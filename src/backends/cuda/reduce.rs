@@ -9,8 +9,7 @@ use super::fault::{self, Record};
 use super::memory::{self, from_bytes, CuEvent, ResultSlot};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
-use super::{assemble, cty, grid_for, Cuda};
-use crate::backends::cpu::combine;
+use super::{assemble, cty, devices, grid_for, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
 use crate::codegen::ir::FnDef;
@@ -173,16 +172,16 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     Ok(has.then(|| from_bytes::<T>(&bytes[4..])))
 }
 
-/// `start` folded with every element of `input`.
-pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
+/// Every element of `input` folded (`None` when it is empty), which the caller folds `start`
+/// with (on several device slots: each slot's part, `devices.rs`).
+pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
     exec: &Cuda,
     input: Arg<'_, T>,
-    start: T,
-) -> Result<T> {
+) -> Result<Option<T>> {
     let ctx = ctx()?;
     let n = input.shape().len();
     if n == 0 {
-        return Ok(start);
+        return Ok(None);
     }
     let m = reduce_module::<F, T>(ctx, exec.checked)?;
     let (items, _) = items::<T>(true);
@@ -206,7 +205,7 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         srcs.push(memory::input_part(ctx, &input, part, lane, tag)?);
     }
     let rec = Record::new(exec.checked, &split.lanes)?;
-    let total = reduce_chunks::<T>(
+    reduce_chunks::<T>(
         ctx,
         &m,
         &split,
@@ -217,22 +216,41 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         },
         |c, ev| memory::read_by(ctx, &input, split.chunks[c].clone(), ev),
         (rec.as_ref(), &[F::definition()]),
-    )?;
-    Ok(combine::<F, T>(start, total))
+    )
 }
 
 /// One result per row (`Axis::Rows`) or per column (`Axis::Cols`) of a matrix. Rows are
-/// split into bands over streams; a column reduction reads every row for each result, so
-/// it runs as one chunk.
+/// split into bands over device slots and streams; a column reduction reads every row for
+/// each result, so it runs as one chunk per slot (over the slot's rows).
 pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     exec: &Cuda,
     input: Arg<'_, T>,
     out: ArgMut<'_, T>,
     axis: Axis,
 ) -> Result<()> {
+    let (rows, cols) = input.shape().dims();
+    if axis != Axis::Rows {
+        return match exec.device_parts(input.shape(), &(input,))? {
+            Some(parts) => devices::reduce_cols::<F, T>(exec, &parts, input, out),
+            None => axis_band::<F, T>(exec, input, out, axis, 0..1),
+        };
+    }
+    devices::by_lines(exec, (rows, cols), &(input,), out, |exec, out, band| {
+        axis_band::<F, T>(exec, input, out, axis, band)
+    })
+}
+
+/// Rows `band` of a row reduction (one slot's part), or the one band of a column one.
+fn axis_band<F: BinaryFn<T>, T: DeviceType>(
+    exec: &Cuda,
+    input: Arg<'_, T>,
+    out: ArgMut<'_, T>,
+    axis: Axis,
+    band: std::ops::Range<usize>,
+) -> Result<()> {
     let ctx = ctx()?;
     let (rows, cols) = input.shape().dims();
-    if rows == 0 || cols == 0 {
+    if rows == 0 || cols == 0 || band.is_empty() {
         return Ok(());
     }
     let kernel = match axis {
@@ -255,10 +273,11 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
         follows: memory::busy_lane(ctx, &out.lock()),
     };
     let (lines, forced) = match axis {
-        Axis::Rows => (rows, multistream::forced(exec.streams)?),
+        Axis::Rows => (band.len(), multistream::forced(exec.streams)?),
         _ => (1, Some(1)),
     };
-    let split = multistream::split(ctx, "reduce", lines, 1, forced, work)?;
+    let mut split = multistream::split(ctx, "reduce", lines, 1, forced, work)?;
+    split.shift(band.start);
     // A chunk of `lines` rows (or the one chunk of all columns): its input elements, its
     // outputs.
     let parts = |part: &std::ops::Range<usize>| match axis {

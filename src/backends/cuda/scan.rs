@@ -55,13 +55,15 @@ pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>(checked: bool) -> Result<Str
 /// Inclusive or exclusive scan of `input` into `out`, split into chunks over streams:
 /// chunk `c` starts from the total of everything before it, which chunk `c - 1`'s last
 /// tile writes to a carry slot, so the kernels run one after another (each filling the
-/// device) while the other chunks' uploads and downloads overlap them.
+/// device) while the other chunks' uploads and downloads overlap them. With `carry` (a part
+/// of a call split over device slots, `devices.rs`), chunk 0 starts from it: the inclusive
+/// prefix of everything before the part, `start` included in exclusive mode.
 pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
     exec: &Cuda,
     input: Arg<'_, T>,
     out: ArgMut<'_, T>,
-    mode: ScanMode,
-    start: T,
+    (mode, start): (ScanMode, T),
+    carry: Option<T>,
 ) -> Result<()> {
     let ctx = ctx()?;
     let n = input.shape().len();
@@ -122,10 +124,15 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
         .sum();
     let carry_words = w.next_multiple_of(2);
     let lead = split.lanes[0];
-    let mut state = Scratch::new(lead, (state_words + split.len() * carry_words) * 4)?;
+    // The carry slot after the chunks' holds the part's carry-in, if any.
+    let mut state = Scratch::new(lead, (state_words + (split.len() + 1) * carry_words) * 4)?;
     state.zero(0, state_words * 4)?;
+    if let Some(v) = &carry {
+        state.write_value((state_words + split.len() * carry_words) * 4, v)?;
+    }
     state.share(&split.lanes[1..])?;
     let state_base = state.ptr;
+    let seed = carry.map(|_| state_base + ((state_words + split.len() * carry_words) * 4) as u64);
     let carry = |c: usize| state_base + ((state_words + c * carry_words) * 4) as u64;
     let mut srcs = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
@@ -150,7 +157,11 @@ pub(crate) fn run<F: BinaryFn<T>, T: DeviceType>(
             .i32(tiles as i32)
             .i32(i32::from(mode == ScanMode::Exclusive))
             .value(&start)
-            .ptr(if c == 0 { 0 } else { carry(c - 1) })
+            .ptr(if c == 0 {
+                seed.unwrap_or(0)
+            } else {
+                carry(c - 1)
+            })
             .ptr(if last { 0 } else { carry(c) });
         if let Some(rec) = &rec {
             args.ptr(rec.ptr());

@@ -15,7 +15,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use cudarc::driver::{result, sys};
 
-use super::context::{opened, Lane};
+use super::context::{opened_slot, Lane, MAX_SLOTS};
 use super::driver;
 use crate::{Error, Result};
 
@@ -25,12 +25,15 @@ pub(crate) enum Op {
     Upload,
     Kernel,
     Download,
+    /// A copy from another device slot.
+    Peer,
 }
 
 impl Op {
     fn name(self) -> &'static str {
         match self {
             Op::Upload => "upload",
+            Op::Peer => "peer copy",
             Op::Kernel => "kernel",
             Op::Download => "download",
         }
@@ -64,8 +67,9 @@ impl Tag {
     }
 }
 
-/// A timing event (created with timing enabled, unlike the ordering events).
-struct TimingEvent(sys::CUevent);
+/// A timing event (created with timing enabled, unlike the ordering events), and the device
+/// slot whose context it belongs to.
+struct TimingEvent(sys::CUevent, usize);
 
 // SAFETY: an event handle is a driver object usable from any thread of the process.
 unsafe impl Send for TimingEvent {}
@@ -73,7 +77,7 @@ unsafe impl Send for TimingEvent {}
 impl TimingEvent {
     fn record(lane: Lane) -> Result<Self> {
         let ev = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(driver)?;
-        let ev = TimingEvent(ev);
+        let ev = TimingEvent(ev, lane.slot());
         // SAFETY: both handles are valid.
         unsafe { result::event::record(ev.0, lane.raw) }.map_err(driver)?;
         Ok(ev)
@@ -91,7 +95,7 @@ impl TimingEvent {
 
 impl Drop for TimingEvent {
     fn drop(&mut self) {
-        if let Some(ctx) = opened() {
+        if let Some(ctx) = opened_slot(self.1) {
             if ctx.bind().is_ok() {
                 // SAFETY: not used after this.
                 let _ = unsafe { result::event::destroy(self.0) };
@@ -117,9 +121,10 @@ struct Traced {
 
 struct Tracer {
     path: PathBuf,
-    /// Recorded just before the first traced operation: time zero. (Work already queued on
-    /// other streams may start earlier; such times are clamped to zero.)
-    base: Option<TimingEvent>,
+    /// Per device slot, recorded just before its first traced operation: time zero. (Work
+    /// already queued on other streams may start earlier; such times are clamped to zero.)
+    /// Events of two devices cannot be compared, so each slot has its own.
+    base: Vec<Option<TimingEvent>>,
     ops: Vec<Traced>,
     /// Already resolved, with their stream (kept, so a later flush writes the whole trace
     /// again).
@@ -137,7 +142,7 @@ fn tracer() -> Option<&'static Mutex<Tracer>> {
             write_at_exit();
             Some(Mutex::new(Tracer {
                 path: path.into(),
-                base: None,
+                base: (0..MAX_SLOTS).map(|_| None).collect(),
                 ops: Vec::new(),
                 written: Vec::new(),
             }))
@@ -152,8 +157,8 @@ pub(crate) fn begin(lane: Lane, op: Op, bytes: usize, tag: Tag) -> Result<Option
     };
     {
         let mut t = tracer.lock().unwrap_or_else(PoisonError::into_inner);
-        if t.base.is_none() {
-            t.base = Some(TimingEvent::record(lane)?);
+        if t.base[lane.slot()].is_none() {
+            t.base[lane.slot()] = Some(TimingEvent::record(lane)?);
         }
     }
     Ok(Some(Span {
@@ -181,9 +186,15 @@ pub(crate) fn end(span: Option<Span>, lane: Lane) -> Result<()> {
 
 /// Reads the times of finished operations into JSON lines.
 fn resolve(t: &mut Tracer) -> Result<()> {
-    let Some(base) = &t.base else { return Ok(()) };
     let mut lines = Vec::with_capacity(t.ops.len());
     for op in &t.ops {
+        // Every traced operation's slot has a base: `begin` recorded it first.
+        let Some(base) = &t.base[op.span.start.1] else {
+            continue;
+        };
+        if let Some(ctx) = opened_slot(op.span.start.1) {
+            ctx.bind()?;
+        }
         let start = op.span.start.since(base)?;
         let end = op.end.since(base)?;
         let (ts, dur) = (
@@ -216,9 +227,6 @@ pub(crate) fn flush() -> Result<Option<PathBuf>> {
     let Some(tracer) = tracer() else {
         return Ok(None);
     };
-    if let Some(ctx) = opened() {
-        ctx.bind()?;
-    }
     let mut t = tracer.lock().unwrap_or_else(PoisonError::into_inner);
     resolve(&mut t)?;
     let mut lanes: Vec<usize> = t.written.iter().map(|(lane, _)| *lane).collect();
