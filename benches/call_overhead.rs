@@ -25,7 +25,8 @@ fn calls() -> usize {
         .unwrap_or(5000)
 }
 
-/// Best of three rounds of `calls` calls of `call`, in microseconds per call.
+/// Best of three rounds of `calls` calls of `call`, in microseconds per call (each round
+/// ends with one synchronisation).
 fn per_call(calls: usize, mut call: impl FnMut() -> skel::Result<()>) -> skel::Result<f64> {
     let mut best = f64::INFINITY;
     for _ in 0..3 {
@@ -45,6 +46,10 @@ fn main() -> skel::Result<()> {
     let b = Vector::filled(64, 2.0f32);
     let mut out = Vector::zeroed(64);
     println!("per-call cost of 64-element calls, best of 3 x {calls} calls");
+    // What waiting for a device costs when nothing is pending (a timing loop pays it per
+    // call it times).
+    let idle = per_call(calls, || skel::tune::synchronize())?;
+    println!("skel::tune::synchronize() with nothing pending: {idle:.2} us");
     println!("{:<8} {:>12} {:>12}", "backend", "Map us", "Reduce us");
     for backend in Backend::available() {
         let map = Map::new(add).backend(backend);

@@ -128,12 +128,18 @@ impl Ctx {
     /// Waits for the work on every stream of the pool.
     pub(crate) fn synchronize(&self) -> Result<()> {
         self.bind()?;
-        for (local, &s) in self.streams.iter().enumerate() {
-            let lane = self.slot as usize * STREAMS + local;
-            let upto = super::memory::recorded(lane);
-            // SAFETY: a valid stream of the pool.
-            unsafe { result::stream::synchronize(s) }.map_err(driver)?;
-            super::memory::synced(lane, upto);
+        let first = self.slot as usize * STREAMS;
+        let mut upto = [0u64; STREAMS];
+        for (local, mark) in upto.iter_mut().enumerate() {
+            *mark = super::memory::recorded(first + local);
+        }
+        // One wait for the whole context instead of one per stream of the pool: sixteen
+        // stream synchronisations cost more than a small call itself (see the README's
+        // per-call table). Slots on one GPU share its context, so this also waits for the
+        // other slots' streams: more than asked, never less.
+        result::ctx::synchronize().map_err(driver)?;
+        for (local, mark) in upto.into_iter().enumerate() {
+            super::memory::synced(first + local, mark);
         }
         Ok(())
     }
