@@ -48,7 +48,7 @@ fn main() -> skel::Result<()> {
     println!("per-call cost of 64-element calls, best of 3 x {calls} calls");
     // What waiting for a device costs when nothing is pending (a timing loop pays it per
     // call it times).
-    let idle = per_call(calls, || skel::tune::synchronize())?;
+    let idle = per_call(calls, skel::tune::synchronize)?;
     println!("skel::tune::synchronize() with nothing pending: {idle:.2} us");
     println!("{:<8} {:>12} {:>12}", "backend", "Map us", "Reduce us");
     for backend in Backend::available() {
