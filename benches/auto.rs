@@ -342,6 +342,9 @@ fn chain(gpu: Backend, n: usize) -> skel::Result<()> {
     for b in [Backend::Rayon, gpu, Backend::Auto] {
         let mut x = Vector::from(data.clone());
         let mut y = Vector::zeroed(n);
+        // Device-resident data: the chain starts where an earlier GPU call left `x` (a
+        // Reduce uploads it; the host copy stays valid too).
+        Reduce::new(add).backend(gpu).run(&x)?;
         let (m, r) = (Map::new(poly).backend(b), Reduce::new(add).backend(b));
         let mut on_device = 0;
         let device = || {
