@@ -29,6 +29,8 @@ pub(crate) struct Auto {
 #[derive(Default)]
 struct Operands {
     types: Vec<&'static str>,
+    /// Bytes of every operand: the most any candidate could have to move.
+    total: u64,
     host: u64,
     cuda: u64,
     opencl: u64,
@@ -49,6 +51,7 @@ fn missing<T>(st: &crate::containers::State, loc: Option<Location>, range: Range
 impl ArgVisitor for Operands {
     fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
         self.types.push(type_name::<T>());
+        self.total += (arg.range().len() * std::mem::size_of::<T>()) as u64;
         let st = arg.lock();
         let (cuda, opencl) = (location(Backend::Cuda), location(Backend::OpenCl));
         self.host += missing::<T>(&st, Some(Location::Host), arg.range());
@@ -121,6 +124,7 @@ impl Operands {
             (Backend::OpenCl, vec![(Backend::OpenCl, self.opencl)]),
         ];
         call.splittable = splittable;
+        call.total_bytes = self.total;
         call
     }
 }
@@ -208,15 +212,21 @@ impl Auto {
         n: usize,
         splittable: bool,
     ) -> Result<(Decision, Option<Call>)> {
-        let mut places = Places::new();
-        inputs.visit(&mut places)?;
-        arrays.visit(&mut places)?;
-        let fast = FastKey {
+        // A decision that holds wherever the operands are needs no look at them (no lock
+        // of their coherence state): the common case of small calls kept on the host.
+        let mut fast = FastKey {
             function: TypeId::of::<F>(),
             skeleton,
             bucket: bucket_of(n),
-            places: places.bits | u8::from(splittable) << 3,
+            places: tune::ANYWHERE | u8::from(splittable) << 3,
         };
+        if let Some(d) = tune::remembered(&fast, n) {
+            return Ok((d, None));
+        }
+        let mut places = Places::new();
+        inputs.visit(&mut places)?;
+        arrays.visit(&mut places)?;
+        fast.places = places.bits | u8::from(splittable) << 3;
         if let Some(d) = tune::remembered(&fast, n) {
             return Ok((d, None));
         }

@@ -234,6 +234,8 @@ pub(crate) struct Call {
     pub moves: Vec<(Backend, Vec<(Backend, u64)>)>,
     /// Whether the call may be split between Rayon and a GPU.
     pub splittable: bool,
+    /// Bytes of all its operands: the most any candidate could have to move.
+    pub total_bytes: u64,
 }
 
 impl Call {
@@ -247,6 +249,7 @@ impl Call {
             size,
             moves: Vec::new(),
             splittable: false,
+            total_bytes: 0,
         }
     }
 
@@ -542,6 +545,43 @@ fn is_device(b: Backend) -> bool {
     matches!(b, Backend::Cuda | Backend::OpenCl)
 }
 
+/// [`FastKey::places`] of a decision that holds wherever the operands are valid.
+pub(crate) const ANYWHERE: u8 = 0x80;
+/// [`FastKey::places`] bit of a call that may be split.
+const SPLITTABLE: u8 = 0x08;
+
+/// Whether `decision` would be the same wherever the operands were valid: it runs on a
+/// host backend that beats every device's compute time alone even after copying every
+/// operand back over the slowest link (both host backends pay the same copy, so their
+/// order holds too). Only a host choice can be: a device's advantage always depends on
+/// what it holds.
+fn holds_anywhere(t: &Tuner, call: &Call, rows: &[Candidate], decision: Decision) -> bool {
+    let Choice::Backend(chosen) = decision.choice else {
+        return false;
+    };
+    // A split depends on the inputs being on the host, so a call that may split is not
+    // decided without looking.
+    if is_device(chosen) || call.splittable {
+        return false;
+    }
+    let Some(own) = rows
+        .iter()
+        .find(|c| c.backend == chosen)
+        .and_then(|c| c.predicted_ns)
+    else {
+        return false;
+    };
+    let slowest = rows
+        .iter()
+        .filter(|c| is_device(c.backend))
+        .map(|c| t.link(c.backend))
+        .fold(f64::INFINITY, f64::min);
+    let worst = own + TRANSFER_LATENCY_NS + call.total_bytes as f64 / slowest * 1e9;
+    rows.iter()
+        .filter(|c| is_device(c.backend))
+        .all(|c| c.predicted_ns.is_some_and(|p| worst < p))
+}
+
 /// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
 /// for [`remembered`] when it needs no measurement.
 pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
@@ -553,6 +593,7 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
     if decision.measure == Measure::No && t.unsaved {
         t.save();
     }
+    let anywhere = decision.measure == Measure::No && holds_anywhere(&t, call, &rows, decision);
     drop(t);
     let e = Rc::new(Explanation {
         skeleton: call.key.skeleton.clone(),
@@ -580,9 +621,15 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
             },
         };
         LOCAL.with(|l| {
-            l.borrow_mut()
-                .decided
-                .insert(*fast, (generation, r, e.clone()))
+            let decided = &mut l.borrow_mut().decided;
+            if anywhere {
+                let key = FastKey {
+                    places: ANYWHERE | (fast.places & SPLITTABLE),
+                    ..*fast
+                };
+                decided.insert(key, (generation, r, e.clone()));
+            }
+            decided.insert(*fast, (generation, r, e.clone()))
         });
     }
     LOCAL.with(|l| {
