@@ -204,7 +204,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
             _ => (cols, "column of pairs, h.len()"),
         };
         check_shape(
-            &format!("MapPairsReduce {axis:?} output: one element per {name}"),
+            format_args!("MapPairsReduce {axis:?} output: one element per {name}"),
             Shape::Vector(results),
             out.shape(),
         )?;

@@ -241,11 +241,16 @@ macro_rules! common_options {
 pub(crate) use common_options;
 
 /// `Err(ShapeMismatch)` unless `found == expected`.
-pub(crate) fn check_shape(context: &str, expected: Shape, found: Shape) -> Result<()> {
+pub(crate) fn check_shape(
+    context: impl std::fmt::Display,
+    expected: Shape,
+    found: Shape,
+) -> Result<()> {
     if expected == found {
         Ok(())
     } else {
-        Err(Error::shape(context, expected, found))
+        // Formatted only here: a call whose shapes agree pays for no message.
+        Err(Error::shape(context.to_string(), expected, found))
     }
 }
 
@@ -281,7 +286,7 @@ pub(crate) fn check_arrays(
 pub(crate) fn check_inputs(skeleton: &str, inputs: &[Shape], out: Shape) -> Result<()> {
     for (i, &shape) in inputs.iter().enumerate() {
         check_shape(
-            &format!("{skeleton} input {i} against the output"),
+            format_args!("{skeleton} input {i} against the output"),
             out,
             shape,
         )?;

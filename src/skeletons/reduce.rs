@@ -114,7 +114,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
             )));
         }
         check_shape(
-            &format!("Reduce {axis:?} output"),
+            format_args!("Reduce {axis:?} output"),
             Shape::Vector(results),
             whole_out.global(),
         )?;
