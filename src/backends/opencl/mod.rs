@@ -173,7 +173,7 @@ impl ArgVisitor for Inputs<'_> {
 pub(crate) fn launch(
     ctx: &Ctx,
     prog: &cl::Program,
-    name: &str,
+    name: &'static str,
     args: &[KArg],
     dims: u32,
     global: [usize; 3],

@@ -123,7 +123,7 @@ fn build(ctx: &Ctx, src: &str) -> Built {
 /// Kernel objects not in use, per (program handle, kernel name): creating one costs a
 /// driver call per launch, and a kernel object must not be shared between threads while
 /// its arguments are set, so each launch takes one from here and gives it back.
-type Idle = Mutex<HashMap<(usize, String), Vec<cl::Kernel>>>;
+type Idle = Mutex<HashMap<(usize, &'static str), Vec<cl::Kernel>>>;
 
 fn idle() -> &'static Idle {
     static IDLE: OnceLock<Idle> = OnceLock::new();
@@ -135,7 +135,7 @@ fn idle() -> &'static Idle {
 /// enqueued (`clEnqueueNDRangeKernel`), so a later launch that sets new arguments does not
 /// change one already enqueued.
 pub(crate) struct PooledKernel {
-    key: (usize, String),
+    key: (usize, &'static str),
     kernel: Option<cl::Kernel>,
 }
 
@@ -150,11 +150,10 @@ impl std::ops::Deref for PooledKernel {
 impl Drop for PooledKernel {
     fn drop(&mut self) {
         if let Some(k) = self.kernel.take() {
-            let key = std::mem::take(&mut self.key);
             idle()
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .entry(key)
+                .entry(self.key)
                 .or_default()
                 .push(k);
         }
@@ -162,9 +161,9 @@ impl Drop for PooledKernel {
 }
 
 /// A kernel `name` of the built program `prog`, idle or new.
-pub(crate) fn kernel(prog: &cl::Program, name: &str) -> Result<PooledKernel> {
+pub(crate) fn kernel(prog: &cl::Program, name: &'static str) -> Result<PooledKernel> {
     // Programs live as long as the cache (never released), so their handles identify them.
-    let key = (prog.as_ptr() as usize, name.to_string());
+    let key = (prog.as_ptr() as usize, name);
     let reused = idle()
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
@@ -185,12 +184,12 @@ pub(crate) fn kernel(prog: &cl::Program, name: &str) -> Result<PooledKernel> {
 pub(crate) fn max_work_group(
     ctx: &Ctx,
     prog: &cl::Program,
-    name: &str,
+    name: &'static str,
     k: &cl::Kernel,
 ) -> Result<usize> {
     // Programs live as long as the cache (never released), so their handles identify them.
-    static MAX: OnceLock<Mutex<HashMap<(usize, String), usize>>> = OnceLock::new();
-    let key = (prog.as_ptr() as usize, name.to_string());
+    static MAX: OnceLock<Mutex<HashMap<(usize, &'static str), usize>>> = OnceLock::new();
+    let key = (prog.as_ptr() as usize, name);
     let map = MAX.get_or_init(Default::default);
     if let Some(&m) = map.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(m);
