@@ -527,10 +527,10 @@ impl Execute for Auto {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         let n = input.shape().len();
-        let skeleton = match (input.shape(), axis) {
-            (_, Axis::Rows) => "map_overlap_rows",
-            (_, Axis::Cols) => "map_overlap_cols",
-            _ => "map_overlap",
+        let skeleton = match axis {
+            Axis::Rows => "map_overlap_rows",
+            Axis::Cols => "map_overlap_cols",
+            Axis::Flat => "map_overlap",
         };
         self.single::<F, _, _, _>(
             &(input,),

@@ -271,9 +271,8 @@ impl<T: DeviceType> Store<T> {
         self.check(&(i..i + 1));
         if !self.fast(HostAccess::Read) {
             let mut st = self.lock();
-            let block =
-                i - i % ELEMENT_BLOCK..(i - i % ELEMENT_BLOCK + ELEMENT_BLOCK).min(self.len());
-            self.bring_back(&mut st, block)?;
+            let first = i - i % ELEMENT_BLOCK;
+            self.bring_back(&mut st, first..(first + ELEMENT_BLOCK).min(self.len()))?;
             st.host_reads(1);
             self.publish(&st);
         }
