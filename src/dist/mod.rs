@@ -129,7 +129,7 @@ pub use world::{init, World};
 pub(crate) use call::{agree, block_options, fold, refuse, Call, Operand};
 pub(crate) use layout::Blocks;
 pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
-pub(crate) use map_pairs::check_pairs;
+pub(crate) use map_pairs::{agree_pairs, check_pairs};
 pub(crate) use map_pairs_reduce::map_pairs_reduce_cols;
 pub(crate) use map_reduce::map_reduce;
 pub(crate) use reduce::{reduce, reduce_axis};

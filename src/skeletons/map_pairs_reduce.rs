@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
-use crate::dist::{agree, check_pairs, Operand, Slot, Slots};
+use crate::dist::{agree_pairs, check_pairs, Slot, Slots};
 use crate::plan::{ArgTuple, Axis};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -147,17 +147,9 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
         let arrays = self.arrays.bind();
         let (v, bound_h, out) = (v.arg(), h, out.arg_mut());
         let h = bound_h.arg();
-        // Operands are described (allocated) only for a distributed call.
-        let mut operands = Vec::new();
-        let mut dist = None;
-        if (v, h).any_distributed() || out.spread().is_some() || arrays.any_distributed() {
-            operands = vec![Operand::of(&v), Operand::of(&h), Operand::of_mut(&out)];
-            operands.extend(Operand::all(arrays.shapes(), arrays.spreads()));
-            dist = agree(
-                || format!("MapPairsReduce({}, {}, {axis:?})", M::NAME, R::NAME),
-                &operands,
-            )?;
-        }
+        let (operands, dist) = agree_pairs((&v, &h, &out), &arrays, || {
+            format!("MapPairsReduce({}, {}, {axis:?})", M::NAME, R::NAME)
+        })?;
         // Distributed: v by rows, out by its elements; h and the container arguments whole.
         let (slots, whole_h) = (Slots::default(), Slot::default());
         if let Some(call) = &dist {
