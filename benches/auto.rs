@@ -154,6 +154,7 @@ fn choice() -> String {
                 100.0 * cpu_elems as f64 / e.size as f64
             )
         }
+        other => other.to_string(),
     })
 }
 

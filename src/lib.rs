@@ -147,6 +147,19 @@
 //! # Ok::<(), skel::Error>(())
 //! ```
 //!
+//! ## What is where
+//!
+//! A skeleton program needs the prelude and little else: the skeletons and their options
+//! ([`skeletons`], also at the crate root), the containers ([`containers`]: [`Vector`],
+//! [`Matrix`], views, and the [`Input`](containers::Input) / [`Output`](containers::Output)
+//! traits to write generic code over them), the user-function traits ([`userfn`]), the
+//! errors ([`Error`], [`check`] for checked user functions), the backends ([`Backend`],
+//! [`tune`] for `Backend::Auto`), streams of tasks ([`stream`]) and, with feature `mpi`,
+//! distributed containers ([`dist`]). What only the `#[userfn]` macro and backend
+//! implementers need (the operands a backend receives, the traits the macro implements for
+//! container and uniform parameters, the code generator and its typed tree) is in
+//! [`plumbing`].
+//!
 //! ## Feature flags
 //!
 //! `rayon` (default) compiles in the multi-core CPU backend, `cuda` the CUDA backend
@@ -162,6 +175,8 @@ extern crate self as skel;
 
 pub mod backends;
 pub mod check;
+// Documented as `skel::plumbing::codegen`; the old path stays for existing code.
+#[doc(hidden)]
 pub mod codegen;
 pub mod containers;
 #[doc(hidden)]
@@ -170,6 +185,7 @@ pub mod dist;
 mod error;
 pub mod interop;
 mod plan;
+pub mod plumbing;
 pub mod skeletons;
 pub mod stream;
 pub mod trace;

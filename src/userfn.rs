@@ -12,7 +12,9 @@
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
 //!
 //! The Rust body is kept as `name::call(..)` and inlined into the CPU loops; the same body is
-//! described by [`UserFn::definition`] for the C code generator of the GPU backends.
+//! described by [`UserFn::definition`] for the C code generator of the GPU backends. The
+//! types the macro fills these traits' associated types with (the `#[index]` kind, the
+//! uniform tuple, the container parameters) are in [`crate::plumbing`].
 //!
 //! ## The language of a body
 //!
@@ -36,7 +38,7 @@
 //!   (also `_`) and `t.0`. Like every device type a tuple has no padding: `(f32, u32)` or
 //!   `(u16, u8, bool)`, not `(f32, u8)` (a compile error that says so).
 //! - **`.len()`** of local arrays and of `&[T]` parameters (the C function then takes the
-//!   length after the pointer, see [`crate::codegen::array_len_param`]).
+//!   length after the pointer, see [`crate::plumbing::codegen::array_len_param`]).
 //! - **math** for `f32`/`f64`, as `x.sqrt()` or `f32::sqrt(x)`: `abs sqrt cbrt powf powi exp
 //!   exp2 ln log2 log10 sin cos tan asin acos atan atan2 sinh cosh tanh hypot floor ceil
 //!   round round_ties_even trunc fract min max clamp mul_add signum copysign is_nan
@@ -135,7 +137,7 @@ pub trait UserFn: Copy + Send + Sync + 'static {
     type Out: DeviceType;
     /// The function's name, also its C identifier.
     const NAME: &'static str;
-    /// The typed body the C code generator translates (see [`crate::codegen`]).
+    /// The typed body the C code generator translates (see [`crate::plumbing::codegen`]).
     fn definition() -> &'static FnDef;
 
     /// The types of the values the function returns: the elements of a tuple return
@@ -159,6 +161,8 @@ pub trait UserFn: Copy + Send + Sync + 'static {
 }
 
 /// How the optional `#[index]` parameter is computed from a flat element position.
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub trait IndexKind: Copy + Send + Sync + 'static {
     /// 0 (no index parameter), 1 (`usize`) or 2 (`(usize, usize)`).
     const DIMS: u8;
@@ -286,7 +290,10 @@ impl<T> Index<(usize, usize)> for Mat<'_, T> {
 }
 
 /// What kind of container a container parameter takes.
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ContainerKind {
     /// `Mat<T>`: a `Matrix`.
     Mat,
@@ -295,6 +302,8 @@ pub enum ContainerKind {
 }
 
 /// One container parameter's kind, as a type: [`MatArg`] or [`SliceArg`].
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub trait ContainerArg: 'static {
     /// The element type.
     type Elem: DeviceType;
@@ -307,9 +316,13 @@ pub trait ContainerArg: 'static {
 }
 
 /// A `Mat<T>` parameter.
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub struct MatArg<T>(std::marker::PhantomData<T>);
 
 /// A `&[T]` parameter bound as a container argument.
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub struct SliceArg<T>(std::marker::PhantomData<T>);
 
 impl<T: DeviceType> ContainerArg for MatArg<T> {
@@ -338,7 +351,8 @@ impl<T: DeviceType> ContainerArg for SliceArg<T> {
 ///
 /// ```
 /// use skel::prelude::*;
-/// use skel::userfn::{ContainerArgs, ContainerKind, ElementwiseFn};
+/// use skel::plumbing::{ContainerArgs, ContainerKind};
+/// use skel::userfn::ElementwiseFn;
 /// #[userfn]
 /// fn mv(#[index] i: usize, m: Mat<f32>, x: &[f32]) -> f32 { m[(i, 0)] * x[0] }
 /// #[userfn]
@@ -347,6 +361,8 @@ impl<T: DeviceType> ContainerArg for SliceArg<T> {
 /// assert_eq!(Of::<mv>::KINDS, [ContainerKind::Mat, ContainerKind::Slice]);
 /// assert!(Of::<twice>::KINDS.is_empty());
 /// ```
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub trait ContainerArgs: 'static {
     /// What the Rust body receives: a tuple of `Mat<'a, T>` / `&'a [T]`.
     type Refs<'a>: Copy + Send + Sync;
@@ -391,6 +407,8 @@ macro_rules! container_args {
     message = "`{Self}` does not bind the container parameters `{K}`",
     label = "bind one container per `Mat<T>` / `&[T]` parameter, in order: `.arrays((&m, &v))`"
 )]
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub trait BindArrays<K: ContainerArgs> {
     /// The bound containers as operands.
     fn bind(&self) -> K::Args<'_>;
@@ -661,11 +679,13 @@ tuple_device_types! {
 /// Device backends use it to pass each uniform to a kernel by value, as raw bytes.
 ///
 /// ```
-/// use skel::userfn::UniformTuple;
+/// use skel::plumbing::UniformTuple;
 /// let mut sizes = Vec::new();
 /// (1.0f32, 2u64).for_each_bytes(&mut |b| sizes.push(b.len()));
 /// assert_eq!(sizes, vec![4, 8]);
 /// ```
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub trait UniformTuple: Copy + Send + Sync + 'static {
     /// Number of uniforms.
     const LEN: usize;

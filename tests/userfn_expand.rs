@@ -1,7 +1,7 @@
 //! `#[userfn]` / `#[derive(DeviceType)]` expansion: the Rust side (traits, `call`, defs).
 #![allow(clippy::manual_clamp)]
 
-use skel::codegen::ir::ParamKind;
+use skel::plumbing::codegen::ir::ParamKind;
 use skel::prelude::*;
 use skel::userfn::{ArrayFn, ElementwiseFn, StencilFn, UserFn, Window2Fn, WindowFn};
 
@@ -143,7 +143,7 @@ fn derive_struct() {
     let ty = <Pixel as DeviceType>::TY;
     assert_eq!(ty.c_struct_name(), Some("Pixel"));
     match ty {
-        skel::codegen::Ty::Struct(s) => {
+        skel::plumbing::codegen::Ty::Struct(s) => {
             assert_eq!(s.fields.len(), 3);
             assert_eq!(s.fields[2].name, "b");
         }
@@ -173,7 +173,7 @@ fn minmax(a: f32, b: f32, #[uniform] k: [f32; 2]) -> (f32, f32, u32) {
 
 #[test]
 fn arrays_tuples_bool_and_constants_on_the_rust_side() {
-    use skel::codegen::{ir::Expr, ConstValue, Prim, Ty};
+    use skel::plumbing::codegen::{ir::Expr, ConstValue, Prim, Ty};
     // device types: layout sizes and the C description agree with Rust
     assert_eq!(
         <[f32; 4] as DeviceType>::TY.size(),
@@ -207,7 +207,8 @@ fn arrays_tuples_bool_and_constants_on_the_rust_side() {
     assert_eq!(add::outputs().len(), 1);
     // a module constant is captured by value, with its type
     let def = <minmax as UserFn>::definition();
-    let skel::codegen::ir::Stmt::Expr(Expr::Extern { name, value }) = &def.body.stmts[0] else {
+    let skel::plumbing::codegen::ir::Stmt::Expr(Expr::Extern { name, value }) = &def.body.stmts[0]
+    else {
         panic!("`let _ = K0` reads the constant: {:?}", def.body.stmts[0])
     };
     let ConstValue { ty, bytes } = value();

@@ -1,4 +1,4 @@
-//! The body of a user function -> tokens that build its `::skel::codegen::FnDef`.
+//! The body of a user function -> tokens that build its `::skel::plumbing::codegen::FnDef`.
 //!
 //! This is where the supported Rust subset is enforced: anything else is a compile error at
 //! its span. Types are not checked here (rustc checks the Rust body; the library's type
@@ -189,10 +189,10 @@ pub fn is_primitive_path(path: &syn::Path) -> bool {
 
 fn prim_tokens(v: &str) -> TokenStream {
     let id = syn::Ident::new(v, proc_macro2::Span::call_site());
-    quote!(::skel::codegen::Prim::#id)
+    quote!(::skel::plumbing::codegen::Prim::#id)
 }
 
-/// Tokens of a `::skel::codegen::Ty` for a Rust type.
+/// Tokens of a `::skel::plumbing::codegen::Ty` for a Rust type.
 pub fn ty_tokens(ty: &Type) -> syn::Result<TokenStream> {
     match ty {
         Type::Paren(p) => ty_tokens(&p.elem),
@@ -201,7 +201,7 @@ pub fn ty_tokens(ty: &Type) -> syn::Result<TokenStream> {
             if let Some(id) = p.path.get_ident() {
                 if let Some(v) = prim_variant(&id.to_string()) {
                     let pt = prim_tokens(v);
-                    return Ok(quote!(::skel::codegen::Ty::Prim(#pt)));
+                    return Ok(quote!(::skel::plumbing::codegen::Ty::Prim(#pt)));
                 }
             }
             if let Some(last) = p.path.segments.last() {
@@ -262,8 +262,8 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
     for p in &params {
         if p.kind == "Index2" {
             let (r, c) = (p.names[0].to_string(), p.names[1].to_string());
-            ps.push(quote!(__ir::Param { name: #r, kind: __ir::ParamKind::IndexRow, ty: ::skel::codegen::Ty::Prim(::skel::codegen::Prim::Usize) }));
-            ps.push(quote!(__ir::Param { name: #c, kind: __ir::ParamKind::IndexCol, ty: ::skel::codegen::Ty::Prim(::skel::codegen::Prim::Usize) }));
+            ps.push(quote!(__ir::Param { name: #r, kind: __ir::ParamKind::IndexRow, ty: ::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::Usize) }));
+            ps.push(quote!(__ir::Param { name: #c, kind: __ir::ParamKind::IndexCol, ty: ::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::Usize) }));
         } else {
             let ty = ty_tokens(&p.ty)?;
             let n = p.names[0].to_string();
@@ -280,8 +280,8 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
     SCOPE.with(|s| *s.borrow_mut() = (binders.0, name.clone()));
     let body = block(&func.block)?;
     Ok(quote! {
-        use ::skel::codegen::ir as __ir;
-        static __SKEL_DEF: ::skel::codegen::FnDef = ::skel::codegen::FnDef {
+        use ::skel::plumbing::codegen::ir as __ir;
+        static __SKEL_DEF: ::skel::plumbing::codegen::FnDef = ::skel::plumbing::codegen::FnDef {
             name: #name,
             params: &[#(#ps),*],
             ret: #ret,
@@ -644,8 +644,8 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<TokenStream> {
                 __ir::Expr::Extern {
                     name: #name,
                     value: {
-                        fn __skel_const() -> ::skel::codegen::ConstValue {
-                            ::skel::codegen::ConstValue::of(&#path)
+                        fn __skel_const() -> ::skel::plumbing::codegen::ConstValue {
+                            ::skel::plumbing::codegen::ConstValue::of(&#path)
                         }
                         __skel_const
                     },

@@ -95,9 +95,9 @@ fn derive(input: &DeriveInput) -> syn::Result<TokenStream> {
         // proves there is no padding, so TY describes the layout exactly and every bit
         // pattern copied from a device is a valid value.
         unsafe impl ::skel::DeviceType for #name {
-            const TY: ::skel::codegen::Ty = ::skel::codegen::Ty::Struct(&::skel::codegen::StructTy {
+            const TY: ::skel::plumbing::codegen::Ty = ::skel::plumbing::codegen::Ty::Struct(&::skel::plumbing::codegen::StructTy {
                 name: #name_str,
-                fields: &[#(::skel::codegen::FieldTy {
+                fields: &[#(::skel::plumbing::codegen::FieldTy {
                     name: #field_names,
                     ty: <#field_tys as ::skel::DeviceType>::TY,
                 }),*],

@@ -2,10 +2,13 @@
 //!
 //! `#[userfn]` keeps the Rust body (as `name::call`), implements the user-function traits
 //! of `skel::userfn` from the parameter kinds, and describes the body as a typed tree
-//! (`skel::codegen::FnDef`) that the library translates to C at run time. Constructs outside
-//! the supported subset are compile errors at their span.
+//! (`skel::plumbing::codegen::FnDef`) that the library translates to C at run time.
+//! Constructs outside the supported subset are compile errors at their span.
 //!
-//! Users depend on `skel`, which re-exports these macros; every emitted path is `::skel::..`.
+//! Users depend on `skel`, which re-exports these macros; every emitted path is `::skel::..`:
+//! the user-function traits (`skel::userfn`), `skel::DeviceType`, `skel::Window`/`Window2`,
+//! the parameter-kind types and the code generator's tree (`skel::plumbing`), and the hidden
+//! helpers of `skel::check` the rewritten body calls.
 
 use proc_macro::TokenStream;
 

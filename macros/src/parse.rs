@@ -416,9 +416,9 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 let n = format_ident!("__skel_c{}", i);
                 container_names.push(n.clone());
                 kinds.push(if p.kind == Kind::Mat {
-                    quote!(::skel::userfn::MatArg<#ty>)
+                    quote!(::skel::plumbing::MatArg<#ty>)
                 } else {
-                    quote!(::skel::userfn::SliceArg<#ty>)
+                    quote!(::skel::plumbing::SliceArg<#ty>)
                 });
                 with_args.push(quote!(#n));
                 if p.kind == Kind::Array {
@@ -501,7 +501,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 #[allow(unused_variables)]
                 fn apply_with(
                     index: #index_ty,
-                    __skel_arrays: <#kinds_t as ::skel::userfn::ContainerArgs>::Refs<'_>,
+                    __skel_arrays: <#kinds_t as ::skel::plumbing::ContainerArgs>::Refs<'_>,
                     elems: #elems_t,
                     uniforms: &#unis_t,
                 ) -> #out_ty {
@@ -533,7 +533,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         impl ::skel::userfn::UserFn for #name {
             type Out = #out_ty;
             const NAME: &'static str = #name_str;
-            fn definition() -> &'static ::skel::codegen::FnDef {
+            fn definition() -> &'static ::skel::plumbing::codegen::FnDef {
                 #def
             }
         }

@@ -6,12 +6,12 @@ use super::{Prim, Ty};
 /// Which C the generated source is for.
 ///
 /// ```
-/// use skel::codegen::{c_type, Dialect, Prim, Ty};
+/// use skel::plumbing::codegen::{c_type, Dialect, Prim, Ty};
 /// assert_eq!(c_type(Ty::Prim(Prim::U8), Dialect::OpenCl), "uchar");
 /// assert_eq!(c_type(Ty::Prim(Prim::I64), Dialect::Cuda), "long long");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(clippy::manual_non_exhaustive)]
+#[non_exhaustive]
 pub enum Dialect {
     /// CUDA C++ (NVRTC).
     Cuda,
@@ -25,7 +25,7 @@ pub enum Dialect {
 /// The C spelling of a device type in `dialect` (structs are named by their Rust name).
 ///
 /// ```
-/// use skel::codegen::{c_type, Dialect, Prim, Ty};
+/// use skel::plumbing::codegen::{c_type, Dialect, Prim, Ty};
 /// assert_eq!(c_type(Ty::Prim(Prim::F32), Dialect::Cuda), "float");
 /// assert_eq!(c_type(Ty::Prim(Prim::Usize), Dialect::OpenCl), "ulong");
 /// ```

@@ -47,6 +47,7 @@ pub struct Param {
 
 /// How a parameter is passed (see the calling convention in [`crate::codegen`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParamKind {
     /// `#[index] i: usize`.
     Index,
@@ -80,6 +81,7 @@ pub struct Block {
 
 /// A statement.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Stmt {
     /// `let [mut] name[: ty] [= init];`
     Let {
@@ -146,6 +148,7 @@ pub enum Stmt {
 
 /// An expression.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Expr {
     /// An integer literal; without suffix its type is inferred.
     Int {
@@ -289,6 +292,7 @@ pub struct FieldInit {
 
 /// Unary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UnOp {
     /// `-x`.
     Neg,
@@ -299,6 +303,7 @@ pub enum UnOp {
 /// Binary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum BinOp {
     Add,
     Sub,
@@ -333,7 +338,7 @@ impl ConstValue {
     /// Captures `v` (called by `#[userfn]`'s expansion).
     ///
     /// ```
-    /// let c = skel::codegen::ConstValue::of(&[1u8, 2, 3]);
+    /// let c = skel::plumbing::codegen::ConstValue::of(&[1u8, 2, 3]);
     /// assert_eq!(c.bytes, [1, 2, 3]);
     /// ```
     pub fn of<T: crate::DeviceType>(v: &T) -> ConstValue {
@@ -349,6 +354,7 @@ macro_rules! math_fns {
         /// The math methods a user function may call.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[allow(missing_docs)]
+        #[non_exhaustive]
         pub enum MathFn {
             $($v,)*
         }

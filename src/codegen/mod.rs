@@ -52,6 +52,7 @@
 /// A primitive type as the code generator sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum Prim {
     Bool,
     I8,
@@ -70,6 +71,7 @@ pub enum Prim {
 
 /// A device type: a primitive, a `#[repr(C)]` struct, a fixed-size array or a tuple.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum Ty {
     /// A primitive number or `bool`.
     Prim(Prim),
@@ -98,7 +100,7 @@ impl Ty {
     ///
     /// ```
     /// use skel::prelude::*;
-    /// use skel::codegen::{Prim, Ty};
+    /// use skel::plumbing::codegen::{Prim, Ty};
     /// let tys = <(f32, u32) as DeviceType>::TY.tuple_elems().unwrap();
     /// assert!(matches!(tys, [Ty::Prim(Prim::F32), Ty::Prim(Prim::U32)]));
     /// assert!(<f32 as DeviceType>::TY.tuple_elems().is_none());
@@ -135,7 +137,7 @@ impl Ty {
 /// The C member name of element `k` of a tuple value (see [`Ty::Tuple`]).
 ///
 /// ```
-/// assert_eq!(skel::codegen::tuple_field(1), "f1");
+/// assert_eq!(skel::plumbing::codegen::tuple_field(1), "f1");
 /// ```
 pub fn tuple_field(k: usize) -> String {
     format!("f{k}")

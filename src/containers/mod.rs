@@ -1,8 +1,8 @@
 //! Smart containers: [`Vector`], [`Matrix`] and their views.
 //!
 //! Skeletons never see a container directly: they take anything that is an [`Input`] or an
-//! [`Output`], which hands the backend an [`Arg`] / [`ArgMut`]: the range of one container's
-//! storage the call touches plus its shape. Backends reach host memory through
+//! [`Output`], which hands the backend an [`Arg`] / [`ArgMut`] (see [`crate::plumbing`]): the
+//! range of one container's storage the call touches plus its shape. Backends reach host memory through
 //! `Arg::host` / `ArgMut::host_mut` / `ArgMut::host_overwrite`, which keep the coherence state
 //! of the container right (bring stale ranges back, invalidate other locations).
 //!
@@ -34,7 +34,10 @@ mod tests;
 mod vector;
 
 pub use matrix::Matrix;
-pub use outputs::{HostOut, OutArgs, OutCollector, Outputs};
+pub use outputs::Outputs;
+// Documented in `skel::plumbing`; this path stays for existing code.
+#[doc(hidden)]
+pub use outputs::{HostOut, OutArgs, OutCollector};
 pub use vector::{Vector, VectorView, VectorViewMut};
 
 // The crate-internal API of device backends (CUDA/OpenCL).
@@ -56,6 +59,7 @@ use crate::{DeviceType, Result};
 
 /// The shape of an operand, as skeletons check and report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Shape {
     /// A vector (or vector view) of this length.
     Vector(usize),
@@ -173,6 +177,8 @@ pub trait Output<T: DeviceType> {
 /// let v = Vector::from(vec![1.0f32; 8]);
 /// assert_eq!(v.view(2..6).arg().shape().len(), 4);
 /// ```
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub struct Arg<'a, T> {
     store: &'a Store<T>,
     offset: usize,
@@ -291,6 +297,8 @@ impl<'a, T: DeviceType> Arg<'a, T> {
 /// let mut m: Matrix<f32> = Matrix::zeroed(2, 3);
 /// assert_eq!(m.arg_mut().shape().to_string(), "2x3 matrix");
 /// ```
+// Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
+#[doc(hidden)]
 pub struct ArgMut<'a, T> {
     store: &'a mut Store<T>,
     offset: usize,

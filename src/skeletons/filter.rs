@@ -42,6 +42,7 @@ use crate::{DeviceType, Error, Result};
 /// assert_eq!(short.to_vec(), vec![0, 0, 0]);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct Filter<F: PredicateFn<T>, T: DeviceType> {
     f: F,

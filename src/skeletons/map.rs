@@ -41,6 +41,7 @@ use crate::{DeviceType, Result};
 /// assert_eq!(ids.to_vec(), vec![0, 1, 2, 3, 4]);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct Map<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems, A = ()> {
     f: F,

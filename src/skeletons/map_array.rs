@@ -25,6 +25,7 @@ use crate::{DeviceType, Result};
 /// assert_eq!(out.to_vec(), vec![30.0, 10.0, 20.0, 30.0]);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct MapArray<F: ArrayFn, E = <F as ArrayFn>::Elems> {
     f: F,

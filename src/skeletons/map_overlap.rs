@@ -38,6 +38,7 @@ use crate::{Error, Result};
 /// assert_eq!(mout[(1, 1)], 0.0 + 2.0 + 0.0 + 2.0 - 4.0);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct MapOverlap<F: StencilFn, R = <F as StencilFn>::Radius> {
     f: F,

@@ -42,6 +42,7 @@ use crate::{DeviceType, Error, Result};
 /// assert_eq!(wrong.to_vec(), vec![7.0; 6]);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct MapPairs<F: ElementwiseFn, C = ()> {
     f: F,

@@ -41,6 +41,7 @@ use crate::{DeviceType, Error, Result};
 /// assert!(MapPairsReduce::new(dist, add).run_rows(&v, &h, &mut per_h).is_err());
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct MapPairsReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, C = ()> {
     map: M,

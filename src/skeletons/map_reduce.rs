@@ -28,6 +28,7 @@ use crate::{DeviceType, Result};
 /// assert_eq!(dot, 32.0);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct MapReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, E = <M as ElementwiseFn>::Elems, A = ()>
 {

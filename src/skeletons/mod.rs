@@ -107,6 +107,7 @@ pub enum ScanMode {
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Devices {
     /// Every device slot (see above).
     All,

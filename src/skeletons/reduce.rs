@@ -35,6 +35,7 @@ use crate::{DeviceType, Error, Result};
 /// assert_eq!(per_col.to_vec(), vec![5.0, 7.0, 9.0]);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct Reduce<F: BinaryFn<T>, T: DeviceType = <F as crate::userfn::UserFn>::Out> {
     f: F,

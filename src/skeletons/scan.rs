@@ -27,6 +27,7 @@ use crate::{DeviceType, Result};
 /// assert_eq!(out.to_vec(), vec![10.0, 11.0, 13.0, 16.0]);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a skeleton does nothing until one of its `run` methods is called"]
 #[derive(Clone, Copy, Debug)]
 pub struct Scan<F: BinaryFn<T>, T: DeviceType = <F as crate::userfn::UserFn>::Out> {
     f: F,

@@ -137,6 +137,7 @@ pub(super) struct StageInfo {
 /// assert_eq!(report.into_outputs(), vec![60, 20, 50]);
 /// # Ok::<(), skel::Error>(())
 /// ```
+#[must_use = "a pipeline does nothing until `.run()` or `.for_each(..)` is called"]
 pub struct Pipeline<'a, T> {
     head: Box<dyn Link<'a, T>>,
     stages: Vec<StageInfo>,

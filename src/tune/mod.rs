@@ -94,6 +94,7 @@ const TRANSFER_LATENCY_NS: f64 = 10_000.0;
 
 /// How a call was placed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Choice {
     /// The whole call ran on one backend.
     Backend(Backend),
