@@ -151,14 +151,14 @@
 //!
 //! A skeleton program needs the prelude and little else: the skeletons and their options
 //! ([`skeletons`], also at the crate root), the containers ([`containers`]: [`Vector`],
-//! [`Matrix`], views, and the [`Input`](containers::Input) / [`Output`](containers::Output)
-//! traits to write generic code over them), the user-function traits ([`userfn`]), the
-//! errors ([`Error`], [`check`] for checked user functions), the backends ([`Backend`],
-//! [`tune`] for `Backend::Auto`), streams of tasks ([`stream`]) and, with feature `mpi`,
-//! distributed containers ([`dist`]). What only the `#[userfn]` macro and backend
-//! implementers need (the operands a backend receives, the traits the macro implements for
-//! container and uniform parameters, the code generator and its typed tree) is in
-//! [`plumbing`].
+//! [`Matrix`], views, and the [`Input`](containers::Input) /
+//! [`Output`](containers::Output) traits to write generic code over them), the
+//! user-function traits ([`userfn`](mod@userfn)), the errors ([`Error`], [`check`] for
+//! checked user functions), the backends ([`Backend`], [`tune`] for `Backend::Auto`),
+//! streams of tasks ([`stream`]) and, with feature `mpi`, distributed containers
+//! ([`dist`]). What only the `#[userfn]` macro and backend implementers need (the operands
+//! a backend receives, the traits the macro implements for container and uniform
+//! parameters, the code generator and its typed tree) is in [`plumbing`].
 //!
 //! ## Feature flags
 //!
