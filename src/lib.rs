@@ -163,6 +163,7 @@ extern crate self as skel;
 pub mod backends;
 pub mod check;
 pub mod codegen;
+pub mod config;
 pub mod containers;
 #[doc(hidden)]
 pub mod debug;
