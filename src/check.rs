@@ -9,7 +9,7 @@
 //!
 //! ## Checked and unchecked calls, backend by backend
 //!
-//! `.checked(bool)` on a skeleton, else `SKEL_CHECK=1|0`, else the build (checked in debug
+//! `.checked(bool)` on a skeleton, else `SKEL_CHECK=1|0` ([`crate::config::CHECK`]), else the build (checked in debug
 //! builds, unchecked in release builds) decides. In every mode integer `+ - *`, `-x`,
 //! `pow` and `abs` wrap, shifts take the amount modulo the width and `MIN / -1` is `MIN`.
 //!
@@ -42,8 +42,7 @@
 //! ```
 
 use std::any::Any;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Once, OnceLock};
+use std::sync::Once;
 
 use crate::Error;
 
@@ -358,26 +357,4 @@ fn quiet_faults() {
             }
         }));
     });
-}
-
-/// 0: not read yet; 1: unchecked; 2: checked.
-static CHECKED_DEFAULT: AtomicU8 = AtomicU8::new(0);
-
-/// Whether a skeleton without `.checked(..)` runs checked: `SKEL_CHECK=1|0`, else checked
-/// in debug builds and unchecked in release builds.
-pub(crate) fn default_checked() -> bool {
-    match CHECKED_DEFAULT.load(Ordering::Relaxed) {
-        1 => false,
-        2 => true,
-        _ => {
-            static FROM_ENV: OnceLock<bool> = OnceLock::new();
-            let on = *FROM_ENV.get_or_init(|| match std::env::var("SKEL_CHECK").as_deref() {
-                Ok("1") | Ok("true") | Ok("on") => true,
-                Ok("0") | Ok("false") | Ok("off") => false,
-                _ => cfg!(debug_assertions),
-            });
-            CHECKED_DEFAULT.store(if on { 2 } else { 1 }, Ordering::Relaxed);
-            on
-        }
-    }
 }

@@ -178,6 +178,7 @@ pub mod check;
 // Documented as `skel::plumbing::codegen`; the old path stays for existing code.
 #[doc(hidden)]
 pub mod codegen;
+pub mod config;
 pub mod containers;
 #[doc(hidden)]
 pub mod debug;

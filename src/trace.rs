@@ -1,4 +1,4 @@
-//! Timelines of device work: `SKEL_TRACE=path.json`.
+//! Timelines of device work: `SKEL_TRACE=path.json` ([`crate::config::TRACE`]).
 //!
 //! With `SKEL_TRACE` set, the CUDA backend records every upload, kernel and download
 //! (stream, start, end, bytes, chunk, call) and writes them as Chrome-trace JSON, viewable
@@ -8,7 +8,7 @@
 //!
 //! ```
 //! // Without SKEL_TRACE (or without CUDA) there is nothing to write.
-//! if std::env::var_os("SKEL_TRACE").is_none() {
+//! if skel::config::TRACE.get()?.is_none() {
 //!     assert_eq!(skel::trace::flush()?, None);
 //! }
 //! # Ok::<(), skel::Error>(())

@@ -211,6 +211,20 @@ fn child_disk_cache() {
     if !is_child("child_disk_cache") || !common::available(Backend::Cuda) {
         return;
     }
+    // SKEL_JIT_LOG's records go through the `log` crate: write them to stderr, where the
+    // parent looks for them.
+    struct Stderr;
+    impl log::Log for Stderr {
+        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+            true
+        }
+        fn log(&self, record: &log::Record<'_>) {
+            eprintln!("{}: {}", record.target(), record.args());
+        }
+        fn flush(&self) {}
+    }
+    log::set_logger(&Stderr).expect("the only logger of this child");
+    log::set_max_level(log::LevelFilter::Info);
     let x = Vector::from_fn(4097, |i| i as i64);
     let mut y = Vector::zeroed(4097);
     Map::new(disk_cache_probe)

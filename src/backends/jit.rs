@@ -8,8 +8,8 @@
 //! version), so a stale entry is never picked up; entries are written to a temporary name
 //! and renamed, so concurrent processes never see a partial file.
 //!
-//! `SKEL_JIT_LOG=1` prints one line per kernel build to stderr: compiled (and how long it
-//! took) or loaded from the disk cache.
+//! `SKEL_JIT_LOG=1` logs one line per kernel build (the `log` crate, `info`): compiled (and
+//! how long it took) or loaded from the disk cache. All three are in [`crate::config`].
 
 // Only the GPU backends use this module; without them it is dead code.
 #![allow(dead_code)]
@@ -58,36 +58,26 @@ pub(crate) fn stable_hash(parts: &[&[u8]]) -> String {
 /// Writes `source` to `$SKEL_DUMP_SOURCE/<name>_<hash>.<ext>` if that variable is set.
 /// Failures are ignored: dumping is a debugging aid.
 pub(crate) fn dump_source(name: &str, ext: &str, source: &str) {
-    let Some(dir) = std::env::var_os("SKEL_DUMP_SOURCE").filter(|d| !d.is_empty()) else {
+    let Some(dir) = crate::config::DUMP_SOURCE.value() else {
         return;
     };
     let hash = stable_hash(&[source.as_bytes()]);
     let file = format!("{name}_{}.{ext}", &hash[..16]);
     let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(PathBuf::from(dir).join(file), source);
+    let _ = std::fs::write(dir.join(file), source);
 }
 
-/// Prints `message` to stderr if `SKEL_JIT_LOG` is set (and not `0`).
+/// Logs `message` (`info`) if `SKEL_JIT_LOG` is on.
 pub(crate) fn log(message: impl FnOnce() -> String) {
-    if std::env::var_os("SKEL_JIT_LOG").is_some_and(|v| !v.is_empty() && v != "0") {
-        eprintln!("skel jit: {}", message());
+    if crate::config::JIT_LOG.value() {
+        log::info!(target: "skel::jit", "{}", message());
     }
 }
 
 /// The directory for compiled kernels of backend `sub` (`cuda`, `opencl`), or `None` if
 /// the disk cache is disabled or no home directory is known.
 pub(crate) fn cache_dir(sub: &str) -> Option<PathBuf> {
-    let base = match std::env::var_os("SKEL_CACHE_DIR") {
-        Some(d) if d == "off" || d == "0" => return None,
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-            Some(x) => PathBuf::from(x).join("skel"),
-            None => PathBuf::from(std::env::var_os("HOME").filter(|d| !d.is_empty())?)
-                .join(".cache")
-                .join("skel"),
-        },
-    };
-    Some(base.join(sub))
+    Some(crate::config::CACHE_DIR.value()?.join(sub))
 }
 
 /// The cached binary `key.ext` of backend `sub`, if present.

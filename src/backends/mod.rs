@@ -23,8 +23,6 @@ mod index_base_tests;
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::OnceLock;
 
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, ScanMode};
@@ -322,17 +320,6 @@ impl Backend {
             Backend::Auto => "auto",
         }
     }
-
-    fn code(self) -> u8 {
-        self as u8 + 1
-    }
-
-    fn from_code(code: u8) -> Option<Backend> {
-        Backend::ALL
-            .into_iter()
-            .chain([Backend::Auto])
-            .find(|b| b.code() == code)
-    }
 }
 
 impl fmt::Display for Backend {
@@ -357,10 +344,8 @@ impl FromStr for Backend {
     }
 }
 
-/// 0: not set by `set_default_backend`; otherwise `Backend::code`.
-static DEFAULT_BACKEND: AtomicU8 = AtomicU8::new(0);
-
-/// Sets the backend that skeletons without `.backend(..)` use in this process.
+/// Sets the backend that skeletons without `.backend(..)` use in this process (the
+/// setting [`crate::config::BACKEND`], which takes precedence over `SKEL_BACKEND`).
 ///
 /// Fails with [`Error::BackendUnavailable`] if `backend` cannot run here; the default is then
 /// left as it was.
@@ -371,9 +356,7 @@ static DEFAULT_BACKEND: AtomicU8 = AtomicU8::new(0);
 /// # Ok::<(), skel::Error>(())
 /// ```
 pub fn set_default_backend(backend: Backend) -> Result<()> {
-    backend.check()?;
-    DEFAULT_BACKEND.store(backend.code(), Ordering::Relaxed);
-    Ok(())
+    crate::config::BACKEND.set(backend)
 }
 
 /// The backend skeletons use when none is set per instance: the one given to
@@ -383,19 +366,11 @@ pub fn set_default_backend(backend: Backend) -> Result<()> {
 /// An unknown `SKEL_BACKEND` is [`Error::InvalidArgument`] and an unavailable one
 /// [`Error::BackendUnavailable`]: never a silent fallback.
 pub fn default_backend() -> Result<Backend> {
-    if let Some(b) = Backend::from_code(DEFAULT_BACKEND.load(Ordering::Relaxed)) {
-        return Ok(b);
+    let (backend, source) = crate::config::BACKEND.resolve()?;
+    if source == crate::config::Source::Code {
+        return Ok(backend); // checked when it was set
     }
-    // (backend, whether SKEL_BACKEND named it), or why SKEL_BACKEND could not be parsed.
-    static FROM_ENV: OnceLock<Result<(Backend, bool), String>> = OnceLock::new();
-    let chosen = FROM_ENV.get_or_init(|| match std::env::var("SKEL_BACKEND") {
-        Ok(name) => name
-            .parse::<Backend>()
-            .map(|b| (b, true))
-            .map_err(|e| format!("SKEL_BACKEND: {e}")),
-        Err(_) => Ok((Backend::Auto, false)),
-    });
-    let (backend, from_env) = chosen.clone().map_err(Error::InvalidArgument)?;
+    let from_env = source == crate::config::Source::Environment;
     backend.check().map_err(|e| match e {
         Error::BackendUnavailable { backend, reason } if from_env => Error::BackendUnavailable {
             backend,

@@ -18,7 +18,7 @@ use std::alloc::{self, Layout};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::{Backend, Error, Result};
 
@@ -60,12 +60,9 @@ pub(crate) fn pinned_allocator() -> Option<Arc<dyn PinnedAllocator>> {
         .clone()
 }
 
-/// Whether `SKEL_PAGEABLE` asks for pageable defaults (read once, at first use).
+/// Whether `SKEL_PAGEABLE` ([`crate::config::PAGEABLE`]) asks for pageable defaults.
 fn pageable_forced() -> bool {
-    static FORCED: OnceLock<bool> = OnceLock::new();
-    *FORCED.get_or_init(|| {
-        std::env::var_os("SKEL_PAGEABLE").is_some_and(|v| !v.is_empty() && v != "0")
-    })
+    crate::config::PAGEABLE.value()
 }
 
 /// What kind of host memory a buffer uses.

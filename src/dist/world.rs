@@ -36,8 +36,9 @@ struct Mpi {
 /// skeletons: MPI runs single-threaded here).
 ///
 /// Under `mpirun`, each process is one rank; started alone, the program is a world of one
-/// rank and runs as it would without MPI. Where `SKEL_CUDA_DEVICE` is not set, it is set to
-/// the rank's node-local rank (`OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID` or
+/// rank and runs as it would without MPI. Where `SKEL_CUDA_DEVICE` is not set (from code or
+/// in the environment: [`crate::config::CUDA_DEVICE`]), it is set to the rank's node-local
+/// rank (`OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID` or
 /// `SLURM_LOCALID`), so that ranks on one node take one GPU each; a rank beyond the node's
 /// GPUs finds CUDA unavailable and the usual selection picks its next backend.
 ///
@@ -51,17 +52,12 @@ struct Mpi {
 /// # Ok::<(), skel::Error>(())
 /// ```
 pub fn init() -> Result<World> {
-    if std::env::var_os("SKEL_CUDA_DEVICE").is_none() {
-        let local = [
-            "OMPI_COMM_WORLD_LOCAL_RANK",
-            "MPI_LOCALRANKID",
-            "SLURM_LOCALID",
-        ]
-        .iter()
-        .find_map(|v| std::env::var(v).ok());
-        if let Some(local) = local {
-            std::env::set_var("SKEL_CUDA_DEVICE", local);
-        }
+    let device = &crate::config::CUDA_DEVICE;
+    if let (crate::config::Source::Default, Some(local)) =
+        (device.source(), crate::config::node_local_rank())
+    {
+        // Refused only once CUDA opened its device slots, which then keep the ones they have.
+        let _ = device.set(local);
     }
     let universe = mpi::initialize().ok_or_else(|| {
         Error::InvalidArgument(

@@ -145,6 +145,7 @@ impl Options {
 
     /// Checks what can be checked before any backend is touched.
     pub(crate) fn validate(&self) -> Result<()> {
+        crate::config::validate()?;
         if self.streams == Some(0) {
             return Err(Error::InvalidArgument(
                 ".streams(0): a call needs at least one stream".into(),
@@ -184,7 +185,8 @@ impl Options {
     /// Whether this call runs its user function checked (`.checked(..)`, else the process
     /// default of [`crate::check`]).
     pub(crate) fn checked(&self) -> bool {
-        self.checked.unwrap_or_else(crate::check::default_checked)
+        // `validate` returned a malformed SKEL_CHECK as the call's error before this is asked.
+        self.checked.unwrap_or_else(|| crate::config::CHECK.value())
     }
 }
 

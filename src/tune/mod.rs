@@ -29,9 +29,10 @@
 //! compiled kernels (see the README), written when a calibration pauses (the first decision
 //! after new samples that needs no measurement); deleting it only costs recalibration. A
 //! file that cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
-//! then Rayon) and says so once on stderr; one that cannot be written leaves the models in
-//! memory (also said once). Neither fails a call. [`explain`] returns why the calling
-//! thread's last `Auto` call ran where it did; `SKEL_TUNE_LOG=1` prints every decision.
+//! then Rayon) and logs a warning once (the `log` crate, target `skel::tune`); one that
+//! cannot be written leaves the models in memory (also logged once). Neither fails a call.
+//! [`explain`] returns why the calling thread's last `Auto` call ran where it did;
+//! `SKEL_TUNE_LOG=1` logs every decision (`info`). Both variables are in [`crate::config`].
 //!
 //! ```
 //! use skel::prelude::*;
@@ -282,10 +283,10 @@ impl Tuner {
             None => (Models::default(), None),
             Some(Ok(m)) => (m, None),
             Some(Err(why)) => {
-                eprintln!(
-                    "skel: the tune model cannot be read ({why}): Backend::Auto uses the \
-                     static order (CUDA, then an OpenCL GPU, then Rayon); delete the file \
-                     to recalibrate"
+                log::warn!(
+                    "the tune model cannot be read ({why}): Backend::Auto uses the static \
+                     order (CUDA, then an OpenCL GPU, then Rayon); delete the file to \
+                     recalibrate"
                 );
                 (Models::default(), Some(why))
             }
@@ -368,7 +369,7 @@ impl Tuner {
         let Some(dir) = &self.dir else { return };
         if let Err(why) = model::save(dir, &self.models) {
             if !self.unwritable {
-                eprintln!("skel: the tune model cannot be saved ({why}): models stay in memory");
+                log::warn!("the tune model cannot be saved ({why}): models stay in memory");
             }
             self.unwritable = true;
         }
@@ -487,8 +488,7 @@ type FastHash = std::hash::BuildHasherDefault<FastHasher>;
 type Decided = HashMap<FastKey, (u64, Remembered, Rc<Explanation>), FastHash>;
 
 fn log_enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("SKEL_TUNE_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
+    crate::config::TUNE_LOG.value()
 }
 
 /// The decision remembered for `fast` (same models, same size bucket, operands in the
@@ -606,7 +606,7 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
         candidates: rows,
     });
     if log_enabled() {
-        eprint!("skel tune: {e}");
+        log::info!("{}", e.to_string().trim_end());
     }
     if decision.measure == Measure::No {
         let r = match decision.choice {

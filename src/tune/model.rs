@@ -299,10 +299,7 @@ fn interpolate(points: &[(f64, f64)], x: f64) -> f64 {
 /// The directory the models live in: `$SKEL_TUNE_DIR`, else `tune/` next to the compiled
 /// kernels (`None` where the kernel cache is disabled and no directory is given).
 pub(crate) fn default_dir() -> Option<PathBuf> {
-    match std::env::var_os("SKEL_TUNE_DIR").filter(|d| !d.is_empty()) {
-        Some(d) => Some(PathBuf::from(d)),
-        None => crate::backends::jit::cache_dir("tune"),
-    }
+    crate::config::TUNE_DIR.fixed_value()
 }
 
 /// Reads the model file in `dir`: empty models when there is none (or one of another

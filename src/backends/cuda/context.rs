@@ -42,7 +42,7 @@ use crate::{Backend, Error, Result};
 pub(crate) const STREAMS: usize = 16;
 
 /// Device slots a process can name (`SKEL_CUDA_DEVICES`).
-pub(crate) const MAX_SLOTS: usize = 8;
+pub(crate) const MAX_SLOTS: usize = crate::config::MAX_DEVICE_SLOTS;
 
 /// Lanes over all slots: the range of [`Lane::index`].
 pub(crate) const LANES: usize = MAX_SLOTS * STREAMS;
@@ -152,14 +152,8 @@ impl Ctx {
 
 fn nvrtc_dirs() -> Vec<std::path::PathBuf> {
     let mut dirs = Vec::new();
-    if let Some(d) = std::env::var_os("SKEL_NVRTC_DIR") {
-        dirs.push(d.into());
-    }
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(d) = std::env::var_os(var) {
-            dirs.push(std::path::PathBuf::from(d).join("lib64"));
-        }
-    }
+    dirs.extend(crate::config::NVRTC_DIR.fixed_value());
+    dirs.extend(crate::config::cuda_toolkit_lib_dirs());
     dirs.push("/usr/local/cuda/lib64".into());
     dirs
 }
@@ -228,32 +222,25 @@ fn slot_list() -> std::result::Result<&'static [u32], String> {
         if count <= 0 {
             return Err("the CUDA driver reports no device".into());
         }
-        let parse = |var: &str, s: &str| {
-            s.trim()
-                .parse::<i32>()
-                .ok()
-                .filter(|&o| (0..count).contains(&o))
-                .map(|o| o as u32)
+        let parse = |var: &str, o: u32| {
+            Some(o)
+                .filter(|&o| i64::from(o) < i64::from(count))
                 .ok_or_else(|| {
-                    format!("{var}={s}: expected a device ordinal in 0..{count} (this machine has {count} CUDA device(s))")
+                    format!("{var}={o}: expected a device ordinal in 0..{count} (this machine has {count} CUDA device(s))")
                 })
         };
-        if let Some(list) = devices_env() {
-            let slots = list
-                .split(',')
+        let config = |e: Error| e.to_string();
+        if let Some(list) = crate::config::CUDA_DEVICES.fix().map_err(config)? {
+            // At most MAX_SLOTS of them: the setting accepts no more.
+            return list
+                .into_iter()
                 .map(|o| parse("SKEL_CUDA_DEVICES", o))
-                .collect::<std::result::Result<Vec<u32>, String>>()?;
-            if slots.len() > MAX_SLOTS {
-                return Err(format!(
-                    "SKEL_CUDA_DEVICES={list}: at most {MAX_SLOTS} device slots"
-                ));
-            }
-            return Ok(slots);
+                .collect::<std::result::Result<Vec<u32>, String>>();
         }
-        let first = match std::env::var("SKEL_CUDA_DEVICE") {
-            Ok(s) if !s.trim().is_empty() => parse("SKEL_CUDA_DEVICE", &s)?,
-            _ => 0,
-        };
+        let first = parse(
+            "SKEL_CUDA_DEVICE",
+            crate::config::CUDA_DEVICE.fix().map_err(config)?,
+        )?;
         let rest = (0..count as u32).filter(|&o| o != first);
         Ok(std::iter::once(first)
             .chain(rest)
@@ -264,11 +251,9 @@ fn slot_list() -> std::result::Result<&'static [u32], String> {
     .map_err(Clone::clone)
 }
 
-/// `SKEL_CUDA_DEVICES`, if set and not empty.
-pub(crate) fn devices_env() -> Option<String> {
-    std::env::var("SKEL_CUDA_DEVICES")
-        .ok()
-        .filter(|s| !s.trim().is_empty())
+/// `SKEL_CUDA_DEVICES`, if set.
+pub(crate) fn devices_env() -> Option<Vec<u32>> {
+    crate::config::CUDA_DEVICES.value()
 }
 
 /// The number of device slots (`Err`: no usable CUDA device, and why).

@@ -28,7 +28,7 @@ const TEMPLATE: &str = include_str!("../../../cuda/filter.cu");
 /// overrides them (for benchmarking).
 fn shape<T>() -> (usize, usize, usize) {
     static TUNE: OnceLock<(usize, usize, usize)> = OnceLock::new();
-    tuned_shape::<T>(&TUNE, "SKEL_FILTER_TUNE", (512, 96, 3))
+    tuned_shape::<T>(&TUNE, &crate::config::FILTER_TUNE, (512, 96, 3))
 }
 
 /// The kernel source for filtering `T`s with `F`, the checked variant with `checked`.

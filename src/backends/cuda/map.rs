@@ -116,21 +116,14 @@ impl Launch {
     }
 }
 
-/// The class `SKEL_LAUNCH` forces, read once per process.
+/// The class `SKEL_LAUNCH` forces, fixed for the process at the first use.
 fn forced_class() -> Result<Option<Cost>> {
-    static FORCED: std::sync::OnceLock<std::result::Result<Option<Cost>, String>> =
-        std::sync::OnceLock::new();
-    FORCED
-        .get_or_init(|| match std::env::var("SKEL_LAUNCH").as_deref() {
-            Err(_) | Ok("auto") | Ok("") => Ok(None),
-            Ok("memory") => Ok(Some(Cost::Memory)),
-            Ok("compute") => Ok(Some(Cost::Compute)),
-            Ok(other) => Err(format!(
-                "SKEL_LAUNCH={other}: expected `auto`, `memory` or `compute`"
-            )),
-        })
-        .clone()
-        .map_err(Error::InvalidArgument)
+    use crate::config::Launch;
+    Ok(match crate::config::LAUNCH.fix()? {
+        Launch::Memory => Some(Cost::Memory),
+        Launch::Compute => Some(Cost::Compute),
+        Launch::Auto => None,
+    })
 }
 
 /// The Map kernel source for user function `def` writing `out_ty`, with `array` (the

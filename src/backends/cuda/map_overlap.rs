@@ -65,38 +65,12 @@ pub(crate) fn source<F: UserFn>(
 /// `__launch_bounds__(128, 8)` measured for 3x3.
 const CAPPED_THREADS: usize = 1024;
 
-/// What `SKEL_STENCIL` forces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Forced {
-    /// Tiles, registers capped where measured to pay.
-    Auto,
-    /// The same as `Auto` (the name says what runs).
-    Tiled,
-    /// The direct kernel.
-    Direct,
-    /// Tiles, registers capped for every 2D window.
-    Capped,
-    /// Tiles, registers never capped.
-    Uncapped,
-}
+// What `SKEL_STENCIL` forces.
+use crate::config::Stencil as Forced;
 
-/// `SKEL_STENCIL`, read once per process.
+/// `SKEL_STENCIL`, fixed for the process at the first use.
 fn forced() -> Result<Forced> {
-    static FORCED: std::sync::OnceLock<std::result::Result<Forced, String>> =
-        std::sync::OnceLock::new();
-    FORCED
-        .get_or_init(|| match std::env::var("SKEL_STENCIL").as_deref() {
-            Err(_) | Ok("auto") | Ok("") => Ok(Forced::Auto),
-            Ok("tiled") => Ok(Forced::Tiled),
-            Ok("direct") => Ok(Forced::Direct),
-            Ok("capped") => Ok(Forced::Capped),
-            Ok("uncapped") => Ok(Forced::Uncapped),
-            Ok(other) => Err(format!(
-                "SKEL_STENCIL={other}: expected `auto`, `tiled`, `direct`, `capped` or `uncapped`"
-            )),
-        })
-        .clone()
-        .map_err(Error::InvalidArgument)
+    crate::config::STENCIL.fix()
 }
 
 /// The kernel `plan` runs on CUDA: tiled, registers capped where that was measured to

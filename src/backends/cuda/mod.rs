@@ -408,27 +408,17 @@ impl ArgVisitor for MissingBytes<'_> {
 }
 
 /// A tiled kernel's shape `(threads per block, values of T per thread, min blocks per SM)`:
-/// from the tuning variable `var` (`<threads>,<bytes per thread>[,<min blocks per SM>]`,
-/// read once into `cell`; for benchmarking), else `default` (the same three, bytes per
-/// thread in the middle). Values per thread are 1 to 32.
+/// from the tuning setting `tune` (for benchmarking; fixed into `cell` at first use), else
+/// `default` (the same three, bytes per thread in the middle). Values per thread are 1 to
+/// 32.
 pub(crate) fn tuned_shape<T>(
     cell: &'static std::sync::OnceLock<(usize, usize, usize)>,
-    var: &str,
+    tune: &crate::config::Setting<Option<crate::config::KernelShape>>,
     default: (usize, usize, usize),
 ) -> (usize, usize, usize) {
     let &(block, bytes, minb) = cell.get_or_init(|| {
-        std::env::var(var)
-            .ok()
-            .and_then(|s| {
-                let mut it = s.split(',').map(|x| x.trim().parse::<usize>().ok());
-                let b = it.next()??;
-                let i = it.next()??;
-                let m = it.next().unwrap_or(Some(1))?;
-                Some((b, i, m))
-            })
-            .filter(|&(b, i, m)| {
-                [64, 128, 256, 512, 1024].contains(&b) && i > 0 && (1..=32).contains(&m)
-            })
+        tune.fixed_value()
+            .map(|s| (s.threads, s.bytes_per_thread, s.min_blocks_per_sm))
             .unwrap_or(default)
     });
     (

@@ -141,7 +141,7 @@ pub(crate) fn split(
 ) -> Result<Split> {
     let align = align.max(1);
     let units = n.div_ceil(align);
-    let k = match forced.or_else(env_streams) {
+    let k = match forced.or(crate::config::STREAMS.get()?) {
         Some(k) => k,
         None if work.up == 0 && work.down == 0 => 1,
         // Earlier calls still running: this call's copies already overlap theirs (it runs
@@ -164,18 +164,6 @@ pub(crate) fn split(
         chunks,
         lanes,
         tag: Tag::call(skeleton, k),
-    })
-}
-
-/// `SKEL_STREAMS=k`: forces `k` for every call without `.streams(..)` (for running whole
-/// test suites and benchmarks at a given split).
-fn env_streams() -> Option<usize> {
-    static K: OnceLock<Option<usize>> = OnceLock::new();
-    *K.get_or_init(|| {
-        std::env::var("SKEL_STREAMS")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .filter(|k| (1..=STREAMS).contains(k))
     })
 }
 

@@ -25,7 +25,7 @@ const TEMPLATE: &str = include_str!("../../../cuda/scan.cu");
 /// benchmarking).
 fn shape<T>() -> (usize, usize, usize) {
     static TUNE: std::sync::OnceLock<(usize, usize, usize)> = std::sync::OnceLock::new();
-    tuned_shape::<T>(&TUNE, "SKEL_SCAN_TUNE", (256, 128, 4))
+    tuned_shape::<T>(&TUNE, &crate::config::SCAN_TUNE, (256, 128, 4))
 }
 
 /// Whether the look-back packs each tile's status and value into one 64-bit word
@@ -33,7 +33,7 @@ fn shape<T>() -> (usize, usize, usize) {
 /// benchmarking the general path).
 fn packed<T>() -> bool {
     static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let off = *OFF.get_or_init(|| std::env::var("SKEL_SCAN_PACKED").is_ok_and(|v| v == "0"));
+    let off = *OFF.get_or_init(|| !crate::config::SCAN_PACKED.fixed_value());
     std::mem::size_of::<T>() <= 4 && !off
 }
 

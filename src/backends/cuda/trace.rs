@@ -138,10 +138,10 @@ fn tracer() -> Option<&'static Mutex<Tracer>> {
     static TRACER: OnceLock<Option<Mutex<Tracer>>> = OnceLock::new();
     TRACER
         .get_or_init(|| {
-            let path = std::env::var_os("SKEL_TRACE").filter(|p| !p.is_empty())?;
+            let path = crate::config::TRACE.fixed_value()?;
             write_at_exit();
             Some(Mutex::new(Tracer {
-                path: path.into(),
+                path,
                 base: (0..MAX_SLOTS).map(|_| None).collect(),
                 ops: Vec::new(),
                 written: Vec::new(),
@@ -255,7 +255,7 @@ pub(crate) fn flush() -> Result<Option<PathBuf>> {
 fn write_at_exit() {
     extern "C" fn at_exit() {
         if let Err(e) = flush() {
-            eprintln!("skel: writing the SKEL_TRACE file failed: {e}");
+            log::error!(target: "skel::trace", "writing the SKEL_TRACE file failed: {e}");
         }
     }
     extern "C" {

@@ -165,7 +165,7 @@ fn choose(cands: &[(&str, bool)], wanted: Option<&str>) -> Result<usize> {
 fn open() -> Result<Ctx> {
     let mut cands = candidates()?;
     let named: Vec<(&str, bool)> = cands.iter().map(|c| (c.name.as_str(), c.gpu)).collect();
-    let wanted = std::env::var("SKEL_OPENCL_DEVICE").ok();
+    let wanted = crate::config::OPENCL_DEVICE.fix()?;
     let i = choose(&named, wanted.as_deref())?;
     let chosen = cands.swap_remove(i);
     let device = chosen.device;

@@ -10,7 +10,7 @@
 //! partials. Temporaries live in one reused device buffer ([`Scratch`]).
 
 use std::fmt::Write as _;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use ocl::core as cl;
 
@@ -21,7 +21,7 @@ use crate::backends::BinaryFn;
 use crate::codegen::FnDef;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::Axis;
-use crate::{DeviceType, Error, Result};
+use crate::{DeviceType, Result};
 
 pub(super) const TEMPLATE: &str = include_str!("../../../opencl/reduce.cl");
 
@@ -53,47 +53,13 @@ pub(super) struct Plan {
     pub(super) vec: bool,
 }
 
-/// Overrides of [`Plan`]'s defaults, from `SKEL_OPENCL_TUNE`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Tune {
-    wg: Option<usize>,
-    items: Option<usize>,
-    groups: Option<usize>,
-    vec: Option<bool>,
-}
+// Overrides of the defaults of `Plan`, from `SKEL_OPENCL_TUNE`.
+use crate::config::OpenClTune as Tune;
 
 /// `SKEL_OPENCL_TUNE=wg=W,items=K,groups=G,vec=0|1` (any subset) overrides the defaults of
-/// [`Plan`], for benchmarks: W and K powers of two, G work-groups per compute unit, vec
-/// whether to use 16-byte loads. Parsed once; a bad value is an error of every call.
+/// [`Plan`], for benchmarks ([`crate::config::OPENCL_TUNE`]); fixed at the first use.
 fn tune() -> Result<Tune> {
-    static TUNE: OnceLock<std::result::Result<Tune, String>> = OnceLock::new();
-    TUNE.get_or_init(|| match std::env::var("SKEL_OPENCL_TUNE") {
-        Ok(v) => parse_tune(&v),
-        Err(_) => Ok(Tune::default()),
-    })
-    .clone()
-    .map_err(Error::InvalidArgument)
-}
-
-fn parse_tune(v: &str) -> std::result::Result<Tune, String> {
-    let mut t = Tune::default();
-    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || {
-            format!(
-                "SKEL_OPENCL_TUNE: `{part}` is not one of wg=<power of two 16..=1024>,                  items=<power of two 1..=64>, groups=<1..=1024 per compute unit>, vec=0|1"
-            )
-        };
-        let (key, val) = part.split_once('=').ok_or_else(bad)?;
-        let val: usize = val.trim().parse().map_err(|_| bad())?;
-        match key.trim() {
-            "wg" if val.is_power_of_two() && (16..=1024).contains(&val) => t.wg = Some(val),
-            "items" if val.is_power_of_two() && val <= 64 => t.items = Some(val),
-            "groups" if (1..=1024).contains(&val) => t.groups = Some(val),
-            "vec" if val <= 1 => t.vec = Some(val == 1),
-            _ => return Err(bad()),
-        }
-    }
-    Ok(t)
+    crate::config::OPENCL_TUNE.fix()
 }
 
 impl Plan {
@@ -464,7 +430,7 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
 
 #[cfg(test)]
 mod tests {
-    use super::{chunks, parse_tune, Tune};
+    use super::chunks;
 
     #[test]
     fn chunks_are_whole_tiles_and_cover_the_input() {
@@ -480,27 +446,5 @@ mod tests {
         }
         assert_eq!(chunks(4097, 4096, 8), (4096, 2));
         assert_eq!(chunks(1 << 20, 1024, 4), (1 << 18, 4));
-    }
-
-    #[test]
-    fn tune_overrides_parse_and_bad_ones_say_what_is_allowed() {
-        assert_eq!(parse_tune(""), Ok(Tune::default()));
-        let t = parse_tune(" wg=128, items=8,groups=3,vec=0").unwrap();
-        assert_eq!(
-            t,
-            Tune {
-                wg: Some(128),
-                items: Some(8),
-                groups: Some(3),
-                vec: Some(false)
-            }
-        );
-        for bad in ["wg=100", "items=3", "groups=0", "vec=2", "speed=1", "wg"] {
-            let msg = parse_tune(bad).unwrap_err();
-            assert!(
-                msg.contains(bad) && msg.contains("items=<power of two"),
-                "{msg}"
-            );
-        }
     }
 }
