@@ -158,3 +158,54 @@ pub(crate) fn max_work_group(
         .insert(key, m);
     Ok(m)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{program, ProgKey};
+    use crate::Error;
+
+    /// Names the broken program in the in-memory cache.
+    struct BrokenProgram;
+
+    #[test]
+    fn build_failure_is_a_compile_error_with_log_and_source_every_time() {
+        let ctx = match super::super::context::ctx() {
+            Ok(c) => c,
+            Err(e) => {
+                println!("skipped: no OpenCL device ({e})");
+                return;
+            }
+        };
+        let src = "__kernel void skel_broken(__global int* p) {\n    p[0] = skel_undeclared_name + ;\n}\n";
+        let generated = std::cell::Cell::new(0);
+        for _ in 0..2 {
+            let err = program(
+                ctx,
+                ProgKey::of::<BrokenProgram>("broken"),
+                "broken",
+                || {
+                    generated.set(generated.get() + 1);
+                    Ok(src.to_string())
+                },
+            )
+            .expect_err("broken source must not build");
+            match err {
+                Error::Compile {
+                    kernel,
+                    log,
+                    source_code,
+                } => {
+                    assert_eq!(kernel, "broken");
+                    assert!(
+                        log.contains("error"),
+                        "the compiler's log is missing: {log}"
+                    );
+                    assert_eq!(source_code, src);
+                }
+                other => panic!("expected Error::Compile, got {other:?}"),
+            }
+        }
+        // The second call got the remembered failure: no new source, no new build.
+        assert_eq!(generated.get(), 1);
+    }
+}
