@@ -90,6 +90,7 @@ fn copy_error(e: &Error) -> Error {
         },
         Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
         Error::Driver(m) => Error::Driver(m.clone()),
+        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
         Error::BackendUnavailable { backend, reason } => Error::BackendUnavailable {
             backend: *backend,
             reason: reason.clone(),
@@ -222,6 +223,8 @@ mod tests {
     fn kept_errors_are_copied_with_their_variant() {
         let driver = copy_error(&Error::Driver("module load failed".into()));
         assert!(matches!(driver, Error::Driver(m) if m == "module load failed"));
+        let arg = copy_error(&Error::InvalidArgument("max allocation".into()));
+        assert!(matches!(arg, Error::InvalidArgument(m) if m == "max allocation"));
         let oom = copy_error(&Error::OutOfMemory("4 MiB".into()));
         assert!(matches!(oom, Error::OutOfMemory(m) if m == "4 MiB"));
         let compile = copy_error(&compile_error("src"));
