@@ -324,7 +324,7 @@ pub(crate) fn launch(
     // SAFETY: `func` is a kernel of a loaded module whose parameters are, in order, the
     // values in `args` (each builder pushes exactly the parameters its template declares);
     // every device pointer among them addresses a live allocation whose earlier uses on
-    // other streams are ordered before this launch (memory.rs); the argument values are
+    // other streams are ordered before this launch (memory/); the argument values are
     // copied by the driver during the call.
     unsafe { result::launch_kernel(func, dims.grid, dims.block, shared, lane.raw, &mut ptrs) }
         .map_err(driver)?;
