@@ -12,6 +12,8 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod jit;
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) mod kernel_cache;
 #[cfg(feature = "opencl")]
 pub(crate) mod opencl;
 #[cfg(feature = "rayon")]

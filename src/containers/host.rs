@@ -48,8 +48,8 @@ static PINNED: RwLock<Option<Arc<dyn PinnedAllocator>>> = RwLock::new(None);
 pub(crate) fn register_pinned_allocator(
     allocator: Option<Arc<dyn PinnedAllocator>>,
 ) -> Option<Arc<dyn PinnedAllocator>> {
-    let mut slot = PINNED.write().unwrap_or_else(PoisonError::into_inner);
-    std::mem::replace(&mut *slot, allocator)
+    let mut current = PINNED.write().unwrap_or_else(PoisonError::into_inner);
+    std::mem::replace(&mut *current, allocator)
 }
 
 /// The registered pinned allocator, if any.

@@ -151,14 +151,14 @@ pub trait Input<T: DeviceType> {
     /// array): a distributed container puts its whole copy in `slot`, all-gathered or
     /// cached (every rank calls it together); others have nothing to do.
     #[doc(hidden)]
-    fn gather_whole(&self, _slot: &crate::dist::Slot) -> crate::Result<()> {
+    fn gather_whole(&self, _slot: &crate::dist::WholeCell) -> crate::Result<()> {
         Ok(())
     }
 
     /// The whole container after `gather_whole` filled `slot`: the copy there, or the
     /// operand itself.
     #[doc(hidden)]
-    fn whole_arg<'k>(&'k self, _slot: &'k crate::dist::Slot) -> Arg<'k, T> {
+    fn whole_arg<'k>(&'k self, _slot: &'k crate::dist::WholeCell) -> Arg<'k, T> {
         self.arg()
     }
 }

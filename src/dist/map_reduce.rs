@@ -1,6 +1,6 @@
 //! MapReduce over distributed operands: local map-folds, then the partials in rank order.
 
-use super::{fold, Call, Slots};
+use super::{fold, Call, WholeCells};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Output, Shape, Vector};
 use crate::plan::ArgTuple;
@@ -13,7 +13,7 @@ pub(crate) fn map_reduce<'a, M, R, I, A>(
     call: &Call,
     options: Options,
     arrays: &A,
-    slots: &Slots,
+    slots: &WholeCells,
     inputs: I,
     uniforms: &M::Uniforms,
     start: M::Out,

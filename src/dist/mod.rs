@@ -78,13 +78,13 @@ macro_rules! block_operand {
                 self.local.arg().spread_over(spread)
             }
 
-            fn gather_whole(&self, slot: &super::Slot) -> Result<()> {
+            fn gather_whole(&self, slot: &super::WholeCell) -> Result<()> {
                 super::vector::cache_whole(&self.world, &self.whole, slot, self.arg(), |all| {
                     self.assemble(all)
                 })
             }
 
-            fn whole_arg<'k>(&'k self, slot: &'k super::Slot) -> Arg<'k, T> {
+            fn whole_arg<'k>(&'k self, slot: &'k super::WholeCell) -> Arg<'k, T> {
                 match slot.get().and_then(|w| (**w).downcast_ref::<$whole<T>>()) {
                     Some(whole) => whole.arg(),
                     None => self.arg(),
@@ -155,11 +155,11 @@ pub struct Spread {
 /// Where a call keeps the whole copy of a distributed container it reads whole (a
 /// container argument, MapArray's array) while it runs.
 #[doc(hidden)]
-pub type Slot = OnceCell<Rc<dyn Any>>;
+pub type WholeCell = OnceCell<Rc<dyn Any>>;
 
-/// One [`Slot`] per container parameter (a user function has at most four).
+/// One [`WholeCell`] per container parameter (a user function has at most four).
 #[doc(hidden)]
-pub type Slots = [Slot; 4];
+pub type WholeCells = [WholeCell; 4];
 
 thread_local! {
     static WHOLE_GATHERS: Cell<usize> = const { Cell::new(0) };

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::rc::Rc;
 
-use super::{agree, Blocks, Operand, Slot, Spread, World};
+use super::{agree, Blocks, Operand, Spread, WholeCell, World};
 use crate::containers::host::{as_bytes, from_bytes};
 use crate::containers::{Arg, ArgMut, Input, Output, Shape};
 use crate::{DeviceType, Error, Result, Vector};
@@ -239,7 +239,7 @@ block_operand!(DistVector, Vector);
 pub(super) fn cache_whole<T: DeviceType, C: 'static>(
     world: &World,
     cache: &RefCell<Option<Rc<C>>>,
-    slot: &Slot,
+    slot: &WholeCell,
     arg: Arg<'_, T>,
     assemble: impl FnOnce(Vec<T>) -> Result<C>,
 ) -> Result<()> {

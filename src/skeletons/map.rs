@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::dispatch;
 use crate::containers::{Input, OutArgs, Outputs};
-use crate::dist::{agree, block_options, Operand, Slots};
+use crate::dist::{agree, block_options, Operand, WholeCells};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -141,7 +141,7 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         if let Some(call) = &dist {
             call.same_global_shape(&elementwise)?;
         }
-        let slots = Slots::default();
+        let slots = WholeCells::default();
         if dist.is_some() {
             self.arrays.gather_wholes(&slots)?;
         }

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
 use crate::backends::dispatch;
 use crate::containers::{Input, Output};
-use crate::dist::{agree, block_options, Operand, Slot};
+use crate::dist::{agree, block_options, Operand, WholeCell};
 use crate::plan::ArgTuple;
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -93,7 +93,7 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         // Every element may read any of the array: a distributed one is gathered whole.
-        let slot = Slot::default();
+        let slot = WholeCell::default();
         if dist.is_some() {
             bound.gather_whole(&slot)?;
         }

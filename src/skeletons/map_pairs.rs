@@ -6,7 +6,7 @@ use super::{
 };
 use crate::backends::dispatch;
 use crate::containers::{Arg, Input, Output, Shape};
-use crate::dist::{agree_pairs, check_pairs, Slot, Slots};
+use crate::dist::{agree_pairs, check_pairs, WholeCell, WholeCells};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -120,7 +120,7 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
         let (operands, dist) =
             agree_pairs((&v, &h, &out), &arrays, || format!("MapPairs({})", F::NAME))?;
         // Distributed: v and out by rows; h and the container arguments whole on every rank.
-        let (slots, whole_h) = (Slots::default(), Slot::default());
+        let (slots, whole_h) = (WholeCells::default(), WholeCell::default());
         if let Some(call) = &dist {
             check_pairs("MapPairs", &operands, |rows, cols| Shape::Matrix {
                 rows,

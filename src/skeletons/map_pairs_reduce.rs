@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
-use crate::dist::{agree_pairs, check_pairs, Slot, Slots};
+use crate::dist::{agree_pairs, check_pairs, WholeCell, WholeCells};
 use crate::plan::{ArgTuple, Axis};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -152,7 +152,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
             format!("MapPairsReduce({}, {}, {axis:?})", M::NAME, R::NAME)
         })?;
         // Distributed: v by rows, out by its elements; h and the container arguments whole.
-        let (slots, whole_h) = (Slots::default(), Slot::default());
+        let (slots, whole_h) = (WholeCells::default(), WholeCell::default());
         if let Some(call) = &dist {
             let (rows, cols) = check_pairs("MapPairsReduce", &operands, |rows, cols| {
                 Shape::Vector(if axis == Axis::Rows { rows } else { cols })

@@ -7,7 +7,7 @@ use super::{
 };
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::Input;
-use crate::dist::{agree, block_options, Operand, Slots};
+use crate::dist::{agree, block_options, Operand, WholeCells};
 use crate::plan::ArgTuple;
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 
@@ -132,7 +132,7 @@ where
             // a flat index but not a row and column.
             call.no_index(M::NAME, <M::Index as IndexKind>::DIMS, 1)?;
         }
-        let slots = Slots::default();
+        let slots = WholeCells::default();
         if dist.is_some() {
             self.arrays.gather_wholes(&slots)?;
         }

@@ -23,7 +23,7 @@
 //! Work goes to a pool of [`STREAMS`] non-blocking streams ([`Lane`]s): each call takes
 //! the next `k` of them in turn (MultiStream, see `multistream.rs`), so consecutive calls
 //! on independent containers overlap, and calls that share data are ordered by events
-//! (`memory.rs`). Device buffers come from the device's default memory pool
+//! (`memory/`). Device buffers come from the device's default memory pool
 //! (stream-ordered allocation), whose release threshold is raised so freed buffers are
 //! reused, not returned to the driver.
 

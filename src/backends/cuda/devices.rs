@@ -27,7 +27,7 @@
 //!   where the previous ones stopped.
 //!
 //! A range a part needs that is valid only on another slot is copied device to device
-//! (`memory.rs`, `peer_copies`: `cuMemcpyPeerAsync`, direct where peer access is enabled),
+//! (`memory/staging.rs`, `peer_copies`: `cuMemcpyPeerAsync`, direct where peer access is enabled),
 //! not through the host.
 
 use std::ops::Range;

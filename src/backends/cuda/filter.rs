@@ -57,7 +57,7 @@ pub(crate) fn source<F: PredicateFn<T>, T: DeviceType>(checked: bool) -> Result<
 }
 
 /// Compacts `input` into `out[..kept]`, split into chunks over streams: chunk `c` starts
-/// writing where chunk `c - 1` stopped, a count its last tile leaves in a carry slot, so
+/// writing where chunk `c - 1` stopped, a count its last tile leaves in a carry word, so
 /// the kernels run one after another (each filling the device) while later chunks'
 /// uploads overlap them. The carries of every chunk are read back once, at the end: they
 /// give `kept` and the range of `out` each chunk wrote.

@@ -110,7 +110,7 @@ fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> 
 
 /// Launches the stencil kernel of `plan`: split over device slots into bands of whole
 /// rows (of columns for a vector), each slot reading its halo from its neighbours' copies
-/// (device to device, `memory.rs`) and the global edges as on one device.
+/// (device to device, `memory/staging.rs`) and the global edges as on one device.
 fn launch_stencil<F: UserFn, T: DeviceType, U: UniformTuple>(
     exec: &Cuda,
     plan: Plan,

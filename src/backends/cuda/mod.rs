@@ -5,10 +5,11 @@
 //! - `multistream.rs`: how a call is split into chunks over several streams, and the cost
 //!   model that picks how many;
 //! - `trace.rs`: `SKEL_TRACE`, a timeline of every copy and kernel;
-//! - `module_cache.rs`: NVRTC compilation for the device's own architecture, in-memory and
-//!   on-disk kernel caches, kernel arguments and launches;
-//! - `memory.rs`: containers' device copies, scratch buffers, pinned host memory, events,
-//!   and the ordering of work on different streams;
+//! - `module_cache.rs`: NVRTC compilation for the device's own architecture, the on-disk
+//!   kernel cache (the in-memory one is `backends/kernel_cache.rs`), kernel arguments and
+//!   launches;
+//! - `memory/`: containers' device copies, scratch and result buffers, pinned host memory,
+//!   events, staging, and the ordering of work on different streams (one file per job);
 //! - one file per skeleton: `map.rs`, `map_array.rs`, `reduce.rs`, `map_reduce.rs`,
 //!   `scan.rs`, `map_overlap.rs`, `map_pairs.rs`, `map_pairs_reduce.rs`, `filter.rs`; their kernels are the templates in `cuda/*.cu` (embedded
 //!   with `include_str!`), completed by the generated user functions and a few `#define`s.

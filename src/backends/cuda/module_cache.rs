@@ -8,9 +8,8 @@
 //! whether each kernel was compiled or loaded from disk. A failed compile is
 //! [`Error::Compile`] with NVRTC's log and the source, and is remembered (not retried).
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CString};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
 use cudarc::nvrtc::sys as nv;
@@ -19,6 +18,7 @@ use super::context::{ensure_nvrtc, Ctx, Lane};
 use super::driver;
 use super::trace::{self, Op, Tag};
 use crate::backends::jit::{self, ProgKey};
+use crate::backends::kernel_cache::KernelCache;
 use crate::{Error, Result};
 
 /// A loaded module and the kernels looked up in it.
@@ -45,28 +45,8 @@ impl Module {
     }
 }
 
-type Built = std::result::Result<Arc<Module>, Error>;
-
-fn cache() -> &'static Mutex<HashMap<ProgKey, Arc<OnceLock<Built>>>> {
-    static CACHE: OnceLock<Mutex<HashMap<ProgKey, Arc<OnceLock<Built>>>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
-
-fn clone_err(e: &Error) -> Error {
-    match e {
-        Error::Compile {
-            kernel,
-            log,
-            source_code,
-        } => Error::Compile {
-            kernel: kernel.clone(),
-            log: log.clone(),
-            source_code: source_code.clone(),
-        },
-        Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
-        other => Error::Driver(other.to_string()),
-    }
-}
+/// Loaded modules per program (see [`crate::backends::kernel_cache`]).
+static MODULES: KernelCache<ProgKey, Arc<Module>> = KernelCache::new();
 
 /// The module for `key`, built from `source()` on first use, with kernels `entries`.
 /// Generation errors (an untranslatable user function) are returned, not cached; nor are
@@ -79,26 +59,9 @@ pub(crate) fn module(
     entries: &[&str],
     source: impl FnOnce() -> Result<String>,
 ) -> Result<Arc<Module>> {
-    let slot = cache()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry(key)
-        .or_default()
-        .clone();
-    if let Some(built) = slot.get() {
-        return built.as_ref().map(Arc::clone).map_err(clone_err);
-    }
-    let src = source()?;
-    let built = slot.get_or_init(|| build(ctx, name, entries, &src).map(Arc::new));
-    if let Err(e) = built {
-        if !matches!(e, Error::Compile { .. }) {
-            let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
-            if map.get(&key).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
-                map.remove(&key);
-            }
-        }
-    }
-    built.as_ref().map(Arc::clone).map_err(clone_err)
+    MODULES.get_or_build(key, source, |src| {
+        build(ctx, name, entries, src).map(Arc::new)
+    })
 }
 
 /// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no
@@ -361,7 +324,7 @@ pub(crate) fn launch(
     // SAFETY: `func` is a kernel of a loaded module whose parameters are, in order, the
     // values in `args` (each builder pushes exactly the parameters its template declares);
     // every device pointer among them addresses a live allocation whose earlier uses on
-    // other streams are ordered before this launch (memory.rs); the argument values are
+    // other streams are ordered before this launch (memory/); the argument values are
     // copied by the driver during the call.
     unsafe { result::launch_kernel(func, dims.grid, dims.block, shared, lane.raw, &mut ptrs) }
         .map_err(driver)?;

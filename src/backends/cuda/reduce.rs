@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::context::{ctx, Ctx, STREAMS};
 use super::fault::{self, Record};
-use super::memory::{self, from_bytes, CuEvent, ResultSlot};
+use super::memory::{self, from_bytes, CuEvent, ResultLease};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
 use super::{assemble, cty, devices, grid_for, Cuda};
@@ -77,7 +77,7 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Res
 /// is empty.
 ///
 /// Per-call cost: the scratch and the result's host words come from a pool
-/// ([`ResultSlot`]) and are left as the kernels found them (tickets back at zero), the
+/// ([`ResultLease`]) and are left as the kernels found them (tickets back at zero), the
 /// result is written by the last kernel straight into mapped host memory, so a one-chunk
 /// call is one launch and one wait.
 ///
@@ -117,8 +117,8 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     let k = split.len();
     // Words: a ticket per stream of the pool (at the same place in every call, so they
     // are zero whatever the previous call's layout), then the chunks' scratch.
-    let slot = ResultSlot::take((STREAMS + k * stride) * 4, (1 + w) * 4)?;
-    let (tickets, result) = (slot.scratch()?, slot.result()?);
+    let lease = ResultLease::take((STREAMS + k * stride) * 4, (1 + w) * 4)?;
+    let (tickets, result) = (lease.scratch()?, lease.result()?);
     let scratch = |c: usize| tickets + ((STREAMS + c * stride) * 4) as u64;
     let lead = split.lanes[0];
     let func = m.func("skel_reduce")?;
@@ -163,7 +163,7 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
         launch(ctx, lead, split.tag, func, Dims::line(1, 32, 0), &mut args)?;
     }
     let mut bytes = vec![0u8; (1 + w) * 4];
-    slot.finish(lead, &mut bytes)?;
+    lease.finish(lead, &mut bytes)?;
     // Every chunk's kernel was ordered before the last one, on `lead`, the record's stream.
     if let Some(rec) = fault.0 {
         rec.check(&[], fault.1)?;

@@ -4,12 +4,13 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use ocl::core as cl;
 
 use super::context::Ctx;
 use super::driver;
+use crate::backends::kernel_cache::KernelCache;
 use crate::{Error, Result};
 
 /// What identifies a program: the skeleton form and the types of everything in it (user
@@ -30,17 +31,8 @@ impl ProgKey {
     }
 }
 
-type Built = std::result::Result<cl::Program, (String, String)>;
-
-struct Entry {
-    built: OnceLock<Built>,
-    source: OnceLock<String>,
-}
-
-fn cache() -> &'static Mutex<HashMap<ProgKey, Arc<Entry>>> {
-    static CACHE: OnceLock<Mutex<HashMap<ProgKey, Arc<Entry>>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
+/// Built programs (see [`crate::backends::kernel_cache`]).
+static PROGRAMS: KernelCache<ProgKey, cl::Program> = KernelCache::new();
 
 /// The program for `key`, built from `source()` on first use. A failed compilation is
 /// remembered and reported as [`Error::Compile`] each time; a driver failure (out of
@@ -51,60 +43,16 @@ pub(crate) fn program(
     name: &str,
     source: impl FnOnce() -> Result<String>,
 ) -> Result<cl::Program> {
-    let entry = {
-        let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
-        map.entry(key.clone())
-            .or_insert_with(|| {
-                Arc::new(Entry {
-                    built: OnceLock::new(),
-                    source: OnceLock::new(),
-                })
-            })
-            .clone()
-    };
-    if let Some(built) = entry.built.get() {
-        return finish(built, name, &entry);
-    }
-    // Generation errors (untranslatable user function) are not cached: they are cheap.
-    let src = source()?;
-    let built = entry.built.get_or_init(|| {
-        crate::backends::jit::dump_source(name, "cl", &src);
-        let r = build(ctx, &src);
-        let _ = entry.source.set(src);
-        r
-    });
-    if matches!(built, Err((_, kind)) if kind != "compile") {
-        let mut map = cache().lock().unwrap_or_else(PoisonError::into_inner);
-        if map.get(&key).is_some_and(|e| Arc::ptr_eq(e, &entry)) {
-            map.remove(&key);
-        }
-    }
-    finish(built, name, &entry)
+    PROGRAMS.get_or_build(key, source, |src| {
+        crate::backends::jit::dump_source(name, "cl", src);
+        build(ctx, name, src)
+    })
 }
 
-fn finish(built: &Built, name: &str, entry: &Entry) -> Result<cl::Program> {
-    match built {
-        Ok(p) => Ok(p.clone()),
-        Err((log, kind)) if kind == "compile" => Err(Error::Compile {
-            kernel: name.to_string(),
-            log: log.clone(),
-            source_code: entry.source.get().cloned().unwrap_or_default(),
-        }),
-        Err((msg, kind)) if kind == "oom" => Err(Error::OutOfMemory(msg.clone())),
-        Err((msg, _)) => Err(Error::Driver(msg.clone())),
-    }
-}
-
-fn build(ctx: &Ctx, src: &str) -> Built {
-    let csrc = CString::new(src).map_err(|e| (e.to_string(), "driver".to_string()))?;
-    let failed = |e: Error| match e {
-        Error::OutOfMemory(m) => (m, "oom".to_string()),
-        Error::Driver(m) => (m, "driver".to_string()),
-        other => (other.to_string(), "driver".to_string()),
-    };
-    super::injected(crate::debug::Fault::Alloc).map_err(failed)?;
-    let prog =
-        cl::create_program_with_source(&ctx.context, &[csrc]).map_err(|e| failed(driver(e)))?;
+fn build(ctx: &Ctx, name: &str, src: &str) -> Result<cl::Program> {
+    let csrc = CString::new(src).map_err(|e| Error::Driver(e.to_string()))?;
+    super::injected(crate::debug::Fault::Alloc)?;
+    let prog = cl::create_program_with_source(&ctx.context, &[csrc]).map_err(driver)?;
     let opts = CString::new(ctx.build_options).unwrap_or_default();
     match cl::build_program(&prog, Some(&[ctx.device]), &opts, None, None) {
         Ok(()) => Ok(prog),
@@ -115,7 +63,11 @@ fn build(ctx: &Ctx, src: &str) -> Built {
                     Ok(cl::ProgramBuildInfoResult::BuildLog(l)) => l,
                     _ => e.to_string(),
                 };
-            Err((log, "compile".to_string()))
+            Err(Error::Compile {
+                kernel: name.to_string(),
+                log,
+                source_code: src.to_string(),
+            })
         }
     }
 }
@@ -205,4 +157,55 @@ pub(crate) fn max_work_group(
         .unwrap_or_else(PoisonError::into_inner)
         .insert(key, m);
     Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{program, ProgKey};
+    use crate::Error;
+
+    /// Names the broken program in the in-memory cache.
+    struct BrokenProgram;
+
+    #[test]
+    fn build_failure_is_a_compile_error_with_log_and_source_every_time() {
+        let ctx = match super::super::context::ctx() {
+            Ok(c) => c,
+            Err(e) => {
+                println!("skipped: no OpenCL device ({e})");
+                return;
+            }
+        };
+        let src = "__kernel void skel_broken(__global int* p) {\n    p[0] = skel_undeclared_name + ;\n}\n";
+        let generated = std::cell::Cell::new(0);
+        for _ in 0..2 {
+            let err = program(
+                ctx,
+                ProgKey::of::<BrokenProgram>("broken"),
+                "broken",
+                || {
+                    generated.set(generated.get() + 1);
+                    Ok(src.to_string())
+                },
+            )
+            .expect_err("broken source must not build");
+            match err {
+                Error::Compile {
+                    kernel,
+                    log,
+                    source_code,
+                } => {
+                    assert_eq!(kernel, "broken");
+                    assert!(
+                        log.contains("error"),
+                        "the compiler's log is missing: {log}"
+                    );
+                    assert_eq!(source_code, src);
+                }
+                other => panic!("expected Error::Compile, got {other:?}"),
+            }
+        }
+        // The second call got the remembered failure: no new source, no new build.
+        assert_eq!(generated.get(), 1);
+    }
 }

@@ -261,9 +261,9 @@ impl Scratch {
     /// Returns the buffer for later calls (call only after the last command using it is
     /// enqueued); the larger of two buffers is kept.
     pub(super) fn give_back(self) {
-        let mut slot = SCRATCH.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.as_ref().map_or(true, |s| s.bytes < self.bytes) {
-            *slot = Some(self);
+        let mut kept = SCRATCH.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.as_ref().map_or(true, |s| s.bytes < self.bytes) {
+            *kept = Some(self);
         }
     }
 }
