@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
-use skel::codegen::{c_type, device_source, Dialect};
+use skel::plumbing::codegen::{c_type, device_source, Dialect};
 use skel::prelude::*;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
@@ -152,7 +152,7 @@ macro_rules! float_casts {
             }
         )*
         /// Definition, argument type and signedness of the result of every cast function.
-        fn cast_defs() -> Vec<(&'static skel::codegen::FnDef, &'static str, bool)> {
+        fn cast_defs() -> Vec<(&'static skel::plumbing::codegen::FnDef, &'static str, bool)> {
             vec![$((
                 <$name as skel::userfn::UserFn>::definition(),
                 stringify!($src),
@@ -424,7 +424,7 @@ proptest! {
             prop_assert_eq!(f64::from_bits(o.parse().unwrap()), arith_f64::call(x.0, x.1));
         }
         let exe = INTS.get_or_init(|| {
-            let s = skel::codegen::device_source_multi(
+            let s = skel::plumbing::codegen::device_source_multi(
                 &[<arith_i32 as skel::userfn::UserFn>::definition(), <arith_u32 as skel::userfn::UserFn>::definition(), <iminmax as skel::userfn::UserFn>::definition(), <casts as skel::userfn::UserFn>::definition()],
                 Dialect::HostC).unwrap();
             build("ints", &s.source, "int main(void){int a,b;unsigned c,d;float x;unsigned xb;while(scanf(\"%d %d %u %u %x\",&a,&b,&c,&d,&xb)==5){memcpy(&x,&xb,4);printf(\"%d %u %d %lld\\n\",skel_fn_arith_i32(a,b),skel_fn_arith_u32(c,d),skel_fn_iminmax(a,b),skel_fn_casts(x,a));}return 0;}")
@@ -452,7 +452,7 @@ proptest! {
         // stencils and arrays over the 4th column: n values, 3x3 windows over rows of 3
         let v: Vec<f32> = xs.iter().map(|x| x.3).collect();
         let exe = STENCIL.get_or_init(|| {
-            let s = skel::codegen::device_source_multi(
+            let s = skel::plumbing::codegen::device_source_multi(
                 &[<blur as skel::userfn::UserFn>::definition(), <lap as skel::userfn::UserFn>::definition(), <lookup as skel::userfn::UserFn>::definition()],
                 Dialect::HostC).unwrap();
             build("stencil", &s.source, "int main(void){static float v[1000];int n=0;unsigned u;while(scanf(\"%x\",&u)==1){memcpy(&v[n++],&u,4);}for(int i=1;i+1<n;i++){float r=skel_fn_blur(&v[i]);memcpy(&u,&r,4);printf(\"%u\\n\",u);}for(int i=1;i+1<n/3;i++){float r=skel_fn_lap(&v[i*3+1],3,4.0f);memcpy(&u,&r,4);printf(\"%u\\n\",u);}for(int i=0;i<n;i++){float r=skel_fn_lookup(v,(unsigned)(i*7));memcpy(&u,&r,4);printf(\"%u\\n\",u);}return 0;}")
@@ -531,7 +531,7 @@ fn opencl_and_cuda_dialects_are_sane() {
         device_source::<grey>(Dialect::OpenCl).unwrap().source,
         device_source::<control>(Dialect::OpenCl).unwrap().source,
         device_source::<lits>(Dialect::OpenCl).unwrap().source,
-        skel::codegen::device_source_multi(
+        skel::plumbing::codegen::device_source_multi(
             &[
                 <lap as skel::userfn::UserFn>::definition(),
                 <lookup as skel::userfn::UserFn>::definition(),
@@ -638,7 +638,7 @@ fn float_to_int_casts_saturate_like_rust() {
         })
         .collect();
     for (dialect, shim) in [(Dialect::HostC, ""), (Dialect::OpenCl, OPENCL_SHIM)] {
-        let src = skel::codegen::device_source_multi(&defs, dialect).unwrap();
+        let src = skel::plumbing::codegen::device_source_multi(&defs, dialect).unwrap();
         let mut main = String::from(
             "int main(void){unsigned xb;unsigned long long yb;float x;double y;while(scanf(\"%x %llx\",&xb,&yb)==2){memcpy(&x,&xb,4);memcpy(&y,&yb,8);",
         );
@@ -980,7 +980,7 @@ macro_rules! int_math_fns {
         )*
         /// Definitions, whether signed, and the reference results for (a, b, n) given as
         /// 64-bit patterns (truncated to each type).
-        fn int_math_defs() -> Vec<(&'static skel::codegen::FnDef, bool)> {
+        fn int_math_defs() -> Vec<(&'static skel::plumbing::codegen::FnDef, bool)> {
             vec![$((<$name as skel::userfn::UserFn>::definition(), $t::MIN != 0)),*]
         }
         fn int_math_rust(a: u64, b: u64, n: u32) -> Vec<Vec<i128>> {
@@ -1070,7 +1070,7 @@ static CHECKED_EXES: Exes = OnceLock::new();
 fn exes(
     cache: &'static Exes,
     name: &str,
-    defs: &[&'static skel::codegen::FnDef],
+    defs: &[&'static skel::plumbing::codegen::FnDef],
     main: impl Fn(&[String], Dialect) -> String,
 ) -> &'static [(Dialect, std::path::PathBuf)] {
     variant_exes(cache, name, defs, false, main)
@@ -1080,7 +1080,7 @@ fn exes(
 fn variant_exes(
     cache: &'static Exes,
     name: &str,
-    defs: &[&'static skel::codegen::FnDef],
+    defs: &[&'static skel::plumbing::codegen::FnDef],
     checked: bool,
     main: impl Fn(&[String], Dialect) -> String,
 ) -> &'static [(Dialect, std::path::PathBuf)] {
@@ -1088,7 +1088,7 @@ fn variant_exes(
         dialects()
             .into_iter()
             .map(|(dialect, shim)| {
-                let src = skel::codegen::device_source_checked(defs, dialect, checked).unwrap();
+                let src = skel::plumbing::codegen::device_source_checked(defs, dialect, checked).unwrap();
                 let exe = build_as(
                     &format!("{name}_{dialect:?}"),
                     &format!("{shim}{}", src.source),
@@ -1124,7 +1124,7 @@ macro_rules! int_ops_fns {
                 ]
             }
         )*
-        fn int_ops_defs() -> Vec<(&'static skel::codegen::FnDef, bool)> {
+        fn int_ops_defs() -> Vec<(&'static skel::plumbing::codegen::FnDef, bool)> {
             vec![$((<$name as skel::userfn::UserFn>::definition(), $t::MIN != 0)),*]
         }
         fn int_ops_rust(a: u64, b: u64, n: u32) -> Vec<Vec<i128>> {
@@ -1168,13 +1168,13 @@ fn int_exes() -> &'static [(Dialect, std::path::PathBuf)] {
 fn int_array_exes(
     cache: &'static Exes,
     name: &str,
-    defs: Vec<(&'static skel::codegen::FnDef, bool)>,
+    defs: Vec<(&'static skel::plumbing::codegen::FnDef, bool)>,
 ) -> &'static [(Dialect, std::path::PathBuf)] {
     let fns: Vec<_> = defs.iter().map(|d| d.0).collect();
     exes(cache, name, &fns, |entries, dialect| {
         let mut main = String::from("int main(void){unsigned long long a,b;unsigned n;while(scanf(\"%llu %llu %u\",&a,&b,&n)==3){");
         for ((def, signed), entry) in defs.iter().zip(entries) {
-            let skel::codegen::Ty::Array(arr) = def.ret else {
+            let skel::plumbing::codegen::Ty::Array(arr) = def.ret else {
                 panic!("an array return")
             };
             let (rt, ct) = (c_type(def.ret, dialect), c_type(arr.elem, dialect));
@@ -1495,7 +1495,7 @@ proptest! {
 fn language_forms_in_every_dialect() {
     for d in [Dialect::Cuda, Dialect::OpenCl, Dialect::HostC] {
         let s = device_source::<find_first>(d).unwrap().source;
-        let len = c_type(skel::codegen::Ty::Prim(skel::codegen::Prim::Usize), d);
+        let len = c_type(skel::plumbing::codegen::Ty::Prim(skel::plumbing::codegen::Prim::Usize), d);
         assert!(
             s.contains(&format!(
                 "SKEL_ARRAY_SPACE const int* t, {len} t_len, int key"
@@ -1513,10 +1513,10 @@ fn language_forms_in_every_dialect() {
         let p = device_source::<polar>(d).unwrap().source;
         assert!(p.contains("SKEL_FN skel_t2_f32f32 skel_fn_polar("), "{p}");
     }
-    assert!(skel::codegen::array_len_param(
+    assert!(skel::plumbing::codegen::array_len_param(
         <find_first as skel::userfn::UserFn>::definition()
     ));
-    assert!(!skel::codegen::array_len_param(
+    assert!(!skel::plumbing::codegen::array_len_param(
         <lookup as skel::userfn::UserFn>::definition()
     ));
     let cuda = device_source::<int_u32>(Dialect::Cuda).unwrap().source;
@@ -1544,7 +1544,7 @@ fn probe_checked(t: &[i32], i: u32, k: u32, d: i32) -> i32 {
 fn checked_c_records_the_fault_rust_reports() {
     let table = [10, 20, 30, 40];
     let defs = [<probe_checked as skel::userfn::UserFn>::definition()];
-    let names = skel::codegen::checked_functions(&defs);
+    let names = skel::plumbing::codegen::checked_functions(&defs);
     let exes = variant_exes(&CHECKED_EXES, "checked", &defs, true, |e, _| {
         format!(
             "int main(void){{int t[4]={{10,20,30,40}};unsigned i,k;int d;while(scanf(\"%u %u %d\",&i,&k,&d)==3){{\

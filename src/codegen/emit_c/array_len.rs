@@ -56,8 +56,8 @@ pub(super) fn array_len_param_of(def: &'static FnDef, name: &str, seen: &mut Vec
 /// fn last(t: &[f32], x: f32) -> f32 { t[t.len() - 1] * x }
 /// #[userfn]
 /// fn first(t: &[f32], x: f32) -> f32 { t[0] * x }
-/// assert!(skel::codegen::array_len_param(last::definition()));
-/// assert!(!skel::codegen::array_len_param(first::definition()));
+/// assert!(skel::plumbing::codegen::array_len_param(last::definition()));
+/// assert!(!skel::plumbing::codegen::array_len_param(first::definition()));
 /// ```
 pub fn array_len_param(def: &'static FnDef) -> bool {
     def.params

@@ -17,7 +17,7 @@ use crate::Error;
 ///
 /// ```
 /// use skel::prelude::*;
-/// use skel::codegen::{device_source, Dialect};
+/// use skel::plumbing::codegen::{device_source, Dialect};
 /// #[userfn]
 /// fn add(a: f32, b: f32) -> f32 { a + b }
 /// let src = device_source::<add>(Dialect::Cuda)?;
@@ -47,7 +47,7 @@ impl DeviceSource {
 ///
 /// ```
 /// use skel::prelude::*;
-/// use skel::codegen::{device_source, Dialect};
+/// use skel::plumbing::codegen::{device_source, Dialect};
 /// #[userfn]
 /// fn half(x: f32) -> f32 { x * 0.5 }
 /// let src = device_source::<half>(Dialect::OpenCl)?;
@@ -64,7 +64,7 @@ pub fn device_source<F: UserFn>(dialect: Dialect) -> crate::Result<DeviceSource>
 /// ```
 /// use skel::prelude::*;
 /// use skel::userfn::UserFn;
-/// use skel::codegen::{device_source_multi, Dialect};
+/// use skel::plumbing::codegen::{device_source_multi, Dialect};
 /// #[userfn]
 /// fn mult(a: f32, b: f32) -> f32 { a * b }
 /// #[userfn]
@@ -93,7 +93,7 @@ pub fn device_source_multi(
 /// ```
 /// use skel::prelude::*;
 /// use skel::userfn::UserFn;
-/// use skel::codegen::{device_source_checked, Dialect};
+/// use skel::plumbing::codegen::{device_source_checked, Dialect};
 /// #[userfn]
 /// fn pick(t: &[f32], i: u32) -> f32 { t[i as usize] }
 /// let src = device_source_checked(&[pick::definition()], Dialect::OpenCl, true)?;
