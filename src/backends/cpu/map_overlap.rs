@@ -22,7 +22,6 @@ pub(crate) fn overlap_2d_rows<F: Window2Fn>(
     uniforms: &F::Uniforms,
 ) {
     let (rr, rc) = stencil.radius;
-    let width = 2 * rc + 1;
     let mut border = Vec::new();
     for (k, out_row) in out.chunks_mut(cols.max(1)).enumerate() {
         let i = first_row + k;
@@ -30,35 +29,49 @@ pub(crate) fn overlap_2d_rows<F: Window2Fn>(
         let (lo, hi) = if i >= rr && i + rr < rows && cols > 2 * rc {
             (rc, cols - rc)
         } else {
-            (0, 0)
+            (cols, cols)
         };
+        // Left border, interior, right border: the outputs in the order of the columns, so
+        // that a user function that faults at several of them reports the same one.
+        let mut edge = |js: std::ops::Range<usize>, out_row: &mut [F::Out]| {
+            if stencil.edge != Edge::None {
+                for j in js {
+                    out_row[j] =
+                        border_2d::<F>(input, (rows, cols), (i, j), stencil, &mut border, uniforms);
+                }
+            }
+        };
+        edge(0..lo, out_row);
         if lo < hi {
             let span = &input[(i - rr) * cols..(i + rr + 1) * cols];
             interior_row::<F>(span, cols, stencil.radius, &mut out_row[lo..hi], uniforms);
         }
-        if stencil.edge == Edge::None {
-            continue;
-        }
-        let edges = if lo < hi {
-            (0..lo).chain(hi..cols)
-        } else {
-            (0..cols).chain(0..0)
-        };
-        for j in edges {
-            border.clear();
-            for di in -(rr as isize)..=rr as isize {
-                for dj in -(rc as isize)..=rc as isize {
-                    border.push(element_2d(
-                        input,
-                        (rows, cols),
-                        (i as isize + di, j as isize + dj),
-                        stencil,
-                    ));
-                }
-            }
-            out_row[j] = F::apply(Window2::new(&border, width, (rr, rc)), uniforms);
+        edge(hi..cols, out_row);
+    }
+}
+
+/// The output at `(i, j)`, its window built from the edge mode in `border`.
+fn border_2d<F: Window2Fn>(
+    input: &[F::Elem],
+    (rows, cols): (usize, usize),
+    (i, j): (usize, usize),
+    stencil: &Stencil<F::Elem, (usize, usize)>,
+    border: &mut Vec<F::Elem>,
+    uniforms: &F::Uniforms,
+) -> F::Out {
+    let (rr, rc) = stencil.radius;
+    border.clear();
+    for di in -(rr as isize)..=rr as isize {
+        for dj in -(rc as isize)..=rc as isize {
+            border.push(element_2d(
+                input,
+                (rows, cols),
+                (i as isize + di, j as isize + dj),
+                stencil,
+            ));
         }
     }
+    F::apply(Window2::new(border, 2 * rc + 1, (rr, rc)), uniforms)
 }
 
 /// The interior outputs of one row: `out[j]` is the window whose top-left element is
