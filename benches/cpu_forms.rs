@@ -208,7 +208,9 @@ impl Config {
     }
 
     fn wants(&self, form: &str) -> bool {
-        self.only.as_ref().map_or(true, |o| form.contains(o.as_str()))
+        self.only
+            .as_ref()
+            .map_or(true, |o| form.contains(o.as_str()))
     }
 }
 
