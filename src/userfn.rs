@@ -169,6 +169,14 @@ pub trait IndexKind: Copy + Send + Sync + 'static {
     /// The index of flat position `flat` in a container with `cols` columns
     /// (`cols` is the length for a vector).
     fn from_flat(flat: usize, cols: usize) -> Self;
+    /// [`IndexKind::from_flat`] for a caller that already knows the position's row and
+    /// column (`flat == row * cols + col`): the host backends walk rows and columns with
+    /// counters instead of dividing per element.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn from_parts(flat: usize, (_row, _col): (usize, usize), cols: usize) -> Self {
+        Self::from_flat(flat, cols)
+    }
 }
 
 impl IndexKind for () {
@@ -190,6 +198,10 @@ impl IndexKind for (usize, usize) {
     #[inline(always)]
     fn from_flat(flat: usize, cols: usize) -> Self {
         (flat / cols, flat % cols)
+    }
+    #[inline(always)]
+    fn from_parts(_: usize, at: (usize, usize), _: usize) -> Self {
+        at
     }
 }
 

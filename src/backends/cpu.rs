@@ -7,11 +7,17 @@
 
 use std::ops::Range;
 
+mod map_overlap;
+mod map_pairs_reduce;
+
+pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
+pub(crate) use map_pairs_reduce::pairs_fold_cols;
+
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::containers::{Arg, ArgMut, HostOut, OutArgs, OutCollector, Shape};
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{
-    ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, Window, Window2, Window2Fn, WindowFn,
+    ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, Window, Window2Fn, WindowFn,
 };
 use crate::{DeviceType, Result};
 
@@ -120,17 +126,39 @@ pub(crate) fn map_range<F: ElementwiseFn>(
     cols: usize,
     uniforms: &F::Uniforms,
 ) {
-    let inputs = inputs.slice(0..out.len());
-    for k in 0..out.len() {
-        out.set(
-            k,
-            F::apply_with(
-                F::Index::from_flat(first + k, cols),
-                arrays,
-                inputs.at(k),
-                uniforms,
-            ),
-        );
+    let n = out.len();
+    let inputs = inputs.slice(0..n);
+    if F::Index::DIMS < 2 {
+        for k in 0..n {
+            out.set(
+                k,
+                F::apply_with(
+                    F::Index::from_flat(first + k, cols),
+                    arrays,
+                    inputs.at(k),
+                    uniforms,
+                ),
+            );
+        }
+        return;
+    }
+    // A 2D index: one division per row segment, then the column counts up.
+    let mut k = 0;
+    while k < n {
+        let (row, col) = ((first + k) / cols, (first + k) % cols);
+        let len = (cols - col).min(n - k);
+        for (j, col) in (col..col + len).enumerate() {
+            out.set(
+                k + j,
+                F::apply_with(
+                    F::Index::from_parts(first + k + j, (row, col), cols),
+                    arrays,
+                    inputs.at(k + j),
+                    uniforms,
+                ),
+            );
+        }
+        k += len;
     }
 }
 
@@ -255,20 +283,7 @@ pub(crate) fn overlap_range<F: WindowFn>(
     let (head, rest) = out.split_at_mut(inner_start - first);
     let (inner, tail) = rest.split_at_mut(inner_end - inner_start);
     if !inner.is_empty() {
-        let span = &input[inner_start - r..inner_end + r];
-        // Small radii get their own copy of the loop with the radius as a constant: then
-        // every window access is provably in bounds and the checks (and the branches that
-        // stop vectorisation) disappear.
-        match r {
-            1 => overlap_interior::<F, 1>(span, inner, uniforms),
-            2 => overlap_interior::<F, 2>(span, inner, uniforms),
-            3 => overlap_interior::<F, 3>(span, inner, uniforms),
-            _ => {
-                for (o, window) in inner.iter_mut().zip(span.windows(2 * r + 1)) {
-                    *o = F::apply(Window::new(window, r), uniforms);
-                }
-            }
-        }
+        overlap_inner::<F>(&input[inner_start - r..inner_end + r], inner, r, uniforms);
     }
     if stencil.edge == Edge::None {
         return;
@@ -289,6 +304,29 @@ pub(crate) fn overlap_range<F: WindowFn>(
     }
 }
 
+/// `out[k] = f(window centred on span[k + r])`: the windows that lie inside the input.
+#[inline]
+pub(crate) fn overlap_inner<F: WindowFn>(
+    span: &[F::Elem],
+    out: &mut [F::Out],
+    r: usize,
+    uniforms: &F::Uniforms,
+) {
+    // Small radii get their own copy of the loop with the radius as a constant: then
+    // every window access is provably in bounds and the checks (and the branches that
+    // stop vectorisation) disappear.
+    match r {
+        1 => overlap_interior::<F, 1>(span, out, uniforms),
+        2 => overlap_interior::<F, 2>(span, out, uniforms),
+        3 => overlap_interior::<F, 3>(span, out, uniforms),
+        _ => {
+            for (o, window) in out.iter_mut().zip(span.windows(2 * r + 1)) {
+                *o = F::apply(Window::new(window, r), uniforms);
+            }
+        }
+    }
+}
+
 /// `out[k] = f(window centred on span[k + R])` for a radius known at compile time.
 #[inline]
 fn overlap_interior<F: WindowFn, const R: usize>(
@@ -299,67 +337,6 @@ fn overlap_interior<F: WindowFn, const R: usize>(
     for (o, window) in out.iter_mut().zip(span.windows(2 * R + 1)) {
         *o = F::apply(Window::new(window, R), uniforms);
     }
-}
-
-/// 2D stencil outputs for whole rows `first_row..` of a `rows x cols` matrix; `out` holds
-/// those rows. With `Edge::None`, border outputs are left untouched.
-pub(crate) fn overlap_2d_rows<F: Window2Fn>(
-    input: &[F::Elem],
-    (rows, cols): (usize, usize),
-    out: &mut [F::Out],
-    first_row: usize,
-    stencil: &Stencil<F::Elem, (usize, usize)>,
-    uniforms: &F::Uniforms,
-) {
-    let (rr, rc) = stencil.radius;
-    let (width, height) = (2 * rc + 1, 2 * rr + 1);
-    let mut border = Vec::with_capacity(width * height);
-    for (k, out_row) in out.chunks_mut(cols.max(1)).enumerate() {
-        let i = first_row + k;
-        let row_inside = i >= rr && i + rr < rows;
-        for (j, o) in out_row.iter_mut().enumerate() {
-            if row_inside && j >= rc && j + rc < cols {
-                let top_left = (i - rr) * cols + (j - rc);
-                *o = F::apply(Window2::new(&input[top_left..], cols, (rr, rc)), uniforms);
-            } else if stencil.edge != Edge::None {
-                border.clear();
-                for di in -(rr as isize)..=rr as isize {
-                    for dj in -(rc as isize)..=rc as isize {
-                        border.push(element_2d(
-                            input,
-                            (rows, cols),
-                            (i as isize + di, j as isize + dj),
-                            stencil,
-                        ));
-                    }
-                }
-                *o = F::apply(Window2::new(&border, width, (rr, rc)), uniforms);
-            }
-        }
-    }
-}
-
-/// The element at virtual position `(i, j)` of a matrix read with the stencil's edge mode.
-fn element_2d<T: DeviceType>(
-    input: &[T],
-    (rows, cols): (usize, usize),
-    (i, j): (isize, isize),
-    stencil: &Stencil<T, (usize, usize)>,
-) -> T {
-    let (rows, cols) = (rows as isize, cols as isize);
-    let inside = (0..rows).contains(&i) && (0..cols).contains(&j);
-    let (i, j) = match stencil.edge {
-        _ if inside => (i, j),
-        Edge::Duplicate => (i.clamp(0, rows - 1), j.clamp(0, cols - 1)),
-        Edge::Cyclic => (i.rem_euclid(rows), j.rem_euclid(cols)),
-        Edge::Pad | Edge::None => return stencil.pad,
-    };
-    input[(i * cols + j) as usize]
-}
-
-/// Column `c` of a `rows x cols` row-major matrix.
-pub(crate) fn column<T: DeviceType>(data: &[T], cols: usize, c: usize) -> Vec<T> {
-    data.iter().skip(c).step_by(cols).copied().collect()
 }
 
 /// Folds the rows of `block` (whole rows of `cols` elements) column by column.
@@ -398,7 +375,7 @@ pub(crate) fn pairs_rows<F, A, B>(
         let p = v[i];
         for (j, (o, &q)) in row.iter_mut().zip(h).enumerate() {
             *o = F::apply_with(
-                F::Index::from_flat(i * cols + j, cols),
+                F::Index::from_parts(i * cols + j, (i, j), cols),
                 arrays,
                 (p, q),
                 uniforms,
@@ -423,6 +400,9 @@ pub(crate) fn pairs_fold_range<M, R, A, B>(
     A: DeviceType,
     B: DeviceType,
 {
+    if axis == Axis::Cols {
+        return pairs_fold_cols::<M, R, A, B>(arrays, (v, h), out, first, uniforms);
+    }
     let cols = h.len();
     let folded = if axis == Axis::Rows { cols } else { v.len() };
     for (o, own) in out.iter_mut().zip(first..) {
@@ -434,7 +414,7 @@ pub(crate) fn pairs_fold_range<M, R, A, B>(
                 (k, own)
             };
             let x = M::apply_with(
-                M::Index::from_flat(i * cols + j, cols),
+                M::Index::from_parts(i * cols + j, (i, j), cols),
                 arrays,
                 (v[i], h[j]),
                 uniforms,
@@ -631,15 +611,7 @@ impl Execute for Cpu {
                     overlap_range::<F>(in_row, out_row, 0, &stencil, uniforms);
                 }
             }
-            Axis::Cols => {
-                for c in 0..cols {
-                    let mut result: Vec<F::Out> = column(out, cols, c);
-                    overlap_range::<F>(&column(input, cols, c), &mut result, 0, &stencil, uniforms);
-                    for (r, value) in result.into_iter().enumerate() {
-                        out[r * cols + c] = value;
-                    }
-                }
-            }
+            Axis::Cols => overlap_cols_rows::<F>(input, cols, out, 0, &stencil, uniforms),
         }
         Ok(())
     }

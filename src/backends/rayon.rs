@@ -92,6 +92,14 @@ fn keep_mask<F: PredicateFn<T>, T: DeviceType>(
     (mask, kept)
 }
 
+/// Rows per band of a column-wise MapOverlap: about [`chunk_len`] elements, or a quarter
+/// of a thread's share where that is more, so that the halo each band copies (its radius in
+/// rows above and below) stays a small part of it.
+fn cols_band(rows: usize, cols: usize) -> usize {
+    let share = rows.div_ceil(4 * rayon::current_num_threads());
+    chunk_len(rows * cols).div_ceil(cols).max(share).max(1)
+}
+
 /// Whether `n` elements are too few to split.
 fn sequential(n: usize) -> bool {
     n <= MIN_CHUNK
@@ -368,8 +376,7 @@ impl Execute for Rayon {
         uniforms: &F::Uniforms,
     ) -> Result<()> {
         let (rows, cols) = input.shape().dims();
-        if sequential(input.shape().len()) || axis == Axis::Cols {
-            // Columns are strided; the sequential gather/scatter is memory-bound either way.
+        if sequential(input.shape().len()) {
             return self
                 .cpu()
                 .map_overlap::<F>(input, out, stencil, axis, uniforms);
@@ -382,6 +389,13 @@ impl Execute for Rayon {
             out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
                 cpu::overlap_range::<F>(data, o, c * chunk, &stencil, uniforms);
             });
+        } else if axis == Axis::Cols {
+            let band = cols_band(rows, cols);
+            out.par_chunks_mut(band * cols)
+                .enumerate()
+                .for_each(|(b, o)| {
+                    cpu::overlap_cols_rows::<F>(data, cols, o, b * band, &stencil, uniforms);
+                });
         } else {
             let rows_per_chunk = chunk_len(rows * cols).div_ceil(cols);
             out.par_chunks_mut(cols)
@@ -473,8 +487,12 @@ impl Execute for Rayon {
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         // Each result folds its whole row (column) in order, as on `cpu`: only the results
-        // are spread over the threads.
-        let per = chunk_len(pairs).div_ceil(pairs / out.len());
+        // are spread over the threads. A column fold walks rows shared by its neighbours
+        // (cpu::pairs_fold_cols): the columns are cut into one range per thread.
+        let per = match axis {
+            Axis::Cols => out.len().div_ceil(rayon::current_num_threads()),
+            _ => chunk_len(pairs).div_ceil(pairs / out.len()),
+        };
         out.par_chunks_mut(per).enumerate().for_each(|(c, o)| {
             cpu::pairs_fold_range::<M, R, A, B>(arrays, operands, o, c * per, axis, uniforms)
         });

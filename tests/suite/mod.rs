@@ -17,6 +17,8 @@ use skel::prelude::*;
 pub mod pairs;
 #[macro_use]
 pub mod args;
+#[macro_use]
+pub mod host_forms;
 
 /// Sizes every element-wise test covers: empty, one, primes, around the Rayon chunk size
 /// (2^14) and its multiples, and one large odd size.
@@ -928,6 +930,7 @@ macro_rules! backend_suite {
 
             pairs_suite!();
             args_suite!();
+            host_forms_suite!();
         }
     };
 }

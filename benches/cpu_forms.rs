@@ -1,0 +1,750 @@
+//! Every skeleton form on the CPU (issue 25): skel `cpu` and `rayon` next to a hand-written
+//! plain loop and a hand-written Rayon loop of the same computation, in one run (own report,
+//! no criterion).
+//!
+//! ```text
+//! cargo bench --bench cpu_forms                       # two sizes per form, median of 7
+//! cargo bench --bench cpu_forms -- --repeat 11        # more runs per median
+//! cargo bench --bench cpu_forms -- --short            # tiny sizes, 1 run: results only (CI)
+//! cargo bench --bench cpu_forms -- --only jacobi      # forms whose name contains "jacobi"
+//! ```
+//!
+//! Each row is the median wall time of `repeat` calls (after one warm-up call) of each of
+//! the four versions, and the ratio skel-rayon / hand-rayon. Every skel result is compared
+//! with the plain loop's, bit for bit, before anything is printed: the hand loops evaluate
+//! each element in the same order as skel's `cpu` backend (the oracle).
+//!
+//! The hand loops are what a Rust programmer would write: row slices, iterators and
+//! `par_chunks_mut` over rows; they rely on LLVM's autovectorisation (no explicit SIMD).
+//! The compute-heavy Maps (Mandelbrot, a transcendental chain, the greyscale formula) are
+//! measured against such loops too: a loop that LLVM vectorises is the SIMD bound here.
+//! `SKEL_CPU_FORMS_SHORT=1` is the same as `--short`.
+
+// The hand loops index like the formulas they transcribe.
+#![allow(clippy::needless_range_loop)]
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use skel::prelude::*;
+use skel::userfn::ElementwiseFn;
+
+// ---- user functions ----------------------------------------------------------------------
+
+#[userfn]
+fn jacobi(w: Window2<f64>) -> f64 {
+    0.2 * (w[(0, 0)] + w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)])
+}
+
+#[userfn]
+fn smooth_u8(w: Window<u8>) -> u8 {
+    ((w[-1] as u16 + 2 * w[0] as u16 + w[1] as u16) / 4) as u8
+}
+
+#[userfn]
+fn heat(#[index] (i, j): (usize, usize), a: Mat<f64>) -> f64 {
+    if i == 0 || j == 0 || i + 1 == a.rows() || j + 1 == a.cols() {
+        a[(i, j)]
+    } else {
+        let c = a[(i, j)];
+        c + 0.125 * (a[(i - 1, j)] - 2.0 * c + a[(i + 1, j)])
+            + 0.125 * (a[(i, j - 1)] - 2.0 * c + a[(i, j + 1)])
+    }
+}
+
+#[userfn]
+fn weight(#[index] (i, j): (usize, usize), x: f32, _h: f32, w: Mat<f32>) -> f32 {
+    x * w[(i, j)]
+}
+
+#[userfn]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+fn max(a: f32, b: f32) -> f32 {
+    a.max(b)
+}
+
+#[userfn]
+fn exp_shifted(#[index] (i, _j): (usize, usize), x: f32, m: &[f32]) -> f32 {
+    (x - m[i]).exp()
+}
+
+#[userfn]
+fn divide_row(#[index] (i, _j): (usize, usize), x: f32, s: &[f32]) -> f32 {
+    x / s[i]
+}
+
+/// Hotspot's constants: `(cap, rx, ry, rz, ambient)`.
+const HOT: (f32, f32, f32, f32, f32) = (0.5, 0.1, 0.1, 0.05, 80.0); // as in `hotspot`
+
+#[userfn]
+fn hotspot(w: Window2<(f32, f32)>) -> (f32, f32) {
+    let (t, p) = w[(0, 0)];
+    let d = p
+        + (w[(-1, 0)].0 + w[(1, 0)].0 - 2.0 * t) * 0.1
+        + (w[(0, -1)].0 + w[(0, 1)].0 - 2.0 * t) * 0.1
+        + (80.0 - t) * 0.05;
+    (t + 0.5 * d, p)
+}
+
+#[userfn]
+fn escape(
+    #[index] (row, col): (usize, usize),
+    #[uniform] height: u32,
+    #[uniform] width: u32,
+) -> u32 {
+    let cx = col as f32 * (3.0 / width as f32) - 2.0;
+    let cy = row as f32 * (2.0 / height as f32) - 1.0;
+    let (mut x, mut y, mut iters) = (0.0f32, 0.0f32, 0u32);
+    while iters < 64 && x * x + y * y <= 4.0 {
+        let next_x = x * x - y * y + cx;
+        y = 2.0 * x * y + cy;
+        x = next_x;
+        iters += 1;
+    }
+    iters
+}
+
+#[userfn]
+fn chain(x: f32) -> f32 {
+    ((x.sin() * x.cos()).exp() + 1.0).ln().sqrt()
+}
+
+#[userfn]
+fn grey(px: [f32; 3]) -> f32 {
+    0.2126 * px[0] + 0.7152 * px[1] + 0.0722 * px[2]
+}
+
+// ---- plain Rust twins of the user functions (same operations, same order) -----------------
+
+#[inline(always)]
+fn jacobi_at(a: &[f64], n: usize, i: usize, j: usize) -> f64 {
+    let c = i * n + j;
+    0.2 * (a[c] + a[c - n] + a[c + n] + a[c - 1] + a[c + 1])
+}
+
+#[inline(always)]
+fn heat_at(a: &[f64], (rows, cols): (usize, usize), i: usize, j: usize) -> f64 {
+    let k = i * cols + j;
+    if i == 0 || j == 0 || i + 1 == rows || j + 1 == cols {
+        a[k]
+    } else {
+        let c = a[k];
+        c + 0.125 * (a[k - cols] - 2.0 * c + a[k + cols]) + 0.125 * (a[k - 1] - 2.0 * c + a[k + 1])
+    }
+}
+
+#[inline(always)]
+fn hotspot_at((t, p): (f32, f32), (up, down, left, right): (f32, f32, f32, f32)) -> (f32, f32) {
+    let (cap, rx, ry, rz, amb) = HOT;
+    let d = p + (up + down - 2.0 * t) * ry + (left + right - 2.0 * t) * rx + (amb - t) * rz;
+    (t + cap * d, p)
+}
+
+#[inline(always)]
+fn escape_at(row: usize, col: usize, height: u32, width: u32) -> u32 {
+    let cx = col as f32 * (3.0 / width as f32) - 2.0;
+    let cy = row as f32 * (2.0 / height as f32) - 1.0;
+    let (mut x, mut y, mut iters) = (0.0f32, 0.0f32, 0u32);
+    while iters < 64 && x * x + y * y <= 4.0 {
+        let next_x = x * x - y * y + cx;
+        y = 2.0 * x * y + cy;
+        x = next_x;
+        iters += 1;
+    }
+    iters
+}
+
+#[inline(always)]
+fn chain_at(x: f32) -> f32 {
+    ((x.sin() * x.cos()).exp() + 1.0).ln().sqrt()
+}
+
+#[inline(always)]
+fn grey_at(px: [f32; 3]) -> f32 {
+    0.2126 * px[0] + 0.7152 * px[1] + 0.0722 * px[2]
+}
+
+// ---- harness -------------------------------------------------------------------------------
+
+struct Config {
+    short: bool,
+    repeat: usize,
+    only: Option<String>,
+}
+
+impl Config {
+    fn from_args() -> Config {
+        let args: Vec<String> = std::env::args().collect();
+        let value = |name: &str| {
+            args.iter()
+                .position(|a| a == name)
+                .and_then(|i| args.get(i + 1))
+                .cloned()
+        };
+        let short = args.iter().any(|a| a == "--short")
+            || std::env::var("SKEL_CPU_FORMS_SHORT").is_ok_and(|v| v == "1");
+        let repeat = value("--repeat")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(if short { 1 } else { 7 });
+        Config {
+            short,
+            repeat: repeat.max(1),
+            only: value("--only"),
+        }
+    }
+
+    /// The full size, or a tiny one in short mode.
+    fn size(&self, full: usize, short: usize) -> usize {
+        if self.short {
+            short
+        } else {
+            full
+        }
+    }
+
+    fn wants(&self, form: &str) -> bool {
+        self.only
+            .as_ref()
+            .map_or(true, |o| form.contains(o.as_str()))
+    }
+}
+
+/// Median seconds of `repeat` runs of `f` after one warm-up run.
+fn median(repeat: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut times: Vec<f64> = (0..repeat)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// One line of the report: seconds of skel cpu, skel rayon, hand plain, hand rayon.
+struct Row {
+    form: &'static str,
+    size: String,
+    secs: [f64; 4],
+}
+
+fn print_header(cfg: &Config) {
+    println!(
+        "cpu_forms: {} threads, median of {}{}",
+        rayon::current_num_threads(),
+        cfg.repeat,
+        if cfg.short {
+            " (short: no timing meaning)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "form", "size", "skel-cpu", "skel-ray", "hand", "hand-ray", "ray/hand", "cpu/hand"
+    );
+}
+
+fn print_row(r: &Row) {
+    let ms = |s: f64| format!("{:.3}", s * 1e3);
+    println!(
+        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9.2} {:>9.2}",
+        r.form,
+        r.size,
+        ms(r.secs[0]),
+        ms(r.secs[1]),
+        ms(r.secs[2]),
+        ms(r.secs[3]),
+        r.secs[1] / r.secs[3],
+        r.secs[0] / r.secs[2],
+    );
+}
+
+/// Panics unless `got` equals `want` bit for bit (through `PartialEq` on the bits' type).
+fn same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    if let Some(k) = (0..got.len()).find(|&k| got[k] != want[k]) {
+        panic!("{what}: element {k}: {:?} != {:?}", got[k], want[k]);
+    }
+}
+
+/// `n` reproducible values in [0, 1) (xorshift).
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32
+        })
+        .collect()
+}
+
+const BACKENDS: [Backend; 2] = [Backend::Cpu, Backend::Rayon];
+
+// ---- forms ---------------------------------------------------------------------------------
+
+fn jacobi_form(cfg: &Config, n: usize) -> Row {
+    let a: Vec<f64> = data(n * n, 1).into_iter().map(f64::from).collect();
+    let input = Matrix::from_vec(n, n, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let stencil = MapOverlap::new(jacobi, (1, 1)).backend(b);
+        let mut out = Matrix::<f64>::zeroed(n, n);
+        skel_secs[k] = median(cfg.repeat, || stencil.run(&input, &mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    let row = |i: usize, o: &mut [f64]| {
+        if i > 0 && i + 1 < n {
+            for j in 1..n - 1 {
+                o[j] = jacobi_at(&a, n, i, j);
+            }
+        }
+    };
+    let mut hand = vec![0.0; n * n];
+    let plain = median(cfg.repeat, || {
+        for (i, o) in hand.chunks_mut(n).enumerate() {
+            row(i, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![0.0; n * n];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
+    });
+    for r in &results {
+        same("jacobi", r, &hand);
+    }
+    same("jacobi hand-rayon", &hand_par, &hand);
+    Row {
+        form: "MapOverlap 2D 5-pt f64 (Jacobi)",
+        size: format!("{n}x{n}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+fn colwise_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
+    let a: Vec<u8> = data(rows * cols, 2)
+        .into_iter()
+        .map(|x| (x * 256.0) as u8)
+        .collect();
+    let input = Matrix::from_vec(rows, cols, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let stencil = MapOverlap::new(smooth_u8, 1).colwise().backend(b);
+        let mut out = Matrix::<u8>::zeroed(rows, cols);
+        skel_secs[k] = median(cfg.repeat, || stencil.run(&input, &mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    // Edge::Duplicate (the default): the rows above the first and below the last repeat them.
+    let row = |i: usize, o: &mut [u8]| {
+        let up = &a[i.saturating_sub(1) * cols..][..cols];
+        let mid = &a[i * cols..][..cols];
+        let down = &a[(i + 1).min(rows - 1) * cols..][..cols];
+        for (((o, &u), &m), &d) in o.iter_mut().zip(up).zip(mid).zip(down) {
+            *o = ((u as u16 + 2 * m as u16 + d as u16) / 4) as u8;
+        }
+    };
+    let mut hand = vec![0u8; rows * cols];
+    let plain = median(cfg.repeat, || {
+        for (i, o) in hand.chunks_mut(cols).enumerate() {
+            row(i, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![0u8; rows * cols];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_chunks_mut(cols)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
+    });
+    for r in &results {
+        same("colwise", r, &hand);
+    }
+    same("colwise hand-rayon", &hand_par, &hand);
+    Row {
+        form: "MapOverlap colwise r1 u8",
+        size: format!("{rows}x{cols}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+fn heat_form(cfg: &Config, n: usize) -> Row {
+    let a: Vec<f64> = data(n * n, 3).into_iter().map(f64::from).collect();
+    let input = Matrix::from_vec(n, n, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let map = Map::new(heat).arrays((&input,)).backend(b);
+        let mut out = Matrix::<f64>::zeroed(n, n);
+        skel_secs[k] = median(cfg.repeat, || map.run_index(&mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    let row = |i: usize, o: &mut [f64]| {
+        for (j, o) in o.iter_mut().enumerate() {
+            *o = heat_at(&a, (n, n), i, j);
+        }
+    };
+    let mut hand = vec![0.0; n * n];
+    let plain = median(cfg.repeat, || {
+        for (i, o) in hand.chunks_mut(n).enumerate() {
+            row(i, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![0.0; n * n];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
+    });
+    for r in &results {
+        same("heat", r, &hand);
+    }
+    same("heat hand-rayon", &hand_par, &hand);
+    Row {
+        form: "Map 2D #[index] + Mat f64 (heat)",
+        size: format!("{n}x{n}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
+    let x = data(rows, 4);
+    let h = data(cols, 5);
+    let w = data(rows * cols, 6);
+    let (xv, hv) = (Vector::from(x.clone()), Vector::from(h.clone()));
+    let wm = Matrix::from_vec(rows, cols, w.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let pr = MapPairsReduce::new(weight, add).arrays((&wm,)).backend(b);
+        let mut out = Vector::<f32>::zeroed(cols);
+        skel_secs[k] = median(cfg.repeat, || {
+            pr.run_cols(&xv, &hv, &mut out).expect("skel")
+        });
+        results.push(out.to_vec());
+    }
+    // out[j] = x[0] w[0][j] + x[1] w[1][j] + ... in row order: a row at a time keeps the
+    // order per column and reads the matrix once, front to back.
+    let fold_rows = |first: usize, block: &[f32]| -> Vec<f32> {
+        let mut acc: Vec<f32> = block[..cols].iter().map(|&wj| x[first] * wj).collect();
+        for (k, wrow) in block.chunks(cols).enumerate().skip(1) {
+            let xi = x[first + k];
+            for (a, &wj) in acc.iter_mut().zip(wrow) {
+                *a += xi * wj;
+            }
+        }
+        acc
+    };
+    let mut hand = Vec::new();
+    let plain = median(cfg.repeat, || hand = black_box(fold_rows(0, &w)));
+    // In parallel the order per column is kept by folding bands of rows and adding the
+    // bands' partial sums in order: not the same additions as one fold (f32 addition is
+    // not associative), so this one is compared within a tolerance.
+    let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let mut hand_par = Vec::new();
+    let par = median(cfg.repeat, || {
+        let parts: Vec<Vec<f32>> = w
+            .par_chunks(band * cols)
+            .enumerate()
+            .map(|(b, block)| fold_rows(b * band, block))
+            .collect();
+        let mut parts = parts.into_iter();
+        let mut acc = parts.next().unwrap_or_default();
+        for p in parts {
+            for (a, v) in acc.iter_mut().zip(p) {
+                *a += v;
+            }
+        }
+        hand_par = acc;
+    });
+    for r in &results {
+        same("backprop", r, &hand);
+    }
+    for (a, b) in hand_par.iter().zip(&hand) {
+        assert!(
+            (a - b).abs() <= 1e-3 * b.abs().max(1.0),
+            "backprop hand-rayon"
+        );
+    }
+    Row {
+        form: "MapPairsReduce run_cols (backprop)",
+        size: format!("{rows}x{cols}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
+    let a = data(rows * cols, 7);
+    let input = Matrix::from_vec(rows, cols, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let (mut m, mut s) = (Vector::<f32>::zeroed(rows), Vector::<f32>::zeroed(rows));
+        let (mut e, mut out) = (
+            Matrix::<f32>::zeroed(rows, cols),
+            Matrix::<f32>::zeroed(rows, cols),
+        );
+        let row_max = Reduce::new(max).backend(b);
+        let row_sum = Reduce::new(add).backend(b);
+        skel_secs[k] = median(cfg.repeat, || {
+            row_max.run_rows(&input, &mut m).expect("skel");
+            Map::new(exp_shifted)
+                .arrays((&m,))
+                .backend(b)
+                .run(&input, &mut e)
+                .expect("skel");
+            row_sum.run_rows(&e, &mut s).expect("skel");
+            Map::new(divide_row)
+                .arrays((&s,))
+                .backend(b)
+                .run(&e, &mut out)
+                .expect("skel");
+        });
+        results.push(out.to_vec());
+    }
+    // One pass per row, fused: what a hand-written softmax does.
+    let row = |x: &[f32], o: &mut [f32]| {
+        let m = x[1..].iter().fold(x[0], |m, &v| m.max(v));
+        for (o, &v) in o.iter_mut().zip(x) {
+            *o = (v - m).exp();
+        }
+        let s = o[1..].iter().fold(o[0], |s, &v| s + v);
+        for o in o.iter_mut() {
+            *o /= s;
+        }
+    };
+    let mut hand = vec![0.0f32; rows * cols];
+    let plain = median(cfg.repeat, || {
+        for (x, o) in a.chunks(cols).zip(hand.chunks_mut(cols)) {
+            row(x, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![0.0f32; rows * cols];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_chunks_mut(cols)
+            .zip(a.par_chunks(cols))
+            .for_each(|(o, x)| row(x, o));
+    });
+    for r in &results {
+        same("softmax", r, &hand);
+    }
+    same("softmax hand-rayon", &hand_par, &hand);
+    Row {
+        form: "softmax rows (4 calls vs 1 fused)",
+        size: format!("{rows}x{cols}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+fn hotspot_form(cfg: &Config, n: usize) -> Row {
+    let t = data(n * n, 8);
+    let p = data(n * n, 9);
+    let a: Vec<(f32, f32)> = t.iter().zip(&p).map(|(&t, &p)| (300.0 + t, p)).collect();
+    let input = Matrix::from_vec(n, n, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let stencil = MapOverlap::new(hotspot, (1, 1))
+            .edge(Edge::Duplicate)
+            .backend(b);
+        let mut out = Matrix::<(f32, f32)>::zeroed(n, n);
+        skel_secs[k] = median(cfg.repeat, || stencil.run(&input, &mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    let row = |i: usize, o: &mut [(f32, f32)]| {
+        let up = &a[i.saturating_sub(1) * n..][..n];
+        let mid = &a[i * n..][..n];
+        let down = &a[(i + 1).min(n - 1) * n..][..n];
+        for j in 0..n {
+            let (l, r) = (j.saturating_sub(1), (j + 1).min(n - 1));
+            o[j] = hotspot_at(mid[j], (up[j].0, down[j].0, mid[l].0, mid[r].0));
+        }
+    };
+    let mut hand = vec![(0.0f32, 0.0f32); n * n];
+    let plain = median(cfg.repeat, || {
+        for (i, o) in hand.chunks_mut(n).enumerate() {
+            row(i, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![(0.0f32, 0.0f32); n * n];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
+    });
+    for r in &results {
+        same("hotspot", r, &hand);
+    }
+    same("hotspot hand-rayon", &hand_par, &hand);
+    Row {
+        form: "MapOverlap 2D (f32,f32) (hotspot)",
+        size: format!("{n}x{n}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+fn mandelbrot_form(cfg: &Config, n: usize) -> Row {
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    let dims = (n as u32, n as u32);
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let map = Map::new(escape).uniforms(dims).backend(b);
+        let mut out = Matrix::<u32>::zeroed(n, n);
+        skel_secs[k] = median(cfg.repeat, || map.run_index(&mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    let row = |i: usize, o: &mut [u32]| {
+        for (j, o) in o.iter_mut().enumerate() {
+            *o = escape_at(i, j, dims.0, dims.1);
+        }
+    };
+    let mut hand = vec![0u32; n * n];
+    let plain = median(cfg.repeat, || {
+        for (i, o) in hand.chunks_mut(n).enumerate() {
+            row(i, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![0u32; n * n];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
+    });
+    for r in &results {
+        same("mandelbrot", r, &hand);
+    }
+    same("mandelbrot hand-rayon", &hand_par, &hand);
+    Row {
+        form: "Map #[index] Mandelbrot (64 it)",
+        size: format!("{n}x{n}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+/// An element-wise Map of `f` (skel) against `g` (the same formula by hand) over `input`.
+fn elementwise_form<T, F>(
+    cfg: &Config,
+    (form, f): (&'static str, F),
+    input: Vec<T>,
+    g: impl Fn(T) -> f32 + Sync,
+) -> Row
+where
+    T: DeviceType + Sync,
+    F: ElementwiseFn<Elems = (T,), Out = f32, Uniforms = (), Arrays = ()> + Copy,
+{
+    let n = input.len();
+    let v = Vector::from(input.clone());
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let map = Map::new(f).backend(b);
+        let mut out = Vector::<f32>::zeroed(n);
+        skel_secs[k] = median(cfg.repeat, || map.run(&v, &mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    let mut hand = vec![0.0f32; n];
+    let plain = median(cfg.repeat, || {
+        for (o, &x) in hand.iter_mut().zip(&input) {
+            *o = g(x);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![0.0f32; n];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_iter_mut()
+            .zip(input.par_iter())
+            .for_each(|(o, &x)| *o = g(x));
+    });
+    for r in &results {
+        same(form, r, &hand);
+    }
+    same(form, &hand_par, &hand);
+    Row {
+        form,
+        size: n.to_string(),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
+fn main() {
+    let cfg = Config::from_args();
+    print_header(&cfg);
+    let mut rows = Vec::new();
+    let mut run = |name: &str, row: &dyn Fn() -> Row| {
+        if cfg.wants(name) {
+            let r = row();
+            print_row(&r);
+            rows.push(r);
+        }
+    };
+    for n in [cfg.size(512, 7), cfg.size(2048, 33)] {
+        run("jacobi", &|| jacobi_form(&cfg, n));
+    }
+    for shape in [cfg.size(512, 5), cfg.size(2048, 31)].map(|r| (r, r * 4 / 3 + 1)) {
+        run("colwise", &|| colwise_form(&cfg, shape));
+    }
+    for n in [cfg.size(512, 3), cfg.size(2048, 37)] {
+        run("heat", &|| heat_form(&cfg, n));
+    }
+    for rows in [cfg.size(16385, 2), cfg.size(262_145, 67)] {
+        run("backprop", &|| backprop_form(&cfg, (rows, 17)));
+    }
+    for n in [cfg.size(512, 3), cfg.size(2048, 29)] {
+        run("softmax", &|| softmax_form(&cfg, (n, n)));
+    }
+    for n in [cfg.size(512, 4), cfg.size(1024, 31)] {
+        run("hotspot", &|| hotspot_form(&cfg, n));
+    }
+    for n in [cfg.size(256, 5), cfg.size(1024, 23)] {
+        run("mandelbrot", &|| mandelbrot_form(&cfg, n));
+    }
+    for n in [cfg.size(1 << 18, 13), cfg.size(1 << 22, 100_003)] {
+        run("chain", &|| {
+            let input = data(n, 10).into_iter().map(|x| 4.0 * x - 2.0).collect();
+            elementwise_form(
+                &cfg,
+                ("Map sin*cos,exp,ln,sqrt chain", chain),
+                input,
+                chain_at,
+            )
+        });
+    }
+    for n in [cfg.size(1 << 18, 11), cfg.size(1 << 22, 65_537)] {
+        run("grey", &|| {
+            let d = data(3 * n, 11);
+            let input = d.chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
+            elementwise_form(&cfg, ("Map greyscale formula", grey), input, grey_at)
+        });
+    }
+    if !rows.is_empty() && !cfg.short {
+        let logs: f64 = rows.iter().map(|r| (r.secs[1] / r.secs[3]).ln()).sum();
+        println!(
+            "geometric mean skel-rayon / hand-rayon: {:.2}",
+            (logs / rows.len() as f64).exp()
+        );
+    }
+}

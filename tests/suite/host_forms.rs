@@ -1,0 +1,285 @@
+//! The forms the host backends compute with their own loops (issue 25): 2D stencils split
+//! into interior and border, column-wise stencils, 2D index Maps with container arguments,
+//! and MapPairsReduce column folds, each against plain Rust (not only the `cpu` oracle,
+//! which runs the same loops): `host_forms_suite!()` is expanded inside `backend_suite!`.
+//!
+//! The shapes straddle what those loops cut the work at: the radii with a loop of their
+//! own (0 to 3 column-wise; (1, 1), (2, 2), (1, 0), (0, 1), (3, 3) in 2D) and wider ones,
+//! windows as tall or wide as the matrix allows, blocks of 64 columns and 256 rows, tiles of
+//! 1024 results, Rayon chunks (2^14 elements) that start inside a row, and empty inputs.
+
+use skel::prelude::*;
+
+/// A 2D index and a `Mat` read around it, clipped at the borders.
+#[userfn]
+pub fn cross_sum(#[index] (i, j): (usize, usize), x: i64, a: Mat<i64>) -> i64 {
+    let mut s = x * 1000 + (i * 7 + j) as i64;
+    if i > 0 {
+        s += 3 * a[(i - 1, j)];
+    }
+    if j + 1 < a.cols() {
+        s += 5 * a[(i, j + 1)];
+    }
+    s
+}
+
+/// A pair with a 2D index and a `Mat` read at it (the backprop shape).
+#[userfn]
+pub fn weigh(#[index] (i, j): (usize, usize), x: i64, q: i64, w: Mat<i64>) -> i64 {
+    x * w[(i, j)] - q + (i % 3) as i64
+}
+
+/// Plain Rust: the element at virtual `(i, j)` of `m` read with `edge`.
+pub fn at_edge_2d(
+    m: &[f32],
+    (rows, cols): (usize, usize),
+    (i, j): (isize, isize),
+    edge: Edge,
+    pad: f32,
+) -> f32 {
+    let (ri, ci) = (rows as isize, cols as isize);
+    if (0..ri).contains(&i) && (0..ci).contains(&j) {
+        return m[i as usize * cols + j as usize];
+    }
+    match edge {
+        Edge::Duplicate => m[i.clamp(0, ri - 1) as usize * cols + j.clamp(0, ci - 1) as usize],
+        Edge::Cyclic => m[i.rem_euclid(ri) as usize * cols + j.rem_euclid(ci) as usize],
+        _ => pad,
+    }
+}
+
+#[macro_export]
+macro_rules! host_forms_suite {
+    () => {
+        mod host_forms {
+            use super::*;
+            use $crate::suite::host_forms::*;
+            use $crate::suite::pairs::pair_affine;
+
+            const EDGES: [Edge; 4] = [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None];
+
+            #[test]
+            fn colwise_stencils_against_the_definition() {
+                require!();
+                let shapes = [
+                    (2, 1),
+                    (3, 5),
+                    (7, 1),
+                    (8, 64),
+                    (13, 65),
+                    (31, 3),
+                    (300, 67),
+                    (263, 129),
+                    (601, 61),
+                ];
+                for (rows, cols) in shapes {
+                    let host = ints_i64(rows * cols, 21);
+                    let m = Matrix::from_vec(rows, cols, host.clone()).unwrap();
+                    for r in [0usize, 1, 2, 3, 4, 6, rows / 2] {
+                        if rows < 2 * r || (r > 6 && rows * cols > 20_000) {
+                            continue;
+                        }
+                        for edge in EDGES {
+                            let mut got = Matrix::filled(rows, cols, -11i64);
+                            MapOverlap::new(weighted, r)
+                                .colwise()
+                                .edge(edge)
+                                .pad(6)
+                                .uniforms((r as i32,))
+                                .backend(B)
+                                .run(&m, &mut got)
+                                .unwrap();
+                            for c in 0..cols {
+                                let line: Vec<i64> =
+                                    (0..rows).map(|i| host[i * cols + c]).collect();
+                                for i in 0..rows {
+                                    let want = if edge == Edge::None && (i < r || i + r >= rows) {
+                                        -11
+                                    } else {
+                                        (-(r as isize)..=r as isize)
+                                            .map(|d| {
+                                                at_edge(&line, i as isize + d, edge, 6)
+                                                    * (d as i64 + 10)
+                                            })
+                                            .sum()
+                                    };
+                                    assert_eq!(
+                                        got[(i, c)],
+                                        want,
+                                        "{rows}x{cols} r={r} {edge:?} at ({i}, {c})"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn stencils_2d_against_the_definition() {
+                require!();
+                let shapes = [
+                    (2, 2),
+                    (3, 3),
+                    (5, 7),
+                    (6, 1),
+                    (1, 6),
+                    (13, 17),
+                    (64, 65),
+                    (131, 257),
+                ];
+                let radii = [
+                    (0, 0),
+                    (0, 1),
+                    (1, 0),
+                    (1, 1),
+                    (2, 2),
+                    (3, 3),
+                    (2, 1),
+                    (4, 4),
+                    (1, 5),
+                ];
+                for (rows, cols) in shapes {
+                    let host = ints_f32(rows * cols, 23);
+                    let m = Matrix::from_vec(rows, cols, host.clone()).unwrap();
+                    for (rr, rc) in radii {
+                        if rows < 2 * rr || cols < 2 * rc {
+                            continue;
+                        }
+                        for edge in EDGES {
+                            let mut got = Matrix::filled(rows, cols, -0.5f32);
+                            MapOverlap::new(box2, (rr, rc))
+                                .edge(edge)
+                                .pad(3.0)
+                                .uniforms((rr as i32, rc as i32))
+                                .backend(B)
+                                .run(&m, &mut got)
+                                .unwrap();
+                            let (ri, ci) = (rr as isize, rc as isize);
+                            for i in 0..rows {
+                                for j in 0..cols {
+                                    let border =
+                                        i < rr || j < rc || i + rr >= rows || j + rc >= cols;
+                                    let want = if edge == Edge::None && border {
+                                        -0.5
+                                    } else {
+                                        let mut acc = 0.0f32;
+                                        for di in -ri..=ri {
+                                            for dj in -ci..=ci {
+                                                let x = at_edge_2d(
+                                                    &host,
+                                                    (rows, cols),
+                                                    (i as isize + di, j as isize + dj),
+                                                    edge,
+                                                    3.0,
+                                                );
+                                                acc += x * (di * 7 + dj + 1) as f32;
+                                            }
+                                        }
+                                        acc
+                                    };
+                                    assert_eq!(
+                                        got[(i, j)],
+                                        want,
+                                        "{rows}x{cols} ({rr}, {rc}) {edge:?} at ({i}, {j})"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn index_maps_2d_with_a_mat_against_the_definition() {
+                require!();
+                // 257 x 255 and 300 x 301 put Rayon's chunk boundaries inside rows.
+                for (rows, cols) in [
+                    (0, 0),
+                    (0, 3),
+                    (1, 1),
+                    (1, 9),
+                    (9, 1),
+                    (3, 7),
+                    (257, 255),
+                    (300, 301),
+                    (17, 1031),
+                ] {
+                    let x = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 2)).unwrap();
+                    let a = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 3)).unwrap();
+                    let mut got = Matrix::filled(rows, cols, 9i64);
+                    Map::new(cross_sum)
+                        .arrays((&a,))
+                        .backend(B)
+                        .run(&x, &mut got)
+                        .unwrap();
+                    let mut w2 = Matrix::filled(rows, cols, 9i32);
+                    let xi = Matrix::from_fn(rows, cols, |i, j| (i + 2 * j) as i32 % 13);
+                    Map::new(where2d).backend(B).run(&xi, &mut w2).unwrap();
+                    for i in 0..rows {
+                        for j in 0..cols {
+                            let mut want = x[(i, j)] * 1000 + (i * 7 + j) as i64;
+                            if i > 0 {
+                                want += 3 * a[(i - 1, j)];
+                            }
+                            if j + 1 < cols {
+                                want += 5 * a[(i, j + 1)];
+                            }
+                            assert_eq!(got[(i, j)], want, "{rows}x{cols} at ({i}, {j})");
+                            assert_eq!(
+                                w2[(i, j)],
+                                (i * 1000 + j) as i32 + xi[(i, j)],
+                                "where2d {rows}x{cols}"
+                            );
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn pairs_reduce_cols_tall_and_wide_against_the_definition() {
+                require!();
+                let compose = |a: Affine, b: Affine| Affine {
+                    m: a.m * b.m,
+                    c: a.c * b.m + b.c,
+                };
+                for (rows, cols) in [
+                    (1, 1),
+                    (2, 1),
+                    (1, 5),
+                    (1031, 3),
+                    (3, 1031),
+                    (5, 2053),
+                    (20_011, 17),
+                ] {
+                    let hv = ints_i64(rows, 31);
+                    let hh = ints_i64(cols, 32);
+                    let (v, h) = (Vector::from(hv.clone()), Vector::from(hh.clone()));
+                    let wh = ints_i64(rows * cols, 33);
+                    let w = Matrix::from_vec(rows, cols, wh.clone()).unwrap();
+                    let mut got = Vector::filled(cols, 5i64);
+                    MapPairsReduce::new(weigh, add_i64)
+                        .arrays((&w,))
+                        .backend(B)
+                        .run_cols(&v, &h, &mut got)
+                        .unwrap();
+                    let mut order = Vector::filled(cols, Affine { m: 7, c: 7 });
+                    MapPairsReduce::new(pair_affine, affine_compose)
+                        .backend(B)
+                        .run_cols(&v, &h, &mut order)
+                        .unwrap();
+                    for j in 0..cols {
+                        let want: i64 = (0..rows)
+                            .map(|i| hv[i] * wh[i * cols + j] - hh[j] + (i % 3) as i64)
+                            .sum();
+                        assert_eq!(got[j], want, "weigh {rows}x{cols} column {j}");
+                        let mut pairs = (0..rows).map(|i| pair_affine::call(hv[i], hh[j]));
+                        let first = pairs.next().unwrap();
+                        let want = pairs.fold(first, compose);
+                        assert_eq!(order[j], want, "affine {rows}x{cols} column {j}");
+                    }
+                }
+            }
+        }
+    };
+}
