@@ -1,13 +1,30 @@
 //! Backend-neutral call plans: what a skeleton hands a backend.
 //!
-//! A plan is a set of operands ([`Arg`], [`ArgMut`], tuples of them as [`ArgTuple`]) plus
-//! plain options ([`ScanMode`], [`Edge`], [`Axis`]). It says nothing about how the work is
-//! split or where it runs; that is the backend's business.
+//! A skeleton call becomes one plan value per form ([`Map`], [`Reduce`], ...): the
+//! operands ([`Arg`], [`ArgMut`], tuples of them as [`ArgTuple`]), the container
+//! arguments, the uniforms and plain options ([`ScanMode`], [`Edge`], [`Axis`],
+//! [`Stencil`], a start value). The user functions and operand types are named once, by
+//! the plan's signature type (`S`, a tuple such as `(F, I, O)` implementing the form's
+//! `*Sig` trait), so an executor method is `fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan:
+//! Map<'_, 'a, 'o, S>)` and reads the types as `S::F`, `S::I`, ... A plan says nothing
+//! about how the work is split or where it runs; that is the executor's business. Plans
+//! are plain borrows and copies: building one allocates nothing.
+//!
+//! Adding a skeleton form: its builder and checks in one file of `src/skeletons/`, which
+//! ends in `dispatch!(options, name, |exec| exec.form(plan::Form::<(F, ..)> { .. }))`; here
+//! the plan struct (operands, uniforms, options) and, when it has more than one type
+//! parameter, its `FormSig` trait with the blanket impl for the tuple of its types; one
+//! method on `backends::Execute`; then that method in each executor (`cpu.rs`, `rayon.rs`,
+//! `auto.rs`, which asks the tuner and forwards the plan, and `cuda/mod.rs` /
+//! `opencl/mod.rs`, which destructure the plan and call the form's own file
+//! `cuda/form.rs` / `opencl/form.rs`).
 
 use std::ops::Range;
 
-use crate::containers::{Arg, Shape};
+use crate::backends::{BinaryFn, ContainerOps, PredicateFn};
+use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 use crate::dist::Spread;
+use crate::userfn::{ArrayFn, ElementwiseFn, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
 
 pub use crate::skeletons::{Edge, ScanMode};
@@ -21,6 +38,211 @@ pub enum Axis {
     Rows,
     /// Along each column of a matrix.
     Cols,
+}
+
+/// A MapOverlap's stencil settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stencil<T, R> {
+    pub radius: R,
+    pub edge: Edge,
+    pub pad: T,
+}
+
+/// The types of a Map call: the user function, the input tuple, the output(s).
+pub(crate) trait MapSig<'a, 'o> {
+    type F: ElementwiseFn;
+    type I: ArgTuple<'a, Elems = <Self::F as ElementwiseFn>::Elems>;
+    type O: OutArgs<'o, Elems = <Self::F as UserFn>::Out>;
+}
+
+impl<'a, 'o, F, I, O> MapSig<'a, 'o> for (F, I, O)
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    O: OutArgs<'o, Elems = F::Out>,
+{
+    type F = F;
+    type I = I;
+    type O = O;
+}
+
+/// `out[i] = F(inputs[i].., arrays, uniforms)`: `out` is one operand, or one per element of
+/// a tuple result (multi-output Map); `arrays` are the container arguments, read whole by
+/// every element.
+pub(crate) struct Map<'c, 'a, 'o, S: MapSig<'a, 'o>> {
+    pub arrays: ContainerOps<'c, S::F>,
+    pub inputs: S::I,
+    pub out: S::O,
+    pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
+}
+
+/// The types of a MapArray call: the user function and the input tuple.
+pub(crate) trait MapArraySig<'a> {
+    type F: ArrayFn;
+    type I: ArgTuple<'a, Elems = <Self::F as ArrayFn>::Elems>;
+}
+
+impl<'a, F: ArrayFn, I: ArgTuple<'a, Elems = F::Elems>> MapArraySig<'a> for (F, I) {
+    type F = F;
+    type I = I;
+}
+
+/// `out[i] = F(array, inputs[i].., uniforms)`, every element reading all of `array`.
+pub(crate) struct MapArray<'c, 'a, S: MapArraySig<'a>> {
+    pub array: Arg<'c, <S::F as ArrayFn>::Array>,
+    pub inputs: S::I,
+    pub out: ArgMut<'c, <S::F as UserFn>::Out>,
+    pub uniforms: &'c <S::F as ArrayFn>::Uniforms,
+}
+
+/// The types of a fold (Reduce, Scan): the binary user function and its element type.
+pub(crate) trait FoldSig {
+    type T: DeviceType;
+    type F: BinaryFn<Self::T>;
+}
+
+impl<F: BinaryFn<T>, T: DeviceType> FoldSig for (F, T) {
+    type T = T;
+    type F = F;
+}
+
+/// `start ⊕ input[0] ⊕ ... ⊕ input[n-1]`.
+pub(crate) struct Reduce<'p, S: FoldSig> {
+    pub input: Arg<'p, S::T>,
+    pub start: S::T,
+}
+
+/// One fold per row (`axis` `Rows`) or per column (`Cols`) of the matrix `input`, into
+/// `out`.
+pub(crate) struct ReduceAxis<'p, S: FoldSig> {
+    pub input: Arg<'p, S::T>,
+    pub out: ArgMut<'p, S::T>,
+    pub axis: Axis,
+}
+
+/// The types of a MapReduce call: the map and reduce functions and the input tuple.
+pub(crate) trait MapReduceSig<'a> {
+    type M: ElementwiseFn;
+    type R: BinaryFn<<Self::M as UserFn>::Out>;
+    type I: ArgTuple<'a, Elems = <Self::M as ElementwiseFn>::Elems>;
+}
+
+impl<'a, M, R, I> MapReduceSig<'a> for (M, R, I)
+where
+    M: ElementwiseFn,
+    R: BinaryFn<M::Out>,
+    I: ArgTuple<'a, Elems = M::Elems>,
+{
+    type M = M;
+    type R = R;
+    type I = I;
+}
+
+/// `start ⊕ M(inputs[0]..) ⊕ ... ⊕ M(inputs[n-1]..)` folded with `R`, over `shape`.
+pub(crate) struct MapReduce<'c, 'a, S: MapReduceSig<'a>> {
+    pub arrays: ContainerOps<'c, S::M>,
+    pub inputs: S::I,
+    pub shape: Shape,
+    pub uniforms: &'c <S::M as ElementwiseFn>::Uniforms,
+    pub start: <S::M as UserFn>::Out,
+}
+
+/// An inclusive or exclusive prefix scan of `input` into `out`.
+pub(crate) struct Scan<'p, S: FoldSig> {
+    pub input: Arg<'p, S::T>,
+    pub out: ArgMut<'p, S::T>,
+    pub mode: ScanMode,
+    pub start: S::T,
+}
+
+/// A 1D stencil over a vector (`axis` `Flat`) or along the rows or columns of a matrix.
+pub(crate) struct MapOverlap<'p, F: WindowFn> {
+    pub input: Arg<'p, F::Elem>,
+    pub out: ArgMut<'p, F::Out>,
+    pub stencil: Stencil<F::Elem, usize>,
+    pub axis: Axis,
+    pub uniforms: &'p F::Uniforms,
+}
+
+/// A 2D stencil over a matrix.
+pub(crate) struct MapOverlap2d<'p, F: Window2Fn> {
+    pub input: Arg<'p, F::Elem>,
+    pub out: ArgMut<'p, F::Out>,
+    pub stencil: Stencil<F::Elem, (usize, usize)>,
+    pub uniforms: &'p F::Uniforms,
+}
+
+/// The types of a MapPairs call: the user function and the two element types.
+pub(crate) trait PairsSig {
+    type A: DeviceType;
+    type B: DeviceType;
+    type F: ElementwiseFn<Elems = (Self::A, Self::B)>;
+}
+
+impl<F: ElementwiseFn<Elems = (A, B)>, A: DeviceType, B: DeviceType> PairsSig for (F, A, B) {
+    type A = A;
+    type B = B;
+    type F = F;
+}
+
+/// `out` is the `v.len() x h.len()` matrix of `F(v[i], h[j])`.
+pub(crate) struct MapPairs<'c, 'p, S: PairsSig> {
+    pub arrays: ContainerOps<'c, S::F>,
+    pub v: Arg<'p, S::A>,
+    pub h: Arg<'p, S::B>,
+    pub out: ArgMut<'p, <S::F as UserFn>::Out>,
+    pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
+}
+
+/// The types of a MapPairsReduce call: the map and reduce functions, the element types.
+pub(crate) trait PairsReduceSig {
+    type A: DeviceType;
+    type B: DeviceType;
+    type M: ElementwiseFn<Elems = (Self::A, Self::B)>;
+    type R: BinaryFn<<Self::M as UserFn>::Out>;
+}
+
+impl<M, R, A, B> PairsReduceSig for (M, R, A, B)
+where
+    M: ElementwiseFn<Elems = (A, B)>,
+    R: BinaryFn<M::Out>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    type A = A;
+    type B = B;
+    type M = M;
+    type R = R;
+}
+
+/// `axis` `Rows`: `out[i]` folds row `i` of the pairs `M(v[i], h[j])`; `Cols`: column `j`.
+/// Every fold has at least one pair.
+pub(crate) struct MapPairsReduce<'c, 'p, S: PairsReduceSig> {
+    pub arrays: ContainerOps<'c, S::M>,
+    pub v: Arg<'p, S::A>,
+    pub h: Arg<'p, S::B>,
+    pub out: ArgMut<'p, <S::M as UserFn>::Out>,
+    pub axis: Axis,
+    pub uniforms: &'c <S::M as ElementwiseFn>::Uniforms,
+}
+
+/// The types of a Filter call: the predicate and the element type.
+pub(crate) trait FilterSig {
+    type T: DeviceType;
+    type F: PredicateFn<Self::T>;
+}
+
+impl<F: PredicateFn<T>, T: DeviceType> FilterSig for (F, T) {
+    type T = T;
+    type F = F;
+}
+
+/// The elements of `input` for which `F` holds, written to `out[..kept]` in order; `out`
+/// has at least `input`'s length and `out[kept..]` is not touched.
+pub(crate) struct Filter<'p, S: FilterSig> {
+    pub input: Arg<'p, S::T>,
+    pub out: ArgMut<'p, S::T>,
+    pub uniforms: &'p <S::F as ElementwiseFn>::Uniforms,
 }
 
 /// The element inputs of one call: `()`, `(Arg<A>,)`, `(Arg<A>, Arg<B>)`, ... up to four.

@@ -1088,7 +1088,8 @@ fn variant_exes(
         dialects()
             .into_iter()
             .map(|(dialect, shim)| {
-                let src = skel::plumbing::codegen::device_source_checked(defs, dialect, checked).unwrap();
+                let src =
+                    skel::plumbing::codegen::device_source_checked(defs, dialect, checked).unwrap();
                 let exe = build_as(
                     &format!("{name}_{dialect:?}"),
                     &format!("{shim}{}", src.source),
@@ -1495,7 +1496,10 @@ proptest! {
 fn language_forms_in_every_dialect() {
     for d in [Dialect::Cuda, Dialect::OpenCl, Dialect::HostC] {
         let s = device_source::<find_first>(d).unwrap().source;
-        let len = c_type(skel::plumbing::codegen::Ty::Prim(skel::plumbing::codegen::Prim::Usize), d);
+        let len = c_type(
+            skel::plumbing::codegen::Ty::Prim(skel::plumbing::codegen::Prim::Usize),
+            d,
+        );
         assert!(
             s.contains(&format!(
                 "SKEL_ARRAY_SPACE const int* t, {len} t_len, int key"

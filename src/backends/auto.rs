@@ -9,13 +9,16 @@ use std::any::{type_name, TypeId};
 use std::ops::Range;
 use std::time::Instant;
 
-use super::{concrete, cpu, BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
-use crate::containers::{Arg, ArgMut, Location, OutArgs, Shape};
-use crate::plan::{ArgTuple, ArgVisitor, Axis, HostSlices, ScanMode};
+use super::{concrete, cpu, Execute};
+use crate::containers::{Arg, Location, OutArgs, Shape};
+use crate::plan::{
+    self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HostSlices, MapArraySig, MapReduceSig,
+    MapSig, PairsReduceSig, PairsSig,
+};
 use crate::skeletons::Options;
 use crate::tune::model::bucket_of;
 use crate::tune::{self, Call, Choice, Decision, FastKey, Measure, HYBRID_MIN};
-use crate::userfn::{ArrayFn, ElementwiseFn, IndexKind, Window2Fn, WindowFn};
+use crate::userfn::{ElementwiseFn, IndexKind, UserFn, Window2Fn, WindowFn};
 use crate::{Backend, DeviceType, Error, Result};
 
 /// The executor of `Backend::Auto`, with one call's options.
@@ -297,26 +300,15 @@ impl Auto {
 }
 
 impl Execute for Auto {
-    fn map<'a, 'c, 'o, F, I, O>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        inputs: I,
-        mut out: O,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-        O: OutArgs<'o, Elems = F::Out>,
-    {
-        let n = out.elems();
-        let (d, call) = self.decide::<F, _, _>(
-            &inputs,
-            &arrays,
+    fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()> {
+        let n = plan.out.elems();
+        let (d, call) = self.decide::<S::F, _, _>(
+            &plan.inputs,
+            &plan.arrays,
             "map",
-            type_name::<F::Out>(),
+            type_name::<<S::F as UserFn>::Out>(),
             n,
-            self.splittable::<F>(n, self.options.checked()),
+            self.splittable::<S::F>(n, self.options.checked()),
         )?;
         if let Choice::Split {
             cpu,
@@ -324,61 +316,59 @@ impl Execute for Auto {
             cpu_elems: k,
         } = d.choice
         {
+            let plan::Map {
+                arrays,
+                inputs,
+                mut out,
+                uniforms,
+            } = plan;
             // The GPU part is only enqueued (its results land on the device), so the CPU
             // part runs while the device computes.
-            concrete!(gpu, self.on(gpu), self.name, |exec| exec.map::<F, I, _>(
+            concrete!(gpu, self.on(gpu), self.name, |exec| exec.map(plan::Map::<
+                (S::F, S::I, _),
+            > {
                 arrays,
-                inputs.sub(k..n),
-                out.part(k..n),
-                uniforms
-            ))?;
-            return concrete!(cpu, self.on(cpu), self.name, |exec| exec.map::<F, I, _>(
+                inputs: inputs.sub(k..n),
+                out: out.part(k..n),
+                uniforms,
+            }))?;
+            return concrete!(cpu, self.on(cpu), self.name, |exec| exec.map(plan::Map::<
+                (S::F, S::I, _),
+            > {
                 arrays,
-                inputs.sub(0..k),
-                out.part(0..k),
-                uniforms
-            ));
+                inputs: inputs.sub(0..k),
+                out: out.part(0..k),
+                uniforms,
+            }));
         }
         self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .map::<F, I, O>(arrays, inputs, out, uniforms))
+            concrete!(b, o, self.name, |exec| exec.map(plan))
         })
     }
 
-    fn map_array<'a, F, I>(
-        &self,
-        array: Arg<'_, F::Array>,
-        inputs: I,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ArrayFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-    {
-        self.single::<F, _, _, _>(
+    fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()> {
+        let inputs = plan.inputs;
+        self.single::<S::F, _, _, _>(
             &inputs,
-            &(array,),
+            &(plan.array,),
             "map_array",
-            type_name::<F::Out>(),
-            out.shape().len(),
+            type_name::<<S::F as UserFn>::Out>(),
+            plan.out.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .map_array::<F, I>(array, inputs, out, uniforms))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.map_array(plan)),
         )
     }
 
-    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+    fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+        let plan::Reduce { input, start } = plan;
         let n = input.shape().len();
-        let (d, call) = self.decide::<F, _, _>(
+        let (d, call) = self.decide::<S::F, _, _>(
             &(input,),
             &(),
             "reduce",
-            type_name::<T>(),
+            type_name::<S::T>(),
             n,
-            self.splittable::<F>(n, false),
+            self.splittable::<S::F>(n, false),
         )?;
         if let Choice::Split {
             cpu,
@@ -391,67 +381,65 @@ impl Execute for Auto {
             let pivot = input.host()?[k];
             let (tail, head) = self.both(
                 || {
-                    concrete!(gpu, self.on(gpu), self.name, |exec| exec
-                        .reduce::<F, T>(input.sub(k + 1..n), pivot))
+                    concrete!(gpu, self.on(gpu), self.name, |exec| exec.reduce(
+                        plan::Reduce::<S> {
+                            input: input.sub(k + 1..n),
+                            start: pivot,
+                        }
+                    ))
                 },
                 || {
-                    concrete!(cpu, self.on(cpu), self.name, |exec| exec
-                        .reduce::<F, T>(input.sub(0..k), start))
+                    concrete!(cpu, self.on(cpu), self.name, |exec| exec.reduce(
+                        plan::Reduce::<S> {
+                            input: input.sub(0..k),
+                            start,
+                        }
+                    ))
                 },
             )?;
-            return Ok(cpu::combine::<F, T>(head, Some(tail)));
+            return Ok(cpu::combine::<S::F, S::T>(head, Some(tail)));
         }
         self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec.reduce::<F, T>(input, start))
+            concrete!(b, o, self.name, |exec| exec
+                .reduce(plan::Reduce::<S> { input, start }))
         })
     }
 
-    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        axis: Axis,
-    ) -> Result<()> {
-        let skeleton = match axis {
+    fn reduce_axis<S: FoldSig>(&self, plan: plan::ReduceAxis<'_, S>) -> Result<()> {
+        let skeleton = match plan.axis {
             Axis::Cols => "reduce_cols",
             _ => "reduce_rows",
         };
-        let n = input.shape().len();
-        self.single::<F, _, _, _>(
-            &(input,),
+        self.single::<S::F, _, _, _>(
+            &(plan.input,),
             &(),
             skeleton,
-            type_name::<T>(),
-            n,
+            type_name::<S::T>(),
+            plan.input.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .reduce_axis::<F, T>(input, out, axis))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.reduce_axis(plan)),
         )
     }
 
-    fn map_reduce<'a, 'c, M, R, I>(
+    fn map_reduce<'a, S: MapReduceSig<'a>>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        inputs: I,
-        shape: Shape,
-        uniforms: &M::Uniforms,
-        start: M::Out,
-    ) -> Result<M::Out>
-    where
-        M: ElementwiseFn,
-        R: BinaryFn<M::Out>,
-        I: ArgTuple<'a, Elems = M::Elems>,
-    {
+        plan: plan::MapReduce<'_, 'a, S>,
+    ) -> Result<<S::M as UserFn>::Out> {
+        let plan::MapReduce {
+            arrays,
+            inputs,
+            shape,
+            uniforms,
+            start,
+        } = plan;
         let n = shape.len();
-        let (d, call) = self.decide::<(M, R), _, _>(
+        let (d, call) = self.decide::<(S::M, S::R), _, _>(
             &inputs,
             &arrays,
             "map_reduce",
-            type_name::<M::Out>(),
+            type_name::<<S::M as UserFn>::Out>(),
             n,
-            self.splittable::<M>(n, false),
+            self.splittable::<S::M>(n, false),
         )?;
         if let Choice::Split {
             cpu,
@@ -461,189 +449,129 @@ impl Execute for Auto {
         {
             // As for Reduce: the GPU's fold starts from the mapped element k.
             let pivot = crate::check::catch(self.name, || {
-                let refs = cpu::container_refs::<M>(&arrays)?;
+                let refs = cpu::container_refs::<S::M>(&arrays)?;
                 let at_k = inputs.host()?.slice(k..k + 1);
-                cpu::map_fold::<M, R>(refs, at_k, k..k + 1, shape.cols(), uniforms)
+                cpu::map_fold::<S::M, S::R>(refs, at_k, k..k + 1, shape.cols(), uniforms)
                     .ok_or_else(|| Error::InvalidArgument("split of an empty MapReduce".into()))
             })?;
             let (tail, head) = self.both(
                 || {
-                    concrete!(gpu, self.on(gpu), self.name, |exec| exec
-                        .map_reduce::<M, R, I>(
+                    concrete!(gpu, self.on(gpu), self.name, |exec| exec.map_reduce(
+                        plan::MapReduce::<S> {
                             arrays,
-                            inputs.sub(k + 1..n),
-                            Shape::Vector(n - k - 1),
+                            inputs: inputs.sub(k + 1..n),
+                            shape: Shape::Vector(n - k - 1),
                             uniforms,
-                            pivot
-                        ))
+                            start: pivot,
+                        }
+                    ))
                 },
                 || {
-                    concrete!(cpu, self.on(cpu), self.name, |exec| exec
-                        .map_reduce::<M, R, I>(
+                    concrete!(cpu, self.on(cpu), self.name, |exec| exec.map_reduce(
+                        plan::MapReduce::<S> {
                             arrays,
-                            inputs.sub(0..k),
-                            Shape::Vector(k),
+                            inputs: inputs.sub(0..k),
+                            shape: Shape::Vector(k),
                             uniforms,
-                            start
-                        ))
+                            start,
+                        }
+                    ))
                 },
             )?;
-            return Ok(cpu::combine::<R, M::Out>(head, Some(tail)));
+            return Ok(cpu::combine::<S::R, _>(head, Some(tail)));
         }
         self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec
-                .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start))
+            concrete!(b, o, self.name, |exec| exec.map_reduce(plan::MapReduce::<
+                S,
+            > {
+                arrays,
+                inputs,
+                shape,
+                uniforms,
+                start,
+            }))
         })
     }
 
-    fn scan<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        mode: ScanMode,
-        start: T,
-    ) -> Result<()> {
-        let n = input.shape().len();
-        self.single::<F, _, _, _>(
-            &(input,),
+    fn scan<S: FoldSig>(&self, plan: plan::Scan<'_, S>) -> Result<()> {
+        self.single::<S::F, _, _, _>(
+            &(plan.input,),
             &(),
             "scan",
-            type_name::<T>(),
-            n,
+            type_name::<S::T>(),
+            plan.input.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .scan::<F, T>(input, out, mode, start))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.scan(plan)),
         )
     }
 
-    fn map_overlap<F: WindowFn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, usize>,
-        axis: Axis,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
-        let n = input.shape().len();
-        let skeleton = match axis {
+    fn map_overlap<F: WindowFn>(&self, plan: plan::MapOverlap<'_, F>) -> Result<()> {
+        let skeleton = match plan.axis {
             Axis::Rows => "map_overlap_rows",
             Axis::Cols => "map_overlap_cols",
             Axis::Flat => "map_overlap",
         };
         self.single::<F, _, _, _>(
-            &(input,),
+            &(plan.input,),
             &(),
             skeleton,
             type_name::<F::Out>(),
-            n,
+            plan.input.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .map_overlap::<F>(input, out, stencil, axis, uniforms))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.map_overlap(plan)),
         )
     }
 
-    fn map_overlap_2d<F: Window2Fn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, (usize, usize)>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
-        let n = input.shape().len();
+    fn map_overlap_2d<F: Window2Fn>(&self, plan: plan::MapOverlap2d<'_, F>) -> Result<()> {
         self.single::<F, _, _, _>(
-            &(input,),
+            &(plan.input,),
             &(),
             "map_overlap_2d",
             type_name::<F::Out>(),
-            n,
+            plan.input.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .map_overlap_2d::<F>(input, out, stencil, uniforms))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.map_overlap_2d(plan)),
         )
     }
 
-    fn map_pairs<'c, F, A, B>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn<Elems = (A, B)>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        let n = out.shape().len();
-        self.single::<F, _, _, _>(
-            &(v, h),
+    fn map_pairs<S: PairsSig>(&self, plan: plan::MapPairs<'_, '_, S>) -> Result<()> {
+        let arrays = plan.arrays;
+        self.single::<S::F, _, _, _>(
+            &(plan.v, plan.h),
             &arrays,
             "map_pairs",
-            type_name::<F::Out>(),
-            n,
+            type_name::<<S::F as UserFn>::Out>(),
+            plan.out.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.map_pairs(plan)),
         )
     }
 
-    fn map_pairs_reduce<'c, M, R, A, B>(
+    fn map_pairs_reduce<S: PairsReduceSig>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, M::Out>,
-        axis: Axis,
-        uniforms: &M::Uniforms,
-    ) -> Result<()>
-    where
-        M: ElementwiseFn<Elems = (A, B)>,
-        R: BinaryFn<M::Out>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        let n = v.shape().len() * h.shape().len();
-        self.single::<(M, R), _, _, _>(
-            &(v, h),
+        plan: plan::MapPairsReduce<'_, '_, S>,
+    ) -> Result<()> {
+        let arrays = plan.arrays;
+        self.single::<(S::M, S::R), _, _, _>(
+            &(plan.v, plan.h),
             &arrays,
             "map_pairs_reduce",
-            type_name::<M::Out>(),
-            n,
+            type_name::<<S::M as UserFn>::Out>(),
+            plan.v.shape().len() * plan.h.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.map_pairs_reduce(plan)),
         )
     }
 
-    fn filter<F: PredicateFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        uniforms: &F::Uniforms,
-    ) -> Result<usize> {
-        let n = input.shape().len();
-        self.single::<F, _, _, _>(
-            &(input,),
+    fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize> {
+        self.single::<S::F, _, _, _>(
+            &(plan.input,),
             &(),
             "filter",
-            type_name::<T>(),
-            n,
+            type_name::<S::T>(),
+            plan.input.shape().len(),
             false,
-            |b, o| {
-                concrete!(b, o, self.name, |exec| exec
-                    .filter::<F, T>(input, out, uniforms))
-            },
+            |b, o| concrete!(b, o, self.name, |exec| exec.filter(plan)),
         )
     }
 }

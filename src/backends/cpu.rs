@@ -14,10 +14,13 @@ pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
 
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
-use crate::containers::{Arg, ArgMut, HostOut, OutArgs, OutCollector, Shape};
+use crate::containers::{ArgMut, HostOut, OutArgs, OutCollector};
+use crate::plan::{
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+};
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{
-    ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, Window, Window2Fn, WindowFn,
+    ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, UserFn, Window, Window2Fn, WindowFn,
 };
 use crate::{DeviceType, Result};
 
@@ -472,23 +475,18 @@ pub(crate) fn stencil_output<'o, T: DeviceType>(
 }
 
 impl Execute for Cpu {
-    fn map<'a, 'c, 'o, F, I, O>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        inputs: I,
-        mut out: O,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-        O: OutArgs<'o, Elems = F::Out>,
-    {
+    fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()> {
+        let plan::Map {
+            arrays,
+            inputs,
+            mut out,
+            uniforms,
+        } = plan;
         let cols = out.shapes()[0].cols();
         let inputs = inputs.host()?;
-        let arrays = container_refs::<F>(&arrays)?;
+        let arrays = container_refs::<S::F>(&arrays)?;
         let _old = OldValues::of(self.checked, &mut out)?;
-        map_range::<F>(
+        map_range::<S::F>(
             arrays,
             inputs,
             out.host_overwrite()?,
@@ -499,21 +497,17 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn map_array<'a, F, I>(
-        &self,
-        array: Arg<'_, F::Array>,
-        inputs: I,
-        mut out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ArrayFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-    {
+    fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()> {
+        let plan::MapArray {
+            array,
+            inputs,
+            mut out,
+            uniforms,
+        } = plan;
         let cols = out.shape().cols();
         let (array, inputs) = (array.host()?, inputs.host()?);
         let _old = OldValues::of(self.checked, &mut out)?;
-        map_array_range::<F>(
+        map_array_range::<S::F>(
             array,
             inputs,
             out.host_overwrite()?,
@@ -524,48 +518,50 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
-        Ok(combine::<F, T>(start, fold::<F, T>(input.host()?)))
+    fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+        let plan::Reduce { input, start } = plan;
+        Ok(combine::<S::F, S::T>(
+            start,
+            fold::<S::F, S::T>(input.host()?),
+        ))
     }
 
-    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        mut out: ArgMut<'_, T>,
-        axis: Axis,
-    ) -> Result<()> {
+    fn reduce_axis<S: FoldSig>(&self, plan: plan::ReduceAxis<'_, S>) -> Result<()> {
+        let plan::ReduceAxis {
+            input,
+            mut out,
+            axis,
+        } = plan;
         let (_, cols) = input.shape().dims();
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         if axis == Axis::Cols {
-            out.copy_from_slice(&fold_columns::<F, T>(data, cols));
+            out.copy_from_slice(&fold_columns::<S::F, S::T>(data, cols));
         } else {
             for (o, row) in out.iter_mut().zip(data.chunks(cols.max(1))) {
-                *o = fold::<F, T>(row).unwrap_or(*o);
+                *o = fold::<S::F, S::T>(row).unwrap_or(*o);
             }
         }
         Ok(())
     }
 
-    fn map_reduce<'a, 'c, M, R, I>(
+    fn map_reduce<'a, S: MapReduceSig<'a>>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        inputs: I,
-        shape: Shape,
-        uniforms: &M::Uniforms,
-        start: M::Out,
-    ) -> Result<M::Out>
-    where
-        M: ElementwiseFn,
-        R: BinaryFn<M::Out>,
-        I: ArgTuple<'a, Elems = M::Elems>,
-    {
-        let inputs = inputs.host()?;
-        Ok(combine::<R, M::Out>(
+        plan: plan::MapReduce<'_, 'a, S>,
+    ) -> Result<<S::M as UserFn>::Out> {
+        let plan::MapReduce {
+            arrays,
+            inputs,
+            shape,
+            uniforms,
             start,
-            map_fold::<M, R>(
-                container_refs::<M>(&arrays)?,
+        } = plan;
+        let inputs = inputs.host()?;
+        Ok(combine::<S::R, _>(
+            start,
+            map_fold::<S::M, S::R>(
+                container_refs::<S::M>(&arrays)?,
                 inputs,
                 self.base..self.base + shape.len(),
                 shape.cols(),
@@ -574,31 +570,31 @@ impl Execute for Cpu {
         ))
     }
 
-    fn scan<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        mut out: ArgMut<'_, T>,
-        mode: ScanMode,
-        start: T,
-    ) -> Result<()> {
+    fn scan<S: FoldSig>(&self, plan: plan::Scan<'_, S>) -> Result<()> {
+        let plan::Scan {
+            input,
+            mut out,
+            mode,
+            start,
+        } = plan;
         let input = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         match mode {
-            ScanMode::Inclusive => scan_inclusive::<F, T>(input, out, None),
-            ScanMode::Exclusive => scan_exclusive::<F, T>(input, out, start),
+            ScanMode::Inclusive => scan_inclusive::<S::F, S::T>(input, out, None),
+            ScanMode::Exclusive => scan_exclusive::<S::F, S::T>(input, out, start),
         }
         Ok(())
     }
 
-    fn map_overlap<F: WindowFn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        mut out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, usize>,
-        axis: Axis,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
+    fn map_overlap<F: WindowFn>(&self, plan: plan::MapOverlap<'_, F>) -> Result<()> {
+        let plan::MapOverlap {
+            input,
+            mut out,
+            stencil,
+            axis,
+            uniforms,
+        } = plan;
         let (_, cols) = input.shape().dims();
         let input = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
@@ -616,13 +612,13 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn map_overlap_2d<F: Window2Fn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        mut out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, (usize, usize)>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
+    fn map_overlap_2d<F: Window2Fn>(&self, plan: plan::MapOverlap2d<'_, F>) -> Result<()> {
+        let plan::MapOverlap2d {
+            input,
+            mut out,
+            stencil,
+            uniforms,
+        } = plan;
         let shape = input.shape().dims();
         let input = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
@@ -631,59 +627,51 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn map_pairs<'c, F, A, B>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        mut out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn<Elems = (A, B)>,
-        A: DeviceType,
-        B: DeviceType,
-    {
+    fn map_pairs<S: PairsSig>(&self, plan: plan::MapPairs<'_, '_, S>) -> Result<()> {
+        let plan::MapPairs {
+            arrays,
+            v,
+            h,
+            mut out,
+            uniforms,
+        } = plan;
         let (v, h) = (v.host()?, h.host()?);
-        let arrays = container_refs::<F>(&arrays)?;
+        let arrays = container_refs::<S::F>(&arrays)?;
         let _old = OldValues::of(self.checked, &mut out)?;
-        pairs_rows::<F, A, B>(arrays, v, h, out.host_overwrite()?, 0, uniforms);
+        pairs_rows::<S::F, S::A, S::B>(arrays, v, h, out.host_overwrite()?, 0, uniforms);
         Ok(())
     }
 
-    fn map_pairs_reduce<'c, M, R, A, B>(
+    fn map_pairs_reduce<S: PairsReduceSig>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        mut out: ArgMut<'_, M::Out>,
-        axis: Axis,
-        uniforms: &M::Uniforms,
-    ) -> Result<()>
-    where
-        M: ElementwiseFn<Elems = (A, B)>,
-        R: BinaryFn<M::Out>,
-        A: DeviceType,
-        B: DeviceType,
-    {
+        plan: plan::MapPairsReduce<'_, '_, S>,
+    ) -> Result<()> {
+        let plan::MapPairsReduce {
+            arrays,
+            v,
+            h,
+            mut out,
+            axis,
+            uniforms,
+        } = plan;
         let operands = (v.host()?, h.host()?);
-        let arrays = container_refs::<M>(&arrays)?;
+        let arrays = container_refs::<S::M>(&arrays)?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
-        pairs_fold_range::<M, R, A, B>(arrays, operands, out, 0, axis, uniforms);
+        pairs_fold_range::<S::M, S::R, S::A, S::B>(arrays, operands, out, 0, axis, uniforms);
         Ok(())
     }
 
-    fn filter<F: PredicateFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        mut out: ArgMut<'_, T>,
-        uniforms: &F::Uniforms,
-    ) -> Result<usize> {
+    fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize> {
+        let plan::Filter {
+            input,
+            mut out,
+            uniforms,
+        } = plan;
         let input = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         // `out[kept..]` keeps its values: the whole range must be current on the host.
-        Ok(filter_range::<F, T>(
+        Ok(filter_range::<S::F, S::T>(
             input,
             self.base,
             out.host_mut()?,

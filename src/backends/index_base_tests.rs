@@ -8,6 +8,7 @@ use std::ops::Range;
 
 use super::concrete;
 use crate::containers::{Input, Output};
+use crate::plan;
 use crate::prelude::*;
 use crate::skeletons::Options;
 
@@ -85,11 +86,13 @@ fn map_parts_see_global_flat_indices() -> Result<()> {
             let o = options(backend, part.start);
             let a = (x.arg().sub(part.clone()),);
             let mut out = got.arg_mut();
-            concrete!(backend, o, "tag", |exec| exec.map::<tag, _, _>(
-                (),
-                a,
-                out.part(part.clone()),
-                &()
+            concrete!(backend, o, "tag", |exec| exec.map(
+                plan::Map::<(tag, _, _)> {
+                    arrays: (),
+                    inputs: a,
+                    out: out.part(part.clone()),
+                    uniforms: &()
+                }
             ))?;
         }
         assert_eq!(got.to_vec(), want.to_vec(), "{backend:?}");
@@ -109,12 +112,16 @@ fn matrix_row_parts_see_global_2d_indices() -> Result<()> {
             let o = options(backend, part.start * cols);
             let a = (x.arg().rows(part.clone()),);
             let mut out = got.arg_mut();
-            concrete!(backend, o, "spin", |exec| exec.map::<spin, _, _>(
-                (),
-                a,
-                out.rows(part.clone()),
-                &()
-            ))?;
+            concrete!(backend, o, "spin", |exec| exec.map(plan::Map::<(
+                spin,
+                _,
+                _
+            )> {
+                arrays: (),
+                inputs: a,
+                out: out.rows(part.clone()),
+                uniforms: &()
+            }))?;
         }
         assert_eq!(got.to_vec(), want.to_vec(), "{backend:?}");
     }
@@ -132,8 +139,15 @@ fn map_reduce_parts_see_global_indices() -> Result<()> {
             let o = options(backend, part.start);
             let a = (x.arg().sub(part.clone()),);
             let shape = a.0.shape();
-            total += concrete!(backend, o, "weigh", |exec| exec
-                .map_reduce::<weigh, add, _>((), a, shape, &(), 0))?;
+            total += concrete!(backend, o, "weigh", |exec| exec.map_reduce(
+                plan::MapReduce::<(weigh, add, _)> {
+                    arrays: (),
+                    inputs: a,
+                    shape,
+                    uniforms: &(),
+                    start: 0
+                }
+            ))?;
         }
         assert_eq!(total, want, "{backend:?}");
     }
@@ -158,12 +172,13 @@ fn filter_parts_see_global_indices() -> Result<()> {
         for part in parts(n) {
             let o = options(backend, part.start);
             let mut kept = Vector::filled(part.len(), 0);
-            let k = concrete!(backend, o, "low_index_even", |exec| exec
-                .filter::<low_index_even, i32>(
-                    x.arg().sub(part.clone()),
-                    kept.arg_mut(),
-                    &()
-                ))?;
+            let k = concrete!(backend, o, "low_index_even", |exec| exec.filter(
+                plan::Filter::<(low_index_even, i32)> {
+                    input: x.arg().sub(part.clone()),
+                    out: kept.arg_mut(),
+                    uniforms: &()
+                }
+            ))?;
             got.extend_from_slice(&kept.to_vec()[..k]);
         }
         assert_eq!(got, want, "{backend:?}");

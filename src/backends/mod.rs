@@ -23,13 +23,16 @@ pub(crate) mod stencil_tile;
 #[cfg(test)]
 mod index_base_tests;
 
+pub(crate) use crate::plan::Stencil;
+
 use std::fmt;
 use std::str::FromStr;
 
-use crate::containers::{Arg, ArgMut, OutArgs, Shape};
-use crate::plan::{ArgTuple, Axis, Edge, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
-use crate::{DeviceType, Error, Result};
+use crate::plan::{
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+};
+use crate::userfn::{ElementwiseFn, UserFn, Window2Fn, WindowFn};
+use crate::{Error, Result};
 
 /// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
 /// of MapReduce take.
@@ -49,129 +52,39 @@ pub trait PredicateFn<T>: ElementwiseFn<Elems = (T,), Out = bool, Arrays = ()> {
 
 impl<T, F> PredicateFn<T> for F where F: ElementwiseFn<Elems = (T,), Out = bool, Arrays = ()> {}
 
-/// A MapOverlap's stencil settings.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Stencil<T, R> {
-    pub radius: R,
-    pub edge: Edge,
-    pub pad: T,
-}
-
-/// What a backend implements: one method per skeleton form. Operands arrive checked
-/// (shapes agree, radii fit); a backend only schedules and computes.
+/// What a backend implements: one method per skeleton form, each taking that form's
+/// plan (`crate::plan`). Operands arrive checked (shapes agree, radii fit); a backend only
+/// schedules and computes. The plan's signature type `S` names the user functions and
+/// operand types (`S::F`, `S::T`, ...), so no executor states their bounds again.
 pub(crate) trait Execute {
-    /// `out` is one operand, or one per element of a tuple result (multi-output Map);
-    /// `arrays` are the container arguments, read whole by every element.
-    fn map<'a, 'c, 'o, F, I, O>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        inputs: I,
-        out: O,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-        O: OutArgs<'o, Elems = F::Out>;
+    fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()>;
 
-    fn map_array<'a, F, I>(
-        &self,
-        array: Arg<'_, F::Array>,
-        inputs: I,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ArrayFn,
-        I: ArgTuple<'a, Elems = F::Elems>;
+    fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()>;
 
-    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T>;
+    fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T>;
 
-    /// `axis` is `Rows` (one result per row) or `Cols` (one per column).
-    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
+    fn reduce_axis<S: FoldSig>(&self, plan: plan::ReduceAxis<'_, S>) -> Result<()>;
+
+    fn map_reduce<'a, S: MapReduceSig<'a>>(
         &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        axis: Axis,
+        plan: plan::MapReduce<'_, 'a, S>,
+    ) -> Result<<S::M as UserFn>::Out>;
+
+    fn scan<S: FoldSig>(&self, plan: plan::Scan<'_, S>) -> Result<()>;
+
+    fn map_overlap<F: WindowFn>(&self, plan: plan::MapOverlap<'_, F>) -> Result<()>;
+
+    fn map_overlap_2d<F: Window2Fn>(&self, plan: plan::MapOverlap2d<'_, F>) -> Result<()>;
+
+    fn map_pairs<S: PairsSig>(&self, plan: plan::MapPairs<'_, '_, S>) -> Result<()>;
+
+    fn map_pairs_reduce<S: PairsReduceSig>(
+        &self,
+        plan: plan::MapPairsReduce<'_, '_, S>,
     ) -> Result<()>;
 
-    fn map_reduce<'a, 'c, M, R, I>(
-        &self,
-        arrays: ContainerOps<'c, M>,
-        inputs: I,
-        shape: Shape,
-        uniforms: &M::Uniforms,
-        start: M::Out,
-    ) -> Result<M::Out>
-    where
-        M: ElementwiseFn,
-        R: BinaryFn<M::Out>,
-        I: ArgTuple<'a, Elems = M::Elems>;
-
-    fn scan<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        mode: ScanMode,
-        start: T,
-    ) -> Result<()>;
-
-    fn map_overlap<F: WindowFn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, usize>,
-        axis: Axis,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>;
-
-    fn map_overlap_2d<F: Window2Fn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, (usize, usize)>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>;
-
-    /// `out` is the `v.len() x h.len()` matrix of `f(v[i], h[j])`.
-    fn map_pairs<'c, F, A, B>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn<Elems = (A, B)>,
-        A: DeviceType,
-        B: DeviceType;
-
-    /// `axis` is `Rows` (`out[i]` folds row `i` of the pairs) or `Cols`; every fold has at
-    /// least one pair.
-    fn map_pairs_reduce<'c, M, R, A, B>(
-        &self,
-        arrays: ContainerOps<'c, M>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, M::Out>,
-        axis: Axis,
-        uniforms: &M::Uniforms,
-    ) -> Result<()>
-    where
-        M: ElementwiseFn<Elems = (A, B)>,
-        R: BinaryFn<M::Out>,
-        A: DeviceType,
-        B: DeviceType;
-
-    /// Writes the elements of `input` for which `F` holds to `out[..kept]`, in order, and
-    /// returns `kept`; `out` has at least `input`'s length and `out[kept..]` is not touched.
-    fn filter<F: PredicateFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        uniforms: &F::Uniforms,
-    ) -> Result<usize>;
+    /// Returns how many elements were kept.
+    fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize>;
 }
 
 /// The container arguments of user function `F` bound for one call.

@@ -14,11 +14,14 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::cpu::{self, Cpu, OldValues};
-use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use super::{Execute, PredicateFn};
 use crate::codegen::cost::{classify, Cost};
-use crate::containers::{Arg, ArgMut, HostOut, OutArgs, Shape};
+use crate::containers::{HostOut, OutArgs};
+use crate::plan::{
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+};
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
-use crate::userfn::{ArrayFn, ContainerArgs, ElementwiseFn, Window2Fn, WindowFn};
+use crate::userfn::{ContainerArgs, ElementwiseFn, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
 
 /// The multi-core executor.
@@ -122,22 +125,22 @@ fn map_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
 }
 
 impl Execute for Rayon {
-    fn filter<F: PredicateFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        mut out: ArgMut<'_, T>,
-        uniforms: &F::Uniforms,
-    ) -> Result<usize> {
-        let n = input.shape().len();
+    fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize> {
+        let n = plan.input.shape().len();
         if sequential(n) {
-            return self.cpu().filter::<F, T>(input, out, uniforms);
+            return self.cpu().filter(plan);
         }
+        let plan::Filter {
+            input,
+            mut out,
+            uniforms,
+        } = plan;
         let data = input.host()?;
         let chunk = chunk_len(n);
         let masks: Vec<(Vec<u64>, usize)> = data
             .par_chunks(chunk)
             .enumerate()
-            .map(|(c, part)| keep_mask::<F, T>(part, self.base + c * chunk, uniforms))
+            .map(|(c, part)| keep_mask::<S::F, S::T>(part, self.base + c * chunk, uniforms))
             .collect();
         let kept = masks.iter().map(|&(_, count)| count).sum();
         // `out[kept..]` keeps its values: the whole range must be current on the host.
@@ -169,24 +172,19 @@ impl Execute for Rayon {
         Ok(kept)
     }
 
-    fn map<'a, 'c, 'o, F, I, O>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        inputs: I,
-        mut out: O,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-        O: OutArgs<'o, Elems = F::Out>,
-    {
-        let shape = out.shapes()[0];
-        let Some(chunk) = map_chunk::<F>(shape.len()) else {
-            return self.cpu().map::<F, I, O>(arrays, inputs, out, uniforms);
+    fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()> {
+        let shape = plan.out.shapes()[0];
+        let Some(chunk) = map_chunk::<S::F>(shape.len()) else {
+            return self.cpu().map(plan);
         };
+        let plan::Map {
+            arrays,
+            inputs,
+            mut out,
+            uniforms,
+        } = plan;
         let cols = shape.cols();
-        let arrays = cpu::container_refs::<F>(&arrays)?;
+        let arrays = cpu::container_refs::<S::F>(&arrays)?;
         let inputs = inputs.host()?;
         // Every output is cut at the same positions (a tuple of slices has no par_chunks).
         let mut parts = Vec::with_capacity(shape.len().div_ceil(chunk));
@@ -200,7 +198,7 @@ impl Execute for Rayon {
         parts.push(rest);
         parts.into_par_iter().enumerate().for_each(|(c, o)| {
             let first = c * chunk;
-            cpu::map_range::<F>(
+            cpu::map_range::<S::F>(
                 arrays,
                 inputs.slice(first..first + o.len()),
                 o,
@@ -212,20 +210,16 @@ impl Execute for Rayon {
         Ok(())
     }
 
-    fn map_array<'a, F, I>(
-        &self,
-        array: Arg<'_, F::Array>,
-        inputs: I,
-        mut out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ArrayFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-    {
-        if sequential(out.shape().len()) {
-            return self.cpu().map_array::<F, I>(array, inputs, out, uniforms);
+    fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()> {
+        if sequential(plan.out.shape().len()) {
+            return self.cpu().map_array(plan);
         }
+        let plan::MapArray {
+            array,
+            inputs,
+            mut out,
+            uniforms,
+        } = plan;
         let cols = out.shape().cols();
         let (array, inputs) = (array.host()?, inputs.host()?);
         let _old = OldValues::of(self.checked, &mut out)?;
@@ -233,7 +227,7 @@ impl Execute for Rayon {
         let chunk = chunk_len(out.len());
         out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
             let first = c * chunk;
-            cpu::map_array_range::<F>(
+            cpu::map_array_range::<S::F>(
                 array,
                 inputs.slice(first..first + o.len()),
                 o,
@@ -245,43 +239,44 @@ impl Execute for Rayon {
         Ok(())
     }
 
-    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
-        if sequential(input.shape().len()) {
-            return self.cpu().reduce::<F, T>(input, start);
+    fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+        if sequential(plan.input.shape().len()) {
+            return self.cpu().reduce(plan);
         }
+        let plan::Reduce { input, start } = plan;
         let data = input.host()?;
         let folded = split_fold(
             (0..data.len(), 4 * MIN_CHUNK),
-            &|r: Range<usize>| cpu::fold::<F, T>(&data[r]),
-            &|a, b| F::apply((), (a, b), &()),
+            &|r: Range<usize>| cpu::fold::<S::F, S::T>(&data[r]),
+            &|a, b| S::F::apply((), (a, b), &()),
         );
-        Ok(cpu::combine::<F, T>(start, folded))
+        Ok(cpu::combine::<S::F, S::T>(start, folded))
     }
 
-    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        mut out: ArgMut<'_, T>,
-        axis: Axis,
-    ) -> Result<()> {
-        let (_, cols) = input.shape().dims();
-        if sequential(input.shape().len()) || cols == 0 {
-            return self.cpu().reduce_axis::<F, T>(input, out, axis);
+    fn reduce_axis<S: FoldSig>(&self, plan: plan::ReduceAxis<'_, S>) -> Result<()> {
+        let (_, cols) = plan.input.shape().dims();
+        if sequential(plan.input.shape().len()) || cols == 0 {
+            return self.cpu().reduce_axis(plan);
         }
+        let plan::ReduceAxis {
+            input,
+            mut out,
+            axis,
+        } = plan;
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
         if axis == Axis::Cols {
-            let partials: Vec<Vec<T>> = data
+            let partials: Vec<Vec<S::T>> = data
                 .par_chunks(rows_per_chunk * cols)
-                .map(|block| cpu::fold_columns::<F, T>(block, cols))
+                .map(|block| cpu::fold_columns::<S::F, S::T>(block, cols))
                 .collect();
             let mut blocks = partials.into_iter();
             let mut acc = blocks.next().unwrap_or_default();
             for block in blocks {
                 for (a, x) in acc.iter_mut().zip(block) {
-                    *a = F::apply((), (*a, x), &());
+                    *a = S::F::apply((), (*a, x), &());
                 }
             }
             out.copy_from_slice(&acc);
@@ -290,61 +285,57 @@ impl Execute for Rayon {
                 .zip(data.par_chunks(cols))
                 .with_min_len(rows_per_chunk)
                 .for_each(|(o, row)| {
-                    *o = cpu::fold::<F, T>(row).unwrap_or(*o);
+                    *o = cpu::fold::<S::F, S::T>(row).unwrap_or(*o);
                 });
         }
         Ok(())
     }
 
-    fn map_reduce<'a, 'c, M, R, I>(
+    fn map_reduce<'a, S: MapReduceSig<'a>>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        inputs: I,
-        shape: Shape,
-        uniforms: &M::Uniforms,
-        start: M::Out,
-    ) -> Result<M::Out>
-    where
-        M: ElementwiseFn,
-        R: BinaryFn<M::Out>,
-        I: ArgTuple<'a, Elems = M::Elems>,
-    {
-        let n = shape.len();
-        let Some(most) = map_chunk::<M>(n) else {
-            return self
-                .cpu()
-                .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start);
+        plan: plan::MapReduce<'_, 'a, S>,
+    ) -> Result<<S::M as UserFn>::Out> {
+        let n = plan.shape.len();
+        let Some(most) = map_chunk::<S::M>(n) else {
+            return self.cpu().map_reduce(plan);
         };
-        let arrays = cpu::container_refs::<M>(&arrays)?;
+        let plan::MapReduce {
+            arrays,
+            inputs,
+            shape,
+            uniforms,
+            start,
+        } = plan;
+        let arrays = cpu::container_refs::<S::M>(&arrays)?;
         let inputs = inputs.host()?;
         let leaf = |range: Range<usize>| {
             let part = inputs.slice(range.clone());
             let global = self.base + range.start..self.base + range.end;
-            cpu::map_fold::<M, R>(arrays, part, global, shape.cols(), uniforms)
+            cpu::map_fold::<S::M, S::R>(arrays, part, global, shape.cols(), uniforms)
         };
-        let folded = split_fold((0..n, most), &leaf, &|a, b| R::apply((), (a, b), &()));
-        Ok(cpu::combine::<R, M::Out>(start, folded))
+        let folded = split_fold((0..n, most), &leaf, &|a, b| S::R::apply((), (a, b), &()));
+        Ok(cpu::combine::<S::R, _>(start, folded))
     }
 
-    fn scan<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        mut out: ArgMut<'_, T>,
-        mode: ScanMode,
-        start: T,
-    ) -> Result<()> {
-        if sequential(input.shape().len()) {
-            return self.cpu().scan::<F, T>(input, out, mode, start);
+    fn scan<S: FoldSig>(&self, plan: plan::Scan<'_, S>) -> Result<()> {
+        if sequential(plan.input.shape().len()) {
+            return self.cpu().scan(plan);
         }
+        let plan::Scan {
+            input,
+            mut out,
+            mode,
+            start,
+        } = plan;
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         let chunk = chunk_len(data.len());
         // The last chunk's total would only feed a carry nobody reads.
         let all_but_last = &data[..(data.len() - 1) / chunk * chunk];
-        let totals: Vec<Option<T>> = all_but_last
+        let totals: Vec<Option<S::T>> = all_but_last
             .par_chunks(chunk)
-            .map(cpu::fold::<F, T>)
+            .map(cpu::fold::<S::F, S::T>)
             .collect();
         // carry[c] is the scan of everything before chunk c (None: nothing, inclusive mode).
         let mut carries = Vec::with_capacity(totals.len());
@@ -352,7 +343,7 @@ impl Execute for Rayon {
         for total in totals {
             carries.push(carry);
             carry = match (carry, total) {
-                (Some(c), Some(t)) => Some(F::apply((), (c, t), &())),
+                (Some(c), Some(t)) => Some(S::F::apply((), (c, t), &())),
                 (c, t) => c.or(t),
             };
         }
@@ -361,26 +352,26 @@ impl Execute for Rayon {
             .zip(data.par_chunks(chunk))
             .zip(carries)
             .for_each(|((o, v), carry)| match carry {
-                Some(c) if mode == ScanMode::Exclusive => cpu::scan_exclusive::<F, T>(v, o, c),
-                _ => cpu::scan_inclusive::<F, T>(v, o, carry),
+                Some(c) if mode == ScanMode::Exclusive => {
+                    cpu::scan_exclusive::<S::F, S::T>(v, o, c)
+                }
+                _ => cpu::scan_inclusive::<S::F, S::T>(v, o, carry),
             });
         Ok(())
     }
 
-    fn map_overlap<F: WindowFn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        mut out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, usize>,
-        axis: Axis,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
-        let (rows, cols) = input.shape().dims();
-        if sequential(input.shape().len()) {
-            return self
-                .cpu()
-                .map_overlap::<F>(input, out, stencil, axis, uniforms);
+    fn map_overlap<F: WindowFn>(&self, plan: plan::MapOverlap<'_, F>) -> Result<()> {
+        let (rows, cols) = plan.input.shape().dims();
+        if sequential(plan.input.shape().len()) {
+            return self.cpu().map_overlap(plan);
         }
+        let plan::MapOverlap {
+            input,
+            mut out,
+            stencil,
+            axis,
+            uniforms,
+        } = plan;
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = cpu::stencil_output(&mut out, stencil.edge)?;
@@ -408,19 +399,17 @@ impl Execute for Rayon {
         Ok(())
     }
 
-    fn map_overlap_2d<F: Window2Fn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        mut out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, (usize, usize)>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
-        let (rows, cols) = input.shape().dims();
-        if sequential(input.shape().len()) {
-            return self
-                .cpu()
-                .map_overlap_2d::<F>(input, out, stencil, uniforms);
+    fn map_overlap_2d<F: Window2Fn>(&self, plan: plan::MapOverlap2d<'_, F>) -> Result<()> {
+        let (rows, cols) = plan.input.shape().dims();
+        if sequential(plan.input.shape().len()) {
+            return self.cpu().map_overlap_2d(plan);
         }
+        let plan::MapOverlap2d {
+            input,
+            mut out,
+            stencil,
+            uniforms,
+        } = plan;
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = cpu::stencil_output(&mut out, stencil.edge)?;
@@ -433,56 +422,48 @@ impl Execute for Rayon {
         Ok(())
     }
 
-    fn map_pairs<'c, F, A, B>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        mut out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn<Elems = (A, B)>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        let (rows, cols) = out.shape().dims();
+    fn map_pairs<S: PairsSig>(&self, plan: plan::MapPairs<'_, '_, S>) -> Result<()> {
+        let (rows, cols) = plan.out.shape().dims();
         if sequential(rows * cols) {
-            return self.cpu().map_pairs::<F, A, B>(arrays, v, h, out, uniforms);
+            return self.cpu().map_pairs(plan);
         }
-        let arrays = cpu::container_refs::<F>(&arrays)?;
+        let plan::MapPairs {
+            arrays,
+            v,
+            h,
+            mut out,
+            uniforms,
+        } = plan;
+        let arrays = cpu::container_refs::<S::F>(&arrays)?;
         let (v, h) = (v.host()?, h.host()?);
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         let band = chunk_len(rows * cols).div_ceil(cols);
         out.par_chunks_mut(band * cols)
             .enumerate()
-            .for_each(|(b, o)| cpu::pairs_rows::<F, A, B>(arrays, v, h, o, b * band, uniforms));
+            .for_each(|(b, o)| {
+                cpu::pairs_rows::<S::F, S::A, S::B>(arrays, v, h, o, b * band, uniforms)
+            });
         Ok(())
     }
 
-    fn map_pairs_reduce<'c, M, R, A, B>(
+    fn map_pairs_reduce<S: PairsReduceSig>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        mut out: ArgMut<'_, M::Out>,
-        axis: Axis,
-        uniforms: &M::Uniforms,
-    ) -> Result<()>
-    where
-        M: ElementwiseFn<Elems = (A, B)>,
-        R: BinaryFn<M::Out>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        let pairs = v.shape().len() * h.shape().len();
+        plan: plan::MapPairsReduce<'_, '_, S>,
+    ) -> Result<()> {
+        let pairs = plan.v.shape().len() * plan.h.shape().len();
         if sequential(pairs) {
-            return self
-                .cpu()
-                .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms);
+            return self.cpu().map_pairs_reduce(plan);
         }
-        let arrays = cpu::container_refs::<M>(&arrays)?;
+        let plan::MapPairsReduce {
+            arrays,
+            v,
+            h,
+            mut out,
+            axis,
+            uniforms,
+        } = plan;
+        let arrays = cpu::container_refs::<S::M>(&arrays)?;
         let operands = (v.host()?, h.host()?);
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
@@ -494,7 +475,14 @@ impl Execute for Rayon {
             _ => chunk_len(pairs).div_ceil(pairs / out.len()),
         };
         out.par_chunks_mut(per).enumerate().for_each(|(c, o)| {
-            cpu::pairs_fold_range::<M, R, A, B>(arrays, operands, o, c * per, axis, uniforms)
+            cpu::pairs_fold_range::<S::M, S::R, S::A, S::B>(
+                arrays,
+                operands,
+                o,
+                c * per,
+                axis,
+                uniforms,
+            )
         });
         Ok(())
     }

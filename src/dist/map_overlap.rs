@@ -9,7 +9,7 @@ use super::{Blocks, Call};
 use crate::backends::{dispatch, Stencil};
 use crate::containers::host::{as_bytes, from_bytes};
 use crate::containers::{Arg, ArgMut, Input, Matrix, Output, Vector};
-use crate::plan::Axis;
+use crate::plan::{self, Axis};
 use crate::skeletons::{Edge, Options};
 use crate::userfn::{Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -29,8 +29,15 @@ pub(crate) fn map_overlap<F: WindowFn>(
         let local = if input.shape().is_empty() {
             Ok(())
         } else {
-            dispatch!(options, F::NAME, |exec| exec
-                .map_overlap::<F>(input, out, stencil, axis, uniforms))
+            dispatch!(options, F::NAME, |exec| exec.map_overlap(
+                plan::MapOverlap::<F> {
+                    input,
+                    out,
+                    stencil,
+                    axis,
+                    uniforms
+                }
+            ))
         };
         return call.finish(local);
     }
@@ -42,8 +49,15 @@ pub(crate) fn map_overlap<F: WindowFn>(
         stencil.edge,
     );
     let local = halo.run(call, input, &mut out, stencil.pad, |a, b| {
-        dispatch!(options, F::NAME, |exec| exec
-            .map_overlap::<F>(a, b, stencil, axis, uniforms))
+        dispatch!(options, F::NAME, |exec| exec.map_overlap(
+            plan::MapOverlap::<F> {
+                input: a,
+                out: b,
+                stencil,
+                axis,
+                uniforms
+            }
+        ))
     });
     call.finish(local)
 }
@@ -59,8 +73,14 @@ pub(crate) fn map_overlap_2d<F: Window2Fn>(
 ) -> Result<()> {
     let halo = Halo::new(call, &input, true, stencil.radius.0, stencil.edge);
     let local = halo.run(call, input, &mut out, stencil.pad, |a, b| {
-        dispatch!(options, F::NAME, |exec| exec
-            .map_overlap_2d::<F>(a, b, stencil, uniforms))
+        dispatch!(options, F::NAME, |exec| exec.map_overlap_2d(
+            plan::MapOverlap2d::<F> {
+                input: a,
+                out: b,
+                stencil,
+                uniforms
+            }
+        ))
     });
     call.finish(local)
 }

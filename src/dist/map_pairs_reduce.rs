@@ -7,7 +7,7 @@ use super::{fold, Blocks, Call};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::host::{as_bytes, from_bytes};
 use crate::containers::{Arg, ArgMut, Output, Vector};
-use crate::plan::Axis;
+use crate::plan::{self, Axis};
 use crate::skeletons::Options;
 use crate::userfn::{ContainerArgs, ElementwiseFn};
 use crate::{DeviceType, Error, Result};
@@ -22,7 +22,7 @@ pub(crate) fn map_pairs_reduce_cols<'c, M, R, A, B>(
     v: Arg<'_, A>,
     h: Arg<'_, B>,
     mut out: ArgMut<'_, M::Out>,
-    uniforms: &M::Uniforms,
+    uniforms: &'c M::Uniforms,
 ) -> Result<()>
 where
     M: ElementwiseFn<Elems = (A, B)>,
@@ -41,15 +41,16 @@ where
         // Every element is written; zero bytes only give the buffer its length.
         let zeros = vec![0u8; cols * std::mem::size_of::<M::Out>()];
         let mut partial = Vector::<M::Out>::from_vec(from_bytes(&zeros));
-        dispatch!(options, M::NAME, |exec| exec
-            .map_pairs_reduce::<M, R, A, B>(
+        dispatch!(options, M::NAME, |exec| exec.map_pairs_reduce(
+            plan::MapPairsReduce::<(M, R, A, B)> {
                 arrays,
                 v,
                 h,
-                partial.arg_mut(),
-                Axis::Cols,
+                out: partial.arg_mut(),
+                axis: Axis::Cols,
                 uniforms
-            ))?;
+            }
+        ))?;
         let partial = partial.try_as_slice()?;
         Ok((0..call.size())
             .map(|p| as_bytes(&partial[owners.range(p)]).to_vec())

@@ -3,7 +3,7 @@
 use super::{fold, Call, WholeCells};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Output, Shape, Vector};
-use crate::plan::ArgTuple;
+use crate::plan::{self, ArgTuple};
 use crate::skeletons::Options;
 use crate::userfn::{BindArrays, ElementwiseFn};
 use crate::Result;
@@ -32,25 +32,29 @@ where
             return Ok(Vec::new());
         }
         let mut first = Vector::<M::Out>::zeroed(1);
-        dispatch!(options, M::NAME, |exec| exec.map::<M, I, _>(
-            arrays.bind_whole(slots),
-            inputs.sub(0..1),
-            first.arg_mut(),
+        dispatch!(options, M::NAME, |exec| exec.map(plan::Map::<(M, I, _)> {
+            arrays: arrays.bind_whole(slots),
+            inputs: inputs.sub(0..1),
+            out: first.arg_mut(),
             uniforms
-        ))?;
+        }))?;
         let first = first.try_as_slice()?[0];
         // The rest of the block starts one element later, and so does its `#[index]`.
         let rest = Options {
             index_base: options.index_base.map(|b| b + 1),
             ..options
         };
-        dispatch!(rest, M::NAME, |exec| exec.map_reduce::<M, R, I>(
-            arrays.bind_whole(slots),
-            inputs.sub(1..n),
-            Shape::Vector(n - 1),
+        dispatch!(rest, M::NAME, |exec| exec.map_reduce(plan::MapReduce::<(
+            M,
+            R,
+            I
+        )> {
+            arrays: arrays.bind_whole(slots),
+            inputs: inputs.sub(1..n),
+            shape: Shape::Vector(n - 1),
             uniforms,
-            first
-        ))
+            start: first
+        }))
         .map(|p| vec![p])
     })();
     let partials = call.exchange(local)?;

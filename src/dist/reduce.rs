@@ -3,7 +3,7 @@
 use super::{fold, Call};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Arg, ArgMut, Output, Vector};
-use crate::plan::Axis;
+use crate::plan::{self, Axis};
 use crate::skeletons::Options;
 use crate::{DeviceType, Error, Result};
 
@@ -31,7 +31,13 @@ pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
     }
     let first = input.sub(0..1).host()?[0];
     let rest = input.sub(1..n);
-    dispatch!(options, F::NAME, |exec| exec.reduce::<F, T>(rest, first)).map(Some)
+    dispatch!(options, F::NAME, |exec| exec.reduce(
+        plan::Reduce::<(F, T)> {
+            input: rest,
+            start: first
+        }
+    ))
+    .map(Some)
 }
 
 /// Rows of a distributed matrix into a distributed vector (each rank its own rows), or
@@ -54,7 +60,7 @@ pub(crate) fn reduce_axis<F: BinaryFn<T>, T: DeviceType + Default>(
             Ok(())
         } else {
             dispatch!(options, F::NAME, |exec| exec
-                .reduce_axis::<F, T>(input, out, axis))
+                .reduce_axis(plan::ReduceAxis::<(F, T)> { input, out, axis }))
         };
         return call.finish(local);
     }
@@ -68,10 +74,12 @@ pub(crate) fn reduce_axis<F: BinaryFn<T>, T: DeviceType + Default>(
         Ok(Vec::new())
     } else {
         let mut part = Vector::<T>::zeroed(cols);
-        dispatch!(options, F::NAME, |exec| exec.reduce_axis::<F, T>(
-            input,
-            part.arg_mut(),
-            axis
+        dispatch!(options, F::NAME, |exec| exec.reduce_axis(
+            plan::ReduceAxis::<(F, T)> {
+                input,
+                out: part.arg_mut(),
+                axis
+            }
         ))
         .and_then(|()| part.try_as_slice().map(<[T]>::to_vec))
     };

@@ -5,6 +5,7 @@ use super::reduce::partial;
 use super::{fold, Call};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Arg, ArgMut};
+use crate::plan;
 use crate::skeletons::{Options, ScanMode};
 use crate::{DeviceType, Result};
 
@@ -29,8 +30,12 @@ pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
                 if n == 0 {
                     return Ok(());
                 }
-                dispatch!(options, F::NAME, |exec| exec
-                    .scan::<F, T>(input, out, mode, carry))
+                dispatch!(options, F::NAME, |exec| exec.scan(plan::Scan::<(F, T)> {
+                    input,
+                    out,
+                    mode,
+                    start: carry
+                }))
             })();
             call.finish(local)
         }
@@ -40,12 +45,12 @@ pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
                 if n == 0 {
                     return Ok(Vec::new());
                 }
-                dispatch!(options, F::NAME, |exec| exec.scan::<F, T>(
+                dispatch!(options, F::NAME, |exec| exec.scan(plan::Scan::<(F, T)> {
                     input,
-                    out.reborrow(),
+                    out: out.reborrow(),
                     mode,
                     start
-                ))?;
+                }))?;
                 let last = out.offset() + n - 1;
                 Ok(vec![out.store().read(last..last + 1)?[0]])
             })();

@@ -6,6 +6,7 @@ use super::{common_options, uniforms_or_missing, Options};
 use crate::backends::{dispatch, PredicateFn};
 use crate::containers::{Input, Output};
 use crate::dist::{refuse, Operand};
+use crate::plan;
 use crate::userfn::IndexKind;
 use crate::{DeviceType, Error, Result};
 
@@ -100,7 +101,13 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
             )));
         }
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, F::NAME, |exec| exec
-            .filter::<F, T>(input, out, uniforms))
+        dispatch!(self.options, F::NAME, |exec| exec.filter(plan::Filter::<(
+            F,
+            T
+        )> {
+            input,
+            out,
+            uniforms
+        }))
     }
 }

@@ -8,7 +8,7 @@ use super::{
 use crate::backends::dispatch;
 use crate::containers::{Input, OutArgs, Outputs};
 use crate::dist::{agree, block_options, Operand, WholeCells};
-use crate::plan::ArgTuple;
+use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
 
@@ -152,8 +152,12 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let options = block_options(dist.as_ref(), self.options, &elementwise);
-        let result = dispatch!(options, F::NAME, |exec| exec
-            .map::<F, I, _>(arrays, inputs, out, uniforms));
+        let result = dispatch!(options, F::NAME, |exec| exec.map(plan::Map::<(F, I, _)> {
+            arrays,
+            inputs,
+            out,
+            uniforms
+        }));
         match dist {
             Some(call) => call.finish(result),
             None => result,

@@ -6,7 +6,7 @@ use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing,
 use crate::backends::dispatch;
 use crate::containers::{Input, Output};
 use crate::dist::{agree, block_options, Operand, WholeCell};
-use crate::plan::ArgTuple;
+use crate::plan::{self, ArgTuple};
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
 
@@ -99,8 +99,15 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         }
         let array = bound.whole_arg(&slot);
         let options = block_options(dist.as_ref(), self.options, &elementwise);
-        let result = dispatch!(options, F::NAME, |exec| exec
-            .map_array::<F, I>(array, inputs, out, uniforms));
+        let result = dispatch!(options, F::NAME, |exec| exec.map_array(plan::MapArray::<(
+            F,
+            I
+        )> {
+            array,
+            inputs,
+            out,
+            uniforms
+        }));
         match dist {
             Some(call) => call.finish(result),
             None => result,

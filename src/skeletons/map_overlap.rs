@@ -4,7 +4,7 @@ use super::{check_shape, common_options, uniforms_or_missing, Edge, Options};
 use crate::backends::{dispatch, Stencil};
 use crate::containers::{Input, Output, Shape};
 use crate::dist::{agree, Operand};
-use crate::plan::Axis;
+use crate::plan::{self, Axis};
 use crate::userfn::{StencilFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
 
@@ -184,8 +184,15 @@ where
                 uniforms,
             );
         }
-        dispatch!(self.options, F::NAME, |exec| exec
-            .map_overlap::<F>(input, out, stencil, axis, uniforms))
+        dispatch!(self.options, F::NAME, |exec| exec.map_overlap(
+            plan::MapOverlap::<F> {
+                input,
+                out,
+                stencil,
+                axis,
+                uniforms
+            }
+        ))
     }
 }
 
@@ -237,7 +244,13 @@ where
                 uniforms,
             );
         }
-        dispatch!(self.options, F::NAME, |exec| exec
-            .map_overlap_2d::<F>(input, out, stencil, uniforms))
+        dispatch!(self.options, F::NAME, |exec| exec.map_overlap_2d(
+            plan::MapOverlap2d::<F> {
+                input,
+                out,
+                stencil,
+                uniforms
+            }
+        ))
     }
 }

@@ -7,7 +7,7 @@ use super::{
 use crate::backends::dispatch;
 use crate::containers::{Arg, Input, Output, Shape};
 use crate::dist::{agree_pairs, check_pairs, WholeCell, WholeCells};
-use crate::plan::ArgTuple;
+use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
 
@@ -148,8 +148,15 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
         let result = if rows == 0 && dist.is_some() {
             Ok(())
         } else {
-            dispatch!(self.options, F::NAME, |exec| exec
-                .map_pairs::<F, A, B>(arrays, v, h, out, uniforms))
+            dispatch!(self.options, F::NAME, |exec| exec.map_pairs(
+                plan::MapPairs::<(F, A, B)> {
+                    arrays,
+                    v,
+                    h,
+                    out,
+                    uniforms
+                }
+            ))
         };
         match dist {
             Some(call) => call.finish(result),

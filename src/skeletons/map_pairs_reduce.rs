@@ -8,7 +8,7 @@ use super::{
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
 use crate::dist::{agree_pairs, check_pairs, WholeCell, WholeCells};
-use crate::plan::{ArgTuple, Axis};
+use crate::plan::{self, ArgTuple, Axis};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
 
@@ -186,8 +186,16 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
             let result = if rows == 0 {
                 Ok(())
             } else {
-                dispatch!(self.options, M::NAME, |exec| exec
-                    .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
+                dispatch!(self.options, M::NAME, |exec| exec.map_pairs_reduce(
+                    plan::MapPairsReduce::<(M, R, A, B)> {
+                        arrays,
+                        v,
+                        h,
+                        out,
+                        axis,
+                        uniforms
+                    }
+                ))
             };
             return call.finish(result);
         }
@@ -208,8 +216,16 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
             <M::Index as IndexKind>::DIMS,
             pairs,
         )?;
-        dispatch!(self.options, M::NAME, |exec| exec
-            .map_pairs_reduce::<M, R, A, B>(arrays, v, h, out, axis, uniforms))
+        dispatch!(self.options, M::NAME, |exec| exec.map_pairs_reduce(
+            plan::MapPairsReduce::<(M, R, A, B)> {
+                arrays,
+                v,
+                h,
+                out,
+                axis,
+                uniforms
+            }
+        ))
     }
 }
 

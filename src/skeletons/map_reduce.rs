@@ -8,7 +8,7 @@ use super::{
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::Input;
 use crate::dist::{agree, block_options, Operand, WholeCells};
-use crate::plan::ArgTuple;
+use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 
 use crate::{DeviceType, Result};
@@ -155,8 +155,15 @@ where
                 start,
             );
         }
-        dispatch!(self.options, M::NAME, |exec| exec
-            .map_reduce::<M, R, I>(arrays, inputs, shape, uniforms, start))
+        dispatch!(self.options, M::NAME, |exec| exec.map_reduce(
+            plan::MapReduce::<(M, R, I)> {
+                arrays,
+                inputs,
+                shape,
+                uniforms,
+                start
+            }
+        ))
     }
 }
 

@@ -4,7 +4,7 @@ use super::{check_shape, common_options, Options};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output, Shape};
 use crate::dist::{agree, Operand};
-use crate::plan::Axis;
+use crate::plan::{self, Axis};
 use crate::{DeviceType, Error, Result};
 
 /// Folds all elements (`run`), each row (`run_rows`) or each column (`run_cols`) with an
@@ -74,8 +74,13 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         if let Some(call) = agree(|| format!("Reduce({})", F::NAME), &[Operand::of(&input)])? {
             return crate::dist::reduce::<F, T>(&call, self.options, input, start);
         }
-        dispatch!(self.options, F::NAME, |exec| exec
-            .reduce::<F, T>(input, start))
+        dispatch!(self.options, F::NAME, |exec| exec.reduce(plan::Reduce::<(
+            F,
+            T
+        )> {
+            input,
+            start
+        }))
     }
 
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
@@ -123,6 +128,6 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
             return crate::dist::reduce_axis::<F, T>(&call, self.options, input, out, axis);
         }
         dispatch!(self.options, F::NAME, |exec| exec
-            .reduce_axis::<F, T>(input, out, axis))
+            .reduce_axis(plan::ReduceAxis::<(F, T)> { input, out, axis }))
     }
 }

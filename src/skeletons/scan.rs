@@ -4,6 +4,7 @@ use super::{check_shape, common_options, Options, ScanMode};
 use crate::backends::{dispatch, BinaryFn};
 use crate::containers::{Input, Output};
 use crate::dist::{agree, Operand};
+use crate::plan;
 use crate::{DeviceType, Result};
 
 /// Prefix scan with SkePU's semantics.
@@ -80,7 +81,14 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Scan<F, T> {
         if let Some(call) = dist {
             return crate::dist::scan::<F, T>(&call, self.options, input, out, self.mode, start);
         }
-        dispatch!(self.options, F::NAME, |exec| exec
-            .scan::<F, T>(input, out, self.mode, start))
+        dispatch!(self.options, F::NAME, |exec| exec.scan(plan::Scan::<(
+            F,
+            T
+        )> {
+            input,
+            out,
+            mode: self.mode,
+            start
+        }))
     }
 }

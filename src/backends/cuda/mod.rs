@@ -43,16 +43,19 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use super::Execute;
 use crate::backends::args;
 use crate::backends::cpu::combine;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
-use crate::containers::{Arg, ArgMut, OutArgs, Shape};
-use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
+use crate::containers::{Arg, OutArgs};
+use crate::plan::{
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+};
+use crate::plan::{ArgTuple, ArgVisitor};
 use crate::skeletons::Options;
-use crate::userfn::{ArrayFn, ElementwiseFn, Window2Fn, WindowFn};
+use crate::userfn::{UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
 
 /// Helpers every template includes, after the user functions and its `#define`s.
@@ -437,182 +440,164 @@ pub(crate) fn grid_for(ctx: &context::Ctx, n: usize, threads: usize, per_sm: usi
 }
 
 impl Execute for Cuda {
-    fn map<'a, 'c, 'o, F, I, O>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        inputs: I,
-        out: O,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-        O: OutArgs<'o, Elems = F::Out>,
-    {
+    fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()> {
+        let plan::Map {
+            arrays,
+            inputs,
+            out,
+            uniforms,
+        } = plan;
         let shape = out.shape("Map")?;
         if let Some(parts) = self.device_parts(shape, &inputs)? {
             let mut out = out;
             return devices::in_turn(self.checked, &parts, |p| {
                 let (one, r) = (self.part_at(p), p.range.clone());
                 let out = out.rows(p.rows(shape));
-                map::run::<F, I, _>(&one, arrays, inputs.sub(r), out, uniforms)
+                map::run::<S::F, S::I, _>(&one, arrays, inputs.sub(r), out, uniforms)
             });
         }
-        map::run::<F, I, O>(self, arrays, inputs, out, uniforms)
+        map::run::<S::F, S::I, S::O>(self, arrays, inputs, out, uniforms)
     }
 
-    fn map_array<'a, F, I>(
-        &self,
-        array: Arg<'_, F::Array>,
-        inputs: I,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ArrayFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-    {
+    fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()> {
+        let plan::MapArray {
+            array,
+            inputs,
+            out,
+            uniforms,
+        } = plan;
         let shape = out.shape();
         if let Some(parts) = self.device_parts(shape, &inputs)? {
             let mut out = out;
             return devices::in_turn(self.checked, &parts, |p| {
                 let (one, r) = (self.part_at(p), p.range.clone());
                 let out = out.rows(p.rows(shape));
-                map_array::run::<F, I>(&one, array, inputs.sub(r), out, uniforms)
+                map_array::run::<S::F, S::I>(&one, array, inputs.sub(r), out, uniforms)
             });
         }
-        map_array::run::<F, I>(self, array, inputs, out, uniforms)
+        map_array::run::<S::F, S::I>(self, array, inputs, out, uniforms)
     }
 
-    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
+    fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+        let plan::Reduce { input, start } = plan;
         if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
             let one = self.on_one();
             let partials = devices::at_once(&parts, |p| {
-                reduce::partial::<F, T>(&one, input.sub(p.range.clone()))
+                reduce::partial::<S::F, S::T>(&one, input.sub(p.range.clone()))
             })?;
-            return Ok(combine::<F, T>(start, devices::fold::<F, T>(partials)));
+            return Ok(combine::<S::F, S::T>(
+                start,
+                devices::fold::<S::F, S::T>(partials),
+            ));
         }
-        Ok(combine::<F, T>(
+        Ok(combine::<S::F, S::T>(
             start,
-            reduce::partial::<F, T>(self, input)?,
+            reduce::partial::<S::F, S::T>(self, input)?,
         ))
     }
 
-    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        axis: Axis,
-    ) -> Result<()> {
-        reduce::run_axis::<F, T>(self, input, out, axis)
+    fn reduce_axis<S: FoldSig>(&self, plan: plan::ReduceAxis<'_, S>) -> Result<()> {
+        let plan::ReduceAxis { input, out, axis } = plan;
+        reduce::run_axis::<S::F, S::T>(self, input, out, axis)
     }
 
-    fn map_reduce<'a, 'c, M, R, I>(
+    fn map_reduce<'a, S: MapReduceSig<'a>>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        inputs: I,
-        shape: Shape,
-        uniforms: &M::Uniforms,
-        start: M::Out,
-    ) -> Result<M::Out>
-    where
-        M: ElementwiseFn,
-        R: BinaryFn<M::Out>,
-        I: ArgTuple<'a, Elems = M::Elems>,
-    {
+        plan: plan::MapReduce<'_, 'a, S>,
+    ) -> Result<<S::M as UserFn>::Out> {
+        let plan::MapReduce {
+            arrays,
+            inputs,
+            shape,
+            uniforms,
+            start,
+        } = plan;
         if let Some(parts) = self.device_parts(shape, &inputs)? {
             let partials = devices::at_once(&parts, |p| {
                 let (one, r) = (self.part_at(p), p.range.clone());
                 let part = shape.rows_part(p.rows(shape)).1;
-                map_reduce::partial::<M, R, I>(&one, arrays, inputs.sub(r), part, uniforms)
+                map_reduce::partial::<S::M, S::R, S::I>(&one, arrays, inputs.sub(r), part, uniforms)
             })?;
-            return Ok(combine::<R, M::Out>(
+            return Ok(combine::<S::R, _>(
                 start,
-                devices::fold::<R, M::Out>(partials),
+                devices::fold::<S::R, _>(partials),
             ));
         }
-        let total = map_reduce::partial::<M, R, I>(self, arrays, inputs, shape, uniforms)?;
-        Ok(combine::<R, M::Out>(start, total))
+        let total = map_reduce::partial::<S::M, S::R, S::I>(self, arrays, inputs, shape, uniforms)?;
+        Ok(combine::<S::R, _>(start, total))
     }
 
-    fn scan<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        mode: ScanMode,
-        start: T,
-    ) -> Result<()> {
+    fn scan<S: FoldSig>(&self, plan: plan::Scan<'_, S>) -> Result<()> {
+        let plan::Scan {
+            input,
+            out,
+            mode,
+            start,
+        } = plan;
         if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
-            return devices::scan::<F, T>(&self.on_one(), &parts, input, out, (mode, start));
+            let one = self.on_one();
+            return devices::scan::<S::F, S::T>(&one, &parts, input, out, (mode, start));
         }
-        scan::run::<F, T>(self, input, out, (mode, start), None)
+        scan::run::<S::F, S::T>(self, input, out, (mode, start), None)
     }
 
-    fn map_overlap<F: WindowFn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, usize>,
-        axis: Axis,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
+    fn map_overlap<F: WindowFn>(&self, plan: plan::MapOverlap<'_, F>) -> Result<()> {
+        let plan::MapOverlap {
+            input,
+            out,
+            stencil,
+            axis,
+            uniforms,
+        } = plan;
         map_overlap::run_1d::<F>(self, input, out, stencil, axis, uniforms)
     }
 
-    fn map_overlap_2d<F: Window2Fn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, (usize, usize)>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
+    fn map_overlap_2d<F: Window2Fn>(&self, plan: plan::MapOverlap2d<'_, F>) -> Result<()> {
+        let plan::MapOverlap2d {
+            input,
+            out,
+            stencil,
+            uniforms,
+        } = plan;
         map_overlap::run_2d::<F>(self, input, out, stencil, uniforms)
     }
 
-    fn map_pairs<'c, F, A, B>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn<Elems = (A, B)>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        map_pairs::run::<F, A, B>(self, arrays, v, h, out, uniforms)
+    fn map_pairs<S: PairsSig>(&self, plan: plan::MapPairs<'_, '_, S>) -> Result<()> {
+        let plan::MapPairs {
+            arrays,
+            v,
+            h,
+            out,
+            uniforms,
+        } = plan;
+        map_pairs::run::<S::F, S::A, S::B>(self, arrays, v, h, out, uniforms)
     }
 
-    fn map_pairs_reduce<'c, M, R, A, B>(
+    fn map_pairs_reduce<S: PairsReduceSig>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, M::Out>,
-        axis: Axis,
-        uniforms: &M::Uniforms,
-    ) -> Result<()>
-    where
-        M: ElementwiseFn<Elems = (A, B)>,
-        R: BinaryFn<M::Out>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        map_pairs_reduce::run::<M, R, A, B>(self, arrays, v, h, out, axis, uniforms)
+        plan: plan::MapPairsReduce<'_, '_, S>,
+    ) -> Result<()> {
+        let plan::MapPairsReduce {
+            arrays,
+            v,
+            h,
+            out,
+            axis,
+            uniforms,
+        } = plan;
+        map_pairs_reduce::run::<S::M, S::R, S::A, S::B>(self, arrays, v, h, out, axis, uniforms)
     }
 
-    fn filter<F: PredicateFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        uniforms: &F::Uniforms,
-    ) -> Result<usize> {
+    fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize> {
+        let plan::Filter {
+            input,
+            out,
+            uniforms,
+        } = plan;
         if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
-            return devices::filter::<F, T>(self, &parts, input, out, uniforms);
+            return devices::filter::<S::F, S::T>(self, &parts, input, out, uniforms);
         }
-        filter::run::<F, T>(self, input, out, uniforms)
+        filter::run::<S::F, S::T>(self, input, out, uniforms)
     }
 }
 

@@ -31,14 +31,17 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
+use super::Execute;
 use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_checked, Dialect};
 use crate::containers::host::as_bytes;
-use crate::containers::{Arg, ArgMut, OutArgs, Shape};
-use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
-use crate::userfn::{ArrayFn, ElementwiseFn, UniformTuple, Window2Fn, WindowFn};
+use crate::containers::{Arg, Shape};
+use crate::plan::ArgVisitor;
+use crate::plan::{
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+};
+use crate::userfn::{UniformTuple, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
 
 use context::{ctx, Ctx};
@@ -374,136 +377,124 @@ pub(crate) fn dims(shape: Shape) -> (usize, usize) {
 }
 
 impl Execute for OpenCl {
-    fn map<'a, 'c, 'o, F, I, O>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        inputs: I,
-        out: O,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-        O: OutArgs<'o, Elems = F::Out>,
-    {
-        map::run::<F, I, O>(ctx()?, arrays, inputs, out, uniforms, self)
+    fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()> {
+        let plan::Map {
+            arrays,
+            inputs,
+            out,
+            uniforms,
+        } = plan;
+        map::run::<S::F, S::I, S::O>(ctx()?, arrays, inputs, out, uniforms, self)
     }
 
-    fn map_array<'a, F, I>(
-        &self,
-        array: Arg<'_, F::Array>,
-        inputs: I,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ArrayFn,
-        I: ArgTuple<'a, Elems = F::Elems>,
-    {
-        map_array::run::<F, I>(ctx()?, array, inputs, out, uniforms, self)
+    fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()> {
+        let plan::MapArray {
+            array,
+            inputs,
+            out,
+            uniforms,
+        } = plan;
+        map_array::run::<S::F, S::I>(ctx()?, array, inputs, out, uniforms, self)
     }
 
-    fn reduce<F: BinaryFn<T>, T: DeviceType>(&self, input: Arg<'_, T>, start: T) -> Result<T> {
-        reduce::run::<F, T>(ctx()?, input, start, self.checked)
+    fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+        let plan::Reduce { input, start } = plan;
+        reduce::run::<S::F, S::T>(ctx()?, input, start, self.checked)
     }
 
-    fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        axis: Axis,
-    ) -> Result<()> {
-        reduce::run_axis::<F, T>(ctx()?, input, out, axis, self.checked)
+    fn reduce_axis<S: FoldSig>(&self, plan: plan::ReduceAxis<'_, S>) -> Result<()> {
+        let plan::ReduceAxis { input, out, axis } = plan;
+        reduce::run_axis::<S::F, S::T>(ctx()?, input, out, axis, self.checked)
     }
 
-    fn map_reduce<'a, 'c, M, R, I>(
+    fn map_reduce<'a, S: MapReduceSig<'a>>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        inputs: I,
-        shape: Shape,
-        uniforms: &M::Uniforms,
-        start: M::Out,
-    ) -> Result<M::Out>
-    where
-        M: ElementwiseFn,
-        R: BinaryFn<M::Out>,
-        I: ArgTuple<'a, Elems = M::Elems>,
-    {
-        map_reduce::run::<M, R, I>(ctx()?, arrays, inputs, shape, uniforms, start, self)
+        plan: plan::MapReduce<'_, 'a, S>,
+    ) -> Result<<S::M as UserFn>::Out> {
+        let plan::MapReduce {
+            arrays,
+            inputs,
+            shape,
+            uniforms,
+            start,
+        } = plan;
+        map_reduce::run::<S::M, S::R, S::I>(ctx()?, arrays, inputs, shape, uniforms, start, self)
     }
 
-    fn scan<F: BinaryFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        mode: ScanMode,
-        start: T,
-    ) -> Result<()> {
-        scan::run::<F, T>(ctx()?, input, out, mode, start, self.checked)
+    fn scan<S: FoldSig>(&self, plan: plan::Scan<'_, S>) -> Result<()> {
+        let plan::Scan {
+            input,
+            out,
+            mode,
+            start,
+        } = plan;
+        scan::run::<S::F, S::T>(ctx()?, input, out, mode, start, self.checked)
     }
 
-    fn map_overlap<F: WindowFn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, usize>,
-        axis: Axis,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
+    fn map_overlap<F: WindowFn>(&self, plan: plan::MapOverlap<'_, F>) -> Result<()> {
+        let plan::MapOverlap {
+            input,
+            out,
+            stencil,
+            axis,
+            uniforms,
+        } = plan;
         map_overlap::run_1d::<F>(ctx()?, input, out, stencil, axis, uniforms, self.checked)
     }
 
-    fn map_overlap_2d<F: Window2Fn>(
-        &self,
-        input: Arg<'_, F::Elem>,
-        out: ArgMut<'_, F::Out>,
-        stencil: Stencil<F::Elem, (usize, usize)>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()> {
+    fn map_overlap_2d<F: Window2Fn>(&self, plan: plan::MapOverlap2d<'_, F>) -> Result<()> {
+        let plan::MapOverlap2d {
+            input,
+            out,
+            stencil,
+            uniforms,
+        } = plan;
         map_overlap::run_2d::<F>(ctx()?, input, out, stencil, uniforms, self.checked)
     }
 
-    fn map_pairs<'c, F, A, B>(
-        &self,
-        arrays: ContainerOps<'c, F>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, F::Out>,
-        uniforms: &F::Uniforms,
-    ) -> Result<()>
-    where
-        F: ElementwiseFn<Elems = (A, B)>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        map_pairs::run::<F, A, B>(ctx()?, arrays, v, h, out, uniforms, self.checked)
+    fn map_pairs<S: PairsSig>(&self, plan: plan::MapPairs<'_, '_, S>) -> Result<()> {
+        let plan::MapPairs {
+            arrays,
+            v,
+            h,
+            out,
+            uniforms,
+        } = plan;
+        map_pairs::run::<S::F, S::A, S::B>(ctx()?, arrays, v, h, out, uniforms, self.checked)
     }
 
-    fn map_pairs_reduce<'c, M, R, A, B>(
+    fn map_pairs_reduce<S: PairsReduceSig>(
         &self,
-        arrays: ContainerOps<'c, M>,
-        v: Arg<'_, A>,
-        h: Arg<'_, B>,
-        out: ArgMut<'_, M::Out>,
-        axis: Axis,
-        uniforms: &M::Uniforms,
-    ) -> Result<()>
-    where
-        M: ElementwiseFn<Elems = (A, B)>,
-        R: BinaryFn<M::Out>,
-        A: DeviceType,
-        B: DeviceType,
-    {
-        map_pairs_reduce::run::<M, R, A, B>(ctx()?, arrays, v, h, out, axis, uniforms, self.checked)
+        plan: plan::MapPairsReduce<'_, '_, S>,
+    ) -> Result<()> {
+        let plan::MapPairsReduce {
+            arrays,
+            v,
+            h,
+            out,
+            axis,
+            uniforms,
+        } = plan;
+        let checked = self.checked;
+        map_pairs_reduce::run::<S::M, S::R, S::A, S::B>(
+            ctx()?,
+            arrays,
+            v,
+            h,
+            out,
+            axis,
+            uniforms,
+            checked,
+        )
     }
 
-    fn filter<F: PredicateFn<T>, T: DeviceType>(
-        &self,
-        input: Arg<'_, T>,
-        out: ArgMut<'_, T>,
-        uniforms: &F::Uniforms,
-    ) -> Result<usize> {
-        filter::run::<F, T>(ctx()?, input, out, uniforms, self)
+    fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize> {
+        let plan::Filter {
+            input,
+            out,
+            uniforms,
+        } = plan;
+        filter::run::<S::F, S::T>(ctx()?, input, out, uniforms, self)
     }
 }
 
