@@ -60,6 +60,8 @@ pub enum FaultKind {
     DivZero,
     /// An integer remainder by zero.
     RemZero,
+    /// `clamp(min, max)` with `min > max` or a NaN bound (where Rust's `clamp` panics).
+    Clamp,
 }
 
 impl FaultKind {
@@ -70,6 +72,7 @@ impl FaultKind {
             FaultKind::Window => 2,
             FaultKind::DivZero => 3,
             FaultKind::RemZero => 4,
+            FaultKind::Clamp => 5,
         }
     }
 
@@ -80,6 +83,7 @@ impl FaultKind {
             FaultKind::Window,
             FaultKind::DivZero,
             FaultKind::RemZero,
+            FaultKind::Clamp,
         ]
         .into_iter()
         .find(|k| k.code() == code)
@@ -111,12 +115,13 @@ impl Fault {
             }
             FaultKind::DivZero => format!("integer division of {index} by zero"),
             FaultKind::RemZero => format!("integer remainder of {index} by zero"),
+            FaultKind::Clamp => "clamp with min > max or a NaN bound".to_string(),
         };
         let is_index = matches!(self.kind, FaultKind::Index | FaultKind::Window);
         Error::UserFunction {
             function,
             what,
-            index: Some(index),
+            index: (self.kind != FaultKind::Clamp).then_some(index),
             len: is_index.then_some(len),
         }
     }
@@ -142,6 +147,24 @@ pub fn index(function: &'static str, len: usize, i: usize) -> usize {
         i
     } else {
         fault(Some(function), FaultKind::Index, i as i64, len as u64)
+    }
+}
+
+/// `x.clamp(min, max)` as Rust computes it (NaN stays NaN), except that `min > max` or a
+/// NaN bound, where Rust's `clamp` panics, is a [`FaultKind::Clamp`] fault of `function`.
+#[doc(hidden)]
+#[inline(always)]
+pub fn clamp<T: PartialOrd + Copy>(function: &'static str, x: T, min: T, max: T) -> T {
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN bound must fault too
+    if !(min <= max) {
+        fault(Some(function), FaultKind::Clamp, 0, 0)
+    }
+    if x < min {
+        min
+    } else if x > max {
+        max
+    } else {
+        x
     }
 }
 
@@ -325,6 +348,16 @@ pub(crate) fn catch<R>(
     // only after the loops (a host backend marks the host copy newest up front, which it is).
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
         .unwrap_or_else(|payload| Err(panic_error(function, payload)))
+}
+
+/// Runs `call`, one call of user function `function` the host makes outside a CPU skeleton
+/// loop (a device's `.start(v)` fold, a merge of partial results, `Backend::Auto`'s combine
+/// of a CPU+device split), an unwind out of it (a [`Fault`], or a panic such as `clamp`
+/// with `min > max`) becoming [`Error::UserFunction`] naming `function`.
+pub(crate) fn host_call<R>(function: &str, call: impl FnOnce() -> R) -> crate::Result<R> {
+    // Unwind safety: `call` only computes a value from copies of its operands.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
+        .map_err(|payload| panic_error(function, payload))
 }
 
 /// Runs one device skeleton call of `function`: a [`Fault`] of a user function run on the

@@ -399,7 +399,7 @@ impl Execute for Auto {
                         .reduce::<F, T>(input.sub(0..k), start))
                 },
             )?;
-            return Ok(cpu::combine::<F, T>(head, Some(tail)));
+            return crate::check::host_call(F::NAME, || cpu::combine::<F, T>(head, Some(tail)));
         }
         self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec.reduce::<F, T>(input, start))
@@ -488,7 +488,9 @@ impl Execute for Auto {
                         ))
                 },
             )?;
-            return Ok(cpu::combine::<R, M::Out>(head, Some(tail)));
+            return crate::check::host_call(R::NAME, || {
+                cpu::combine::<R, M::Out>(head, Some(tail))
+            });
         }
         self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec

@@ -45,6 +45,7 @@ use cudarc::driver::{sys, DriverError};
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::backends::args;
 use crate::backends::cpu::combine;
+use crate::check::host_call;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
@@ -499,12 +500,11 @@ impl Execute for Cuda {
             let partials = devices::at_once(&parts, |p| {
                 reduce::partial::<F, T>(&one, input.sub(p.range.clone()))
             })?;
-            return Ok(combine::<F, T>(start, devices::fold::<F, T>(partials)));
+            let total = devices::fold::<F, T>(partials)?;
+            return host_call(F::NAME, || combine::<F, T>(start, total));
         }
-        Ok(combine::<F, T>(
-            start,
-            reduce::partial::<F, T>(self, input)?,
-        ))
+        let total = reduce::partial::<F, T>(self, input)?;
+        host_call(F::NAME, || combine::<F, T>(start, total))
     }
 
     fn reduce_axis<F: BinaryFn<T>, T: DeviceType>(
@@ -535,13 +535,11 @@ impl Execute for Cuda {
                 let part = shape.rows_part(p.rows(shape)).1;
                 map_reduce::partial::<M, R, I>(&one, arrays, inputs.sub(r), part, uniforms)
             })?;
-            return Ok(combine::<R, M::Out>(
-                start,
-                devices::fold::<R, M::Out>(partials),
-            ));
+            let total = devices::fold::<R, M::Out>(partials)?;
+            return host_call(R::NAME, || combine::<R, M::Out>(start, total));
         }
         let total = map_reduce::partial::<M, R, I>(self, arrays, inputs, shape, uniforms)?;
-        Ok(combine::<R, M::Out>(start, total))
+        host_call(R::NAME, || combine::<R, M::Out>(start, total))
     }
 
     fn scan<F: BinaryFn<T>, T: DeviceType>(
