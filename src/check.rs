@@ -218,6 +218,64 @@ pub trait Shift<S>: Copy {
     fn w_shr(self, s: S) -> Self;
 }
 
+/// `min` and `max` with one answer on every backend: Rust's for integers; for floats a
+/// NaN operand gives the other operand (as `f32::min`), and of two zeros `min` gives `-0.0`
+/// and `max` gives `+0.0` (IEEE 754-2019 `minimumNumber`/`maximumNumber`, where `f32::min`
+/// may give either, depending on the optimisation level).
+#[doc(hidden)]
+pub trait MinMax: Copy {
+    /// The smaller operand.
+    fn w_min(self, r: Self) -> Self;
+    /// The larger operand.
+    fn w_max(self, r: Self) -> Self;
+}
+
+macro_rules! min_max_int {
+    ($($t:ty),*) => {$(
+        impl MinMax for $t {
+            #[inline(always)]
+            fn w_min(self, r: Self) -> Self { Ord::min(self, r) }
+            #[inline(always)]
+            fn w_max(self, r: Self) -> Self { Ord::max(self, r) }
+        }
+    )*};
+}
+
+min_max_int!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+macro_rules! min_max_float {
+    ($($t:ty),*) => {$(
+        impl MinMax for $t {
+            #[inline(always)]
+            fn w_min(self, r: Self) -> Self {
+                if self < r {
+                    self
+                } else if r < self || self.is_nan() {
+                    r
+                } else if r.is_nan() || self.is_sign_negative() {
+                    self
+                } else {
+                    r
+                }
+            }
+            #[inline(always)]
+            fn w_max(self, r: Self) -> Self {
+                if self > r {
+                    self
+                } else if r > self || self.is_nan() {
+                    r
+                } else if r.is_nan() || self.is_sign_positive() {
+                    self
+                } else {
+                    r
+                }
+            }
+        }
+    )*};
+}
+
+min_max_float!(f32, f64);
+
 /// `pow` that wraps.
 #[doc(hidden)]
 pub trait Pow: Copy {
