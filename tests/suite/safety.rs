@@ -85,3 +85,126 @@ fn a_fault_in_the_reduce_function_of_map_reduce_names_it() {
         }
     }
 }
+
+#[userfn]
+pub fn clamp_by(x: f32, lo: f32, hi: f32) -> f32 {
+    x.clamp(lo, hi)
+}
+
+#[userfn]
+pub fn clamp_i32(x: i32, lo: i32, hi: i32) -> i32 {
+    i32::clamp(x, lo, hi)
+}
+
+/// `clamp` with valid bounds is Rust's on every backend in every mode (a NaN input stays
+/// NaN); `min > max` or a NaN bound is the same `Err` on every backend in checked mode, and
+/// on the host backends in both modes; an unchecked device gives
+/// `x < lo ? lo : x > hi ? hi : x` (documented in `skel::check`).
+#[test]
+fn clamp_is_the_same_on_every_backend() {
+    let nan = f32::NAN;
+    let ok = (
+        vec![nan, -2.0, 0.5, 7.0, -0.0, 0.0],
+        vec![0.0, -1.0, 0.0, 0.0, 0.0, -0.0],
+        vec![1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+    );
+    let want: Vec<u32> = (0..ok.0.len())
+        .map(|i| ok.0[i].clamp(ok.1[i], ok.2[i]).to_bits())
+        .collect();
+    let (x, lo, hi) = (Vector::from(ok.0), Vector::from(ok.1), Vector::from(ok.2));
+    for be in backends() {
+        for checked in [true, false] {
+            let mut out = Vector::filled(x.len(), 9.0f32);
+            Map::new(clamp_by)
+                .backend(be)
+                .checked(checked)
+                .run(&x, &lo, &hi, &mut out)
+                .unwrap();
+            let got: Vec<u32> = out.to_vec().iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "{be} checked={checked}");
+        }
+    }
+    // min > max, a NaN min, a NaN max
+    let bad = (
+        vec![0.5f32, 0.5, 0.5],
+        vec![1.0f32, nan, 0.0],
+        vec![0.0f32, 1.0, nan],
+    );
+    let (x, lo, hi) = (
+        Vector::from(bad.0),
+        Vector::from(bad.1),
+        Vector::from(bad.2),
+    );
+    let (xi, loi, hii) = (
+        Vector::from(vec![5i32, -5, 0]),
+        Vector::from(vec![3i32, 3, 0]),
+        Vector::from(vec![1i32, 1, 0]),
+    );
+    for be in backends() {
+        let host = matches!(be, Backend::Cpu | Backend::Rayon);
+        for checked in [true, false] {
+            let mut out = Vector::filled(3, 9.0f32);
+            let r = Map::new(clamp_by)
+                .backend(be)
+                .checked(checked)
+                .run(&x, &lo, &hi, &mut out);
+            let mut outi = Vector::filled(3, 9i32);
+            let ri = Map::new(clamp_i32)
+                .backend(be)
+                .checked(checked)
+                .run(&xi, &loi, &hii, &mut outi);
+            if checked || host {
+                let (function, what) = user_fault(be, r);
+                assert_eq!(function, "clamp_by", "{be}");
+                assert!(what.contains("clamp with min > max"), "{be}: {what}");
+                let (function, _) = user_fault(be, ri);
+                assert_eq!(function, "clamp_i32", "{be}");
+                if checked {
+                    assert_eq!(out.to_vec(), vec![9.0; 3], "{be}: old values kept");
+                }
+            } else {
+                r.unwrap();
+                ri.unwrap();
+                // `x < lo ? lo : x > hi ? hi : x`
+                assert_eq!(out[0], 1.0, "{be}");
+                assert!(out[1].is_nan() || out[1] == 0.5, "{be}: {}", out[1]);
+                assert_eq!(outi.to_vec(), vec![1, 3, 0], "{be}");
+            }
+        }
+    }
+}
+
+#[userfn]
+pub fn min_max(a: f64, b: f64) -> (f64, f64) {
+    (a.min(b), f64::max(a, b))
+}
+
+/// `min`/`max` of floats: a NaN operand gives the other, two zeros give -0.0 (`min`) and
+/// +0.0 (`max`), bit for bit on every backend.
+#[test]
+fn float_min_max_of_zeros_and_nans_are_the_same_everywhere() {
+    let nan = f64::NAN;
+    let a = vec![0.0, -0.0, nan, 1.0, nan, -0.0, 2.0, -3.0];
+    let b = vec![-0.0, 0.0, 1.0, nan, nan, -0.0, 2.0, 4.0];
+    let want_min = [-0.0f64, -0.0, 1.0, 1.0, nan, -0.0, 2.0, -3.0];
+    let want_max = [0.0f64, 0.0, 1.0, 1.0, nan, -0.0, 2.0, 4.0];
+    let (va, vb) = (Vector::from(a), Vector::from(b));
+    for be in backends() {
+        for checked in [true, false] {
+            let mut lo = Vector::zeroed(va.len());
+            let mut hi = Vector::zeroed(va.len());
+            Map::new(min_max)
+                .backend(be)
+                .checked(checked)
+                .run(&va, &vb, &mut (&mut lo, &mut hi))
+                .unwrap();
+            for i in 0..va.len() {
+                let (l, h) = (lo[i], hi[i]);
+                let same =
+                    |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+                assert!(same(l, want_min[i]), "{be} min #{i}: {l:?}");
+                assert!(same(h, want_max[i]), "{be} max #{i}: {h:?}");
+            }
+        }
+    }
+}
