@@ -208,3 +208,115 @@ fn float_min_max_of_zeros_and_nans_are_the_same_everywhere() {
         }
     }
 }
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct Pt {
+    pub x: f32,
+    pub y: f32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct Near {
+    pub d: f32,
+    pub k: u32,
+}
+
+/// The squared distance of point `p` to centre `c` (column `k` of the pairs), the way the
+/// k-means port computes it.
+#[userfn]
+pub fn to_centre(#[index] (_row, k): (usize, usize), p: Pt, c: Pt) -> Near {
+    let (dx, dy) = (p.x - c.x, p.y - c.y);
+    Near {
+        d: dx.powi(2) + dy * dy,
+        k: k as u32,
+    }
+}
+
+/// The nearer of two, the first on a tie: the fold order decides ties.
+#[userfn]
+pub fn nearer(a: Near, b: Near) -> Near {
+    if b.d < a.d {
+        b
+    } else {
+        a
+    }
+}
+
+/// The nearest row of `c` (a centre per row), the first on a tie.
+#[userfn]
+pub fn nearest(p: Pt, c: Mat<f32>) -> u32 {
+    let mut best = 0u32;
+    let mut best_d = f32::INFINITY;
+    for k in 0..c.rows() {
+        let (dx, dy) = (p.x - c[(k, 0)], p.y - c[(k, 1)]);
+        let d = dx.powi(2) + dy * dy;
+        if d < best_d {
+            best_d = d;
+            best = k as u32;
+        }
+    }
+    best
+}
+
+/// A k-means membership step (MapPairsReduce rows with a struct result, and a Map with a
+/// `Mat` argument): points on a grid and centres placed so that many points are exactly as
+/// far from two centres; every backend gives the `cpu` membership bit for bit.
+#[test]
+fn k_means_membership_with_ties_is_the_same_everywhere() {
+    for (points, centres) in [(300usize, 1000usize), (5000, 7), (2049, 64)] {
+        let pts = Vector::from_fn(points, |i| Pt {
+            x: (i % 37) as f32 * 0.25 - 4.0,
+            y: (i / 37 % 41) as f32 * 0.5 - 10.0 + (i % 3) as f32 * 0.1,
+        });
+        // pairs of centres mirrored about x = 0 and y = 0: ties for points on the axes
+        let cs: Vec<Pt> = (0..centres)
+            .map(|k| {
+                let s = if k % 2 == 0 { 1.0 } else { -1.0 };
+                Pt {
+                    x: s * ((k / 2) % 9) as f32 * 0.75,
+                    y: if k % 4 < 2 { 1.0 } else { -1.0 } * ((k / 4) % 5) as f32,
+                }
+            })
+            .collect();
+        let flat: Vec<f32> = cs.iter().flat_map(|c| [c.x, c.y]).collect();
+        let (cv, cm) = (
+            Vector::from(cs),
+            Matrix::from_vec(centres, 2, flat).unwrap(),
+        );
+        let mut want = Vector::zeroed(points);
+        MapPairsReduce::new(to_centre, nearer)
+            .backend(Backend::Cpu)
+            .run_rows(&pts, &cv, &mut want)
+            .unwrap();
+        let mut want_map = Vector::zeroed(points);
+        Map::new(nearest)
+            .arrays((&cm,))
+            .backend(Backend::Cpu)
+            .run(&pts, &mut want_map)
+            .unwrap();
+        let ks: Vec<u32> = want.to_vec().iter().map(|n: &Near| n.k).collect();
+        assert_eq!(ks, want_map.to_vec(), "the two forms agree on the cpu");
+        for be in backends() {
+            let mut got = Vector::zeroed(points);
+            MapPairsReduce::new(to_centre, nearer)
+                .backend(be)
+                .run_rows(&pts, &cv, &mut got)
+                .unwrap();
+            for (i, (g, w)) in got.to_vec().iter().zip(want.to_vec()).enumerate() {
+                assert!(
+                    g.k == w.k && g.d.to_bits() == w.d.to_bits(),
+                    "{be} {points}x{centres}: MISMATCH at {i}: {g:?} vs {w:?}"
+                );
+            }
+            let mut got = Vector::zeroed(points);
+            Map::new(nearest)
+                .arrays((&cm,))
+                .backend(be)
+                .run(&pts, &mut got)
+                .unwrap();
+            assert_eq!(got.to_vec(), want_map.to_vec(), "{be} {points}x{centres}");
+        }
+    }
+}

@@ -43,8 +43,20 @@ impl FnEmitter<'_> {
             let f = |m: MathFn| float_math(m, p, d).unwrap_or_default();
             let one = if p == Prim::F32 { "1.0f" } else { "1.0" };
             let body = match func {
-                MathFn::Powi if d == Dialect::OpenCl => return Ok(format!("pown({args})")),
-                MathFn::Powi => return Ok(format!("{}({}, ({t})({}))", f(func), vs[0], vs[1])),
+                // Rust's `powi` (LLVM's `powi`, compiler-rt's `__powisf2`): squarings and
+                // products in this order, then one reciprocal for a negative exponent; a
+                // device `pow`/`pown` may round differently.
+                MathFn::Powi => {
+                    let i32t = c_type(Ty::Prim(Prim::I32), d);
+                    let h = self.helper_fn(name, |n| {
+                        format!(
+                            "SKEL_FN {t} {n}({t} a, {i32t} b) {{ int recip = b < 0; {t} r = {one}; \
+                             for (;;) {{ if (b & 1) r *= a; b /= 2; if (b == 0) break; a *= a; }} \
+                             return recip ? {one} / r : r; }}\n"
+                        )
+                    });
+                    return Ok(format!("{h}({args})"));
+                }
                 MathFn::Fract => format!("return x - {}(x);", f(MathFn::Trunc)),
                 // NaN stays NaN; zeros keep their sign: signum(-0.0) == -1.0
                 MathFn::Signum => format!("return x != x ? x : {}({one}, x);", f(MathFn::Copysign)),
