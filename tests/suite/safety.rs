@@ -320,3 +320,112 @@ fn k_means_membership_with_ties_is_the_same_everywhere() {
         }
     }
 }
+
+#[userfn]
+pub fn far_read(#[index] i: usize, t: &[f32]) -> f32 {
+    t[i + (1usize << 34)]
+}
+
+#[userfn]
+pub fn far_bool(#[index] i: usize, t: &[bool]) -> bool {
+    t[i * 1000 + 77]
+}
+
+#[userfn]
+pub fn local_write(x: u32) -> u32 {
+    let mut a = [0u32; 4];
+    a[(x as usize) * 1000 + 5] = x;
+    a[0] + a[3]
+}
+
+#[userfn]
+pub fn mat_far(#[index] i: usize, m: Mat<i32>) -> i32 {
+    m[(i + 1000, i * 7 + 3)]
+}
+
+/// Out-of-range reads and writes never leave their buffers, in any mode (issue 23): a
+/// checked call is `Err(UserFunction)` on every backend; an unchecked call returns an
+/// unspecified but valid value on a device (an index is clamped into range) and the
+/// host backends' `Err`. Before, unchecked OpenCL crashed (SIGSEGV) or returned other heap
+/// data, and a `bool` read left bytes that were neither 0 nor 1.
+#[test]
+fn out_of_range_accesses_stay_inside_their_buffers() {
+    let t = Vector::from_fn(1000, |i| i as f32);
+    let bits = Vector::from_fn(100, |i| i % 3 == 0);
+    let m = Matrix::from_fn(5, 4, |r, c| (r * 10 + c) as i32);
+    let xs = Vector::from(vec![0u32, 1, 2, 3]);
+    for be in backends() {
+        for checked in [true, false] {
+            let device = !matches!(be, Backend::Cpu | Backend::Rayon);
+            let valid = device && !checked;
+            let mut out = Vector::filled(64, -1.0f32);
+            let r = MapArray::new(far_read)
+                .backend(be)
+                .checked(checked)
+                .run_index(&t, &mut out);
+            if valid {
+                r.unwrap();
+                let got = out.try_to_vec().unwrap();
+                assert!(
+                    got.iter().all(|v| t.as_slice().contains(v)),
+                    "{be}: {got:?}"
+                );
+            } else {
+                user_fault(be, r);
+            }
+            let mut flags = Vector::filled(4096, false);
+            let r = MapArray::new(far_bool)
+                .backend(be)
+                .checked(checked)
+                .run_index(&bits, &mut flags);
+            if valid {
+                r.unwrap();
+                // every byte a valid bool: reading them back through u8 keeps 0 or 1
+                let got = flags.try_to_vec().unwrap();
+                let bytes: Vec<u8> = got.iter().map(|&b| b as u8).collect();
+                assert!(bytes.iter().all(|&b| b <= 1), "{be}");
+                // an unspecified but valid element: the clamp reads the last one
+                assert!(
+                    got.iter().all(|&b| !b || bits.as_slice().contains(&b)),
+                    "{be}"
+                );
+            } else {
+                user_fault(be, r);
+            }
+            let mut o = Vector::filled(4, 7u32);
+            let r = Map::new(local_write)
+                .backend(be)
+                .checked(checked)
+                .run(&xs, &mut o);
+            if valid {
+                r.unwrap();
+                assert_eq!(o.try_to_vec().unwrap().len(), 4, "{be}");
+            } else {
+                user_fault(be, r);
+            }
+            let mut o = Vector::filled(8, 0i32);
+            let r = Map::new(mat_far)
+                .arrays((&m,))
+                .backend(be)
+                .checked(checked)
+                .run_index(&mut o);
+            if valid {
+                r.unwrap();
+                let got = o.try_to_vec().unwrap();
+                assert!(
+                    got.iter().all(|v| m.as_slice().contains(v)),
+                    "{be}: {got:?}"
+                );
+            } else {
+                user_fault(be, r);
+            }
+            // the backend works on afterwards
+            let s = Reduce::new(max_from_positive)
+                .backend(be)
+                .start(3)
+                .run(&Vector::from(vec![5i64, 9, 2]))
+                .unwrap();
+            assert_eq!(s, 9, "{be}");
+        }
+    }
+}

@@ -137,9 +137,41 @@ pub(crate) fn device_objects() -> Option<crate::debug::DeviceObjects> {
     })
 }
 
-/// A driver error as an [`Error::Driver`].
+/// A driver error as an [`Error::Driver`]; one that leaves the context unusable (an
+/// illegal address, a failed launch, ...) as [`Error::DeviceLost`], remembered so that
+/// every later call fails with it at once.
 pub(crate) fn driver(e: DriverError) -> Error {
+    use sys::CUresult as R;
+    let sticky = matches!(
+        e.0,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_LAUNCH_FAILED
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_INVALID_PC
+    );
+    if sticky {
+        let first = LOST.get_or_init(|| format!("CUDA: {e}"));
+        return lost(first);
+    }
     Error::Driver(format!("CUDA: {e}"))
+}
+
+/// What lost the CUDA context, once something did.
+static LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn lost(reason: &str) -> Error {
+    Error::DeviceLost {
+        backend: crate::Backend::Cuda,
+        reason: reason.to_string(),
+    }
+}
+
+/// `Err(DeviceLost)` once a sticky error has lost the context.
+pub(crate) fn not_lost() -> Result<()> {
+    LOST.get().map_or(Ok(()), |r| Err(lost(r)))
 }
 
 /// `Err` when [`crate::debug::inject_fault`] makes this operation fail: the driver error

@@ -39,6 +39,22 @@ impl FnEmitter<'_> {
         });
     }
 
+    /// `i` checked against `len` (the checked variant) or clamped into `0..len` (the
+    /// unchecked one: an index out of range reads the last element, an unspecified but
+    /// valid value, so no unchecked call leaves its buffers). A `len` of 0 gives 0.
+    pub(super) fn safe_index(&mut self, i: &str, len: &str) -> String {
+        if self.prog.checked {
+            return self.check_index(i, len);
+        }
+        let u64t = c_type(Ty::Prim(Prim::U64), self.d());
+        let name = self.helper_fn("skel_0idx".into(), |n| {
+            format!(
+                "SKEL_FN {u64t} {n}({u64t} i, {u64t} len) {{ return i < len ? i : len - (len != 0); }}\n"
+            )
+        });
+        format!("{name}(({u64t})({i}), ({u64t})({len}))")
+    }
+
     /// `i`, checked against `len` in the checked variant.
     pub(super) fn check_index(&mut self, i: &str, len: &str) -> String {
         self.fault_helpers();
