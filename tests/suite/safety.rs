@@ -339,6 +339,16 @@ pub fn local_write(x: u32) -> u32 {
 }
 
 #[userfn]
+pub fn far_window(w: Window<f32>, #[uniform] k: i32) -> f32 {
+    w[k as isize]
+}
+
+#[userfn]
+pub fn far_window2(w: Window2<f32>, #[uniform] k: i32) -> f32 {
+    w[(k as isize, -(k as isize))]
+}
+
+#[userfn]
 pub fn mat_far(#[index] i: usize, m: Mat<i32>) -> i32 {
     m[(i + 1000, i * 7 + 3)]
 }
@@ -416,6 +426,43 @@ fn out_of_range_accesses_stay_inside_their_buffers() {
                     got.iter().all(|v| m.as_slice().contains(v)),
                     "{be}: {got:?}"
                 );
+            } else {
+                user_fault(be, r);
+            }
+            let mut o = Vector::filled(1000, -1.0f32);
+            let r = MapOverlap::new(far_window, 1)
+                .uniforms((100_000_000,))
+                .backend(be)
+                .checked(checked)
+                .run(&t, &mut o);
+            if valid {
+                r.unwrap();
+                let got = o.try_to_vec().unwrap();
+                assert!(
+                    got.iter().all(|v| t.as_slice().contains(v) || *v == 0.0),
+                    "{be}"
+                );
+            } else {
+                user_fault(be, r);
+            }
+            let img = Matrix::from_fn(40, 30, |r, c| (r * 100 + c) as f32);
+            let mut o = Matrix::filled(40, 30, -1.0f32);
+            let r = MapOverlap::new(far_window2, (2, 2))
+                .uniforms((100_000_000,))
+                .backend(be)
+                .checked(checked)
+                .run(&img, &mut o);
+            if valid {
+                r.unwrap();
+                let got = o.try_to_vec().unwrap();
+                let inside = img.as_slice();
+                // borders the default edge leaves untouched keep -1.0
+                let bad: Vec<_> = got
+                    .iter()
+                    .filter(|v| !(inside.contains(v) || **v == 0.0 || **v == -1.0))
+                    .take(8)
+                    .collect();
+                assert!(bad.is_empty(), "{be}: {bad:?}");
             } else {
                 user_fault(be, r);
             }

@@ -267,17 +267,14 @@ pub(crate) fn checked_call_expr(
                 u += 1;
                 format!("u{}", u - 1)
             }
-            // Checked: the radii follow (a stencil template defines SKEL_RR and SKEL_RC;
-            // a 1D window's radius is the one that is not 0).
-            ParamKind::Window if checked => {
-                format!("{}, (skel_i64)(SKEL_RR + SKEL_RC)", site.window)
-            }
-            ParamKind::Window => site.window.to_string(),
-            ParamKind::Window2 if checked => format!(
+            // The radii follow, which the checked variant checks offsets against and the
+            // unchecked one clamps them into (a stencil template defines SKEL_RR and
+            // SKEL_RC; a 1D window's radius is the one that is not 0).
+            ParamKind::Window => format!("{}, (skel_i64)(SKEL_RR + SKEL_RC)", site.window),
+            ParamKind::Window2 => format!(
                 "{}, (skel_i64)({}), (skel_i64)(SKEL_RR), (skel_i64)(SKEL_RC)",
                 site.window, site.stride
             ),
-            ParamKind::Window2 => format!("{}, (skel_i64)({})", site.window, site.stride),
         })
         .collect();
     let fault = checked.then(|| "skel_fault".to_string());
