@@ -15,8 +15,8 @@
 //!
 //! | backend | checked | unchecked |
 //! |---------|---------|-----------|
-//! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; a panic (`clamp` with `min > max`) too; the output keeps its old values | `Err(UserFunction)` as well (Rust checks every index anyway), but the output may hold what was computed before the fault |
-//! | OpenCL, CUDA | every skeleton runs the checked kernel variant (the combining function of Reduce, Scan, MapReduce and MapPairsReduce included): the first fault of the call (of all its kernels and MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range (a window offset beyond the radius too) reads whatever lies there; an integer division or remainder by zero gives 0 |
+//! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; `clamp` with `min > max` (a [`FaultKind::Clamp`] fault, as on the devices) and any other panic too; the output keeps its old values | `Err(UserFunction)` as well (Rust checks every index anyway), but the output may hold what was computed before the fault |
+//! | OpenCL, CUDA | every skeleton runs the checked kernel variant (the combining function of Reduce, Scan, MapReduce and MapPairsReduce included): the first fault of the call (of all its kernels and MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range is clamped into range (a window offset into the radius): it reads an unspecified element of the same buffer, never outside it; an integer division or remainder by zero gives 0; `clamp` with `min > max` or a NaN bound gives `x < min ? min : x > max ? max : x` |
 //!
 //! Where several elements fault, the CPU backends report the first in order and a device
 //! the first one its threads recorded. A checked call that fails leaves its outputs as they
