@@ -15,8 +15,8 @@
 //!
 //! | backend | checked | unchecked |
 //! |---------|---------|-----------|
-//! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; a panic (`clamp` with `min > max`) too; the output keeps its old values | `Err(UserFunction)` as well (Rust checks every index anyway), but the output may hold what was computed before the fault |
-//! | OpenCL, CUDA | every skeleton runs the checked kernel variant (the combining function of Reduce, Scan, MapReduce and MapPairsReduce included): the first fault of the call (of all its kernels and MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range (a window offset beyond the radius too) reads whatever lies there; an integer division or remainder by zero gives 0 |
+//! | `cpu`, `rayon` | `Err(UserFunction)` with function, index and length; `clamp` with `min > max` (a [`FaultKind::Clamp`] fault, as on the devices) and any other panic too; the output keeps its old values | `Err(UserFunction)` as well (Rust checks every index anyway), but the output may hold what was computed before the fault |
+//! | OpenCL, CUDA | every skeleton runs the checked kernel variant (the combining function of Reduce, Scan, MapReduce and MapPairsReduce included): the first fault of the call (of all its kernels and MultiStream chunks) is recorded on the device and read with the result, `Err(UserFunction)` as on the CPU, the output keeps its old values | an index out of range is clamped into range (a window offset into the radius): it reads an unspecified element of the same buffer, never outside it; an integer division or remainder by zero gives 0; `clamp` with `min > max` or a NaN bound gives `x < min ? min : x > max ? max : x` |
 //!
 //! Where several elements fault, the CPU backends report the first in order and a device
 //! the first one its threads recorded. A checked call that fails leaves its outputs as they
@@ -59,6 +59,8 @@ pub enum FaultKind {
     DivZero,
     /// An integer remainder by zero.
     RemZero,
+    /// `clamp(min, max)` with `min > max` or a NaN bound (where Rust's `clamp` panics).
+    Clamp,
 }
 
 impl FaultKind {
@@ -69,6 +71,7 @@ impl FaultKind {
             FaultKind::Window => 2,
             FaultKind::DivZero => 3,
             FaultKind::RemZero => 4,
+            FaultKind::Clamp => 5,
         }
     }
 
@@ -79,6 +82,7 @@ impl FaultKind {
             FaultKind::Window,
             FaultKind::DivZero,
             FaultKind::RemZero,
+            FaultKind::Clamp,
         ]
         .into_iter()
         .find(|k| k.code() == code)
@@ -110,12 +114,13 @@ impl Fault {
             }
             FaultKind::DivZero => format!("integer division of {index} by zero"),
             FaultKind::RemZero => format!("integer remainder of {index} by zero"),
+            FaultKind::Clamp => "clamp with min > max or a NaN bound".to_string(),
         };
         let is_index = matches!(self.kind, FaultKind::Index | FaultKind::Window);
         Error::UserFunction {
             function,
             what,
-            index: Some(index),
+            index: (self.kind != FaultKind::Clamp).then_some(index),
             len: is_index.then_some(len),
         }
     }
@@ -141,6 +146,24 @@ pub fn index(function: &'static str, len: usize, i: usize) -> usize {
         i
     } else {
         fault(Some(function), FaultKind::Index, i as i64, len as u64)
+    }
+}
+
+/// `x.clamp(min, max)` as Rust computes it (NaN stays NaN), except that `min > max` or a
+/// NaN bound, where Rust's `clamp` panics, is a [`FaultKind::Clamp`] fault of `function`.
+#[doc(hidden)]
+#[inline(always)]
+pub fn clamp<T: PartialOrd + Copy>(function: &'static str, x: T, min: T, max: T) -> T {
+    #[allow(clippy::neg_cmp_op_on_partial_ord)] // a NaN bound must fault too
+    if !(min <= max) {
+        fault(Some(function), FaultKind::Clamp, 0, 0)
+    }
+    if x < min {
+        min
+    } else if x > max {
+        max
+    } else {
+        x
     }
 }
 
@@ -193,6 +216,64 @@ pub trait Shift<S>: Copy {
     /// `self >> s`, the amount modulo the width.
     fn w_shr(self, s: S) -> Self;
 }
+
+/// `min` and `max` with one answer on every backend: Rust's for integers; for floats a
+/// NaN operand gives the other operand (as `f32::min`), and of two zeros `min` gives `-0.0`
+/// and `max` gives `+0.0` (IEEE 754-2019 `minimumNumber`/`maximumNumber`, where `f32::min`
+/// may give either, depending on the optimisation level).
+#[doc(hidden)]
+pub trait MinMax: Copy {
+    /// The smaller operand.
+    fn w_min(self, r: Self) -> Self;
+    /// The larger operand.
+    fn w_max(self, r: Self) -> Self;
+}
+
+macro_rules! min_max_int {
+    ($($t:ty),*) => {$(
+        impl MinMax for $t {
+            #[inline(always)]
+            fn w_min(self, r: Self) -> Self { Ord::min(self, r) }
+            #[inline(always)]
+            fn w_max(self, r: Self) -> Self { Ord::max(self, r) }
+        }
+    )*};
+}
+
+min_max_int!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+
+macro_rules! min_max_float {
+    ($($t:ty),*) => {$(
+        impl MinMax for $t {
+            #[inline(always)]
+            fn w_min(self, r: Self) -> Self {
+                if self < r {
+                    self
+                } else if r < self || self.is_nan() {
+                    r
+                } else if r.is_nan() || self.is_sign_negative() {
+                    self
+                } else {
+                    r
+                }
+            }
+            #[inline(always)]
+            fn w_max(self, r: Self) -> Self {
+                if self > r {
+                    self
+                } else if r > self || self.is_nan() {
+                    r
+                } else if r.is_nan() || self.is_sign_positive() {
+                    self
+                } else {
+                    r
+                }
+            }
+        }
+    )*};
+}
+
+min_max_float!(f32, f64);
 
 /// `pow` that wraps.
 #[doc(hidden)]
@@ -324,6 +405,16 @@ pub(crate) fn catch<R>(
     // only after the loops (a host backend marks the host copy newest up front, which it is).
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
         .unwrap_or_else(|payload| Err(panic_error(function, payload)))
+}
+
+/// Runs `call`, one call of user function `function` the host makes outside a CPU skeleton
+/// loop (a device's `.start(v)` fold, a merge of partial results, `Backend::Auto`'s combine
+/// of a CPU+device split), an unwind out of it (a [`Fault`], or a panic such as `clamp`
+/// with `min > max`) becoming [`Error::UserFunction`] naming `function`.
+pub(crate) fn host_call<R>(function: &str, call: impl FnOnce() -> R) -> crate::Result<R> {
+    // Unwind safety: `call` only computes a value from copies of its operands.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call))
+        .map_err(|payload| panic_error(function, payload))
 }
 
 /// Runs one device skeleton call of `function`: a [`Fault`] of a user function run on the

@@ -60,6 +60,16 @@ pub enum Error {
     /// Anything else the CUDA or OpenCL runtime reported.
     #[error("driver error: {0}")]
     Driver(String),
+    /// The device's context is lost for the rest of the process (CUDA: an illegal memory
+    /// access or another sticky launch failure; every later call on that backend returns
+    /// this error, and host copies of results left on the device cannot be read back).
+    #[error("{backend} device lost for the rest of the process: {reason}")]
+    DeviceLost {
+        /// The backend whose device is lost.
+        backend: Backend,
+        /// What the driver reported first.
+        reason: String,
+    },
     /// A stage of a [`skel::stream::Pipeline`](crate::stream::Pipeline) failed (returned
     /// `Err` or panicked) on one item; the pipeline was stopped and drained.
     #[error("stage {stage} failed on item {item}: {source}")]

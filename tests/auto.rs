@@ -181,6 +181,41 @@ fn unreadable_model_falls_back_to_the_static_order() {
     set_model_dir(None);
 }
 
+/// A model path that is a FIFO or a link to `/dev/zero` is not a model: the calls go on
+/// in the static order at once (before: the first call hung, or read until memory ran out).
+#[test]
+fn a_fifo_or_a_device_as_the_model_is_refused_at_once() {
+    let _s = serial();
+    for kind in ["fifo", "dev-zero"] {
+        let dir = temp_dir(kind);
+        let path = dir.join("model-v2.txt");
+        if kind == "fifo" {
+            let made = std::process::Command::new("mkfifo").arg(&path).status();
+            if !made.is_ok_and(|s| s.success()) {
+                println!("skipped: mkfifo is not available");
+                continue;
+            }
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        }
+        set_model_dir(Some(&dir));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let v = Vector::from((1..=100i64).collect::<Vec<_>>());
+            let s = Reduce::new(add_i64).backend(Backend::Auto).run(&v);
+            let reason = explain().map(|w| w.reason);
+            let _ = tx.send((s.ok(), reason));
+        });
+        let (sum, reason) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("{kind}: the Auto call did not return"));
+        assert_eq!(sum, Some(5050), "{kind}");
+        let reason = reason.unwrap_or_default();
+        assert!(reason.starts_with("static order"), "{kind}: {reason}");
+    }
+    set_model_dir(None);
+}
+
 #[test]
 fn unwritable_model_keeps_calls_working() {
     let _s = serial();
@@ -351,6 +386,116 @@ fn split_calls_match_the_single_backends() {
         .run(&w)
         .unwrap();
     assert_eq!(got, want);
+    set_model_dir(None);
+}
+
+/// A fold of elements (`count` of them, `last` if the last element is in it), `mark` if the
+/// start value is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Tally {
+    count: i64,
+    mark: i64,
+    last: i64,
+}
+
+/// Counts, and faults (`clamp` with min > max) only where the start value meets the fold
+/// of several elements ending with the last one: never in a sequential fold (one element
+/// at a time), never on a device (which never sees the start) and never on Rayon's half of
+/// a split (without the last element); only in the combine of a split's two halves.
+#[userfn]
+fn tally(a: Tally, b: Tally) -> Tally {
+    let hi = if a.mark == 1 && b.last == 1 && b.count > 1 {
+        0
+    } else {
+        i64::MAX
+    };
+    Tally {
+        count: (a.count + b.count).clamp(1, hi),
+        mark: a.mark | b.mark,
+        last: a.last | b.last,
+    }
+}
+
+/// `x == -1` marks the last element.
+#[userfn]
+fn one(x: i64) -> Tally {
+    Tally {
+        count: 1,
+        mark: 0,
+        last: if x == -1 { 1 } else { 0 },
+    }
+}
+
+/// The host's combine of a CPU+device split runs under the unwind guard: a fault there is
+/// the call's `Err(UserFunction)` naming the combining function (it was a panic out of the
+/// call before).
+#[test]
+fn a_fault_in_the_combine_of_a_split_is_an_err() {
+    let _s = serial();
+    let Some(gpu) = device() else { return };
+    let n = skel::tune::HYBRID_MIN + 12345;
+    let equal = |b: Backend| {
+        if b == Backend::Rayon || b == gpu {
+            1e6
+        } else {
+            1e10
+        }
+    };
+    let sizes = [n / 4, n];
+    let start = Tally {
+        count: 0,
+        mark: 1,
+        last: 0,
+    };
+    let w = Vector::from_fn(n, |i| if i == n - 1 { -1 } else { i as i64 });
+    let mut v = Vector::zeroed(n);
+    Map::new(one).backend(Backend::Cpu).run(&w, &mut v).unwrap();
+    // Either half alone folds without a fault: the start with elements short of the last,
+    // the elements up to the last without the start.
+    let half = Reduce::new(tally)
+        .backend(Backend::Cpu)
+        .start(start)
+        .run(&v.view(0..n - 1))
+        .unwrap();
+    assert_eq!((half.count, half.mark, half.last), (n as i64 - 1, 1, 0));
+    let rest = Reduce::new(tally).backend(gpu).run(&v.view(1..n)).unwrap();
+    assert_eq!((rest.count, rest.mark, rest.last), (n as i64 - 1, 0, 1));
+
+    set_model_dir(None);
+    Reduce::new(tally).backend(Backend::Auto).run(&v).unwrap();
+    let probe = explain().unwrap();
+    use_model("split-combine-reduce", &probe, &sizes, equal);
+    let err = Reduce::new(tally)
+        .backend(Backend::Auto)
+        .checked(false)
+        .start(start)
+        .run(&v)
+        .unwrap_err();
+    assert_split();
+    match err {
+        Error::UserFunction { function, .. } => assert_eq!(function, "tally"),
+        other => panic!("{other}"),
+    }
+
+    set_model_dir(None);
+    MapReduce::new(one, tally)
+        .backend(Backend::Auto)
+        .run(&w)
+        .unwrap();
+    let probe = explain().unwrap();
+    use_model("split-combine-map-reduce", &probe, &sizes, equal);
+    let err = MapReduce::new(one, tally)
+        .backend(Backend::Auto)
+        .checked(false)
+        .start(start)
+        .run(&w)
+        .unwrap_err();
+    assert_split();
+    match err {
+        Error::UserFunction { function, .. } => assert_eq!(function, "tally"),
+        other => panic!("{other}"),
+    }
     set_model_dir(None);
 }
 

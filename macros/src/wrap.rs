@@ -87,6 +87,11 @@ impl WrapRewriter {
                 match (m.method.to_string().as_str(), m.args.len()) {
                     ("pow", 1) => Some(parse(quote!(#rt::Pow::w_pow(#recv, #(#args),*)))),
                     ("abs", 0) => Some(parse(quote!(#rt::Wrap::w_abs(#recv)))),
+                    // Rust's `clamp` panics on `min > max` (and a NaN bound): a fault
+                    // naming this function, as on every backend's checked kernels
+                    ("min", 1) => Some(parse(quote!(#rt::MinMax::w_min(#recv, #(#args),*)))),
+                    ("max", 1) => Some(parse(quote!(#rt::MinMax::w_max(#recv, #(#args),*)))),
+                    ("clamp", 2) => Some(parse(quote!(#rt::clamp(#f, #recv, #(#args),*)))),
                     _ => None,
                 }
             }
@@ -97,6 +102,24 @@ impl WrapRewriter {
                 let [ty, func] = segs.as_slice() else {
                     return None;
                 };
+                let is_float = ty == "f32" || ty == "f64";
+                if (is_float || INTS.contains(&ty.as_str())) && func == "clamp" {
+                    let ty = syn::Ident::new(ty, proc_macro2::Span::call_site());
+                    let args = c.args.iter();
+                    return Some(parse(quote!(#rt::clamp::<#ty>(#f, #(#args),*))));
+                }
+                if is_float || INTS.contains(&ty.as_str()) {
+                    let m = match func.as_str() {
+                        "min" => Some(quote!(w_min)),
+                        "max" => Some(quote!(w_max)),
+                        _ => None,
+                    };
+                    if let Some(m) = m {
+                        let ty = syn::Ident::new(ty, proc_macro2::Span::call_site());
+                        let args = c.args.iter();
+                        return Some(parse(quote!(<#ty as #rt::MinMax>::#m(#(#args),*))));
+                    }
+                }
                 if !INTS.contains(&ty.as_str()) {
                     return None;
                 }

@@ -397,7 +397,9 @@ impl Execute for Auto {
                     ))
                 },
             )?;
-            return Ok(cpu::combine::<S::F, S::T>(head, Some(tail)));
+            return crate::check::host_call(<S::F as crate::userfn::UserFn>::NAME, || {
+                cpu::combine::<S::F, S::T>(head, Some(tail))
+            });
         }
         self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
@@ -478,7 +480,9 @@ impl Execute for Auto {
                     ))
                 },
             )?;
-            return Ok(cpu::combine::<S::R, _>(head, Some(tail)));
+            return crate::check::host_call(<S::R as crate::userfn::UserFn>::NAME, || {
+                cpu::combine::<S::R, _>(head, Some(tail))
+            });
         }
         self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec.map_reduce(plan::MapReduce::<

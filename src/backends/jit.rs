@@ -80,10 +80,41 @@ pub(crate) fn cache_dir(sub: &str) -> Option<PathBuf> {
     Some(crate::config::CACHE_DIR.value()?.join(sub))
 }
 
-/// The cached binary `key.ext` of backend `sub`, if present.
+/// The largest compiled kernel binary read from the cache (a module of every skeleton of a
+/// large program is a few MiB).
+const CACHE_FILE_CAP: u64 = 256 << 20;
+
+/// The cached binary `key.ext` of backend `sub`, if present (a regular file of at most
+/// [`CACHE_FILE_CAP`] bytes).
 pub(crate) fn cache_load(sub: &str, key: &str, ext: &str) -> Option<Vec<u8>> {
     let path = cache_dir(sub)?.join(format!("{key}.{ext}"));
-    std::fs::read(path).ok().filter(|b| !b.is_empty())
+    read_regular(&path, CACHE_FILE_CAP)
+        .ok()
+        .filter(|b| !b.is_empty())
+}
+
+/// The contents of `path` if it is a regular file (after symbolic links) of at most `cap`
+/// bytes; an error of kind `NotFound` where there is none, `InvalidData` for anything
+/// else there. A FIFO, a device (`/dev/zero`) or a directory under a cache or model path
+/// is refused before it is opened, so it can neither block the call nor fill the memory.
+pub(crate) fn read_regular(path: &std::path::Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let refuse = |what: String| Err(Error::new(ErrorKind::InvalidData, what));
+    if !std::fs::metadata(path)?.is_file() {
+        return refuse("not a regular file".into());
+    }
+    let file = std::fs::File::open(path)?;
+    // What was opened, not what was looked at: the path may have changed in between.
+    let len = file.metadata()?;
+    if !len.is_file() {
+        return refuse("not a regular file".into());
+    }
+    let mut bytes = Vec::with_capacity(len.len().min(cap) as usize);
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return refuse(format!("larger than {cap} bytes"));
+    }
+    Ok(bytes)
 }
 
 /// Stores `bytes` as `key.ext` of backend `sub` (atomically: temporary file, then rename).
@@ -129,5 +160,57 @@ mod tests {
         assert_eq!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"ab", b"c"]));
         assert_ne!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"a", b"bc"]));
         assert_eq!(stable_hash(&[]).len(), 32);
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::read_regular;
+    use std::io::ErrorKind;
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("skel-read-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn only_regular_files_up_to_the_cap_are_read() {
+        let d = dir("regular");
+        let file = d.join("f");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(read_regular(&file, 10).unwrap(), b"0123456789");
+        let big = read_regular(&file, 9).unwrap_err();
+        assert_eq!(big.kind(), ErrorKind::InvalidData, "{big}");
+        let none = read_regular(&d.join("missing"), 10).unwrap_err();
+        assert_eq!(none.kind(), ErrorKind::NotFound);
+        // a directory, and a link to a device that never ends
+        assert_eq!(
+            read_regular(&d, 10).unwrap_err().kind(),
+            ErrorKind::InvalidData
+        );
+        let zero = d.join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert_eq!(
+            read_regular(&zero, 1 << 40).unwrap_err().kind(),
+            ErrorKind::InvalidData
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let d = dir("fifo");
+        let fifo = d.join("p");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            println!("skipped: mkfifo is not available");
+            return;
+        }
+        // Opening a FIFO without a writer blocks: the read must not get that far.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(read_regular(&fifo, 10).map_err(|e| e.kind())));
+        let got = rx.recv_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(got, Ok(Err(ErrorKind::InvalidData)));
     }
 }

@@ -22,13 +22,17 @@
 //! `SKEL_FN <ret> skel_fn_<name>(params...)`, parameters in the original order;
 //! `#[index] i` is a 64-bit unsigned (`c_type(Usize)`), a 2D index is two such (row, col);
 //! element and uniform parameters by value; `&[T]` is `SKEL_ARRAY_SPACE const T* name`;
-//! `Window<T>` is `SKEL_WINDOW_SPACE const T* name` pointing at the *centre* element
-//! (`w[k]` ↦ `name[k]`); `Window2<T>` is `SKEL_WINDOW_SPACE const T* name, <i64> name_stride`
-//! pointing at the centre (`w[(di, dj)]` ↦ `name[(di) * name_stride + (dj)]`). The prelude
+//! `Window<T>` is `SKEL_WINDOW_SPACE const T* name, <i64> name_r` pointing at the *centre*
+//! element (`w[k]` ↦ `name[k]`, `k` checked against or clamped into the radius `name_r`);
+//! `Window2<T>` is `SKEL_WINDOW_SPACE const T* name, <isize> name_stride, <i64> name_rr,
+//! <i64> name_rc` pointing at the centre (`w[(di, dj)]` ↦ `name[(di) * name_stride + (dj)]`,
+//! each offset checked or clamped). The prelude
 //! defines `SKEL_ARRAY_SPACE` / `SKEL_WINDOW_SPACE` only `#ifndef` (empty for CUDA, `__global`
 //! for OpenCL), so a template may define them first (e.g. `__local` for tiled stencils).
-//! A `&[T]` parameter whose length the body reads (`t.len()`, also through a callee) is
-//! followed by `<c_type(Usize)> name_len` ([`array_len_param`] says whether). Arrays `[T; N]`
+//! A `&[T]` parameter the body indexes or reads the length of (`t.len()`, also through a
+//! callee) is followed by `<c_type(Usize)> name_len` ([`array_len_param`] says whether);
+//! the checked variant checks each index against it, the unchecked one clamps it into
+//! range, so no index leaves the array. Arrays `[T; N]`
 //! and tuples are wrapper structs (`skel_a<N>_<T> { T v[N]; }`, `skel_t<K>_.. { f0; f1; .. }`,
 //! see [`Ty`]), passed and returned by value like structs; `bool` is `bool` in CUDA and host
 //! C and `uchar` in OpenCL C.
@@ -37,9 +41,9 @@
 //! they could clash with C (keywords, builtins, macros: `float` becomes `float_`).
 //!
 //! **Semantics.** Math maps per type (`f32` uses `sqrtf`... in CUDA, the type-generic
-//! builtins in OpenCL; `ln`→`log`, `mul_add`→`fma`, `min`/`max`→`fmin`/`fmax`,
-//! `round`→`round`, `round_ties_even`→`rint`, `powi`→`pown` (OpenCL) / `pow`); `fract`,
-//! `signum`, `clamp`, `is_nan`, `is_finite` and every integer method are typed helpers
+//! builtins in OpenCL; `ln`→`log`, `mul_add`→`fma`, `round`→`round`,
+//! `round_ties_even`→`rint`); `min`/`max` (a NaN gives the other operand, of two zeros `min`
+//! gives -0.0), `powi` (Rust's repeated squaring), `fract`, `signum`, `clamp`, `is_nan`, `is_finite` and every integer method are typed helpers
 //! with Rust's (release-build) semantics: wrapping in a wide unsigned type, `rotate_*` by
 //! the amount modulo the width, `leading_zeros`/`trailing_zeros`/`count_ones` on the
 //! value's own width. 8/16-bit arithmetic is truncated back to its type. Local arrays are

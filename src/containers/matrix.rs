@@ -238,7 +238,8 @@ impl<T: DeviceType> Matrix<T> {
     /// A copy of the elements, row-major.
     ///
     /// # Panics
-    /// As [`as_slice`](Matrix::as_slice).
+    /// As [`as_slice`](Matrix::as_slice); [`try_to_vec`](Matrix::try_to_vec) returns the
+    /// error instead.
     ///
     /// ```
     /// use skel::prelude::*;
@@ -246,6 +247,21 @@ impl<T: DeviceType> Matrix<T> {
     /// ```
     pub fn to_vec(&self) -> Vec<T> {
         self.as_slice().to_vec()
+    }
+
+    /// A copy of the elements in row-major order, or the device backend's error if copying
+    /// back fails.
+    ///
+    /// # Errors
+    /// As [`try_as_slice`](Matrix::try_as_slice).
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// assert_eq!(Matrix::filled(1, 2, 5u8).try_to_vec()?, vec![5, 5]);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn try_to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.try_as_slice()?.to_vec())
     }
 
     fn row_range(&self, i: usize) -> Range<usize> {

@@ -213,10 +213,26 @@ impl<T: DeviceType> Vector<T> {
         self.try_as_mut_slice().expect(COPY_BACK)
     }
 
+    /// A copy of the elements, or the device backend's error if copying back fails (the
+    /// way to read a result that a device may have failed to compute).
+    ///
+    /// # Errors
+    /// As [`try_as_slice`](Vector::try_as_slice).
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// assert_eq!(Vector::filled(2, 7u8).try_to_vec()?, vec![7, 7]);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn try_to_vec(&self) -> Result<Vec<T>> {
+        Ok(self.try_as_slice()?.to_vec())
+    }
+
     /// A copy of the elements.
     ///
     /// # Panics
-    /// As [`as_slice`](Vector::as_slice).
+    /// As [`as_slice`](Vector::as_slice); [`try_to_vec`](Vector::try_to_vec) returns the
+    /// error instead.
     ///
     /// ```
     /// use skel::prelude::*;

@@ -302,11 +302,18 @@ pub(crate) fn default_dir() -> Option<PathBuf> {
     crate::config::TUNE_DIR.fixed_value()
 }
 
+/// The largest model file read: far more than every skeleton, type and size bucket of a
+/// program take (a line is about 100 bytes).
+const MODEL_FILE_CAP: u64 = 16 << 20;
+
 /// Reads the model file in `dir`: empty models when there is none (or one of another
 /// version), `Err(why)` when it exists but cannot be read or parsed.
 pub(crate) fn load(dir: &Path) -> Result<Models, String> {
     let path = dir.join(FILE);
-    match std::fs::read_to_string(&path) {
+    let text = crate::backends::jit::read_regular(&path, MODEL_FILE_CAP).and_then(|b| {
+        String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    });
+    match text {
         Ok(text) => Models::from_text(&text)
             .map(Option::unwrap_or_default)
             .map_err(|e| format!("{}: {e}", path.display())),

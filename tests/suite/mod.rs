@@ -10,6 +10,7 @@
 pub mod checked;
 pub mod devices;
 pub mod lang;
+pub mod safety;
 
 use skel::prelude::*;
 

@@ -356,6 +356,7 @@ pub(crate) fn on_slot<R>(slot: usize, f: impl FnOnce() -> R) -> R {
 /// Device slot `slot`, opened on first use (the probe result is cached), bound to the
 /// calling thread.
 pub(crate) fn slot_ctx(slot: usize) -> Result<&'static Ctx> {
+    super::not_lost()?;
     let cell = CTXS
         .get(slot)
         .ok_or_else(|| unavailable(format!("no CUDA device slot {slot}")))?;

@@ -36,6 +36,7 @@ use super::context::{self, on_slot};
 use super::{reduce, scan, Cuda};
 use crate::backends::cpu::combine;
 use crate::backends::{BinaryFn, PredicateFn};
+use crate::check::host_call;
 use crate::containers::Arg;
 use crate::containers::{ArgMut, Location, Output, Shape, State, Vector};
 use crate::plan::{ArgTuple, ArgVisitor, Axis, ScanMode};
@@ -209,10 +210,12 @@ pub(crate) fn at_once<R: Send>(
 /// The parts' partials folded in part order (`None` if every part was empty): `start` is
 /// folded with the total afterwards, as one device folds its chunks' totals before it, so a
 /// fault of the function names the same operands on one device and on several.
-pub(crate) fn fold<F: BinaryFn<T>, T: DeviceType>(partials: Vec<Option<T>>) -> Option<T> {
-    partials.into_iter().fold(None, |acc, p| match acc {
-        Some(a) => Some(combine::<F, T>(a, p)),
-        None => p,
+pub(crate) fn fold<F: BinaryFn<T>, T: DeviceType>(partials: Vec<Option<T>>) -> Result<Option<T>> {
+    host_call(F::NAME, || {
+        partials.into_iter().fold(None, |acc, p| match acc {
+            Some(a) => Some(combine::<F, T>(a, p)),
+            None => p,
+        })
     })
 }
 
@@ -230,15 +233,18 @@ pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
     let totals = at_once(heads, |p| {
         reduce::partial::<F, T>(one, input.sub(p.range.clone()))
     })?;
-    let mut acc = (mode == ScanMode::Exclusive).then_some(start);
-    let mut carries = vec![None];
-    for total in totals {
-        acc = match acc {
-            Some(a) => Some(combine::<F, T>(a, total)),
-            None => total,
-        };
-        carries.push(acc);
-    }
+    let carries = host_call(F::NAME, || {
+        let mut acc = (mode == ScanMode::Exclusive).then_some(start);
+        let mut carries = vec![None];
+        for total in totals {
+            acc = match acc {
+                Some(a) => Some(combine::<F, T>(a, total)),
+                None => total,
+            };
+            carries.push(acc);
+        }
+        carries
+    })?;
     // By position, not consumed: a checked call runs the parts twice (`in_turn`).
     in_turn(one.checked, parts, |p| {
         let r = p.range.clone();
@@ -351,12 +357,13 @@ pub(crate) fn reduce_cols<F: BinaryFn<T>, T: DeviceType>(
         .map(Vector::try_as_slice)
         .collect::<Result<Vec<_>>>()?;
     let host = out.host_overwrite()?;
-    for (c, o) in host.iter_mut().enumerate() {
-        *o = rows[1..]
-            .iter()
-            .fold(rows[0][c], |acc, r| combine::<F, T>(acc, Some(r[c])));
-    }
-    Ok(())
+    host_call(F::NAME, || {
+        for (c, o) in host.iter_mut().enumerate() {
+            *o = rows[1..]
+                .iter()
+                .fold(rows[0][c], |acc, r| combine::<F, T>(acc, Some(r[c])));
+        }
+    })
 }
 
 impl Cuda {

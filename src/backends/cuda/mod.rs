@@ -46,6 +46,7 @@ use cudarc::driver::{sys, DriverError};
 use super::Execute;
 use crate::backends::args;
 use crate::backends::cpu::combine;
+use crate::check::host_call;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
@@ -140,9 +141,41 @@ pub(crate) fn device_objects() -> Option<crate::debug::DeviceObjects> {
     })
 }
 
-/// A driver error as an [`Error::Driver`].
+/// A driver error as an [`Error::Driver`]; one that leaves the context unusable (an
+/// illegal address, a failed launch, ...) as [`Error::DeviceLost`], remembered so that
+/// every later call fails with it at once.
 pub(crate) fn driver(e: DriverError) -> Error {
+    use sys::CUresult as R;
+    let sticky = matches!(
+        e.0,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_LAUNCH_FAILED
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_INVALID_PC
+    );
+    if sticky {
+        let first = LOST.get_or_init(|| format!("CUDA: {e}"));
+        return lost(first);
+    }
     Error::Driver(format!("CUDA: {e}"))
+}
+
+/// What lost the CUDA context, once something did.
+static LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn lost(reason: &str) -> Error {
+    Error::DeviceLost {
+        backend: crate::Backend::Cuda,
+        reason: reason.to_string(),
+    }
+}
+
+/// `Err(DeviceLost)` once a sticky error has lost the context.
+pub(crate) fn not_lost() -> Result<()> {
+    LOST.get().map_or(Ok(()), |r| Err(lost(r)))
 }
 
 /// `Err` when [`crate::debug::inject_fault`] makes this operation fail: the driver error
@@ -238,17 +271,14 @@ pub(crate) fn checked_call_expr(
                 u += 1;
                 format!("u{}", u - 1)
             }
-            // Checked: the radii follow (a stencil template defines SKEL_RR and SKEL_RC;
-            // a 1D window's radius is the one that is not 0).
-            ParamKind::Window if checked => {
-                format!("{}, (skel_i64)(SKEL_RR + SKEL_RC)", site.window)
-            }
-            ParamKind::Window => site.window.to_string(),
-            ParamKind::Window2 if checked => format!(
+            // The radii follow, which the checked variant checks offsets against and the
+            // unchecked one clamps them into (a stencil template defines SKEL_RR and
+            // SKEL_RC; a 1D window's radius is the one that is not 0).
+            ParamKind::Window => format!("{}, (skel_i64)(SKEL_RR + SKEL_RC)", site.window),
+            ParamKind::Window2 => format!(
                 "{}, (skel_i64)({}), (skel_i64)(SKEL_RR), (skel_i64)(SKEL_RC)",
                 site.window, site.stride
             ),
-            ParamKind::Window2 => format!("{}, (skel_i64)({})", site.window, site.stride),
         })
         .collect();
     let fault = checked.then(|| "skel_fault".to_string());
@@ -485,15 +515,15 @@ impl Execute for Cuda {
             let partials = devices::at_once(&parts, |p| {
                 reduce::partial::<S::F, S::T>(&one, input.sub(p.range.clone()))
             })?;
-            return Ok(combine::<S::F, S::T>(
-                start,
-                devices::fold::<S::F, S::T>(partials),
-            ));
+            let total = devices::fold::<S::F, S::T>(partials)?;
+            return host_call(<S::F as UserFn>::NAME, || {
+                combine::<S::F, S::T>(start, total)
+            });
         }
-        Ok(combine::<S::F, S::T>(
-            start,
-            reduce::partial::<S::F, S::T>(self, input)?,
-        ))
+        let total = reduce::partial::<S::F, S::T>(self, input)?;
+        host_call(<S::F as UserFn>::NAME, || {
+            combine::<S::F, S::T>(start, total)
+        })
     }
 
     fn reduce_axis<S: FoldSig>(&self, plan: plan::ReduceAxis<'_, S>) -> Result<()> {
@@ -518,13 +548,11 @@ impl Execute for Cuda {
                 let part = shape.rows_part(p.rows(shape)).1;
                 map_reduce::partial::<S::M, S::R, S::I>(&one, arrays, inputs.sub(r), part, uniforms)
             })?;
-            return Ok(combine::<S::R, _>(
-                start,
-                devices::fold::<S::R, _>(partials),
-            ));
+            let total = devices::fold::<S::R, _>(partials)?;
+            return host_call(<S::R as UserFn>::NAME, || combine::<S::R, _>(start, total));
         }
         let total = map_reduce::partial::<S::M, S::R, S::I>(self, arrays, inputs, shape, uniforms)?;
-        Ok(combine::<S::R, _>(start, total))
+        host_call(<S::R as UserFn>::NAME, || combine::<S::R, _>(start, total))
     }
 
     fn scan<S: FoldSig>(&self, plan: plan::Scan<'_, S>) -> Result<()> {

@@ -94,5 +94,5 @@ where
     let rec = fault::record_if(ctx, checked)?;
     let fault = (rec.as_ref(), &[M::definition(), R::definition()][..]);
     let total = reduce::two_pass::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n, fault)?;
-    Ok(R::apply((), (start, total), &()))
+    crate::check::host_call(R::NAME, || R::apply((), (start, total), &()))
 }

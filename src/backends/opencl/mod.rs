@@ -314,15 +314,14 @@ pub(crate) fn checked_call_expr(
                 let name = format!("{prefix}ca{}", k - 1);
                 args::call_args(def, p, &format!("({name} + {name}_off)"), &name, checked)
             }
-            // Checked: the radii follow (the stencil template defines SKEL_RR and SKEL_RC;
-            // a 1D window's radius is the one that is not 0).
-            ParamKind::Window if checked => format!("{}, (long)(SKEL_RR + SKEL_RC)", c.window.0),
-            ParamKind::Window => c.window.0.to_string(),
-            ParamKind::Window2 if checked => format!(
+            // The radii follow, which the checked variant checks offsets against and the
+            // unchecked one clamps them into (the stencil template defines SKEL_RR and
+            // SKEL_RC; a 1D window's radius is the one that is not 0).
+            ParamKind::Window => format!("{}, (long)(SKEL_RR + SKEL_RC)", c.window.0),
+            ParamKind::Window2 => format!(
                 "{}, {}, (long)(SKEL_RR), (long)(SKEL_RC)",
                 c.window.0, c.window.1
             ),
-            ParamKind::Window2 => format!("{}, {}", c.window.0, c.window.1),
         })
         .collect();
     let fault = checked.then(|| "skel_fault".to_string());

@@ -318,7 +318,7 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     let rec = fault::record_if(ctx, checked)?;
     let fault = (rec.as_ref(), &[F::definition()][..]);
     let total = two_pass::<T>(ctx, &plan, &p, "skel_reduce", args, n, fault)?;
-    Ok(F::apply((), (start, total), &()))
+    crate::check::host_call(F::NAME, || F::apply((), (start, total), &()))
 }
 
 /// `(blocks, rows per block)` of the first column pass over a `rows x cols` matrix: enough

@@ -3,11 +3,13 @@
 use super::key;
 use crate::codegen::ir::{self, Block, Expr, FnDef, ParamKind};
 
-/// Whether node `e` reads `.len()` of parameter `name` or passes `name` to a callee that
-/// needs its length.
+/// Whether node `e` reads `.len()` of parameter `name`, indexes it (an index is clamped
+/// into the length in the unchecked variant, checked against it in the checked one) or
+/// passes `name` to a callee that needs its length.
 fn node_uses_len(e: &'static Expr, name: &str, seen: &mut Vec<usize>) -> bool {
     match e {
         Expr::Len(b) => matches!(b, Expr::Var(n) if *n == name),
+        Expr::Index { base, .. } => matches!(&**base, Expr::Var(n) if *n == name),
         Expr::Call { callee, args } => {
             let def = callee();
             let params = def.params.iter().filter(|p| p.kind != ParamKind::IndexCol);
@@ -45,7 +47,8 @@ pub(super) fn array_len_param_of(def: &'static FnDef, name: &str, seen: &mut Vec
 }
 
 /// Whether the C function of `def` takes the length of its `&[T]` parameter: it does
-/// when the body (or a user function it passes the array to) reads `.len()` of it. Then
+/// when the body (or a user function it passes the array to) reads `.len()` of it or
+/// indexes it (every index stays inside the array, in every mode). Then
 /// the parameter `SKEL_ARRAY_SPACE const T* name` is followed by `unsigned long long
 /// name_len` (`ulong` in OpenCL), which the kernel passes.
 ///
@@ -56,8 +59,11 @@ pub(super) fn array_len_param_of(def: &'static FnDef, name: &str, seen: &mut Vec
 /// fn last(t: &[f32], x: f32) -> f32 { t[t.len() - 1] * x }
 /// #[userfn]
 /// fn first(t: &[f32], x: f32) -> f32 { t[0] * x }
+/// #[userfn]
+/// fn pass(t: &[f32], x: f32) -> f32 { x }
 /// assert!(skel::plumbing::codegen::array_len_param(last::definition()));
-/// assert!(!skel::plumbing::codegen::array_len_param(first::definition()));
+/// assert!(skel::plumbing::codegen::array_len_param(first::definition()));
+/// assert!(!skel::plumbing::codegen::array_len_param(pass::definition()));
 /// ```
 pub fn array_len_param(def: &'static FnDef) -> bool {
     def.params

@@ -39,6 +39,22 @@ impl FnEmitter<'_> {
         });
     }
 
+    /// `i` checked against `len` (the checked variant) or clamped into `0..len` (the
+    /// unchecked one: an index out of range reads the last element, an unspecified but
+    /// valid value, so no unchecked call leaves its buffers). A `len` of 0 gives 0.
+    pub(super) fn safe_index(&mut self, i: &str, len: &str) -> String {
+        if self.prog.checked {
+            return self.check_index(i, len);
+        }
+        let u64t = c_type(Ty::Prim(Prim::U64), self.d());
+        let name = self.helper_fn("skel_0idx".into(), |n| {
+            format!(
+                "SKEL_FN {u64t} {n}({u64t} i, {u64t} len) {{ return i < len ? i : len - (len != 0); }}\n"
+            )
+        });
+        format!("{name}(({u64t})({i}), ({u64t})({len}))")
+    }
+
     /// `i`, checked against `len` in the checked variant.
     pub(super) fn check_index(&mut self, i: &str, len: &str) -> String {
         self.fault_helpers();
@@ -57,6 +73,9 @@ impl FnEmitter<'_> {
         radii: &[String],
         stride: Option<&str>,
     ) -> String {
+        if !self.prog.checked {
+            return self.clamp_window(offs, radii, stride);
+        }
         self.fault_helpers();
         let d = self.d();
         let (u32t, u64t, i64t) = (
@@ -89,6 +108,20 @@ impl FnEmitter<'_> {
                 offs[0],
                 offs[1]
             ),
+        }
+    }
+
+    /// [`check_window`](Self::check_window) of the unchecked variant: each offset clamped
+    /// into its radius (an unspecified but valid element of the window).
+    fn clamp_window(&mut self, offs: &[&str], radii: &[String], stride: Option<&str>) -> String {
+        let i64t = c_type(Ty::Prim(Prim::I64), self.d());
+        let name = self.helper_fn("skel_0win".into(), |n| {
+            format!("SKEL_FN {i64t} {n}({i64t} i, {i64t} r) {{ return i < -r ? -r : i > r ? r : i; }}\n")
+        });
+        let at = |k: usize| format!("{name}(({i64t})({}), {})", offs[k], radii[k]);
+        match stride {
+            None => at(0),
+            Some(s) => format!("{} * {s} + {}", at(0), at(1)),
         }
     }
 }

@@ -253,9 +253,9 @@ impl FnEmitter<'_> {
                 let b = self.expr(base, &te.kids[0])?;
                 let i = self.expr(index, &te.kids[1])?;
                 match Self::ty_of(&te.kids[0])? {
-                    Ty::Array(a) if self.prog.checked => {
+                    Ty::Array(a) => {
                         let len = self.int_lit(a.len as i128, Prim::Usize);
-                        format!("{b}.v[{}]", self.check_index(&i, &len))
+                        format!("{b}.v[{}]", self.safe_index(&i, &len))
                     }
                     _ => format!("{b}.v[{i}]"),
                 }
@@ -266,8 +266,8 @@ impl FnEmitter<'_> {
                 };
                 let i = self.expr(index, &te.kids[0])?;
                 match self.lookup(n)? {
-                    Bind::Slice(c, None, Some(len)) if self.prog.checked => {
-                        format!("{c}[{}]", self.check_index(&i, &len))
+                    Bind::Slice(c, None, Some(len)) => {
+                        format!("{c}[{}]", self.safe_index(&i, &len))
                     }
                     Bind::Slice(c, None, _) => format!("{c}[{i}]"),
                     Bind::Win(c, None, radii) => {
@@ -284,8 +284,8 @@ impl FnEmitter<'_> {
                 let c = self.expr(col, &te.kids[1])?;
                 match self.lookup(n)? {
                     // a `Mat<T>`: its rows, then its columns (the stride)
-                    Bind::Slice(w, Some(s), Some(rows)) if self.prog.checked => {
-                        let (r, c) = (self.check_index(&r, &rows), self.check_index(&c, &s));
+                    Bind::Slice(w, Some(s), Some(rows)) => {
+                        let (r, c) = (self.safe_index(&r, &rows), self.safe_index(&c, &s));
                         format!("{w}[({r}) * {s} + ({c})]")
                     }
                     Bind::Slice(w, Some(s), _) => format!("{w}[({r}) * {s} + ({c})]"),

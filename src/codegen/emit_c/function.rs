@@ -60,7 +60,9 @@ impl Program {
                     });
                     Bind::Slice(cname, None, len)
                 }
-                ParamKind::Window if e.prog.checked => {
+                // Every variant takes the radii: the checked one checks offsets against
+                // them, the unchecked one clamps offsets into them.
+                ParamKind::Window => {
                     let r = e.fresh_name(&format!("{cname}_r"));
                     params.push(format!(
                         "SKEL_WINDOW_SPACE const {}* {cname}, {} {r}",
@@ -68,13 +70,6 @@ impl Program {
                         c_type(Ty::Prim(Prim::I64), d)
                     ));
                     Bind::Win(cname, None, vec![r])
-                }
-                ParamKind::Window => {
-                    params.push(format!(
-                        "SKEL_WINDOW_SPACE const {}* {cname}",
-                        c_type(p.ty, d)
-                    ));
-                    Bind::Slice(cname, None, None)
                 }
                 ParamKind::Mat => {
                     // Bound like a 2D window whose stride is the column count, plus the rows.
@@ -87,7 +82,7 @@ impl Program {
                     ));
                     Bind::Slice(cname, Some(cols), Some(rows))
                 }
-                ParamKind::Window2 if e.prog.checked => {
+                ParamKind::Window2 => {
                     let stride = e.fresh_name(&format!("{cname}_stride"));
                     let rr = e.fresh_name(&format!("{cname}_rr"));
                     let rc = e.fresh_name(&format!("{cname}_rc"));
@@ -100,15 +95,6 @@ impl Program {
                         c_type(p.ty, d)
                     ));
                     Bind::Win(cname, Some(stride), vec![rr, rc])
-                }
-                ParamKind::Window2 => {
-                    let stride = e.fresh_name(&format!("{cname}_stride"));
-                    params.push(format!(
-                        "SKEL_WINDOW_SPACE const {}* {cname}, {} {stride}",
-                        c_type(p.ty, d),
-                        c_type(Ty::Prim(Prim::Isize), d)
-                    ));
-                    Bind::Slice(cname, Some(stride), None)
                 }
             };
             e.scopes[0].insert(p.name, b);

@@ -5,6 +5,7 @@ use super::function::FnEmitter;
 use super::literals::{fmt_f32, fmt_f64};
 use super::types::{int_bits, prim_tag};
 use super::R;
+use crate::check::FaultKind;
 use crate::codegen::dialect::{c_type, float_math, Dialect};
 use crate::codegen::ir::MathFn;
 use crate::codegen::typeck::is_float;
@@ -17,12 +18,45 @@ impl FnEmitter<'_> {
         let t = c_type(Ty::Prim(p), d);
         let args = vs.join(", ");
         let name = format!("skel_{}_{}", func.name(), prim_tag(p));
+        if func == MathFn::Clamp {
+            return Ok(self.clamp(p, &name, vs));
+        }
+        if is_float(p) && matches!(func, MathFn::Min | MathFn::Max) {
+            // As `skel::check::MinMax`: a NaN operand gives the other one, and of two zeros
+            // `min` gives -0.0 and `max` +0.0 (C's `fmin`/`fmax` may give either).
+            let (lt, neg) = if func == MathFn::Min {
+                ("<", "a : b")
+            } else {
+                (">", "b : a")
+            };
+            let cs = float_math(MathFn::Copysign, p, d).unwrap_or_default();
+            let one = if p == Prim::F32 { "1.0f" } else { "1.0" };
+            let h = self.helper_fn(name, |n| {
+                format!(
+                    "SKEL_FN {t} {n}({t} a, {t} b) {{ return a {lt} b ? a : b {lt} a ? b : \
+                     a != a ? b : b != b ? a : {cs}({one}, a) < 0 ? {neg}; }}\n"
+                )
+            });
+            return Ok(format!("{h}({args})"));
+        }
         if is_float(p) {
             let f = |m: MathFn| float_math(m, p, d).unwrap_or_default();
             let one = if p == Prim::F32 { "1.0f" } else { "1.0" };
             let body = match func {
-                MathFn::Powi if d == Dialect::OpenCl => return Ok(format!("pown({args})")),
-                MathFn::Powi => return Ok(format!("{}({}, ({t})({}))", f(func), vs[0], vs[1])),
+                // Rust's `powi` (LLVM's `powi`, compiler-rt's `__powisf2`): squarings and
+                // products in this order, then one reciprocal for a negative exponent; a
+                // device `pow`/`pown` may round differently.
+                MathFn::Powi => {
+                    let i32t = c_type(Ty::Prim(Prim::I32), d);
+                    let h = self.helper_fn(name, |n| {
+                        format!(
+                            "SKEL_FN {t} {n}({t} a, {i32t} b) {{ int recip = b < 0; {t} r = {one}; \
+                             for (;;) {{ if (b & 1) r *= a; b /= 2; if (b == 0) break; a *= a; }} \
+                             return recip ? {one} / r : r; }}\n"
+                        )
+                    });
+                    return Ok(format!("{h}({args})"));
+                }
                 MathFn::Fract => format!("return x - {}(x);", f(MathFn::Trunc)),
                 // NaN stays NaN; zeros keep their sign: signum(-0.0) == -1.0
                 MathFn::Signum => format!("return x != x ? x : {}({one}, x);", f(MathFn::Copysign)),
@@ -35,8 +69,6 @@ impl FnEmitter<'_> {
                     };
                     format!("return {}(x) <= {max};", f(MathFn::Abs))
                 }
-                // As Rust: `if x < lo { lo } else if x > hi { hi } else { x }` (NaN x stays)
-                MathFn::Clamp => "return x < lo ? lo : x > hi ? hi : x;".to_string(),
                 _ => match float_math(func, p, d) {
                     Some(c) => return Ok(format!("{c}({args})")),
                     None => return Err(format!("`{}` is not defined for floats", func.name())),
@@ -46,11 +78,7 @@ impl FnEmitter<'_> {
                 MathFn::IsNan | MathFn::IsFinite => c_type(Ty::Prim(Prim::Bool), d),
                 _ => t.clone(),
             };
-            let params = if func == MathFn::Clamp {
-                format!("{t} x, {t} lo, {t} hi")
-            } else {
-                format!("{t} x")
-            };
+            let params = format!("{t} x");
             let h = self.helper_fn(name, |n| {
                 format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n")
             });
@@ -80,11 +108,6 @@ impl FnEmitter<'_> {
         let (params, ret, body) = match func {
             MathFn::Min => (format!("{t} a, {t} b"), t.clone(), "return a < b ? a : b;".to_string()),
             MathFn::Max => (format!("{t} a, {t} b"), t.clone(), "return a > b ? a : b;".to_string()),
-            MathFn::Clamp => (
-                format!("{t} a, {t} lo, {t} hi"),
-                t.clone(),
-                "return a < lo ? lo : a > hi ? hi : a;".to_string(),
-            ),
             // MIN.abs() wraps to MIN, as in a release build
             MathFn::Abs if signed => (
                 format!("{t} a"),
@@ -152,5 +175,32 @@ impl FnEmitter<'_> {
             format!("SKEL_FN {ret} {n}({params}) {{ {body} }}\n")
         });
         Ok(format!("{h}({args})"))
+    }
+
+    /// `x.clamp(lo, hi)` as Rust computes it: `if x < lo { lo } else if x > hi { hi } else
+    /// { x }` (a NaN `x` stays NaN). Where Rust panics (`lo > hi` or a NaN bound) the
+    /// checked variant records a [`FaultKind::Clamp`] fault, as the CPU backends return
+    /// it; the unchecked variant gives that same expression's value.
+    fn clamp(&mut self, p: Prim, name: &str, vs: &[String]) -> String {
+        let d = self.d();
+        let t = c_type(Ty::Prim(p), d);
+        let body = "return x < lo ? lo : x > hi ? hi : x;";
+        let args = vs.join(", ");
+        if !self.prog.checked {
+            let h = self.helper_fn(name.to_string(), |n| {
+                format!("SKEL_FN {t} {n}({t} x, {t} lo, {t} hi) {{ {body} }}\n")
+            });
+            return format!("{h}({args})");
+        }
+        self.fault_helpers();
+        let u32t = c_type(Ty::Prim(Prim::U32), d);
+        let code = FaultKind::Clamp.code();
+        let h = self.helper_fn(format!("{name}_chk"), |n| {
+            format!(
+                "SKEL_FN {t} {n}(SKEL_FAULT_SPACE {u32t}* f, {t} x, {t} lo, {t} hi, {u32t} id) {{ \
+                 if (!(lo <= hi)) skel_fault_rec(f, {code}u, 0, 0, id); {body} }}\n"
+            )
+        });
+        format!("{h}(skel_fault, {args}, {}u)", self.prog.current)
     }
 }
