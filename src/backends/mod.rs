@@ -31,6 +31,7 @@ use std::str::FromStr;
 use crate::plan::{
     self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
 };
+use crate::skeletons::Options;
 use crate::userfn::{ElementwiseFn, UserFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
 
@@ -156,6 +157,101 @@ macro_rules! concrete {
 }
 pub(crate) use concrete;
 pub(crate) use dispatch;
+
+/// Runs a Reduce plan on the executor `options` resolve to, or on the distributed layer
+/// (`dist::Distributed`, feature `mpi`) when its input is a block of a distributed
+/// container.
+pub(crate) fn reduce<S: FoldSig>(options: Options, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() {
+        return crate::dist::Distributed::new(options).reduce(plan);
+    }
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.reduce(plan))
+}
+
+// The routes below take the skeleton's shape checks as `checks`: run first on one process,
+// and on the distributed layer only once the ranks agreed on the call, so that a check of
+// global shapes fails on every rank or on none (no rank waits for one that returned early).
+
+/// [`reduce`] for `ReduceAxis`, after `checks`.
+pub(crate) fn reduce_axis<S: FoldSig>(
+    options: Options,
+    plan: plan::ReduceAxis<'_, S>,
+    checks: impl FnOnce(&plan::ReduceAxis<'_, S>) -> Result<()>,
+) -> Result<()>
+where
+    S::T: Default,
+{
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).reduce_axis(plan, checks);
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
+        .reduce_axis(plan))
+}
+
+/// [`reduce`] for `Scan`, after `checks`.
+pub(crate) fn scan<S: FoldSig>(
+    options: Options,
+    plan: plan::Scan<'_, S>,
+    checks: impl FnOnce(&plan::Scan<'_, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).scan(plan, checks);
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.scan(plan))
+}
+
+/// [`reduce`] for a 1D `MapOverlap`, after `checks` (which also settle the plan's axis).
+pub(crate) fn map_overlap<F: WindowFn>(
+    options: Options,
+    mut plan: plan::MapOverlap<'_, F>,
+    checks: impl FnOnce(&mut plan::MapOverlap<'_, F>) -> Result<()>,
+) -> Result<()>
+where
+    F::Elem: Default,
+{
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).map_overlap(plan, checks);
+    }
+    checks(&mut plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap(plan))
+}
+
+/// [`reduce`] for a 2D `MapOverlap`, after `checks`.
+pub(crate) fn map_overlap_2d<F: Window2Fn>(
+    options: Options,
+    mut plan: plan::MapOverlap2d<'_, F>,
+    checks: impl FnOnce(&mut plan::MapOverlap2d<'_, F>) -> Result<()>,
+) -> Result<()>
+where
+    F::Elem: Default,
+{
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).map_overlap_2d(plan, checks);
+    }
+    checks(&mut plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap_2d(plan))
+}
+
+/// [`reduce`] for `Filter`, after `checks` (a distributed Filter is refused before them).
+pub(crate) fn filter<S: FilterSig>(
+    options: Options,
+    plan: plan::Filter<'_, S>,
+    checks: impl FnOnce(&plan::Filter<'_, S>) -> Result<()>,
+) -> Result<usize> {
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).filter(plan);
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.filter(plan))
+}
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.
 fn cuda_check() -> std::result::Result<(), String> {

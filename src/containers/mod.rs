@@ -229,6 +229,12 @@ impl<'a, T: DeviceType> Arg<'a, T> {
         self.spread
     }
 
+    /// The shape of the whole container: the global one for the block of a distributed
+    /// container, else the operand's own.
+    pub(crate) fn global_shape(&self) -> Shape {
+        self.spread.map_or(self.shape, |s| s.global)
+    }
+
     /// Elements `range` of the operand, as an ordinary vector operand of their own.
     ///
     /// # Panics
@@ -339,6 +345,11 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     /// Where the operand lies among the processes (see [`Arg::spread`]).
     pub(crate) fn spread(&self) -> Option<Spread> {
         self.spread
+    }
+
+    /// The shape of the whole container (see [`Arg::global_shape`]).
+    pub(crate) fn global_shape(&self) -> Shape {
+        self.spread.map_or(self.shape, |s| s.global)
     }
 
     /// The elements on the host, current (stale ranges brought back first); device copies

@@ -57,15 +57,12 @@ impl Operand {
     }
 }
 
-/// `Err` when an operand of a skeleton that has no distributed form is distributed.
-pub(crate) fn refuse(skeleton: &str, operands: &[Operand]) -> Result<()> {
-    if operands.iter().any(Operand::is_distributed) {
-        return Err(Error::InvalidArgument(format!(
-            "{skeleton} does not take distributed containers (skel::dist) yet: gather them \
-             (DistVector::all_gather) and run it on the whole containers"
-        )));
-    }
-    Ok(())
+/// The error for a distributed operand of a skeleton that has no distributed form.
+pub(crate) fn refusal(skeleton: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "{skeleton} does not take distributed containers (skel::dist) yet: gather them \
+         (DistVector::all_gather) and run it on the whole containers"
+    ))
 }
 
 /// For a call with a distributed operand: every rank describes its call (`call()`, e.g.
@@ -76,22 +73,7 @@ pub(crate) fn agree(call: impl FnOnce() -> String, operands: &[Operand]) -> Resu
     if !operands.iter().any(Operand::is_distributed) {
         return Ok(None);
     }
-    let call = call();
-    let comm = super::comm()?;
-    let described: Vec<String> = operands.iter().map(Operand::describe).collect();
-    let mine = format!("{call} on [{}]", described.join(", "));
-    let all = comm.all_gather(mine.as_bytes())?;
-    if let Some((r, theirs)) = all.iter().enumerate().find(|(_, d)| **d != all[0]) {
-        return Err(Error::shape(
-            format!(
-                "distributed call: rank {r} and rank 0 disagree (every rank makes the same \
-                 call on containers of the same global shapes)"
-            ),
-            String::from_utf8_lossy(&all[0]),
-            String::from_utf8_lossy(theirs),
-        ));
-    }
-    Ok(Some(Call { comm, name: call }))
+    Call::agree(call(), operands).map(Some)
 }
 
 /// `options` for this rank's part of `call` (`None`: not distributed): `#[index]` counts
@@ -125,6 +107,27 @@ const OK: u8 = 1;
 const FAILED: u8 = 0;
 
 impl Call {
+    /// Every rank describes its call (`call`, e.g. `"Map(add)"`, and every operand's
+    /// global shape) and compares it with rank 0's; ranks that disagree get the same
+    /// `ShapeMismatch` on every rank.
+    pub(crate) fn agree(call: String, operands: &[Operand]) -> Result<Call> {
+        let comm = super::comm()?;
+        let described: Vec<String> = operands.iter().map(Operand::describe).collect();
+        let mine = format!("{call} on [{}]", described.join(", "));
+        let all = comm.all_gather(mine.as_bytes())?;
+        if let Some((r, theirs)) = all.iter().enumerate().find(|(_, d)| **d != all[0]) {
+            return Err(Error::shape(
+                format!(
+                    "distributed call: rank {r} and rank 0 disagree (every rank makes the same \
+                     call on containers of the same global shapes)"
+                ),
+                String::from_utf8_lossy(&all[0]),
+                String::from_utf8_lossy(theirs),
+            ));
+        }
+        Ok(Call { comm, name: call })
+    }
+
     pub(crate) fn rank(&self) -> usize {
         self.comm.rank()
     }

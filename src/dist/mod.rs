@@ -111,12 +111,17 @@ mod vector;
 mod world;
 
 mod call;
+#[cfg(feature = "mpi")]
+mod exec;
 mod layout;
+#[cfg(feature = "mpi")]
 mod map_overlap;
 mod map_pairs;
 mod map_pairs_reduce;
 mod map_reduce;
+#[cfg(feature = "mpi")]
 mod reduce;
+#[cfg(feature = "mpi")]
 mod scan;
 
 #[cfg(feature = "mpi")]
@@ -126,14 +131,21 @@ pub use vector::DistVector;
 #[cfg(feature = "mpi")]
 pub use world::{init, World};
 
-pub(crate) use call::{agree, block_options, fold, refuse, Call, Operand};
+#[cfg(feature = "mpi")]
+use call::refusal;
+pub(crate) use call::{agree, block_options, fold, Call, Operand};
+#[cfg(feature = "mpi")]
+pub(crate) use exec::Distributed;
 pub(crate) use layout::Blocks;
-pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
+#[cfg(feature = "mpi")]
+use map_overlap::{map_overlap, map_overlap_2d};
 pub(crate) use map_pairs::{agree_pairs, check_pairs};
 pub(crate) use map_pairs_reduce::map_pairs_reduce_cols;
 pub(crate) use map_reduce::map_reduce;
-pub(crate) use reduce::{reduce, reduce_axis};
-pub(crate) use scan::scan;
+#[cfg(feature = "mpi")]
+use reduce::{reduce, reduce_axis};
+#[cfg(feature = "mpi")]
+use scan::scan;
 
 use std::any::Any;
 use std::cell::{Cell, OnceCell, RefCell};
