@@ -23,6 +23,7 @@ use std::ops::Range;
 
 use crate::backends::{BinaryFn, ContainerOps, PredicateFn};
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
+#[cfg(feature = "mpi")]
 use crate::dist::Spread;
 use crate::userfn::{ArrayFn, ElementwiseFn, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
@@ -259,9 +260,11 @@ pub trait ArgTuple<'a>: Sized + Copy + Send + Sync {
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
     /// Where each input lies among the processes (`skel::dist`), in order.
+    #[cfg(feature = "mpi")]
     fn spreads(&self) -> Vec<Option<Spread>>;
     /// Whether any input is distributed (`skel::dist`): what every call asks, without the
     /// allocation of [`ArgTuple::spreads`].
+    #[cfg(feature = "mpi")]
     fn any_distributed(&self) -> bool;
     /// Elements `range` of every input, as vector operands.
     fn sub(&self, range: Range<usize>) -> Self;
@@ -296,9 +299,11 @@ impl<'a> ArgTuple<'a> for () {
     fn visit<V: ArgVisitor>(&self, _: &mut V) -> Result<()> {
         Ok(())
     }
+    #[cfg(feature = "mpi")]
     fn spreads(&self) -> Vec<Option<Spread>> {
         Vec::new()
     }
+    #[cfg(feature = "mpi")]
     fn any_distributed(&self) -> bool {
         false
     }
@@ -328,9 +333,11 @@ macro_rules! arg_tuples {
                 $(v.visit(self.$i)?;)+
                 Ok(())
             }
+            #[cfg(feature = "mpi")]
             fn spreads(&self) -> Vec<Option<Spread>> {
                 vec![$(self.$i.spread()),+]
             }
+            #[cfg(feature = "mpi")]
             fn any_distributed(&self) -> bool {
                 $(self.$i.spread().is_some())||+
             }

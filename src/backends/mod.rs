@@ -28,11 +28,16 @@ pub(crate) use crate::plan::Stencil;
 use std::fmt;
 use std::str::FromStr;
 
+use crate::containers::Input;
+#[cfg(feature = "mpi")]
+use crate::containers::OutArgs;
+#[cfg(feature = "mpi")]
+use crate::plan::ArgTuple;
 use crate::plan::{
     self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
 };
 use crate::skeletons::Options;
-use crate::userfn::{ElementwiseFn, UserFn, Window2Fn, WindowFn};
+use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
 
 /// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
@@ -156,6 +161,7 @@ macro_rules! concrete {
     }};
 }
 pub(crate) use concrete;
+#[cfg(feature = "mpi")] // the distributed layer runs its blocks through it
 pub(crate) use dispatch;
 
 /// Runs a Reduce plan on the executor `options` resolve to, or on the distributed layer
@@ -251,6 +257,123 @@ pub(crate) fn filter<S: FilterSig>(
     }
     checks(&plan)?;
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.filter(plan))
+}
+
+/// [`reduce`] for `Map`, after `checks`; `bound` holds the containers `plan.arrays` binds,
+/// which a distributed call reads whole.
+pub(crate) fn map<'a, 'o, S, B>(
+    options: Options,
+    bound: &B,
+    plan: plan::Map<'_, 'a, 'o, S>,
+    checks: impl for<'k> FnOnce(&plan::Map<'k, 'a, 'o, S>) -> Result<()>,
+) -> Result<()>
+where
+    S: MapSig<'a, 'o>,
+    B: BindArrays<<S::F as ElementwiseFn>::Arrays>,
+{
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed() || plan.out.any_distributed() || plan.arrays.any_distributed()
+    {
+        return crate::dist::Distributed::new(options).map(bound, plan, checks);
+    }
+    let _ = bound;
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map(plan))
+}
+
+/// [`map`] for `MapArray`; `bound` is the container `plan.array` binds.
+pub(crate) fn map_array<'a, S, X>(
+    options: Options,
+    bound: &X,
+    plan: plan::MapArray<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::MapArray<'k, 'a, S>) -> Result<()>,
+) -> Result<()>
+where
+    S: MapArraySig<'a>,
+    X: Input<<S::F as ArrayFn>::Array> + ?Sized,
+{
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed() || plan.out.spread().is_some() || plan.array.spread().is_some()
+    {
+        return crate::dist::Distributed::new(options).map_array(bound, plan, checks);
+    }
+    let _ = bound;
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map_array(plan))
+}
+
+/// [`map`] for `MapReduce`.
+pub(crate) fn map_reduce<'a, S, B>(
+    options: Options,
+    bound: &B,
+    plan: plan::MapReduce<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::MapReduce<'k, 'a, S>) -> Result<()>,
+) -> Result<<S::M as UserFn>::Out>
+where
+    S: MapReduceSig<'a>,
+    <S::M as UserFn>::Out: Default,
+    B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
+{
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed() || plan.arrays.any_distributed() {
+        return crate::dist::Distributed::new(options).map_reduce(bound, plan, checks);
+    }
+    let _ = bound;
+    checks(&plan)?;
+    dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
+        .map_reduce(plan))
+}
+
+/// [`map`] for `MapPairs`; `bound_h` is the container `plan.h` binds, which a distributed
+/// call reads whole.
+pub(crate) fn map_pairs<S, B, H>(
+    options: Options,
+    (bound, bound_h): (&B, &H),
+    plan: plan::MapPairs<'_, '_, S>,
+    checks: impl for<'k, 'p> FnOnce(&plan::MapPairs<'k, 'p, S>) -> Result<()>,
+) -> Result<()>
+where
+    S: PairsSig,
+    B: BindArrays<<S::F as ElementwiseFn>::Arrays>,
+    H: Input<S::B> + ?Sized,
+{
+    #[cfg(feature = "mpi")]
+    if (plan.v, plan.h).any_distributed()
+        || plan.out.spread().is_some()
+        || plan.arrays.any_distributed()
+    {
+        return crate::dist::Distributed::new(options).map_pairs(bound, bound_h, plan, checks);
+    }
+    let _ = (bound, bound_h);
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map_pairs(plan))
+}
+
+/// [`map_pairs`] for `MapPairsReduce`; `checks` gets `false` here, `true` on the
+/// distributed layer, which checks the global shapes itself.
+pub(crate) fn map_pairs_reduce<S, B, H>(
+    options: Options,
+    (bound, bound_h): (&B, &H),
+    plan: plan::MapPairsReduce<'_, '_, S>,
+    checks: impl for<'k, 'p> FnOnce(&plan::MapPairsReduce<'k, 'p, S>, bool) -> Result<()>,
+) -> Result<()>
+where
+    S: PairsReduceSig,
+    B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
+    H: Input<S::B> + ?Sized,
+{
+    #[cfg(feature = "mpi")]
+    if (plan.v, plan.h).any_distributed()
+        || plan.out.spread().is_some()
+        || plan.arrays.any_distributed()
+    {
+        return crate::dist::Distributed::new(options)
+            .map_pairs_reduce(bound, bound_h, plan, checks);
+    }
+    let _ = (bound, bound_h);
+    checks(&plan, false)?;
+    dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
+        .map_pairs_reduce(plan))
 }
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.

@@ -65,10 +65,8 @@ pub(crate) fn refusal(skeleton: &str) -> Error {
     ))
 }
 
-/// For a call with a distributed operand: every rank describes its call (`call()`, e.g.
-/// `"Map(add)"`, and every operand's global shape) and compares it with rank 0's. Ranks
-/// that disagree get the same `ShapeMismatch` on every rank; `None` (and no communication)
-/// when no operand is distributed.
+/// [`Call::agree`] where some operand is distributed; `None` (and no communication) when
+/// none is.
 pub(crate) fn agree(call: impl FnOnce() -> String, operands: &[Operand]) -> Result<Option<Call>> {
     if !operands.iter().any(Operand::is_distributed) {
         return Ok(None);
@@ -76,15 +74,11 @@ pub(crate) fn agree(call: impl FnOnce() -> String, operands: &[Operand]) -> Resu
     Call::agree(call(), operands).map(Some)
 }
 
-/// `options` for this rank's part of `call` (`None`: not distributed): `#[index]` counts
+/// `options` for this rank's part of a distributed call: `#[index]` counts
 /// from where its block of the element-wise `operands` starts in the whole container, as a
 /// flat row-major index. The operands have one global shape, hence one block layout.
-pub(crate) fn block_options(
-    call: Option<&Call>,
-    options: Options,
-    operands: &[Operand],
-) -> Options {
-    let Some(spread) = call.and(operands.first()).and_then(|o| o.spread) else {
+pub(crate) fn block_options(options: Options, operands: &[Operand]) -> Options {
+    let Some(spread) = operands.first().and_then(|o| o.spread) else {
         return options;
     };
     let base = match spread.global {
@@ -209,7 +203,6 @@ impl Call {
 
     /// Sends `send[q]` to rank `q` (or this rank's error to all), returns what each rank
     /// sent here; fails on every rank when one failed.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn all_to_all(&self, send: Result<Vec<Vec<u8>>>) -> Result<Vec<Vec<u8>>> {
         let msgs: Vec<Vec<u8>> = match &send {
             Ok(parts) => parts.iter().map(|p| with_status(OK, p)).collect(),

@@ -6,10 +6,16 @@
 //! the executor its options resolve to (`dispatch!`, `Auto` included) with the form's
 //! communication around it, and the ranks agree on the outcome.
 
-use super::{Call, Operand};
-use crate::plan::{self, FilterSig, FoldSig};
-use crate::skeletons::Options;
-use crate::userfn::{Window2Fn, WindowFn};
+use super::map_pairs::{check_pairs, pair_operands};
+use super::{block_options, Call, Operand, WholeCell, WholeCells};
+use crate::backends::dispatch;
+use crate::containers::{Input, OutArgs, Shape};
+use crate::plan::{
+    self, ArgTuple, Axis, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig,
+};
+use crate::skeletons::{every_fold_has_pairs, Options};
+use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, IndexKind, UserFn, Window2Fn, WindowFn};
 use crate::Result;
 
 /// The layer for one call: the options its local blocks run with.
@@ -129,5 +135,197 @@ impl Distributed {
     /// Filter has no distributed form yet: refused on every rank, before any check.
     pub(crate) fn filter<S: FilterSig>(&self, _plan: plan::Filter<'_, S>) -> Result<usize> {
         Err(super::refusal("Filter"))
+    }
+
+    /// Map: the element-wise operands stay in blocks, the container arguments (`bound`,
+    /// which `plan.arrays` binds) are read whole, `#[index]` is global.
+    pub(crate) fn map<'a, 'o, S, B>(
+        &self,
+        bound: &B,
+        plan: plan::Map<'_, 'a, 'o, S>,
+        checks: impl for<'k> FnOnce(&plan::Map<'k, 'a, 'o, S>) -> Result<()>,
+    ) -> Result<()>
+    where
+        S: MapSig<'a, 'o>,
+        B: BindArrays<<S::F as ElementwiseFn>::Arrays>,
+    {
+        let mut elementwise = Operand::all(plan.inputs.shapes(), plan.inputs.spreads());
+        elementwise.extend(Operand::all(plan.out.shapes(), plan.out.spreads()));
+        let arrays = Operand::all(plan.arrays.shapes(), plan.arrays.spreads());
+        let call = self.agree(
+            || format!("Map({})", <S::F as UserFn>::NAME),
+            &[&elementwise[..], &arrays[..]].concat(),
+        )?;
+        call.same_global_shape(&elementwise)?;
+        let slots = WholeCells::default();
+        bound.gather_wholes(&slots)?;
+        let plan = plan::Map::<S> {
+            arrays: bound.bind_whole(&slots),
+            inputs: plan.inputs,
+            out: plan.out,
+            uniforms: plan.uniforms,
+        };
+        checks(&plan)?;
+        let options = block_options(self.options, &elementwise);
+        let result = dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map(plan));
+        call.finish(result)
+    }
+
+    /// MapArray: as [`Distributed::map`], `bound` (which `plan.array` binds) read whole.
+    pub(crate) fn map_array<'a, S, X>(
+        &self,
+        bound: &X,
+        plan: plan::MapArray<'_, 'a, S>,
+        checks: impl for<'k> FnOnce(&plan::MapArray<'k, 'a, S>) -> Result<()>,
+    ) -> Result<()>
+    where
+        S: MapArraySig<'a>,
+        X: Input<<S::F as ArrayFn>::Array> + ?Sized,
+    {
+        let mut elementwise = Operand::all(plan.inputs.shapes(), plan.inputs.spreads());
+        elementwise.push(Operand::of_mut(&plan.out));
+        let call = self.agree(
+            || format!("MapArray({})", <S::F as UserFn>::NAME),
+            &[&elementwise[..], &[Operand::of(&plan.array)]].concat(),
+        )?;
+        call.same_global_shape(&elementwise)?;
+        checks(&plan)?;
+        // Every element may read any of the array: a distributed one is gathered whole.
+        let slot = WholeCell::default();
+        bound.gather_whole(&slot)?;
+        let plan = plan::MapArray::<S> {
+            array: bound.whole_arg(&slot),
+            inputs: plan.inputs,
+            out: plan.out,
+            uniforms: plan.uniforms,
+        };
+        let options = block_options(self.options, &elementwise);
+        let result = dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map_array(plan));
+        call.finish(result)
+    }
+
+    /// MapReduce: each rank folds its block, the partials are folded in rank order.
+    pub(crate) fn map_reduce<'a, S, B>(
+        &self,
+        bound: &B,
+        plan: plan::MapReduce<'_, 'a, S>,
+        checks: impl for<'k> FnOnce(&plan::MapReduce<'k, 'a, S>) -> Result<()>,
+    ) -> Result<<S::M as UserFn>::Out>
+    where
+        S: MapReduceSig<'a>,
+        <S::M as UserFn>::Out: Default,
+        B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
+    {
+        let (m, r) = (<S::M as UserFn>::NAME, <S::R as UserFn>::NAME);
+        let elementwise = Operand::all(plan.inputs.shapes(), plan.inputs.spreads());
+        let arrays = Operand::all(plan.arrays.shapes(), plan.arrays.spreads());
+        let call = self.agree(
+            || format!("MapReduce({m}, {r})"),
+            &[&elementwise[..], &arrays[..]].concat(),
+        )?;
+        call.same_global_shape(&elementwise)?;
+        // The block is folded as two vector parts (see `dist::map_reduce`), which keep a
+        // flat index but not a row and column.
+        call.no_index(m, <<S::M as ElementwiseFn>::Index as IndexKind>::DIMS, 1)?;
+        let slots = WholeCells::default();
+        bound.gather_wholes(&slots)?;
+        let plan = plan::MapReduce::<S> {
+            arrays: bound.bind_whole(&slots),
+            inputs: plan.inputs,
+            shape: plan.shape,
+            uniforms: plan.uniforms,
+            start: plan.start,
+        };
+        checks(&plan)?;
+        let options = block_options(self.options, &elementwise);
+        super::map_reduce::<S>(&call, options, plan)
+    }
+
+    /// MapPairs: `v` and the output by rows, `h` (`bound_h`) and the container arguments
+    /// (`bound`) whole on every rank.
+    pub(crate) fn map_pairs<S, B, H>(
+        &self,
+        bound: &B,
+        bound_h: &H,
+        plan: plan::MapPairs<'_, '_, S>,
+        checks: impl for<'k, 'p> FnOnce(&plan::MapPairs<'k, 'p, S>) -> Result<()>,
+    ) -> Result<()>
+    where
+        S: PairsSig,
+        B: BindArrays<<S::F as ElementwiseFn>::Arrays>,
+        H: Input<S::B> + ?Sized,
+    {
+        let name = <S::F as UserFn>::NAME;
+        let operands = pair_operands((&plan.v, &plan.h, &plan.out), &plan.arrays);
+        let call = self.agree(|| format!("MapPairs({name})"), &operands)?;
+        check_pairs("MapPairs", &operands, |rows, cols| Shape::Matrix {
+            rows,
+            cols,
+        })?;
+        call.no_index(name, <<S::F as ElementwiseFn>::Index as IndexKind>::DIMS, 0)?;
+        let (slots, whole_h) = (WholeCells::default(), WholeCell::default());
+        bound.gather_wholes(&slots)?;
+        bound_h.gather_whole(&whole_h)?;
+        let plan = plan::MapPairs::<S> {
+            arrays: bound.bind_whole(&slots),
+            v: plan.v,
+            h: bound_h.whole_arg(&whole_h),
+            out: plan.out,
+            uniforms: plan.uniforms,
+        };
+        checks(&plan)?;
+        let result = if plan.v.shape().is_empty() {
+            Ok(())
+        } else {
+            dispatch!(self.options, name, |exec| exec.map_pairs(plan))
+        };
+        call.finish(result)
+    }
+
+    /// MapPairsReduce: as [`Distributed::map_pairs`]; row folds lie on one rank each,
+    /// column folds are folded across ranks in rank order. `checks` gets `true`: the
+    /// global shapes are checked here, it checks the container arguments and `v`, `h`.
+    pub(crate) fn map_pairs_reduce<S, B, H>(
+        &self,
+        bound: &B,
+        bound_h: &H,
+        plan: plan::MapPairsReduce<'_, '_, S>,
+        checks: impl for<'k, 'p> FnOnce(&plan::MapPairsReduce<'k, 'p, S>, bool) -> Result<()>,
+    ) -> Result<()>
+    where
+        S: PairsReduceSig,
+        B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
+        H: Input<S::B> + ?Sized,
+    {
+        let (m, r, axis) = (<S::M as UserFn>::NAME, <S::R as UserFn>::NAME, plan.axis);
+        let operands = pair_operands((&plan.v, &plan.h, &plan.out), &plan.arrays);
+        let call = self.agree(|| format!("MapPairsReduce({m}, {r}, {axis:?})"), &operands)?;
+        // v by rows, out by its elements; h and the container arguments whole.
+        let (rows, cols) = check_pairs("MapPairsReduce", &operands, |rows, cols| {
+            Shape::Vector(if axis == Axis::Rows { rows } else { cols })
+        })?;
+        every_fold_has_pairs(axis, rows, cols)?;
+        call.no_index(m, <<S::M as ElementwiseFn>::Index as IndexKind>::DIMS, 0)?;
+        let (slots, whole_h) = (WholeCells::default(), WholeCell::default());
+        bound.gather_wholes(&slots)?;
+        bound_h.gather_whole(&whole_h)?;
+        let plan = plan::MapPairsReduce::<S> {
+            arrays: bound.bind_whole(&slots),
+            v: plan.v,
+            h: bound_h.whole_arg(&whole_h),
+            out: plan.out,
+            axis,
+            uniforms: plan.uniforms,
+        };
+        checks(&plan, true)?;
+        if axis == Axis::Cols {
+            return super::map_pairs_reduce_cols::<S>(&call, self.options, plan);
+        }
+        let result = if plan.v.shape().is_empty() {
+            Ok(())
+        } else {
+            dispatch!(self.options, m, |exec| exec.map_pairs_reduce(plan))
+        };
+        call.finish(result)
     }
 }
