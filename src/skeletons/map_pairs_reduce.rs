@@ -20,8 +20,9 @@ use crate::{DeviceType, Result};
 /// must be associative (it need not be commutative). The map function may take
 /// `#[index] (row, col)` and uniforms, as for [`MapPairs`](crate::MapPairs). The output has
 /// one element per row (`v.len()`) or per column (`h.len()`), else
-/// [`Error::ShapeMismatch`]; a fold over no pairs (an empty `h` for rows) is an
-/// [`Error::InvalidArgument`]. On error nothing is written.
+/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); a fold over no pairs (an empty
+/// `h` for rows) is an [`Error::InvalidArgument`](crate::Error::InvalidArgument). On error
+/// nothing is written.
 ///
 /// ```
 /// use skel::prelude::*;
