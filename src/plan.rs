@@ -11,10 +11,13 @@
 //! are plain borrows and copies: building one allocates nothing.
 //!
 //! Adding a skeleton form: its builder and checks in one file of `src/skeletons/`, which
-//! ends in `dispatch!(options, name, |exec| exec.form(plan::Form::<(F, ..)> { .. }))`; here
-//! the plan struct (operands, uniforms, options) and, when it has more than one type
-//! parameter, its `FormSig` trait with the blanket impl for the tuple of its types; one
-//! method on `backends::Execute`; then that method in each executor (`cpu.rs`, `rayon.rs`,
+//! ends in `backends::form(options, plan::Form::<(F, ..)> { .. }, |plan| checks)` (the
+//! route in `backends/mod.rs` runs the checks, then `dispatch!`es the plan; with feature
+//! `mpi` it hands a plan with a distributed operand to `dist::Distributed`, which runs the
+//! checks once the ranks agreed on the call); here the plan struct (operands, uniforms,
+//! options) and, when it has more than one type parameter, its `FormSig` trait with the
+//! blanket impl for the tuple of its types; one method on `backends::Execute`; then that
+//! method in each executor (`cpu.rs`, `rayon.rs`,
 //! `auto.rs`, which asks the tuner and forwards the plan, and `cuda/mod.rs` /
 //! `opencl/mod.rs`, which destructure the plan and call the form's own file
 //! `cuda/form.rs` / `opencl/form.rs`).

@@ -2,8 +2,11 @@
 //!
 //! [`Backend`] names a backend; the crate-internal `Execute` trait is what each backend
 //! implements, one method per skeleton, taking backend-neutral call plans
-//! (`crate::plan`). Skeletons resolve a `Backend` to an executor with `dispatch!` and
-//! never see which one runs them.
+//! (`crate::plan`). Skeletons hand their plan and their shape checks to this module's
+//! route for the form (`map`, `reduce`, ...), which runs the checks and resolves the
+//! `Backend` to an executor with `dispatch!`, so a skeleton never sees which one runs it;
+//! with feature `mpi`, a plan with an operand of a distributed container goes to the
+//! distributed layer (`dist::Distributed`) instead, which wraps the same resolution.
 
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) mod args;

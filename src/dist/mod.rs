@@ -26,8 +26,9 @@
 //! ```
 //!
 //! Each rank runs its block on its own backend (the usual selection; [`init`] points
-//! `SKEL_CUDA_DEVICE` at the node-local rank, so one rank per GPU), and the skeleton adds
-//! the communication:
+//! `SKEL_CUDA_DEVICE` at the node-local rank, so one rank per GPU), and the distributed
+//! layer (`exec.rs`, which the backends' dispatch picks for a call with a distributed
+//! operand) adds the communication:
 //! - Map: none (each rank writes its block);
 //! - Reduce, MapReduce: a local fold per rank, then the partials of all ranks are exchanged
 //!   and folded in rank order with the user function, so the result is the same on every

@@ -112,11 +112,13 @@ where
     {
         self.options.validate()?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
+        let shapes = inputs.shapes();
         let plan = plan::MapReduce::<(M, R, I)> {
             arrays: self.arrays.bind(),
             inputs,
-            // The inputs' common shape, which `checks` confirm (`Vector(0)`: none, never run).
-            shape: inputs.shapes().first().copied().unwrap_or(Shape::Vector(0)),
+            // The first input's shape, which `checks` confirm is every input's (`run` takes
+            // at least one input).
+            shape: shapes.first().copied().unwrap_or(Shape::Vector(0)),
             uniforms,
             start: self.start.unwrap_or_default(),
         };
@@ -127,7 +129,7 @@ where
                 M::Arrays::KINDS,
                 &plan.arrays.shapes(),
             )?;
-            check_inputs("MapReduce", &plan.inputs.shapes(), plan.shape)?;
+            check_inputs("MapReduce", &shapes, plan.shape)?;
             check_index_dims(
                 "MapReduce",
                 M::NAME,
