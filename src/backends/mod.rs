@@ -279,7 +279,7 @@ where
     {
         return crate::dist::Distributed::new(options).map(bound, plan, checks);
     }
-    let _ = bound;
+    let _ = bound; // the containers behind the plan: only a distributed call gathers them
     checks(&plan)?;
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map(plan))
 }
@@ -300,7 +300,7 @@ where
     {
         return crate::dist::Distributed::new(options).map_array(bound, plan, checks);
     }
-    let _ = bound;
+    let _ = bound; // the containers behind the plan: only a distributed call gathers them
     checks(&plan)?;
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map_array(plan))
 }
@@ -321,7 +321,7 @@ where
     if plan.inputs.any_distributed() || plan.arrays.any_distributed() {
         return crate::dist::Distributed::new(options).map_reduce(bound, plan, checks);
     }
-    let _ = bound;
+    let _ = bound; // the containers behind the plan: only a distributed call gathers them
     checks(&plan)?;
     dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
         .map_reduce(plan))
@@ -347,7 +347,7 @@ where
     {
         return crate::dist::Distributed::new(options).map_pairs(bound, bound_h, plan, checks);
     }
-    let _ = (bound, bound_h);
+    let _ = (bound, bound_h); // as in `map`: only a distributed call gathers them
     checks(&plan)?;
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map_pairs(plan))
 }
@@ -373,7 +373,7 @@ where
         return crate::dist::Distributed::new(options)
             .map_pairs_reduce(bound, bound_h, plan, checks);
     }
-    let _ = (bound, bound_h);
+    let _ = (bound, bound_h); // as in `map`: only a distributed call gathers them
     checks(&plan, false)?;
     dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
         .map_pairs_reduce(plan))
