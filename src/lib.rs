@@ -182,6 +182,7 @@ pub mod config;
 pub mod containers;
 #[doc(hidden)]
 pub mod debug;
+#[cfg(feature = "mpi")]
 pub mod dist;
 mod error;
 pub mod interop;

@@ -11,10 +11,13 @@
 //! are plain borrows and copies: building one allocates nothing.
 //!
 //! Adding a skeleton form: its builder and checks in one file of `src/skeletons/`, which
-//! ends in `dispatch!(options, name, |exec| exec.form(plan::Form::<(F, ..)> { .. }))`; here
-//! the plan struct (operands, uniforms, options) and, when it has more than one type
-//! parameter, its `FormSig` trait with the blanket impl for the tuple of its types; one
-//! method on `backends::Execute`; then that method in each executor (`cpu.rs`, `rayon.rs`,
+//! ends in `backends::form(options, plan::Form::<(F, ..)> { .. }, |plan| checks)` (the
+//! route in `backends/mod.rs` runs the checks, then `dispatch!`es the plan; with feature
+//! `mpi` it hands a plan with a distributed operand to `dist::Distributed`, which runs the
+//! checks once the ranks agreed on the call); here the plan struct (operands, uniforms,
+//! options) and, when it has more than one type parameter, its `FormSig` trait with the
+//! blanket impl for the tuple of its types; one method on `backends::Execute`; then that
+//! method in each executor (`cpu.rs`, `rayon.rs`,
 //! `auto.rs`, which asks the tuner and forwards the plan, and `cuda/mod.rs` /
 //! `opencl/mod.rs`, which destructure the plan and call the form's own file
 //! `cuda/form.rs` / `opencl/form.rs`).
@@ -23,6 +26,7 @@ use std::ops::Range;
 
 use crate::backends::{BinaryFn, ContainerOps, PredicateFn};
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
+#[cfg(feature = "mpi")]
 use crate::dist::Spread;
 use crate::userfn::{ArrayFn, ElementwiseFn, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Result};
@@ -259,9 +263,11 @@ pub trait ArgTuple<'a>: Sized + Copy + Send + Sync {
     #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
     fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
     /// Where each input lies among the processes (`skel::dist`), in order.
+    #[cfg(feature = "mpi")]
     fn spreads(&self) -> Vec<Option<Spread>>;
     /// Whether any input is distributed (`skel::dist`): what every call asks, without the
     /// allocation of [`ArgTuple::spreads`].
+    #[cfg(feature = "mpi")]
     fn any_distributed(&self) -> bool;
     /// Elements `range` of every input, as vector operands.
     fn sub(&self, range: Range<usize>) -> Self;
@@ -296,9 +302,11 @@ impl<'a> ArgTuple<'a> for () {
     fn visit<V: ArgVisitor>(&self, _: &mut V) -> Result<()> {
         Ok(())
     }
+    #[cfg(feature = "mpi")]
     fn spreads(&self) -> Vec<Option<Spread>> {
         Vec::new()
     }
+    #[cfg(feature = "mpi")]
     fn any_distributed(&self) -> bool {
         false
     }
@@ -328,9 +336,11 @@ macro_rules! arg_tuples {
                 $(v.visit(self.$i)?;)+
                 Ok(())
             }
+            #[cfg(feature = "mpi")]
             fn spreads(&self) -> Vec<Option<Spread>> {
                 vec![$(self.$i.spread()),+]
             }
+            #[cfg(feature = "mpi")]
             fn any_distributed(&self) -> bool {
                 $(self.$i.spread().is_some())||+
             }

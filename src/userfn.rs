@@ -427,18 +427,18 @@ pub trait BindArrays<K: ContainerArgs> {
     /// Puts the whole of each distributed bound container in its slot (every rank calls it
     /// together; see [`Input::gather_whole`]).
     #[doc(hidden)]
-    fn gather_wholes(&self, slots: &crate::dist::WholeCells) -> crate::Result<()>;
+    fn gather_wholes(&self, slots: &crate::containers::WholeCells) -> crate::Result<()>;
     /// The bound containers as operands, the distributed ones whole, from `slots`.
     #[doc(hidden)]
-    fn bind_whole<'k>(&'k self, slots: &'k crate::dist::WholeCells) -> K::Args<'k>;
+    fn bind_whole<'k>(&'k self, slots: &'k crate::containers::WholeCells) -> K::Args<'k>;
 }
 
 impl BindArrays<()> for () {
     fn bind(&self) {}
-    fn gather_wholes(&self, _: &crate::dist::WholeCells) -> crate::Result<()> {
+    fn gather_wholes(&self, _: &crate::containers::WholeCells) -> crate::Result<()> {
         Ok(())
     }
-    fn bind_whole<'k>(&'k self, _: &'k crate::dist::WholeCells) {}
+    fn bind_whole<'k>(&'k self, _: &'k crate::containers::WholeCells) {}
 }
 
 macro_rules! bind_arrays {
@@ -449,11 +449,11 @@ macro_rules! bind_arrays {
             fn bind(&self) -> ($(Arg<'_, $k::Elem>,)+) {
                 ($(self.$i.arg(),)+)
             }
-            fn gather_wholes(&self, slots: &crate::dist::WholeCells) -> crate::Result<()> {
+            fn gather_wholes(&self, slots: &crate::containers::WholeCells) -> crate::Result<()> {
                 $(self.$i.gather_whole(&slots[$i])?;)+
                 Ok(())
             }
-            fn bind_whole<'k>(&'k self, slots: &'k crate::dist::WholeCells) -> ($(Arg<'k, $k::Elem>,)+) {
+            fn bind_whole<'k>(&'k self, slots: &'k crate::containers::WholeCells) -> ($(Arg<'k, $k::Elem>,)+) {
                 ($(self.$i.whole_arg(&slots[$i]),)+)
             }
         }

@@ -2,8 +2,11 @@
 //!
 //! [`Backend`] names a backend; the crate-internal `Execute` trait is what each backend
 //! implements, one method per skeleton, taking backend-neutral call plans
-//! (`crate::plan`). Skeletons resolve a `Backend` to an executor with `dispatch!` and
-//! never see which one runs them.
+//! (`crate::plan`). Skeletons hand their plan and their shape checks to this module's
+//! route for the form (`map`, `reduce`, ...), which runs the checks and resolves the
+//! `Backend` to an executor with `dispatch!`, so a skeleton never sees which one runs it;
+//! with feature `mpi`, a plan with an operand of a distributed container goes to the
+//! distributed layer (`dist::Distributed`) instead, which wraps the same resolution.
 
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) mod args;
@@ -28,10 +31,16 @@ pub(crate) use crate::plan::Stencil;
 use std::fmt;
 use std::str::FromStr;
 
+use crate::containers::Input;
+#[cfg(feature = "mpi")]
+use crate::containers::OutArgs;
+#[cfg(feature = "mpi")]
+use crate::plan::ArgTuple;
 use crate::plan::{
     self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
 };
-use crate::userfn::{ElementwiseFn, UserFn, Window2Fn, WindowFn};
+use crate::skeletons::Options;
+use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
 
 /// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
@@ -155,7 +164,220 @@ macro_rules! concrete {
     }};
 }
 pub(crate) use concrete;
+#[cfg(feature = "mpi")] // the distributed layer runs its blocks through it
 pub(crate) use dispatch;
+
+/// Runs a Reduce plan on the executor `options` resolve to, or on the distributed layer
+/// (`dist::Distributed`, feature `mpi`) when its input is a block of a distributed
+/// container.
+pub(crate) fn reduce<S: FoldSig>(options: Options, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() {
+        return crate::dist::Distributed::new(options).reduce(plan);
+    }
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.reduce(plan))
+}
+
+// The routes below take the skeleton's shape checks as `checks`: run first on one process,
+// and on the distributed layer only once the ranks agreed on the call, so that a check of
+// global shapes fails on every rank or on none (no rank waits for one that returned early).
+
+/// [`reduce`] for `ReduceAxis`, after `checks`.
+pub(crate) fn reduce_axis<S: FoldSig>(
+    options: Options,
+    plan: plan::ReduceAxis<'_, S>,
+    checks: impl FnOnce(&plan::ReduceAxis<'_, S>) -> Result<()>,
+) -> Result<()>
+where
+    S::T: Default,
+{
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).reduce_axis(plan, checks);
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
+        .reduce_axis(plan))
+}
+
+/// [`reduce`] for `Scan`, after `checks`.
+pub(crate) fn scan<S: FoldSig>(
+    options: Options,
+    plan: plan::Scan<'_, S>,
+    checks: impl FnOnce(&plan::Scan<'_, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).scan(plan, checks);
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.scan(plan))
+}
+
+/// [`reduce`] for a 1D `MapOverlap`, after `checks` (which also settle the plan's axis).
+pub(crate) fn map_overlap<F: WindowFn>(
+    options: Options,
+    mut plan: plan::MapOverlap<'_, F>,
+    checks: impl FnOnce(&mut plan::MapOverlap<'_, F>) -> Result<()>,
+) -> Result<()>
+where
+    F::Elem: Default,
+{
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).map_overlap(plan, checks);
+    }
+    checks(&mut plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap(plan))
+}
+
+/// [`reduce`] for a 2D `MapOverlap`, after `checks`.
+pub(crate) fn map_overlap_2d<F: Window2Fn>(
+    options: Options,
+    mut plan: plan::MapOverlap2d<'_, F>,
+    checks: impl FnOnce(&mut plan::MapOverlap2d<'_, F>) -> Result<()>,
+) -> Result<()>
+where
+    F::Elem: Default,
+{
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).map_overlap_2d(plan, checks);
+    }
+    checks(&mut plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap_2d(plan))
+}
+
+/// [`reduce`] for `Filter`, after `checks` (a distributed Filter is refused before them).
+pub(crate) fn filter<S: FilterSig>(
+    options: Options,
+    plan: plan::Filter<'_, S>,
+    checks: impl FnOnce(&plan::Filter<'_, S>) -> Result<()>,
+) -> Result<usize> {
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || plan.out.spread().is_some() {
+        return crate::dist::Distributed::new(options).filter(plan);
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.filter(plan))
+}
+
+/// [`reduce`] for `Map`, after `checks`; `bound` holds the containers `plan.arrays` binds,
+/// which a distributed call reads whole.
+pub(crate) fn map<'a, 'o, S, B>(
+    options: Options,
+    bound: &B,
+    plan: plan::Map<'_, 'a, 'o, S>,
+    checks: impl for<'k> FnOnce(&plan::Map<'k, 'a, 'o, S>) -> Result<()>,
+) -> Result<()>
+where
+    S: MapSig<'a, 'o>,
+    B: BindArrays<<S::F as ElementwiseFn>::Arrays>,
+{
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed() || plan.out.any_distributed() || plan.arrays.any_distributed()
+    {
+        return crate::dist::Distributed::new(options).map(bound, plan, checks);
+    }
+    let _ = bound; // the containers behind the plan: only a distributed call gathers them
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map(plan))
+}
+
+/// [`map`] for `MapArray`; `bound` is the container `plan.array` binds.
+pub(crate) fn map_array<'a, S, X>(
+    options: Options,
+    bound: &X,
+    plan: plan::MapArray<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::MapArray<'k, 'a, S>) -> Result<()>,
+) -> Result<()>
+where
+    S: MapArraySig<'a>,
+    X: Input<<S::F as ArrayFn>::Array> + ?Sized,
+{
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed() || plan.out.spread().is_some() || plan.array.spread().is_some()
+    {
+        return crate::dist::Distributed::new(options).map_array(bound, plan, checks);
+    }
+    let _ = bound; // the containers behind the plan: only a distributed call gathers them
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map_array(plan))
+}
+
+/// [`map`] for `MapReduce`.
+pub(crate) fn map_reduce<'a, S, B>(
+    options: Options,
+    bound: &B,
+    plan: plan::MapReduce<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::MapReduce<'k, 'a, S>) -> Result<()>,
+) -> Result<<S::M as UserFn>::Out>
+where
+    S: MapReduceSig<'a>,
+    <S::M as UserFn>::Out: Default,
+    B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
+{
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed() || plan.arrays.any_distributed() {
+        return crate::dist::Distributed::new(options).map_reduce(bound, plan, checks);
+    }
+    let _ = bound; // the containers behind the plan: only a distributed call gathers them
+    checks(&plan)?;
+    dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
+        .map_reduce(plan))
+}
+
+/// [`map`] for `MapPairs`; `bound_h` is the container `plan.h` binds, which a distributed
+/// call reads whole.
+pub(crate) fn map_pairs<S, B, H>(
+    options: Options,
+    (bound, bound_h): (&B, &H),
+    plan: plan::MapPairs<'_, '_, S>,
+    checks: impl for<'k, 'p> FnOnce(&plan::MapPairs<'k, 'p, S>) -> Result<()>,
+) -> Result<()>
+where
+    S: PairsSig,
+    B: BindArrays<<S::F as ElementwiseFn>::Arrays>,
+    H: Input<S::B> + ?Sized,
+{
+    #[cfg(feature = "mpi")]
+    if (plan.v, plan.h).any_distributed()
+        || plan.out.spread().is_some()
+        || plan.arrays.any_distributed()
+    {
+        return crate::dist::Distributed::new(options).map_pairs(bound, bound_h, plan, checks);
+    }
+    let _ = (bound, bound_h); // as in `map`: only a distributed call gathers them
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.map_pairs(plan))
+}
+
+/// [`map_pairs`] for `MapPairsReduce`; `checks` gets `false` here, `true` on the
+/// distributed layer, which checks the global shapes itself.
+pub(crate) fn map_pairs_reduce<S, B, H>(
+    options: Options,
+    (bound, bound_h): (&B, &H),
+    plan: plan::MapPairsReduce<'_, '_, S>,
+    checks: impl for<'k, 'p> FnOnce(&plan::MapPairsReduce<'k, 'p, S>, bool) -> Result<()>,
+) -> Result<()>
+where
+    S: PairsReduceSig,
+    B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
+    H: Input<S::B> + ?Sized,
+{
+    #[cfg(feature = "mpi")]
+    if (plan.v, plan.h).any_distributed()
+        || plan.out.spread().is_some()
+        || plan.arrays.any_distributed()
+    {
+        return crate::dist::Distributed::new(options)
+            .map_pairs_reduce(bound, bound_h, plan, checks);
+    }
+    let _ = (bound, bound_h); // as in `map`: only a distributed call gathers them
+    checks(&plan, false)?;
+    dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
+        .map_pairs_reduce(plan))
+}
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.
 fn cuda_check() -> std::result::Result<(), String> {

@@ -54,8 +54,18 @@ use std::sync::MutexGuard;
 
 use store::Store;
 
+#[cfg(feature = "mpi")]
 use crate::dist::Spread;
 use crate::{DeviceType, Result};
+
+/// Where a call keeps the whole copy of a distributed container it reads whole (a
+/// container argument, MapArray's array) while it runs (see [`Input::gather_whole`]).
+#[doc(hidden)]
+pub type WholeCell = std::cell::OnceCell<std::rc::Rc<dyn std::any::Any>>;
+
+/// One [`WholeCell`] per container parameter (a user function has at most four).
+#[doc(hidden)]
+pub type WholeCells = [WholeCell; 4];
 
 /// The shape of an operand, as skeletons check and report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -151,14 +161,14 @@ pub trait Input<T: DeviceType> {
     /// array): a distributed container puts its whole copy in `slot`, all-gathered or
     /// cached (every rank calls it together); others have nothing to do.
     #[doc(hidden)]
-    fn gather_whole(&self, _slot: &crate::dist::WholeCell) -> crate::Result<()> {
+    fn gather_whole(&self, _slot: &WholeCell) -> crate::Result<()> {
         Ok(())
     }
 
     /// The whole container after `gather_whole` filled `slot`: the copy there, or the
     /// operand itself.
     #[doc(hidden)]
-    fn whole_arg<'k>(&'k self, _slot: &'k crate::dist::WholeCell) -> Arg<'k, T> {
+    fn whole_arg<'k>(&'k self, _slot: &'k WholeCell) -> Arg<'k, T> {
         self.arg()
     }
 }
@@ -183,6 +193,8 @@ pub struct Arg<'a, T> {
     store: &'a Store<T>,
     offset: usize,
     shape: Shape,
+    /// Where the block of a distributed container lies (`None`: an ordinary operand).
+    #[cfg(feature = "mpi")]
     spread: Option<Spread>,
 }
 
@@ -206,6 +218,7 @@ impl<'a, T: DeviceType> Arg<'a, T> {
             store,
             offset,
             shape,
+            #[cfg(feature = "mpi")]
             spread: None,
         }
     }
@@ -216,6 +229,7 @@ impl<'a, T: DeviceType> Arg<'a, T> {
     }
 
     /// This operand as the local block of a container spread over processes.
+    #[cfg(feature = "mpi")]
     pub(crate) fn spread_over(self, spread: Spread) -> Self {
         Arg {
             spread: Some(spread),
@@ -225,8 +239,19 @@ impl<'a, T: DeviceType> Arg<'a, T> {
 
     /// Where the operand lies among the processes of a distributed container; `None` for
     /// an ordinary one.
+    #[cfg(feature = "mpi")]
     pub(crate) fn spread(&self) -> Option<Spread> {
         self.spread
+    }
+
+    /// The shape of the whole container: the global one for the block of a distributed
+    /// container, else the operand's own.
+    pub(crate) fn global_shape(&self) -> Shape {
+        #[cfg(feature = "mpi")]
+        if let Some(spread) = self.spread {
+            return spread.global;
+        }
+        self.shape
     }
 
     /// Elements `range` of the operand, as an ordinary vector operand of their own.
@@ -303,6 +328,8 @@ pub struct ArgMut<'a, T> {
     store: &'a mut Store<T>,
     offset: usize,
     shape: Shape,
+    /// Where the block of a distributed container lies (`None`: an ordinary operand).
+    #[cfg(feature = "mpi")]
     spread: Option<Spread>,
 }
 
@@ -319,6 +346,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store,
             offset,
             shape,
+            #[cfg(feature = "mpi")]
             spread: None,
         }
     }
@@ -329,6 +357,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     }
 
     /// This operand as the local block of a container spread over processes.
+    #[cfg(feature = "mpi")]
     pub(crate) fn spread_over(self, spread: Spread) -> Self {
         ArgMut {
             spread: Some(spread),
@@ -337,8 +366,18 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     }
 
     /// Where the operand lies among the processes (see [`Arg::spread`]).
+    #[cfg(feature = "mpi")]
     pub(crate) fn spread(&self) -> Option<Spread> {
         self.spread
+    }
+
+    /// The shape of the whole container (see [`Arg::global_shape`]).
+    pub(crate) fn global_shape(&self) -> Shape {
+        #[cfg(feature = "mpi")]
+        if let Some(spread) = self.spread {
+            return spread.global;
+        }
+        self.shape
     }
 
     /// The elements on the host, current (stale ranges brought back first); device copies
@@ -391,6 +430,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset,
             shape: Shape::Vector(len),
+            #[cfg(feature = "mpi")]
             spread: None,
         }
     }
@@ -405,6 +445,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset + range.start,
             shape: Shape::Vector(range.len()),
+            #[cfg(feature = "mpi")]
             spread: None,
         }
     }
@@ -417,6 +458,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset + first,
             shape,
+            #[cfg(feature = "mpi")]
             spread: None,
         }
     }
@@ -427,6 +469,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             store: self.store,
             offset: self.offset,
             shape: self.shape,
+            #[cfg(feature = "mpi")]
             spread: self.spread,
         }
     }

@@ -68,9 +68,11 @@ pub trait OutArgs<'a>: Sized {
     fn shapes(&self) -> Vec<Shape>;
     /// Where each operand lies among the processes (`skel::dist`), in order.
     #[doc(hidden)]
+    #[cfg(feature = "mpi")]
     fn spreads(&self) -> Vec<Option<crate::dist::Spread>>;
     /// Whether any operand is distributed, without the allocation of `spreads`.
     #[doc(hidden)]
+    #[cfg(feature = "mpi")]
     fn any_distributed(&self) -> bool;
     /// The elements of the first operand (a call's size), without the allocation of
     /// `shapes`.
@@ -139,9 +141,11 @@ impl<'a, T: DeviceType> OutArgs<'a> for ArgMut<'a, T> {
     fn shapes(&self) -> Vec<Shape> {
         vec![ArgMut::shape(self)]
     }
+    #[cfg(feature = "mpi")]
     fn spreads(&self) -> Vec<Option<crate::dist::Spread>> {
         vec![ArgMut::spread(self)]
     }
+    #[cfg(feature = "mpi")]
     fn any_distributed(&self) -> bool {
         ArgMut::spread(self).is_some()
     }
@@ -210,9 +214,11 @@ macro_rules! out_tuples {
             fn shapes(&self) -> Vec<Shape> {
                 vec![$(self.$i.shape()),+]
             }
+            #[cfg(feature = "mpi")]
             fn spreads(&self) -> Vec<Option<crate::dist::Spread>> {
                 vec![$(self.$i.spread()),+]
             }
+            #[cfg(feature = "mpi")]
             fn any_distributed(&self) -> bool {
                 $(self.$i.spread().is_some())||+
             }

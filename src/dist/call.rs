@@ -57,52 +57,28 @@ impl Operand {
     }
 }
 
-/// `Err` when an operand of a skeleton that has no distributed form is distributed.
-pub(crate) fn refuse(skeleton: &str, operands: &[Operand]) -> Result<()> {
-    if operands.iter().any(Operand::is_distributed) {
-        return Err(Error::InvalidArgument(format!(
-            "{skeleton} does not take distributed containers (skel::dist) yet: gather them \
-             (DistVector::all_gather) and run it on the whole containers"
-        )));
-    }
-    Ok(())
+/// The error for a distributed operand of a skeleton that has no distributed form.
+pub(crate) fn refusal(skeleton: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "{skeleton} does not take distributed containers (skel::dist) yet: gather them \
+         (DistVector::all_gather) and run it on the whole containers"
+    ))
 }
 
-/// For a call with a distributed operand: every rank describes its call (`call()`, e.g.
-/// `"Map(add)"`, and every operand's global shape) and compares it with rank 0's. Ranks
-/// that disagree get the same `ShapeMismatch` on every rank; `None` (and no communication)
-/// when no operand is distributed.
+/// [`Call::agree`] where some operand is distributed; `None` (and no communication) when
+/// none is.
 pub(crate) fn agree(call: impl FnOnce() -> String, operands: &[Operand]) -> Result<Option<Call>> {
     if !operands.iter().any(Operand::is_distributed) {
         return Ok(None);
     }
-    let call = call();
-    let comm = super::comm()?;
-    let described: Vec<String> = operands.iter().map(Operand::describe).collect();
-    let mine = format!("{call} on [{}]", described.join(", "));
-    let all = comm.all_gather(mine.as_bytes())?;
-    if let Some((r, theirs)) = all.iter().enumerate().find(|(_, d)| **d != all[0]) {
-        return Err(Error::shape(
-            format!(
-                "distributed call: rank {r} and rank 0 disagree (every rank makes the same \
-                 call on containers of the same global shapes)"
-            ),
-            String::from_utf8_lossy(&all[0]),
-            String::from_utf8_lossy(theirs),
-        ));
-    }
-    Ok(Some(Call { comm, name: call }))
+    Call::agree(call(), operands).map(Some)
 }
 
-/// `options` for this rank's part of `call` (`None`: not distributed): `#[index]` counts
+/// `options` for this rank's part of a distributed call: `#[index]` counts
 /// from where its block of the element-wise `operands` starts in the whole container, as a
 /// flat row-major index. The operands have one global shape, hence one block layout.
-pub(crate) fn block_options(
-    call: Option<&Call>,
-    options: Options,
-    operands: &[Operand],
-) -> Options {
-    let Some(spread) = call.and(operands.first()).and_then(|o| o.spread) else {
+pub(crate) fn block_options(options: Options, operands: &[Operand]) -> Options {
+    let Some(spread) = operands.first().and_then(|o| o.spread) else {
         return options;
     };
     let base = match spread.global {
@@ -125,6 +101,27 @@ const OK: u8 = 1;
 const FAILED: u8 = 0;
 
 impl Call {
+    /// Every rank describes its call (`call`, e.g. `"Map(add)"`, and every operand's
+    /// global shape) and compares it with rank 0's; ranks that disagree get the same
+    /// `ShapeMismatch` on every rank.
+    pub(crate) fn agree(call: String, operands: &[Operand]) -> Result<Call> {
+        let comm = super::comm()?;
+        let described: Vec<String> = operands.iter().map(Operand::describe).collect();
+        let mine = format!("{call} on [{}]", described.join(", "));
+        let all = comm.all_gather(mine.as_bytes())?;
+        if let Some((r, theirs)) = all.iter().enumerate().find(|(_, d)| **d != all[0]) {
+            return Err(Error::shape(
+                format!(
+                    "distributed call: rank {r} and rank 0 disagree (every rank makes the same \
+                     call on containers of the same global shapes)"
+                ),
+                String::from_utf8_lossy(&all[0]),
+                String::from_utf8_lossy(theirs),
+            ));
+        }
+        Ok(Call { comm, name: call })
+    }
+
     pub(crate) fn rank(&self) -> usize {
         self.comm.rank()
     }
@@ -206,7 +203,6 @@ impl Call {
 
     /// Sends `send[q]` to rank `q` (or this rank's error to all), returns what each rank
     /// sent here; fails on every rank when one failed.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn all_to_all(&self, send: Result<Vec<Vec<u8>>>) -> Result<Vec<Vec<u8>>> {
         let msgs: Vec<Vec<u8>> = match &send {
             Ok(parts) => parts.iter().map(|p| with_status(OK, p)).collect(),

@@ -8,26 +8,20 @@
 //! launch, no temporaries) and folds every row of MapPairsReduce in the same order as on
 //! one process.
 
-use super::{agree, Call, Operand};
+use super::Operand;
 use crate::containers::{Arg, ArgMut, Shape};
 use crate::plan::ArgTuple;
 use crate::{DeviceType, Error, Result};
 
-/// The operands of a MapPairs / MapPairsReduce call (`v`, `h`, the output, then the
-/// container arguments) and, when any of them is distributed, the ranks' agreement on the
-/// call that `describe` names. An ordinary call describes (allocates) nothing.
-pub(crate) fn agree_pairs<'c, A: DeviceType, B: DeviceType, U: DeviceType>(
+/// The operands of a MapPairs / MapPairsReduce call as the ranks compare them: `v`, `h`,
+/// the output, then the container arguments.
+pub(crate) fn pair_operands<'c, A: DeviceType, B: DeviceType, U: DeviceType>(
     (v, h, out): (&Arg<'_, A>, &Arg<'_, B>, &ArgMut<'_, U>),
     arrays: &impl ArgTuple<'c>,
-    describe: impl FnOnce() -> String,
-) -> Result<(Vec<Operand>, Option<Call>)> {
-    if !((*v, *h).any_distributed() || out.spread().is_some() || arrays.any_distributed()) {
-        return Ok((Vec::new(), None));
-    }
+) -> Vec<Operand> {
     let mut operands = vec![Operand::of(v), Operand::of(h), Operand::of_mut(out)];
     operands.extend(Operand::all(arrays.shapes(), arrays.spreads()));
-    let dist = agree(describe, &operands)?;
-    Ok((operands, dist))
+    operands
 }
 
 /// Checks of a distributed MapPairs / MapPairsReduce (`operands`: v, h, the output) on the

@@ -1,55 +1,54 @@
 //! MapReduce over distributed operands: local map-folds, then the partials in rank order.
 
-use super::{fold, Call, WholeCells};
-use crate::backends::{dispatch, BinaryFn};
+use super::{fold, Call};
+use crate::backends::dispatch;
 use crate::containers::{Output, Shape, Vector};
-use crate::plan::{self, ArgTuple};
+use crate::plan::{self, ArgTuple, MapReduceSig};
 use crate::skeletons::Options;
-use crate::userfn::{BindArrays, ElementwiseFn};
+use crate::userfn::UserFn;
 use crate::Result;
 
-/// `start ⊕ m(x0) ⊕ ... ⊕ m(x_{n-1})` over the blocks of all ranks, on every rank.
-pub(crate) fn map_reduce<'a, M, R, I, A>(
+/// `start ⊕ m(x0) ⊕ ... ⊕ m(x_{n-1})` over the blocks of all ranks, on every rank (`plan`
+/// holds this rank's block and the container arguments whole).
+pub(crate) fn map_reduce<'a, S: MapReduceSig<'a>>(
     call: &Call,
     options: Options,
-    arrays: &A,
-    slots: &WholeCells,
-    inputs: I,
-    uniforms: &M::Uniforms,
-    start: M::Out,
-) -> Result<M::Out>
+    plan: plan::MapReduce<'_, 'a, S>,
+) -> Result<<S::M as UserFn>::Out>
 where
-    M: ElementwiseFn,
-    M::Out: Default,
-    R: BinaryFn<M::Out>,
-    I: ArgTuple<'a, Elems = M::Elems>,
-    A: BindArrays<M::Arrays>,
+    <S::M as UserFn>::Out: Default,
 {
+    let plan::MapReduce {
+        arrays,
+        inputs,
+        uniforms,
+        start,
+        ..
+    } = plan;
+    let name = <S::M as UserFn>::NAME;
     let n = inputs.shapes().first().map_or(0, Shape::len);
     // The block's fold without the start value: m(x0) first, the rest folded onto it.
     let local = (|| {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut first = Vector::<M::Out>::zeroed(1);
-        dispatch!(options, M::NAME, |exec| exec.map(plan::Map::<(M, I, _)> {
-            arrays: arrays.bind_whole(slots),
-            inputs: inputs.sub(0..1),
-            out: first.arg_mut(),
-            uniforms
-        }))?;
+        let mut first = Vector::<<S::M as UserFn>::Out>::zeroed(1);
+        dispatch!(options, name, |exec| exec.map(
+            plan::Map::<(S::M, S::I, _)> {
+                arrays,
+                inputs: inputs.sub(0..1),
+                out: first.arg_mut(),
+                uniforms
+            }
+        ))?;
         let first = first.try_as_slice()?[0];
         // The rest of the block starts one element later, and so does its `#[index]`.
         let rest = Options {
             index_base: options.index_base.map(|b| b + 1),
             ..options
         };
-        dispatch!(rest, M::NAME, |exec| exec.map_reduce(plan::MapReduce::<(
-            M,
-            R,
-            I
-        )> {
-            arrays: arrays.bind_whole(slots),
+        dispatch!(rest, name, |exec| exec.map_reduce(plan::MapReduce::<S> {
+            arrays,
             inputs: inputs.sub(1..n),
             shape: Shape::Vector(n - 1),
             uniforms,
@@ -58,5 +57,8 @@ where
         .map(|p| vec![p])
     })();
     let partials = call.exchange(local)?;
-    Ok(fold::<R, M::Out>(Some(start), partials.into_iter().flatten())?.unwrap_or(start))
+    Ok(
+        fold::<S::R, <S::M as UserFn>::Out>(Some(start), partials.into_iter().flatten())?
+            .unwrap_or(start),
+    )
 }

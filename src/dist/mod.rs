@@ -26,8 +26,9 @@
 //! ```
 //!
 //! Each rank runs its block on its own backend (the usual selection; [`init`] points
-//! `SKEL_CUDA_DEVICE` at the node-local rank, so one rank per GPU), and the skeleton adds
-//! the communication:
+//! `SKEL_CUDA_DEVICE` at the node-local rank, so one rank per GPU), and the distributed
+//! layer (`exec.rs`, which the backends' dispatch picks for a call with a distributed
+//! operand) adds the communication:
 //! - Map: none (each rank writes its block);
 //! - Reduce, MapReduce: a local fold per rank, then the partials of all ranks are exchanged
 //!   and folded in rank order with the user function, so the result is the same on every
@@ -69,7 +70,6 @@
 
 /// `Input` / `Output` of a distributed container: its local block, marked with where the
 /// block lies (`spread()`).
-#[cfg(feature = "mpi")]
 macro_rules! block_operand {
     ($container:ident, $whole:ident) => {
         impl<T: DeviceType> Input<T> for $container<T> {
@@ -103,14 +103,12 @@ macro_rules! block_operand {
     };
 }
 
-#[cfg(feature = "mpi")]
 mod matrix;
-#[cfg(feature = "mpi")]
 mod vector;
-#[cfg(feature = "mpi")]
 mod world;
 
 mod call;
+mod exec;
 mod layout;
 mod map_overlap;
 mod map_pairs;
@@ -119,27 +117,24 @@ mod map_reduce;
 mod reduce;
 mod scan;
 
-#[cfg(feature = "mpi")]
 pub use matrix::DistMatrix;
-#[cfg(feature = "mpi")]
 pub use vector::DistVector;
-#[cfg(feature = "mpi")]
 pub use world::{init, World};
 
-pub(crate) use call::{agree, block_options, fold, refuse, Call, Operand};
-pub(crate) use layout::Blocks;
-pub(crate) use map_overlap::{map_overlap, map_overlap_2d};
-pub(crate) use map_pairs::{agree_pairs, check_pairs};
-pub(crate) use map_pairs_reduce::map_pairs_reduce_cols;
-pub(crate) use map_reduce::map_reduce;
-pub(crate) use reduce::{reduce, reduce_axis};
-pub(crate) use scan::scan;
+use call::refusal;
+use call::{agree, block_options, fold, Call, Operand};
+pub(crate) use exec::Distributed;
+use layout::Blocks;
+use map_overlap::{map_overlap, map_overlap_2d};
+use map_pairs_reduce::map_pairs_reduce_cols;
+use map_reduce::map_reduce;
+use reduce::{reduce, reduce_axis};
+use scan::scan;
 
-use std::any::Any;
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
-use crate::containers::Shape;
+use crate::containers::{Shape, WholeCell, WholeCells};
 use crate::{Error, Result};
 
 /// Where the block an operand holds lies in its distributed container.
@@ -152,27 +147,16 @@ pub struct Spread {
     pub(crate) start: usize,
 }
 
-/// Where a call keeps the whole copy of a distributed container it reads whole (a
-/// container argument, MapArray's array) while it runs.
-#[doc(hidden)]
-pub type WholeCell = OnceCell<Rc<dyn Any>>;
-
-/// One [`WholeCell`] per container parameter (a user function has at most four).
-#[doc(hidden)]
-pub type WholeCells = [WholeCell; 4];
-
 thread_local! {
     static WHOLE_GATHERS: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Counts one all-gather of a whole distributed container for a call.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 fn count_whole_gather() {
     WHOLE_GATHERS.with(|g| g.set(g.get() + 1));
 }
 
 /// How many times this thread has all-gathered a distributed container for a call.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 fn whole_gathers() -> usize {
     WHOLE_GATHERS.with(Cell::get)
 }
@@ -186,7 +170,6 @@ pub(crate) trait Comm {
     /// Every rank's `mine`, in rank order (all ranks call it).
     fn all_gather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
     /// Sends `send[q]` to rank `q`; returns what each rank sent to this one, in rank order.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn all_to_all(&self, send: &[Vec<u8>]) -> Result<Vec<Vec<u8>>>;
     /// Point to point, without blocking: sends `sends[i].1` to rank `sends[i].0` and
     /// receives `recvs[i].1` bytes from rank `recvs[i].0` (both sides know every size; at
@@ -207,7 +190,6 @@ thread_local! {
 }
 
 /// Makes `comm` the communicator of the distributed skeletons on this thread.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn register(comm: Weak<dyn Comm>) {
     COMM.with(|c| *c.borrow_mut() = Some(comm));
 }

@@ -3,9 +3,8 @@
 use std::marker::PhantomData;
 
 use super::{common_options, uniforms_or_missing, Options};
-use crate::backends::{dispatch, PredicateFn};
+use crate::backends::{self, PredicateFn};
 use crate::containers::{Input, Output};
-use crate::dist::{refuse, Operand};
 use crate::plan;
 use crate::userfn::IndexKind;
 use crate::{DeviceType, Error, Result};
@@ -81,33 +80,32 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
     pub fn run(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<usize> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
-        refuse("Filter", &[Operand::of(&input), Operand::of_mut(&out)])?;
-        let (n, room) = (input.shape().len(), out.shape().len());
-        if room < n {
-            return Err(Error::shape(
-                format!(
-                    "Filter output against the input (the output needs room for every \
-                     element of the input: at least {n}, it has {room})"
-                ),
-                input.shape(),
-                out.shape(),
-            ));
-        }
-        if <F::Index as IndexKind>::DIMS == 2 {
-            return Err(Error::InvalidArgument(format!(
-                "Filter: `{}` takes a 2D #[index] (row, col); a Filter's index is the \
-                 element's position in the input: use #[index] i: usize",
-                F::NAME
-            )));
-        }
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        dispatch!(self.options, F::NAME, |exec| exec.filter(plan::Filter::<(
-            F,
-            T
-        )> {
+        let plan = plan::Filter::<(F, T)> {
             input,
             out,
-            uniforms
-        }))
+            uniforms,
+        };
+        backends::filter(self.options, plan, |plan| {
+            let (n, room) = (plan.input.shape().len(), plan.out.shape().len());
+            if room < n {
+                return Err(Error::shape(
+                    format!(
+                        "Filter output against the input (the output needs room for every \
+                         element of the input: at least {n}, it has {room})"
+                    ),
+                    plan.input.shape(),
+                    plan.out.shape(),
+                ));
+            }
+            if <F::Index as IndexKind>::DIMS == 2 {
+                return Err(Error::InvalidArgument(format!(
+                    "Filter: `{}` takes a 2D #[index] (row, col); a Filter's index is the \
+                     element's position in the input: use #[index] i: usize",
+                    F::NAME
+                )));
+            }
+            Ok(())
+        })
     }
 }

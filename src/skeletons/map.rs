@@ -5,9 +5,8 @@ use std::marker::PhantomData;
 use super::{
     check_arrays, check_index_dims, check_inputs, common_options, uniforms_or_missing, Options,
 };
-use crate::backends::dispatch;
+use crate::backends;
 use crate::containers::{Input, OutArgs, Outputs};
-use crate::dist::{agree, block_options, Operand, WholeCells};
 use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -123,45 +122,19 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         A: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
-        let arrays = self.arrays.bind();
-        let out = out.args_mut();
-        // Operands are described (allocated) only for a distributed call.
-        let mut elementwise = Vec::new();
-        let mut dist = None;
-        if inputs.any_distributed() || out.any_distributed() || arrays.any_distributed() {
-            elementwise = Operand::all(inputs.shapes(), inputs.spreads());
-            elementwise.extend(Operand::all(out.shapes(), out.spreads()));
-            let all = [
-                &elementwise[..],
-                &Operand::all(arrays.shapes(), arrays.spreads()),
-            ]
-            .concat();
-            dist = agree(|| format!("Map({})", F::NAME), &all)?;
-        }
-        if let Some(call) = &dist {
-            call.same_global_shape(&elementwise)?;
-        }
-        let slots = WholeCells::default();
-        if dist.is_some() {
-            self.arrays.gather_wholes(&slots)?;
-        }
-        let arrays = self.arrays.bind_whole(&slots);
-        check_arrays("Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
-        let shape = out.shape("Map")?;
-        check_inputs("Map", &inputs.shapes(), shape)?;
-        check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        let options = block_options(dist.as_ref(), self.options, &elementwise);
-        let result = dispatch!(options, F::NAME, |exec| exec.map(plan::Map::<(F, I, _)> {
-            arrays,
+        let plan = plan::Map::<(F, I, _)> {
+            arrays: self.arrays.bind(),
             inputs,
-            out,
-            uniforms
-        }));
-        match dist {
-            Some(call) => call.finish(result),
-            None => result,
-        }
+            out: out.args_mut(),
+            uniforms,
+        };
+        backends::map(self.options, &self.arrays, plan, |plan| {
+            check_arrays("Map", F::NAME, F::Arrays::KINDS, &plan.arrays.shapes())?;
+            let shape = plan.out.shape("Map")?;
+            check_inputs("Map", &plan.inputs.shapes(), shape)?;
+            check_index_dims("Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)
+        })
     }
 }
 

@@ -3,9 +3,8 @@
 use std::marker::PhantomData;
 
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
-use crate::backends::dispatch;
+use crate::backends;
 use crate::containers::{Input, Output};
-use crate::dist::{agree, block_options, Operand, WholeCell};
 use crate::plan::{self, ArgTuple};
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -70,48 +69,22 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         I: ArgTuple<'a, Elems = F::Elems>,
     {
         self.options.validate()?;
-        let out = out.arg_mut();
-        let (bound, array) = (array, array.arg());
-        // Operands are described (allocated) only for a distributed call.
-        let mut elementwise = Vec::new();
-        let mut dist = None;
-        if inputs.any_distributed() || out.spread().is_some() || array.spread().is_some() {
-            elementwise = Operand::all(inputs.shapes(), inputs.spreads());
-            elementwise.push(Operand::of_mut(&out));
-            let all = [&elementwise[..], &[Operand::of(&array)]].concat();
-            dist = agree(|| format!("MapArray({})", F::NAME), &all)?;
-        }
-        if let Some(call) = &dist {
-            call.same_global_shape(&elementwise)?;
-        }
-        check_inputs("MapArray", &inputs.shapes(), out.shape())?;
-        check_index_dims(
-            "MapArray",
-            F::NAME,
-            <F::Index as IndexKind>::DIMS,
-            out.shape(),
-        )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        // Every element may read any of the array: a distributed one is gathered whole.
-        let slot = WholeCell::default();
-        if dist.is_some() {
-            bound.gather_whole(&slot)?;
-        }
-        let array = bound.whole_arg(&slot);
-        let options = block_options(dist.as_ref(), self.options, &elementwise);
-        let result = dispatch!(options, F::NAME, |exec| exec.map_array(plan::MapArray::<(
-            F,
-            I
-        )> {
-            array,
+        let plan = plan::MapArray::<(F, I)> {
+            array: array.arg(),
             inputs,
-            out,
-            uniforms
-        }));
-        match dist {
-            Some(call) => call.finish(result),
-            None => result,
-        }
+            out: out.arg_mut(),
+            uniforms,
+        };
+        backends::map_array(self.options, array, plan, |plan| {
+            check_inputs("MapArray", &plan.inputs.shapes(), plan.out.shape())?;
+            check_index_dims(
+                "MapArray",
+                F::NAME,
+                <F::Index as IndexKind>::DIMS,
+                plan.out.shape(),
+            )
+        })
     }
 }
 

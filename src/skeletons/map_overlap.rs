@@ -1,9 +1,8 @@
 //! MapOverlap: stencils. 1D on vectors (or along matrix rows/columns), 2D on matrices.
 
 use super::{check_shape, common_options, uniforms_or_missing, Edge, Options};
-use crate::backends::{dispatch, Stencil};
+use crate::backends::{self, Stencil};
 use crate::containers::{Input, Output, Shape};
-use crate::dist::{agree, Operand};
 use crate::plan::{self, Axis};
 use crate::userfn::{StencilFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
@@ -138,61 +137,42 @@ where
     pub fn run(&self, input: &impl Input<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let operands = [Operand::of(&input), Operand::of_mut(&out)];
-        let dist = agree(
-            || format!("MapOverlap({}, radius {})", F::NAME, self.radius),
-            &operands,
-        )?;
-        if let Some(call) = &dist {
-            call.same_global_shape(&operands)?;
-        }
-        check_shape(
-            "MapOverlap output against the input",
-            input.shape(),
-            out.shape(),
-        )?;
-        let axis = match (operands[0].global(), self.axis) {
-            (Shape::Vector(n), None | Some(Axis::Flat)) => {
-                check_radius("the vector", n, self.radius)?;
-                Axis::Flat
-            }
-            (Shape::Vector(_), Some(axis)) => {
-                return Err(Error::InvalidArgument(format!(
-                    "MapOverlap {axis:?}: .rowwise()/.colwise() need a Matrix, got a {}",
-                    input.shape()
-                )))
-            }
-            (Shape::Matrix { cols, .. }, None | Some(Axis::Rows | Axis::Flat)) => {
-                check_radius("each row", cols, self.radius)?;
-                Axis::Rows
-            }
-            (Shape::Matrix { rows, .. }, Some(Axis::Cols)) => {
-                check_radius("each column", rows, self.radius)?;
-                Axis::Cols
-            }
-        };
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        let stencil = self.stencil(Edge::Duplicate);
-        if let Some(call) = dist {
-            return crate::dist::map_overlap::<F>(
-                &call,
-                self.options,
-                input,
-                out,
-                stencil,
-                axis,
-                uniforms,
-            );
-        }
-        dispatch!(self.options, F::NAME, |exec| exec.map_overlap(
-            plan::MapOverlap::<F> {
-                input,
-                out,
-                stencil,
-                axis,
-                uniforms
-            }
-        ))
+        let plan = plan::MapOverlap::<F> {
+            input,
+            out,
+            stencil: self.stencil(Edge::Duplicate),
+            axis: Axis::Flat,
+            uniforms,
+        };
+        backends::map_overlap(self.options, plan, |plan| {
+            check_shape(
+                "MapOverlap output against the input",
+                plan.input.shape(),
+                plan.out.shape(),
+            )?;
+            plan.axis = match (plan.input.global_shape(), self.axis) {
+                (Shape::Vector(n), None | Some(Axis::Flat)) => {
+                    check_radius("the vector", n, self.radius)?;
+                    Axis::Flat
+                }
+                (Shape::Vector(_), Some(axis)) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "MapOverlap {axis:?}: .rowwise()/.colwise() need a Matrix, got a {}",
+                        plan.input.shape()
+                    )))
+                }
+                (Shape::Matrix { cols, .. }, None | Some(Axis::Rows | Axis::Flat)) => {
+                    check_radius("each row", cols, self.radius)?;
+                    Axis::Rows
+                }
+                (Shape::Matrix { rows, .. }, Some(Axis::Cols)) => {
+                    check_radius("each column", rows, self.radius)?;
+                    Axis::Cols
+                }
+            };
+            Ok(())
+        })
     }
 }
 
@@ -204,53 +184,34 @@ where
     pub fn run(&self, input: &impl Input<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let operands = [Operand::of(&input), Operand::of_mut(&out)];
-        let dist = agree(
-            || format!("MapOverlap({}, radius {:?})", F::NAME, self.radius),
-            &operands,
-        )?;
-        if let Some(call) = &dist {
-            call.same_global_shape(&operands)?;
-        }
-        let Shape::Matrix { rows, cols } = operands[0].global() else {
-            return Err(Error::shape(
-                "MapOverlap 2D input",
-                "a matrix",
-                input.shape(),
-            ));
-        };
-        check_shape(
-            "MapOverlap output against the input",
-            input.shape(),
-            out.shape(),
-        )?;
-        if self.axis.is_some() {
-            return Err(Error::InvalidArgument(
-                "MapOverlap: .rowwise()/.colwise() apply to 1D window functions, not Window2"
-                    .into(),
-            ));
-        }
-        check_radius("each column", rows, self.radius.0)?;
-        check_radius("each row", cols, self.radius.1)?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        let stencil = self.stencil(Edge::None);
-        if let Some(call) = dist {
-            return crate::dist::map_overlap_2d::<F>(
-                &call,
-                self.options,
-                input,
-                out,
-                stencil,
-                uniforms,
-            );
-        }
-        dispatch!(self.options, F::NAME, |exec| exec.map_overlap_2d(
-            plan::MapOverlap2d::<F> {
-                input,
-                out,
-                stencil,
-                uniforms
+        let plan = plan::MapOverlap2d::<F> {
+            input,
+            out,
+            stencil: self.stencil(Edge::None),
+            uniforms,
+        };
+        backends::map_overlap_2d(self.options, plan, |plan| {
+            let Shape::Matrix { rows, cols } = plan.input.global_shape() else {
+                return Err(Error::shape(
+                    "MapOverlap 2D input",
+                    "a matrix",
+                    plan.input.shape(),
+                ));
+            };
+            check_shape(
+                "MapOverlap output against the input",
+                plan.input.shape(),
+                plan.out.shape(),
+            )?;
+            if self.axis.is_some() {
+                return Err(Error::InvalidArgument(
+                    "MapOverlap: .rowwise()/.colwise() apply to 1D window functions, not Window2"
+                        .into(),
+                ));
             }
-        ))
+            check_radius("each column", rows, self.radius.0)?;
+            check_radius("each row", cols, self.radius.1)
+        })
     }
 }

@@ -4,9 +4,8 @@
 use super::{
     check_arrays, check_index_dims, check_shape, common_options, uniforms_or_missing, Options,
 };
-use crate::backends::dispatch;
+use crate::backends;
 use crate::containers::{Arg, Input, Output, Shape};
-use crate::dist::{agree_pairs, check_pairs, WholeCell, WholeCells};
 use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Error, Result};
@@ -22,7 +21,7 @@ use crate::{DeviceType, Error, Result};
 /// ```
 /// use skel::prelude::*;
 /// #[userfn]
-/// fn dist(p: f32, q: f32) -> f32 { (p - q).abs() }
+/// fn abs_diff(p: f32, q: f32) -> f32 { (p - q).abs() }
 /// #[userfn]
 /// fn tagged(#[index] (row, col): (usize, usize), p: f32, q: f32, #[uniform] k: f32) -> f32 {
 ///     k * (p - q) + (10 * row + col) as f32
@@ -31,13 +30,13 @@ use crate::{DeviceType, Error, Result};
 /// let v = Vector::from(vec![0.0f32, 1.0, 4.0]);
 /// let h = Vector::from(vec![1.0f32, 3.0]);
 /// let mut m = Matrix::zeroed(3, 2);
-/// MapPairs::new(dist).run(&v, &h, &mut m)?;
+/// MapPairs::new(abs_diff).run(&v, &h, &mut m)?;
 /// assert_eq!(m.to_vec(), vec![1.0, 3.0, 0.0, 2.0, 3.0, 1.0]);
 ///
 /// MapPairs::new(tagged).uniforms((2.0,)).run(&v.view(1..3), &h, &mut Matrix::zeroed(2, 2))?;
 ///
 /// let mut wrong = Matrix::filled(2, 3, 7.0f32);
-/// let err = MapPairs::new(dist).run(&v, &h, &mut wrong).unwrap_err();
+/// let err = MapPairs::new(abs_diff).run(&v, &h, &mut wrong).unwrap_err();
 /// assert!(err.to_string().contains("3x2 matrix") && err.to_string().contains("2x3 matrix"));
 /// assert_eq!(wrong.to_vec(), vec![7.0; 6]);
 /// # Ok::<(), skel::Error>(())
@@ -114,54 +113,31 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
         C: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
-        let arrays = self.arrays.bind();
-        let (v, bound_h, out) = (v.arg(), h, out.arg_mut());
-        let h = bound_h.arg();
-        let (operands, dist) =
-            agree_pairs((&v, &h, &out), &arrays, || format!("MapPairs({})", F::NAME))?;
-        // Distributed: v and out by rows; h and the container arguments whole on every rank.
-        let (slots, whole_h) = (WholeCells::default(), WholeCell::default());
-        if let Some(call) = &dist {
-            check_pairs("MapPairs", &operands, |rows, cols| Shape::Matrix {
-                rows,
-                cols,
-            })?;
-            call.no_index(F::NAME, <F::Index as IndexKind>::DIMS, 0)?;
-            self.arrays.gather_wholes(&slots)?;
-            bound_h.gather_whole(&whole_h)?;
-        }
-        let (arrays, h) = (self.arrays.bind_whole(&slots), bound_h.whole_arg(&whole_h));
-        check_arrays("MapPairs", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
-        let (rows, cols) = pair_lengths("MapPairs", &v, &h)?;
-        check_shape(
-            "MapPairs output (v.len() x h.len())",
-            Shape::Matrix { rows, cols },
-            out.shape(),
-        )?;
-        check_index_dims(
-            "MapPairs",
-            F::NAME,
-            <F::Index as IndexKind>::DIMS,
-            out.shape(),
-        )?;
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
-        let result = if rows == 0 && dist.is_some() {
-            Ok(())
-        } else {
-            dispatch!(self.options, F::NAME, |exec| exec.map_pairs(
-                plan::MapPairs::<(F, A, B)> {
-                    arrays,
-                    v,
-                    h,
-                    out,
-                    uniforms
-                }
-            ))
+        let plan = plan::MapPairs::<(F, A, B)> {
+            arrays: self.arrays.bind(),
+            v: v.arg(),
+            h: h.arg(),
+            out: out.arg_mut(),
+            uniforms,
         };
-        match dist {
-            Some(call) => call.finish(result),
-            None => result,
-        }
+        // Spread over MPI ranks: v and out in blocks of rows; h and the container arguments
+        // whole on every rank.
+        backends::map_pairs(self.options, (&self.arrays, h), plan, |plan| {
+            check_arrays("MapPairs", F::NAME, F::Arrays::KINDS, &plan.arrays.shapes())?;
+            let (rows, cols) = pair_lengths("MapPairs", &plan.v, &plan.h)?;
+            check_shape(
+                "MapPairs output (v.len() x h.len())",
+                Shape::Matrix { rows, cols },
+                plan.out.shape(),
+            )?;
+            check_index_dims(
+                "MapPairs",
+                F::NAME,
+                <F::Index as IndexKind>::DIMS,
+                plan.out.shape(),
+            )
+        })
     }
 }
 

@@ -3,14 +3,14 @@
 
 use super::map_pairs::pair_lengths;
 use super::{
-    check_arrays, check_index_dims, check_shape, common_options, uniforms_or_missing, Options,
+    check_arrays, check_index_dims, check_shape, common_options, every_fold_has_pairs,
+    uniforms_or_missing, Options,
 };
-use crate::backends::{dispatch, BinaryFn};
+use crate::backends::{self, BinaryFn};
 use crate::containers::{Input, Output, Shape};
-use crate::dist::{agree_pairs, check_pairs, WholeCell, WholeCells};
 use crate::plan::{self, ArgTuple, Axis};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
-use crate::{DeviceType, Error, Result};
+use crate::{DeviceType, Result};
 
 /// Folds the pairs of MapPairs per row (`run_rows`: `per_v[i] = fold_j map(v[i], h[j])`)
 /// or per column (`run_cols`: `per_h[j] = fold_i map(v[i], h[j])`).
@@ -20,13 +20,14 @@ use crate::{DeviceType, Error, Result};
 /// must be associative (it need not be commutative). The map function may take
 /// `#[index] (row, col)` and uniforms, as for [`MapPairs`](crate::MapPairs). The output has
 /// one element per row (`v.len()`) or per column (`h.len()`), else
-/// [`Error::ShapeMismatch`]; a fold over no pairs (an empty `h` for rows) is an
-/// [`Error::InvalidArgument`]. On error nothing is written.
+/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch); a fold over no pairs (an empty
+/// `h` for rows) is an [`Error::InvalidArgument`](crate::Error::InvalidArgument). On error
+/// nothing is written.
 ///
 /// ```
 /// use skel::prelude::*;
 /// #[userfn]
-/// fn dist(p: f32, q: f32) -> f32 { (p - q).abs() }
+/// fn abs_diff(p: f32, q: f32) -> f32 { (p - q).abs() }
 /// #[userfn]
 /// fn add(a: f32, b: f32) -> f32 { a + b }
 ///
@@ -34,11 +35,11 @@ use crate::{DeviceType, Error, Result};
 /// let h = Vector::from(vec![1.0f32, 3.0]);
 /// let mut per_v = Vector::zeroed(3);
 /// let mut per_h = Vector::zeroed(2);
-/// MapPairsReduce::new(dist, add).run_rows(&v, &h, &mut per_v)?;
-/// MapPairsReduce::new(dist, add).run_cols(&v, &h, &mut per_h)?;
+/// MapPairsReduce::new(abs_diff, add).run_rows(&v, &h, &mut per_v)?;
+/// MapPairsReduce::new(abs_diff, add).run_cols(&v, &h, &mut per_h)?;
 /// assert_eq!(per_v.to_vec(), vec![4.0, 2.0, 4.0]);
 /// assert_eq!(per_h.to_vec(), vec![4.0, 6.0]);
-/// assert!(MapPairsReduce::new(dist, add).run_rows(&v, &h, &mut per_h).is_err());
+/// assert!(MapPairsReduce::new(abs_diff, add).run_rows(&v, &h, &mut per_h).is_err());
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[must_use = "a skeleton does nothing until one of its `run` methods is called"]
@@ -145,103 +146,51 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
         C: BindArrays<M::Arrays>,
     {
         self.options.validate()?;
-        let arrays = self.arrays.bind();
-        let (v, bound_h, out) = (v.arg(), h, out.arg_mut());
-        let h = bound_h.arg();
-        let (operands, dist) = agree_pairs((&v, &h, &out), &arrays, || {
-            format!("MapPairsReduce({}, {}, {axis:?})", M::NAME, R::NAME)
-        })?;
-        // Distributed: v by rows, out by its elements; h and the container arguments whole.
-        let (slots, whole_h) = (WholeCells::default(), WholeCell::default());
-        if let Some(call) = &dist {
-            let (rows, cols) = check_pairs("MapPairsReduce", &operands, |rows, cols| {
-                Shape::Vector(if axis == Axis::Rows { rows } else { cols })
-            })?;
-            every_fold_has_pairs(axis, rows, cols)?;
-            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS, 0)?;
-            self.arrays.gather_wholes(&slots)?;
-            bound_h.gather_whole(&whole_h)?;
-        }
-        let (arrays, h) = (self.arrays.bind_whole(&slots), bound_h.whole_arg(&whole_h));
-        check_arrays(
-            "MapPairsReduce",
-            M::NAME,
-            M::Arrays::KINDS,
-            &arrays.shapes(),
-        )?;
-        let (rows, cols) = pair_lengths("MapPairsReduce", &v, &h)?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
-        if let Some(call) = dist {
-            if axis == Axis::Cols {
-                return crate::dist::map_pairs_reduce_cols::<M, R, A, B>(
-                    &call,
-                    self.options,
-                    arrays,
-                    v,
-                    h,
-                    out,
-                    uniforms,
-                );
-            }
-            let result = if rows == 0 {
-                Ok(())
-            } else {
-                dispatch!(self.options, M::NAME, |exec| exec.map_pairs_reduce(
-                    plan::MapPairsReduce::<(M, R, A, B)> {
-                        arrays,
-                        v,
-                        h,
-                        out,
-                        axis,
-                        uniforms
-                    }
-                ))
-            };
-            return call.finish(result);
-        }
-        let pairs = Shape::Matrix { rows, cols };
-        let (results, name) = match axis {
-            Axis::Rows => (rows, "row of pairs, v.len()"),
-            _ => (cols, "column of pairs, h.len()"),
+        let plan = plan::MapPairsReduce::<(M, R, A, B)> {
+            arrays: self.arrays.bind(),
+            v: v.arg(),
+            h: h.arg(),
+            out: out.arg_mut(),
+            axis,
+            uniforms,
         };
-        check_shape(
-            format_args!("MapPairsReduce {axis:?} output: one element per {name}"),
-            Shape::Vector(results),
-            out.shape(),
-        )?;
-        every_fold_has_pairs(axis, rows, cols)?;
-        check_index_dims(
-            "MapPairsReduce",
-            M::NAME,
-            <M::Index as IndexKind>::DIMS,
-            pairs,
-        )?;
-        dispatch!(self.options, M::NAME, |exec| exec.map_pairs_reduce(
-            plan::MapPairsReduce::<(M, R, A, B)> {
-                arrays,
-                v,
-                h,
-                out,
-                axis,
-                uniforms
-            }
-        ))
+        // Spread over MPI ranks, v is in blocks of rows, out in blocks of its elements, h
+        // and the container arguments whole: the layer checked the global shapes
+        // (`globals_checked`), and the local ones of v and out are blocks of them.
+        backends::map_pairs_reduce(
+            self.options,
+            (&self.arrays, h),
+            plan,
+            |plan, globals_checked| {
+                check_arrays(
+                    "MapPairsReduce",
+                    M::NAME,
+                    M::Arrays::KINDS,
+                    &plan.arrays.shapes(),
+                )?;
+                let (rows, cols) = pair_lengths("MapPairsReduce", &plan.v, &plan.h)?;
+                if globals_checked {
+                    return Ok(());
+                }
+                let pairs = Shape::Matrix { rows, cols };
+                let (results, name) = match axis {
+                    Axis::Rows => (rows, "row of pairs, v.len()"),
+                    _ => (cols, "column of pairs, h.len()"),
+                };
+                check_shape(
+                    format_args!("MapPairsReduce {axis:?} output: one element per {name}"),
+                    Shape::Vector(results),
+                    plan.out.shape(),
+                )?;
+                every_fold_has_pairs(axis, rows, cols)?;
+                check_index_dims(
+                    "MapPairsReduce",
+                    M::NAME,
+                    <M::Index as IndexKind>::DIMS,
+                    pairs,
+                )
+            },
+        )
     }
-}
-
-/// `Err` when a fold along `axis` of the `rows x cols` pairs would have no pair while
-/// there are results to write.
-fn every_fold_has_pairs(axis: Axis, rows: usize, cols: usize) -> Result<()> {
-    let (results, folded) = if axis == Axis::Rows {
-        (rows, cols)
-    } else {
-        (cols, rows)
-    };
-    if folded == 0 && results > 0 {
-        return Err(Error::InvalidArgument(format!(
-            "MapPairsReduce {axis:?} over {} of pairs: every fold needs at least one pair",
-            Shape::Matrix { rows, cols }
-        )));
-    }
-    Ok(())
 }

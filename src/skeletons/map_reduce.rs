@@ -5,12 +5,10 @@ use std::marker::PhantomData;
 use super::{
     check_arrays, check_index_dims, check_inputs, common_options, uniforms_or_missing, Options,
 };
-use crate::backends::{dispatch, BinaryFn};
-use crate::containers::Input;
-use crate::dist::{agree, block_options, Operand, WholeCells};
+use crate::backends::{self, BinaryFn};
+use crate::containers::{Input, Shape};
 use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
-
 use crate::{DeviceType, Result};
 
 /// `start ⊕ reduce(map(a[i], b[i], ..))` in one pass; `start` defaults to `T::default()`.
@@ -113,57 +111,32 @@ where
         A: BindArrays<M::Arrays>,
     {
         self.options.validate()?;
-        let arrays = self.arrays.bind();
-        // Operands are described (allocated) only for a distributed call.
-        let mut elementwise = Vec::new();
-        let mut dist = None;
-        if inputs.any_distributed() || arrays.any_distributed() {
-            elementwise = Operand::all(inputs.shapes(), inputs.spreads());
-            let all = [
-                &elementwise[..],
-                &Operand::all(arrays.shapes(), arrays.spreads()),
-            ]
-            .concat();
-            dist = agree(|| format!("MapReduce({}, {})", M::NAME, R::NAME), &all)?;
-        }
-        if let Some(call) = &dist {
-            call.same_global_shape(&elementwise)?;
-            // The block is folded as two vector parts (see `dist::map_reduce`), which keep
-            // a flat index but not a row and column.
-            call.no_index(M::NAME, <M::Index as IndexKind>::DIMS, 1)?;
-        }
-        let slots = WholeCells::default();
-        if dist.is_some() {
-            self.arrays.gather_wholes(&slots)?;
-        }
-        let arrays = self.arrays.bind_whole(&slots);
-        check_arrays("MapReduce", M::NAME, M::Arrays::KINDS, &arrays.shapes())?;
-        let shapes = inputs.shapes();
-        let shape = shapes[0];
-        check_inputs("MapReduce", &shapes, shape)?;
-        check_index_dims("MapReduce", M::NAME, <M::Index as IndexKind>::DIMS, shape)?;
         let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
-        let start = self.start.unwrap_or_default();
-        if let Some(call) = dist {
-            return crate::dist::map_reduce::<M, R, I, A>(
-                &call,
-                block_options(Some(&call), self.options, &elementwise),
-                &self.arrays,
-                &slots,
-                inputs,
-                uniforms,
-                start,
-            );
-        }
-        dispatch!(self.options, M::NAME, |exec| exec.map_reduce(
-            plan::MapReduce::<(M, R, I)> {
-                arrays,
-                inputs,
-                shape,
-                uniforms,
-                start
-            }
-        ))
+        let shapes = inputs.shapes();
+        let plan = plan::MapReduce::<(M, R, I)> {
+            arrays: self.arrays.bind(),
+            inputs,
+            // The first input's shape, which `checks` confirm is every input's (`run` takes
+            // at least one input).
+            shape: shapes.first().copied().unwrap_or(Shape::Vector(0)),
+            uniforms,
+            start: self.start.unwrap_or_default(),
+        };
+        backends::map_reduce(self.options, &self.arrays, plan, |plan| {
+            check_arrays(
+                "MapReduce",
+                M::NAME,
+                M::Arrays::KINDS,
+                &plan.arrays.shapes(),
+            )?;
+            check_inputs("MapReduce", &shapes, plan.shape)?;
+            check_index_dims(
+                "MapReduce",
+                M::NAME,
+                <M::Index as IndexKind>::DIMS,
+                plan.shape,
+            )
+        })
     }
 }
 

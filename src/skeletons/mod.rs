@@ -22,6 +22,7 @@ pub use reduce::Reduce;
 pub use scan::Scan;
 
 use crate::containers::Shape;
+use crate::plan::Axis;
 use crate::userfn::ContainerKind;
 use crate::{Backend, Error, Result};
 
@@ -130,7 +131,8 @@ pub(crate) struct Options {
     pub download: Option<bool>,
     pub checked: Option<bool>,
     /// The global flat index of the first element of the call's operands: `Some` for the
-    /// local block of a distributed call, whose `#[index]` is the global one.
+    /// block one MPI rank runs of a call spread over ranks, whose `#[index]` is the global
+    /// one.
     pub index_base: Option<usize>,
     /// `.devices(..)`, if given.
     pub devices: Option<Devices>,
@@ -252,7 +254,7 @@ pub(crate) fn check_shape(
     if expected == found {
         Ok(())
     } else {
-        // Formatted only here: a call whose shapes agree pays for no message.
+        // Formatted only here: a call whose shapes match pays for no message.
         Err(Error::shape(context.to_string(), expected, found))
     }
 }
@@ -319,6 +321,23 @@ pub(crate) fn check_index_dims(skeleton: &str, name: &str, dims: u8, shape: Shap
     if dims == 2 && matches!(shape, Shape::Vector(_)) {
         return Err(Error::InvalidArgument(format!(
             "{skeleton}: `{name}` takes a 2D #[index] (row, col), but its operands are a {shape}; use Matrix operands"
+        )));
+    }
+    Ok(())
+}
+
+/// `Err` when a fold along `axis` of the `rows x cols` pairs would have no pair while
+/// there are results to write.
+pub(crate) fn every_fold_has_pairs(axis: Axis, rows: usize, cols: usize) -> Result<()> {
+    let (results, folded) = if axis == Axis::Rows {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    };
+    if folded == 0 && results > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "MapPairsReduce {axis:?} over {} of pairs: every fold needs at least one pair",
+            Shape::Matrix { rows, cols }
         )));
     }
     Ok(())

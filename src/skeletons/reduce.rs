@@ -1,9 +1,8 @@
 //! Reduce: fold a container with an associative binary user function.
 
 use super::{check_shape, common_options, Options};
-use crate::backends::{dispatch, BinaryFn};
+use crate::backends::{self, BinaryFn};
 use crate::containers::{Input, Output, Shape};
-use crate::dist::{agree, Operand};
 use crate::plan::{self, Axis};
 use crate::{DeviceType, Error, Result};
 
@@ -71,16 +70,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         self.options.validate()?;
         let input = input.arg();
         let start = self.start.unwrap_or_default();
-        if let Some(call) = agree(|| format!("Reduce({})", F::NAME), &[Operand::of(&input)])? {
-            return crate::dist::reduce::<F, T>(&call, self.options, input, start);
-        }
-        dispatch!(self.options, F::NAME, |exec| exec.reduce(plan::Reduce::<(
-            F,
-            T
-        )> {
-            input,
-            start
-        }))
+        backends::reduce(self.options, plan::Reduce::<(F, T)> { input, start })
     }
 
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
@@ -96,38 +86,31 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     fn run_axis(&self, input: &impl Input<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let (whole, whole_out) = (Operand::of(&input), Operand::of_mut(&out));
-        let dist = agree(
-            || format!("Reduce {axis:?}({})", F::NAME),
-            &[whole, whole_out],
-        )?;
-        let Shape::Matrix { rows, cols } = whole.global() else {
-            return Err(Error::shape(
-                format!("Reduce {axis:?} input"),
-                "a matrix",
-                whole.global(),
-            ));
-        };
-        let (results, folded) = if axis == Axis::Rows {
-            (rows, cols)
-        } else {
-            (cols, rows)
-        };
-        if folded == 0 && results > 0 {
-            return Err(Error::InvalidArgument(format!(
-                "Reduce {axis:?} of a {}: every fold needs at least one element",
-                whole.global()
-            )));
-        }
-        check_shape(
-            format_args!("Reduce {axis:?} output"),
-            Shape::Vector(results),
-            whole_out.global(),
-        )?;
-        if let Some(call) = dist {
-            return crate::dist::reduce_axis::<F, T>(&call, self.options, input, out, axis);
-        }
-        dispatch!(self.options, F::NAME, |exec| exec
-            .reduce_axis(plan::ReduceAxis::<(F, T)> { input, out, axis }))
+        let plan = plan::ReduceAxis::<(F, T)> { input, out, axis };
+        backends::reduce_axis(self.options, plan, |plan| {
+            let (global, global_out) = (plan.input.global_shape(), plan.out.global_shape());
+            let Shape::Matrix { rows, cols } = global else {
+                return Err(Error::shape(
+                    format!("Reduce {axis:?} input"),
+                    "a matrix",
+                    global,
+                ));
+            };
+            let (results, folded) = if axis == Axis::Rows {
+                (rows, cols)
+            } else {
+                (cols, rows)
+            };
+            if folded == 0 && results > 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "Reduce {axis:?} of a {global}: every fold needs at least one element",
+                )));
+            }
+            check_shape(
+                format_args!("Reduce {axis:?} output"),
+                Shape::Vector(results),
+                global_out,
+            )
+        })
     }
 }

@@ -1,9 +1,8 @@
 //! Scan: prefix sums with any associative binary user function.
 
 use super::{check_shape, common_options, Options, ScanMode};
-use crate::backends::{dispatch, BinaryFn};
+use crate::backends::{self, BinaryFn};
 use crate::containers::{Input, Output};
-use crate::dist::{agree, Operand};
 use crate::plan;
 use crate::{DeviceType, Result};
 
@@ -71,24 +70,18 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Scan<F, T> {
     pub fn run(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<()> {
         self.options.validate()?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let operands = [Operand::of(&input), Operand::of_mut(&out)];
-        let dist = agree(|| format!("Scan({})", F::NAME), &operands)?;
-        if let Some(call) = &dist {
-            call.same_global_shape(&operands)?;
-        }
-        check_shape("Scan output against the input", input.shape(), out.shape())?;
-        let start = self.start.unwrap_or_default();
-        if let Some(call) = dist {
-            return crate::dist::scan::<F, T>(&call, self.options, input, out, self.mode, start);
-        }
-        dispatch!(self.options, F::NAME, |exec| exec.scan(plan::Scan::<(
-            F,
-            T
-        )> {
+        let plan = plan::Scan::<(F, T)> {
             input,
             out,
             mode: self.mode,
-            start
-        }))
+            start: self.start.unwrap_or_default(),
+        };
+        backends::scan(self.options, plan, |plan| {
+            check_shape(
+                "Scan output against the input",
+                plan.input.shape(),
+                plan.out.shape(),
+            )
+        })
     }
 }
