@@ -292,58 +292,49 @@ fn disk_cache_and_dump_across_processes() {
     let _ = std::fs::remove_dir_all(&dump);
 }
 
-/// The child of [`device_fault_surfaces_at_host_access`]: an out-of-bounds gather (an
-/// illegal address on the device, which poisons this process's context).
+/// The child of [`an_unchecked_wild_index_stays_inside_its_buffer`]: an index 2^40 * i
+/// past a 64-element table, unchecked. Before unchecked kernels clamped their indices this
+/// was an illegal address that poisoned the process's CUDA context; it runs in a child so
+/// that a regression cannot take the other tests down with it.
 #[test]
-#[ignore = "run as a child process by device_fault_surfaces_at_host_access"]
-fn child_device_fault() {
-    if !is_child("child_device_fault") || !common::available(Backend::Cuda) {
+#[ignore = "run as a child process by an_unchecked_wild_index_stays_inside_its_buffer"]
+fn child_wild_index() {
+    if !is_child("child_wild_index") || !common::available(Backend::Cuda) {
         return;
     }
     let table = Vector::from_fn(64, |i| i as i64);
     let x = Vector::from_fn(1024, |i| i as i64);
     let mut out = Vector::zeroed(1024);
-    // The launch itself is asynchronous and succeeds (unchecked: a checked call would
-    // catch the index before it reaches memory).
     let r = MapArray::new(wild_gather)
         .backend(Backend::Cuda)
         .checked(false)
         .run(&table, &x, &mut out);
-    match r {
-        Ok(()) => match out.try_as_slice() {
-            Ok(_) => println!("child: NO ERROR"),
-            Err(e) => println!("child: fault at try_as_slice: {e}"),
-        },
-        Err(e) => println!("child: fault at the call: {e}"),
+    match r.and_then(|()| out.try_to_vec()) {
+        // The index is clamped into the table: element 0 for i = 0, the last one after.
+        Ok(v)
+            if v.iter()
+                .enumerate()
+                .all(|(i, &o)| o == i as i64 + if i == 0 { 0 } else { 63 }) =>
+        {
+            println!("child: clamped")
+        }
+        Ok(v) => println!("child: wrong values {:?}", &v[..4]),
+        Err(e) => println!("child: error {e}"),
     }
 }
 
 #[test]
-fn device_fault_surfaces_at_host_access() {
+fn an_unchecked_wild_index_stays_inside_its_buffer() {
     let _g = lock();
     if !common::available(Backend::Cuda) {
         return;
     }
-    // Under compute-sanitizer (which injects itself through CUDA_INJECTION64_PATH) the
-    // deliberate fault would be reported as a finding.
-    if std::env::var_os("CUDA_INJECTION64_PATH").is_some() {
-        println!("skipped: deliberate device fault under a CUDA tool");
-        return;
-    }
-    let (ok, out, err) = run_child("child_device_fault", &[]);
+    let (ok, out, err) = run_child("child_wild_index", &[]);
     assert!(ok, "child failed:\n{out}\n{err}");
     // With --nocapture the line follows the harness's `test name ... ` on the same line.
     let line = out
         .lines()
         .find_map(|l| l.find("child: ").map(|k| &l[k..]))
         .unwrap_or_else(|| panic!("child printed nothing:\n{out}\n{err}"));
-    println!("{line}");
-    assert!(
-        line.starts_with("child: fault at try_as_slice:"),
-        "the fault did not surface at try_as_slice: {line}"
-    );
-    assert!(
-        line.to_ascii_lowercase().contains("illegal") || line.contains("ILLEGAL"),
-        "unexpected error: {line}"
-    );
+    assert_eq!(line, "child: clamped", "{out}\n{err}");
 }

@@ -10,7 +10,9 @@ use super::module_cache::module;
 use super::{array_param, cty, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::codegen::tile::{tiled, TILE};
-use crate::codegen::{c_type, device_source_checked, device_source_multi, Dialect, Prim, Ty};
+use crate::codegen::{
+    array_len_param_named, c_type, device_source_checked, device_source_multi, Dialect, Prim, Ty,
+};
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ArgTuple;
 use crate::userfn::ArrayFn;
@@ -49,7 +51,10 @@ pub(crate) fn source<F: ArrayFn>(checked: bool) -> Result<String> {
             // their written bodies: the same results, read without tiles.
             for (name, body) in [
                 (&stage, stage_body(&elem, &stage)),
-                (&get, get_body(&elem, &get)),
+                (
+                    &get,
+                    get_body(&elem, &get, array_len_param_named(t.get, "src")),
+                ),
             ] {
                 if let Some(src) = replace_fn(&user.source, name, &body) {
                     user.source = src;
@@ -85,13 +90,22 @@ fn stage_body(elem: &str, name: &str) -> String {
     )
 }
 
-/// `skel_tile_get`: element `j` from the tile loaded at `start`.
-fn get_body(elem: &str, name: &str) -> String {
+/// `skel_tile_get`: element `j` from the tile loaded at `start`. Its parameters are those
+/// the emitter gave the written `get` (the array's length follows the array where the
+/// written body indexes it, as every unchecked index is clamped into its array), so the
+/// callers' argument lists fit either way.
+fn get_body(elem: &str, name: &str, takes_len: bool) -> String {
     let usize = prim(Prim::Usize);
+    let len = if takes_len {
+        format!(", {usize} src_len")
+    } else {
+        String::new()
+    };
+    let unused_len = if takes_len { " (void)src_len;" } else { "" };
     format!(
-        "SKEL_FN {elem} {name}(const {elem}* src, {usize} j, {usize} start) {{\n\
+        "SKEL_FN {elem} {name}(const {elem}* src{len}, {usize} j, {usize} start) {{\n\
          \x20   extern __shared__ __align__(16) unsigned char skel_smem[];\n\
-         \x20   (void)src;\n\
+         \x20   (void)src;{unused_len}\n\
          \x20   return reinterpret_cast<const {elem}*>(skel_smem)[j - start];\n\
          }}\n"
     )
@@ -193,6 +207,8 @@ mod tests {
         // the written bodies were replaced by the shared-memory ones
         assert_eq!(src.matches("__syncthreads();").count(), 2);
         assert!(src.contains("reinterpret_cast<const P*>(skel_smem)[j - start]"));
+        // the written `get` indexes the array, so it (and its replacement) takes its length
+        assert!(src.contains("src_len, "), "{src}");
         assert!(!src.contains("return src[j]"));
         let plain = source::<lookup>(false).unwrap();
         assert!(plain.contains("#define SKEL_LAUNCH 0") && !plain.contains("skel_smem"));
