@@ -28,14 +28,18 @@ impl Distributed {
         Distributed { options }
     }
 
-    /// The call the ranks agreed on, described as `call` over `operands`.
-    fn agree(&self, call: impl FnOnce() -> String, operands: &[Operand]) -> Result<Call> {
-        Call::agree(call(), operands)
+    /// The call the ranks agreed on, described as `call` over the element-wise operands and
+    /// those read whole; then every rank checks that the element-wise ones have one global
+    /// shape (only after agreeing, so no rank fails alone while the others wait).
+    fn agree_elementwise(call: String, elementwise: &[Operand], whole: &[Operand]) -> Result<Call> {
+        let call = Call::agree(call, &[elementwise, whole].concat())?;
+        call.same_global_shape(elementwise)?;
+        Ok(call)
     }
 
     pub(crate) fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
-        let call = self.agree(
-            || format!("Reduce({})", <S::F as crate::userfn::UserFn>::NAME),
+        let call = Call::agree(
+            format!("Reduce({})", <S::F as crate::userfn::UserFn>::NAME),
             &[Operand::of(&plan.input)],
         )?;
         super::reduce::<S::F, S::T>(&call, self.options, plan.input, plan.start)
@@ -49,11 +53,9 @@ impl Distributed {
     where
         S::T: Default,
     {
-        let call = self.agree(
-            || {
-                let name = <S::F as crate::userfn::UserFn>::NAME;
-                format!("Reduce {:?}({name})", plan.axis)
-            },
+        let name = <S::F as crate::userfn::UserFn>::NAME;
+        let call = Call::agree(
+            format!("Reduce {:?}({name})", plan.axis),
             &[Operand::of(&plan.input), Operand::of_mut(&plan.out)],
         )?;
         checks(&plan)?;
@@ -66,11 +68,11 @@ impl Distributed {
         checks: impl FnOnce(&plan::Scan<'_, S>) -> Result<()>,
     ) -> Result<()> {
         let operands = [Operand::of(&plan.input), Operand::of_mut(&plan.out)];
-        let call = self.agree(
-            || format!("Scan({})", <S::F as crate::userfn::UserFn>::NAME),
+        let call = Self::agree_elementwise(
+            format!("Scan({})", <S::F as crate::userfn::UserFn>::NAME),
             &operands,
+            &[],
         )?;
-        call.same_global_shape(&operands)?;
         checks(&plan)?;
         let plan::Scan {
             input,
@@ -91,11 +93,11 @@ impl Distributed {
     {
         let operands = [Operand::of(&plan.input), Operand::of_mut(&plan.out)];
         let radius = plan.stencil.radius;
-        let call = self.agree(
-            || format!("MapOverlap({}, radius {radius})", F::NAME),
+        let call = Self::agree_elementwise(
+            format!("MapOverlap({}, radius {radius})", F::NAME),
             &operands,
+            &[],
         )?;
-        call.same_global_shape(&operands)?;
         checks(&mut plan)?;
         let plan::MapOverlap {
             input,
@@ -117,11 +119,11 @@ impl Distributed {
     {
         let operands = [Operand::of(&plan.input), Operand::of_mut(&plan.out)];
         let radius = plan.stencil.radius;
-        let call = self.agree(
-            || format!("MapOverlap({}, radius {radius:?})", F::NAME),
+        let call = Self::agree_elementwise(
+            format!("MapOverlap({}, radius {radius:?})", F::NAME),
             &operands,
+            &[],
         )?;
-        call.same_global_shape(&operands)?;
         checks(&mut plan)?;
         let plan::MapOverlap2d {
             input,
@@ -152,11 +154,11 @@ impl Distributed {
         let mut elementwise = Operand::all(plan.inputs.shapes(), plan.inputs.spreads());
         elementwise.extend(Operand::all(plan.out.shapes(), plan.out.spreads()));
         let arrays = Operand::all(plan.arrays.shapes(), plan.arrays.spreads());
-        let call = self.agree(
-            || format!("Map({})", <S::F as UserFn>::NAME),
-            &[&elementwise[..], &arrays[..]].concat(),
+        let call = Self::agree_elementwise(
+            format!("Map({})", <S::F as UserFn>::NAME),
+            &elementwise,
+            &arrays,
         )?;
-        call.same_global_shape(&elementwise)?;
         let slots = WholeCells::default();
         bound.gather_wholes(&slots)?;
         let plan = plan::Map::<S> {
@@ -184,11 +186,11 @@ impl Distributed {
     {
         let mut elementwise = Operand::all(plan.inputs.shapes(), plan.inputs.spreads());
         elementwise.push(Operand::of_mut(&plan.out));
-        let call = self.agree(
-            || format!("MapArray({})", <S::F as UserFn>::NAME),
-            &[&elementwise[..], &[Operand::of(&plan.array)]].concat(),
+        let call = Self::agree_elementwise(
+            format!("MapArray({})", <S::F as UserFn>::NAME),
+            &elementwise,
+            &[Operand::of(&plan.array)],
         )?;
-        call.same_global_shape(&elementwise)?;
         checks(&plan)?;
         // Every element may read any of the array: a distributed one is gathered whole.
         let slot = WholeCell::default();
@@ -219,11 +221,7 @@ impl Distributed {
         let (m, r) = (<S::M as UserFn>::NAME, <S::R as UserFn>::NAME);
         let elementwise = Operand::all(plan.inputs.shapes(), plan.inputs.spreads());
         let arrays = Operand::all(plan.arrays.shapes(), plan.arrays.spreads());
-        let call = self.agree(
-            || format!("MapReduce({m}, {r})"),
-            &[&elementwise[..], &arrays[..]].concat(),
-        )?;
-        call.same_global_shape(&elementwise)?;
+        let call = Self::agree_elementwise(format!("MapReduce({m}, {r})"), &elementwise, &arrays)?;
         // The block is folded as two vector parts (see `dist::map_reduce`), which keep a
         // flat index but not a row and column.
         call.no_index(m, <<S::M as ElementwiseFn>::Index as IndexKind>::DIMS, 1)?;
@@ -257,7 +255,7 @@ impl Distributed {
     {
         let name = <S::F as UserFn>::NAME;
         let operands = pair_operands((&plan.v, &plan.h, &plan.out), &plan.arrays);
-        let call = self.agree(|| format!("MapPairs({name})"), &operands)?;
+        let call = Call::agree(format!("MapPairs({name})"), &operands)?;
         check_pairs("MapPairs", &operands, |rows, cols| Shape::Matrix {
             rows,
             cols,
@@ -299,7 +297,7 @@ impl Distributed {
     {
         let (m, r, axis) = (<S::M as UserFn>::NAME, <S::R as UserFn>::NAME, plan.axis);
         let operands = pair_operands((&plan.v, &plan.h, &plan.out), &plan.arrays);
-        let call = self.agree(|| format!("MapPairsReduce({m}, {r}, {axis:?})"), &operands)?;
+        let call = Call::agree(format!("MapPairsReduce({m}, {r}, {axis:?})"), &operands)?;
         // v by rows, out by its elements; h and the container arguments whole.
         let (rows, cols) = check_pairs("MapPairsReduce", &operands, |rows, cols| {
             Shape::Vector(if axis == Axis::Rows { rows } else { cols })
