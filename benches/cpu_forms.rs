@@ -292,6 +292,44 @@ const BACKENDS: [Backend; 2] = [Backend::Cpu, Backend::Rayon];
 
 // ---- forms ---------------------------------------------------------------------------------
 
+/// The report row of a form whose hand-written baselines compute row by row
+/// (`row(i, out_row)` over rows of `cols` elements, `len` in all): a plain loop and a Rayon
+/// loop over the rows, timed; every skel result and the Rayon one must equal the plain one.
+fn hand_rows<T>(
+    cfg: &Config,
+    (form, size): (&'static str, String),
+    (len, cols): (usize, usize),
+    row: impl Fn(usize, &mut [T]) + Sync,
+    (skel_secs, results): ([f64; 2], &[Vec<T>]),
+) -> Row
+where
+    T: Copy + Default + Send + PartialEq + std::fmt::Debug,
+{
+    let mut hand = vec![T::default(); len];
+    let plain = median(cfg.repeat, || {
+        for (i, o) in hand.chunks_mut(cols).enumerate() {
+            row(i, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![T::default(); len];
+    let par = median(cfg.repeat, || {
+        hand_par
+            .par_chunks_mut(cols)
+            .enumerate()
+            .for_each(|(i, o)| row(i, o));
+    });
+    for r in results {
+        same(form, r, &hand);
+    }
+    same(form, &hand_par, &hand);
+    Row {
+        form,
+        size,
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+    }
+}
+
 fn jacobi_form(cfg: &Config, n: usize) -> Row {
     let a: Vec<f64> = data(n * n, 1).into_iter().map(f64::from).collect();
     let input = Matrix::from_vec(n, n, a.clone()).expect("shape");
@@ -310,29 +348,14 @@ fn jacobi_form(cfg: &Config, n: usize) -> Row {
             }
         }
     };
-    let mut hand = vec![0.0; n * n];
-    let plain = median(cfg.repeat, || {
-        for (i, o) in hand.chunks_mut(n).enumerate() {
-            row(i, o);
-        }
-        black_box(&hand);
-    });
-    let mut hand_par = vec![0.0; n * n];
-    let par = median(cfg.repeat, || {
-        hand_par
-            .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(i, o)| row(i, o));
-    });
-    for r in &results {
-        same("jacobi", r, &hand);
-    }
-    same("jacobi hand-rayon", &hand_par, &hand);
-    Row {
-        form: "MapOverlap 2D 5-pt f64 (Jacobi)",
-        size: format!("{n}x{n}"),
-        secs: [skel_secs[0], skel_secs[1], plain, par],
-    }
+    let size = format!("{n}x{n}");
+    hand_rows(
+        cfg,
+        ("MapOverlap 2D 5-pt f64 (Jacobi)", size),
+        (n * n, n),
+        row,
+        (skel_secs, &results),
+    )
 }
 
 fn colwise_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
@@ -358,29 +381,14 @@ fn colwise_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
             *o = ((u as u16 + 2 * m as u16 + d as u16) / 4) as u8;
         }
     };
-    let mut hand = vec![0u8; rows * cols];
-    let plain = median(cfg.repeat, || {
-        for (i, o) in hand.chunks_mut(cols).enumerate() {
-            row(i, o);
-        }
-        black_box(&hand);
-    });
-    let mut hand_par = vec![0u8; rows * cols];
-    let par = median(cfg.repeat, || {
-        hand_par
-            .par_chunks_mut(cols)
-            .enumerate()
-            .for_each(|(i, o)| row(i, o));
-    });
-    for r in &results {
-        same("colwise", r, &hand);
-    }
-    same("colwise hand-rayon", &hand_par, &hand);
-    Row {
-        form: "MapOverlap colwise r1 u8",
-        size: format!("{rows}x{cols}"),
-        secs: [skel_secs[0], skel_secs[1], plain, par],
-    }
+    let size = format!("{rows}x{cols}");
+    hand_rows(
+        cfg,
+        ("MapOverlap colwise r1 u8", size),
+        (rows * cols, cols),
+        row,
+        (skel_secs, &results),
+    )
 }
 
 fn heat_form(cfg: &Config, n: usize) -> Row {
@@ -399,29 +407,14 @@ fn heat_form(cfg: &Config, n: usize) -> Row {
             *o = heat_at(&a, (n, n), i, j);
         }
     };
-    let mut hand = vec![0.0; n * n];
-    let plain = median(cfg.repeat, || {
-        for (i, o) in hand.chunks_mut(n).enumerate() {
-            row(i, o);
-        }
-        black_box(&hand);
-    });
-    let mut hand_par = vec![0.0; n * n];
-    let par = median(cfg.repeat, || {
-        hand_par
-            .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(i, o)| row(i, o));
-    });
-    for r in &results {
-        same("heat", r, &hand);
-    }
-    same("heat hand-rayon", &hand_par, &hand);
-    Row {
-        form: "Map 2D #[index] + Mat f64 (heat)",
-        size: format!("{n}x{n}"),
-        secs: [skel_secs[0], skel_secs[1], plain, par],
-    }
+    let size = format!("{n}x{n}");
+    hand_rows(
+        cfg,
+        ("Map 2D #[index] + Mat f64 (heat)", size),
+        (n * n, n),
+        row,
+        (skel_secs, &results),
+    )
 }
 
 fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
@@ -579,29 +572,14 @@ fn hotspot_form(cfg: &Config, n: usize) -> Row {
             o[j] = hotspot_at(mid[j], (up[j].0, down[j].0, mid[l].0, mid[r].0));
         }
     };
-    let mut hand = vec![(0.0f32, 0.0f32); n * n];
-    let plain = median(cfg.repeat, || {
-        for (i, o) in hand.chunks_mut(n).enumerate() {
-            row(i, o);
-        }
-        black_box(&hand);
-    });
-    let mut hand_par = vec![(0.0f32, 0.0f32); n * n];
-    let par = median(cfg.repeat, || {
-        hand_par
-            .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(i, o)| row(i, o));
-    });
-    for r in &results {
-        same("hotspot", r, &hand);
-    }
-    same("hotspot hand-rayon", &hand_par, &hand);
-    Row {
-        form: "MapOverlap 2D (f32,f32) (hotspot)",
-        size: format!("{n}x{n}"),
-        secs: [skel_secs[0], skel_secs[1], plain, par],
-    }
+    let size = format!("{n}x{n}");
+    hand_rows(
+        cfg,
+        ("MapOverlap 2D (f32,f32) (hotspot)", size),
+        (n * n, n),
+        row,
+        (skel_secs, &results),
+    )
 }
 
 fn mandelbrot_form(cfg: &Config, n: usize) -> Row {
@@ -619,29 +597,14 @@ fn mandelbrot_form(cfg: &Config, n: usize) -> Row {
             *o = escape_at(i, j, dims.0, dims.1);
         }
     };
-    let mut hand = vec![0u32; n * n];
-    let plain = median(cfg.repeat, || {
-        for (i, o) in hand.chunks_mut(n).enumerate() {
-            row(i, o);
-        }
-        black_box(&hand);
-    });
-    let mut hand_par = vec![0u32; n * n];
-    let par = median(cfg.repeat, || {
-        hand_par
-            .par_chunks_mut(n)
-            .enumerate()
-            .for_each(|(i, o)| row(i, o));
-    });
-    for r in &results {
-        same("mandelbrot", r, &hand);
-    }
-    same("mandelbrot hand-rayon", &hand_par, &hand);
-    Row {
-        form: "Map #[index] Mandelbrot (64 it)",
-        size: format!("{n}x{n}"),
-        secs: [skel_secs[0], skel_secs[1], plain, par],
-    }
+    let size = format!("{n}x{n}");
+    hand_rows(
+        cfg,
+        ("Map #[index] Mandelbrot (64 it)", size),
+        (n * n, n),
+        row,
+        (skel_secs, &results),
+    )
 }
 
 /// An element-wise Map of `f` (skel) against `g` (the same formula by hand) over `input`.
