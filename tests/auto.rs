@@ -318,19 +318,24 @@ fn device_resident_operands_stay_on_the_device() {
     set_model_dir(None);
 }
 
-#[test]
-fn split_calls_match_the_single_backends() {
-    let _s = serial();
-    let Some(gpu) = device() else { return };
-    let n = skel::tune::HYBRID_MIN + 12345;
-    // Rayon and the GPU equally fast: a split halves the time.
-    let equal = |b: Backend| {
+/// A model's times where Rayon and the GPU are equally fast and every other backend far
+/// slower: a split halves the time.
+fn rayon_and_gpu_equal(gpu: Backend) -> impl Fn(Backend) -> f64 + Copy {
+    move |b| {
         if b == Backend::Rayon || b == gpu {
             1e6
         } else {
             1e10
         }
-    };
+    }
+}
+
+#[test]
+fn split_calls_match_the_single_backends() {
+    let _s = serial();
+    let Some(gpu) = device() else { return };
+    let n = skel::tune::HYBRID_MIN + 12345;
+    let equal = rayon_and_gpu_equal(gpu);
     let sizes = [n / 4, n];
 
     let probe = probe_map(n);
@@ -435,13 +440,7 @@ fn a_fault_in_the_combine_of_a_split_is_an_err() {
     let _s = serial();
     let Some(gpu) = device() else { return };
     let n = skel::tune::HYBRID_MIN + 12345;
-    let equal = |b: Backend| {
-        if b == Backend::Rayon || b == gpu {
-            1e6
-        } else {
-            1e10
-        }
-    };
+    let equal = rayon_and_gpu_equal(gpu);
     let sizes = [n / 4, n];
     let start = Tally {
         count: 0,
