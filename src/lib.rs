@@ -203,6 +203,7 @@ pub use skeletons::{
     Devices, Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce,
     Scan, ScanMode,
 };
+pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
@@ -212,4 +213,5 @@ pub mod prelude {
         MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, Result, Scan, ScanMode, Vector,
         Window, Window2,
     };
+    pub use crate::{Sort, SortKey};
 }

@@ -29,7 +29,7 @@ use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 #[cfg(feature = "mpi")]
 use crate::dist::Spread;
 use crate::userfn::{ArrayFn, ElementwiseFn, UserFn, Window2Fn, WindowFn};
-use crate::{DeviceType, Result};
+use crate::{DeviceType, Result, SortKey};
 
 pub use crate::skeletons::{Edge, ScanMode};
 
@@ -247,6 +247,25 @@ pub(crate) struct Filter<'p, S: FilterSig> {
     pub input: Arg<'p, S::T>,
     pub out: ArgMut<'p, S::T>,
     pub uniforms: &'p <S::F as ElementwiseFn>::Uniforms,
+}
+
+/// The types of a Sort call: the key type and the value type (the key type again, unused,
+/// for a sort of keys alone).
+pub(crate) trait SortSig {
+    type K: SortKey;
+    type V: DeviceType;
+}
+
+impl<K: SortKey, V: DeviceType> SortSig for (K, V) {
+    type K = K;
+    type V = V;
+}
+
+/// `keys` sorted ascending and stably in place (floats in total order), each of `values`
+/// (when given; of the keys' length) moved with its key.
+pub(crate) struct Sort<'p, S: SortSig> {
+    pub keys: ArgMut<'p, S::K>,
+    pub values: Option<ArgMut<'p, S::V>>,
 }
 
 /// The element inputs of one call: `()`, `(Arg<A>,)`, `(Arg<A>, Arg<B>)`, ... up to four.

@@ -13,7 +13,7 @@ use super::{concrete, cpu, Execute};
 use crate::containers::{Arg, Location, OutArgs, Shape};
 use crate::plan::{
     self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HostSlices, MapArraySig, MapReduceSig,
-    MapSig, PairsReduceSig, PairsSig,
+    MapSig, PairsReduceSig, PairsSig, SortSig,
 };
 use crate::skeletons::Options;
 use crate::tune::model::bucket_of;
@@ -577,5 +577,22 @@ impl Execute for Auto {
             false,
             |b, o| concrete!(b, o, self.name, |exec| exec.filter(plan)),
         )
+    }
+
+    fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()> {
+        let n = plan.keys.shape().len();
+        // The operands as inputs (where they are valid decides), only while deciding.
+        let keys = Arg::new(plan.keys.store(), plan.keys.offset(), plan.keys.shape());
+        let decided = match &plan.values {
+            Some(v) => {
+                let values = Arg::new(v.store(), v.offset(), v.shape());
+                self.decide::<(S::K, S::V), _, _>(&(keys, values), &(), "sort", type_name::<S::K>(), n, false)
+            }
+            None => self.decide::<(S::K, S::V), _, _>(&(keys,), &(), "sort", type_name::<S::K>(), n, false),
+        };
+        let (d, call) = decided?;
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.sort(plan))
+        })
     }
 }

@@ -9,14 +9,17 @@ use std::ops::Range;
 
 mod map_overlap;
 mod map_pairs_reduce;
+mod sort;
 
 pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
+pub(crate) use sort::sort_range;
 
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::containers::{ArgMut, HostOut, OutArgs, OutCollector};
 use crate::plan::{
     self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+    SortSig,
 };
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{
@@ -677,5 +680,16 @@ impl Execute for Cpu {
             out.host_mut()?,
             uniforms,
         ))
+    }
+
+    fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()> {
+        let plan::Sort { mut keys, values } = plan;
+        let mut values = values;
+        let values = match &mut values {
+            Some(v) => Some(v.host_mut()?),
+            None => None,
+        };
+        sort_range::<S::K, S::V>(keys.host_mut()?, values);
+        Ok(())
     }
 }

@@ -38,6 +38,7 @@ use crate::containers::OutArgs;
 use crate::plan::ArgTuple;
 use crate::plan::{
     self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+    SortSig,
 };
 use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -94,6 +95,8 @@ pub(crate) trait Execute {
 
     /// Returns how many elements were kept.
     fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize>;
+
+    fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()>;
 }
 
 /// The container arguments of user function `F` bound for one call.
@@ -377,6 +380,26 @@ where
     checks(&plan, false)?;
     dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
         .map_pairs_reduce(plan))
+}
+
+/// [`reduce`] for `Sort`, after `checks`; a distributed operand is refused (a sort moves
+/// elements between every pair of blocks: gather it first).
+pub(crate) fn sort<S: SortSig>(
+    options: Options,
+    plan: plan::Sort<'_, S>,
+    checks: impl FnOnce(&plan::Sort<'_, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.keys.spread().is_some() || plan.values.as_ref().is_some_and(|v| v.spread().is_some())
+    {
+        return Err(Error::InvalidArgument(
+            "Sort of a distributed container: a sort moves elements between every pair of \
+             blocks; gather the container on one process and sort it there"
+                .into(),
+        ));
+    }
+    checks(&plan)?;
+    dispatch!(options, "sort", |exec| exec.sort(plan))
 }
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.

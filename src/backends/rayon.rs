@@ -13,12 +13,15 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+mod sort;
+
 use super::cpu::{self, Cpu, OldValues};
 use super::{Execute, PredicateFn};
 use crate::codegen::cost::{classify, Cost};
 use crate::containers::{HostOut, OutArgs};
 use crate::plan::{
     self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+    SortSig,
 };
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ContainerArgs, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -484,6 +487,20 @@ impl Execute for Rayon {
                 uniforms,
             )
         });
+        Ok(())
+    }
+
+    fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()> {
+        if sequential(plan.keys.shape().len()) {
+            return self.cpu().sort(plan);
+        }
+        let plan::Sort { mut keys, values } = plan;
+        let mut values = values;
+        let values = match &mut values {
+            Some(v) => Some(v.host_mut()?),
+            None => None,
+        };
+        sort::radix_sort::<S::K, S::V>(keys.host_mut()?, values);
         Ok(())
     }
 }

@@ -116,6 +116,13 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         self.f
     }
 
+    /// This Map with another skeleton's options (a skeleton built on a Map, as
+    /// `Sort::by_key`, runs it where and how it runs itself).
+    pub(crate) fn with_options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
     fn execute<'a, I>(&self, inputs: I, out: &mut impl Outputs<F::Out>) -> Result<()>
     where
         I: ArgTuple<'a, Elems = F::Elems>,

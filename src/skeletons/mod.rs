@@ -10,6 +10,7 @@ mod map_pairs_reduce;
 mod map_reduce;
 mod reduce;
 mod scan;
+mod sort;
 
 pub use filter::Filter;
 pub use map::Map;
@@ -20,6 +21,7 @@ pub use map_pairs_reduce::MapPairsReduce;
 pub use map_reduce::MapReduce;
 pub use reduce::Reduce;
 pub use scan::Scan;
+pub use sort::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 
 use crate::containers::Shape;
 use crate::plan::Axis;
