@@ -11,7 +11,7 @@
 //! - `memory/`: containers' device copies, scratch and result buffers, pinned host memory,
 //!   events, staging, and the ordering of work on different streams (one file per job);
 //! - one file per skeleton: `map.rs`, `map_array.rs`, `reduce.rs`, `map_reduce.rs`,
-//!   `scan.rs`, `map_overlap.rs`, `map_pairs.rs`, `map_pairs_reduce.rs`, `filter.rs`; their kernels are the templates in `cuda/*.cu` (embedded
+//!   `scan.rs`, `map_overlap.rs`, `map_pairs.rs`, `map_pairs_reduce.rs`, `filter.rs`, `sort.rs`; their kernels are the templates in `cuda/*.cu` (embedded
 //!   with `include_str!`), completed by the generated user functions and a few `#define`s.
 //!
 //! Calls are asynchronous: a skeleton call enqueues its chunks' uploads (of what is
@@ -35,6 +35,7 @@ mod module_cache;
 mod multistream;
 mod reduce;
 mod scan;
+mod sort;
 mod trace;
 
 pub(crate) use context::probe;
@@ -627,6 +628,11 @@ impl Execute for Cuda {
             return devices::filter::<S::F, S::T>(self, &parts, input, out, uniforms);
         }
         filter::run::<S::F, S::T>(self, input, out, uniforms)
+    }
+
+    fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()> {
+        let plan::Sort { keys, values } = plan;
+        sort::run::<S::K, S::V>(self, keys, values)
     }
 }
 

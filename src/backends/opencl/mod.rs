@@ -26,6 +26,7 @@ pub(crate) mod memory;
 mod program_cache;
 mod reduce;
 mod scan;
+mod sort;
 
 use std::fmt::Write as _;
 
@@ -495,6 +496,11 @@ impl Execute for OpenCl {
             uniforms,
         } = plan;
         filter::run::<S::F, S::T>(ctx()?, input, out, uniforms, self)
+    }
+
+    fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()> {
+        let plan::Sort { keys, values } = plan;
+        sort::run::<S::K, S::V>(ctx()?, keys, values)
     }
 }
 

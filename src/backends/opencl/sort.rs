@@ -1,0 +1,199 @@
+//! Sort on OpenCL (`opencl/sort.cl`): an LSD radix sort of 8-bit digits, three kernels per
+//! digit (counts per work-group, one scan of them, a stable scatter). Not a decoupled
+//! look-back as on CUDA: OpenCL promises no forward progress between work-groups (PoCL's
+//! CPU driver runs a work-group to its end before starting the next on that thread), so a
+//! work-group waiting for an earlier one's prefix could wait forever; the scan kernel
+//! between count and scatter is correct on every device.
+//!
+//! Keys ping-pong between the operand's buffer and a scratch buffer (copied back after an
+//! odd number of passes); values are sorted as their positions, then gathered.
+
+use std::fmt::Write as _;
+
+use ocl::core as cl;
+
+use super::context::Ctx;
+use super::program_cache::{program, ProgKey};
+use super::{launch, memory, KArg};
+use crate::containers::ArgMut;
+use crate::skeletons::{KeyKind, RadixBits};
+use crate::{DeviceType, Error, Result, SortKey};
+
+const TEMPLATE: &str = include_str!("../../../opencl/sort.cl");
+
+/// Work-items per group (divides 256) and keys per work-item: the scatter's local counts
+/// are 256 x WG 16-bit words (16 KiB).
+const WG: usize = 32;
+const K: usize = 32;
+
+fn source<K: SortKey>() -> String {
+    let bits = <K::Bits as RadixBits>::BITS;
+    let key = match bits {
+        8 => "uchar",
+        16 => "ushort",
+        32 => "uint",
+        _ => "ulong",
+    };
+    let kind = match K::KIND {
+        KeyKind::Unsigned => 0,
+        KeyKind::Signed => 1,
+        KeyKind::Float => 2,
+    };
+    let mut s = String::new();
+    let _ = writeln!(s, "#define SKEL_KEY {key}");
+    let _ = writeln!(s, "#define SKEL_KBITS {bits}");
+    let _ = writeln!(s, "#define SKEL_KIND {kind}");
+    let _ = writeln!(s, "#define SKEL_WG {WG}");
+    let _ = writeln!(s, "#define SKEL_K {K}");
+    s.push_str(TEMPLATE);
+    s
+}
+
+pub(super) fn run<Key: SortKey, V: DeviceType>(
+    ctx: &Ctx,
+    keys: ArgMut<'_, Key>,
+    values: Option<ArgMut<'_, V>>,
+) -> Result<()> {
+    let n = keys.shape().len();
+    if n <= 1 {
+        return Ok(());
+    }
+    if n >= u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!(
+            "Sort of {n} keys on OpenCL: at most {} keys per call (counts and positions are \
+             32-bit); sort parts and merge them, or use the rayon backend",
+            u32::MAX - 1
+        )));
+    }
+    let prog = program(ctx, ProgKey::of::<Key>("sort"), "sort", || Ok(source::<Key>()))?;
+    let (ksize, vsize) = (std::mem::size_of::<Key>(), std::mem::size_of::<V>());
+    let passes = (<Key::Bits as RadixBits>::BITS / 8) as usize;
+    let tile = WG * K;
+    let groups = n.div_ceil(tile);
+    let counts = memory::alloc_elems::<u32>(ctx, 256 * groups)?;
+    let k_mem = memory::output(ctx, &keys, true)?;
+    let k_tmp = memory::alloc_elems::<Key>(ctx, n)?;
+    let kbuf = [
+        (k_mem.clone(), keys.offset() as u64),
+        (k_tmp.clone(), 0u64),
+    ];
+    let v_mem = match &values {
+        Some(v) => Some(memory::output(ctx, v, true)?),
+        None => None,
+    };
+    let positions = match v_mem {
+        Some(_) => [
+            memory::alloc_elems::<u32>(ctx, n)?,
+            memory::alloc_elems::<u32>(ctx, n)?,
+        ],
+        // Never read (`vmode` 0), but every kernel argument needs a buffer.
+        None => {
+            let unused = memory::alloc(ctx, 4)?;
+            [unused.clone(), unused]
+        }
+    };
+    let local = Some([WG, 1, 1]);
+    let global = [groups * WG, 1, 1];
+    // The event of the last kernel enqueued: after it, the operands hold what was written.
+    let mut last: Option<cl::Event> = None;
+    let issued = (|| -> Result<()> {
+        for p in 0..passes {
+            let (from, to) = (p % 2, 1 - p % 2);
+            let shift = (8 * p) as i32;
+            let count_args = [
+                KArg::Mem(kbuf[from].0.clone()),
+                KArg::U64(kbuf[from].1),
+                KArg::U64(n as u64),
+                KArg::I32(shift),
+                KArg::Mem(counts.clone()),
+                KArg::U64(groups as u64),
+            ];
+            launch(ctx, &prog, "skel_sort_count", &count_args, 1, global, local)?;
+            let scan_args = [KArg::Mem(counts.clone()), KArg::U64((256 * groups) as u64)];
+            launch(ctx, &prog, "skel_sort_scan", &scan_args, 1, [WG, 1, 1], local)?;
+            let vmode = match (&v_mem, p) {
+                (None, _) => 0,
+                (Some(_), 0) => 1,
+                (Some(_), _) => 2,
+            };
+            let scatter_args = [
+                KArg::Mem(kbuf[from].0.clone()),
+                KArg::U64(kbuf[from].1),
+                KArg::Mem(kbuf[to].0.clone()),
+                KArg::U64(kbuf[to].1),
+                KArg::Mem(positions[from].clone()),
+                KArg::Mem(positions[to].clone()),
+                KArg::I32(vmode),
+                KArg::U64(n as u64),
+                KArg::I32(shift),
+                KArg::Mem(counts.clone()),
+                KArg::U64(groups as u64),
+            ];
+            last = Some(launch(
+                ctx,
+                &prog,
+                "skel_sort_scatter",
+                &scatter_args,
+                1,
+                global,
+                local,
+            )?);
+        }
+        let gather = |src: (&cl::Mem, u64),
+                      dst: (&cl::Mem, u64),
+                      idx: Option<&cl::Mem>,
+                      size: usize| {
+            let args = [
+                KArg::Mem(src.0.clone()),
+                KArg::U64(src.1 * size as u64),
+                KArg::Mem(dst.0.clone()),
+                KArg::U64(dst.1 * size as u64),
+                KArg::Mem(idx.unwrap_or(&positions[0]).clone()),
+                KArg::I32(i32::from(idx.is_some())),
+                KArg::U64(n as u64),
+                KArg::I32(size as i32),
+            ];
+            let global = [n.div_ceil(WG) * WG, 1, 1];
+            launch(ctx, &prog, "skel_sort_gather", &args, 1, global, local)
+        };
+        let end = passes % 2; // the buffers the last pass wrote
+        if end == 1 {
+            last = Some(gather(
+                (&kbuf[1].0, 0),
+                (&kbuf[0].0, kbuf[0].1),
+                None,
+                ksize,
+            )?);
+        }
+        if let (Some(v_mem), Some(v)) = (&v_mem, &values) {
+            let copy = memory::alloc_elems::<V>(ctx, n)?;
+            gather((v_mem, v.offset() as u64), (&copy, 0), None, vsize)?;
+            last = Some(gather(
+                (&copy, 0),
+                (v_mem, v.offset() as u64),
+                Some(&positions[end]),
+                vsize,
+            )?);
+        }
+        Ok(())
+    })();
+    match (issued, last) {
+        (Ok(()), Some(ev)) => {
+            memory::written(ctx, &keys, ev.clone());
+            if let Some(v) = &values {
+                memory::written(ctx, v, ev);
+            }
+            Ok(())
+        }
+        (Ok(()), None) => Ok(()),
+        // Kernels that ran may have moved some elements where the device copy was current.
+        (Err(e), Some(ev)) => {
+            memory::maybe_written(ctx, &keys, ev.clone());
+            if let Some(v) = &values {
+                memory::maybe_written(ctx, v, ev);
+            }
+            Err(e)
+        }
+        (Err(e), None) => Err(e),
+    }
+}
