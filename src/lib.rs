@@ -199,11 +199,11 @@ pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use error::{Error, Result};
 pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
+pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
     Devices, Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce,
     Scan, ScanMode,
 };
-pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.

@@ -586,9 +586,23 @@ impl Execute for Auto {
         let decided = match &plan.values {
             Some(v) => {
                 let values = Arg::new(v.store(), v.offset(), v.shape());
-                self.decide::<(S::K, S::V), _, _>(&(keys, values), &(), "sort", type_name::<S::K>(), n, false)
+                self.decide::<(S::K, S::V), _, _>(
+                    &(keys, values),
+                    &(),
+                    "sort",
+                    type_name::<S::K>(),
+                    n,
+                    false,
+                )
             }
-            None => self.decide::<(S::K, S::V), _, _>(&(keys,), &(), "sort", type_name::<S::K>(), n, false),
+            None => self.decide::<(S::K, S::V), _, _>(
+                &(keys,),
+                &(),
+                "sort",
+                type_name::<S::K>(),
+                n,
+                false,
+            ),
         };
         let (d, call) = decided?;
         self.run(call.as_ref(), d, |b, o| {

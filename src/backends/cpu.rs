@@ -18,8 +18,7 @@ pub(crate) use sort::sort_range;
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::containers::{ArgMut, HostOut, OutArgs, OutCollector};
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
-    SortSig,
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
 };
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{

@@ -37,8 +37,7 @@ use crate::containers::OutArgs;
 #[cfg(feature = "mpi")]
 use crate::plan::ArgTuple;
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
-    SortSig,
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
 };
 use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -390,8 +389,7 @@ pub(crate) fn sort<S: SortSig>(
     checks: impl FnOnce(&plan::Sort<'_, S>) -> Result<()>,
 ) -> Result<()> {
     #[cfg(feature = "mpi")]
-    if plan.keys.spread().is_some() || plan.values.as_ref().is_some_and(|v| v.spread().is_some())
-    {
+    if plan.keys.spread().is_some() || plan.values.as_ref().is_some_and(|v| v.spread().is_some()) {
         return Err(Error::InvalidArgument(
             "Sort of a distributed container: a sort moves elements between every pair of \
              blocks; gather the container on one process and sort it there"

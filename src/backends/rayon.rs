@@ -20,8 +20,7 @@ use super::{Execute, PredicateFn};
 use crate::codegen::cost::{classify, Cost};
 use crate::containers::{HostOut, OutArgs};
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
-    SortSig,
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
 };
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ContainerArgs, ElementwiseFn, UserFn, Window2Fn, WindowFn};

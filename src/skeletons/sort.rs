@@ -128,8 +128,10 @@ float_keys!(f32 => u32, i32, f64 => u64, i64);
 /// `#[index]`, uniforms or container parameters, returning a [`SortKey`].
 pub trait KeyFn<T>: ElementwiseFn<Index = (), Elems = (T,), Uniforms = (), Arrays = ()> {}
 
-impl<T, F> KeyFn<T> for F where F: ElementwiseFn<Index = (), Elems = (T,), Uniforms = (), Arrays = ()>
-{}
+impl<T, F> KeyFn<T> for F where
+    F: ElementwiseFn<Index = (), Elems = (T,), Uniforms = (), Arrays = ()>
+{
+}
 
 /// The key of a plain [`Sort`]: the element itself.
 #[derive(Clone, Copy, Debug, Default)]

@@ -13,13 +13,36 @@ use super::{available, Affine, Pixel};
 /// Empty, one, primes, 2^k ± 1 (the GPU tiles are powers of two), around the Rayon
 /// sequential limit (2^14) and chunk, and one size above 2^20.
 pub const SORT_SIZES: &[usize] = &[
-    0, 1, 2, 3, 7, 31, 255, 256, 257, 1009, 3071, 3073, 4095, 4096, 4097, 8191, 8193, 16383,
-    16385, 65_535, 65_537, 100_003, (1 << 20) + 7,
+    0,
+    1,
+    2,
+    3,
+    7,
+    31,
+    255,
+    256,
+    257,
+    1009,
+    3071,
+    3073,
+    4095,
+    4096,
+    4097,
+    8191,
+    8193,
+    16383,
+    16385,
+    65_535,
+    65_537,
+    100_003,
+    (1 << 20) + 7,
 ];
 
 /// A deterministic scramble of `i` (splitmix64).
 pub fn mix(i: usize, salt: u64) -> u64 {
-    let mut z = (i as u64).wrapping_add(salt).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut z = (i as u64)
+        .wrapping_add(salt)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
@@ -83,7 +106,10 @@ where
     V: DeviceType + PartialEq + std::fmt::Debug,
 {
     let (mut k, mut v) = (Vector::from(keys.clone()), Vector::from(values.clone()));
-    Sort::new().backend(backend).run_pairs(&mut k, &mut v).unwrap();
+    Sort::new()
+        .backend(backend)
+        .run_pairs(&mut k, &mut v)
+        .unwrap();
     let mut want: Vec<(K, V)> = keys.into_iter().zip(values).collect();
     want.sort_by(|a, b| a.0.total_order(&b.0));
     let (got_k, got_v) = (k.to_vec(), v.to_vec());
@@ -93,7 +119,11 @@ where
         .all(|(a, b)| a.order_bits() == b.0.order_bits());
     assert!(ok_keys, "{backend} {what} n={}: keys differ", want.len());
     let first = got_v.iter().zip(&want).position(|(a, b)| *a != b.1);
-    assert!(first.is_none(), "{backend} {what} n={}: values differ at {first:?}", want.len());
+    assert!(
+        first.is_none(),
+        "{backend} {what} n={}: values differ at {first:?}",
+        want.len()
+    );
 }
 
 #[userfn]

@@ -9,11 +9,9 @@ pub(crate) fn sort_range<K: SortKey, V: DeviceType>(keys: &mut [K], values: Opti
         keys.sort_by(|a, b| a.total_order(b));
         return;
     };
-    // The stable order of positions, then both sequences gathered through it.
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_by(|&a, &b| keys[a].total_order(&keys[b]));
-    let sorted_keys: Vec<K> = order.iter().map(|&i| keys[i]).collect();
-    let sorted_values: Vec<V> = order.iter().map(|&i| values[i]).collect();
-    keys.copy_from_slice(&sorted_keys);
-    values.copy_from_slice(&sorted_values);
+    let mut pairs: Vec<(K, V)> = keys.iter().copied().zip(values.iter().copied()).collect();
+    pairs.sort_by(|a, b| a.0.total_order(&b.0));
+    for ((k, v), (sk, sv)) in keys.iter_mut().zip(values.iter_mut()).zip(pairs) {
+        (*k, *v) = (sk, sv);
+    }
 }

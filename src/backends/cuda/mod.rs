@@ -53,8 +53,7 @@ use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
 use crate::containers::{Arg, OutArgs};
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
-    SortSig,
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
 };
 use crate::plan::{ArgTuple, ArgVisitor};
 use crate::skeletons::Options;

@@ -137,16 +137,26 @@ pub(crate) fn run<K: SortKey, V: DeviceType>(
     let status_bytes = if wide { 8 } else { 4 };
     // Scratch layout (bytes): per pass its look-back status words and its tile counter,
     // then the counts (turned into offsets) of every pass; all zeroed. Then the keys'
-    // second buffer, the payloads' two buffers, and a copy of the values for the gather.
+    // second buffer, the payload buffers, and a copy of the values for the gather.
     let status_at = |p: usize| p * tiles * 256 * status_bytes;
     let counters_at = status_at(passes);
     let hist_at = counters_at + passes * 4;
     let zeroed = hist_at + passes * 256 * 4;
     let keys2_at = zeroed.next_multiple_of(16);
     let pay_at = (keys2_at + n * ksize).next_multiple_of(16);
-    let pay_bytes = if pairs { n * 4 } else { 0 };
-    let copy_at = (pay_at + 2 * pay_bytes).next_multiple_of(16);
-    let copy_bytes = if payload == Payload::Positions { n * vsize } else { 0 };
+    let pay_bytes = n * 4;
+    // Payload buffers in scratch: the values' second buffer, or both position buffers.
+    let pay_buffers = match payload {
+        Payload::None => 0,
+        Payload::Values => 1,
+        Payload::Positions => 2,
+    };
+    let copy_at = (pay_at + pay_buffers * pay_bytes).next_multiple_of(16);
+    let copy_bytes = if payload == Payload::Positions {
+        n * vsize
+    } else {
+        0
+    };
     let scratch = Scratch::new(lane, copy_at + copy_bytes)?;
     scratch.zero(0, zeroed)?;
     let s = |at: usize| scratch.ptr + at as u64;
@@ -174,7 +184,14 @@ pub(crate) fn run<K: SortKey, V: DeviceType>(
         let mut args = KernelArgs::default();
         args.ptr(s(hist_at));
         let dims = Dims::line(passes as u32, BLOCK as u32, 0);
-        launch(ctx, lane, tag, m.func("skel_sort_offsets")?, dims, &mut args)?;
+        launch(
+            ctx,
+            lane,
+            tag,
+            m.func("skel_sort_offsets")?,
+            dims,
+            &mut args,
+        )?;
         for p in 0..passes {
             let (from, to) = (p % 2, 1 - p % 2);
             // The first pass of a position payload starts from the positions themselves.
@@ -198,7 +215,11 @@ pub(crate) fn run<K: SortKey, V: DeviceType>(
         }
         let gather = |src: u64, dst: u64, idx: u64, size: usize| -> Result<()> {
             let mut args = KernelArgs::default();
-            args.ptr(src).ptr(dst).ptr(idx).u64(n as u64).i32(size as i32);
+            args.ptr(src)
+                .ptr(dst)
+                .ptr(idx)
+                .u64(n as u64)
+                .i32(size as i32);
             let dims = Dims::line(grid(BLOCK * 4), BLOCK as u32, 0);
             launch(ctx, lane, tag, m.func("skel_sort_gather")?, dims, &mut args)
         };

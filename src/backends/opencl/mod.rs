@@ -40,8 +40,7 @@ use crate::containers::host::as_bytes;
 use crate::containers::{Arg, Shape};
 use crate::plan::ArgVisitor;
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
-    SortSig,
+    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
 };
 use crate::userfn::{UniformTuple, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};

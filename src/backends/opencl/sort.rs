@@ -65,7 +65,9 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
             u32::MAX - 1
         )));
     }
-    let prog = program(ctx, ProgKey::of::<Key>("sort"), "sort", || Ok(source::<Key>()))?;
+    let prog = program(ctx, ProgKey::of::<Key>("sort"), "sort", || {
+        Ok(source::<Key>())
+    })?;
     let (ksize, vsize) = (std::mem::size_of::<Key>(), std::mem::size_of::<V>());
     let passes = (<Key::Bits as RadixBits>::BITS / 8) as usize;
     let tile = WG * K;
@@ -73,10 +75,7 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
     let counts = memory::alloc_elems::<u32>(ctx, 256 * groups)?;
     let k_mem = memory::output(ctx, &keys, true)?;
     let k_tmp = memory::alloc_elems::<Key>(ctx, n)?;
-    let kbuf = [
-        (k_mem.clone(), keys.offset() as u64),
-        (k_tmp.clone(), 0u64),
-    ];
+    let kbuf = [(k_mem.clone(), keys.offset() as u64), (k_tmp.clone(), 0u64)];
     let v_mem = match &values {
         Some(v) => Some(memory::output(ctx, v, true)?),
         None => None,
@@ -110,7 +109,15 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
             ];
             launch(ctx, &prog, "skel_sort_count", &count_args, 1, global, local)?;
             let scan_args = [KArg::Mem(counts.clone()), KArg::U64((256 * groups) as u64)];
-            launch(ctx, &prog, "skel_sort_scan", &scan_args, 1, [WG, 1, 1], local)?;
+            launch(
+                ctx,
+                &prog,
+                "skel_sort_scan",
+                &scan_args,
+                1,
+                [WG, 1, 1],
+                local,
+            )?;
             let vmode = match (&v_mem, p) {
                 (None, _) => 0,
                 (Some(_), 0) => 1,
@@ -139,23 +146,21 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
                 local,
             )?);
         }
-        let gather = |src: (&cl::Mem, u64),
-                      dst: (&cl::Mem, u64),
-                      idx: Option<&cl::Mem>,
-                      size: usize| {
-            let args = [
-                KArg::Mem(src.0.clone()),
-                KArg::U64(src.1 * size as u64),
-                KArg::Mem(dst.0.clone()),
-                KArg::U64(dst.1 * size as u64),
-                KArg::Mem(idx.unwrap_or(&positions[0]).clone()),
-                KArg::I32(i32::from(idx.is_some())),
-                KArg::U64(n as u64),
-                KArg::I32(size as i32),
-            ];
-            let global = [n.div_ceil(WG) * WG, 1, 1];
-            launch(ctx, &prog, "skel_sort_gather", &args, 1, global, local)
-        };
+        let gather =
+            |src: (&cl::Mem, u64), dst: (&cl::Mem, u64), idx: Option<&cl::Mem>, size: usize| {
+                let args = [
+                    KArg::Mem(src.0.clone()),
+                    KArg::U64(src.1 * size as u64),
+                    KArg::Mem(dst.0.clone()),
+                    KArg::U64(dst.1 * size as u64),
+                    KArg::Mem(idx.unwrap_or(&positions[0]).clone()),
+                    KArg::I32(i32::from(idx.is_some())),
+                    KArg::U64(n as u64),
+                    KArg::I32(size as i32),
+                ];
+                let global = [n.div_ceil(WG) * WG, 1, 1];
+                launch(ctx, &prog, "skel_sort_gather", &args, 1, global, local)
+            };
         let end = passes % 2; // the buffers the last pass wrote
         if end == 1 {
             last = Some(gather(

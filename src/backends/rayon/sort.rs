@@ -55,10 +55,14 @@ pub(crate) fn radix_sort<K: SortKey, V: DeviceType>(keys: &mut [K], values: Opti
     let chunk = chunk_len(n);
     let chunks = n.div_ceil(chunk);
     let mut key_tmp: Vec<MaybeUninit<K>> = Vec::with_capacity(n);
-    let mut value_tmp: Vec<MaybeUninit<V>> = Vec::with_capacity(if values.is_some() { n } else { 0 });
+    let mut value_tmp: Vec<MaybeUninit<V>> =
+        Vec::with_capacity(if values.is_some() { n } else { 0 });
     let values_ptr = values.map(|v| v.as_mut_ptr());
     let bufs = Buffers {
-        keys: [Shared(keys.as_mut_ptr()), Shared(key_tmp.as_mut_ptr().cast::<K>())],
+        keys: [
+            Shared(keys.as_mut_ptr()),
+            Shared(key_tmp.as_mut_ptr().cast::<K>()),
+        ],
         values: values_ptr.map(|v| [Shared(v), Shared(value_tmp.as_mut_ptr().cast::<V>())]),
     };
     // Which buffer holds the current sequence: 0 the operands, 1 the scratch buffers.
