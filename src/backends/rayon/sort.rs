@@ -87,7 +87,7 @@ pub(crate) fn radix_sort<K: SortKey, V: DeviceType>(keys: &mut [K], values: Opti
                 *t += x;
             }
         }
-        if totals.iter().any(|&t| t == n) {
+        if totals.contains(&n) {
             continue; // one digit for all: the pass would move nothing
         }
         let mut starts = vec![[0usize; RADIX]; chunks];
