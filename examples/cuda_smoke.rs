@@ -3,7 +3,8 @@
 //! launch slow), with partial tiles everywhere. Covers every kernel: Map (scalar and
 //! vectorised paths, 2D index and uniforms), MapArray, Reduce (whole, rows, cols; scalars
 //! and structs), MapReduce, Scan (inclusive, exclusive, structs, multi-tile), MapOverlap
-//! (1D flat, rowwise, colwise, 2D; every edge mode).
+//! (1D flat, rowwise, colwise, 2D; every edge mode), Sort (keys; pairs with 4-byte values
+//! carried and with 16-byte values gathered; several tiles, look-back across them).
 //!
 //! `cargo run --release --features cuda --example cuda_smoke`
 
@@ -171,6 +172,37 @@ fn main() -> Result<()> {
     Reduce::new(add).backend(g).run_cols(&m, &mut cg)?;
     Reduce::new(add).backend(c).run_cols(&m, &mut cc)?;
     assert_eq!(cg, cc, "cols");
+    // Sort: 3 tiles of 4096 keys and a partial one, some keys repeated (stability).
+    let n = 3 * 4096 + 1001;
+    let key = |i: usize| ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as i32 % 5000;
+    let (mut kg, mut kc) = (Vector::from_fn(n, key), Vector::from_fn(n, key));
+    let (mut vg, mut vc) = (
+        Vector::from_fn(n, |i| i as u32),
+        Vector::from_fn(n, |i| i as u32),
+    );
+    Sort::new().backend(g).run_pairs(&mut kg, &mut vg)?;
+    Sort::new().backend(c).run_pairs(&mut kc, &mut vc)?;
+    assert_eq!(
+        (kg.to_vec(), vg.to_vec()),
+        (kc.to_vec(), vc.to_vec()),
+        "sort pairs"
+    );
+    let fkey = |i: usize| (key(i) as f32 - 2500.0) * 0.25;
+    let (mut fg, mut fc) = (Vector::from_fn(n, fkey), Vector::from_fn(n, fkey));
+    let aff = |i: usize| Aff {
+        m: i as i64,
+        c: -(i as i64),
+    };
+    let (mut ag, mut ac) = (Vector::from_fn(n, aff), Vector::from_fn(n, aff));
+    Sort::new().backend(g).run_pairs(&mut fg, &mut ag)?;
+    Sort::new().backend(c).run_pairs(&mut fc, &mut ac)?;
+    assert_eq!(
+        (fg.to_vec(), ag.to_vec()),
+        (fc.to_vec(), ac.to_vec()),
+        "sort f32 -> struct"
+    );
+    Sort::new().backend(g).run(&mut kg)?;
+    assert_eq!(kg.to_vec(), kc.to_vec(), "sort sorted keys");
     println!("cuda_smoke: every kernel form matches the cpu backend");
     Ok(())
 }

@@ -279,6 +279,13 @@ macro_rules! sort_suite {
                 want.sort_by_key(|a| a.m);
                 assert_eq!(recs.to_vec(), want, "{B} matrix by_key");
 
+                // `.streams(k)` is accepted (a sort is one permutation: one stream on CUDA).
+                let mut s = Vector::from_fn(5000, |i| mix(i, 15) as u16);
+                let mut want = s.to_vec();
+                Sort::new().backend(B).streams(3).run(&mut s).unwrap();
+                want.sort();
+                assert_eq!(s.to_vec(), want, "{B} streams(3)");
+
                 // A view sorts its range only.
                 let data: Vec<u32> = (0..10_000).map(|i| mix(i, 13) as u32).collect();
                 let mut v = Vector::from(data.clone());
