@@ -1,9 +1,10 @@
-//! Sort on OpenCL (`opencl/sort.cl`): an LSD radix sort of 8-bit digits, three kernels per
-//! digit (counts per work-group, one scan of them, a stable scatter). Not a decoupled
-//! look-back as on CUDA: OpenCL promises no forward progress between work-groups (PoCL's
-//! CPU driver runs a work-group to its end before starting the next on that thread), so a
-//! work-group waiting for an earlier one's prefix could wait forever; the scan kernel
-//! between count and scatter is correct on every device.
+//! Sort on OpenCL (`opencl/sort.cl`): an LSD radix sort of 8-bit digits with decoupled
+//! look-back per digit, as on CUDA: one histogram pass over all digits, a scan of each
+//! pass's counts, then one kernel per digit whose work-groups take tiles from an atomic
+//! counter and look back over the earlier tiles' per-digit counts. The look-back only waits
+//! for work-groups that took an earlier tile, so have started: it needs a started
+//! work-group to keep running while another waits, which GPUs and PoCL's CPU drivers (a
+//! work-group runs to its end on one thread) give.
 //!
 //! Keys ping-pong between the operand's buffer and a scratch buffer (copied back after an
 //! odd number of passes); values are sorted as their positions, then gathered.
@@ -71,8 +72,13 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
     let (ksize, vsize) = (std::mem::size_of::<Key>(), std::mem::size_of::<V>());
     let passes = (<Key::Bits as RadixBits>::BITS / 8) as usize;
     let tile = WG * K;
-    let groups = n.div_ceil(tile);
-    let counts = memory::alloc_elems::<u32>(ctx, 256 * groups)?;
+    let tiles = n.div_ceil(tile);
+    // The look-back state, zeroed: per pass one 64-bit status word per (tile, digit), one
+    // tile counter, and the digit counts (turned into offsets).
+    let status_words = passes * tiles * 256;
+    let status = memory::alloc_elems::<u64>(ctx, status_words)?;
+    let counters = memory::alloc_elems::<u32>(ctx, passes)?;
+    let hist = memory::alloc_elems::<u32>(ctx, passes * 256)?;
     let k_mem = memory::output(ctx, &keys, true)?;
     let k_tmp = memory::alloc_elems::<Key>(ctx, n)?;
     let kbuf = [(k_mem.clone(), keys.offset() as u64), (k_tmp.clone(), 0u64)];
@@ -92,23 +98,39 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
         }
     };
     let local = Some([WG, 1, 1]);
-    let global = [groups * WG, 1, 1];
     // The event of the last kernel enqueued: after it, the operands hold what was written.
     let mut last: Option<cl::Event> = None;
     let issued = (|| -> Result<()> {
+        let zero = |mem: &cl::Mem, words: usize| {
+            let args = [KArg::Mem(mem.clone()), KArg::U64(words as u64)];
+            let global = [words.div_ceil(WG) * WG, 1, 1];
+            launch(ctx, &prog, "skel_sort_zero", &args, 1, global, local)
+        };
+        zero(&status, 2 * status_words)?;
+        zero(&counters, passes)?;
+        zero(&hist, passes * 256)?;
+        let hist_args = [
+            KArg::Mem(kbuf[0].0.clone()),
+            KArg::U64(kbuf[0].1),
+            KArg::U64(n as u64),
+            KArg::Mem(hist.clone()),
+        ];
+        let groups = n.div_ceil(WG * 64).clamp(1, 1024);
+        launch(
+            ctx,
+            &prog,
+            "skel_sort_hist",
+            &hist_args,
+            1,
+            [groups * WG, 1, 1],
+            local,
+        )?;
         for p in 0..passes {
-            let (from, to) = (p % 2, 1 - p % 2);
-            let shift = (8 * p) as i32;
-            let count_args = [
-                KArg::Mem(kbuf[from].0.clone()),
-                KArg::U64(kbuf[from].1),
-                KArg::U64(n as u64),
-                KArg::I32(shift),
-                KArg::Mem(counts.clone()),
-                KArg::U64(groups as u64),
+            let scan_args = [
+                KArg::Mem(hist.clone()),
+                KArg::U64((p * 256) as u64),
+                KArg::U64(256),
             ];
-            launch(ctx, &prog, "skel_sort_count", &count_args, 1, global, local)?;
-            let scan_args = [KArg::Mem(counts.clone()), KArg::U64((256 * groups) as u64)];
             launch(
                 ctx,
                 &prog,
@@ -118,12 +140,15 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
                 [WG, 1, 1],
                 local,
             )?;
+        }
+        for p in 0..passes {
+            let (from, to) = (p % 2, 1 - p % 2);
             let vmode = match (&v_mem, p) {
                 (None, _) => 0,
                 (Some(_), 0) => 1,
                 (Some(_), _) => 2,
             };
-            let scatter_args = [
+            let pass_args = [
                 KArg::Mem(kbuf[from].0.clone()),
                 KArg::U64(kbuf[from].1),
                 KArg::Mem(kbuf[to].0.clone()),
@@ -132,15 +157,18 @@ pub(super) fn run<Key: SortKey, V: DeviceType>(
                 KArg::Mem(positions[to].clone()),
                 KArg::I32(vmode),
                 KArg::U64(n as u64),
-                KArg::I32(shift),
-                KArg::Mem(counts.clone()),
-                KArg::U64(groups as u64),
+                KArg::I32(p as i32),
+                KArg::U64(tiles as u64),
+                KArg::Mem(hist.clone()),
+                KArg::Mem(status.clone()),
+                KArg::Mem(counters.clone()),
             ];
+            let global = [tiles * WG, 1, 1];
             last = Some(launch(
                 ctx,
                 &prog,
-                "skel_sort_scatter",
-                &scatter_args,
+                "skel_sort_pass",
+                &pass_args,
                 1,
                 global,
                 local,
