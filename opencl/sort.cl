@@ -14,6 +14,12 @@
 //     looks back over the earlier tiles' words of those digits until it meets an INCLUSIVE
 //     one, and publishes its own inclusive prefix; each key goes to `digit offset + prefix
 //     of the earlier tiles + rank among its digit in the tile`.
+//  3'. on CPU devices, instead: skel_sort_count (each tile's digit counts), skel_sort_scan
+//     over all of them, skel_sort_scatter (the same stable ranking, each tile's start of
+//     digit d read from the scanned counts). A work-group spinning on a predecessor's word
+//     holds a CPU thread that the predecessor may need (PoCL runs more work-groups than there
+//     are cores, and OpenCL promises no forward progress between work-groups): measured on 2
+//     busy cores of PoCL, the look-back pass was 3x slower than the three kernels.
 //  4. skel_sort_gather: dst[i] = src[idx[i]] of `size`-byte elements (a plain copy
 //     without idx): values sorted as positions, and the last pass's keys back to the
 //     operand when the number of passes is odd; skel_sort_zero clears the look-back state.
@@ -186,6 +192,86 @@ void skel_sort_pass(__global const skel_key* kin, ulong kin_off, __global skel_k
             uint at = cnt[d * SKEL_WG + l];
             cnt[d * SKEL_WG + l] = (ushort)(at + 1);
             ulong to = gbase[d] + (at - tstart[d]);
+            kout[kout_off + to] = x;
+            if (vmode == 1) vout[to] = (uint)p;
+            else if (vmode == 2) vout[to] = vin[p];
+        }
+    }
+}
+
+// The three-kernel pass of CPU devices: per-tile digit counts into counts[d * groups + g]
+// (digit-major: the scan's order is the output's order).
+__kernel __attribute__((reqd_work_group_size(SKEL_WG, 1, 1)))
+void skel_sort_count(__global const skel_key* keys, ulong koff, ulong n, uint shift,
+                     __global uint* counts, ulong groups)
+{
+    __local uint h[256];
+    uint l = (uint)get_local_id(0);
+    ulong g = get_group_id(0);
+    for (uint d = l; d < 256; d += SKEL_WG) h[d] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ulong lo = g * SKEL_TILE;
+    for (uint k = 0; k < SKEL_K; ++k) {
+        ulong p = lo + (ulong)k * SKEL_WG + l;
+        if (p < n) atomic_inc(&h[skel_digit(keys[koff + p], shift)]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = l; d < 256; d += SKEL_WG) counts[(ulong)d * groups + g] = h[d];
+}
+
+// The three-kernel pass (CPU devices): vmode as in skel_sort_pass.
+__kernel __attribute__((reqd_work_group_size(SKEL_WG, 1, 1)))
+void skel_sort_scatter(__global const skel_key* kin, ulong kin_off, __global skel_key* kout,
+                       ulong kout_off, __global const uint* vin, __global uint* vout, uint vmode,
+                       ulong n, uint shift, __global const uint* counts, ulong groups)
+{
+    // cnt[d * SKEL_WG + l]: keys of digit d in work-item l's run, then where they start.
+    __local ushort cnt[256 * SKEL_WG];
+    __local ushort tstart[256];
+    __local uint tot[SKEL_WG];
+    uint l = (uint)get_local_id(0);
+    ulong g = get_group_id(0);
+    ulong lo = g * SKEL_TILE + (ulong)l * SKEL_K;
+    for (uint i = l; i < 256 * SKEL_WG; i += SKEL_WG) cnt[i] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint k = 0; k < SKEL_K; ++k) {
+        ulong p = lo + k;
+        if (p < n) cnt[skel_digit(kin[kin_off + p], shift) * SKEL_WG + l] += 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // Exclusive scan of cnt in (digit, work-item) order: work-item l owns 256 / SKEL_WG
+    // digits' rows.
+    const uint per = (256 / SKEL_WG) * SKEL_WG;
+    uint sum = 0;
+    for (uint i = l * per; i < (l + 1) * per; ++i) sum += cnt[i];
+    tot[l] = sum;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (l == 0) {
+        uint run = 0;
+        for (uint j = 0; j < SKEL_WG; ++j) {
+            uint t = tot[j];
+            tot[j] = run;
+            run += t;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint run = tot[l];
+    for (uint i = l * per; i < (l + 1) * per; ++i) {
+        uint c = cnt[i];
+        cnt[i] = (ushort)run;
+        run += c;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = l; d < 256; d += SKEL_WG) tstart[d] = cnt[d * SKEL_WG];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint k = 0; k < SKEL_K; ++k) {
+        ulong p = lo + k;
+        if (p < n) {
+            skel_key x = kin[kin_off + p];
+            uint d = skel_digit(x, shift);
+            uint at = cnt[d * SKEL_WG + l];
+            cnt[d * SKEL_WG + l] = (ushort)(at + 1);
+            ulong to = (ulong)counts[(ulong)d * groups + g] + (at - tstart[d]);
             kout[kout_off + to] = x;
             if (vmode == 1) vout[to] = (uint)p;
             else if (vmode == 2) vout[to] = vin[p];
