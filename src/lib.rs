@@ -1,10 +1,10 @@
 //! # skel
 //!
 //! Data-parallel skeletons — [`Map`], [`Reduce`], [`MapReduce`], [`MapArray`],
-//! [`MapOverlap`], [`Scan`], [`MapPairs`], [`MapPairsReduce`], [`Filter`] — over smart containers
-//! ([`Vector`], [`Matrix`]), from one user function written in Rust, on the sequential CPU,
-//! Rayon, CUDA or OpenCL; and [`stream`]: pipelines and farms of threads over a stream of
-//! items, around them.
+//! [`MapOverlap`], [`Scan`], [`MapPairs`], [`MapPairsReduce`], [`Filter`], [`Sort`] — over
+//! smart containers ([`Vector`], [`Matrix`]), from one user function written in Rust, on the
+//! sequential CPU, Rayon, CUDA or OpenCL; and [`stream`]: pipelines and farms of threads over
+//! a stream of items, around them.
 //!
 //! ```
 //! use skel::prelude::*;
@@ -109,6 +109,18 @@
 //! let mut kept_out = Vector::filled(30, 0u32);
 //! let kept: usize = Filter::new(is_hit).uniforms((7,)).run(&hits, &mut kept_out)?;
 //! assert_eq!(&kept_out.to_vec()[..kept], &[0, 7, 14, 21, 28]);
+//!
+//! // Sort: ascending and stable; floats in total order; pairs; records by a key function.
+//! let mut keys = Vector::from(vec![2.5f32, -1.0, 0.0]);
+//! let mut ids = Vector::from(vec![0u32, 1, 2]);
+//! Sort::new().run_pairs(&mut keys, &mut ids)?;
+//! assert_eq!(ids.to_vec(), vec![1, 2, 0]);
+//! #[userfn]
+//! fn brightness(px: Pixel) -> f32 { px.r + px.g + px.b }
+//! let mut pixels = Vector::from(vec![LUMA, Pixel { r: 0.0, g: 0.0, b: 0.0 }]);
+//! Sort::by_key(brightness).run(&mut pixels)?;
+//! Sort::new().run(&mut keys)?;
+//! assert_eq!(pixels[0].r, 0.0);
 //!
 //! // Views: only the range is read, computed and written.
 //! let a = Vector::from_fn(20, |i| i as f32);
