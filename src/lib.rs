@@ -200,8 +200,8 @@ pub use error::{Error, Result};
 pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{
-    Devices, Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce,
-    Scan, ScanMode,
+    Devices, Edge, Filter, Lazy, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce,
+    Reduce, Scan, ScanMode,
 };
 pub use userfn::{DeviceType, Mat, Window, Window2};
 

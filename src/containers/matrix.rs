@@ -425,6 +425,8 @@ impl<T: DeviceType + PartialEq> PartialEq for Matrix<T> {
     }
 }
 
+impl<T> super::sealed::Container for Matrix<T> {}
+
 impl<T: DeviceType> Input<T> for Matrix<T> {
     fn arg(&self) -> Arg<'_, T> {
         Arg::new(

@@ -458,6 +458,8 @@ impl<T: DeviceType + PartialEq> PartialEq for Vector<T> {
     }
 }
 
+impl<T> super::sealed::Container for Vector<T> {}
+
 impl<T: DeviceType> Input<T> for Vector<T> {
     fn arg(&self) -> Arg<'_, T> {
         Arg::new(&self.store, 0, Shape::Vector(self.len()))
@@ -610,6 +612,8 @@ impl<T: DeviceType + fmt::Debug> fmt::Debug for VectorView<'_, T> {
         }
     }
 }
+
+impl<T> super::sealed::Container for VectorView<'_, T> {}
 
 impl<T: DeviceType> Input<T> for VectorView<'_, T> {
     fn arg(&self) -> Arg<'_, T> {
@@ -779,6 +783,8 @@ impl<T: DeviceType + fmt::Debug> fmt::Debug for VectorViewMut<'_, T> {
         }
     }
 }
+
+impl<T> super::sealed::Container for VectorViewMut<'_, T> {}
 
 impl<T: DeviceType> Input<T> for VectorViewMut<'_, T> {
     fn arg(&self) -> Arg<'_, T> {
