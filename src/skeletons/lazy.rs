@@ -12,8 +12,15 @@
 //! same backend. Evaluating the producer inside the consumer's pass (no temporary) is the
 //! planned fast path; it changes no result and no signature.
 
+use std::ops::Range;
+
+use super::{check_arrays, check_index_dims, check_inputs};
+use crate::backends::ContainerOps;
 use crate::containers::{Arg, Input, Shape};
-use crate::userfn::{BindArrays, ElementwiseFn};
+#[cfg(feature = "mpi")]
+use crate::dist::Spread;
+use crate::plan::{ArgTuple, ArgVisitor, HostAt, HostSlices, Operand};
+use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{Backend, DeviceType, Map, Matrix, Result, Vector};
 
 /// An element input of a skeleton call: a container or view ([`Input`]), or a [`Lazy`] Map
@@ -47,6 +54,18 @@ pub trait Source<T: DeviceType> {
     /// backend). A lazy source evaluates its producer chain here.
     #[doc(hidden)]
     fn resolve(&self, backend: Option<Backend>) -> Result<Resolved<'_, T>>;
+
+    /// The operand a host backend's loop reads: the container, or the lazy Map's
+    /// function over its own operands, evaluated per element.
+    #[doc(hidden)]
+    type Operand<'s>: Operand<'s, Elem = T>
+    where
+        Self: 's;
+
+    /// [`Source::Operand`] for one call; `Err` where the lazy Map's own operands do not
+    /// fit it (shapes, container kinds, uniforms not bound).
+    #[doc(hidden)]
+    fn operand(&self) -> Result<Self::Operand<'_>>;
 }
 
 impl<T: DeviceType, X: Input<T> + ?Sized> Source<T> for X {
@@ -57,6 +76,16 @@ impl<T: DeviceType, X: Input<T> + ?Sized> Source<T> for X {
     #[inline]
     fn resolve(&self, _: Option<Backend>) -> Result<Resolved<'_, T>> {
         Ok(Resolved::Borrowed(self.arg()))
+    }
+
+    type Operand<'s>
+        = Arg<'s, T>
+    where
+        Self: 's;
+
+    #[inline]
+    fn operand(&self) -> Result<Arg<'_, T>> {
+        Ok(self.arg())
     }
 }
 
@@ -113,6 +142,112 @@ impl<F: ElementwiseFn, I, A> std::fmt::Debug for Lazy<'_, F, I, A> {
     }
 }
 
+/// A lazy Map as the operand of a host backend's loop: its function over its own operands
+/// (containers or other lazy Maps), container arguments and uniforms.
+#[doc(hidden)]
+pub struct LazyOp<'a, F: ElementwiseFn, I> {
+    inputs: I,
+    arrays: ContainerOps<'a, F>,
+    uniforms: &'a F::Uniforms,
+    /// The consumer's element index of this operand's element 0 (a sub-range starts later).
+    first: usize,
+    shape: Shape,
+    /// The columns of the whole operand, for a 2D `#[index]`.
+    cols: usize,
+}
+
+impl<F: ElementwiseFn, I: Copy> Clone for LazyOp<'_, F, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F: ElementwiseFn, I: Copy> Copy for LazyOp<'_, F, I> {}
+
+impl<'a, F, I> Operand<'a> for LazyOp<'a, F, I>
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+{
+    type Elem = F::Out;
+    type Host = LazyHost<'a, F, I::Host>;
+
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn host(&self) -> Result<Self::Host> {
+        Ok(LazyHost {
+            inputs: self.inputs.host()?,
+            arrays: <F::Arrays as ContainerArgs>::refs(self.arrays.host()?, &self.arrays.shapes()),
+            uniforms: self.uniforms,
+            first: self.first,
+            cols: self.cols,
+        })
+    }
+
+    fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
+        self.inputs.visit(v)?;
+        self.arrays.visit(v)
+    }
+
+    /// Lazy inputs over distributed containers are not supported: the host loop runs on
+    /// the operands as they are.
+    #[cfg(feature = "mpi")]
+    fn spread(&self) -> Option<Spread> {
+        None
+    }
+
+    fn sub(&self, range: Range<usize>) -> Self {
+        LazyOp {
+            inputs: self.inputs.sub(range.clone()),
+            first: self.first + range.start,
+            shape: Shape::Vector(range.len()),
+            ..*self
+        }
+    }
+}
+
+/// The host view of a [`LazyOp`]: element `i` is the function at the consumer's element
+/// `first + i`.
+#[doc(hidden)]
+pub struct LazyHost<'a, F: ElementwiseFn, H> {
+    inputs: H,
+    arrays: <F::Arrays as ContainerArgs>::Refs<'a>,
+    uniforms: &'a F::Uniforms,
+    first: usize,
+    cols: usize,
+}
+
+impl<F: ElementwiseFn, H: Copy> Clone for LazyHost<'_, F, H> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F: ElementwiseFn, H: Copy> Copy for LazyHost<'_, F, H> {}
+
+impl<F: ElementwiseFn, H: HostSlices<Elems = F::Elems>> HostAt for LazyHost<'_, F, H> {
+    type Elem = F::Out;
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> F::Out {
+        F::apply_with(
+            F::Index::from_flat(self.first + i, self.cols),
+            self.arrays,
+            self.inputs.at(i),
+            self.uniforms,
+        )
+    }
+
+    #[inline(always)]
+    fn slice(&self, range: Range<usize>) -> Self {
+        LazyHost {
+            inputs: self.inputs.slice(range.clone()),
+            first: self.first + range.start,
+            ..*self
+        }
+    }
+}
+
 macro_rules! lazy_sources {
     ($(($($t:ident $x:ident $i:tt),+))*) => {$(
         impl<'l, F, Bound, $($t: DeviceType, $x: Source<$t>),+> Source<F::Out>
@@ -124,6 +259,30 @@ macro_rules! lazy_sources {
         {
             fn shape(&self) -> Shape {
                 self.inputs.0.shape()
+            }
+
+            type Operand<'s>
+                = LazyOp<'s, F, ($($x::Operand<'s>,)+)>
+            where
+                Self: 's;
+
+            fn operand(&self) -> Result<Self::Operand<'_>> {
+                let inputs = ($(self.inputs.$i.operand()?,)+);
+                let arrays = self.map.bound_arrays().bind();
+                let uniforms = self.map.bound_uniforms()?;
+                let shape = self.shape();
+                // The checks the producer's own `run` makes.
+                check_arrays("lazy Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
+                check_inputs("lazy Map", &inputs.shapes(), shape)?;
+                check_index_dims("lazy Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
+                Ok(LazyOp {
+                    inputs,
+                    arrays,
+                    uniforms,
+                    first: 0,
+                    shape,
+                    cols: shape.cols(),
+                })
             }
 
             fn resolve(&self, backend: Option<Backend>) -> Result<Resolved<'_, F::Out>> {

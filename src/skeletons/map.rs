@@ -112,6 +112,16 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
 
     common_options!();
 
+    /// The bound uniforms, or the error that they are missing.
+    pub(super) fn bound_uniforms(&self) -> Result<&F::Uniforms> {
+        uniforms_or_missing(F::NAME, &self.uniforms)
+    }
+
+    /// The bound container arguments.
+    pub(super) fn bound_arrays(&self) -> &A {
+        &self.arrays
+    }
+
     /// This Map with the options (backend, streams, ..) of another skeleton.
     pub(super) fn with_options(mut self, options: Options) -> Self {
         self.options = options;
@@ -169,6 +179,9 @@ macro_rules! map_run {
             /// An input may be a [`Lazy`] Map (`Map::new(g).lazy(..)`), evaluated for this
             /// call.
             pub fn run(&self, $($a: &impl Source<$t>,)+ out: &mut impl Outputs<F::Out>) -> Result<()> {
+                if backends::fuses_lazy_inputs(&self.options) {
+                    return self.execute(($($a.operand()?,)+), out);
+                }
                 $(let $a = $a.resolve(self.options.backend)?;)+
                 self.execute(($($a.arg(),)+), out)
             }
