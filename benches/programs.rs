@@ -6,6 +6,7 @@
 //! cargo bench --bench programs                    # 2^26 chain, 8192 x 8192 softmax, median of 7
 //! cargo bench --bench programs -- --short         # tiny sizes, 1 run: results only (CI)
 //! cargo bench --bench programs -- --repeat 11     # more runs per median
+//! cargo bench --bench programs -- --chain 4194304 --softmax 1024   # other sizes
 //! ```
 //!
 //! Each row is the median wall time of `repeat` runs of the whole program (after one
@@ -288,11 +289,20 @@ fn main() -> Res<()> {
         .map(|r| r.parse::<usize>().map_err(|e| format!("--repeat: {e}")))
         .transpose()?
         .unwrap_or(if short { 1 } else { 7 });
+    let value = |flag: &str| -> Res<Option<usize>> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|k| args.get(k + 1))
+            .map(|v| v.parse::<usize>().map_err(|e| format!("{flag}: {e}")))
+            .transpose()
+    };
     let (chain_n, softmax_n) = if short {
         (1 << 12, 64)
     } else {
         (1 << 26, 8192)
     };
+    let chain_n = value("--chain")?.unwrap_or(chain_n);
+    let softmax_n = value("--softmax")?.unwrap_or(softmax_n);
     let probe = Vector::from(vec![1.0f32; 4]);
     let mut rows = Vec::new();
     let available = Backend::available();
