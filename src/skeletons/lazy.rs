@@ -66,6 +66,12 @@ pub trait Source<T: DeviceType> {
     /// fit it (shapes, container kinds, uniforms not bound).
     #[doc(hidden)]
     fn operand(&self) -> Result<Self::Operand<'_>>;
+
+    /// Whether this is a lazy Map (a consumer asks where its call runs only then).
+    #[doc(hidden)]
+    fn is_lazy(&self) -> bool {
+        true
+    }
 }
 
 impl<T: DeviceType, X: Input<T> + ?Sized> Source<T> for X {
@@ -86,6 +92,11 @@ impl<T: DeviceType, X: Input<T> + ?Sized> Source<T> for X {
     #[inline]
     fn operand(&self) -> Result<Arg<'_, T>> {
         Ok(self.arg())
+    }
+
+    #[inline]
+    fn is_lazy(&self) -> bool {
+        false
     }
 }
 

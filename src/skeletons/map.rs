@@ -179,7 +179,7 @@ macro_rules! map_run {
             /// An input may be a [`Lazy`] Map (`Map::new(g).lazy(..)`), evaluated for this
             /// call.
             pub fn run(&self, $($a: &impl Source<$t>,)+ out: &mut impl Outputs<F::Out>) -> Result<()> {
-                if backends::fuses_lazy_inputs(&self.options) {
+                if ($($a.is_lazy())||+) && backends::fuses_lazy_inputs(&self.options) {
                     return self.execute(($($a.operand()?,)+), out);
                 }
                 $(let $a = $a.resolve(self.options.backend)?;)+

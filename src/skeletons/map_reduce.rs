@@ -202,7 +202,7 @@ macro_rules! map_reduce_run {
         {
             /// Runs the fused map and reduce over inputs of one shape.
             pub fn run(&self, $($a: &impl Source<$t>),+) -> Result<M::Out> {
-                if backends::fuses_lazy_inputs(&self.options) {
+                if ($($a.is_lazy())||+) && backends::fuses_lazy_inputs(&self.options) {
                     return self.execute(($($a.operand()?,)+), None);
                 }
                 $(let $a = $a.resolve(self.options.backend)?;)+
