@@ -106,6 +106,15 @@ impl<T: DeviceType> Matrix<T> {
         }
     }
 
+    /// A `rows x cols` [`Vector::scratch`]: all-zero bits, pageable, untouched.
+    pub(crate) fn scratch(rows: usize, cols: usize) -> Self {
+        Matrix {
+            store: Store::new(HostBuf::zeroed_pageable(elements(rows, cols))),
+            rows,
+            cols,
+        }
+    }
+
     /// Every element `T::default()` (zero for numbers).
     ///
     /// # Panics

@@ -40,6 +40,12 @@ impl<T: DeviceType> Vector<T> {
         }
     }
 
+    /// `n` elements of all-zero bits in pageable memory that nothing has touched: a
+    /// temporary that a skeleton fills where it runs (a lazy Map materialised for a call).
+    pub(crate) fn scratch(n: usize) -> Self {
+        Self::with(HostBuf::zeroed_pageable(n))
+    }
+
     /// A vector holding `data` (host memory of the default kind: pinned when a CUDA device
     /// is in use and `SKEL_PAGEABLE` is unset, else pageable).
     ///

@@ -265,7 +265,6 @@ macro_rules! lazy_sources {
             for Lazy<'l, F, ($(&'l $x,)+), Bound>
         where
             F: ElementwiseFn<Elems = ($($t,)+)>,
-            F::Out: DeviceType + Default,
             Bound: BindArrays<F::Arrays> + Clone,
         {
             fn shape(&self) -> Shape {
@@ -304,12 +303,12 @@ macro_rules! lazy_sources {
                 // The producer's own checks (every input of one shape) run in `map.run`.
                 Ok(match self.shape() {
                     Shape::Vector(n) => {
-                        let mut v = Vector::zeroed(n);
+                        let mut v = Vector::scratch(n);
                         map.run($(self.inputs.$i,)+ &mut v)?;
                         Resolved::Vector(v)
                     }
                     Shape::Matrix { rows, cols } => {
-                        let mut m = Matrix::zeroed(rows, cols);
+                        let mut m = Matrix::scratch(rows, cols);
                         map.run($(self.inputs.$i,)+ &mut m)?;
                         Resolved::Matrix(m)
                     }

@@ -191,8 +191,7 @@ macro_rules! map_run {
             /// call, so the result is the one of materialising it first and running the
             /// consumer on the same backend. `#[index]` is the consumer's element index.
             /// Operands may themselves be lazy (chains of any length); container arguments
-            /// and uniforms bound before `.lazy` go with it. The result type needs
-            /// `Default` (a function returning a tuple cannot be lazy).
+            /// and uniforms bound before `.lazy` go with it.
             ///
             /// ```
             /// use skel::prelude::*;
