@@ -286,6 +286,12 @@ pub trait HostSlices: Copy + Send + Sync {
     type Elems: Copy + Send + Sync;
     /// The values at position `i`.
     fn at(&self, i: usize) -> Self::Elems;
+    /// [`HostSlices::at`] for a caller that knows the (row, column) of its element `i`
+    /// (a 2D loop): a lazy input with a 2D `#[index]` takes it instead of dividing.
+    #[inline(always)]
+    fn at_cell(&self, i: usize, _cell: (usize, usize)) -> Self::Elems {
+        self.at(i)
+    }
     /// The same inputs restricted to `range`.
     fn slice(&self, range: Range<usize>) -> Self;
 }
@@ -356,6 +362,10 @@ macro_rules! arg_tuples {
                 ($(self.$i.at(i),)+)
             }
             #[inline(always)]
+            fn at_cell(&self, i: usize, cell: (usize, usize)) -> Self::Elems {
+                ($(self.$i.at_cell(i, cell),)+)
+            }
+            #[inline(always)]
             fn slice(&self, range: Range<usize>) -> Self {
                 ($(self.$i.slice(range.clone()),)+)
             }
@@ -397,6 +407,12 @@ pub trait HostAt: Copy + Send + Sync {
     type Elem: Copy + Send + Sync;
     /// The value at position `i`.
     fn at(&self, i: usize) -> Self::Elem;
+    /// The value at position `i`, which is at `cell` (row, column) of the consumer's
+    /// operands.
+    #[inline(always)]
+    fn at_cell(&self, i: usize, _cell: (usize, usize)) -> Self::Elem {
+        self.at(i)
+    }
     /// The same operand restricted to `range`.
     fn slice(&self, range: Range<usize>) -> Self;
 }

@@ -250,6 +250,16 @@ impl<F: ElementwiseFn, H: HostSlices<Elems = F::Elems>> HostAt for LazyHost<'_, 
     }
 
     #[inline(always)]
+    fn at_cell(&self, i: usize, cell: (usize, usize)) -> F::Out {
+        F::apply_with(
+            F::Index::from_parts(self.first + i, cell, self.cols),
+            self.arrays,
+            self.inputs.at_cell(i, cell),
+            self.uniforms,
+        )
+    }
+
+    #[inline(always)]
     fn slice(&self, range: Range<usize>) -> Self {
         LazyHost {
             inputs: self.inputs.slice(range.clone()),
