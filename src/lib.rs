@@ -213,8 +213,8 @@ pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
-    Devices, Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce,
-    Scan, ScanMode,
+    Devices, Edge, Filter, Lazy, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce,
+    Reduce, Scan, ScanMode,
 };
 pub use userfn::{DeviceType, Mat, Window, Window2};
 

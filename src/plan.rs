@@ -305,6 +305,12 @@ pub trait HostSlices: Copy + Send + Sync {
     type Elems: Copy + Send + Sync;
     /// The values at position `i`.
     fn at(&self, i: usize) -> Self::Elems;
+    /// [`HostSlices::at`] for a caller that knows the (row, column) of its element `i`
+    /// (a 2D loop): a lazy input with a 2D `#[index]` takes it instead of dividing.
+    #[inline(always)]
+    fn at_cell(&self, i: usize, _cell: (usize, usize)) -> Self::Elems {
+        self.at(i)
+    }
     /// The same inputs restricted to `range`.
     fn slice(&self, range: Range<usize>) -> Self;
 }
@@ -342,9 +348,9 @@ impl HostSlices for () {
 
 macro_rules! arg_tuples {
     ($(($($t:ident $i:tt),+))*) => {$(
-        impl<'a, $($t: DeviceType),+> ArgTuple<'a> for ($(Arg<'a, $t>,)+) {
-            type Elems = ($($t,)+);
-            type Host = ($(&'a [$t],)+);
+        impl<'a, $($t: Operand<'a>),+> ArgTuple<'a> for ($($t,)+) {
+            type Elems = ($($t::Elem,)+);
+            type Host = ($($t::Host,)+);
             fn shapes(&self) -> Vec<Shape> {
                 vec![$(self.$i.shape()),+]
             }
@@ -352,7 +358,7 @@ macro_rules! arg_tuples {
                 Ok(($(self.$i.host()?,)+))
             }
             fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
-                $(v.visit(self.$i)?;)+
+                $(self.$i.visit(v)?;)+
                 Ok(())
             }
             #[cfg(feature = "mpi")]
@@ -368,15 +374,19 @@ macro_rules! arg_tuples {
             }
         }
 
-        impl<'a, $($t: DeviceType),+> HostSlices for ($(&'a [$t],)+) {
-            type Elems = ($($t,)+);
+        impl<$($t: HostAt),+> HostSlices for ($($t,)+) {
+            type Elems = ($($t::Elem,)+);
             #[inline(always)]
             fn at(&self, i: usize) -> Self::Elems {
-                ($(self.$i[i],)+)
+                ($(self.$i.at(i),)+)
+            }
+            #[inline(always)]
+            fn at_cell(&self, i: usize, cell: (usize, usize)) -> Self::Elems {
+                ($(self.$i.at_cell(i, cell),)+)
             }
             #[inline(always)]
             fn slice(&self, range: Range<usize>) -> Self {
-                ($(&self.$i[range.clone()],)+)
+                ($(self.$i.slice(range.clone()),)+)
             }
         }
     )*};
@@ -387,4 +397,77 @@ arg_tuples! {
     (A 0, B 1)
     (A 0, B 1, C 2)
     (A 0, B 1, C 2, D 3)
+}
+
+/// One element operand of a call: a container range ([`Arg`]) or a lazy Map evaluated
+/// per element by the host backends (`skeletons::lazy`).
+pub trait Operand<'a>: Copy + Send + Sync {
+    /// The element type.
+    type Elem: Copy + Send + Sync;
+    /// What the host backends read it through.
+    type Host: HostAt<Elem = Self::Elem>;
+    /// Its shape.
+    fn shape(&self) -> Shape;
+    /// Its host view, brought back from devices where stale.
+    fn host(&self) -> Result<Self::Host>;
+    /// Calls `v` with each container it reads, in order.
+    #[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
+    fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()>;
+    /// Where it lies among the processes (`skel::dist`).
+    #[cfg(feature = "mpi")]
+    fn spread(&self) -> Option<Spread>;
+    /// Elements `range` of it.
+    fn sub(&self, range: Range<usize>) -> Self;
+}
+
+/// The host view of one operand: its value at each position.
+pub trait HostAt: Copy + Send + Sync {
+    /// The element type.
+    type Elem: Copy + Send + Sync;
+    /// The value at position `i`.
+    fn at(&self, i: usize) -> Self::Elem;
+    /// The value at position `i`, which is at `cell` (row, column) of the consumer's
+    /// operands.
+    #[inline(always)]
+    fn at_cell(&self, i: usize, _cell: (usize, usize)) -> Self::Elem {
+        self.at(i)
+    }
+    /// The same operand restricted to `range`.
+    fn slice(&self, range: Range<usize>) -> Self;
+}
+
+impl<T: Copy + Send + Sync> HostAt for &[T] {
+    type Elem = T;
+    #[inline(always)]
+    fn at(&self, i: usize) -> T {
+        self[i]
+    }
+    #[inline(always)]
+    fn slice(&self, range: Range<usize>) -> Self {
+        &self[range]
+    }
+}
+
+impl<'a, T: DeviceType> Operand<'a> for Arg<'a, T> {
+    type Elem = T;
+    type Host = &'a [T];
+    #[inline]
+    fn shape(&self) -> Shape {
+        Arg::shape(self)
+    }
+    #[inline]
+    fn host(&self) -> Result<&'a [T]> {
+        Arg::host(self)
+    }
+    fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
+        v.visit(*self)
+    }
+    #[cfg(feature = "mpi")]
+    fn spread(&self) -> Option<Spread> {
+        Arg::spread(self)
+    }
+    #[inline]
+    fn sub(&self, range: Range<usize>) -> Self {
+        Arg::sub(self, range)
+    }
 }

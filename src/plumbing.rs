@@ -58,7 +58,7 @@ pub use crate::codegen;
 #[doc(inline)]
 pub use crate::containers::{Arg, ArgMut, HostOut, OutArgs, OutCollector};
 #[doc(inline)]
-pub use crate::plan::{ArgTuple, ArgVisitor, HostSlices};
+pub use crate::plan::{ArgTuple, ArgVisitor, HostAt, HostSlices, Operand};
 #[doc(inline)]
 pub use crate::userfn::{
     BindArrays, ContainerArg, ContainerArgs, ContainerKind, IndexKind, MatArg, SliceArg,

@@ -130,6 +130,22 @@ enum Op {
     Write { c: usize, i: usize, value: i64 },
     /// overwrite c through as_mut_slice
     Fill { c: usize, value: i64 },
+    /// dst[at] = Reduce of src[x..x+len], with `run_into` (the result stays where computed)
+    ReduceInto {
+        src: usize,
+        x: usize,
+        len: usize,
+        dst: usize,
+        at: usize,
+        launch: Launch,
+    },
+    /// dst = add(lazy twice_minus(a, b), a): a lazy input, fused or materialised
+    LazyMap {
+        a: usize,
+        b: usize,
+        dst: usize,
+        launch: Launch,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -191,7 +207,23 @@ fn op() -> impl Strategy<Value = Op> {
             }
         }),
         (c.clone(), 0..LEN, -50i64..50).prop_map(|(c, i, value)| Op::Write { c, i, value }),
-        (c, -5i64..5).prop_map(|(c, value)| Op::Fill { c, value }),
+        (c.clone(), -5i64..5).prop_map(|(c, value)| Op::Fill { c, value }),
+        (c.clone(), 0..LEN, 0..LEN, c.clone(), 0..LEN, launch()).prop_map(
+            |(src, x, len, dst, at, launch)| Op::ReduceInto {
+                src,
+                x,
+                len: len.min(LEN - x),
+                dst,
+                at,
+                launch
+            }
+        ),
+        (c.clone(), c.clone(), c, launch()).prop_map(|(a, b, dst, launch)| Op::LazyMap {
+            a,
+            b,
+            dst,
+            launch
+        }),
     ]
 }
 
@@ -310,6 +342,35 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Fill { c, value } => {
                 vs[c].as_mut_slice().fill(value);
                 model[c].fill(value);
+            }
+            Op::ReduceInto {
+                src,
+                x,
+                len,
+                dst,
+                at,
+                launch,
+            } => {
+                let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
+                let mut fresh = None;
+                let input = source(&vs, &model, src, dst, &mut fresh).view(x..x + len);
+                let result = launched!(Reduce::new(add), backend, launch)
+                    .run_into(&input, &mut out.view_mut(at..at + 1));
+                vs[dst] = out;
+                prop_assert!(result.is_ok(), "step {step}: {result:?}");
+                model[dst][at] = model[src][x..x + len].iter().sum::<i64>();
+            }
+            Op::LazyMap { a, b, dst, launch } => {
+                let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
+                let (mut fa, mut fb) = (None, None);
+                let va = source(&vs, &model, a, dst, &mut fa);
+                let vb = source(&vs, &model, b, dst, &mut fb);
+                let lazy = Map::new(twice_minus).lazy(va, vb);
+                let result = launched!(Map::new(add), backend, launch).run(&lazy, va, &mut out);
+                vs[dst] = out;
+                prop_assert!(result.is_ok(), "step {step}: {result:?}");
+                let (ma, mb) = (model[a].clone(), model[b].clone());
+                model[dst] = (0..LEN).map(|k| 2 * ma[k] - mb[k] + ma[k]).collect();
             }
         }
     }

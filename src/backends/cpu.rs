@@ -158,7 +158,7 @@ pub(crate) fn map_range<F: ElementwiseFn>(
                 F::apply_with(
                     F::Index::from_parts(first + k + j, (row, col), cols),
                     arrays,
-                    inputs.at(k + j),
+                    inputs.at_cell(k + j, (row, col)),
                     uniforms,
                 ),
             );

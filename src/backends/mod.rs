@@ -565,3 +565,13 @@ pub(crate) fn resolve(choice: Option<Backend>) -> Result<Backend> {
     backend.check()?;
     Ok(backend)
 }
+
+/// Whether a call with `options` runs on a host backend (`cpu`, `rayon`), whose loops
+/// evaluate lazy inputs per element (`skeletons::lazy`); the other backends get them
+/// materialised. `false` when the backend cannot be resolved: the call reports that itself.
+pub(crate) fn fuses_lazy_inputs(options: &Options) -> bool {
+    matches!(
+        resolve(options.backend_choice()),
+        Ok(Backend::Cpu | Backend::Rayon)
+    )
+}

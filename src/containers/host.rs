@@ -132,6 +132,33 @@ fn layout_for<T>(len: usize) -> Layout {
         .expect("container size overflows isize")
 }
 
+impl<T: crate::DeviceType> HostBuf<T> {
+    /// `len` elements of all-zero bits in pageable memory, straight from the allocator's
+    /// zeroed pages (no pass over them): the host side of a temporary whose values are
+    /// computed and read where a skeleton runs.
+    pub(crate) fn zeroed_pageable(len: usize) -> Self {
+        let layout = layout_for::<T>(len);
+        if layout.size() == 0 {
+            return HostBuf {
+                ptr: NonNull::dangling(),
+                len,
+                alloc: Alloc::None,
+                _owns: PhantomData,
+            };
+        }
+        // SAFETY: layout has non-zero size (checked above). All-zero bits are a valid value
+        // of every `DeviceType` (its contract: any bit pattern a device writes is valid).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let raw = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        HostBuf {
+            ptr: raw.cast(),
+            len,
+            alloc: Alloc::Pageable(layout),
+            _owns: PhantomData,
+        }
+    }
+}
+
 impl<T: Copy> HostBuf<T> {
     /// Allocates `len` uninitialised elements.
     fn alloc_uninit(kind: HostKind, len: usize) -> Result<Self> {

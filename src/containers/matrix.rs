@@ -106,6 +106,15 @@ impl<T: DeviceType> Matrix<T> {
         }
     }
 
+    /// A `rows x cols` [`Vector::scratch`]: all-zero bits, pageable, untouched.
+    pub(crate) fn scratch(rows: usize, cols: usize) -> Self {
+        Matrix {
+            store: Store::new(HostBuf::zeroed_pageable(elements(rows, cols))),
+            rows,
+            cols,
+        }
+    }
+
     /// Every element `T::default()` (zero for numbers).
     ///
     /// # Panics
@@ -424,6 +433,8 @@ impl<T: DeviceType + PartialEq> PartialEq for Matrix<T> {
         self.rows == other.rows && self.cols == other.cols && self.as_slice() == other.as_slice()
     }
 }
+
+impl<T> super::sealed::Container for Matrix<T> {}
 
 impl<T: DeviceType> Input<T> for Matrix<T> {
     fn arg(&self) -> Arg<'_, T> {

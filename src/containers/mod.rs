@@ -33,6 +33,7 @@ pub(crate) mod store;
 mod tests;
 mod vector;
 
+pub use crate::skeletons::Source;
 pub use matrix::Matrix;
 pub use outputs::Outputs;
 // Documented in `skel::plumbing`; this path stays for existing code.
@@ -152,8 +153,17 @@ impl fmt::Display for Shape {
     }
 }
 
-/// Anything a skeleton reads: `Vector`, `Matrix`, or a view.
-pub trait Input<T: DeviceType> {
+/// Keeps [`Input`] to this crate's containers, which lets every `Input` be a
+/// [`Source`] while a lazy Map is a `Source` of its own kind.
+pub(crate) mod sealed {
+    /// Implemented by the containers and views of this crate only.
+    pub trait Container {}
+}
+
+/// Anything a skeleton reads: `Vector`, `Matrix`, or a view. Implemented by this crate's
+/// containers only; every `Input` is also a [`Source`], the wider kind of input that also
+/// takes lazy Maps.
+pub trait Input<T: DeviceType>: sealed::Container {
     /// The range of storage this operand covers.
     fn arg(&self) -> Arg<'_, T>;
 

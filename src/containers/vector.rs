@@ -40,6 +40,12 @@ impl<T: DeviceType> Vector<T> {
         }
     }
 
+    /// `n` elements of all-zero bits in pageable memory that nothing has touched: a
+    /// temporary that a skeleton fills where it runs (a lazy Map materialised for a call).
+    pub(crate) fn scratch(n: usize) -> Self {
+        Self::with(HostBuf::zeroed_pageable(n))
+    }
+
     /// A vector holding `data` (host memory of the default kind: pinned when a CUDA device
     /// is in use and `SKEL_PAGEABLE` is unset, else pageable).
     ///
@@ -458,6 +464,8 @@ impl<T: DeviceType + PartialEq> PartialEq for Vector<T> {
     }
 }
 
+impl<T> super::sealed::Container for Vector<T> {}
+
 impl<T: DeviceType> Input<T> for Vector<T> {
     fn arg(&self) -> Arg<'_, T> {
         Arg::new(&self.store, 0, Shape::Vector(self.len()))
@@ -610,6 +618,8 @@ impl<T: DeviceType + fmt::Debug> fmt::Debug for VectorView<'_, T> {
         }
     }
 }
+
+impl<T> super::sealed::Container for VectorView<'_, T> {}
 
 impl<T: DeviceType> Input<T> for VectorView<'_, T> {
     fn arg(&self) -> Arg<'_, T> {
@@ -779,6 +789,8 @@ impl<T: DeviceType + fmt::Debug> fmt::Debug for VectorViewMut<'_, T> {
         }
     }
 }
+
+impl<T> super::sealed::Container for VectorViewMut<'_, T> {}
 
 impl<T: DeviceType> Input<T> for VectorViewMut<'_, T> {
     fn arg(&self) -> Arg<'_, T> {

@@ -72,6 +72,8 @@
 /// block lies (`spread()`).
 macro_rules! block_operand {
     ($container:ident, $whole:ident) => {
+        impl<T: DeviceType> crate::containers::sealed::Container for $container<T> {}
+
         impl<T: DeviceType> Input<T> for $container<T> {
             fn arg(&self) -> Arg<'_, T> {
                 let spread = self.spread();

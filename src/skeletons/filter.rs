@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use super::{common_options, uniforms_or_missing, Options};
 use crate::backends::{self, PredicateFn};
-use crate::containers::{Input, Output};
+use crate::containers::{Output, Source};
 use crate::plan;
 use crate::userfn::IndexKind;
 use crate::{DeviceType, Error, Result};
@@ -77,8 +77,9 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
 
     /// Compacts `input` into `out[..kept]` and returns `kept`; `out[kept..]` keeps its
     /// values. `out.len() >= input.len()`, else [`Error::ShapeMismatch`].
-    pub fn run(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<usize> {
+    pub fn run(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<usize> {
         self.options.validate()?;
+        let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let plan = plan::Filter::<(F, T)> {

@@ -2,11 +2,12 @@
 
 use std::marker::PhantomData;
 
+use super::lazy::{Lazy, Source};
 use super::{
     check_arrays, check_index_dims, check_inputs, common_options, uniforms_or_missing, Options,
 };
 use crate::backends;
-use crate::containers::{Input, OutArgs, Outputs};
+use crate::containers::{OutArgs, Outputs};
 use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -111,6 +112,22 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
 
     common_options!();
 
+    /// The bound uniforms, or the error that they are missing.
+    pub(super) fn bound_uniforms(&self) -> Result<&F::Uniforms> {
+        uniforms_or_missing(F::NAME, &self.uniforms)
+    }
+
+    /// The bound container arguments.
+    pub(super) fn bound_arrays(&self) -> &A {
+        &self.arrays
+    }
+
+    /// This Map with the options (backend, streams, ..) of another skeleton.
+    pub(super) fn with_options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
     /// The user function.
     pub fn function(&self) -> F {
         self.f
@@ -155,7 +172,7 @@ impl<F: ElementwiseFn<Elems = ()>, A: BindArrays<F::Arrays>> Map<F, (), A> {
 }
 
 macro_rules! map_run {
-    ($(($($t:ident $a:ident),+))*) => {$(
+    ($(($($t:ident $a:ident $x:ident),+))*) => {$(
         impl<F, Bound, $($t: DeviceType),+> Map<F, ($($t,)+), Bound>
         where
             F: ElementwiseFn<Elems = ($($t,)+)>,
@@ -165,16 +182,58 @@ macro_rules! map_run {
             /// or view, or for a function returning a tuple also a tuple of `&mut`
             /// containers or views, one per element ([`Outputs`]). All operands have one
             /// shape (vectors of one length, or matrices of one size).
-            pub fn run(&self, $($a: &impl Input<$t>,)+ out: &mut impl Outputs<F::Out>) -> Result<()> {
+            ///
+            /// An input may be a [`Lazy`] Map (`Map::new(g).lazy(..)`), evaluated for this
+            /// call.
+            pub fn run(&self, $($a: &impl Source<$t>,)+ out: &mut impl Outputs<F::Out>) -> Result<()> {
+                if ($($a.is_lazy())||+) && backends::fuses_lazy_inputs(&self.options) {
+                    return self.execute(($($a.operand()?,)+), out);
+                }
+                $(let $a = $a.resolve(self.options.backend)?;)+
                 self.execute(($($a.arg(),)+), out)
+            }
+
+            /// This Map as an input of another skeleton call: the same operands as `run`
+            /// without the output. Nothing runs now; the consumer evaluates it for its own
+            /// call, so the result is the one of materialising it first and running the
+            /// consumer on the same backend. `#[index]` is the consumer's element index.
+            /// Operands may themselves be lazy (chains of any length); container arguments
+            /// and uniforms bound before `.lazy` go with it.
+            ///
+            /// ```
+            /// use skel::prelude::*;
+            /// #[userfn]
+            /// fn inc(x: f32) -> f32 { x + 1.0 }
+            /// #[userfn]
+            /// fn mul(a: f32, b: f32) -> f32 { a * b }
+            /// #[userfn]
+            /// fn add(a: f32, b: f32) -> f32 { a + b }
+            /// let x = Vector::from(vec![1.0f32, 2.0, 3.0]);
+            /// let t = Map::new(inc).lazy(&x);              // nothing runs
+            /// let u = Map::new(inc).lazy(&t);
+            /// let mut o = Vector::zeroed(3);
+            /// Map::new(mul).run(&u, &x, &mut o)?;           // o[i] = (x[i] + 2) * x[i]
+            /// assert_eq!(o.to_vec(), vec![3.0, 8.0, 15.0]);
+            /// assert_eq!(Reduce::new(add).run(&u)?, 12.0);
+            /// # Ok::<(), skel::Error>(())
+            /// ```
+            pub fn lazy<'l, $($x: Source<$t>),+>(&self, $($a: &'l $x),+) -> Lazy<'l, F, ($(&'l $x,)+), Bound>
+            where
+                Bound: Clone,
+            {
+                Lazy {
+                    map: self.clone(),
+                    inputs: ($($a,)+),
+                    _borrow: std::marker::PhantomData,
+                }
             }
         }
     )*};
 }
 
 map_run! {
-    (A a)
-    (A a, B b)
-    (A a, B b, C c)
-    (A a, B b, C c, D d)
+    (A a XA)
+    (A a XA, B b XB)
+    (A a XA, B b XB, C c XC)
+    (A a XA, B b XB, C c XC, D d XD)
 }

@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use super::{check_index_dims, check_inputs, common_options, uniforms_or_missing, Options};
 use crate::backends;
-use crate::containers::{Input, Output};
+use crate::containers::{Input, Output, Source};
 use crate::plan::{self, ArgTuple};
 use crate::userfn::{ArrayFn, IndexKind};
 use crate::{DeviceType, Result};
@@ -109,9 +109,10 @@ macro_rules! map_array_run {
             pub fn run(
                 &self,
                 array: &impl Input<F::Array>,
-                $($a: &impl Input<$t>,)+
+                $($a: &impl Source<$t>,)+
                 out: &mut impl Output<F::Out>,
             ) -> Result<()> {
+                $(let $a = $a.resolve(self.options.backend)?;)+
                 self.execute(array, ($($a.arg(),)+), out)
             }
         }

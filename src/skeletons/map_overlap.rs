@@ -2,7 +2,7 @@
 
 use super::{check_shape, common_options, uniforms_or_missing, Edge, Options};
 use crate::backends::{self, Stencil};
-use crate::containers::{Input, Output, Shape};
+use crate::containers::{Output, Shape, Source};
 use crate::plan::{self, Axis};
 use crate::userfn::{StencilFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
@@ -134,8 +134,9 @@ where
     F::Elem: Default,
 {
     /// Runs the 1D stencil over a vector, or along the rows or columns of a matrix.
-    pub fn run(&self, input: &impl Input<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
+    pub fn run(&self, input: &impl Source<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
         self.options.validate()?;
+        let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let plan = plan::MapOverlap::<F> {
@@ -181,8 +182,9 @@ where
     F::Elem: Default,
 {
     /// Runs the 2D stencil over a matrix.
-    pub fn run(&self, input: &impl Input<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
+    pub fn run(&self, input: &impl Source<F::Elem>, out: &mut impl Output<F::Out>) -> Result<()> {
         self.options.validate()?;
+        let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
         let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
         let plan = plan::MapOverlap2d::<F> {

@@ -3,13 +3,14 @@
 use std::marker::PhantomData;
 
 use super::{
-    check_arrays, check_index_dims, check_inputs, common_options, uniforms_or_missing, Options,
+    check_arrays, check_index_dims, check_inputs, check_one, common_options, uniforms_or_missing,
+    write_one, Options,
 };
 use crate::backends::{self, BinaryFn};
-use crate::containers::{Input, Shape};
+use crate::containers::{Output, Shape, Source};
 use crate::plan::{self, ArgTuple};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
-use crate::{DeviceType, Result};
+use crate::{DeviceType, Map, Reduce, Result};
 
 /// `start ⊕ reduce(map(a[i], b[i], ..))` in one pass; `start` defaults to `T::default()`.
 ///
@@ -105,7 +106,21 @@ where
         (self.map, self.reduce)
     }
 
-    fn execute<'a, I>(&self, inputs: I) -> Result<M::Out>
+    /// The map half as a [`Map`] with this call's function, arrays, uniforms and options.
+    fn as_map(&self) -> Map<M, M::Elems, A>
+    where
+        A: BindArrays<M::Arrays> + Clone,
+    {
+        let map = Map::new(self.map)
+            .arrays(self.arrays.clone())
+            .with_options(self.options);
+        match self.uniforms {
+            Some(u) => map.uniforms(u),
+            None => map,
+        }
+    }
+
+    fn execute<'a, I>(&self, inputs: I, index_only: Option<usize>) -> Result<M::Out>
     where
         I: ArgTuple<'a, Elems = M::Elems>,
         A: BindArrays<M::Arrays>,
@@ -117,8 +132,11 @@ where
             arrays: self.arrays.bind(),
             inputs,
             // The first input's shape, which `checks` confirm is every input's (`run` takes
-            // at least one input).
-            shape: shapes.first().copied().unwrap_or(Shape::Vector(0)),
+            // at least one input); `run_index` names its length.
+            shape: match index_only {
+                Some(n) => Shape::Vector(n),
+                None => shapes.first().copied().unwrap_or(Shape::Vector(0)),
+            },
             uniforms,
             start: self.start.unwrap_or_default(),
         };
@@ -140,6 +158,39 @@ where
     }
 }
 
+impl<M, R, Bound> MapReduce<M, R, (), Bound>
+where
+    M: ElementwiseFn<Elems = ()>,
+    M::Out: Default,
+    R: BinaryFn<M::Out>,
+    Bound: BindArrays<M::Arrays>,
+{
+    /// Index-only MapReduce (SkePU's `MapReduce<0>`): `start ⊕ map(0) ⊕ ... ⊕ map(n-1)`,
+    /// for a map function that takes only `#[index] i: usize` (and container arguments,
+    /// uniforms).
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn odd(#[index] i: usize) -> u64 { (i % 2) as u64 }
+    /// #[userfn]
+    /// fn add(a: u64, b: u64) -> u64 { a + b }
+    /// assert_eq!(MapReduce::new(odd, add).run_index(7)?, 3);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn run_index(&self, n: usize) -> Result<M::Out> {
+        self.execute((), Some(n))
+    }
+
+    /// [`run_index`](Self::run_index), with the result written to element 0 of a
+    /// one-element `out`.
+    pub fn run_index_into(&self, n: usize, out: &mut impl Output<M::Out>) -> Result<()> {
+        check_one("MapReduce", out)?;
+        let value = self.run_index(n)?;
+        write_one(out, value)
+    }
+}
+
 macro_rules! map_reduce_run {
     ($(($($t:ident $a:ident),+))*) => {$(
         impl<M, R, Bound, $($t: DeviceType),+> MapReduce<M, R, ($($t,)+), Bound>
@@ -150,8 +201,68 @@ macro_rules! map_reduce_run {
             Bound: BindArrays<M::Arrays>,
         {
             /// Runs the fused map and reduce over inputs of one shape.
-            pub fn run(&self, $($a: &impl Input<$t>),+) -> Result<M::Out> {
-                self.execute(($($a.arg(),)+))
+            pub fn run(&self, $($a: &impl Source<$t>),+) -> Result<M::Out> {
+                if ($($a.is_lazy())||+) && backends::fuses_lazy_inputs(&self.options) {
+                    return self.execute(($($a.operand()?,)+), None);
+                }
+                $(let $a = $a.resolve(self.options.backend)?;)+
+                self.execute(($($a.arg(),)+), None)
+            }
+
+            /// [`run`](Self::run), with the result written to element 0 of `out`, a
+            /// container of exactly one element (else `ShapeMismatch`), so that a later call
+            /// can read it as an input or a container argument (a CG step's `alpha`).
+            ///
+            /// ```
+            /// use skel::prelude::*;
+            /// #[userfn]
+            /// fn mul(a: f32, b: f32) -> f32 { a * b }
+            /// #[userfn]
+            /// fn add(a: f32, b: f32) -> f32 { a + b }
+            /// let p = Vector::from(vec![1.0f32, 2.0, 3.0]);
+            /// let mut dot = Vector::zeroed(1);
+            /// MapReduce::new(mul, add).run_into(&p, &p, &mut dot)?;
+            /// assert_eq!(dot[0], 14.0);
+            /// # Ok::<(), skel::Error>(())
+            /// ```
+            pub fn run_into(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()> {
+                check_one("MapReduce", out)?;
+                let value = self.run($($a),+)?;
+                write_one(out, value)
+            }
+
+            /// `out[r]` = the `reduce` fold, from the row's first element, of `map` over row
+            /// `r` of the matrix inputs (`start` is not used, as in `Reduce::run_rows`).
+            ///
+            /// ```
+            /// use skel::prelude::*;
+            /// #[userfn]
+            /// fn sq(x: i32) -> i32 { x * x }
+            /// #[userfn]
+            /// fn add(a: i32, b: i32) -> i32 { a + b }
+            /// let m = Matrix::from_vec(2, 2, vec![1, 2, 3, 4])?;
+            /// let (mut rows, mut cols) = (Vector::zeroed(2), Vector::zeroed(2));
+            /// MapReduce::new(sq, add).run_rows(&m, &mut rows)?;
+            /// MapReduce::new(sq, add).run_cols(&m, &mut cols)?;
+            /// assert_eq!((rows.to_vec(), cols.to_vec()), (vec![5, 25], vec![10, 20]));
+            /// # Ok::<(), skel::Error>(())
+            /// ```
+            pub fn run_rows(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()>
+            where
+                Bound: Clone,
+            {
+                let mapped = self.as_map().lazy($($a),+);
+                Reduce::new(self.reduce).with_options(self.options).run_rows(&mapped, out)
+            }
+
+            /// `out[c]` = the `reduce` fold of `map` over column `c` (see
+            /// [`run_rows`](Self::run_rows)).
+            pub fn run_cols(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()>
+            where
+                Bound: Clone,
+            {
+                let mapped = self.as_map().lazy($($a),+);
+                Reduce::new(self.reduce).with_options(self.options).run_cols(&mapped, out)
             }
         }
     )*};

@@ -2,6 +2,7 @@
 //! it; none of them knows how or where the work runs.
 
 mod filter;
+mod lazy;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -13,6 +14,9 @@ mod scan;
 mod sort;
 
 pub use filter::Filter;
+#[doc(hidden)]
+pub use lazy::Resolved;
+pub use lazy::{Lazy, Source};
 pub use map::Map;
 pub use map_array::MapArray;
 pub use map_overlap::MapOverlap;
@@ -342,5 +346,28 @@ pub(crate) fn every_fold_has_pairs(axis: Axis, rows: usize, cols: usize) -> Resu
             Shape::Matrix { rows, cols }
         )));
     }
+    Ok(())
+}
+
+/// `Err(ShapeMismatch)` unless `out` has exactly one element: the place `run_into` writes.
+pub(crate) fn check_one<T: crate::DeviceType>(
+    skeleton: &str,
+    out: &mut impl crate::containers::Output<T>,
+) -> Result<()> {
+    let shape = out.arg_mut().shape();
+    check_shape(
+        format_args!("{skeleton}::run_into result container"),
+        Shape::Vector(1),
+        Shape::Vector(shape.len()),
+    )
+}
+
+/// Writes `value` to element 0 of a one-element `out` (see [`check_one`]), marking every
+/// other copy of it stale.
+pub(crate) fn write_one<T: crate::DeviceType>(
+    out: &mut impl crate::containers::Output<T>,
+    value: T,
+) -> Result<()> {
+    out.arg_mut().host_overwrite()?[0] = value;
     Ok(())
 }

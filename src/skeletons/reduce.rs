@@ -2,7 +2,7 @@
 
 use super::{check_shape, common_options, Options};
 use crate::backends::{self, BinaryFn};
-use crate::containers::{Input, Output, Shape};
+use crate::containers::{Output, Shape, Source};
 use crate::plan::{self, Axis};
 use crate::{DeviceType, Error, Result};
 
@@ -52,6 +52,12 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         }
     }
 
+    /// This Reduce with the options (backend, streams, ..) of another skeleton.
+    pub(super) fn with_options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
     /// The value the 1D fold starts from (default `T::default()`).
     pub fn start(mut self, start: T) -> Self {
         self.start = Some(start);
@@ -66,25 +72,47 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     }
 
     /// Folds every element of `input` (a vector, view or matrix) into one value.
-    pub fn run(&self, input: &impl Input<T>) -> Result<T> {
+    pub fn run(&self, input: &impl Source<T>) -> Result<T> {
         self.options.validate()?;
+        let input = input.resolve(self.options.backend)?;
         let input = input.arg();
         let start = self.start.unwrap_or_default();
         backends::reduce(self.options, plan::Reduce::<(F, T)> { input, start })
     }
 
+    /// [`run`](Self::run), with the result written to element 0 of `out`, a container of
+    /// exactly one element (else [`Error::ShapeMismatch`]), so that a later call can read
+    /// it as an input or a container argument.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn add(a: f32, b: f32) -> f32 { a + b }
+    /// let r = Vector::from(vec![1.0f32, 2.0, 3.0]);
+    /// let mut rr = Vector::zeroed(1);
+    /// Reduce::new(add).run_into(&r, &mut rr)?;
+    /// assert_eq!(rr[0], 6.0);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn run_into(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
+        super::check_one("Reduce", out)?;
+        let value = self.run(input)?;
+        super::write_one(out, value)
+    }
+
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
-    pub fn run_rows(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<()> {
+    pub fn run_rows(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
         self.run_axis(input, out, Axis::Rows)
     }
 
     /// `out[c]` = fold of column `c` of `input`; `out` has one element per column.
-    pub fn run_cols(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<()> {
+    pub fn run_cols(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
         self.run_axis(input, out, Axis::Cols)
     }
 
-    fn run_axis(&self, input: &impl Input<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
+    fn run_axis(&self, input: &impl Source<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
         self.options.validate()?;
+        let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
         let plan = plan::ReduceAxis::<(F, T)> { input, out, axis };
         backends::reduce_axis(self.options, plan, |plan| {

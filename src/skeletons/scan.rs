@@ -2,7 +2,7 @@
 
 use super::{check_shape, common_options, Options, ScanMode};
 use crate::backends::{self, BinaryFn};
-use crate::containers::{Input, Output};
+use crate::containers::{Output, Source};
 use crate::plan;
 use crate::{DeviceType, Result};
 
@@ -67,8 +67,9 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Scan<F, T> {
     }
 
     /// Scans `input` into `out` (same length).
-    pub fn run(&self, input: &impl Input<T>, out: &mut impl Output<T>) -> Result<()> {
+    pub fn run(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
         self.options.validate()?;
+        let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
         let plan = plan::Scan::<(F, T)> {
             input,

@@ -1,0 +1,343 @@
+//! Whole programs (issue 26): a chain of element-wise calls and a row softmax, each as
+//! separate skel calls (eager), with lazy inputs, and as one hand-fused skel call, on every
+//! backend present, in one run (own report, no criterion).
+//!
+//! ```text
+//! cargo bench --bench programs                    # 2^26 chain, 8192 x 8192 softmax, median of 7
+//! cargo bench --bench programs -- --short         # tiny sizes, 1 run: results only (CI)
+//! cargo bench --bench programs -- --repeat 11     # more runs per median
+//! cargo bench --bench programs -- --chain 4194304 --softmax 1024   # other sizes
+//! ```
+//!
+//! Each row is the median wall time of `repeat` runs of the whole program (after one
+//! warm-up run), each ended by a synchronisation of the backend, and the ratio of the
+//! fused form's time to this form's (1.0: as fast as one fused call). Every form's result
+//! is compared bit for bit with the eager form's on the same backend before anything is
+//! printed. The peers (torch eager, torch.compile, torch.softmax, the copy bound) are
+//! `benches/peers/programs_peers.py`, run in the same lease.
+//! `SKEL_PROGRAMS_SHORT=1` is the same as `--short`.
+
+use std::time::Instant;
+
+use skel::prelude::*;
+
+#[userfn]
+fn step1(x: f32) -> f32 {
+    x * 1.5 + 0.25
+}
+
+#[userfn]
+fn step2(x: f32) -> f32 {
+    x * x - 0.5
+}
+
+#[userfn]
+fn step3(x: f32) -> f32 {
+    x * 0.75 + 2.0
+}
+
+/// The three steps in one user function: the hand-fused Map.
+#[userfn]
+fn steps123(x: f32) -> f32 {
+    step3(step2(step1(x)))
+}
+
+#[userfn]
+fn add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+fn max(a: f32, b: f32) -> f32 {
+    a.max(b)
+}
+
+#[userfn]
+fn exp_shifted(#[index] (i, _j): (usize, usize), x: f32, m: &[f32]) -> f32 {
+    (x - m[i]).exp()
+}
+
+#[userfn]
+fn divide_row(#[index] (i, _j): (usize, usize), x: f32, s: &[f32]) -> f32 {
+    x / s[i]
+}
+
+/// Probe for [`sync`].
+#[userfn]
+fn probe_add(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+type Res<T> = std::result::Result<T, String>;
+
+/// Waits for everything skel enqueued on `b`.
+fn sync(b: Backend, probe: &Vector<f32>) -> Res<()> {
+    match b {
+        Backend::Cuda => skel::debug::synchronize().map_err(|e| e.to_string()),
+        // One in-order queue (OpenCL), or nothing pending (host backends): a Reduce, which
+        // reads its result back, waits for all of it.
+        _ => Reduce::new(probe_add)
+            .backend(b)
+            .run(probe)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+    }
+}
+
+/// Median seconds of `repeat` runs of `f` (after one warm-up run), each ended by [`sync`].
+fn median(
+    repeat: usize,
+    b: Backend,
+    probe: &Vector<f32>,
+    mut f: impl FnMut() -> Res<()>,
+) -> Res<f64> {
+    f()?;
+    sync(b, probe)?;
+    let mut times = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let s = Instant::now();
+        f()?;
+        sync(b, probe)?;
+        times.push(s.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+fn e(err: skel::Error) -> String {
+    err.to_string()
+}
+
+struct Row {
+    program: String,
+    backend: Backend,
+    form: &'static str,
+    seconds: f64,
+    fused: f64,
+}
+
+/// The 3-Map chain over `n` elements: eager (three calls, two temporaries), lazy (one
+/// call over a lazy chain) and one hand-fused Map.
+fn chain(b: Backend, n: usize, repeat: usize, probe: &Vector<f32>, rows: &mut Vec<Row>) -> Res<()> {
+    let x = Vector::from_fn(n, |i| (i % 1000) as f32 * 0.001);
+    let (mut t1, mut t2, mut out) = (Vector::zeroed(n), Vector::zeroed(n), Vector::zeroed(n));
+    let eager = median(repeat, b, probe, || {
+        Map::new(step1).backend(b).run(&x, &mut t1).map_err(e)?;
+        Map::new(step2).backend(b).run(&t1, &mut t2).map_err(e)?;
+        Map::new(step3).backend(b).run(&t2, &mut out).map_err(e)
+    })?;
+    let want = out.to_vec();
+    let mut lazy_out = Vector::zeroed(n);
+    let lazy = median(repeat, b, probe, || {
+        let u1 = Map::new(step1).lazy(&x);
+        let u2 = Map::new(step2).lazy(&u1);
+        Map::new(step3)
+            .backend(b)
+            .run(&u2, &mut lazy_out)
+            .map_err(e)
+    })?;
+    if bits(&lazy_out.to_vec()) != bits(&want) {
+        return Err(format!(
+            "chain on {b}: the lazy result differs from the eager one"
+        ));
+    }
+    let mut fused_out = Vector::zeroed(n);
+    let fused = median(repeat, b, probe, || {
+        Map::new(steps123)
+            .backend(b)
+            .run(&x, &mut fused_out)
+            .map_err(e)
+    })?;
+    let got = fused_out.to_vec();
+    if got
+        .iter()
+        .zip(&want)
+        .any(|(g, w)| (g - w).abs() > 1e-4 * w.abs().max(1.0))
+    {
+        return Err(format!(
+            "chain on {b}: the fused result differs from the eager one"
+        ));
+    }
+    let program = format!("3-Map chain, n = {n}");
+    for (form, seconds) in [
+        ("eager (3 calls)", eager),
+        ("lazy inputs", lazy),
+        ("one fused Map", fused),
+    ] {
+        rows.push(Row {
+            program: program.clone(),
+            backend: b,
+            form,
+            seconds,
+            fused,
+        });
+    }
+    Ok(())
+}
+
+/// Row softmax of an `n x n` matrix: four calls (Reduce rows, Map, Reduce rows, Map), the
+/// same with lazy inputs (the exponentials never stored), and with `MapReduce::run_rows`.
+fn softmax(
+    b: Backend,
+    n: usize,
+    repeat: usize,
+    probe: &Vector<f32>,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let m = Matrix::from_fn(n, n, |i, j| ((i * 31 + j * 17) % 101) as f32 * 0.05 - 2.5);
+    let (mut mx, mut sum) = (Vector::zeroed(n), Vector::zeroed(n));
+    let (mut ex, mut out) = (Matrix::zeroed(n, n), Matrix::zeroed(n, n));
+    let four = median(repeat, b, probe, || {
+        Reduce::new(max)
+            .start(f32::MIN)
+            .backend(b)
+            .run_rows(&m, &mut mx)
+            .map_err(e)?;
+        Map::new(exp_shifted)
+            .arrays((&mx,))
+            .backend(b)
+            .run(&m, &mut ex)
+            .map_err(e)?;
+        Reduce::new(add)
+            .backend(b)
+            .run_rows(&ex, &mut sum)
+            .map_err(e)?;
+        Map::new(divide_row)
+            .arrays((&sum,))
+            .backend(b)
+            .run(&ex, &mut out)
+            .map_err(e)
+    })?;
+    let want = out.to_vec();
+    let mut lazy_out = Matrix::zeroed(n, n);
+    let (mut mx2, mut sum2) = (Vector::zeroed(n), Vector::zeroed(n));
+    let lazy = median(repeat, b, probe, || {
+        Reduce::new(max)
+            .backend(b)
+            .run_rows(&m, &mut mx2)
+            .map_err(e)?;
+        let ex = Map::new(exp_shifted).arrays((&mx2,)).lazy(&m);
+        Reduce::new(add)
+            .backend(b)
+            .run_rows(&ex, &mut sum2)
+            .map_err(e)?;
+        Map::new(divide_row)
+            .arrays((&sum2,))
+            .backend(b)
+            .run(&ex, &mut lazy_out)
+            .map_err(e)
+    })?;
+    if bits(&lazy_out.to_vec()) != bits(&want) {
+        return Err(format!(
+            "softmax on {b}: the lazy result differs from four calls"
+        ));
+    }
+    let mut mr_out = Matrix::zeroed(n, n);
+    let (mut mx3, mut sum3) = (Vector::zeroed(n), Vector::zeroed(n));
+    let map_reduce = median(repeat, b, probe, || {
+        Reduce::new(max)
+            .backend(b)
+            .run_rows(&m, &mut mx3)
+            .map_err(e)?;
+        MapReduce::new(exp_shifted, add)
+            .arrays((&mx3,))
+            .backend(b)
+            .run_rows(&m, &mut sum3)
+            .map_err(e)?;
+        let ex = Map::new(exp_shifted).arrays((&mx3,)).lazy(&m);
+        Map::new(divide_row)
+            .arrays((&sum3,))
+            .backend(b)
+            .run(&ex, &mut mr_out)
+            .map_err(e)
+    })?;
+    if bits(&mr_out.to_vec()) != bits(&want) {
+        return Err(format!(
+            "softmax on {b}: MapReduce::run_rows differs from four calls"
+        ));
+    }
+    let program = format!("row softmax, {n} x {n}");
+    // No single skel call computes a softmax: the ratio column compares with four calls.
+    for (form, seconds) in [
+        ("four calls", four),
+        ("lazy inputs", lazy),
+        ("MapReduce::run_rows + lazy", map_reduce),
+    ] {
+        rows.push(Row {
+            program: program.clone(),
+            backend: b,
+            form,
+            seconds,
+            fused: four,
+        });
+    }
+    Ok(())
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let short = args.iter().any(|a| a == "--short")
+        || std::env::var("SKEL_PROGRAMS_SHORT").is_ok_and(|v| v == "1");
+    let repeat = args
+        .iter()
+        .position(|a| a == "--repeat")
+        .and_then(|k| args.get(k + 1))
+        .map(|r| r.parse::<usize>().map_err(|e| format!("--repeat: {e}")))
+        .transpose()?
+        .unwrap_or(if short { 1 } else { 7 });
+    let value = |flag: &str| -> Res<Option<usize>> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|k| args.get(k + 1))
+            .map(|v| v.parse::<usize>().map_err(|e| format!("{flag}: {e}")))
+            .transpose()
+    };
+    let (chain_n, softmax_n) = if short {
+        (1 << 12, 64)
+    } else {
+        (1 << 26, 8192)
+    };
+    let chain_n = value("--chain")?.unwrap_or(chain_n);
+    let softmax_n = value("--softmax")?.unwrap_or(softmax_n);
+    let probe = Vector::from(vec![1.0f32; 4]);
+    let mut rows = Vec::new();
+    let available = Backend::available();
+    for b in [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda] {
+        if !available.contains(&b) {
+            eprintln!("skel-{b}: skipped (not compiled in or no device)");
+            continue;
+        }
+        // The sequential oracle is only timed at the short sizes.
+        if b == Backend::Cpu && !short {
+            continue;
+        }
+        chain(b, chain_n, repeat, &probe, &mut rows)?;
+        softmax(b, softmax_n, repeat, &probe, &mut rows)?;
+    }
+    println!(
+        "programs{}: every result checked against the eager form on its backend",
+        if short {
+            " (short: no timing meaning)"
+        } else {
+            ""
+        }
+    );
+    println!("| program | backend | form | ms | reference / this |");
+    println!("|---|---|---|---|---|");
+    for r in &rows {
+        println!(
+            "| {} | {} | {} | {:.3} | {:.2} |",
+            r.program,
+            r.backend,
+            r.form,
+            r.seconds * 1e3,
+            r.fused / r.seconds
+        );
+    }
+    println!("(reference: the one fused Map for the chain, the four calls for the softmax)");
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Lazy composition: `Map::new(f).lazy(&x)` is an input that every skeleton accepts
+//! wherever it accepts a container, evaluated when the consumer runs.
+//!
+//! [`Source`] is what a skeleton's `run` takes for each element input: every container and
+//! view (anything that is an [`Input`]) and every [`Lazy`] map. A consumer turns each source
+//! into an operand with [`Source::resolve`] before it builds its plan.
+//!
+//! Today a lazy input is materialised into a temporary container by the consumer's
+//! backend (the backend named on the consumer, else the one named on the lazy Map, else
+//! the default) immediately before the consumer runs: the result is, by construction,
+//! bit-identical to materialising the intermediate by hand and running the consumer on the
+//! same backend. Evaluating the producer inside the consumer's pass (no temporary) is the
+//! planned fast path; it changes no result and no signature.
+
+use std::ops::Range;
+
+use super::{check_arrays, check_index_dims, check_inputs};
+use crate::backends::ContainerOps;
+use crate::containers::{Arg, Input, Shape};
+#[cfg(feature = "mpi")]
+use crate::dist::Spread;
+use crate::plan::{ArgTuple, ArgVisitor, HostAt, HostSlices, Operand};
+use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
+use crate::{Backend, DeviceType, Map, Matrix, Result, Vector};
+
+/// An element input of a skeleton call: a container or view ([`Input`]), or a [`Lazy`] Map
+/// that is evaluated when the consumer runs.
+///
+/// Every skeleton's `run` takes `&impl Source<T>` for each element input; users never
+/// implement it.
+///
+/// ```
+/// use skel::prelude::*;
+/// use skel::containers::Source;
+///
+/// #[userfn]
+/// fn sq(x: f32) -> f32 { x * x }
+///
+/// fn total(input: &impl Source<f32>) -> skel::Result<f32> {
+///     #[userfn]
+///     fn add(a: f32, b: f32) -> f32 { a + b }
+///     Reduce::new(add).run(input)
+/// }
+/// let x = Vector::from(vec![1.0f32, 2.0, 3.0]);
+/// assert_eq!(total(&x)?, 6.0);
+/// assert_eq!(total(&Map::new(sq).lazy(&x))?, 14.0);
+/// # Ok::<(), skel::Error>(())
+/// ```
+pub trait Source<T: DeviceType> {
+    /// The shape of the operand this source stands for.
+    fn shape(&self) -> Shape;
+
+    /// The operand, for one call that runs on `backend` (`None`: the consumer names no
+    /// backend). A lazy source evaluates its producer chain here.
+    #[doc(hidden)]
+    fn resolve(&self, backend: Option<Backend>) -> Result<Resolved<'_, T>>;
+
+    /// The operand a host backend's loop reads: the container, or the lazy Map's
+    /// function over its own operands, evaluated per element.
+    #[doc(hidden)]
+    type Operand<'s>: Operand<'s, Elem = T>
+    where
+        Self: 's;
+
+    /// [`Source::Operand`] for one call; `Err` where the lazy Map's own operands do not
+    /// fit it (shapes, container kinds, uniforms not bound).
+    #[doc(hidden)]
+    fn operand(&self) -> Result<Self::Operand<'_>>;
+
+    /// Whether this is a lazy Map (a consumer asks where its call runs only then).
+    #[doc(hidden)]
+    fn is_lazy(&self) -> bool {
+        true
+    }
+}
+
+impl<T: DeviceType, X: Input<T> + ?Sized> Source<T> for X {
+    fn shape(&self) -> Shape {
+        self.arg().shape()
+    }
+
+    #[inline]
+    fn resolve(&self, _: Option<Backend>) -> Result<Resolved<'_, T>> {
+        Ok(Resolved::Borrowed(self.arg()))
+    }
+
+    type Operand<'s>
+        = Arg<'s, T>
+    where
+        Self: 's;
+
+    #[inline]
+    fn operand(&self) -> Result<Arg<'_, T>> {
+        Ok(self.arg())
+    }
+
+    #[inline]
+    fn is_lazy(&self) -> bool {
+        false
+    }
+}
+
+/// A source made into an operand: the container itself, or a temporary that holds a lazy
+/// Map's values for the length of one call.
+#[doc(hidden)]
+pub enum Resolved<'s, T> {
+    /// A container or view, borrowed.
+    Borrowed(Arg<'s, T>),
+    /// A lazy vector's values.
+    Vector(Vector<T>),
+    /// A lazy matrix's values.
+    Matrix(Matrix<T>),
+}
+
+impl<T: DeviceType> Resolved<'_, T> {
+    /// The operand a plan borrows.
+    #[inline]
+    pub fn arg(&self) -> Arg<'_, T> {
+        match self {
+            Resolved::Borrowed(a) => *a,
+            Resolved::Vector(v) => v.arg(),
+            Resolved::Matrix(m) => m.arg(),
+        }
+    }
+}
+
+/// A Map that has not run: `Map::new(f).lazy(&x, ..)`, an input of `f`'s result type for
+/// any skeleton (see [`Map::lazy`](crate::Map)).
+///
+/// It borrows its operands (containers, views or other lazy Maps), its container arguments
+/// and copies its uniforms; nothing runs until a consumer does, and then only for that
+/// consumer. `#[index]` in the lazy Map's function is the index of the consumer's element.
+#[must_use = "a lazy Map does nothing until a skeleton consumes it"]
+pub struct Lazy<'l, F: ElementwiseFn, I, A = ()> {
+    pub(crate) map: Map<F, F::Elems, A>,
+    pub(crate) inputs: I,
+    pub(crate) _borrow: std::marker::PhantomData<&'l ()>,
+}
+
+impl<F: ElementwiseFn, I: Clone, A: Clone> Clone for Lazy<'_, F, I, A> {
+    fn clone(&self) -> Self {
+        Lazy {
+            map: self.map.clone(),
+            inputs: self.inputs.clone(),
+            _borrow: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<F: ElementwiseFn, I, A> std::fmt::Debug for Lazy<'_, F, I, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy").field("map", &F::NAME).finish()
+    }
+}
+
+/// A lazy Map as the operand of a host backend's loop: its function over its own operands
+/// (containers or other lazy Maps), container arguments and uniforms.
+#[doc(hidden)]
+pub struct LazyOp<'a, F: ElementwiseFn, I> {
+    inputs: I,
+    arrays: ContainerOps<'a, F>,
+    uniforms: &'a F::Uniforms,
+    /// The consumer's element index of this operand's element 0 (a sub-range starts later).
+    first: usize,
+    shape: Shape,
+    /// The columns of the whole operand, for a 2D `#[index]`.
+    cols: usize,
+}
+
+impl<F: ElementwiseFn, I: Copy> Clone for LazyOp<'_, F, I> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F: ElementwiseFn, I: Copy> Copy for LazyOp<'_, F, I> {}
+
+impl<'a, F, I> Operand<'a> for LazyOp<'a, F, I>
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+{
+    type Elem = F::Out;
+    type Host = LazyHost<'a, F, I::Host>;
+
+    fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    fn host(&self) -> Result<Self::Host> {
+        Ok(LazyHost {
+            inputs: self.inputs.host()?,
+            arrays: <F::Arrays as ContainerArgs>::refs(self.arrays.host()?, &self.arrays.shapes()),
+            uniforms: self.uniforms,
+            first: self.first,
+            cols: self.cols,
+        })
+    }
+
+    fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
+        self.inputs.visit(v)?;
+        self.arrays.visit(v)
+    }
+
+    /// Lazy inputs over distributed containers are not supported: the host loop runs on
+    /// the operands as they are.
+    #[cfg(feature = "mpi")]
+    fn spread(&self) -> Option<Spread> {
+        None
+    }
+
+    fn sub(&self, range: Range<usize>) -> Self {
+        LazyOp {
+            inputs: self.inputs.sub(range.clone()),
+            first: self.first + range.start,
+            shape: Shape::Vector(range.len()),
+            ..*self
+        }
+    }
+}
+
+/// The host view of a [`LazyOp`]: element `i` is the function at the consumer's element
+/// `first + i`.
+#[doc(hidden)]
+pub struct LazyHost<'a, F: ElementwiseFn, H> {
+    inputs: H,
+    arrays: <F::Arrays as ContainerArgs>::Refs<'a>,
+    uniforms: &'a F::Uniforms,
+    first: usize,
+    cols: usize,
+}
+
+impl<F: ElementwiseFn, H: Copy> Clone for LazyHost<'_, F, H> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F: ElementwiseFn, H: Copy> Copy for LazyHost<'_, F, H> {}
+
+impl<F: ElementwiseFn, H: HostSlices<Elems = F::Elems>> HostAt for LazyHost<'_, F, H> {
+    type Elem = F::Out;
+
+    #[inline(always)]
+    fn at(&self, i: usize) -> F::Out {
+        F::apply_with(
+            F::Index::from_flat(self.first + i, self.cols),
+            self.arrays,
+            self.inputs.at(i),
+            self.uniforms,
+        )
+    }
+
+    #[inline(always)]
+    fn at_cell(&self, i: usize, cell: (usize, usize)) -> F::Out {
+        F::apply_with(
+            F::Index::from_parts(self.first + i, cell, self.cols),
+            self.arrays,
+            self.inputs.at_cell(i, cell),
+            self.uniforms,
+        )
+    }
+
+    #[inline(always)]
+    fn slice(&self, range: Range<usize>) -> Self {
+        LazyHost {
+            inputs: self.inputs.slice(range.clone()),
+            first: self.first + range.start,
+            ..*self
+        }
+    }
+}
+
+macro_rules! lazy_sources {
+    ($(($($t:ident $x:ident $i:tt),+))*) => {$(
+        impl<'l, F, Bound, $($t: DeviceType, $x: Source<$t>),+> Source<F::Out>
+            for Lazy<'l, F, ($(&'l $x,)+), Bound>
+        where
+            F: ElementwiseFn<Elems = ($($t,)+)>,
+            Bound: BindArrays<F::Arrays> + Clone,
+        {
+            fn shape(&self) -> Shape {
+                self.inputs.0.shape()
+            }
+
+            type Operand<'s>
+                = LazyOp<'s, F, ($($x::Operand<'s>,)+)>
+            where
+                Self: 's;
+
+            fn operand(&self) -> Result<Self::Operand<'_>> {
+                let inputs = ($(self.inputs.$i.operand()?,)+);
+                let arrays = self.map.bound_arrays().bind();
+                let uniforms = self.map.bound_uniforms()?;
+                let shape = self.shape();
+                // The checks the producer's own `run` makes.
+                check_arrays("lazy Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
+                check_inputs("lazy Map", &inputs.shapes(), shape)?;
+                check_index_dims("lazy Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
+                Ok(LazyOp {
+                    inputs,
+                    arrays,
+                    uniforms,
+                    first: 0,
+                    shape,
+                    cols: shape.cols(),
+                })
+            }
+
+            fn resolve(&self, backend: Option<Backend>) -> Result<Resolved<'_, F::Out>> {
+                let map = match backend {
+                    Some(b) => self.map.clone().backend(b),
+                    None => self.map.clone(),
+                };
+                // The producer's own checks (every input of one shape) run in `map.run`.
+                Ok(match self.shape() {
+                    Shape::Vector(n) => {
+                        let mut v = Vector::scratch(n);
+                        map.run($(self.inputs.$i,)+ &mut v)?;
+                        Resolved::Vector(v)
+                    }
+                    Shape::Matrix { rows, cols } => {
+                        let mut m = Matrix::scratch(rows, cols);
+                        map.run($(self.inputs.$i,)+ &mut m)?;
+                        Resolved::Matrix(m)
+                    }
+                })
+            }
+        }
+    )*};
+}
+
+lazy_sources! {
+    (A XA 0)
+    (A XA 0, B XB 1)
+    (A XA 0, B XB 1, C XC 2)
+    (A XA 0, B XB 1, C XC 2, D XD 3)
+}
