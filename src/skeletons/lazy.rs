@@ -201,8 +201,7 @@ where
         self.arrays.visit(v)
     }
 
-    /// Lazy inputs over distributed containers are not supported: the host loop runs on
-    /// the operands as they are.
+    /// Never distributed: `operand` refuses a lazy Map over a distributed container.
     #[cfg(feature = "mpi")]
     fn spread(&self) -> Option<Spread> {
         None
@@ -269,6 +268,25 @@ impl<F: ElementwiseFn, H: HostSlices<Elems = F::Elems>> HostAt for LazyHost<'_, 
     }
 }
 
+/// A lazy Map over a distributed container would read this rank's block as if it were the
+/// whole operand: refused with an error rather than a wrong answer.
+#[cfg(feature = "mpi")]
+fn refuse_distributed<'a>(inputs: &impl ArgTuple<'a>) -> Result<()> {
+    if inputs.any_distributed() {
+        return Err(crate::Error::InvalidArgument(
+            "a lazy Map over a distributed container (skel::dist) is not supported: \
+             run the Map into a distributed container first"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "mpi"))]
+fn refuse_distributed<'a>(_: &impl ArgTuple<'a>) -> Result<()> {
+    Ok(())
+}
+
 macro_rules! lazy_sources {
     ($(($($t:ident $x:ident $i:tt),+))*) => {$(
         impl<'l, F, Bound, $($t: DeviceType, $x: Source<$t>),+> Source<F::Out>
@@ -295,6 +313,7 @@ macro_rules! lazy_sources {
                 check_arrays("lazy Map", F::NAME, F::Arrays::KINDS, &arrays.shapes())?;
                 check_inputs("lazy Map", &inputs.shapes(), shape)?;
                 check_index_dims("lazy Map", F::NAME, <F::Index as IndexKind>::DIMS, shape)?;
+                refuse_distributed(&inputs)?;
                 Ok(LazyOp {
                     inputs,
                     arrays,
