@@ -138,6 +138,23 @@ fn fault(function: Option<&'static str>, kind: FaultKind, index: i64, len: u64) 
     })
 }
 
+/// `[value; N]`, a local array of a user function: a compile error (E0080, "a local array of
+/// a user function holds at most 32 KiB") where `N` elements of `T` are more than
+/// [`MAX_LOCAL_ARRAY_BYTES`](crate::userfn::MAX_LOCAL_ARRAY_BYTES). `#[userfn]` writes every
+/// `[value; N]` of a body as a call of this, spanned at the array.
+#[doc(hidden)]
+#[inline(always)]
+pub fn local_array<T: Copy, const N: usize>(value: T) -> [T; N] {
+    const {
+        assert!(
+            N.checked_mul(std::mem::size_of::<T>()).is_some()
+                && N * std::mem::size_of::<T>() <= crate::userfn::MAX_LOCAL_ARRAY_BYTES,
+            "a local array of a user function holds at most 32 KiB (skel::userfn::MAX_LOCAL_ARRAY_BYTES)"
+        )
+    };
+    [value; N]
+}
+
 /// `i` if it is below `len`, else a [`FaultKind::Index`] fault of `function`.
 #[doc(hidden)]
 #[inline(always)]

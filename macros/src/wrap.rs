@@ -34,6 +34,18 @@ impl WrapRewriter {
         let f = &self.function;
         let rt = quote!(::skel::check);
         match e {
+            // A local array: its size is checked against the limit when it compiles.
+            Expr::Repeat(r) => {
+                let (v, len) = (&r.expr, &r.len);
+                let span = syn::spanned::Spanned::span(r);
+                // A literal or a constant's name is a const argument as it is; anything
+                // else needs braces.
+                let len = match &**len {
+                    Expr::Lit(_) | Expr::Path(_) => quote!(#len),
+                    _ => quote!({ #len }),
+                };
+                Some(parse(quote::quote_spanned!(span=> #rt::local_array::<_, #len>(#v))))
+            }
             Expr::Binary(b) => {
                 let (l, r) = (&b.left, &b.right);
                 let call = |method: &str| {

@@ -476,3 +476,99 @@ fn out_of_range_accesses_stay_inside_their_buffers() {
         }
     }
 }
+
+/// A 32 KiB local array (`skel::userfn::MAX_LOCAL_ARRAY_BYTES`), filled and read back in a
+/// scrambled order; 8192 elements of `u32`.
+#[userfn]
+pub fn local_32k(x: u32) -> u32 {
+    let mut a = [0u32; 8192];
+    for i in 0..a.len() {
+        a[i] = x.wrapping_mul(2654435761) ^ (i as u32);
+    }
+    let mut s = 0u32;
+    for i in 0..a.len() {
+        s = s.rotate_left(5) ^ a[(i * 7 + x as usize) % 8192];
+    }
+    s
+}
+
+/// Two 16 KiB local arrays in one function, the element read through a `&[u32]` too.
+#[userfn]
+pub fn local_2x16k(#[index] i: usize, t: &[u32]) -> u32 {
+    let mut a = [0u32; 4096];
+    let mut b = [0u32; 4096];
+    for k in 0..a.len() {
+        a[k] = t[(i + k) % t.len()] + k as u32;
+        b[4095 - k] = a[k] ^ 0x5555;
+    }
+    a[i % 4096] ^ b[(i * 3) % 4096]
+}
+
+/// The same with a fold after it: a kernel whose work-group size is fixed when it is built.
+#[userfn]
+pub fn local_16k(x: u32) -> u32 {
+    let mut a = [0u32; 4096];
+    for i in 0..a.len() {
+        a[i] = x ^ (i as u32);
+    }
+    a[(x as usize * 13) % 4096]
+}
+
+#[userfn]
+pub fn xor_u32(a: u32, b: u32) -> u32 {
+    a ^ b
+}
+
+/// Local arrays up to the one limit (32 KiB each, a compile error above it: the doc tests
+/// of `MAX_LOCAL_ARRAY_BYTES`) work on every backend in both modes, bit for bit as on the
+/// `cpu` (issue 23: a 16 KiB array crashed PoCL with SIGSEGV, checked too). A fold kernel,
+/// whose work-group is fixed when it is built, gives the `cpu`'s result or, on a CPU OpenCL
+/// device where its work-group cannot hold them, `Err(Driver)` before launch: never a crash.
+#[test]
+fn local_arrays_up_to_the_limit_work_everywhere() {
+    let xs = Vector::from_fn(1031, |i| (i as u32).wrapping_mul(7919));
+    let t = Vector::from_fn(997, |i| i as u32 * 3);
+    let mut want = Vector::zeroed(xs.len());
+    Map::new(local_32k)
+        .backend(Backend::Cpu)
+        .run(&xs, &mut want)
+        .unwrap();
+    let mut want2 = Vector::zeroed(300);
+    MapArray::new(local_2x16k)
+        .backend(Backend::Cpu)
+        .run_index(&t, &mut want2)
+        .unwrap();
+    let want3 = MapReduce::new(local_16k, xor_u32)
+        .backend(Backend::Cpu)
+        .run(&xs)
+        .unwrap();
+    for be in backends() {
+        for checked in [true, false] {
+            let mut got = Vector::zeroed(xs.len());
+            Map::new(local_32k)
+                .backend(be)
+                .checked(checked)
+                .run(&xs, &mut got)
+                .unwrap();
+            assert_eq!(got.to_vec(), want.to_vec(), "{be} checked={checked}");
+            let mut got = Vector::zeroed(300);
+            MapArray::new(local_2x16k)
+                .backend(be)
+                .checked(checked)
+                .run_index(&t, &mut got)
+                .unwrap();
+            assert_eq!(got.to_vec(), want2.to_vec(), "{be} checked={checked}");
+            match MapReduce::new(local_16k, xor_u32)
+                .backend(be)
+                .checked(checked)
+                .run(&xs)
+            {
+                Ok(v) => assert_eq!(v, want3, "{be} checked={checked}"),
+                Err(Error::Driver(m)) if be == Backend::OpenCl => {
+                    assert!(m.contains("local arrays"), "{be}: {m}")
+                }
+                Err(e) => panic!("{be} checked={checked}: {e}"),
+            }
+        }
+    }
+}
