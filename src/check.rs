@@ -292,6 +292,33 @@ macro_rules! min_max_float {
 
 min_max_float!(f32, f64);
 
+/// `powf` as every backend computes it: 1 for a base of 1 or an exponent of ±0 whatever
+/// the other operand, a NaN (quiet or signaling) included, as IEEE 754 recommends and
+/// OpenCL and CUDA specify (glibc's `pow(1, sNaN)` is NaN); otherwise the platform's
+/// `powf`.
+#[doc(hidden)]
+pub trait Powf: Copy {
+    /// `self.powf(e)`, with the special cases above.
+    fn w_powf(self, e: Self) -> Self;
+}
+
+macro_rules! powf_float {
+    ($($t:ty),*) => {$(
+        impl Powf for $t {
+            #[inline(always)]
+            fn w_powf(self, e: Self) -> Self {
+                if self == 1.0 || e == 0.0 {
+                    1.0
+                } else {
+                    self.powf(e)
+                }
+            }
+        }
+    )*};
+}
+
+powf_float!(f32, f64);
+
 /// `pow` that wraps.
 #[doc(hidden)]
 pub trait Pow: Copy {

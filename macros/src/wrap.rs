@@ -104,6 +104,8 @@ impl WrapRewriter {
                     ("min", 1) => Some(parse(quote!(#rt::MinMax::w_min(#recv, #(#args),*)))),
                     ("max", 1) => Some(parse(quote!(#rt::MinMax::w_max(#recv, #(#args),*)))),
                     ("clamp", 2) => Some(parse(quote!(#rt::clamp(#f, #recv, #(#args),*)))),
+                    // `powf(1, NaN)` is 1 on every backend (glibc: NaN for a signaling one)
+                    ("powf", 1) => Some(parse(quote!(#rt::Powf::w_powf(#recv, #(#args),*)))),
                     _ => None,
                 }
             }
@@ -130,6 +132,11 @@ impl WrapRewriter {
                         let ty = syn::Ident::new(ty, proc_macro2::Span::call_site());
                         let args = c.args.iter();
                         return Some(parse(quote!(<#ty as #rt::MinMax>::#m(#(#args),*))));
+                    }
+                    if is_float && func == "powf" {
+                        let ty = syn::Ident::new(ty, proc_macro2::Span::call_site());
+                        let args = c.args.iter();
+                        return Some(parse(quote!(<#ty as #rt::Powf>::w_powf(#(#args),*))));
                     }
                 }
                 if !INTS.contains(&ty.as_str()) {

@@ -572,3 +572,67 @@ fn local_arrays_up_to_the_limit_work_everywhere() {
         }
     }
 }
+
+#[userfn]
+pub fn pow_f32(x: f32, y: f32) -> f32 {
+    x.powf(y)
+}
+
+#[userfn]
+pub fn pow_f64(x: f64, y: f64) -> f64 {
+    f64::powf(x, y)
+}
+
+/// `powf`'s exact cases are the same on every backend: a base of 1 or an exponent of ±0
+/// gives 1 whatever the other operand, a quiet or signaling NaN included (glibc, which the
+/// `cpu` backend's Rust called, gave NaN for `powf(1, sNaN)`); any other NaN operand gives
+/// a NaN (payload and sign unspecified); the C99 special values (`pow(-1, ±inf)`, zeros,
+/// infinities, a negative base with a non-integer exponent) are exact.
+#[test]
+fn powf_special_cases_are_the_same_everywhere() {
+    let (qnan, snan) = (f32::NAN, f32::from_bits(0x7f80_0001));
+    let (inf, one_third) = (f32::INFINITY, 1.0f32 / 3.0);
+    #[rustfmt::skip]
+    let cases: [(f32, f32, f32); 20] = [
+        (1.0, snan, 1.0), (1.0, qnan, 1.0), (1.0, -snan, 1.0), (1.0, inf, 1.0),
+        (snan, 0.0, 1.0), (qnan, 0.0, 1.0), (qnan, -0.0, 1.0), (inf, 0.0, 1.0),
+        (qnan, 2.0, qnan), (2.0, qnan, qnan), (snan, 1.0, qnan), (-1.0, snan, qnan),
+        (-1.0, inf, 1.0), (-1.0, -inf, 1.0), (-8.0, one_third, qnan), (0.0, -1.0, inf),
+        (-0.0, -1.0, -inf), (-0.0, 3.0, -0.0), (inf, -1.0, 0.0), (0.5, inf, 0.0),
+    ];
+    let x = Vector::from_fn(cases.len(), |i| cases[i].0);
+    let y = Vector::from_fn(cases.len(), |i| cases[i].1);
+    let (x64, y64) = (
+        Vector::from_fn(cases.len(), |i| cases[i].0 as f64),
+        Vector::from_fn(cases.len(), |i| {
+            // keeps a signaling NaN signaling (`as` would quiet it)
+            let b = cases[i].1.to_bits();
+            if cases[i].1.is_nan() && b & 0x0040_0000 == 0 {
+                f64::from_bits(0x7ff0_0000_0000_0001 | ((b as u64 & 0x8000_0000) << 32))
+            } else {
+                cases[i].1 as f64
+            }
+        }),
+    );
+    let same = |g: f64, w: f32| (g.is_nan() && w.is_nan()) || g.to_bits() == (w as f64).to_bits();
+    for be in backends() {
+        for checked in [true, false] {
+            let mut o = Vector::filled(cases.len(), 7.0f32);
+            Map::new(pow_f32)
+                .backend(be)
+                .checked(checked)
+                .run(&x, &y, &mut o)
+                .unwrap();
+            let mut o64 = Vector::filled(cases.len(), 7.0f64);
+            Map::new(pow_f64)
+                .backend(be)
+                .checked(checked)
+                .run(&x64, &y64, &mut o64)
+                .unwrap();
+            for (i, &(a, b, w)) in cases.iter().enumerate() {
+                assert!(same(o[i] as f64, w), "{be} f32 #{i}: powf({a:?}, {b:?}) = {:?}", o[i]);
+                assert!(same(o64[i], w), "{be} f64 #{i}: powf({a:?}, {b:?}) = {:?}", o64[i]);
+            }
+        }
+    }
+}
