@@ -189,6 +189,7 @@ mod dialect;
 mod emit_c;
 pub mod ir;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) mod range;
 pub(crate) mod tile;
 mod typeck;
 
