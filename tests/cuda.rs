@@ -352,7 +352,10 @@ fn child_device_lost() {
     let b = Backend::Cuda;
     let x = Vector::from_fn(4096, |i| i as f32);
     let mut before = Vector::zeroed(4096);
-    Map::new(scale_add).backend(b).run(&x, &x, &mut before).unwrap();
+    Map::new(scale_add)
+        .backend(b)
+        .run(&x, &x, &mut before)
+        .unwrap();
     let mut out = Vector::filled(4096, -1.0f32);
     skel::debug::inject_device_loss();
     let lost = |r: Result<()>, what: &str| match r {
@@ -360,12 +363,21 @@ fn child_device_lost() {
             assert_eq!(backend, Backend::Cuda, "{what}");
             assert!(reason.contains("ILLEGAL_ADDRESS"), "{what}: {reason}");
             let msg = Error::DeviceLost { backend, reason }.to_string();
-            assert!(msg.contains("device lost for the rest of the process"), "{msg}");
+            assert!(
+                msg.contains("device lost for the rest of the process"),
+                "{msg}"
+            );
         }
         other => panic!("{what}: expected Err(DeviceLost), got {other:?}"),
     };
-    lost(Map::new(scale_add).backend(b).run(&x, &x, &mut out), "the call that lost it");
-    lost(Map::new(scale_add).backend(b).run(&x, &x, &mut out), "the next call");
+    lost(
+        Map::new(scale_add).backend(b).run(&x, &x, &mut out),
+        "the call that lost it",
+    );
+    lost(
+        Map::new(scale_add).backend(b).run(&x, &x, &mut out),
+        "the next call",
+    );
     lost(
         Reduce::new(scale_add).backend(b).run(&x).map(|_| ()),
         "a Reduce after it",

@@ -36,7 +36,11 @@ pub fn userfns(input: TokenStream) -> TokenStream {
             .expect("userfns!(SEED, COUNT): two integers")
         })
         .collect();
-    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok());
+    let env = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
     let seed = env("SKEL_FUZZ_SEED").unwrap_or(nums[0]);
     let count = env("SKEL_FUZZ_BODIES").unwrap_or(nums[1]) as usize;
     let mut fns = proc_macro2::TokenStream::new();
@@ -143,19 +147,67 @@ impl Gen {
         format!("v{}", self.next)
     }
 
+    /// A literal, in parentheses when negative (`-1.0f32.abs()` is `-(1.0f32.abs())`).
     fn lit(&mut self, t: T) -> String {
+        let l = self.lit_text(t);
+        if l.starts_with('-') {
+            format!("({l})")
+        } else {
+            l
+        }
+    }
+
+    fn lit_text(&mut self, t: T) -> String {
         match t {
             T::I32 => self
-                .pick(&["0i32", "1i32", "-1i32", "7i32", "-13i32", "i32::MAX", "i32::MIN", "255i32", "100000i32"])
+                .pick(&[
+                    "0i32",
+                    "1i32",
+                    "-1i32",
+                    "7i32",
+                    "-13i32",
+                    "i32::MAX",
+                    "i32::MIN",
+                    "255i32",
+                    "100000i32",
+                ])
                 .to_string(),
             T::U32 => self
-                .pick(&["0u32", "1u32", "3u32", "u32::MAX", "2147483648u32", "65535u32", "12345u32"])
+                .pick(&[
+                    "0u32",
+                    "1u32",
+                    "3u32",
+                    "u32::MAX",
+                    "2147483648u32",
+                    "65535u32",
+                    "12345u32",
+                ])
                 .to_string(),
             T::F32 => self
-                .pick(&["0.0f32", "-0.0f32", "1.0f32", "-2.5f32", "0.1f32", "3.0e5f32", "f32::MAX", "f32::INFINITY", "1.0e-3f32"])
+                .pick(&[
+                    "0.0f32",
+                    "-0.0f32",
+                    "1.0f32",
+                    "-2.5f32",
+                    "0.1f32",
+                    "3.0e5f32",
+                    "f32::MAX",
+                    "f32::INFINITY",
+                    "1.0e-3f32",
+                ])
                 .to_string(),
             T::F64 => self
-                .pick(&["0.0f64", "-0.0f64", "1.0f64", "-2.5f64", "0.1f64", "3.0e5f64", "1.0e300f64", "f64::NEG_INFINITY", "1.0e-3f64"])
+                .pick(&[
+                    "0.0f64",
+                    "-0.0f64",
+                    "1.0f64",
+                    "-2.5f64",
+                    "0.1f64",
+                    "3.0e5f64",
+                    "1.0e300f64",
+                    "f64::NEG_INFINITY",
+                    "1.0e-3f64",
+                ])
                 .to_string(),
             T::Bool => self.pick(&["true", "false"]).to_string(),
         }
@@ -206,7 +258,12 @@ impl Gen {
             5 => format!("{} << {}", self.expr(t, d), self.below(32)),
             6 => format!("{} >> {}", self.expr(t, d), self.below(32)),
             7 => format!("{} ^ {}", self.expr(t, d), self.expr(t, d)),
-            8 => format!("{} & {} | {}", self.expr(t, d), self.expr(t, d), self.expr(t, d)),
+            8 => format!(
+                "{} & {} | {}",
+                self.expr(t, d),
+                self.expr(t, d),
+                self.expr(t, d)
+            ),
             9 => format!("{}.min({})", self.expr(t, d), self.expr(t, d)),
             10 => format!("{}.max({})", self.expr(t, d), self.expr(t, d)),
             11 => {
@@ -404,5 +461,22 @@ impl Gen {
             get(T::F32),
             get(T::U32)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Bodies are drawn from the seed alone, and each is a well-formed function.
+    #[test]
+    fn the_same_seed_draws_the_same_bodies() {
+        let draw = |seed: u64| super::Gen::new(seed).function("fz_0");
+        assert_eq!(draw(7), draw(7));
+        assert_ne!(draw(7), draw(8));
+        let f = draw(7);
+        assert!(
+            f.starts_with("#[userfn]") && f.contains("pub fn fz_0("),
+            "{f}"
+        );
+        assert_eq!(f.matches('{').count(), f.matches('}').count(), "{f}");
     }
 }

@@ -76,10 +76,7 @@ fn loop_bound(
         return None;
     }
     let bound = match end {
-        Expr::Len(x) => match x {
-            Expr::Var(x) => Bound::Len(x),
-            _ => return None,
-        },
+        Expr::Len(Expr::Var(x)) => Bound::Len(x),
         Expr::Int { value, .. } => Bound::Const(*value),
         _ => return None,
     };
@@ -97,9 +94,7 @@ fn rebinds(body: &Block, names: &[&str]) -> bool {
         if let Node::Stmt(s) = n {
             found |= match s {
                 Stmt::Let { name, .. } => names.contains(name),
-                Stmt::LetTuple { names: bound, .. } => {
-                    bound.iter().any(|(b, _)| names.contains(b))
-                }
+                Stmt::LetTuple { names: bound, .. } => bound.iter().any(|(b, _)| names.contains(b)),
                 Stmt::For { var, .. } => names.contains(var),
                 _ => false,
             };
@@ -233,11 +228,21 @@ mod tests {
     fn a_loop_over_the_length_proves_its_variable() {
         assert_eq!(
             of(over_len),
-            pairs(&[("t[i]", false), ("t[j]", true), ("t[j]", true), ("t[k]", true)])
+            pairs(&[
+                ("t[i]", false),
+                ("t[j]", true),
+                ("t[j]", true),
+                ("t[k]", true)
+            ])
         );
         assert_eq!(
             of(over_array),
-            pairs(&[("a[j]", true), ("a[j]", true), ("a[j]", true), ("other", false)])
+            pairs(&[
+                ("a[j]", true),
+                ("a[j]", true),
+                ("a[j]", true),
+                ("other", false)
+            ])
         );
     }
 

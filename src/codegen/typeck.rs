@@ -45,7 +45,10 @@ impl TBlock {
     pub(crate) fn local_array_bytes(&self) -> usize {
         fn expr(e: &TExpr) -> usize {
             e.kids.iter().map(expr).sum::<usize>()
-                + e.blocks.iter().map(TBlock::local_array_bytes).sum::<usize>()
+                + e.blocks
+                    .iter()
+                    .map(TBlock::local_array_bytes)
+                    .sum::<usize>()
         }
         let stmts: usize = self
             .stmts
@@ -56,7 +59,10 @@ impl TBlock {
                     _ => 0,
                 };
                 own + s.kids.iter().map(expr).sum::<usize>()
-                    + s.blocks.iter().map(TBlock::local_array_bytes).sum::<usize>()
+                    + s.blocks
+                        .iter()
+                        .map(TBlock::local_array_bytes)
+                        .sum::<usize>()
             })
             .sum();
         stmts + self.tail.as_ref().map_or(0, expr)

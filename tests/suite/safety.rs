@@ -515,15 +515,25 @@ pub fn local_16k(x: u32) -> u32 {
 }
 
 #[userfn]
+pub fn pair_16k(r: u32, c: u32) -> u32 {
+    let mut a = [0u32; 4096];
+    for i in 0..a.len() {
+        a[i] = r ^ (i as u32);
+    }
+    a[(c as usize * 13) % 4096]
+}
+
+#[userfn]
 pub fn xor_u32(a: u32, b: u32) -> u32 {
     a ^ b
 }
 
 /// Local arrays up to the one limit (32 KiB each, a compile error above it: the doc tests
 /// of `MAX_LOCAL_ARRAY_BYTES`) work on every backend in both modes, bit for bit as on the
-/// `cpu` (issue 23: a 16 KiB array crashed PoCL with SIGSEGV, checked too). A fold kernel,
-/// whose work-group is fixed when it is built, gives the `cpu`'s result or, on a CPU OpenCL
-/// device where its work-group cannot hold them, `Err(Driver)` before launch: never a crash.
+/// `cpu` (issue 23: a 16 KiB array crashed PoCL with SIGSEGV, checked too): Map, MapArray,
+/// MapReduce. MapPairsReduce, whose work-group size is fixed, gives the `cpu`'s result or,
+/// on a CPU OpenCL device whose work-group cannot hold the arrays, `Err(Driver)` before
+/// launch: never a crash.
 #[test]
 fn local_arrays_up_to_the_limit_work_everywhere() {
     let xs = Vector::from_fn(1031, |i| (i as u32).wrapping_mul(7919));
@@ -542,6 +552,13 @@ fn local_arrays_up_to_the_limit_work_everywhere() {
         .backend(Backend::Cpu)
         .run(&xs)
         .unwrap();
+    let rows = Vector::from_fn(300, |i| i as u32);
+    let cols = Vector::from_fn(17, |i| i as u32 * 5);
+    let mut want4 = Vector::zeroed(300);
+    MapPairsReduce::new(pair_16k, xor_u32)
+        .backend(Backend::Cpu)
+        .run_rows(&rows, &cols, &mut want4)
+        .unwrap();
     for be in backends() {
         for checked in [true, false] {
             let mut got = Vector::zeroed(xs.len());
@@ -558,17 +575,27 @@ fn local_arrays_up_to_the_limit_work_everywhere() {
                 .run_index(&t, &mut got)
                 .unwrap();
             assert_eq!(got.to_vec(), want2.to_vec(), "{be} checked={checked}");
-            match MapReduce::new(local_16k, xor_u32)
+            let v = MapReduce::new(local_16k, xor_u32)
                 .backend(be)
                 .checked(checked)
                 .run(&xs)
-            {
-                Ok(v) => assert_eq!(v, want3, "{be} checked={checked}"),
-                Err(Error::Driver(m)) if be == Backend::OpenCl => {
-                    assert!(m.contains("local arrays"), "{be}: {m}")
-                }
-                Err(e) => panic!("{be} checked={checked}: {e}"),
-            }
+                .unwrap();
+            assert_eq!(v, want3, "{be} checked={checked}");
+            let mut got = Vector::zeroed(300);
+            MapPairsReduce::new(pair_16k, xor_u32)
+                .backend(be)
+                .checked(checked)
+                .run_rows(&rows, &cols, &mut got)
+                .map_or_else(
+                    // a kernel of fixed work-group size on a CPU OpenCL device
+                    |e| match e {
+                        Error::Driver(m) if be == Backend::OpenCl => {
+                            assert!(m.contains("local arrays"), "{be}: {m}")
+                        }
+                        e => panic!("{be} checked={checked}: {e}"),
+                    },
+                    |()| assert_eq!(got.to_vec(), want4.to_vec(), "{be} checked={checked}"),
+                );
         }
     }
 }
@@ -630,8 +657,78 @@ fn powf_special_cases_are_the_same_everywhere() {
                 .run(&x64, &y64, &mut o64)
                 .unwrap();
             for (i, &(a, b, w)) in cases.iter().enumerate() {
-                assert!(same(o[i] as f64, w), "{be} f32 #{i}: powf({a:?}, {b:?}) = {:?}", o[i]);
-                assert!(same(o64[i], w), "{be} f64 #{i}: powf({a:?}, {b:?}) = {:?}", o64[i]);
+                assert!(
+                    same(o[i] as f64, w),
+                    "{be} f32 #{i}: powf({a:?}, {b:?}) = {:?}",
+                    o[i]
+                );
+                assert!(
+                    same(o64[i], w),
+                    "{be} f64 #{i}: powf({a:?}, {b:?}) = {:?}",
+                    o64[i]
+                );
+            }
+        }
+    }
+}
+
+/// The nearest centre of point `i` over all features, as Rodinia's k-means port computes
+/// it: both operands `Mat`s (points and centres by rows), the distance summed feature by
+/// feature with `powi(2)`, the first centre on a tie.
+#[userfn]
+pub fn nearest_features(#[index] i: usize, pts: Mat<f32>, cs: Mat<f32>) -> u32 {
+    let mut best = 0u32;
+    let mut best_d = f32::MAX;
+    for k in 0..cs.rows() {
+        let mut d = 0.0f32;
+        for f in 0..pts.cols() {
+            d += (pts[(i, f)] - cs[(k, f)]).powi(2);
+        }
+        if d < best_d {
+            best_d = d;
+            best = k as u32;
+        }
+    }
+    best
+}
+
+/// The k-means membership of Rodinia's shape (34 features, 5 clusters, centres that are
+/// copies of each other so that every point ties): `Map` with two `Mat` arguments gives
+/// the `cpu`'s membership bit for bit on every backend, in both modes (on CUDA the port
+/// gave "MISMATCH at 463: 2 vs 0" while every other backend agreed).
+#[test]
+fn k_means_membership_over_many_features_is_the_same_everywhere() {
+    let (n, feats, k) = (1009usize, 34usize, 5usize);
+    let pts = Matrix::from_fn(n, feats, |r, c| {
+        ((r * 31 + c * 7) % 97) as f32 * 0.125 - 6.0
+    });
+    // centres 0 and 3 are equal, so are 1 and 4: ties the first must win
+    let cs = Matrix::from_fn(k, feats, |r, c| ((r % 3) * 13 + c) as f32 * 0.25 - 4.0);
+    let mut want = Vector::zeroed(n);
+    Map::new(nearest_features)
+        .arrays((&pts, &cs))
+        .backend(Backend::Cpu)
+        .run_index(&mut want)
+        .unwrap();
+    assert!(
+        want.to_vec().iter().all(|&m| m < 3),
+        "ties go to the first centre"
+    );
+    for be in backends() {
+        for checked in [true, false] {
+            let mut got = Vector::filled(n, 99u32);
+            Map::new(nearest_features)
+                .arrays((&pts, &cs))
+                .backend(be)
+                .checked(checked)
+                .run_index(&mut got)
+                .unwrap();
+            let (g, w) = (got.to_vec(), want.to_vec());
+            if let Some(i) = (0..n).find(|&i| g[i] != w[i]) {
+                panic!(
+                    "{be} checked={checked}: MISMATCH at {i}: {} vs {}",
+                    g[i], w[i]
+                );
             }
         }
     }

@@ -152,7 +152,32 @@ fn local_bytes() -> &'static Mutex<HashMap<usize, usize>> {
 /// the local arrays, on that thread's stack (PoCL 3.1: 2 MiB of local arrays per
 /// work-group run, 4 MiB crash the process with SIGSEGV whatever the call's mode). Half
 /// of what was seen to work leaves room for the rest of the frame.
-const CPU_GROUP_PRIVATE_BYTES: usize = 1 << 20;
+pub(crate) const CPU_GROUP_PRIVATE_BYTES: usize = 1 << 20;
+
+/// The bytes of the local arrays of the program of `defs` (see
+/// [`DeviceSource::local_array_bytes`](crate::codegen::DeviceSource::local_array_bytes)),
+/// generated once per list of functions: what a plan fixed before the program is built
+/// needs to size its work-groups.
+pub(crate) fn local_array_bytes(defs: &[&'static crate::codegen::FnDef]) -> Result<usize> {
+    type Cache = Mutex<HashMap<Vec<usize>, usize>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key: Vec<usize> = defs.iter().map(|d| *d as *const _ as usize).collect();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(&b) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return Ok(b);
+    }
+    let b = crate::codegen::device_source_checked(defs, crate::codegen::Dialect::OpenCl, false)?
+        .local_array_bytes();
+    cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, b);
+    Ok(b)
+}
 
 /// The largest work-group kernel `name` of `prog` (whose kernel object is `k`) can run
 /// with on the device, queried once per program and kernel: `CL_KERNEL_WORK_GROUP_SIZE`,
@@ -189,12 +214,14 @@ pub(crate) fn max_work_group(
             .get(&key.0)
             .copied()
             .unwrap_or(0);
-        let queried =
-            match cl::get_kernel_work_group_info(k, ctx.device, cl::KernelWorkGroupInfo::PrivateMemSize)
-            {
-                Ok(cl::KernelWorkGroupInfoResult::PrivateMemSize(b)) => b as usize,
-                _ => 0,
-            };
+        let queried = match cl::get_kernel_work_group_info(
+            k,
+            ctx.device,
+            cl::KernelWorkGroupInfo::PrivateMemSize,
+        ) {
+            Ok(cl::KernelWorkGroupInfoResult::PrivateMemSize(b)) => b as usize,
+            _ => 0,
+        };
         m.min(CPU_GROUP_PRIVATE_BYTES / stated.max(queried).max(1))
     };
     map.lock()
