@@ -741,9 +741,7 @@ fn nbody(b: &mut Bench, n: usize, tiled: bool) -> Row {
     let v = Vector::from(host);
     let mut out: Vector<Acc> = Vector::zeroed(n);
     b.skel_cells(&mut row, want.as_deref(), 1e-5, &mut |bk, read| {
-        MapArray::new(accel)
-            .backend(bk)
-            .run_index(&v, &mut out)?;
+        MapArray::new(accel).backend(bk).run_index(&v, &mut out)?;
         Ok(read.then(|| acc_f32(out.as_slice())))
     });
     row

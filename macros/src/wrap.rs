@@ -44,7 +44,10 @@ impl WrapRewriter {
                     Expr::Lit(_) | Expr::Path(_) => quote!(#len),
                     _ => quote!({ #len }),
                 };
-                Some(parse(quote::quote_spanned!(span=> #rt::local_array::<_, #len>(#v))))
+                // The path spanned at the array too: a too large one is reported there.
+                Some(parse(
+                    quote::quote_spanned!(span=> ::skel::check::local_array::<_, #len>(#v)),
+                ))
             }
             Expr::Binary(b) => {
                 let (l, r) = (&b.left, &b.right);
