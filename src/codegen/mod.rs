@@ -189,9 +189,10 @@ mod dialect;
 mod emit_c;
 pub mod ir;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) mod range;
 pub(crate) mod tile;
 mod typeck;
+// Added after the others to ease merges.
+pub(crate) mod range;
 
 pub use dialect::{c_type, Dialect};
 pub use emit_c::{
