@@ -138,6 +138,23 @@ fn fault(function: Option<&'static str>, kind: FaultKind, index: i64, len: u64) 
     })
 }
 
+/// `[value; N]`, a local array of a user function: a compile error (E0080, "a local array of
+/// a user function holds at most 32 KiB") where `N` elements of `T` are more than
+/// [`MAX_LOCAL_ARRAY_BYTES`](crate::userfn::MAX_LOCAL_ARRAY_BYTES). `#[userfn]` writes every
+/// `[value; N]` of a body as a call of this, spanned at the array.
+#[doc(hidden)]
+#[inline(always)]
+pub fn local_array<T: Copy, const N: usize>(value: T) -> [T; N] {
+    const {
+        assert!(
+            N.checked_mul(std::mem::size_of::<T>()).is_some()
+                && N * std::mem::size_of::<T>() <= crate::userfn::MAX_LOCAL_ARRAY_BYTES,
+            "a local array of a user function holds at most 32 KiB (skel::userfn::MAX_LOCAL_ARRAY_BYTES)"
+        )
+    };
+    [value; N]
+}
+
 /// `i` if it is below `len`, else a [`FaultKind::Index`] fault of `function`.
 #[doc(hidden)]
 #[inline(always)]
@@ -274,6 +291,33 @@ macro_rules! min_max_float {
 }
 
 min_max_float!(f32, f64);
+
+/// `powf` as every backend computes it: 1 for a base of 1 or an exponent of ±0 whatever
+/// the other operand, a NaN (quiet or signaling) included, as IEEE 754 recommends and
+/// OpenCL and CUDA specify (glibc's `pow(1, sNaN)` is NaN); otherwise the platform's
+/// `powf`.
+#[doc(hidden)]
+pub trait Powf: Copy {
+    /// `self.powf(e)`, with the special cases above.
+    fn w_powf(self, e: Self) -> Self;
+}
+
+macro_rules! powf_float {
+    ($($t:ty),*) => {$(
+        impl Powf for $t {
+            #[inline(always)]
+            fn w_powf(self, e: Self) -> Self {
+                if self == 1.0 || e == 0.0 {
+                    1.0
+                } else {
+                    self.powf(e)
+                }
+            }
+        }
+    )*};
+}
+
+powf_float!(f32, f64);
 
 /// `pow` that wraps.
 #[doc(hidden)]

@@ -263,6 +263,27 @@ pub fn clear_fault() -> Option<Fault> {
     f.take().map(|(kind, _)| kind)
 }
 
+/// Armed by [`inject_device_loss`].
+static LOSE: AtomicBool = AtomicBool::new(false);
+
+/// For tests of a lost device (`Error::DeviceLost`): the next CUDA kernel launch fails as
+/// an illegal address does (`CUDA_ERROR_ILLEGAL_ADDRESS`, a sticky error), so the CUDA
+/// backend marks its context lost for the rest of the process: that call and every later
+/// one return [`crate::Error::DeviceLost`]. Irreversible: run it in a process of its own.
+/// Safe code cannot reach an illegal address any more (unchecked kernels clamp their
+/// indices), hence this hook.
+#[doc(hidden)]
+pub fn inject_device_loss() {
+    LOSE.store(true, Ordering::SeqCst);
+}
+
+/// Called by the CUDA backend right before a kernel launch: whether it must fail as a lost
+/// device (once).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn loss_fires() -> bool {
+    LOSE.load(Ordering::Relaxed) && LOSE.swap(false, Ordering::SeqCst)
+}
+
 /// Called by the backends right before a device operation of kind `kind`: whether it must
 /// fail (the armed fault fires and disarms itself).
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]

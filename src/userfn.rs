@@ -107,6 +107,48 @@ use crate::codegen::{FnDef, Ty};
 use crate::containers::{Arg, Input, Shape};
 use crate::plan::ArgTuple;
 
+/// The most bytes one local array of a user function (`[value; N]`) may hold: 32 KiB, on
+/// every backend.
+///
+/// A larger one is a compile error at the array (E0080 "a local array of a user function
+/// holds at most 32 KiB", reported by `cargo build`/`cargo test`; `cargo check` does not
+/// evaluate it), so no backend meets it at run time. Up to the limit an array works on every
+/// backend: the OpenCL backend sizes the work-groups of a CPU device (PoCL, which runs a
+/// work-group on one thread's stack) so that their local arrays fit, and a GPU keeps them in
+/// the thread's local memory. A kernel whose private memory the device cannot give any
+/// work-group is `Err(Error::Driver)` before launch.
+///
+/// ```
+/// use skel::prelude::*;
+///
+/// #[userfn]
+/// fn spread(x: u32) -> u32 {
+///     let mut seen = [0u32; 8192]; // 32 KiB: the limit
+///     seen[(x as usize) % 8192] = x;
+///     seen[(x as usize * 7) % 8192] + 1
+/// }
+/// let mut out = Vector::zeroed(3);
+/// Map::new(spread).run(&Vector::from(vec![0u32, 1, 2]), &mut out)?;
+/// assert_eq!(out.to_vec(), vec![1, 1, 1]);
+/// assert_eq!(skel::userfn::MAX_LOCAL_ARRAY_BYTES, 32 * 1024);
+/// # Ok::<(), skel::Error>(())
+/// ```
+///
+/// One more element does not compile:
+///
+/// ```compile_fail,E0080
+/// use skel::prelude::*;
+///
+/// #[userfn]
+/// fn too_big(x: u32) -> u32 {
+///     let seen = [x; 8193];
+///     seen[0]
+/// }
+/// let mut out = Vector::zeroed(1);
+/// Map::new(too_big).run(&Vector::from(vec![1u32]), &mut out).unwrap();
+/// ```
+pub const MAX_LOCAL_ARRAY_BYTES: usize = 32 * 1024;
+
 /// A plain-old-data type that can live in device memory and be named in C.
 ///
 /// Implemented for `f32 f64 i8 i16 i32 i64 u8 u16 u32 u64 bool`, for arrays `[T; N]` and

@@ -338,3 +338,87 @@ fn an_unchecked_wild_index_stays_inside_its_buffer() {
         .unwrap_or_else(|| panic!("child printed nothing:\n{out}\n{err}"));
     assert_eq!(line, "child: clamped", "{out}\n{err}");
 }
+
+/// The child of [`a_lost_device_is_device_lost_for_every_later_call`]: a context marked
+/// lost (`skel::debug::inject_device_loss`, the sticky error of an illegal address at the
+/// next launch) makes that call and every later one `Err(DeviceLost)` naming what lost it;
+/// host reads never panic.
+#[test]
+#[ignore = "run as a child process by a_lost_device_is_device_lost_for_every_later_call"]
+fn child_device_lost() {
+    if !is_child("child_device_lost") || !common::available(Backend::Cuda) {
+        return;
+    }
+    let b = Backend::Cuda;
+    let x = Vector::from_fn(4096, |i| i as f32);
+    let mut before = Vector::zeroed(4096);
+    Map::new(scale_add)
+        .backend(b)
+        .run(&x, &x, &mut before)
+        .unwrap();
+    let mut out = Vector::filled(4096, -1.0f32);
+    skel::debug::inject_device_loss();
+    let lost = |r: Result<()>, what: &str| match r {
+        Err(Error::DeviceLost { backend, reason }) => {
+            assert_eq!(backend, Backend::Cuda, "{what}");
+            assert!(reason.contains("ILLEGAL_ADDRESS"), "{what}: {reason}");
+            let msg = Error::DeviceLost { backend, reason }.to_string();
+            assert!(
+                msg.contains("device lost for the rest of the process"),
+                "{msg}"
+            );
+        }
+        other => panic!("{what}: expected Err(DeviceLost), got {other:?}"),
+    };
+    lost(
+        Map::new(scale_add).backend(b).run(&x, &x, &mut out),
+        "the call that lost it",
+    );
+    lost(
+        Map::new(scale_add).backend(b).run(&x, &x, &mut out),
+        "the next call",
+    );
+    lost(
+        Reduce::new(scale_add).backend(b).run(&x).map(|_| ()),
+        "a Reduce after it",
+    );
+    // the failed calls' output: its old values, or the loss as an error (never a panic);
+    // with its old values, the infallible accessors read them too
+    match out.try_to_vec() {
+        Ok(v) => {
+            assert!(v.iter().all(|&v| v == -1.0), "{:?}", &v[..4]);
+            assert!(out.to_vec().iter().all(|&v| v == -1.0));
+            assert_eq!(out[17], -1.0);
+        }
+        Err(e) => lost(Err(e), "reading the failed call's output"),
+    }
+    // a result computed before the loss: its values, or the loss as an error
+    match before.try_to_vec() {
+        Ok(v) => assert!(v.iter().enumerate().all(|(i, &o)| o == i as f32 * 4.0)),
+        Err(e) => lost(Err(e), "reading a result left on the device"),
+    }
+    assert_eq!(x.to_vec()[4095], 4095.0);
+    // the host backends are unaffected
+    let mut host = Vector::zeroed(4096);
+    Map::new(scale_add)
+        .backend(Backend::Cpu)
+        .run(&x, &x, &mut host)
+        .unwrap();
+    assert_eq!(host[3], 12.0);
+    println!("child: lost as expected");
+}
+
+#[test]
+fn a_lost_device_is_device_lost_for_every_later_call() {
+    let _g = lock();
+    if !common::available(Backend::Cuda) {
+        return;
+    }
+    let (ok, out, err) = run_child("child_device_lost", &[]);
+    assert!(ok, "child failed:\n{out}\n{err}");
+    let line = out
+        .lines()
+        .find_map(|l| l.find("child: ").map(|k| &l[k..]))
+        .unwrap_or_else(|| panic!("child printed nothing:\n{out}\n{err}"));
+    assert_eq!(line, "child: lost as expected", "{out}\n{err}");
+}

@@ -34,6 +34,21 @@ impl WrapRewriter {
         let f = &self.function;
         let rt = quote!(::skel::check);
         match e {
+            // A local array: its size is checked against the limit when it compiles.
+            Expr::Repeat(r) => {
+                let (v, len) = (&r.expr, &r.len);
+                let span = syn::spanned::Spanned::span(r);
+                // A literal or a constant's name is a const argument as it is; anything
+                // else needs braces.
+                let len = match &**len {
+                    Expr::Lit(_) | Expr::Path(_) => quote!(#len),
+                    _ => quote!({ #len }),
+                };
+                // The path spanned at the array too: a too large one is reported there.
+                Some(parse(
+                    quote::quote_spanned!(span=> ::skel::check::local_array::<_, #len>(#v)),
+                ))
+            }
             Expr::Binary(b) => {
                 let (l, r) = (&b.left, &b.right);
                 let call = |method: &str| {
@@ -92,6 +107,8 @@ impl WrapRewriter {
                     ("min", 1) => Some(parse(quote!(#rt::MinMax::w_min(#recv, #(#args),*)))),
                     ("max", 1) => Some(parse(quote!(#rt::MinMax::w_max(#recv, #(#args),*)))),
                     ("clamp", 2) => Some(parse(quote!(#rt::clamp(#f, #recv, #(#args),*)))),
+                    // `powf(1, NaN)` is 1 on every backend (glibc: NaN for a signaling one)
+                    ("powf", 1) => Some(parse(quote!(#rt::Powf::w_powf(#recv, #(#args),*)))),
                     _ => None,
                 }
             }
@@ -118,6 +135,11 @@ impl WrapRewriter {
                         let ty = syn::Ident::new(ty, proc_macro2::Span::call_site());
                         let args = c.args.iter();
                         return Some(parse(quote!(<#ty as #rt::MinMax>::#m(#(#args),*))));
+                    }
+                    if is_float && func == "powf" {
+                        let ty = syn::Ident::new(ty, proc_macro2::Span::call_site());
+                        let args = c.args.iter();
+                        return Some(parse(quote!(<#ty as #rt::Powf>::w_powf(#(#args),*))));
                     }
                 }
                 if !INTS.contains(&ty.as_str()) {

@@ -191,11 +191,13 @@ pub mod ir;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) mod tile;
 mod typeck;
+// Added after the others to ease merges.
+pub(crate) mod range;
 
 pub use dialect::{c_type, Dialect};
 pub use emit_c::{
     array_len_param, array_len_param_named, checked_functions, device_source,
-    device_source_checked, device_source_multi, DeviceSource,
+    device_source_checked, device_source_multi, local_array_bytes_of, DeviceSource,
 };
 pub use ir::ConstValue;
 pub use ir::FnDef;

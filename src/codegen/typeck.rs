@@ -38,6 +38,37 @@ pub(crate) struct TBlock {
     pub tail: Option<TExpr>,
 }
 
+impl TBlock {
+    /// The bytes of the local arrays this block and the blocks inside it declare (each
+    /// `let` of an array type, arrays in disjoint scopes counted apart): what a device
+    /// thread keeps in private memory beyond its scalars.
+    pub(crate) fn local_array_bytes(&self) -> usize {
+        fn expr(e: &TExpr) -> usize {
+            e.kids.iter().map(expr).sum::<usize>()
+                + e.blocks
+                    .iter()
+                    .map(TBlock::local_array_bytes)
+                    .sum::<usize>()
+        }
+        let stmts: usize = self
+            .stmts
+            .iter()
+            .map(|s| {
+                let own = match s.ty {
+                    Some(t @ Ty::Array(_)) => t.size(),
+                    _ => 0,
+                };
+                own + s.kids.iter().map(expr).sum::<usize>()
+                    + s.blocks
+                        .iter()
+                        .map(TBlock::local_array_bytes)
+                        .sum::<usize>()
+            })
+            .sum();
+        stmts + self.tail.as_ref().map_or(0, expr)
+    }
+}
+
 /// Typed mirror of a [`Stmt`]. `ty` is the type of the local a `Let`/`For` introduces.
 /// Children: `Let`: `[init?]`; `LetTuple`: `[init]` (`ty` is the tuple's type, `None` when
 /// `init` is a tuple expression, bound element by element); `Assign`: `[place, value]`;

@@ -9,6 +9,7 @@
 
 pub mod checked;
 pub mod devices;
+pub mod fuzz;
 pub mod lang;
 pub mod safety;
 

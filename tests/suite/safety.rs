@@ -476,3 +476,260 @@ fn out_of_range_accesses_stay_inside_their_buffers() {
         }
     }
 }
+
+/// A 32 KiB local array (`skel::userfn::MAX_LOCAL_ARRAY_BYTES`), filled and read back in a
+/// scrambled order; 8192 elements of `u32`.
+#[userfn]
+pub fn local_32k(x: u32) -> u32 {
+    let mut a = [0u32; 8192];
+    for i in 0..a.len() {
+        a[i] = x.wrapping_mul(2654435761) ^ (i as u32);
+    }
+    let mut s = 0u32;
+    for i in 0..a.len() {
+        s = s.rotate_left(5) ^ a[(i * 7 + x as usize) % 8192];
+    }
+    s
+}
+
+/// Two 16 KiB local arrays in one function, the element read through a `&[u32]` too.
+#[userfn]
+pub fn local_2x16k(#[index] i: usize, t: &[u32]) -> u32 {
+    let mut a = [0u32; 4096];
+    let mut b = [0u32; 4096];
+    for k in 0..a.len() {
+        a[k] = t[(i + k) % t.len()] + k as u32;
+        b[4095 - k] = a[k] ^ 0x5555;
+    }
+    a[i % 4096] ^ b[(i * 3) % 4096]
+}
+
+/// The same with a fold after it: a kernel whose work-group size is fixed when it is built.
+#[userfn]
+pub fn local_16k(x: u32) -> u32 {
+    let mut a = [0u32; 4096];
+    for i in 0..a.len() {
+        a[i] = x ^ (i as u32);
+    }
+    a[(x as usize * 13) % 4096]
+}
+
+#[userfn]
+pub fn pair_16k(r: u32, c: u32) -> u32 {
+    let mut a = [0u32; 4096];
+    for i in 0..a.len() {
+        a[i] = r ^ (i as u32);
+    }
+    a[(c as usize * 13) % 4096]
+}
+
+#[userfn]
+pub fn xor_u32(a: u32, b: u32) -> u32 {
+    a ^ b
+}
+
+/// Local arrays up to the one limit (32 KiB each, a compile error above it: the doc tests
+/// of `MAX_LOCAL_ARRAY_BYTES`) work on every backend in both modes, bit for bit as on the
+/// `cpu` (issue 23: a 16 KiB array crashed PoCL with SIGSEGV, checked too): Map, MapArray,
+/// MapReduce. MapPairsReduce, whose work-group size is fixed, gives the `cpu`'s result or,
+/// on a CPU OpenCL device whose work-group cannot hold the arrays, `Err(Driver)` before
+/// launch: never a crash.
+#[test]
+fn local_arrays_up_to_the_limit_work_everywhere() {
+    let xs = Vector::from_fn(1031, |i| (i as u32).wrapping_mul(7919));
+    let t = Vector::from_fn(997, |i| i as u32 * 3);
+    let mut want = Vector::zeroed(xs.len());
+    Map::new(local_32k)
+        .backend(Backend::Cpu)
+        .run(&xs, &mut want)
+        .unwrap();
+    let mut want2 = Vector::zeroed(300);
+    MapArray::new(local_2x16k)
+        .backend(Backend::Cpu)
+        .run_index(&t, &mut want2)
+        .unwrap();
+    let want3 = MapReduce::new(local_16k, xor_u32)
+        .backend(Backend::Cpu)
+        .run(&xs)
+        .unwrap();
+    let rows = Vector::from_fn(300, |i| i as u32);
+    let cols = Vector::from_fn(17, |i| i as u32 * 5);
+    let mut want4 = Vector::zeroed(300);
+    MapPairsReduce::new(pair_16k, xor_u32)
+        .backend(Backend::Cpu)
+        .run_rows(&rows, &cols, &mut want4)
+        .unwrap();
+    for be in backends() {
+        for checked in [true, false] {
+            let mut got = Vector::zeroed(xs.len());
+            Map::new(local_32k)
+                .backend(be)
+                .checked(checked)
+                .run(&xs, &mut got)
+                .unwrap();
+            assert_eq!(got.to_vec(), want.to_vec(), "{be} checked={checked}");
+            let mut got = Vector::zeroed(300);
+            MapArray::new(local_2x16k)
+                .backend(be)
+                .checked(checked)
+                .run_index(&t, &mut got)
+                .unwrap();
+            assert_eq!(got.to_vec(), want2.to_vec(), "{be} checked={checked}");
+            let v = MapReduce::new(local_16k, xor_u32)
+                .backend(be)
+                .checked(checked)
+                .run(&xs)
+                .unwrap();
+            assert_eq!(v, want3, "{be} checked={checked}");
+            let mut got = Vector::zeroed(300);
+            MapPairsReduce::new(pair_16k, xor_u32)
+                .backend(be)
+                .checked(checked)
+                .run_rows(&rows, &cols, &mut got)
+                .map_or_else(
+                    // a kernel of fixed work-group size on a CPU OpenCL device
+                    |e| match e {
+                        Error::Driver(m) if be == Backend::OpenCl => {
+                            assert!(m.contains("local arrays"), "{be}: {m}")
+                        }
+                        e => panic!("{be} checked={checked}: {e}"),
+                    },
+                    |()| assert_eq!(got.to_vec(), want4.to_vec(), "{be} checked={checked}"),
+                );
+        }
+    }
+}
+
+#[userfn]
+pub fn pow_f32(x: f32, y: f32) -> f32 {
+    x.powf(y)
+}
+
+#[userfn]
+pub fn pow_f64(x: f64, y: f64) -> f64 {
+    f64::powf(x, y)
+}
+
+/// `powf`'s exact cases are the same on every backend: a base of 1 or an exponent of ±0
+/// gives 1 whatever the other operand, a quiet or signaling NaN included (glibc, which the
+/// `cpu` backend's Rust called, gave NaN for `powf(1, sNaN)`); any other NaN operand gives
+/// a NaN (payload and sign unspecified); the C99 special values (`pow(-1, ±inf)`, zeros,
+/// infinities, a negative base with a non-integer exponent) are exact.
+#[test]
+fn powf_special_cases_are_the_same_everywhere() {
+    let (qnan, snan) = (f32::NAN, f32::from_bits(0x7f80_0001));
+    let (inf, one_third) = (f32::INFINITY, 1.0f32 / 3.0);
+    #[rustfmt::skip]
+    let cases: [(f32, f32, f32); 20] = [
+        (1.0, snan, 1.0), (1.0, qnan, 1.0), (1.0, -snan, 1.0), (1.0, inf, 1.0),
+        (snan, 0.0, 1.0), (qnan, 0.0, 1.0), (qnan, -0.0, 1.0), (inf, 0.0, 1.0),
+        (qnan, 2.0, qnan), (2.0, qnan, qnan), (snan, 1.0, qnan), (-1.0, snan, qnan),
+        (-1.0, inf, 1.0), (-1.0, -inf, 1.0), (-8.0, one_third, qnan), (0.0, -1.0, inf),
+        (-0.0, -1.0, -inf), (-0.0, 3.0, -0.0), (inf, -1.0, 0.0), (0.5, inf, 0.0),
+    ];
+    let x = Vector::from_fn(cases.len(), |i| cases[i].0);
+    let y = Vector::from_fn(cases.len(), |i| cases[i].1);
+    let (x64, y64) = (
+        Vector::from_fn(cases.len(), |i| cases[i].0 as f64),
+        Vector::from_fn(cases.len(), |i| {
+            // keeps a signaling NaN signaling (`as` would quiet it)
+            let b = cases[i].1.to_bits();
+            if cases[i].1.is_nan() && b & 0x0040_0000 == 0 {
+                f64::from_bits(0x7ff0_0000_0000_0001 | ((b as u64 & 0x8000_0000) << 32))
+            } else {
+                cases[i].1 as f64
+            }
+        }),
+    );
+    let same = |g: f64, w: f32| (g.is_nan() && w.is_nan()) || g.to_bits() == (w as f64).to_bits();
+    for be in backends() {
+        for checked in [true, false] {
+            let mut o = Vector::filled(cases.len(), 7.0f32);
+            Map::new(pow_f32)
+                .backend(be)
+                .checked(checked)
+                .run(&x, &y, &mut o)
+                .unwrap();
+            let mut o64 = Vector::filled(cases.len(), 7.0f64);
+            Map::new(pow_f64)
+                .backend(be)
+                .checked(checked)
+                .run(&x64, &y64, &mut o64)
+                .unwrap();
+            for (i, &(a, b, w)) in cases.iter().enumerate() {
+                assert!(
+                    same(o[i] as f64, w),
+                    "{be} f32 #{i}: powf({a:?}, {b:?}) = {:?}",
+                    o[i]
+                );
+                assert!(
+                    same(o64[i], w),
+                    "{be} f64 #{i}: powf({a:?}, {b:?}) = {:?}",
+                    o64[i]
+                );
+            }
+        }
+    }
+}
+
+/// The nearest centre of point `i` over all features, as Rodinia's k-means port computes
+/// it: both operands `Mat`s (points and centres by rows), the distance summed feature by
+/// feature with `powi(2)`, the first centre on a tie.
+#[userfn]
+pub fn nearest_features(#[index] i: usize, pts: Mat<f32>, cs: Mat<f32>) -> u32 {
+    let mut best = 0u32;
+    let mut best_d = f32::MAX;
+    for k in 0..cs.rows() {
+        let mut d = 0.0f32;
+        for f in 0..pts.cols() {
+            d += (pts[(i, f)] - cs[(k, f)]).powi(2);
+        }
+        if d < best_d {
+            best_d = d;
+            best = k as u32;
+        }
+    }
+    best
+}
+
+/// The k-means membership of Rodinia's shape (34 features, 5 clusters, centres that are
+/// copies of each other so that every point ties): `Map` with two `Mat` arguments gives
+/// the `cpu`'s membership bit for bit on every backend, in both modes (on CUDA the port
+/// gave "MISMATCH at 463: 2 vs 0" while every other backend agreed).
+#[test]
+fn k_means_membership_over_many_features_is_the_same_everywhere() {
+    let (n, feats, k) = (1009usize, 34usize, 5usize);
+    let pts = Matrix::from_fn(n, feats, |r, c| {
+        ((r * 31 + c * 7) % 97) as f32 * 0.125 - 6.0
+    });
+    // centres 0 and 3 are equal, so are 1 and 4: ties the first must win
+    let cs = Matrix::from_fn(k, feats, |r, c| ((r % 3) * 13 + c) as f32 * 0.25 - 4.0);
+    let mut want = Vector::zeroed(n);
+    Map::new(nearest_features)
+        .arrays((&pts, &cs))
+        .backend(Backend::Cpu)
+        .run_index(&mut want)
+        .unwrap();
+    assert!(
+        want.to_vec().iter().all(|&m| m < 3),
+        "ties go to the first centre"
+    );
+    for be in backends() {
+        for checked in [true, false] {
+            let mut got = Vector::filled(n, 99u32);
+            Map::new(nearest_features)
+                .arrays((&pts, &cs))
+                .backend(be)
+                .checked(checked)
+                .run_index(&mut got)
+                .unwrap();
+            let (g, w) = (got.to_vec(), want.to_vec());
+            if let Some(i) = (0..n).find(|&i| g[i] != w[i]) {
+                panic!(
+                    "{be} checked={checked}: MISMATCH at {i}: {} vs {}",
+                    g[i], w[i]
+                );
+            }
+        }
+    }
+}

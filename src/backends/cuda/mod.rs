@@ -183,6 +183,9 @@ pub(crate) fn not_lost() -> Result<()> {
 /// such a failure gives, for the caller to map as it maps the real call's.
 pub(crate) fn injected(kind: crate::debug::Fault) -> std::result::Result<(), DriverError> {
     use crate::debug::Fault;
+    if kind == Fault::Launch && crate::debug::loss_fires() {
+        return Err(DriverError(sys::CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+    }
     if !crate::debug::fault_fires(kind) {
         return Ok(());
     }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use ocl::core as cl;
 
 use super::context::Ctx;
-use super::program_cache::{program, ProgKey};
+use super::program_cache::{self, program, ProgKey};
 use super::{
     arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch,
     memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg, OpenCl,
@@ -142,9 +142,11 @@ where
     push_uniforms(uniforms, &mut args);
     let rec = checked.then(|| fault::record(ctx)).transpose()?;
     args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
+    // Smaller work-groups where the user function's local arrays need it (CPU devices).
+    let wg = program_cache::fit_work_group(ctx, &prog, "skel_map")?;
     let (dims, global, local) = if grid_2d(F::definition()) {
-        let wide = 16.min(ctx.wg);
-        let tall = ctx.wg / wide;
+        let wide = 16.min(wg);
+        let tall = wg / wide;
         let rows = n.div_ceil(cols);
         (
             2,
@@ -152,7 +154,7 @@ where
             [wide, tall, 1],
         )
     } else {
-        (1, [round_up(n, ctx.wg), 1, 1], [ctx.wg, 1, 1])
+        (1, [round_up(n, wg), 1, 1], [wg, 1, 1])
     };
     let ev = launch(ctx, &prog, "skel_map", &args, dims, global, Some(local))?;
     if let Some(rec) = rec {

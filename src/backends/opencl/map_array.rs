@@ -84,14 +84,16 @@ where
     push_uniforms(uniforms, &mut args);
     let rec = checked.then(|| fault::record(ctx)).transpose()?;
     args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
+    // Smaller work-groups where the user function's local arrays need it (CPU devices).
+    let wg = super::program_cache::fit_work_group(ctx, &prog, "skel_map_array")?;
     let ev = launch(
         ctx,
         &prog,
         "skel_map_array",
         &args,
         1,
-        [round_up(n, ctx.wg), 1, 1],
-        Some([ctx.wg, 1, 1]),
+        [round_up(n, wg), 1, 1],
+        Some([wg, 1, 1]),
     )?;
     if let Some(rec) = rec {
         return match fault::read(ctx, &rec, &[F::definition()]) {

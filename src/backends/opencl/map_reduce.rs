@@ -73,7 +73,7 @@ where
     if n == 0 {
         return Ok(start);
     }
-    let plan = reduce::plan_for::<M::Out>(ctx, "MapReduce")?;
+    let plan = reduce::plan_for::<M::Out>(ctx, "MapReduce", &[M::definition(), R::definition()])?;
     let kind = if checked {
         "map_reduce_checked"
     } else {

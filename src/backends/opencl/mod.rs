@@ -191,7 +191,8 @@ pub(crate) fn launch(
             return Err(Error::Driver(format!(
                 "OpenCL: kernel {name} was built for work-groups of {want} work-items, the \
                  device ({}) can run it only with up to {max} (CL_KERNEL_WORK_GROUP_SIZE; \
-                 too many registers or too much local memory for the user function)",
+                 too many registers, too much local memory, or local arrays of the user function \
+                 larger than a work-group of this size can hold)",
                 ctx.name
             )));
         }

@@ -55,7 +55,16 @@ fn build(ctx: &Ctx, name: &str, src: &str) -> Result<cl::Program> {
     let prog = cl::create_program_with_source(&ctx.context, &[csrc]).map_err(driver)?;
     let opts = CString::new(ctx.build_options).unwrap_or_default();
     match cl::build_program(&prog, Some(&[ctx.device]), &opts, None, None) {
-        Ok(()) => Ok(prog),
+        Ok(()) => {
+            let bytes = crate::codegen::local_array_bytes_of(src);
+            if bytes > 0 {
+                local_bytes()
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(prog.as_ptr() as usize, bytes);
+            }
+            Ok(prog)
+        }
         Err(e) => {
             let log =
                 match cl::get_program_build_info(&prog, ctx.device, cl::ProgramBuildInfo::BuildLog)
@@ -131,8 +140,51 @@ pub(crate) fn kernel(prog: &cl::Program, name: &'static str) -> Result<PooledKer
     })
 }
 
+/// The bytes of local arrays each built program's user functions declare, by program
+/// handle (programs with none are absent).
+fn local_bytes() -> &'static Mutex<HashMap<usize, usize>> {
+    static BYTES: OnceLock<Mutex<HashMap<usize, usize>>> = OnceLock::new();
+    BYTES.get_or_init(Default::default)
+}
+
+/// The private memory (stack) a work-group of a CPU device may take: PoCL runs a
+/// work-group's work-items in a loop on one thread of its pool, each with its own copy of
+/// the local arrays, on that thread's stack (PoCL 3.1: 2 MiB of local arrays per
+/// work-group run, 4 MiB crash the process with SIGSEGV whatever the call's mode). Half
+/// of what was seen to work leaves room for the rest of the frame.
+pub(crate) const CPU_GROUP_PRIVATE_BYTES: usize = 1 << 20;
+
+/// The bytes of the local arrays of the program of `defs` (see
+/// [`DeviceSource::local_array_bytes`](crate::codegen::DeviceSource::local_array_bytes)),
+/// generated once per list of functions: what a plan fixed before the program is built
+/// needs to size its work-groups.
+pub(crate) fn local_array_bytes(defs: &[&'static crate::codegen::FnDef]) -> Result<usize> {
+    type Cache = Mutex<HashMap<Vec<usize>, usize>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key: Vec<usize> = defs.iter().map(|d| *d as *const _ as usize).collect();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(&b) = cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return Ok(b);
+    }
+    let b = crate::codegen::device_source_checked(defs, crate::codegen::Dialect::OpenCl, false)?
+        .local_array_bytes();
+    cache
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, b);
+    Ok(b)
+}
+
 /// The largest work-group kernel `name` of `prog` (whose kernel object is `k`) can run
-/// with on the device (`CL_KERNEL_WORK_GROUP_SIZE`), queried once per program and kernel.
+/// with on the device, queried once per program and kernel: `CL_KERNEL_WORK_GROUP_SIZE`,
+/// and on a CPU device no more work-items than [`CPU_GROUP_PRIVATE_BYTES`] holds at the
+/// kernel's private memory per work-item (the larger of `CL_KERNEL_PRIVATE_MEM_SIZE` and
+/// the local arrays its source states: PoCL reports a fixed 1024). 0 when not even one
+/// work-item fits.
 pub(crate) fn max_work_group(
     ctx: &Ctx,
     prog: &cl::Program,
@@ -153,10 +205,49 @@ pub(crate) fn max_work_group(
             Ok(_) => ctx.wg,
             Err(e) => return Err(driver(e)),
         };
+    let m = if ctx.gpu {
+        m
+    } else {
+        let stated = local_bytes()
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key.0)
+            .copied()
+            .unwrap_or(0);
+        let queried = match cl::get_kernel_work_group_info(
+            k,
+            ctx.device,
+            cl::KernelWorkGroupInfo::PrivateMemSize,
+        ) {
+            Ok(cl::KernelWorkGroupInfoResult::PrivateMemSize(b)) => b as usize,
+            _ => 0,
+        };
+        m.min(CPU_GROUP_PRIVATE_BYTES / stated.max(queried).max(1))
+    };
     map.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(key, m);
     Ok(m)
+}
+
+/// The work-group size (a power of two, at most `ctx.wg`) for a kernel that takes any:
+/// `ctx.wg`, or less where the kernel's private memory allows less (see
+/// [`max_work_group`]). `Err` before launch when not even one work-item fits.
+pub(crate) fn fit_work_group(ctx: &Ctx, prog: &cl::Program, name: &'static str) -> Result<usize> {
+    let k = kernel(prog, name)?;
+    let max = max_work_group(ctx, prog, name, &k)?;
+    if max == 0 {
+        return Err(Error::Driver(format!(
+            "OpenCL: kernel {name} needs more private memory per work-item than the device \
+             ({}) gives a work-group (the user function's local arrays are too large for it)",
+            ctx.name
+        )));
+    }
+    let mut wg = ctx.wg;
+    while wg > max {
+        wg /= 2;
+    }
+    Ok(wg)
 }
 
 #[cfg(test)]

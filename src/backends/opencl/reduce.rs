@@ -15,7 +15,7 @@ use std::sync::{Mutex, PoisonError};
 use ocl::core as cl;
 
 use super::context::Ctx;
-use super::program_cache::{program, ProgKey};
+use super::program_cache::{self, program, ProgKey};
 use super::{check_local, checked_source_head, cty, dims, fault, launch, memory, round_up, KArg};
 use crate::backends::BinaryFn;
 use crate::codegen::FnDef;
@@ -133,9 +133,23 @@ fn chunks(n: usize, tile: usize, cap: usize) -> (usize, usize) {
 
 /// The plan for elements of type `T`, `Ok` if its local memory fits the device (checked
 /// before building, so a large element type is a clear error).
-pub(super) fn plan_for<T: DeviceType>(ctx: &Ctx, what: &str) -> Result<Plan> {
+///
+/// On a CPU device the work-groups are halved while the local arrays of the user functions
+/// `defs` would not fit in [`program_cache::CPU_GROUP_PRIVATE_BYTES`] per work-group.
+pub(super) fn plan_for<T: DeviceType>(
+    ctx: &Ctx,
+    what: &str,
+    defs: &[&'static FnDef],
+) -> Result<Plan> {
     let elem = std::mem::size_of::<T>();
-    let plan = Plan::new(ctx, elem)?;
+    let mut plan = Plan::new(ctx, elem)?;
+    if !ctx.gpu {
+        let private = program_cache::local_array_bytes(defs)?;
+        while plan.wg > 1 && plan.wg * private > program_cache::CPU_GROUP_PRIVATE_BYTES {
+            plan.wg /= 2;
+        }
+        plan.run = plan.wg.min(16);
+    }
     check_local(ctx, plan.local_bytes(elem), what)?;
     Ok(plan)
 }
@@ -182,7 +196,7 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan, checked: bool) 
 }
 
 fn prog<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Result<(cl::Program, Plan)> {
-    let plan = plan_for::<T>(ctx, "Reduce")?;
+    let plan = plan_for::<T>(ctx, "Reduce", &[F::definition()])?;
     let kind = if checked { "reduce_checked" } else { "reduce" };
     let p = program(ctx, ProgKey::of::<(F, T)>(kind), F::NAME, || {
         source::<F, T>(ctx, &plan, checked)

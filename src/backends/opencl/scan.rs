@@ -94,7 +94,7 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     if n == 0 {
         return Ok(());
     }
-    let plan = reduce::plan_for::<T>(ctx, "Scan")?;
+    let plan = reduce::plan_for::<T>(ctx, "Scan", &[F::definition()])?;
     let kind = if checked { "scan_checked" } else { "scan" };
     let p = program(ctx, ProgKey::of::<(F, T)>(kind), F::NAME, || {
         source::<F, T>(ctx, &plan, checked)

@@ -253,6 +253,10 @@ impl FnEmitter<'_> {
                 let b = self.expr(base, &te.kids[0])?;
                 let i = self.expr(index, &te.kids[1])?;
                 match Self::ty_of(&te.kids[0])? {
+                    // an index proven in range needs no clamp (`codegen::range`)
+                    Ty::Array(a) if self.ranges.proves(base, index, Some(a.len)) => {
+                        format!("{b}.v[{i}]")
+                    }
                     Ty::Array(a) => {
                         let len = self.int_lit(a.len as i128, Prim::Usize);
                         format!("{b}.v[{}]", self.safe_index(&i, &len))
@@ -266,6 +270,9 @@ impl FnEmitter<'_> {
                 };
                 let i = self.expr(index, &te.kids[0])?;
                 match self.lookup(n)? {
+                    Bind::Slice(c, None, Some(_)) if self.ranges.proves(base, index, None) => {
+                        format!("{c}[{i}]")
+                    }
                     Bind::Slice(c, None, Some(len)) => {
                         format!("{c}[{}]", self.safe_index(&i, &len))
                     }

@@ -8,6 +8,7 @@ use super::program::Program;
 use super::{key, R};
 use crate::codegen::dialect::{c_type, Dialect, RESERVED};
 use crate::codegen::ir::{FnDef, ParamKind};
+use crate::codegen::range::Ranges;
 use crate::codegen::typeck::TBlock;
 use crate::codegen::{Prim, Ty};
 
@@ -26,6 +27,7 @@ impl Program {
             scopes: vec![HashMap::new()],
             used: HashSet::new(),
             tmp: 0,
+            ranges: Ranges::default(),
         };
         let mut params = Vec::new();
         if e.prog.checked {
@@ -135,6 +137,8 @@ pub(super) struct FnEmitter<'p> {
     pub(super) scopes: Vec<HashMap<&'static str, Bind>>,
     pub(super) used: HashSet<String>,
     pub(super) tmp: usize,
+    /// The loops around the code being emitted, for indices proven in range.
+    pub(super) ranges: Ranges,
 }
 
 impl FnEmitter<'_> {

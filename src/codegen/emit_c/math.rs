@@ -57,6 +57,20 @@ impl FnEmitter<'_> {
                     });
                     return Ok(format!("{h}({args})"));
                 }
+                // As `skel::check::Powf`: 1 for a base of 1 or an exponent of ±0 whatever
+                // the other operand (a NaN, quiet or signaling, included), as IEEE 754,
+                // OpenCL and CUDA specify; glibc gives NaN for a signaling one.
+                MathFn::Powf => {
+                    let zero = if p == Prim::F32 { "0.0f" } else { "0.0" };
+                    let pow = f(MathFn::Powf);
+                    let h = self.helper_fn(name, |n| {
+                        format!(
+                            "SKEL_FN {t} {n}({t} a, {t} b) {{ return a == {one} || b == {zero} \
+                             ? {one} : {pow}(a, b); }}\n"
+                        )
+                    });
+                    return Ok(format!("{h}({args})"));
+                }
                 MathFn::Fract => format!("return x - {}(x);", f(MathFn::Trunc)),
                 // NaN stays NaN; zeros keep their sign: signum(-0.0) == -1.0
                 MathFn::Signum => format!("return x != x ? x : {}({one}, x);", f(MathFn::Copysign)),

@@ -17,7 +17,8 @@ mod types;
 
 pub use array_len::{array_len_param, array_len_param_named};
 pub use program::{
-    checked_functions, device_source, device_source_checked, device_source_multi, DeviceSource,
+    checked_functions, device_source, device_source_checked, device_source_multi,
+    local_array_bytes_of, DeviceSource,
 };
 
 use super::ir::FnDef;

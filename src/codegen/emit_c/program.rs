@@ -2,6 +2,7 @@
 //! C source.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
 
 use super::array_len::visit_block;
 use super::types::aggregate_decl;
@@ -33,11 +34,48 @@ pub struct DeviceSource {
     pub entries: Vec<String>,
 }
 
+/// The comment a generated source states its local arrays' bytes with.
+const LOCAL_BYTES: &str = "/* skel: local arrays of ";
+
 impl DeviceSource {
     /// C identifier of the first requested function.
     pub fn entry(&self) -> &str {
         &self.entries[0]
     }
+
+    /// The bytes of the local arrays of every function in the source, added up: the
+    /// private memory one thread needs beyond its scalars (at most
+    /// [`MAX_LOCAL_ARRAY_BYTES`](crate::userfn::MAX_LOCAL_ARRAY_BYTES) per array).
+    ///
+    /// ```
+    /// use skel::plumbing::codegen::{device_source, Dialect};
+    /// use skel::prelude::*;
+    ///
+    /// #[userfn]
+    /// fn hist(x: u32) -> u32 {
+    ///     let mut bins = [0u32; 256];
+    ///     bins[(x % 256) as usize] += 1;
+    ///     bins[0]
+    /// }
+    /// assert_eq!(device_source::<hist>(Dialect::OpenCl)?.local_array_bytes(), 1024);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn local_array_bytes(&self) -> usize {
+        local_array_bytes_of(&self.source)
+    }
+}
+
+/// The bytes a generated source (or a kernel source containing one) states for its local
+/// arrays, 0 when it states none.
+#[doc(hidden)]
+pub fn local_array_bytes_of(source: &str) -> usize {
+    source
+        .find(LOCAL_BYTES)
+        .and_then(|at| {
+            let rest = &source[at + LOCAL_BYTES.len()..];
+            rest[..rest.find(' ')?].parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 /// Translates user function `F` (and everything it calls) to C in `dialect`.
@@ -123,10 +161,12 @@ pub fn device_source_checked(
             prog.collect(d, &mut Vec::new())?;
         }
         let mut fns = String::new();
+        let mut local_bytes = 0;
         for (id, def) in prog.order.clone().into_iter().enumerate() {
             prog.current = id;
             let body =
                 typeck::check(def).map_err(|m| format!("in user function `{}`: {m}", def.name))?;
+            local_bytes += body.local_array_bytes();
             fns.push_str(
                 &prog
                     .emit_fn(def, &body)
@@ -135,6 +175,9 @@ pub fn device_source_checked(
         }
         let mut out = String::from(prelude(dialect));
         out.push('\n');
+        if local_bytes > 0 {
+            let _ = writeln!(out, "{LOCAL_BYTES}{local_bytes} bytes per thread */");
+        }
         for t in &prog.aggregates {
             out.push_str(&aggregate_decl(*t, dialect));
         }

@@ -145,7 +145,10 @@ impl FnEmitter<'_> {
                 self.indent -= 1;
                 self.scopes
                     .push(HashMap::from([(*var, Bind::Value(iv.clone()))]));
-                self.braced(body, &ts.blocks[0], Tail::Discard)?;
+                self.ranges.enter(var, start, end, *inclusive, body);
+                let r = self.braced(body, &ts.blocks[0], Tail::Discard);
+                self.ranges.leave();
+                r?;
                 self.scopes.pop();
                 self.line("}");
                 self.indent -= 1;
