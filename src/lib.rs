@@ -200,16 +200,16 @@ pub use error::{Error, Result};
 pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{
-    Devices, Edge, Filter, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce, Reduce,
-    Scan, ScanMode,
+    Count, Devices, Edge, Filter, Histogram, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce,
+    MapReduce, Reduce, Scan, ScanMode,
 };
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        userfn, Backend, DeviceType, Devices, Edge, Error, Filter, Map, MapArray, MapOverlap,
-        MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, Result, Scan, ScanMode, Vector,
-        Window, Window2,
+        userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
+        MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, Result, Scan,
+        ScanMode, Vector, Window, Window2,
     };
 }

@@ -33,6 +33,8 @@ use crate::{DeviceType, Result};
 
 pub use crate::skeletons::{Edge, ScanMode};
 
+use crate::skeletons::Count;
+
 /// Which way a 1D stencil or a matrix reduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Axis {
@@ -247,6 +249,34 @@ pub(crate) struct Filter<'p, S: FilterSig> {
     pub input: Arg<'p, S::T>,
     pub out: ArgMut<'p, S::T>,
     pub uniforms: &'p <S::F as ElementwiseFn>::Uniforms,
+}
+
+/// The types of a Histogram call: the bin function, the input tuple, the count type.
+pub(crate) trait HistogramSig<'a> {
+    type F: ElementwiseFn + UserFn<Out = u32>;
+    type I: ArgTuple<'a, Elems = <Self::F as ElementwiseFn>::Elems>;
+    type C: Count;
+}
+
+impl<'a, F, I, C> HistogramSig<'a> for (F, I, C)
+where
+    F: ElementwiseFn + UserFn<Out = u32>,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    C: Count,
+{
+    type F = F;
+    type I = I;
+    type C = C;
+}
+
+/// `counts[b] = #{i : F(inputs[i]..) == b}` over `shape`, `counts` overwritten; bins
+/// outside `0..counts.len()` are not counted (a checked call fails instead).
+pub(crate) struct Histogram<'c, 'a, S: HistogramSig<'a>> {
+    pub arrays: ContainerOps<'c, S::F>,
+    pub inputs: S::I,
+    pub shape: Shape,
+    pub counts: ArgMut<'c, S::C>,
+    pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
 }
 
 /// The element inputs of one call: `()`, `(Arg<A>,)`, `(Arg<A>, Arg<B>)`, ... up to four.

@@ -12,8 +12,8 @@ use std::time::Instant;
 use super::{concrete, cpu, Execute};
 use crate::containers::{Arg, Location, OutArgs, Shape};
 use crate::plan::{
-    self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HostSlices, MapArraySig, MapReduceSig,
-    MapSig, PairsReduceSig, PairsSig,
+    self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HistogramSig, HostSlices, MapArraySig,
+    MapReduceSig, MapSig, PairsReduceSig, PairsSig,
 };
 use crate::skeletons::Options;
 use crate::tune::model::bucket_of;
@@ -577,5 +577,19 @@ impl Execute for Auto {
             false,
             |b, o| concrete!(b, o, self.name, |exec| exec.filter(plan)),
         )
+    }
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let (d, call) = self.decide::<S::F, _, _>(
+            &plan.inputs,
+            &plan.arrays,
+            "histogram",
+            type_name::<S::C>(),
+            plan.shape.len(),
+            false,
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.histogram(plan))
+        })
     }
 }

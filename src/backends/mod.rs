@@ -37,7 +37,8 @@ use crate::containers::OutArgs;
 #[cfg(feature = "mpi")]
 use crate::plan::ArgTuple;
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig,
 };
 use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -94,6 +95,8 @@ pub(crate) trait Execute {
 
     /// Returns how many elements were kept.
     fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize>;
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()>;
 }
 
 /// The container arguments of user function `F` bound for one call.
@@ -543,4 +546,27 @@ pub(crate) fn resolve(choice: Option<Backend>) -> Result<Backend> {
     };
     backend.check()?;
     Ok(backend)
+}
+
+/// The route of a Histogram plan: `checks`, then the executor `options` resolve to.
+/// Distributed operands are refused (a histogram of a distributed container is a local
+/// Histogram per rank and a sum of the counts, which `skel::dist` does not do yet).
+pub(crate) fn histogram<'a, S: HistogramSig<'a>>(
+    options: Options,
+    plan: plan::Histogram<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::Histogram<'k, 'a, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed()
+        || plan.arrays.any_distributed()
+        || plan.counts.spread().is_some()
+    {
+        return Err(Error::InvalidArgument(format!(
+            "Histogram of `{}`: distributed operands are not supported; run it on each \
+             rank's local block and sum the counts",
+            <S::F as UserFn>::NAME
+        )));
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.histogram(plan))
 }

@@ -2,6 +2,7 @@
 //! it; none of them knows how or where the work runs.
 
 mod filter;
+mod histogram;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -12,6 +13,7 @@ mod reduce;
 mod scan;
 
 pub use filter::Filter;
+pub use histogram::{Count, Histogram};
 pub use map::Map;
 pub use map_array::MapArray;
 pub use map_overlap::MapOverlap;

@@ -936,3 +936,4 @@ macro_rules! backend_suite {
     };
 }
 pub mod filter;
+pub mod histogram;

@@ -16,6 +16,7 @@ mod arrays;
 mod context;
 mod fault;
 mod filter;
+mod histogram;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -39,7 +40,8 @@ use crate::containers::host::as_bytes;
 use crate::containers::{Arg, Shape};
 use crate::plan::ArgVisitor;
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig,
 };
 use crate::userfn::{UniformTuple, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -494,6 +496,17 @@ impl Execute for OpenCl {
             uniforms,
         } = plan;
         filter::run::<S::F, S::T>(ctx()?, input, out, uniforms, self)
+    }
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            counts,
+            uniforms,
+        } = plan;
+        histogram::run::<S::F, S::I, S::C>(ctx()?, arrays, inputs, shape, (counts, uniforms), self)
     }
 }
 
