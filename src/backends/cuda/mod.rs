@@ -24,6 +24,7 @@ mod context;
 mod devices;
 mod fault;
 mod filter;
+mod histogram;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -52,7 +53,8 @@ use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
 use crate::containers::{Arg, OutArgs};
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig,
 };
 use crate::plan::{ArgTuple, ArgVisitor};
 use crate::skeletons::Options;
@@ -626,6 +628,19 @@ impl Execute for Cuda {
             return devices::filter::<S::F, S::T>(self, &parts, input, out, uniforms);
         }
         filter::run::<S::F, S::T>(self, input, out, uniforms)
+    }
+
+    /// One device slot: a Histogram split over several devices (`.devices(n)`) runs on
+    /// the first, whose counts the others would only have to be added to.
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            counts,
+            uniforms,
+        } = plan;
+        histogram::run::<S::F, S::I, S::C>(self, arrays, inputs, shape, (counts, uniforms))
     }
 }
 
