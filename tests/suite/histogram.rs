@@ -61,6 +61,36 @@ pub fn pair_bin(a: u32, b: u32) -> u32 {
     (a + b) % 16
 }
 
+/// A 256-bin histogram as one value (1 KiB): the element type of the Map + Reduce
+/// formulation of a histogram, which needs Reduce and MapReduce of large elements.
+#[derive(Clone, Copy, Debug, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct Bins {
+    pub c: [u32; 256],
+}
+
+impl Default for Bins {
+    fn default() -> Self {
+        Bins { c: [0; 256] }
+    }
+}
+
+#[userfn]
+pub fn add_bins(a: Bins, b: Bins) -> Bins {
+    let mut c = [0u32; 256];
+    for k in 0..256 {
+        c[k] = a.c[k] + b.c[k];
+    }
+    Bins { c: c }
+}
+
+#[userfn]
+pub fn one_hot(x: u32) -> Bins {
+    let mut c = [0u32; 256];
+    c[(x % 256) as usize] = 1;
+    Bins { c: c }
+}
+
 /// The plain loop every result is checked against: `bins(i)` for each position, counted
 /// where it is below `bins`.
 pub fn count(n: usize, bins: usize, bin: impl Fn(usize) -> u32) -> Vec<u64> {
@@ -223,6 +253,26 @@ macro_rules! histogram_suite {
                 let b = Vector::from(vec![1u32; 4]);
                 let err = Histogram::new(pair_bin).backend(B).run(&a, &b, &mut got).unwrap_err();
                 assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+            }
+
+            #[test]
+            fn reduce_and_map_reduce_of_a_1k_struct() {
+                require!();
+                for &n in &[0usize, 1, 13, 1009, 16_385] {
+                    let raw = data(n);
+                    let want = count(n, 256, |i| raw[i] % 256);
+                    let want: Vec<u32> = want.iter().map(|&c| c as u32).collect();
+                    let v = Vector::from(raw.clone());
+                    let got: Bins = MapReduce::new(one_hot, add_bins).backend(B).run(&v).unwrap();
+                    assert_eq!(got.c.to_vec(), want, "MapReduce, n = {n}");
+                    let hot = Vector::from_fn(n, |i| {
+                        let mut c = [0u32; 256];
+                        c[(raw[i] % 256) as usize] = 1;
+                        Bins { c }
+                    });
+                    let got: Bins = Reduce::new(add_bins).backend(B).run(&hot).unwrap();
+                    assert_eq!(got.c.to_vec(), want, "Reduce, n = {n}");
+                }
             }
 
             proptest! {
