@@ -201,7 +201,7 @@ pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{
     Count, Devices, Edge, Filter, Histogram, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce,
-    MapReduce, Reduce, Scan, ScanMode,
+    MapReduce, Reduce, ReduceByKey, Scan, ScanMode,
 };
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
@@ -209,7 +209,7 @@ pub use userfn::{DeviceType, Mat, Window, Window2};
 pub mod prelude {
     pub use crate::{
         userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
-        MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, Result, Scan,
-        ScanMode, Vector, Window, Window2,
+        MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, ReduceByKey, Result,
+        Scan, ScanMode, Vector, Window, Window2,
     };
 }

@@ -279,6 +279,38 @@ pub(crate) struct Histogram<'c, 'a, S: HistogramSig<'a>> {
     pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
 }
 
+/// The types of a ReduceByKey call: the key function, the merge, the inputs, the value.
+pub(crate) trait ReduceByKeySig<'a> {
+    type F: ElementwiseFn + UserFn<Out = (u32, Self::V)>;
+    type R: BinaryFn<Self::V>;
+    type I: ArgTuple<'a, Elems = <Self::F as ElementwiseFn>::Elems>;
+    type V: DeviceType + Default;
+}
+
+impl<'a, F, R, I, V> ReduceByKeySig<'a> for (F, R, I, V)
+where
+    F: ElementwiseFn + UserFn<Out = (u32, V)>,
+    R: BinaryFn<V>,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    V: DeviceType + Default,
+{
+    type F = F;
+    type R = R;
+    type I = I;
+    type V = V;
+}
+
+/// `sums[k]` = `V::default()` merged with `R` with every value `F` pairs with key `k`,
+/// over `shape`; `sums` overwritten; keys outside `0..sums.len()` dropped (a checked call
+/// fails instead).
+pub(crate) struct ReduceByKey<'c, 'a, S: ReduceByKeySig<'a>> {
+    pub arrays: ContainerOps<'c, S::F>,
+    pub inputs: S::I,
+    pub shape: Shape,
+    pub sums: ArgMut<'c, S::V>,
+    pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
+}
+
 /// The element inputs of one call: `()`, `(Arg<A>,)`, `(Arg<A>, Arg<B>)`, ... up to four.
 pub trait ArgTuple<'a>: Sized + Copy + Send + Sync {
     /// The tuple of element values a user function receives.

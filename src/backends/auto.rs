@@ -13,7 +13,7 @@ use super::{concrete, cpu, Execute};
 use crate::containers::{Arg, Location, OutArgs, Shape};
 use crate::plan::{
     self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HistogramSig, HostSlices, MapArraySig,
-    MapReduceSig, MapSig, PairsReduceSig, PairsSig,
+    MapReduceSig, MapSig, PairsReduceSig, PairsSig, ReduceByKeySig,
 };
 use crate::skeletons::Options;
 use crate::tune::model::bucket_of;
@@ -590,6 +590,23 @@ impl Execute for Auto {
         )?;
         self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec.histogram(plan))
+        })
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let (d, call) = self.decide::<(S::F, S::R), _, _>(
+            &plan.inputs,
+            &plan.arrays,
+            "reduce_by_key",
+            type_name::<S::V>(),
+            plan.shape.len(),
+            false,
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.reduce_by_key(plan))
         })
     }
 }

@@ -10,16 +10,18 @@ use std::ops::Range;
 mod histogram;
 mod map_overlap;
 mod map_pairs_reduce;
+mod reduce_by_key;
 
 pub(crate) use histogram::{add_table, count_range, store, Outside, TABLE_SPAN};
 pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
+pub(crate) use reduce_by_key::{merge_range, merge_tables};
 
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::containers::{ArgMut, HostOut, OutArgs, OutCollector};
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig,
+    PairsSig, ReduceByKeySig,
 };
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{
@@ -713,9 +715,38 @@ impl Execute for Cpu {
             at = end;
         }
         if self.checked {
-            outside.check(<S::F as UserFn>::NAME, bins)?;
+            outside.check(<S::F as UserFn>::NAME, "bin", bins)?;
         }
         store(counts.host_overwrite()?, &totals);
+        Ok(())
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            mut sums,
+            uniforms,
+        } = plan;
+        let arrays = container_refs::<S::F>(&arrays)?;
+        let inputs = inputs.host()?;
+        let mut table = vec![S::V::default(); sums.shape().len()];
+        let outside = merge_range::<S::F, S::R, S::V>(
+            arrays,
+            inputs,
+            self.base..self.base + shape.len(),
+            shape.cols(),
+            uniforms,
+            &mut table,
+        );
+        if self.checked {
+            outside.check(<S::F as UserFn>::NAME, "key", table.len())?;
+        }
+        sums.host_overwrite()?.copy_from_slice(&table);
         Ok(())
     }
 }

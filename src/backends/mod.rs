@@ -38,7 +38,7 @@ use crate::containers::OutArgs;
 use crate::plan::ArgTuple;
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig,
+    PairsSig, ReduceByKeySig,
 };
 use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -97,6 +97,11 @@ pub(crate) trait Execute {
     fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize>;
 
     fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()>;
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()>;
 }
 
 /// The container arguments of user function `F` bound for one call.
@@ -569,4 +574,27 @@ pub(crate) fn histogram<'a, S: HistogramSig<'a>>(
     }
     checks(&plan)?;
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.histogram(plan))
+}
+
+/// The route of a ReduceByKey plan: `checks`, then the executor `options` resolve to.
+/// Distributed operands are refused, as for [`histogram`].
+pub(crate) fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+    options: Options,
+    plan: plan::ReduceByKey<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::ReduceByKey<'k, 'a, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed()
+        || plan.arrays.any_distributed()
+        || plan.sums.spread().is_some()
+    {
+        return Err(Error::InvalidArgument(format!(
+            "ReduceByKey of `{}`: distributed operands are not supported; run it on each \
+             rank's local block and merge the tables",
+            <S::F as UserFn>::NAME
+        )));
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
+        .reduce_by_key(plan))
 }

@@ -19,7 +19,7 @@ use crate::codegen::cost::{classify, Cost};
 use crate::containers::{HostOut, OutArgs};
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig,
+    PairsSig, ReduceByKeySig,
 };
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ContainerArgs, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -538,9 +538,57 @@ impl Execute for Rayon {
                 },
             );
         if self.checked {
-            outside.check(<S::F as UserFn>::NAME, bins)?;
+            outside.check(<S::F as UserFn>::NAME, "bin", bins)?;
         }
         cpu::store(counts.host_overwrite()?, &totals);
+        Ok(())
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let n = plan.shape.len();
+        let Some(chunk) = map_chunk::<S::F>(n) else {
+            return self.cpu().reduce_by_key(plan);
+        };
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            mut sums,
+            uniforms,
+        } = plan;
+        let arrays = cpu::container_refs::<S::F>(&arrays)?;
+        let inputs = inputs.host()?;
+        let keys = sums.shape().len();
+        // Each task merges its chunks into a table of its own; a chunk has at least as
+        // many elements as keys, so that merging the tables stays a small part of the work.
+        let chunk = chunk.max(keys);
+        let fresh = || (vec![S::V::default(); keys], cpu::Outside::default());
+        let (table, outside) = (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .fold(fresh, |(mut table, outside), c| {
+                let range = c * chunk..n.min((c + 1) * chunk);
+                let global = self.base + range.start..self.base + range.end;
+                let more = cpu::merge_range::<S::F, S::R, S::V>(
+                    arrays,
+                    inputs.slice(range),
+                    global,
+                    shape.cols(),
+                    uniforms,
+                    &mut table,
+                );
+                (table, outside.merge(more))
+            })
+            .reduce(fresh, |(mut a, x), (b, y)| {
+                cpu::merge_tables::<S::R, S::V>(&mut a, &b);
+                (a, x.merge(y))
+            });
+        if self.checked {
+            outside.check(<S::F as UserFn>::NAME, "key", keys)?;
+        }
+        sums.host_overwrite()?.copy_from_slice(&table);
         Ok(())
     }
 }

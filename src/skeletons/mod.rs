@@ -10,6 +10,7 @@ mod map_pairs;
 mod map_pairs_reduce;
 mod map_reduce;
 mod reduce;
+mod reduce_by_key;
 mod scan;
 
 pub use filter::Filter;
@@ -21,6 +22,7 @@ pub use map_pairs::MapPairs;
 pub use map_pairs_reduce::MapPairsReduce;
 pub use map_reduce::MapReduce;
 pub use reduce::Reduce;
+pub use reduce_by_key::ReduceByKey;
 pub use scan::Scan;
 
 use crate::containers::Shape;

@@ -187,7 +187,7 @@ macro_rules! histogram_suite {
                 for &n in &[0usize, 1, 31, 16_385, 100_003] {
                     let raw = data(n);
                     let v = Vector::from(raw.clone());
-                    for bins in [20_000usize, 70_001] {
+                    for bins in [20_000usize, 70_001, 1 << 20] {
                         let want = count(n, bins, |i| raw[i].wrapping_mul(2_654_435_761) % 70_001);
                         let mut got = Vector::filled(bins, 1u32);
                         Histogram::new(wide_bin).checked(false).backend(B).run(&v, &mut got).unwrap();

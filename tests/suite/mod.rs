@@ -937,3 +937,4 @@ macro_rules! backend_suite {
 }
 pub mod filter;
 pub mod histogram;
+pub mod reduce_by_key;

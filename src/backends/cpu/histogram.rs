@@ -28,22 +28,23 @@ impl Outside {
         }
     }
 
-    /// The error of a checked call whose bin function `name` returned these bins for a
-    /// table of `bins` (`Ok` when there were none). Every backend reports the same values,
-    /// so the error does not depend on the backend or the order of the work.
-    pub(crate) fn check(self, name: &str, bins: usize) -> Result<()> {
+    /// The error of a checked call whose function `name` returned these bins (`kind`
+    /// "bin") or keys ("key") for a table of `len` (`Ok` when there were none). Every
+    /// backend reports the same values, so the error does not depend on the backend or
+    /// the order of the work.
+    pub(crate) fn check(self, name: &str, kind: &str, len: usize) -> Result<()> {
         if self.count == 0 {
             return Ok(());
         }
         Err(Error::UserFunction {
             function: name.to_string(),
             what: format!(
-                "returned bin {} for a histogram of {bins} bins ({} element(s) outside \
-                 0..{bins}; an unchecked call does not count them)",
+                "returned {kind} {} for a table of {len} {kind}s ({} element(s) outside \
+                 0..{len}; an unchecked call drops them)",
                 self.max, self.count
             ),
             index: Some(i64::from(self.max)),
-            len: Some(bins as u64),
+            len: Some(len as u64),
         })
     }
 }

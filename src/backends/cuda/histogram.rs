@@ -261,7 +261,7 @@ where
             count: u64::from(memory::from_bytes::<u32>(&words[..4])),
             max: memory::from_bytes::<u32>(&words[4..]),
         };
-        outside.check(F::NAME, bins)?;
+        outside.check(F::NAME, "bin", bins)?;
     }
     sum(
         ctx,

@@ -203,7 +203,7 @@ where
             count: u64::from(words[0]),
             max: words[1],
         };
-        if let Err(e) = report.check(F::NAME, bins) {
+        if let Err(e) = report.check(F::NAME, "bin", bins) {
             memory::discarded(ctx, &counts, ev);
             return Err(e);
         }

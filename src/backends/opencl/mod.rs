@@ -26,6 +26,7 @@ mod map_reduce;
 pub(crate) mod memory;
 mod program_cache;
 mod reduce;
+mod reduce_by_key;
 mod scan;
 
 use std::fmt::Write as _;
@@ -41,7 +42,7 @@ use crate::containers::{Arg, Shape};
 use crate::plan::ArgVisitor;
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig,
+    PairsSig, ReduceByKeySig,
 };
 use crate::userfn::{UniformTuple, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -507,6 +508,22 @@ impl Execute for OpenCl {
             uniforms,
         } = plan;
         histogram::run::<S::F, S::I, S::C>(ctx()?, arrays, inputs, shape, (counts, uniforms), self)
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            sums,
+            uniforms,
+        } = plan;
+        let ctx = ctx()?;
+        let ops = (sums, uniforms);
+        reduce_by_key::run::<S::F, S::R, S::I, S::V>(ctx, arrays, inputs, shape, ops, self)
     }
 }
 
