@@ -35,6 +35,7 @@ mod memory;
 mod module_cache;
 mod multistream;
 mod reduce;
+mod reduce_by_key;
 mod scan;
 mod trace;
 
@@ -54,7 +55,7 @@ use crate::containers::State;
 use crate::containers::{Arg, OutArgs};
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig,
+    PairsSig, ReduceByKeySig,
 };
 use crate::plan::{ArgTuple, ArgVisitor};
 use crate::skeletons::Options;
@@ -641,6 +642,22 @@ impl Execute for Cuda {
             uniforms,
         } = plan;
         histogram::run::<S::F, S::I, S::C>(self, arrays, inputs, shape, (counts, uniforms))
+    }
+
+    /// One device slot, as for Histogram.
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            sums,
+            uniforms,
+        } = plan;
+        let ops = (sums, uniforms);
+        reduce_by_key::run::<S::F, S::R, S::I, S::V>(self, arrays, inputs, shape, ops)
     }
 }
 

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use super::{
-    filter, histogram, map, map_array, map_overlap, map_reduce, module_cache, reduce, scan,
+    filter, histogram, map, map_array, map_overlap, map_reduce, module_cache, reduce,
+    reduce_by_key, scan,
 };
 use crate::backends::jit::ProgKey;
 use crate::backends::stencil_tile::Plan;
@@ -95,6 +96,32 @@ fn cell_bin(#[index] (row, col): (usize, usize), edges: &[f32], x: f32, #[unifor
         }
     }
     b
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Tally {
+    sum: f32,
+    count: u32,
+}
+
+#[userfn]
+fn tally_of(#[index] i: usize, edges: &[f32], x: f32, #[uniform] k: u32) -> (u32, Tally) {
+    let mut b = i as u32 % k;
+    for e in 0..edges.len() {
+        if x >= edges[e] {
+            b += 1;
+        }
+    }
+    (b, Tally { sum: x, count: 1 })
+}
+
+#[userfn]
+fn merge_tally(a: Tally, b: Tally) -> Tally {
+    Tally {
+        sum: a.sum + b.sum,
+        count: a.count + b.count,
+    }
 }
 
 const STUB: &str = r#"
@@ -253,6 +280,12 @@ fn every_template_is_valid_cpp() {
             &format!("filter_aff_index_{c}"),
             &filter::source::<early, Aff>(c).unwrap(),
         );
+        for local in [false, true] {
+            check(
+                &format!("reduce_by_key_{local}_{c}"),
+                &reduce_by_key::source::<tally_of, merge_tally, Tally>((256, 4), local, c).unwrap(),
+            );
+        }
         for shared in [false, true] {
             check(
                 &format!("histogram_u8_{shared}_{c}"),
