@@ -81,14 +81,14 @@ pub fn add_bins(a: Bins, b: Bins) -> Bins {
     for k in 0..256 {
         c[k] = a.c[k] + b.c[k];
     }
-    Bins { c: c }
+    Bins { c }
 }
 
 #[userfn]
 pub fn one_hot(x: u32) -> Bins {
     let mut c = [0u32; 256];
     c[(x % 256) as usize] = 1;
-    Bins { c: c }
+    Bins { c }
 }
 
 /// The plain loop every result is checked against: `bins(i)` for each position, counted
