@@ -144,14 +144,15 @@ struct Frame {
     pool: Sender<Pair>,
 }
 
-type Pair = (Matrix<Rgb8>, Matrix<u8>);
+type Pair = (Matrix<Rgb8>, Matrix<u8>, Vector<u32>);
 type Pool = (Sender<Pair>, Receiver<Pair>);
 
 impl Drop for Frame {
     fn drop(&mut self) {
         let rgb = std::mem::replace(&mut self.rgb, Matrix::zeroed(0, 0));
         let out = std::mem::replace(&mut self.out, Matrix::zeroed(0, 0));
-        let _ = self.pool.send((rgb, out)); // never blocks: the pool has room for every pair
+        let hist = std::mem::replace(&mut self.hist, Vector::zeroed(0));
+        let _ = self.pool.send((rgb, out, hist)); // never blocks: room for every frame
     }
 }
 
@@ -213,8 +214,9 @@ fn run(args: Args) -> Res<bool> {
     // decode farm holds frames (workers + channel capacity 2).
     let (t, pairs) = (Instant::now(), 2 * workers + 4);
     let pool: Pool = bounded(pairs);
-    let (rows, cols) = args.frames.map_or((0, 0), |_| (h as usize, w as usize));
-    let pair = || (Matrix::zeroed(rows, cols), Matrix::zeroed(rows, cols));
+    let (r, c) = args.frames.map_or((0, 0), |_| (h as usize, w as usize));
+    let counts = || Vector::zeroed(256); // the input's luminance histogram
+    let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts());
     (0..pairs).for_each(|_| drop(pool.0.send(pair())));
     println!(
         "{pairs} frame buffers ready in {:.0} ms",
@@ -257,7 +259,7 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         }
         Source::Synthetic(img) => (format!("synthetic-{i:05}"), img),
     };
-    let (mut rgb, mut out) = pool.1.recv().map_err(Error::other)?;
+    let (mut rgb, mut out, hist) = pool.1.recv().map_err(Error::other)?;
     let (rows, cols) = (img.height() as usize, img.width() as usize);
     if (rgb.rows(), rgb.cols()) == (rows, cols) {
         rgb.copy_from_image(&*img)?; // the pooled (pinned with CUDA) buffer
@@ -269,7 +271,7 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         write,
         rgb,
         out,
-        hist: Vector::zeroed(256),
+        hist,
         pool: pool.0.clone(),
     })
 }
