@@ -7,6 +7,7 @@
 //! cargo bench --bench histogram                          # full sizes (cargo passes --bench)
 //! cargo bench --features "cuda opencl" --bench histogram
 //! ./bench-histogram --full [--repeat 15]                 # the built binary, full sizes
+//! ./bench-histogram --full --log2 26 20                  # 2^26 bytes, 2^20 points
 //! ./bench-histogram                                      # short: tiny sizes, 1 run (CI,
 //!                                                        # `cargo test --benches`)
 //! ```
@@ -78,6 +79,8 @@ fn merge(a: Acc, b: Acc) -> Acc {
 struct Config {
     short: bool,
     repeat: usize,
+    /// `--log2 H P`: 2^H bytes and 2^P points instead of the mode's sizes.
+    log2: Option<(u32, u32)>,
 }
 
 impl Config {
@@ -92,9 +95,14 @@ impl Config {
             .and_then(|i| args.get(i + 1))
             .and_then(|v| v.parse().ok())
             .unwrap_or(if short { 1 } else { 9 });
+        let log2 = args.iter().position(|a| a == "--log2").and_then(|i| {
+            let at = |k: usize| args.get(i + k).and_then(|v| v.parse().ok());
+            Some((at(1)?, at(2)?))
+        });
         Config {
             short,
             repeat: usize::max(repeat, 1),
+            log2,
         }
     }
 }
@@ -204,7 +212,7 @@ fn hand_kmeans(points: &[Point], centres: &[Point]) -> Vec<Acc> {
 const BACKENDS: [Backend; 4] = [Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda];
 
 fn histogram_rows(cfg: &Config) {
-    let log2 = if cfg.short { 16 } else { 28 };
+    let log2 = cfg.log2.map_or(if cfg.short { 16 } else { 28 }, |l| l.0);
     let n = 1usize << log2;
     let raw: Vec<u8> = data(n, 7).iter().map(|&x| x as u8).collect();
     let want = hand_histogram(&raw);
@@ -264,7 +272,7 @@ fn histogram_rows(cfg: &Config) {
 }
 
 fn kmeans_rows(cfg: &Config) {
-    let log2 = if cfg.short { 14 } else { 24 };
+    let log2 = cfg.log2.map_or(if cfg.short { 14 } else { 24 }, |l| l.1);
     let n = 1usize << log2;
     let raw = data(2 * n, 11);
     let unit = |x: u32| (x >> 8) as f32 / (1u32 << 24) as f32;
