@@ -8,6 +8,7 @@
 //! cargo bench --features "cuda opencl" --bench histogram
 //! ./bench-histogram --full [--repeat 15]                 # the built binary, full sizes
 //! ./bench-histogram --full --log2 26 20                  # 2^26 bytes, 2^20 points
+//! ./bench-histogram --full --no-cpu                      # without the sequential rows
 //! ./bench-histogram                                      # short: tiny sizes, 1 run (CI,
 //!                                                        # `cargo test --benches`)
 //! ```
@@ -81,6 +82,8 @@ struct Config {
     repeat: usize,
     /// `--log2 H P`: 2^H bytes and 2^P points instead of the mode's sizes.
     log2: Option<(u32, u32)>,
+    /// `--no-cpu`: no row of the sequential `cpu` backend (seconds per call at full size).
+    no_cpu: bool,
 }
 
 impl Config {
@@ -103,6 +106,7 @@ impl Config {
             short,
             repeat: usize::max(repeat, 1),
             log2,
+            no_cpu: has("--no-cpu"),
         }
     }
 }
@@ -240,6 +244,9 @@ fn histogram_rows(cfg: &Config) {
     let v = Vector::from(raw);
     let mut counts = Vector::<u64>::zeroed(256);
     for backend in BACKENDS {
+        if cfg.no_cpu && backend == Backend::Cpu {
+            continue;
+        }
         if let Err(e) = backend.check() {
             println!("| skel-{backend} | skipped: {e} | | | |");
             continue;
@@ -299,6 +306,9 @@ fn kmeans_rows(cfg: &Config) {
         let cv = Vector::from(centres.clone());
         let mut sums = Vector::<Acc>::zeroed(k);
         for backend in BACKENDS {
+            if cfg.no_cpu && backend == Backend::Cpu {
+                continue;
+            }
             if let Err(e) = backend.check() {
                 println!("| {k} | skel-{backend} | skipped: {e} | |");
                 continue;
