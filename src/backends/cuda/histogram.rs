@@ -176,10 +176,11 @@ where
     };
     let chunks: Vec<_> = split.iter().flat_map(|s| s.parts()).collect();
     // Per chunk: its blocks, and its first row.
-    let per_sm = if copies > 0 { 4 } else { 8 };
+    // Eight blocks of 256 threads fill an SM (8 sub-histograms of 256 bins take 8 KiB of
+    // its shared memory per block).
     let grids: Vec<usize> = chunks
         .iter()
-        .map(|(_, part, _, _)| grid_for(ctx, part.len(), BLOCK * 4, per_sm) as usize)
+        .map(|(_, part, _, _)| grid_for(ctx, part.len(), BLOCK * 4, 8) as usize)
         .collect();
     let rows_of = |grid: usize| {
         if copies > 0 {
