@@ -211,3 +211,23 @@ where
     memory::written(ctx, &counts, ev);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::layout;
+
+    #[test]
+    fn sub_histograms_fit_local_memory_or_go_global() {
+        // NVIDIA's OpenCL: 48 KiB of local memory, 132 compute units, work-groups of 256.
+        let small = layout(256, 49152, 132, 256, 1 << 28);
+        assert_eq!((small.copies, small.rows), (8, small.groups));
+        assert!(small.copies * 257 * 4 <= 49152 - 1024);
+        let mid = layout(5000, 49152, 132, 256, 1 << 28);
+        assert_eq!(mid.copies, 2);
+        let many = layout(1 << 20, 49152, 132, 256, 1 << 28);
+        assert_eq!(many.copies, 0);
+        assert!(many.rows >= 1 && many.rows * (1 << 20) * 4 <= 64 << 20);
+        // A short call takes no more work-groups than it has work for.
+        assert_eq!(layout(256, 49152, 132, 256, 100).groups, 1);
+    }
+}

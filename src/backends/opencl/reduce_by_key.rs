@@ -248,3 +248,22 @@ where
     memory::written(ctx, &sums, ev);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::layout;
+
+    #[test]
+    fn tiles_fit_local_memory_and_tables_move_to_global() {
+        let nvidia = (49152, 256, 132, true);
+        let k16 = layout(16, 12, nvidia, 1 << 24).unwrap();
+        assert!(k16.local_table && k16.tile_bytes(12) + 16 * 24 <= 49152);
+        assert_eq!(k16.parts(16), k16.wg / 16);
+        let big = layout(100_000, 12, nvidia, 1 << 24).unwrap();
+        assert!(!big.local_table && big.parts(100_000) == 1);
+        // A 1 KiB value still gets a tile, with smaller work-groups.
+        let wide = layout(16, 1024, nvidia, 1 << 20).unwrap();
+        assert!(wide.tile_bytes(1024) <= 49152 && wide.wg >= 8, "{wide:?}");
+        assert!(layout(16, 1 << 20, nvidia, 1).is_err());
+    }
+}
