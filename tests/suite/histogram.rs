@@ -299,3 +299,35 @@ histogram_suite!(cpu, Backend::Cpu);
 histogram_suite!(rayon, Backend::Rayon);
 histogram_suite!(opencl, Backend::OpenCl);
 histogram_suite!(cuda, Backend::Cuda);
+
+/// `Backend::Auto` routes both forms like any other (by the tuner's model, or its default
+/// choice before calibration) and gives the oracle's answer.
+#[test]
+fn auto_backend_gives_the_oracles_answer() {
+    let raw: Vec<u8> = data(100_003).iter().map(|&x| x as u8).collect();
+    let v = Vector::from(raw.clone());
+    let mut got = Vector::<u32>::zeroed(256);
+    Histogram::new(byte_bin)
+        .backend(Backend::Auto)
+        .run(&v, &mut got)
+        .unwrap();
+    let want = count(raw.len(), 256, |i| raw[i] as u32);
+    assert_eq!(
+        got.to_vec(),
+        want.iter().map(|&c| c as u32).collect::<Vec<_>>()
+    );
+    let x = Vector::from(data(50_001));
+    let mut sums = Vector::zeroed(7);
+    let r = ReduceByKey::new(
+        super::reduce_by_key::by_mod,
+        super::reduce_by_key::merge_tally,
+    );
+    r.uniforms((7,))
+        .backend(Backend::Auto)
+        .run(&x, &mut sums)
+        .unwrap();
+    assert_eq!(
+        sums.to_vec(),
+        super::reduce_by_key::tallies(&data(50_001), 7, 7)
+    );
+}

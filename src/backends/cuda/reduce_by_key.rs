@@ -154,7 +154,9 @@ where
         down: 0,
         follows: memory::busy_lane(ctx, &sums.lock()),
     };
-    // One chunk: the blocks' tables are merged once, after every block.
+    // One chunk: the blocks' tables are merged once, after every block (`.streams(k)` is
+    // only validated).
+    multistream::forced(exec.streams)?;
     let split = match n {
         0 => None,
         _ => Some(multistream::split(
