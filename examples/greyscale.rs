@@ -2,16 +2,13 @@
 //! pipeline around skel's `Map` (the MultiStream thesis' application, Parisi 2015, app. B):
 //!
 //! ```text
-//! decode farm ──► Map(grey) on skel ──► CPU stats farm ──► check + encode farm
-//! (w threads)     (any backend)         (w threads)        (w threads: copy-back, PNG)
+//! decode farm ──► Map(grey) + Histogram(luma) on skel ──► check + encode farm
+//! (w threads)     (one backend, the input uploaded once)   (w threads: copy-back, PNG)
 //! ```
 //!
-//! Farms have one worker per core and keep the frames in order. The stats farm works on the
-//! input only, so it overlaps the Map. Frames go in and out through skel's `image` interop
-//! (`RgbImage` -> `Matrix<Rgb8>`, `Matrix<u8>` -> `GrayImage`). Files, synthetic frames,
-//! where the sample photos are and the per-pixel check against an f64 reference are in
-//! `common/greyscale_io.rs`; the device-only throughput benchmark against the transfer bound
-//! (formerly `--stream`) is `examples/greyscale_stream.rs`.
+//! Farms have one worker per core and keep the frames in order; the input statistics are a
+//! `Histogram` on the Map's backend. Image interop, synthetic frames and the per-pixel check
+//! are in `common/greyscale_io.rs`; the device-only benchmark is `greyscale_stream.rs`.
 //!
 //! ```text
 //! cargo run --release --example greyscale                       # the sample photos
@@ -85,6 +82,13 @@ pub fn grey8(px: Rgb8, #[uniform] luma: Pixel) -> u8 {
     y.r as u8
 }
 
+/// The luminance bin (0..=255) of an 8-bit pixel, for the input statistics.
+#[userfn]
+pub fn luma_bin(px: Rgb8, #[uniform] luma: Pixel) -> u32 {
+    let y = luma.r * px.r as f32 + luma.g * px.g as f32 + luma.b * px.b as f32;
+    y.round().min(255.0) as u32
+}
+
 #[derive(Parser, Debug)]
 #[command(about = "Colour -> greyscale over a stream of images: farms around skel's Map")]
 struct Args {
@@ -136,18 +140,19 @@ struct Frame {
     write: bool,
     rgb: Matrix<Rgb8>,
     out: Matrix<u8>,
-    mean_in: f64, // from the stats farm
+    hist: Vector<u32>, // luminance histogram of the input
     pool: Sender<Pair>,
 }
 
-type Pair = (Matrix<Rgb8>, Matrix<u8>);
+type Pair = (Matrix<Rgb8>, Matrix<u8>, Vector<u32>);
 type Pool = (Sender<Pair>, Receiver<Pair>);
 
 impl Drop for Frame {
     fn drop(&mut self) {
         let rgb = std::mem::replace(&mut self.rgb, Matrix::zeroed(0, 0));
         let out = std::mem::replace(&mut self.out, Matrix::zeroed(0, 0));
-        let _ = self.pool.send((rgb, out)); // never blocks: the pool has room for every pair
+        let hist = std::mem::replace(&mut self.hist, Vector::zeroed(0));
+        let _ = self.pool.send((rgb, out, hist)); // never blocks: room for every frame
     }
 }
 
@@ -196,11 +201,12 @@ fn run(args: Args) -> Res<bool> {
     if let Some(k) = args.streams {
         map = map.streams(k);
     }
+    let hist = Histogram::new(luma_bin).uniforms((LUMA,)).backend(backend);
     if matches!(backend, Backend::Cuda | Backend::OpenCl) {
-        println!("preparing the kernel (compiled on a first run, then loaded from the disk cache)");
-        let t = Instant::now();
-        map.run(&Matrix::zeroed(16, 16), &mut Matrix::zeroed(16, 16))?;
-        println!("kernel ready in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+        let (t, rgb) = (Instant::now(), Matrix::zeroed(16, 16));
+        map.run(&rgb, &mut Matrix::zeroed(16, 16))?;
+        hist.run(&rgb, &mut Vector::<u32>::zeroed(256))?;
+        println!("kernels ready in {} ms", t.elapsed().as_millis());
     }
 
     // Containers for the frames in flight, allocated once (pinned with CUDA). Decode waits
@@ -208,8 +214,9 @@ fn run(args: Args) -> Res<bool> {
     // decode farm holds frames (workers + channel capacity 2).
     let (t, pairs) = (Instant::now(), 2 * workers + 4);
     let pool: Pool = bounded(pairs);
-    let (rows, cols) = args.frames.map_or((0, 0), |_| (h as usize, w as usize));
-    let pair = || (Matrix::zeroed(rows, cols), Matrix::zeroed(rows, cols));
+    let (r, c) = args.frames.map_or((0, 0), |_| (h as usize, w as usize));
+    let counts = || Vector::zeroed(256); // the input's luminance histogram
+    let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts());
     (0..pairs).for_each(|_| drop(pool.0.send(pair())));
     println!(
         "{pairs} frame buffers ready in {:.0} ms",
@@ -220,10 +227,11 @@ fn run(args: Args) -> Res<bool> {
     let report = Pipeline::from_iter(jobs.into_iter().enumerate())
         .farm(workers, |job| load(job, &pool))
         .name("decode")
-        .stage(move |mut f: Frame| map.run(&f.rgb, &mut f.out).map(|()| f))
-        .name("map (skel)")
-        .farm(workers, stats)
-        .name("cpu stats")
+        .stage(move |mut f: Frame| {
+            map.run(&f.rgb, &mut f.out)?;
+            hist.run(&f.rgb, &mut f.hist).map(|()| f)
+        })
+        .name("map+histogram (skel)")
         .farm(workers, |f| finish(f, check, out_dir, &bar))
         .name("check+encode")
         .progress(|done| bar.set_position(done as u64))
@@ -251,7 +259,7 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         }
         Source::Synthetic(img) => (format!("synthetic-{i:05}"), img),
     };
-    let (mut rgb, mut out) = pool.1.recv().map_err(Error::other)?;
+    let (mut rgb, mut out, hist) = pool.1.recv().map_err(Error::other)?;
     let (rows, cols) = (img.height() as usize, img.width() as usize);
     if (rgb.rows(), rgb.cols()) == (rows, cols) {
         rgb.copy_from_image(&*img)?; // the pooled (pinned with CUDA) buffer
@@ -263,27 +271,18 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         write,
         rgb,
         out,
-        mean_in: 0.0,
+        hist,
         pool: pool.0.clone(),
     })
 }
 
-/// CPU stats farm: work that needs only the input, so it overlaps the Map.
-fn stats(mut f: Frame) -> skel::Result<Frame> {
-    let mut hist = [0u64; 256];
-    for p in f.rgb.try_as_slice()? {
-        let luma = LUMA.r * f32::from(p.r) + LUMA.g * f32::from(p.g) + LUMA.b * f32::from(p.b);
-        hist[(luma.round() as usize).min(255)] += 1;
-    }
-    let sum: u64 = hist.iter().enumerate().map(|(v, &c)| v as u64 * c).sum();
-    f.mean_in = sum as f64 / hist.iter().sum::<u64>().max(1) as f64;
-    Ok(f)
-}
-
-/// Check + encode farm: reads the Map result (on a device backend, the copy-back), checks
-/// it and writes the PNG.
+/// Check + encode farm: reads the Map result and the histogram (on a device backend, the
+/// copy-back), checks them and writes the PNG.
 fn finish(f: Frame, check: bool, out_dir: &Path, bar: &ProgressBar) -> skel::Result<Checked> {
+    let hist = f.hist.try_as_slice()?;
+    let pixels: u64 = hist.iter().map(|&c| u64::from(c)).sum();
     let checked = match check {
+        true if pixels != f.rgb.len() as u64 => return Err(Error::other("histogram lost pixels")),
         true => Checked::frame8(&f.name, &f.rgb, &f.out)?,
         false => Checked::default(),
     };
@@ -292,7 +291,8 @@ fn finish(f: Frame, check: bool, out_dir: &Path, bar: &ProgressBar) -> skel::Res
         let mean = img.iter().map(|&v| f64::from(v)).sum::<f64>() / img.len().max(1) as f64;
         let path = out_dir.join(format!("{}.png", f.name));
         img.save(&path).map_err(Error::other)?;
-        let ((w, h), mean_in) = (img.dimensions(), f.mean_in);
+        let sum: u64 = (0..256).map(|v| v as u64 * u64::from(hist[v])).sum();
+        let ((w, h), mean_in) = (img.dimensions(), sum as f64 / pixels.max(1) as f64);
         let what = format!("{w}x{h}, mean luma in {mean_in:.1}, mean grey out {mean:.1}");
         bar.suspend(|| println!("  wrote {} ({what})", path.display()));
     }

@@ -213,17 +213,17 @@ pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
-    Devices, Edge, Filter, Lazy, Map, MapArray, MapOverlap, MapPairs, MapPairsReduce, MapReduce,
-    Reduce, Scan, ScanMode,
+    Count, Devices, Edge, Filter, Histogram, Lazy, Map, MapArray, MapOverlap, MapPairs,
+    MapPairsReduce, MapReduce, Reduce, ReduceByKey, Scan, ScanMode,
 };
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        userfn, Backend, DeviceType, Devices, Edge, Error, Filter, Map, MapArray, MapOverlap,
-        MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, Result, Scan, ScanMode, Vector,
-        Window, Window2,
+        userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
+        MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, ReduceByKey, Result,
+        Scan, ScanMode, Vector, Window, Window2,
     };
     pub use crate::{Sort, SortKey};
 }

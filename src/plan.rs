@@ -33,6 +33,8 @@ use crate::{DeviceType, Result, SortKey};
 
 pub use crate::skeletons::{Edge, ScanMode};
 
+use crate::skeletons::Count;
+
 /// Which way a 1D stencil or a matrix reduction runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Axis {
@@ -266,6 +268,66 @@ impl<K: SortKey, V: DeviceType> SortSig for (K, V) {
 pub(crate) struct Sort<'p, S: SortSig> {
     pub keys: ArgMut<'p, S::K>,
     pub values: Option<ArgMut<'p, S::V>>,
+}
+
+/// The types of a Histogram call: the bin function, the input tuple, the count type.
+pub(crate) trait HistogramSig<'a> {
+    type F: ElementwiseFn + UserFn<Out = u32>;
+    type I: ArgTuple<'a, Elems = <Self::F as ElementwiseFn>::Elems>;
+    type C: Count;
+}
+
+impl<'a, F, I, C> HistogramSig<'a> for (F, I, C)
+where
+    F: ElementwiseFn + UserFn<Out = u32>,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    C: Count,
+{
+    type F = F;
+    type I = I;
+    type C = C;
+}
+
+/// `counts[b] = #{i : F(inputs[i]..) == b}` over `shape`, `counts` overwritten; bins
+/// outside `0..counts.len()` are not counted (a checked call fails instead).
+pub(crate) struct Histogram<'c, 'a, S: HistogramSig<'a>> {
+    pub arrays: ContainerOps<'c, S::F>,
+    pub inputs: S::I,
+    pub shape: Shape,
+    pub counts: ArgMut<'c, S::C>,
+    pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
+}
+
+/// The types of a ReduceByKey call: the key function, the merge, the inputs, the value.
+pub(crate) trait ReduceByKeySig<'a> {
+    type F: ElementwiseFn + UserFn<Out = (u32, Self::V)>;
+    type R: BinaryFn<Self::V>;
+    type I: ArgTuple<'a, Elems = <Self::F as ElementwiseFn>::Elems>;
+    type V: DeviceType + Default;
+}
+
+impl<'a, F, R, I, V> ReduceByKeySig<'a> for (F, R, I, V)
+where
+    F: ElementwiseFn + UserFn<Out = (u32, V)>,
+    R: BinaryFn<V>,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    V: DeviceType + Default,
+{
+    type F = F;
+    type R = R;
+    type I = I;
+    type V = V;
+}
+
+/// `sums[k]` = `V::default()` merged with `R` with every value `F` pairs with key `k`,
+/// over `shape`; `sums` overwritten; keys outside `0..sums.len()` dropped (a checked call
+/// fails instead).
+pub(crate) struct ReduceByKey<'c, 'a, S: ReduceByKeySig<'a>> {
+    pub arrays: ContainerOps<'c, S::F>,
+    pub inputs: S::I,
+    pub shape: Shape,
+    pub sums: ArgMut<'c, S::V>,
+    pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
 }
 
 /// The element inputs of one call: `()`, `(Arg<A>,)`, `(Arg<A>, Arg<B>)`, ... up to four.

@@ -12,8 +12,8 @@ use std::time::Instant;
 use super::{concrete, cpu, Execute};
 use crate::containers::{Arg, Location, OutArgs, Shape};
 use crate::plan::{
-    self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HostSlices, MapArraySig, MapReduceSig,
-    MapSig, PairsReduceSig, PairsSig, SortSig,
+    self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HistogramSig, HostSlices, MapArraySig,
+    MapReduceSig, MapSig, PairsReduceSig, PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::skeletons::Options;
 use crate::tune::model::bucket_of;
@@ -607,6 +607,37 @@ impl Execute for Auto {
         let (d, call) = decided?;
         self.run(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec.sort(plan))
+        })
+    }
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let (d, call) = self.decide::<S::F, _, _>(
+            &plan.inputs,
+            &plan.arrays,
+            "histogram",
+            type_name::<S::C>(),
+            plan.shape.len(),
+            false,
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.histogram(plan))
+        })
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let (d, call) = self.decide::<(S::F, S::R), _, _>(
+            &plan.inputs,
+            &plan.arrays,
+            "reduce_by_key",
+            type_name::<S::V>(),
+            plan.shape.len(),
+            false,
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.reduce_by_key(plan))
         })
     }
 }

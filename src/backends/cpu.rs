@@ -7,18 +7,23 @@
 
 use std::ops::Range;
 
+mod histogram;
 mod map_overlap;
 mod map_pairs_reduce;
+mod reduce_by_key;
 mod sort;
 
+pub(crate) use histogram::{add_table, count_range, store, Outside, TABLE_SPAN};
 pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
+pub(crate) use reduce_by_key::{merge_range, merge_tables};
 pub(crate) use sort::sort_range;
 
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::containers::{ArgMut, HostOut, OutArgs, OutCollector};
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::{
@@ -689,6 +694,72 @@ impl Execute for Cpu {
             None => None,
         };
         sort_range::<S::K, S::V>(keys.host_mut()?, values);
+        Ok(())
+    }
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            mut counts,
+            uniforms,
+        } = plan;
+        let arrays = container_refs::<S::F>(&arrays)?;
+        let inputs = inputs.host()?;
+        let bins = counts.shape().len();
+        let (mut totals, mut table) = (vec![0u64; bins], vec![0u32; bins]);
+        let mut outside = Outside::default();
+        let (n, mut at) = (shape.len(), 0);
+        while at < n {
+            let end = n.min(at + TABLE_SPAN);
+            table.fill(0);
+            let part = inputs.slice(at..end);
+            let global = self.base + at..self.base + end;
+            outside = outside.merge(count_range::<S::F>(
+                arrays,
+                part,
+                global,
+                shape.cols(),
+                uniforms,
+                &mut table,
+            ));
+            add_table(&mut totals, &table);
+            at = end;
+        }
+        if self.checked {
+            outside.check(<S::F as UserFn>::NAME, "bin", bins)?;
+        }
+        store(counts.host_overwrite()?, &totals);
+        Ok(())
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            mut sums,
+            uniforms,
+        } = plan;
+        let arrays = container_refs::<S::F>(&arrays)?;
+        let inputs = inputs.host()?;
+        let mut table = vec![S::V::default(); sums.shape().len()];
+        let outside = merge_range::<S::F, S::R, S::V>(
+            arrays,
+            inputs,
+            self.base..self.base + shape.len(),
+            shape.cols(),
+            uniforms,
+            &mut table,
+        );
+        if self.checked {
+            outside.check(<S::F as UserFn>::NAME, "key", table.len())?;
+        }
+        sums.host_overwrite()?.copy_from_slice(&table);
         Ok(())
     }
 }

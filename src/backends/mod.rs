@@ -37,7 +37,8 @@ use crate::containers::OutArgs;
 #[cfg(feature = "mpi")]
 use crate::plan::ArgTuple;
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::skeletons::Options;
 use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -96,6 +97,13 @@ pub(crate) trait Execute {
     fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize>;
 
     fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()>;
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()>;
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()>;
 }
 
 /// The container arguments of user function `F` bound for one call.
@@ -574,4 +582,50 @@ pub(crate) fn fuses_lazy_inputs(options: &Options) -> bool {
         resolve(options.backend_choice()),
         Ok(Backend::Cpu | Backend::Rayon)
     )
+}
+
+/// The route of a Histogram plan: `checks`, then the executor `options` resolve to.
+/// Distributed operands are refused (a histogram of a distributed container is a local
+/// Histogram per rank and a sum of the counts, which `skel::dist` does not do yet).
+pub(crate) fn histogram<'a, S: HistogramSig<'a>>(
+    options: Options,
+    plan: plan::Histogram<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::Histogram<'k, 'a, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed()
+        || plan.arrays.any_distributed()
+        || plan.counts.spread().is_some()
+    {
+        return Err(Error::InvalidArgument(format!(
+            "Histogram of `{}`: distributed operands are not supported; run it on each \
+             rank's local block and sum the counts",
+            <S::F as UserFn>::NAME
+        )));
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.histogram(plan))
+}
+
+/// The route of a ReduceByKey plan: `checks`, then the executor `options` resolve to.
+/// Distributed operands are refused, as for [`histogram`].
+pub(crate) fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+    options: Options,
+    plan: plan::ReduceByKey<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::ReduceByKey<'k, 'a, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed()
+        || plan.arrays.any_distributed()
+        || plan.sums.spread().is_some()
+    {
+        return Err(Error::InvalidArgument(format!(
+            "ReduceByKey of `{}`: distributed operands are not supported; run it on each \
+             rank's local block and merge the tables",
+            <S::F as UserFn>::NAME
+        )));
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
+        .reduce_by_key(plan))
 }

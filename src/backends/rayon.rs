@@ -20,7 +20,8 @@ use super::{Execute, PredicateFn};
 use crate::codegen::cost::{classify, Cost};
 use crate::containers::{HostOut, OutArgs};
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ContainerArgs, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -500,6 +501,110 @@ impl Execute for Rayon {
             None => None,
         };
         sort::radix_sort::<S::K, S::V>(keys.host_mut()?, values);
+        Ok(())
+    }
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let n = plan.shape.len();
+        if sequential(n) {
+            return self.cpu().histogram(plan);
+        }
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            mut counts,
+            uniforms,
+        } = plan;
+        let arrays = cpu::container_refs::<S::F>(&arrays)?;
+        let inputs = inputs.host()?;
+        let bins = counts.shape().len();
+        // A chunk counts into a table of its own, cleared and added to its task's totals
+        // afterwards: at least as many elements as bins, so that clearing and adding the
+        // table stays a small part of the chunk's work.
+        let chunk = chunk_len(n).max(bins).min(cpu::TABLE_SPAN);
+        let (totals, outside) = (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .fold(
+                || (vec![0u64; bins], vec![0u32; bins], cpu::Outside::default()),
+                |(mut totals, mut table, outside), c| {
+                    let range = c * chunk..n.min((c + 1) * chunk);
+                    table.fill(0);
+                    let global = self.base + range.start..self.base + range.end;
+                    let more = cpu::count_range::<S::F>(
+                        arrays,
+                        inputs.slice(range),
+                        global,
+                        shape.cols(),
+                        uniforms,
+                        &mut table,
+                    );
+                    cpu::add_table(&mut totals, &table);
+                    (totals, table, outside.merge(more))
+                },
+            )
+            .map(|(totals, _, outside)| (totals, outside))
+            .reduce(
+                || (vec![0u64; bins], cpu::Outside::default()),
+                |(mut a, x), (b, y)| {
+                    for (a, b) in a.iter_mut().zip(&b) {
+                        *a += b;
+                    }
+                    (a, x.merge(y))
+                },
+            );
+        if self.checked {
+            outside.check(<S::F as UserFn>::NAME, "bin", bins)?;
+        }
+        cpu::store(counts.host_overwrite()?, &totals);
+        Ok(())
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let n = plan.shape.len();
+        let Some(chunk) = map_chunk::<S::F>(n) else {
+            return self.cpu().reduce_by_key(plan);
+        };
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            mut sums,
+            uniforms,
+        } = plan;
+        let arrays = cpu::container_refs::<S::F>(&arrays)?;
+        let inputs = inputs.host()?;
+        let keys = sums.shape().len();
+        // Each task merges its chunks into a table of its own; a chunk has at least as
+        // many elements as keys, so that merging the tables stays a small part of the work.
+        let chunk = chunk.max(keys);
+        let fresh = || (vec![S::V::default(); keys], cpu::Outside::default());
+        let (table, outside) = (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .fold(fresh, |(mut table, outside), c| {
+                let range = c * chunk..n.min((c + 1) * chunk);
+                let global = self.base + range.start..self.base + range.end;
+                let more = cpu::merge_range::<S::F, S::R, S::V>(
+                    arrays,
+                    inputs.slice(range),
+                    global,
+                    shape.cols(),
+                    uniforms,
+                    &mut table,
+                );
+                (table, outside.merge(more))
+            })
+            .reduce(fresh, |(mut a, x), (b, y)| {
+                cpu::merge_tables::<S::R, S::V>(&mut a, &b);
+                (a, x.merge(y))
+            });
+        if self.checked {
+            outside.check(<S::F as UserFn>::NAME, "key", keys)?;
+        }
+        sums.host_overwrite()?.copy_from_slice(&table);
         Ok(())
     }
 }

@@ -122,19 +122,14 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         &self.arrays
     }
 
-    /// This Map with the options (backend, streams, ..) of another skeleton.
-    pub(super) fn with_options(mut self, options: Options) -> Self {
-        self.options = options;
-        self
-    }
-
     /// The user function.
     pub fn function(&self) -> F {
         self.f
     }
 
     /// This Map with another skeleton's options (a skeleton built on a Map, as
-    /// `Sort::by_key`, runs it where and how it runs itself).
+    /// `Sort::by_key` or a MapReduce over a lazy input, runs it where and how it runs
+    /// itself).
     pub(crate) fn with_options(mut self, options: Options) -> Self {
         self.options = options;
         self

@@ -2,6 +2,7 @@
 //! it; none of them knows how or where the work runs.
 
 mod filter;
+mod histogram;
 mod lazy;
 mod map;
 mod map_array;
@@ -10,10 +11,12 @@ mod map_pairs;
 mod map_pairs_reduce;
 mod map_reduce;
 mod reduce;
+mod reduce_by_key;
 mod scan;
 mod sort;
 
 pub use filter::Filter;
+pub use histogram::{Count, Histogram};
 #[doc(hidden)]
 pub use lazy::Resolved;
 pub use lazy::{Lazy, Source};
@@ -24,6 +27,7 @@ pub use map_pairs::MapPairs;
 pub use map_pairs_reduce::MapPairsReduce;
 pub use map_reduce::MapReduce;
 pub use reduce::Reduce;
+pub use reduce_by_key::ReduceByKey;
 pub use scan::Scan;
 pub use sort::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 

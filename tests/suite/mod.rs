@@ -937,5 +937,7 @@ macro_rules! backend_suite {
     };
 }
 pub mod filter;
-pub mod sort;
+pub mod histogram;
 pub mod lazy;
+pub mod reduce_by_key;
+pub mod sort;

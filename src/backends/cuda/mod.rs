@@ -24,6 +24,7 @@ mod context;
 mod devices;
 mod fault;
 mod filter;
+mod histogram;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -34,6 +35,7 @@ mod memory;
 mod module_cache;
 mod multistream;
 mod reduce;
+mod reduce_by_key;
 mod scan;
 mod sort;
 mod trace;
@@ -53,7 +55,8 @@ use crate::codegen::{c_type, Dialect, Ty};
 use crate::containers::State;
 use crate::containers::{Arg, OutArgs};
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::plan::{ArgTuple, ArgVisitor};
 use crate::skeletons::Options;
@@ -635,6 +638,35 @@ impl Execute for Cuda {
     fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()> {
         let plan::Sort { keys, values } = plan;
         sort::run::<S::K, S::V>(self, keys, values)
+    }
+
+    /// One device slot: a Histogram split over several devices (`.devices(n)`) runs on
+    /// the first, whose counts the others would only have to be added to.
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            counts,
+            uniforms,
+        } = plan;
+        histogram::run::<S::F, S::I, S::C>(self, arrays, inputs, shape, (counts, uniforms))
+    }
+
+    /// One device slot, as for Histogram.
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            sums,
+            uniforms,
+        } = plan;
+        let ops = (sums, uniforms);
+        reduce_by_key::run::<S::F, S::R, S::I, S::V>(self, arrays, inputs, shape, ops)
     }
 }
 

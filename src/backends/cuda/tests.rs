@@ -6,7 +6,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use super::{filter, map, map_array, map_overlap, map_reduce, module_cache, reduce, scan};
+use super::{
+    filter, histogram, map, map_array, map_overlap, map_reduce, module_cache, reduce,
+    reduce_by_key, scan,
+};
 use crate::backends::jit::ProgKey;
 use crate::backends::stencil_tile::Plan;
 use crate::backends::Stencil;
@@ -79,6 +82,48 @@ fn early(#[index] i: usize, a: Aff) -> bool {
     a.m > 0 && i < 1000
 }
 
+#[userfn]
+fn byte_bin(x: u8) -> u32 {
+    x as u32
+}
+
+#[userfn]
+fn cell_bin(#[index] (row, col): (usize, usize), edges: &[f32], x: f32, #[uniform] k: u32) -> u32 {
+    let mut b = (row + col) as u32 % k;
+    for e in 0..edges.len() {
+        if x >= edges[e] {
+            b += 1;
+        }
+    }
+    b
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct Tally {
+    sum: f32,
+    count: u32,
+}
+
+#[userfn]
+fn tally_of(#[index] i: usize, edges: &[f32], x: f32, #[uniform] k: u32) -> (u32, Tally) {
+    let mut b = i as u32 % k;
+    for e in 0..edges.len() {
+        if x >= edges[e] {
+            b += 1;
+        }
+    }
+    (b, Tally { sum: x, count: 1 })
+}
+
+#[userfn]
+fn merge_tally(a: Tally, b: Tally) -> Tally {
+    Tally {
+        sum: a.sum + b.sum,
+        count: a.count + b.count,
+    }
+}
+
 const STUB: &str = r#"
 #include <cmath>
 #include <cstddef>
@@ -100,6 +145,7 @@ template <typename T> T __ldg(const T* p) { return *p; }
 template <typename T> T __ldcg(const T* p) { return *p; }
 template <typename T> void __stcg(T* p, T v) { *p = v; }
 unsigned atomicAdd(unsigned* p, unsigned v);
+unsigned atomicMax(unsigned* p, unsigned v);
 unsigned atomicCAS(unsigned* p, unsigned compare, unsigned value);
 void __syncthreads(); void __threadfence(); void __syncwarp();
 unsigned __ballot_sync(unsigned, int);
@@ -234,6 +280,22 @@ fn every_template_is_valid_cpp() {
             &format!("filter_aff_index_{c}"),
             &filter::source::<early, Aff>(c).unwrap(),
         );
+        for local in [false, true] {
+            check(
+                &format!("reduce_by_key_{local}_{c}"),
+                &reduce_by_key::source::<tally_of, merge_tally, Tally>((256, 4), local, c).unwrap(),
+            );
+        }
+        for shared in [false, true] {
+            check(
+                &format!("histogram_u8_{shared}_{c}"),
+                &histogram::source::<byte_bin, u32>(shared, c).unwrap(),
+            );
+            check(
+                &format!("histogram_cell_{shared}_{c}"),
+                &histogram::source::<cell_bin, u64>(shared, c).unwrap(),
+            );
+        }
     }
 }
 

@@ -16,6 +16,7 @@ mod arrays;
 mod context;
 mod fault;
 mod filter;
+mod histogram;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -25,6 +26,7 @@ mod map_reduce;
 pub(crate) mod memory;
 mod program_cache;
 mod reduce;
+mod reduce_by_key;
 mod scan;
 mod sort;
 
@@ -40,7 +42,8 @@ use crate::containers::host::as_bytes;
 use crate::containers::{Arg, Shape};
 use crate::plan::ArgVisitor;
 use crate::plan::{
-    self, FilterSig, FoldSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig, PairsSig, SortSig,
+    self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
+    PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::userfn::{UniformTuple, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -501,6 +504,33 @@ impl Execute for OpenCl {
     fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()> {
         let plan::Sort { keys, values } = plan;
         sort::run::<S::K, S::V>(ctx()?, keys, values)
+    }
+
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            counts,
+            uniforms,
+        } = plan;
+        histogram::run::<S::F, S::I, S::C>(ctx()?, arrays, inputs, shape, (counts, uniforms), self)
+    }
+
+    fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
+        &self,
+        plan: plan::ReduceByKey<'_, 'a, S>,
+    ) -> Result<()> {
+        let plan::ReduceByKey {
+            arrays,
+            inputs,
+            shape,
+            sums,
+            uniforms,
+        } = plan;
+        let ctx = ctx()?;
+        let ops = (sums, uniforms);
+        reduce_by_key::run::<S::F, S::R, S::I, S::V>(ctx, arrays, inputs, shape, ops, self)
     }
 }
 

@@ -83,20 +83,14 @@ impl Plan {
             Some(_) => ctx.local_mem * 3 / 4,
             None => ctx.local_mem / 2,
         };
-        let mut items = tune.items.unwrap_or(default_items);
-        while items > 1 && (wg * items * elem) as u64 > budget {
-            items /= 2;
-        }
+        let items = tune.items.unwrap_or(default_items);
+        let mut plan = fit(wg, items, elem, budget, tune.wg.is_none());
         // GPUs: enough work-groups for two full waves of 2048 work-items per compute unit;
         // CPUs (one work-group at a time per core): a few per core, for balance.
-        let default_per_cu = if ctx.gpu { (4096 / wg).max(1) } else { 4 };
-        Ok(Plan {
-            wg,
-            items,
-            run: wg.min(16),
-            per_cu: tune.groups.unwrap_or(default_per_cu),
-            vec: tune.vec.unwrap_or(true) && elem == 4 && items % 4 == 0,
-        })
+        let default_per_cu = if ctx.gpu { (4096 / plan.wg).max(1) } else { 4 };
+        plan.per_cu = tune.groups.unwrap_or(default_per_cu);
+        plan.vec = tune.vec.unwrap_or(true) && elem == 4 && items % 4 == 0;
+        Ok(plan)
     }
 
     /// Positions per tile.
@@ -123,6 +117,30 @@ impl Plan {
     pub(super) fn split(&self, ctx: &Ctx, n: usize) -> (usize, usize) {
         chunks(n, self.tile(), ctx.compute_units * self.per_cu)
     }
+}
+
+/// The work-group size and values per work-item for elements of `elem` bytes, from `wg`
+/// and `items`, within `budget` bytes of local memory: fewer values per work-item first,
+/// then (where `shrink`: the work-group size was not set explicitly, which is for
+/// measuring) smaller work-groups, so that large elements (a struct of hundreds of bytes)
+/// still fit: a Reduce of `[u32; 256]` needed 141312 bytes at 64 x 1, NVIDIA's OpenCL
+/// allows 49152.
+fn fit(wg: usize, mut items: usize, elem: usize, budget: u64, shrink: bool) -> Plan {
+    while items > 1 && (wg * items * elem) as u64 > budget {
+        items /= 2;
+    }
+    let mut plan = Plan {
+        wg,
+        items,
+        run: wg.min(16),
+        per_cu: 1,
+        vec: false,
+    };
+    while shrink && plan.wg > 1 && plan.local_bytes(elem) as u64 > budget {
+        plan.wg /= 2;
+        plan.run = plan.wg.min(16);
+    }
+    plan
 }
 
 /// `(chunk, groups)`: `n > 0` positions in at most `cap` chunks of whole tiles of `tile`.
@@ -444,7 +462,7 @@ pub(super) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
 
 #[cfg(test)]
 mod tests {
-    use super::chunks;
+    use super::{chunks, fit};
 
     #[test]
     fn chunks_are_whole_tiles_and_cover_the_input() {
@@ -460,5 +478,23 @@ mod tests {
         }
         assert_eq!(chunks(4097, 4096, 8), (4096, 2));
         assert_eq!(chunks(1 << 20, 1024, 4), (1 << 18, 4));
+    }
+
+    #[test]
+    fn large_elements_get_smaller_work_groups_that_fit() {
+        // NVIDIA's OpenCL: 49152 bytes of local memory, half of it the budget.
+        let budget = 49152 / 2;
+        for elem in [4usize, 16, 64, 256, 1024, 4096] {
+            let plan = fit(64, 32, elem, budget, true);
+            assert!(plan.local_bytes(elem) as u64 <= budget, "{elem}: {plan:?}");
+            assert_eq!(plan.wg % plan.run, 0, "{plan:?}");
+        }
+        let small = fit(64, 32, 4, budget, true);
+        assert_eq!((small.wg, small.items), (64, 32));
+        let big = fit(64, 32, 1024, budget, true);
+        assert_eq!(big.items, 1);
+        assert!(big.wg >= 8, "{big:?}");
+        // An explicit work-group size is kept.
+        assert_eq!(fit(64, 32, 1024, budget, false).wg, 64);
     }
 }
