@@ -104,8 +104,9 @@ fn interior_row_with<F: Window2Fn>(
     out: &mut [F::Out],
     uniforms: &F::Uniforms,
 ) {
-    for (j, o) in out.iter_mut().enumerate() {
-        *o = F::apply(Window2::new(&span[j..], cols, radius), uniforms);
+    let needed = 2 * radius.0 * cols + 2 * radius.1 + 1;
+    for (w, o) in span.windows(needed).zip(out.iter_mut()) {
+        *o = F::apply(Window2::new(w, cols, radius), uniforms);
     }
 }
 
