@@ -695,12 +695,15 @@ fn mandelbrot_form(cfg: &Config, n: usize) -> Row {
     }
 }
 
+/// A hand-written SIMD step: `LANES` inputs to `LANES` outputs.
+type Lanes<T> = fn(&[T], &mut [f32]);
+
 /// An element-wise Map of `f` (skel) against `g` (the same formula by hand) over `input`.
 fn elementwise_form<T, F>(
     cfg: &Config,
     (form, f): (&'static str, F),
     input: Vec<T>,
-    (g, lanes): (impl Fn(T) -> f32 + Sync, Option<fn(&[T], &mut [f32])>),
+    (g, lanes): (impl Fn(T) -> f32 + Sync, Option<Lanes<T>>),
 ) -> Row
 where
     T: DeviceType + Sync,
@@ -812,7 +815,7 @@ fn main() {
         run("grey", &|| {
             let d = data(3 * n, 11);
             let input = d.chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
-            let lanes: fn(&[[f32; 3]], &mut [f32]) = grey_lanes;
+            let lanes: Lanes<[f32; 3]> = grey_lanes;
             elementwise_form(
                 &cfg,
                 ("Map greyscale formula", grey),

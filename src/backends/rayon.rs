@@ -1,8 +1,9 @@
 //! The Rayon backend: the sequential loops of [`super::cpu`] over chunks on all cores.
 //!
-//! Work is cut into chunks of at least [`MIN_CHUNK`] elements (about four per thread for
-//! large inputs), so a small call runs inline without touching the thread pool. Reduce and
-//! MapReduce fold each chunk and combine the partials in order; Scan is the classic
+//! A call of at most [`MIN_CHUNK`] elements runs inline without touching the thread pool;
+//! a larger one is cut into about four chunks per thread ([`chunk_len`]), except where the
+//! chunks' partial results are combined, whose chunks depend on the size alone
+//! ([`fold_len`]). Reduce and MapReduce fold each chunk and combine the partials in order; Scan is the classic
 //! two-pass parallel scan (totals of all chunks but the last, a short sequential scan of
 //! the totals, then each chunk rescanned from its carry): it reads the input twice and
 //! applies `f` about `2n` times, which pays off from two cores on. Filter evaluates the
@@ -64,8 +65,16 @@ fn chunk_len(n: usize) -> usize {
     len.min(n).max(1)
 }
 
+/// Elements per chunk of a fold whose chunks are combined (Reduce, MapReduce, Scan, column
+/// Reduce): the chunk boundaries decide the order in which partial results are combined,
+/// so they depend on `n` alone, not on the thread count (the same `f32` sum on every
+/// machine, and the one these calls have always given).
+fn fold_len(n: usize) -> usize {
+    n.clamp(1, 4 * MIN_CHUNK)
+}
+
 /// The fold of `positions`: halved recursively with `rayon::join` down to leaves of at most
-/// `most` elements ([`chunk_len`] for cheap elements) that `leaf` folds, so idle threads
+/// `most` elements ([`fold_len`] for cheap elements) that `leaf` folds, so idle threads
 /// steal work as it frees up (measured: fixed chunks fell 10-20 % behind hand-written Rayon
 /// on a busy machine). Halves are combined left to right, which keeps the order an
 /// associative `f` needs.
@@ -141,6 +150,19 @@ fn map_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
         Cost::Memory => None,
         _ if arrays && n > 1 => Some(n.div_ceil(CHUNKS_PER_THREAD * threads).max(1)),
         _ if n >= MIN_COMPUTE => Some(n.div_ceil(16 * threads).max(1)),
+        _ => None,
+    }
+}
+
+/// [`map_chunk`] for a MapReduce, whose leaves are combined: as [`fold_len`] says, they
+/// stay independent of the thread count, except for the heavy functions with container
+/// arguments, which have been cut per thread from the start.
+fn fold_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
+    let heavy = !<F::Arrays as ContainerArgs>::KINDS.is_empty()
+        && classify(F::definition()) != Cost::Memory;
+    match heavy {
+        true if n > 1 => Some(n.div_ceil(CHUNKS_PER_THREAD * rayon::current_num_threads())),
+        false if !sequential(n) => Some(fold_len(n)),
         _ => None,
     }
 }
@@ -270,7 +292,7 @@ impl Execute for Rayon {
         let plan::Reduce { input, start } = plan;
         let data = input.host()?;
         let folded = split_fold(
-            (0..data.len(), chunk_len(data.len())),
+            (0..data.len(), fold_len(data.len())),
             &|r: Range<usize>| cpu::fold::<S::F, S::T>(&data[r]),
             &|a, b| S::F::apply((), (a, b), &()),
         );
@@ -290,8 +312,8 @@ impl Execute for Rayon {
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
-        let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
         if axis == Axis::Cols {
+            let rows_per_chunk = fold_len(data.len()).div_ceil(cols);
             let partials: Vec<Vec<S::T>> = data
                 .par_chunks(rows_per_chunk * cols)
                 .map(|block| cpu::fold_columns::<S::F, S::T>(block, cols))
@@ -305,6 +327,7 @@ impl Execute for Rayon {
             }
             out.copy_from_slice(&acc);
         } else {
+            let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
             out.par_iter_mut()
                 .zip(data.par_chunks(cols))
                 .with_min_len(rows_per_chunk)
@@ -320,7 +343,7 @@ impl Execute for Rayon {
         plan: plan::MapReduce<'_, 'a, S>,
     ) -> Result<<S::M as UserFn>::Out> {
         let n = plan.shape.len();
-        let Some(most) = map_chunk::<S::M>(n) else {
+        let Some(most) = fold_chunk::<S::M>(n) else {
             return self.cpu().map_reduce(plan);
         };
         let plan::MapReduce {
@@ -354,7 +377,7 @@ impl Execute for Rayon {
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
-        let chunk = chunk_len(data.len());
+        let chunk = fold_len(data.len());
         // The last chunk's total would only feed a carry nobody reads.
         let all_but_last = &data[..(data.len() - 1) / chunk * chunk];
         let totals: Vec<Option<S::T>> = all_but_last
