@@ -17,7 +17,12 @@ const COLUMN_TILE: usize = 1024;
 /// does, but all the results of a tile advance together one row at a time: the pair matrix
 /// is walked along its rows, once, and the folds of neighbouring columns are independent
 /// operations the compiler can interleave or vectorise.
-#[inline]
+///
+/// The results are folded in `out` itself, which must not share cache lines with another
+/// thread's (`rayon` passes a buffer of its own): the fold stores every row. Not inlined, so
+/// that `out` is a parameter the compiler knows nothing else points into (folding into a
+/// local `Vec` instead measured 2.5x slower).
+#[inline(never)]
 pub(crate) fn pairs_fold_cols<M, R, A, B>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
@@ -43,23 +48,19 @@ pub(crate) fn pairs_fold_cols<M, R, A, B>(
             uniforms,
         )
     };
-    // The accumulators are the thread's own: on `rayon` the results of neighbouring threads
-    // share cache lines of `out`, and a store to `out` per row made every thread steal those
-    // lines from the others (measured 124x the hand loop on 16 cores).
-    let mut acc = Vec::with_capacity(out.len().min(COLUMN_TILE));
     for (t, (tile, h)) in out
         .chunks_mut(COLUMN_TILE)
         .zip(h.chunks(COLUMN_TILE))
         .enumerate()
     {
         let j0 = t * COLUMN_TILE;
-        acc.clear();
-        acc.extend((j0..).zip(h).map(|(j, &q)| map(0, j, v0, q)));
+        for (j, (o, &q)) in (j0..).zip(tile.iter_mut().zip(h)) {
+            *o = map(0, j, v0, q);
+        }
         for (i, &p) in v.iter().enumerate().skip(1) {
-            for (j, (a, &q)) in (j0..).zip(acc.iter_mut().zip(h)) {
-                *a = R::apply((), (*a, map(i, j, p, q)), &());
+            for (j, (o, &q)) in (j0..).zip(tile.iter_mut().zip(h)) {
+                *o = R::apply((), (*o, map(i, j, p, q)), &());
             }
         }
-        tile.copy_from_slice(&acc);
     }
 }
