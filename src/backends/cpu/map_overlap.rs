@@ -104,7 +104,10 @@ fn interior_row_with<F: Window2Fn>(
     out: &mut [F::Out],
     uniforms: &F::Uniforms,
 ) {
+    // Each window a slice of exactly its size: `Window2` then reads it with no bounds check
+    // (see its `Index`), and the loop vectorises. `span` holds one window per output.
     let needed = 2 * radius.0 * cols + 2 * radius.1 + 1;
+    debug_assert_eq!(span.len() + 1, needed + out.len());
     for (w, o) in span.windows(needed).zip(out.iter_mut()) {
         *o = F::apply(Window2::new(w, cols, radius), uniforms);
     }
