@@ -31,6 +31,22 @@ pub(crate) fn overlap_2d_rows<F: Window2Fn>(
         } else {
             (cols, cols)
         };
+        if lo == hi && stencil.edge != Edge::None {
+            // A border row: its `2 rr + 1` window rows, extended by `rc` edge-mode columns
+            // on each side, are built once; the interior loop then reads every window of
+            // the row from them (the same values as `border_2d`'s, in the same order).
+            let wide = cols + 2 * rc;
+            border.clear();
+            for di in 0..2 * rr + 1 {
+                let vi = i as isize + di as isize - rr as isize;
+                border.extend((0..wide).map(|c| {
+                    let vj = c as isize - rc as isize;
+                    element_2d(input, (rows, cols), (vi, vj), stencil)
+                }));
+            }
+            interior_row::<F>(&border, wide, stencil.radius, out_row, uniforms);
+            continue;
+        }
         // Left border, interior, right border: the outputs in the order of the columns, so
         // that a user function that faults at several of them reports the same one.
         let mut edge = |js: std::ops::Range<usize>, out_row: &mut [F::Out]| {
