@@ -15,9 +15,13 @@
 //! each element in the same order as skel's `cpu` backend (the oracle).
 //!
 //! The hand loops are what a Rust programmer would write: row slices, iterators and
-//! `par_chunks_mut` over rows; they rely on LLVM's autovectorisation (no explicit SIMD).
-//! The compute-heavy Maps (Mandelbrot, a transcendental chain, the greyscale formula) are
-//! measured against such loops too: a loop that LLVM vectorises is the SIMD bound here.
+//! `par_chunks_mut` over rows; they rely on LLVM's autovectorisation. The compute-heavy
+//! Maps also get a hand-written SIMD Rayon loop (`simd-ray`): Mandelbrot over eight pixels
+//! at a time with a per-lane mask, the greyscale formula over eight pixels with the channels
+//! pulled apart first, both written as fixed-width lane arrays that LLVM turns into vector
+//! code (stable Rust has no `std::simd`), and both bit-identical to the scalar loop. The
+//! transcendental chain has none: `sin`, `cos`, `exp`, `ln` are scalar libm calls, and a
+//! vector version is a different approximation (different results).
 //! `SKEL_CPU_FORMS_SHORT=1` is the same as `--short`.
 
 // The hand loops index like the formulas they transcribe.
@@ -169,6 +173,49 @@ fn grey_at(px: [f32; 3]) -> f32 {
     0.2126 * px[0] + 0.7152 * px[1] + 0.0722 * px[2]
 }
 
+/// Pixels per SIMD step of the hand-written SIMD loops: two SSE vectors of `f32` (the
+/// baseline x86-64 target), one AVX vector.
+const LANES: usize = 8;
+
+/// [`escape_at`] for pixels `(row, col0 + l)`, `l < LANES`: every lane runs the scalar loop's
+/// operations in the same order, and stops (keeps its values, no longer counts) at the
+/// iteration where the scalar loop would leave; the step ends when every lane has.
+#[inline(always)]
+fn escape_lanes(row: usize, col0: usize, height: u32, width: u32) -> [u32; LANES] {
+    let cy = row as f32 * (2.0 / height as f32) - 1.0;
+    let cx: [f32; LANES] = std::array::from_fn(|l| (col0 + l) as f32 * (3.0 / width as f32) - 2.0);
+    let (mut x, mut y) = ([0.0f32; LANES], [0.0f32; LANES]);
+    let (mut iters, mut live) = ([0u32; LANES], [true; LANES]);
+    for _ in 0..64 {
+        let mut any = false;
+        for l in 0..LANES {
+            let go = live[l] & (x[l] * x[l] + y[l] * y[l] <= 4.0);
+            let next_x = x[l] * x[l] - y[l] * y[l] + cx[l];
+            let next_y = 2.0 * x[l] * y[l] + cy;
+            x[l] = if go { next_x } else { x[l] };
+            y[l] = if go { next_y } else { y[l] };
+            iters[l] += u32::from(go);
+            live[l] = go;
+            any |= go;
+        }
+        if !any {
+            break;
+        }
+    }
+    iters
+}
+
+/// [`grey_at`] over `LANES` pixels: the channels are pulled apart into lane arrays first,
+/// so that each product is one vector operation.
+#[inline(always)]
+fn grey_lanes(px: &[[f32; 3]], out: &mut [f32]) {
+    let channel = |c: usize| -> [f32; LANES] { std::array::from_fn(|l| px[l][c]) };
+    let (r, g, b) = (channel(0), channel(1), channel(2));
+    for l in 0..LANES {
+        out[l] = 0.2126 * r[l] + 0.7152 * g[l] + 0.0722 * b[l];
+    }
+}
+
 // ---- harness -------------------------------------------------------------------------------
 
 struct Config {
@@ -228,11 +275,13 @@ fn median(repeat: usize, mut f: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
-/// One line of the report: seconds of skel cpu, skel rayon, hand plain, hand rayon.
+/// One line of the report: seconds of skel cpu, skel rayon, hand plain, hand rayon, and of
+/// the hand-written SIMD Rayon loop where the form has one.
 struct Row {
     form: &'static str,
     size: String,
     secs: [f64; 4],
+    simd: Option<f64>,
 }
 
 fn print_header(cfg: &Config) {
@@ -247,15 +296,27 @@ fn print_header(cfg: &Config) {
         }
     );
     println!(
-        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
-        "form", "size", "skel-cpu", "skel-ray", "hand", "hand-ray", "ray/hand", "cpu/hand"
+        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9}",
+        "form",
+        "size",
+        "skel-cpu",
+        "skel-ray",
+        "hand",
+        "hand-ray",
+        "ray/hand",
+        "cpu/hand",
+        "simd-ray",
+        "ray/simd"
     );
 }
 
 fn print_row(r: &Row) {
     let ms = |s: f64| format!("{:.3}", s * 1e3);
+    let (simd, ratio) = r.simd.map_or(("-".into(), "-".into()), |s| {
+        (ms(s), format!("{:.2}", r.secs[1] / s))
+    });
     println!(
-        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9.2} {:>9.2}",
+        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9.2} {:>9.2} {:>10} {:>9}",
         r.form,
         r.size,
         ms(r.secs[0]),
@@ -264,6 +325,8 @@ fn print_row(r: &Row) {
         ms(r.secs[3]),
         r.secs[1] / r.secs[3],
         r.secs[0] / r.secs[2],
+        simd,
+        ratio,
     );
 }
 
@@ -327,6 +390,7 @@ where
         form,
         size,
         secs: [skel_secs[0], skel_secs[1], plain, par],
+        simd: None,
     }
 }
 
@@ -480,6 +544,7 @@ fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         form: "MapPairsReduce run_cols (backprop)",
         size: format!("{rows}x{cols}"),
         secs: [skel_secs[0], skel_secs[1], plain, par],
+        simd: None,
     }
 }
 
@@ -545,6 +610,7 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         form: "softmax rows (4 calls vs 1 fused)",
         size: format!("{rows}x{cols}"),
         secs: [skel_secs[0], skel_secs[1], plain, par],
+        simd: None,
     }
 }
 
@@ -598,21 +664,46 @@ fn mandelbrot_form(cfg: &Config, n: usize) -> Row {
         }
     };
     let size = format!("{n}x{n}");
-    hand_rows(
+    let lanes_row = |i: usize, o: &mut [u32]| {
+        let mut groups = o.chunks_exact_mut(LANES);
+        for (g, group) in groups.by_ref().enumerate() {
+            group.copy_from_slice(&escape_lanes(i, g * LANES, dims.0, dims.1));
+        }
+        let done = n - groups.into_remainder().len();
+        for j in done..n {
+            o[j] = escape_at(i, j, dims.0, dims.1);
+        }
+    };
+    let mut simd_out = vec![0u32; n * n];
+    let simd = median(cfg.repeat, || {
+        simd_out
+            .par_chunks_mut(n)
+            .enumerate()
+            .for_each(|(i, o)| lanes_row(i, o));
+    });
+    same("Mandelbrot hand SIMD", &simd_out, &results[0]);
+    let row = hand_rows(
         cfg,
         ("Map #[index] Mandelbrot (64 it)", size),
         (n * n, n),
         row,
         (skel_secs, &results),
-    )
+    );
+    Row {
+        simd: Some(simd),
+        ..row
+    }
 }
+
+/// A hand-written SIMD step: `LANES` inputs to `LANES` outputs.
+type Lanes<T> = fn(&[T], &mut [f32]);
 
 /// An element-wise Map of `f` (skel) against `g` (the same formula by hand) over `input`.
 fn elementwise_form<T, F>(
     cfg: &Config,
     (form, f): (&'static str, F),
     input: Vec<T>,
-    g: impl Fn(T) -> f32 + Sync,
+    (g, lanes): (impl Fn(T) -> f32 + Sync, Option<Lanes<T>>),
 ) -> Row
 where
     T: DeviceType + Sync,
@@ -642,6 +733,29 @@ where
             .zip(input.par_iter())
             .for_each(|(o, &x)| *o = g(x));
     });
+    // The SIMD loop: `LANES` elements per step, the last few one at a time.
+    let simd = lanes.map(|lanes| {
+        let chunk = n.div_ceil(4 * rayon::current_num_threads()).max(1);
+        let chunk = chunk.next_multiple_of(LANES);
+        let mut simd_out = vec![0.0f32; n];
+        let secs = median(cfg.repeat, || {
+            simd_out
+                .par_chunks_mut(chunk)
+                .zip(input.par_chunks(chunk))
+                .for_each(|(o, x)| {
+                    let mut os = o.chunks_exact_mut(LANES);
+                    let mut xs = x.chunks_exact(LANES);
+                    for (o, x) in os.by_ref().zip(xs.by_ref()) {
+                        lanes(x, o);
+                    }
+                    for (o, &x) in os.into_remainder().iter_mut().zip(xs.remainder()) {
+                        *o = g(x);
+                    }
+                });
+        });
+        same(form, &simd_out, &hand);
+        secs
+    });
     for r in &results {
         same(form, r, &hand);
     }
@@ -650,6 +764,7 @@ where
         form,
         size: n.to_string(),
         secs: [skel_secs[0], skel_secs[1], plain, par],
+        simd,
     }
 }
 
@@ -692,7 +807,7 @@ fn main() {
                 &cfg,
                 ("Map sin*cos,exp,ln,sqrt chain", chain),
                 input,
-                chain_at,
+                (chain_at, None),
             )
         });
     }
@@ -700,7 +815,13 @@ fn main() {
         run("grey", &|| {
             let d = data(3 * n, 11);
             let input = d.chunks(3).map(|c| [c[0], c[1], c[2]]).collect();
-            elementwise_form(&cfg, ("Map greyscale formula", grey), input, grey_at)
+            let lanes: Lanes<[f32; 3]> = grey_lanes;
+            elementwise_form(
+                &cfg,
+                ("Map greyscale formula", grey),
+                input,
+                (grey_at, Some(lanes)),
+            )
         });
     }
     if !rows.is_empty() && !cfg.short {

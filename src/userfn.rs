@@ -633,9 +633,10 @@ impl<'a, T> Window2<'a, T> {
     /// If `data` is too short to hold `2 * rows_radius + 1` rows of `2 * cols_radius + 1`.
     #[inline(always)]
     pub fn new(data: &'a [T], stride: usize, radius: (usize, usize)) -> Self {
-        let needed = 2 * radius.0 * stride + 2 * radius.1 + 1;
+        // Checked: [`Index`] relies on `needed` being the true count (see there).
+        let needed = (2 * radius.0 as u128) * stride as u128 + 2 * radius.1 as u128 + 1;
         assert!(
-            data.len() >= needed,
+            data.len() as u128 >= needed,
             "a window of radius {radius:?} with stride {stride} needs {needed} elements"
         );
         Window2 {
@@ -665,7 +666,12 @@ impl<T> Index<(isize, isize)> for Window2<'_, T> {
         if dj.abs() > rj {
             crate::check::window_fault(dj, self.radius.1);
         }
-        &self.data[((ri + di) as usize) * self.stride + (rj + dj) as usize]
+        // The offsets are within the radii, so `k < needed <= len` (`new`): the clamp moves
+        // no index, but it bounds `k` in a way LLVM sees, which drops the bounds check and
+        // lets a loop of windows over a row vectorise (measured: hotspot's interior 1.5x
+        // the time of a hand-written loop with the check, at parity without).
+        let k = ((ri + di) as usize) * self.stride + (rj + dj) as usize;
+        &self.data[k.min(self.data.len().wrapping_sub(1))]
     }
 }
 

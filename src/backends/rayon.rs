@@ -1,8 +1,9 @@
 //! The Rayon backend: the sequential loops of [`super::cpu`] over chunks on all cores.
 //!
-//! Work is cut into chunks of at least [`MIN_CHUNK`] elements (about four per thread for
-//! large inputs), so a small call runs inline without touching the thread pool. Reduce and
-//! MapReduce fold each chunk and combine the partials in order; Scan is the classic
+//! A call of at most [`MIN_CHUNK`] elements runs inline without touching the thread pool;
+//! a larger one is cut into about four chunks per thread ([`chunk_len`]), except where the
+//! chunks' partial results are combined, whose chunks depend on the size alone
+//! ([`fold_len`]). Reduce and MapReduce fold each chunk and combine the partials in order; Scan is the classic
 //! two-pass parallel scan (totals of all chunks but the last, a short sequential scan of
 //! the totals, then each chunk rescanned from its carry): it reads the input twice and
 //! applies `f` about `2n` times, which pays off from two cores on. Filter evaluates the
@@ -48,15 +49,35 @@ impl Rayon {
 /// Smallest chunk worth a task: below this, thread hand-off costs more than it saves.
 pub(crate) const MIN_CHUNK: usize = 1 << 14;
 
-/// Elements per chunk for `n` elements of work: small enough (at most `4 * MIN_CHUNK`)
-/// that a thread slowed by anything else on the machine hands the rest to the others
-/// (fixed per-thread shares measured 10-20 % behind hand-written Rayon on a busy VM).
+/// Smallest chunk a call big enough to split is cut into: a few microseconds of the
+/// cheapest element-wise work, several times a task's hand-off.
+const MIN_LEAF: usize = 1 << 12;
+
+/// Chunks per thread: enough that a thread slowed by anything else on the machine, or
+/// given the slow part of an uneven call, hands the rest to the others.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// Elements per chunk for `n` elements of work: about [`CHUNKS_PER_THREAD`] chunks per
+/// thread, at least [`MIN_LEAF`] and at most `4 * MIN_CHUNK` elements (fixed per-thread
+/// shares measured 10-20 % behind hand-written Rayon on a busy VM; a fixed `4 * MIN_CHUNK`
+/// left 12 of 16 threads idle on a 512 x 512 call), and a multiple of 64 elements, so
+/// that two threads write the same cache line of an output only where one chunk ends.
 fn chunk_len(n: usize) -> usize {
+    let share = n.div_ceil(CHUNKS_PER_THREAD * rayon::current_num_threads());
+    let len = share.clamp(MIN_LEAF, 4 * MIN_CHUNK).next_multiple_of(64);
+    len.min(n).max(1)
+}
+
+/// Elements per chunk of a fold whose chunks are combined (Reduce, MapReduce, Scan, column
+/// Reduce): the chunk boundaries decide the order in which partial results are combined,
+/// so they depend on `n` alone, not on the thread count (the same `f32` sum on every
+/// machine, and the one these calls have always given).
+fn fold_len(n: usize) -> usize {
     n.clamp(1, 4 * MIN_CHUNK)
 }
 
 /// The fold of `positions`: halved recursively with `rayon::join` down to leaves of at most
-/// `most` elements (`4 * MIN_CHUNK` for cheap elements) that `leaf` folds, so idle threads
+/// `most` elements ([`fold_len`] for cheap elements) that `leaf` folds, so idle threads
 /// steal work as it frees up (measured: fixed chunks fell 10-20 % behind hand-written Rayon
 /// on a busy machine). Halves are combined left to right, which keeps the order an
 /// associative `f` needs.
@@ -117,15 +138,40 @@ fn sequential(n: usize) -> bool {
 /// even a few thousand of them are worth all cores: about four chunks per thread
 /// (measured on 2 cores, a 2048 x 2048 matrix-vector Map: inline 1.7x the time of a
 /// hand-written Rayon loop, split within 1 % of it).
+///
+/// A function that loops without container arguments (Mandelbrot's escape loop) is as
+/// heavy per element and often uneven (a row inside the set costs 64 iterations per pixel,
+/// one outside a few): it is split as finely from a few hundred elements on, 16 chunks
+/// per thread (measured on 16 cores, 256 x 256 Mandelbrot: one chunk, as a memory-bound
+/// call is cut, took 11.5x the time of a hand-written Rayon loop over rows).
 fn map_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
-    let heavy = !<F::Arrays as ContainerArgs>::KINDS.is_empty()
-        && classify(F::definition()) != Cost::Memory;
-    match heavy {
-        true if n > 1 => Some(n.div_ceil(4 * rayon::current_num_threads()).max(1)),
-        false if !sequential(n) => Some(chunk_len(n)),
+    let class = classify(F::definition());
+    let arrays = !<F::Arrays as ContainerArgs>::KINDS.is_empty();
+    let threads = rayon::current_num_threads();
+    match class {
+        Cost::Memory if !sequential(n) => Some(chunk_len(n)),
+        Cost::Memory => None,
+        _ if arrays && n > 1 => Some(n.div_ceil(CHUNKS_PER_THREAD * threads).max(1)),
+        _ if n >= MIN_COMPUTE => Some(n.div_ceil(16 * threads).max(1)),
         _ => None,
     }
 }
+
+/// [`map_chunk`] for a MapReduce, whose leaves are combined: as [`fold_len`] says, they
+/// stay independent of the thread count, except for the heavy functions with container
+/// arguments, which have been cut per thread from the start.
+fn fold_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
+    let heavy = !<F::Arrays as ContainerArgs>::KINDS.is_empty()
+        && classify(F::definition()) != Cost::Memory;
+    match heavy {
+        true if n > 1 => Some(n.div_ceil(CHUNKS_PER_THREAD * rayon::current_num_threads())),
+        false if !sequential(n) => Some(fold_len(n)),
+        _ => None,
+    }
+}
+
+/// Fewest elements of a looping function without container arguments worth splitting.
+const MIN_COMPUTE: usize = 256;
 
 impl Execute for Rayon {
     fn filter<S: FilterSig>(&self, plan: plan::Filter<'_, S>) -> Result<usize> {
@@ -249,7 +295,7 @@ impl Execute for Rayon {
         let plan::Reduce { input, start } = plan;
         let data = input.host()?;
         let folded = split_fold(
-            (0..data.len(), 4 * MIN_CHUNK),
+            (0..data.len(), fold_len(data.len())),
             &|r: Range<usize>| cpu::fold::<S::F, S::T>(&data[r]),
             &|a, b| S::F::apply((), (a, b), &()),
         );
@@ -269,8 +315,8 @@ impl Execute for Rayon {
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
-        let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
         if axis == Axis::Cols {
+            let rows_per_chunk = fold_len(data.len()).div_ceil(cols);
             let partials: Vec<Vec<S::T>> = data
                 .par_chunks(rows_per_chunk * cols)
                 .map(|block| cpu::fold_columns::<S::F, S::T>(block, cols))
@@ -284,6 +330,7 @@ impl Execute for Rayon {
             }
             out.copy_from_slice(&acc);
         } else {
+            let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
             out.par_iter_mut()
                 .zip(data.par_chunks(cols))
                 .with_min_len(rows_per_chunk)
@@ -299,7 +346,7 @@ impl Execute for Rayon {
         plan: plan::MapReduce<'_, 'a, S>,
     ) -> Result<<S::M as UserFn>::Out> {
         let n = plan.shape.len();
-        let Some(most) = map_chunk::<S::M>(n) else {
+        let Some(most) = fold_chunk::<S::M>(n) else {
             return self.cpu().map_reduce(plan);
         };
         let plan::MapReduce {
@@ -333,7 +380,7 @@ impl Execute for Rayon {
         let data = input.host()?;
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
-        let chunk = chunk_len(data.len());
+        let chunk = fold_len(data.len());
         // The last chunk's total would only feed a carry nobody reads.
         let all_but_last = &data[..(data.len() - 1) / chunk * chunk];
         let totals: Vec<Option<S::T>> = all_but_last
@@ -478,14 +525,21 @@ impl Execute for Rayon {
             _ => chunk_len(pairs).div_ceil(pairs / out.len()),
         };
         out.par_chunks_mut(per).enumerate().for_each(|(c, o)| {
+            // A column fold stores its results every row: in `out`, threads folding
+            // neighbouring columns fought over the same cache lines (124x the hand loop on
+            // 16 cores), so each folds into a buffer of its own.
+            let mut own = (axis == Axis::Cols).then(|| o.to_vec());
             cpu::pairs_fold_range::<S::M, S::R, S::A, S::B>(
                 arrays,
                 operands,
-                o,
+                own.as_deref_mut().unwrap_or(o),
                 c * per,
                 axis,
                 uniforms,
-            )
+            );
+            if let Some(own) = own {
+                o.copy_from_slice(&own);
+            }
         });
         Ok(())
     }

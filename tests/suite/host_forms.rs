@@ -6,7 +6,8 @@
 //! The shapes straddle what those loops cut the work at: the radii with a loop of their
 //! own (0 to 3 column-wise; (1, 1), (2, 2), (1, 0), (0, 1), (3, 3) in 2D) and wider ones,
 //! windows as tall or wide as the matrix allows, blocks of 64 columns and 256 rows, tiles of
-//! 1024 results, Rayon chunks (2^14 elements) that start inside a row, and empty inputs.
+//! 1024 results, Rayon chunks (2^14 elements) that start inside a row, looping Maps around
+//! the sizes Rayon starts splitting them at, and empty inputs.
 
 use skel::prelude::*;
 
@@ -27,6 +28,33 @@ pub fn cross_sum(#[index] (i, j): (usize, usize), x: i64, a: Mat<i64>) -> i64 {
 #[userfn]
 pub fn weigh(#[index] (i, j): (usize, usize), x: i64, q: i64, w: Mat<i64>) -> i64 {
     x * w[(i, j)] - q + (i % 3) as i64
+}
+
+/// A loop per element with no container argument (the Mandelbrot shape): Rayon cuts such
+/// calls much finer than memory-bound ones.
+#[userfn]
+pub fn collatz_steps(x: u32) -> u32 {
+    let mut n = x;
+    let mut steps = 0u32;
+    while n > 1 && steps < 300 {
+        if n % 2 == 0 {
+            n /= 2;
+        } else {
+            n = 3 * n + 1;
+        }
+        steps += 1;
+    }
+    steps
+}
+
+/// Plain Rust: [`collatz_steps`].
+pub fn collatz_plain(x: u32) -> u32 {
+    let (mut n, mut steps) = (x, 0u32);
+    while n > 1 && steps < 300 {
+        n = if n % 2 == 0 { n / 2 } else { 3 * n + 1 };
+        steps += 1;
+    }
+    steps
 }
 
 /// Plain Rust: the element at virtual `(i, j)` of `m` read with `edge`.
@@ -232,6 +260,25 @@ macro_rules! host_forms_suite {
                                 "where2d {rows}x{cols}"
                             );
                         }
+                    }
+                }
+            }
+
+            #[test]
+            fn looping_maps_around_the_split_sizes_against_the_definition() {
+                require!();
+                // Rayon splits a looping function from 256 elements into 16 chunks per
+                // thread; sizes around that, primes, and 2^14 +- 1 (where cheap ones split).
+                for n in [0usize, 1, 2, 255, 256, 257, 1009, 4099, 16_383, 16_385] {
+                    let host: Vec<u32> = (0..n as u32).map(|k| k * 7 % 9973).collect();
+                    let x = Vector::from(host.clone());
+                    let mut got = Vector::filled(n, 77u32);
+                    Map::new(collatz_steps)
+                        .backend(B)
+                        .run(&x, &mut got)
+                        .unwrap();
+                    for k in 0..n {
+                        assert_eq!(got[k], collatz_plain(host[k]), "n = {n} at {k}");
                     }
                 }
             }

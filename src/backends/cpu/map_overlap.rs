@@ -31,6 +31,22 @@ pub(crate) fn overlap_2d_rows<F: Window2Fn>(
         } else {
             (cols, cols)
         };
+        if lo == hi && stencil.edge != Edge::None {
+            // A border row: its `2 rr + 1` window rows, extended by `rc` edge-mode columns
+            // on each side, are built once; the interior loop then reads every window of
+            // the row from them (the same values as `border_2d`'s, in the same order).
+            let wide = cols + 2 * rc;
+            border.clear();
+            for di in 0..2 * rr + 1 {
+                let vi = i as isize + di as isize - rr as isize;
+                border.extend((0..wide).map(|c| {
+                    let vj = c as isize - rc as isize;
+                    element_2d(input, (rows, cols), (vi, vj), stencil)
+                }));
+            }
+            interior_row::<F>(&border, wide, stencil.radius, out_row, uniforms);
+            continue;
+        }
         // Left border, interior, right border: the outputs in the order of the columns, so
         // that a user function that faults at several of them reports the same one.
         let mut edge = |js: std::ops::Range<usize>, out_row: &mut [F::Out]| {
@@ -104,8 +120,12 @@ fn interior_row_with<F: Window2Fn>(
     out: &mut [F::Out],
     uniforms: &F::Uniforms,
 ) {
-    for (j, o) in out.iter_mut().enumerate() {
-        *o = F::apply(Window2::new(&span[j..], cols, radius), uniforms);
+    // Each window a slice of exactly its size: `Window2` then reads it with no bounds check
+    // (see its `Index`), and the loop vectorises. `span` holds one window per output.
+    let needed = 2 * radius.0 * cols + 2 * radius.1 + 1;
+    debug_assert_eq!(span.len() + 1, needed + out.len());
+    for (w, o) in span.windows(needed).zip(out.iter_mut()) {
+        *o = F::apply(Window2::new(w, cols, radius), uniforms);
     }
 }
 
@@ -157,7 +177,27 @@ pub(crate) fn overlap_cols_rows<F: WindowFn>(
     let inner_start = r.clamp(first_row, end_row);
     let inner_end = rows.saturating_sub(r).clamp(inner_start, end_row);
     let mut window = Vec::with_capacity(2 * r + 1);
-    if stencil.edge != Edge::None {
+    if stencil.edge != Edge::None && r <= REGISTER_WINDOW / 2 {
+        // Small radii: a border row's window rows are whole rows of the matrix (or of pad
+        // values), so the row runs the interior's loop over those rows.
+        let pad = vec![stencil.pad; cols];
+        for i in (first_row..inner_start).chain(inner_end..end_row) {
+            let mut lines: [&[F::Elem]; REGISTER_WINDOW] = [&[]; REGISTER_WINDOW];
+            for (d, line) in lines[..2 * r + 1].iter_mut().enumerate() {
+                *line = match virtual_row(rows, i as isize + d as isize - r as isize, stencil) {
+                    Some(row) => &input[row * cols..][..cols],
+                    None => &pad,
+                };
+            }
+            let out_row = &mut out[(i - first_row) * cols..][..cols];
+            match r {
+                0 => cols_row_in_registers::<F, 0>(&lines, out_row, uniforms),
+                1 => cols_row_in_registers::<F, 1>(&lines, out_row, uniforms),
+                2 => cols_row_in_registers::<F, 2>(&lines, out_row, uniforms),
+                _ => cols_row_in_registers::<F, 3>(&lines, out_row, uniforms),
+            }
+        }
+    } else if stencil.edge != Edge::None {
         for i in (first_row..inner_start).chain(inner_end..end_row) {
             let out_row = &mut out[(i - first_row) * cols..][..cols];
             for (c, o) in out_row.iter_mut().enumerate() {
@@ -199,19 +239,46 @@ fn cols_in_registers<F: WindowFn, const R: usize>(
     uniforms: &F::Uniforms,
 ) {
     let width = 2 * R + 1;
-    let mut window = [input[0]; REGISTER_WINDOW];
     let mut lines: [&[F::Elem]; REGISTER_WINDOW] = [&[]; REGISTER_WINDOW];
     for (k, out_row) in out.chunks_exact_mut(cols).enumerate() {
         let top = first_row + k - R;
         for (d, line) in lines[..width].iter_mut().enumerate() {
             *line = &input[(top + d) * cols..][..cols];
         }
-        for (c, o) in out_row.iter_mut().enumerate() {
-            for d in 0..width {
-                window[d] = lines[d][c];
-            }
-            *o = F::apply(Window::new(&window[..width], R), uniforms);
+        cols_row_in_registers::<F, R>(&lines, out_row, uniforms);
+    }
+}
+
+/// One row of column-wise outputs, radius `R` (at most 3): `out[c]` is the window down
+/// column `c` of `lines` (the `2 R + 1` rows around the output row, each as long as `out`).
+#[inline(always)]
+fn cols_row_in_registers<F: WindowFn, const R: usize>(
+    lines: &[&[F::Elem]; REGISTER_WINDOW],
+    out: &mut [F::Out],
+    uniforms: &F::Uniforms,
+) {
+    let width = 2 * R + 1;
+    let Some(&first) = lines[0].first() else {
+        return;
+    };
+    let mut window = [first; REGISTER_WINDOW];
+    for (c, o) in out.iter_mut().enumerate() {
+        for d in 0..width {
+            window[d] = lines[d][c];
         }
+        *o = F::apply(Window::new(&window[..width], R), uniforms);
+    }
+}
+
+/// The matrix row that virtual row `i` of a `rows`-row matrix reads with the stencil's
+/// edge mode, or `None` for a row of pad values (the row-level twin of [`column_element`]).
+fn virtual_row<T: DeviceType>(rows: usize, i: isize, stencil: &Stencil<T, usize>) -> Option<usize> {
+    let n = rows as isize;
+    match stencil.edge {
+        _ if (0..n).contains(&i) => Some(i as usize),
+        Edge::Duplicate => Some(i.clamp(0, n - 1) as usize),
+        Edge::Cyclic => Some(i.rem_euclid(n) as usize),
+        Edge::Pad | Edge::None => None,
     }
 }
 
