@@ -22,6 +22,8 @@ pub(crate) mod opencl;
 #[cfg(feature = "rayon")]
 pub(crate) mod rayon;
 pub(crate) mod stencil_tile;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) mod loopnest_kernels;
 
 #[cfg(test)]
 mod index_base_tests;

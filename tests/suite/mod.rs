@@ -11,6 +11,7 @@ pub mod checked;
 pub mod devices;
 pub mod lang;
 pub mod safety;
+pub mod loopnest;
 
 use skel::prelude::*;
 

@@ -36,6 +36,7 @@ mod multistream;
 mod reduce;
 mod scan;
 mod trace;
+mod loopnest;
 
 pub(crate) use context::probe;
 pub(crate) use memory::transfers as buffer_transfers;

@@ -109,9 +109,17 @@ where
         (false, false) => "map_multi",
         (false, true) => "map_multi_checked",
     };
-    let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
-        source::<F>(ctx, O::COUNT, checked)
-    })?;
+    // A matrix or matrix-vector product runs tiled (the checked variant keeps this
+    // launch, which reports the first bad index of each element).
+    let nest = super::loopnest::nest::<F>(ctx).filter(|_| O::COUNT == 1 && !checked);
+    let prog = match &nest {
+        Some(nest) => program(ctx, ProgKey::of::<F>("loopnest"), F::NAME, || {
+            super::loopnest::source::<F>(ctx, nest)
+        })?,
+        None => program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
+            source::<F>(ctx, O::COUNT, checked)
+        })?,
+    };
     let mut outs = OutParts(Vec::with_capacity(O::COUNT));
     out.collect(&mut outs);
     let outs = outs.0;
@@ -142,19 +150,24 @@ where
     push_uniforms(uniforms, &mut args);
     let rec = checked.then(|| fault::record(ctx)).transpose()?;
     args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
-    let (dims, global, local) = if grid_2d(F::definition()) {
+    let (name, dims, global, local) = if let Some(nest) = &nest {
+        let whole = index_base..index_base + n;
+        let (which, global) = super::loopnest::launch_shape::<F>(ctx, nest, shape.dims(), whole);
+        (which.name(), 2, global, [256, 1, 1])
+    } else if grid_2d(F::definition()) {
         let wide = 16.min(ctx.wg);
         let tall = ctx.wg / wide;
         let rows = n.div_ceil(cols);
         (
+            "skel_map",
             2,
             [round_up(cols, wide), round_up(rows, tall), 1],
             [wide, tall, 1],
         )
     } else {
-        (1, [round_up(n, ctx.wg), 1, 1], [ctx.wg, 1, 1])
+        ("skel_map", 1, [round_up(n, ctx.wg), 1, 1], [ctx.wg, 1, 1])
     };
-    let ev = launch(ctx, &prog, "skel_map", &args, dims, global, Some(local))?;
+    let ev = launch(ctx, &prog, name, &args, dims, global, Some(local))?;
     if let Some(rec) = rec {
         let fault = fault::read(ctx, &rec, &[F::definition()]);
         for o in &outs {

@@ -26,6 +26,7 @@ pub(crate) mod memory;
 mod program_cache;
 mod reduce;
 mod scan;
+mod loopnest;
 
 use std::fmt::Write as _;
 

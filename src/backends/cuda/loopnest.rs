@@ -1,0 +1,75 @@
+//! Reduction loop nests on CUDA (see [`crate::codegen::loopnest`]): an index Map that is a
+//! matrix product or a matrix-vector product runs the tiled kernels of `cuda/loopnest.cu`
+//! through the Map's chunked launch (uploads, streams and downloads as for any Map).
+
+use super::context::Ctx;
+use super::map::{chunked, Kernel, Launch};
+use super::module_cache::module;
+use super::{arrays, assemble, uniform_params, Cuda};
+use crate::backends::jit::ProgKey;
+use crate::backends::loopnest_kernels::{choose, elem_bytes, instantiate, kernels, Names};
+use crate::backends::ContainerOps;
+use crate::codegen::loopnest::LoopNest;
+use crate::codegen::{device_source_checked, Dialect};
+use crate::containers::OutArgs;
+use crate::plan::ArgTuple;
+use crate::userfn::ElementwiseFn;
+use crate::Result;
+
+/// The kernel source for `F`, whose loop nest is `nest`.
+fn source<F: ElementwiseFn>(nest: &LoopNest) -> Result<String> {
+    let def = F::definition();
+    let user = device_source_checked(&[nest.init, nest.step, nest.bound], Dialect::Cuda, false)?;
+    let ptr = |k: usize| format!("ca{k}");
+    let names = Names {
+        dialect: Dialect::Cuda,
+        ptr: &ptr,
+        out: ("SKEL_LN_T* __restrict__ out", "out[i]"),
+        params: format!("{}{}", arrays::container_params(def), uniform_params(def)),
+    };
+    let template = instantiate(nest, def, &user.entries, &names);
+    Ok(assemble(&user.source, &[], &template))
+}
+
+/// `out[i] = F(index(i), containers, uniforms)` through the loop-nest kernel for `nest`.
+pub(crate) fn run<'a, 'c, 'o, F, I, O>(
+    exec: &Cuda,
+    ctx: &Ctx,
+    nest: LoopNest,
+    arrays: ContainerOps<'c, F>,
+    inputs: I,
+    out: O,
+    uniforms: &F::Uniforms,
+) -> Result<()>
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    O: OutArgs<'o, Elems = F::Out>,
+{
+    let def = F::definition();
+    let elem = elem_bytes(&nest, def);
+    let m = module(
+        ctx,
+        ProgKey::of::<F>("loopnest", ctx.ordinal),
+        "loopnest",
+        kernels(&nest, elem),
+        || source::<F>(&nest),
+    )?;
+    let shape = out.shapes()[0];
+    let which = choose(&nest, elem, shape.dims(), ctx.sms as usize);
+    let kernel = Kernel {
+        func: m.func(which.name())?,
+        launch: Launch::Nest(which),
+        def,
+        checked: false,
+    };
+    chunked(
+        exec,
+        ctx,
+        "map",
+        kernel,
+        ((&arrays, true), &inputs),
+        out,
+        uniforms,
+    )
+}
