@@ -69,7 +69,12 @@ pub(crate) fn gpu_nest(def: &'static FnDef) -> Option<LoopNest> {
 /// multiprocessors: 128 x 128 tiles where there are enough of them to fill the device
 /// (and the elements are at most 4 bytes: larger ones would not fit the registers),
 /// else 64 x 64.
-pub(crate) fn choose(nest: &LoopNest, elem: usize, (rows, cols): (usize, usize), sms: usize) -> Kernel {
+pub(crate) fn choose(
+    nest: &LoopNest,
+    elem: usize,
+    (rows, cols): (usize, usize),
+    sms: usize,
+) -> Kernel {
     match nest.nest {
         Nest::Gemm { .. } if elem <= 4 && rows.div_ceil(128) * cols.div_ceil(128) >= sms => {
             Kernel::Gemm { tile: 128 }
@@ -202,8 +207,14 @@ pub(crate) fn instantiate(
     def_line("SKEL_LN_PARAMS", names.params.clone());
     def_line("SKEL_LN_A(r, l)", mat(xk, &ta, "(r)", "(l)"));
     def_line("SKEL_LN_B(l, c)", read_b);
-    def_line("SKEL_LN_K", format!("{}({})", entries[2], bound_args.join(", ")));
-    def_line("SKEL_LN_INIT", format!("{}({})", entries[0], uniforms.join(", ")));
+    def_line(
+        "SKEL_LN_K",
+        format!("{}({})", entries[2], bound_args.join(", ")),
+    );
+    def_line(
+        "SKEL_LN_INIT",
+        format!("{}({})", entries[0], uniforms.join(", ")),
+    );
     def_line(
         "SKEL_LN_STEP(acc, x, y)",
         format!("{}((acc), (x), (y){more})", entries[1]),

@@ -17,13 +17,13 @@ pub(crate) mod cuda;
 pub(crate) mod jit;
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) mod kernel_cache;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) mod loopnest_kernels;
 #[cfg(feature = "opencl")]
 pub(crate) mod opencl;
 #[cfg(feature = "rayon")]
 pub(crate) mod rayon;
 pub(crate) mod stencil_tile;
-#[cfg(any(feature = "cuda", feature = "opencl"))]
-pub(crate) mod loopnest_kernels;
 
 #[cfg(test)]
 mod index_base_tests;

@@ -63,7 +63,12 @@ pub fn mm_i64(#[index] (i, j): (usize, usize), a: Mat<i64>, b: Mat<i64>) -> i64 
 }
 
 #[userfn]
-pub fn mm_f64(#[index] (i, j): (usize, usize), a: Mat<f64>, b: Mat<f64>, #[uniform] alpha: f64) -> f64 {
+pub fn mm_f64(
+    #[index] (i, j): (usize, usize),
+    a: Mat<f64>,
+    b: Mat<f64>,
+    #[uniform] alpha: f64,
+) -> f64 {
     let mut s = 0.0;
     for l in 0..a.cols() {
         s += alpha * a[(i, l)] * b[(l, j)];
@@ -215,7 +220,15 @@ fn loopnest_integer_and_f64_products_match_cpu() {
 
 #[test]
 fn loopnest_matrix_vector_products_match_cpu() {
-    for &(rows, cols) in &[(1, 1), (17, 17), (65, 33), (1, 300), (257, 129), (3, 0), (131, 64)] {
+    for &(rows, cols) in &[
+        (1, 1),
+        (17, 17),
+        (65, 33),
+        (1, 300),
+        (257, 129),
+        (3, 0),
+        (131, 64),
+    ] {
         let a = mat(rows, cols, 3);
         let x = Vector::from(floats(cols, 4));
         let r = Vector::from(floats(rows, 5));
@@ -236,7 +249,10 @@ fn loopnest_matrix_vector_products_match_cpu() {
                 .checked(checked)
                 .run_index(&mut s)
                 .unwrap();
-            (bits(&y.to_vec(), f32::to_bits), bits(&s.to_vec(), f32::to_bits))
+            (
+                bits(&y.to_vec(), f32::to_bits),
+                bits(&s.to_vec(), f32::to_bits),
+            )
         };
         let run_d = |be: Backend| {
             let mut y = Vector::filled(rows, f64::NAN);
@@ -251,7 +267,11 @@ fn loopnest_matrix_vector_products_match_cpu() {
         let want_d = run_d(Backend::Cpu);
         for be in backends() {
             for checked in [false, true] {
-                assert_eq!(run(be, checked), want, "{be} checked={checked} {rows}x{cols}");
+                assert_eq!(
+                    run(be, checked),
+                    want,
+                    "{be} checked={checked} {rows}x{cols}"
+                );
             }
             assert_eq!(run_d(be), want_d, "{be} {rows}x{cols}");
         }

@@ -10,8 +10,8 @@
 pub mod checked;
 pub mod devices;
 pub mod lang;
-pub mod safety;
 pub mod loopnest;
+pub mod safety;
 
 use skel::prelude::*;
 

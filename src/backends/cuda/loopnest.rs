@@ -73,3 +73,47 @@ where
         uniforms,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::source;
+    use crate::backends::loopnest_kernels::gpu_nest;
+    use crate::prelude::*;
+    use crate::userfn::UserFn;
+
+    #[userfn]
+    fn mm(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * b[(l, j)];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mv(#[index] i: usize, a: Mat<f64>, x: &[f64], #[uniform] k: u32) -> f64 {
+        let mut s = 0.0;
+        for l in 0..k as usize {
+            s += a[(i, l)] * x[l];
+        }
+        s
+    }
+
+    #[test]
+    fn a_module_defines_the_kernels_it_is_asked_for() {
+        let n = gpu_nest(<mm as UserFn>::definition()).unwrap();
+        let src = source::<mm>(&n).unwrap();
+        if let Some(dir) = std::env::var_os("SKEL_LN_SOURCE_OUT") {
+            let _ = std::fs::write(std::path::Path::new(&dir).join("mm.cu"), &src);
+        }
+        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemm128"));
+        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemm64"));
+        let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
+        let src = source::<mv>(&n).unwrap();
+        if let Some(dir) = std::env::var_os("SKEL_LN_SOURCE_OUT") {
+            let _ = std::fs::write(std::path::Path::new(&dir).join("mv.cu"), &src);
+        }
+        assert!(src.contains("#define SKEL_LN_GEMV 1"));
+        assert!(!src.contains("#define SKEL_LN_GEMM"));
+    }
+}

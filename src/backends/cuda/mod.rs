@@ -24,6 +24,7 @@ mod context;
 mod devices;
 mod fault;
 mod filter;
+mod loopnest;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -36,7 +37,6 @@ mod multistream;
 mod reduce;
 mod scan;
 mod trace;
-mod loopnest;
 
 pub(crate) use context::probe;
 pub(crate) use memory::transfers as buffer_transfers;

@@ -24,7 +24,10 @@ pub(super) fn source<F: ElementwiseFn>(ctx: &Ctx, nest: &LoopNest) -> Result<Str
     let names = Names {
         dialect: Dialect::OpenCl,
         ptr: &ptr,
-        out: ("__global SKEL_LN_T* out, ulong out_off", "out[out_off + (i)]"),
+        out: (
+            "__global SKEL_LN_T* out, ulong out_off",
+            "out[out_off + (i)]",
+        ),
         params: format!(
             "{}{}",
             arrays::container_params(def, ""),

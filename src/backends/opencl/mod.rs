@@ -16,6 +16,7 @@ mod arrays;
 mod context;
 mod fault;
 mod filter;
+mod loopnest;
 mod map;
 mod map_array;
 mod map_overlap;
@@ -26,7 +27,6 @@ pub(crate) mod memory;
 mod program_cache;
 mod reduce;
 mod scan;
-mod loopnest;
 
 use std::fmt::Write as _;
 
