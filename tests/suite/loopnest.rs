@@ -174,6 +174,106 @@ fn loopnest_matrix_products_match_cpu_bit_for_bit() {
     }
 }
 
+/// The oracle itself: the cpu backend runs these through a blocked loop; each element must
+/// still be the user function's own fold, in its order.
+#[test]
+fn loopnest_cpu_equals_the_per_element_fold() {
+    for &(m, k, n) in SHAPES {
+        let (a, b) = (mat(m, k, 7), mat(k, n, 8));
+        let (ad, bd) = (a.as_slice(), b.as_slice());
+        let fold = |init: f32, step: &dyn Fn(f32, f32, f32) -> f32| -> Vec<u32> {
+            (0..m * n)
+                .map(|p| {
+                    let (i, j) = (p / n, p % n);
+                    (0..k)
+                        .fold(init, |s, l| step(s, ad[i * k + l], bd[l * n + j]))
+                        .to_bits()
+                })
+                .collect()
+        };
+        for be in [Backend::Cpu, Backend::Rayon]
+            .into_iter()
+            .filter(|&b| available(b))
+        {
+            let mut got = Matrix::filled(m, n, f32::NAN);
+            Map::new(mm)
+                .arrays((&a, &b))
+                .backend(be)
+                .run_index(&mut got)
+                .unwrap();
+            assert_eq!(
+                bits(got.as_slice(), f32::to_bits),
+                fold(0.0, &|s, x, y| s + x * y),
+                "{be}"
+            );
+            Map::new(min_plus)
+                .arrays((&a, &b))
+                .uniforms((k as u32,))
+                .backend(be)
+                .run_index(&mut got)
+                .unwrap();
+            assert_eq!(
+                bits(got.as_slice(), f32::to_bits),
+                fold(f32::INFINITY, &|s, x, y| s.min(x + y)),
+                "{be}"
+            );
+        }
+        // matrix-vector and its transpose, over `a` as m x k
+        let x = floats(k, 9);
+        let r = floats(m, 10);
+        let want_y: Vec<u32> = (0..m)
+            .map(|i| {
+                (0..k)
+                    .fold(0.0f32, |s, l| s + ad[i * k + l] * x[l])
+                    .to_bits()
+            })
+            .collect();
+        let want_s: Vec<u32> = (0..k)
+            .map(|j| {
+                (0..m)
+                    .fold(0.0f32, |s, l| s + r[l] * ad[l * k + j])
+                    .to_bits()
+            })
+            .collect();
+        let (xv, rv) = (Vector::from(x), Vector::from(r));
+        for be in [Backend::Cpu, Backend::Rayon]
+            .into_iter()
+            .filter(|&b| available(b))
+        {
+            let mut y = Vector::filled(m, f32::NAN);
+            Map::new(mv)
+                .arrays((&a, &xv))
+                .backend(be)
+                .run_index(&mut y)
+                .unwrap();
+            assert_eq!(bits(&y.to_vec(), f32::to_bits), want_y, "{be}");
+            let mut s = Vector::filled(k, f32::NAN);
+            Map::new(mtv)
+                .arrays((&a, &rv))
+                .backend(be)
+                .run_index(&mut s)
+                .unwrap();
+            assert_eq!(bits(&s.to_vec(), f32::to_bits), want_s, "{be}");
+        }
+    }
+}
+
+/// A trip count past the matrix is the per-element path's fault, as without the nest.
+#[test]
+fn loopnest_an_out_of_range_step_count_is_still_an_err() {
+    let (a, b) = (mat(4, 3, 1), mat(3, 5, 2));
+    for be in backends() {
+        let mut got = Matrix::filled(4, 5, 0.0f32);
+        let r = Map::new(min_plus)
+            .arrays((&a, &b))
+            .uniforms((4u32,))
+            .backend(be)
+            .checked(true)
+            .run_index(&mut got);
+        assert!(matches!(r, Err(Error::UserFunction { .. })), "{be}: {r:?}");
+    }
+}
+
 #[test]
 fn loopnest_integer_and_f64_products_match_cpu() {
     for &(m, k, n) in SHAPES {

@@ -1,0 +1,170 @@
+//! Reduction loop nests on the CPU (see [`crate::codegen`]'s loop-nest forms): a matrix
+//! product or matrix-vector product written as an index Map runs as a cache-blocked loop
+//! over contiguous rows instead of one call of the user function per element. `#[userfn]`
+//! generates, for a body of that shape, the accumulation's start and step as Rust (the
+//! body's own operations, wrapping and all); these loops apply the steps of every output
+//! element in ascending `l` from the start, as the body does, so results are the
+//! per-element call's bit for bit: only the order *between* elements changes, which
+//! lets LLVM vectorise the loop over a row.
+//!
+//! Each returns `None` where an index the body would use leaves its container: the
+//! per-element path then runs and reports the fault as it always does.
+
+use crate::userfn::Mat;
+
+/// Steps per block of the `l` loop and output columns per block: a block of `b`
+/// (`L_BLOCK x J_BLOCK` elements) stays in the L2 cache while every output row passes it.
+const L_BLOCK: usize = 128;
+const J_BLOCK: usize = 512;
+
+/// Output rows whose steps are interleaved in the matrix-vector loop: independent
+/// accumulations in flight instead of one dependent chain.
+const ROWS: usize = 8;
+
+/// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
+/// for flat positions `first .. first + n` of an output of `cols` columns.
+pub fn gemm<A: Copy, B: Copy, O: Copy>(
+    (x, y): (Mat<'_, A>, Mat<'_, B>),
+    k: usize,
+    (first, n, cols): (usize, usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let cols = cols.max(1);
+    let last_row = (first + n - 1) / cols;
+    if last_row >= x.rows() || k > x.cols() || k > y.rows() || cols > y.cols() {
+        return None;
+    }
+    let (xd, yd) = (x.data(), y.data());
+    let (xc, yc) = (x.cols(), y.cols());
+    let mut out = vec![init; n];
+    for j0 in (0..cols).step_by(J_BLOCK) {
+        let j1 = (j0 + J_BLOCK).min(cols);
+        for l0 in (0..k).step_by(L_BLOCK) {
+            let l1 = (l0 + L_BLOCK).min(k);
+            for row in first / cols..=last_row {
+                // This row's columns inside the call and the block.
+                let c0 = j0.max(first.saturating_sub(row * cols));
+                let c1 = j1.min(first + n - row * cols);
+                if c0 >= c1 {
+                    continue;
+                }
+                let at = row * cols + c0 - first;
+                let o = &mut out[at..at + (c1 - c0)];
+                let xrow = &xd[row * xc..row * xc + k];
+                for l in l0..l1 {
+                    let a = xrow[l];
+                    let yrow = &yd[l * yc + c0..l * yc + c1];
+                    for (o, &b) in o.iter_mut().zip(yrow) {
+                        *o = step(*o, a, b);
+                    }
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `out[i] = step(.. step(init, m[(i, 0)], v[0]) .., m[(i, k - 1)], v[k - 1])` for
+/// `i` in `first .. first + n`.
+pub fn gemv<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    if n > 0 && (first + n > m.rows() || k > m.cols() || k > v.len()) {
+        return None;
+    }
+    let (md, mc) = (m.data(), m.cols());
+    let mut out = vec![init; n];
+    for (b, chunk) in out.chunks_mut(ROWS).enumerate() {
+        let i0 = first + b * ROWS;
+        if chunk.len() == ROWS {
+            let mut acc = [init; ROWS];
+            for l in 0..k {
+                let y = v[l];
+                for (r, a) in acc.iter_mut().enumerate() {
+                    *a = step(*a, md[(i0 + r) * mc + l], y);
+                }
+            }
+            chunk.copy_from_slice(&acc);
+        } else {
+            for (r, o) in chunk.iter_mut().enumerate() {
+                let row = &md[(i0 + r) * mc..(i0 + r) * mc + k];
+                for (&a, &y) in row.iter().zip(v) {
+                    *o = step(*o, a, y);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `out[j] = step(.. step(init, m[(0, j)], v[0]) .., m[(k - 1, j)], v[k - 1])` for `j`
+/// in `first .. first + n`: a row of `m` per step, contiguous.
+pub fn gemv_t<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    if n > 0 && (first + n > m.cols() || k > m.rows() || k > v.len()) {
+        return None;
+    }
+    let (md, mc) = (m.data(), m.cols());
+    let mut out = vec![init; n];
+    for l in 0..k {
+        let y = v[l];
+        let row = &md[l * mc + first..l * mc + first + n];
+        for (o, &a) in out.iter_mut().zip(row) {
+            *o = step(*o, a, y);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{gemm, gemv, gemv_t};
+    use crate::userfn::Mat;
+
+    fn floats(n: usize, seed: u32) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seed) as f32 / u32::MAX as f32 - 0.5)
+            .collect()
+    }
+
+    #[test]
+    fn blocked_products_keep_each_elements_order() {
+        let (m, k, n) = (5, 300, 700);
+        let (a, b) = (floats(m * k, 1), floats(k * n, 2));
+        let step = |o: f32, x: f32, y: f32| o + x * y;
+        let want: Vec<f32> = (0..m * n)
+            .map(|p| (0..k).fold(0.0, |s, l| step(s, a[(p / n) * k + l], b[l * n + p % n])))
+            .collect();
+        let (am, bm) = (Mat::new(&a, m, k), Mat::new(&b, k, n));
+        for (first, len) in [(0, m * n), (3, 1000), (701, 2), (m * n - 1, 1)] {
+            let got = gemm((am, bm), k, (first, len, n), 0.0, step).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want[first..first + len]), "{first}+{len}");
+        }
+        // a trip count past the columns of `a` is the per-element path's to report
+        assert!(gemm((am, bm), k + 1, (0, 1, n), 0.0, step).is_none());
+        let x = floats(k, 3);
+        let want: Vec<f32> = (0..m)
+            .map(|i| (0..k).fold(0.0, |s, l| step(s, a[i * k + l], x[l])))
+            .collect();
+        assert_eq!(gemv((am, &x), k, (0, m), 0.0, step).unwrap(), want);
+        let r = floats(m, 4);
+        let want: Vec<f32> = (0..k)
+            .map(|j| (0..m).fold(0.0, |s, l| step(s, a[l * k + j], r[l])))
+            .collect();
+        assert_eq!(gemv_t((am, &r), m, (0, k), 0.0, step).unwrap(), want);
+    }
+}
