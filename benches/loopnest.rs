@@ -6,7 +6,7 @@
 //! cargo bench --bench loopnest                                   # CPU backends
 //! cargo bench --features cuda,opencl --bench loopnest            # and the GPUs
 //! cargo bench --bench loopnest -- --short                        # tiny sizes, results only (CI)
-//! cargo bench --bench loopnest -- --only mmmult --repeat 5
+//! cargo bench --bench loopnest -- --only mmmult --repeat 5 --sizes 256,512
 //! ```
 //!
 //! Baselines: on the CPU a hand-written ikj Rayon loop (rows in parallel; for each `l`, the
@@ -117,6 +117,8 @@ struct Config {
     short: bool,
     repeat: usize,
     only: Option<String>,
+    /// `--sizes 256,512`: the matrix-product sizes instead of the defaults.
+    sizes: Option<Vec<usize>>,
 }
 
 impl Config {
@@ -136,6 +138,8 @@ impl Config {
             short,
             repeat: repeat.max(1),
             only: value("--only"),
+            sizes: value("--sizes")
+                .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect()),
         }
     }
 
@@ -325,16 +329,27 @@ fn product(cfg: &Config, name: &str, n: usize, min_plus_form: bool) -> Res<()> {
     );
     let flops = 2.0 * (n as f64).powi(3);
     let size = format!("{n}x{n}x{n}");
-    let (init, step): (f32, fn(f32, f32, f32) -> f32) = if min_plus_form {
-        (f32::INFINITY, |o, x, y| o.min(x + y))
-    } else {
-        (0.0, |o, x, y| o + x * y)
+    // A closure per form (not a function pointer): the hand loop inlines and vectorises it.
+    let hand = || {
+        if min_plus_form {
+            hand_ikj(
+                a.as_slice(),
+                b.as_slice(),
+                (n, n, n),
+                f32::INFINITY,
+                |o, x, y| o.min(x + y),
+            )
+        } else {
+            hand_ikj(a.as_slice(), b.as_slice(), (n, n, n), 0.0, |o, x, y| {
+                o + x * y
+            })
+        }
     };
     let s = Instant::now();
-    let want = hand_ikj(a.as_slice(), b.as_slice(), (n, n, n), init, step);
+    let want = hand();
     let hand_t = if n <= 1024 || cfg.repeat == 1 {
         median(cfg.repeat, || {
-            std::hint::black_box(hand_ikj(a.as_slice(), b.as_slice(), (n, n, n), init, step));
+            std::hint::black_box(hand());
             Ok(())
         })?
     } else {
@@ -564,10 +579,10 @@ fn main() {
         "{:<22} {:>16} {:<14} {:>14} {:>17} {:>8}",
         "workload", "size", "series", "time", "rate", "ratio"
     );
-    let sizes: &[usize] = if cfg.short {
-        &[33, 129]
-    } else {
-        &[512, 1024, 2048, 4096]
+    let sizes: &[usize] = match &cfg.sizes {
+        Some(s) => s,
+        None if cfg.short => &[33, 129],
+        None => &[512, 1024, 2048, 4096],
     };
     let mut failed = false;
     let mut run = |what: &str, f: &dyn Fn() -> Res<()>| {
