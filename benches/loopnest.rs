@@ -144,7 +144,9 @@ impl Config {
     }
 
     fn wants(&self, what: &str) -> bool {
-        self.only.as_ref().is_none_or(|o| what.contains(o.as_str()))
+        self.only
+            .as_ref()
+            .map_or(true, |o| what.contains(o.as_str()))
     }
 }
 

@@ -374,7 +374,7 @@ fn accumulation(
             ty,
             init: Some(init),
         }, rest @ ..]
-            if *name == acc && ty.is_none_or(|t| super::typeck::ty_eq(t, def.ret)) =>
+            if *name == acc && ty.map_or(true, |t| super::typeck::ty_eq(t, def.ret)) =>
         {
             (*init, rest)
         }
@@ -395,15 +395,18 @@ fn accumulation(
             init: Some(start),
         }, Stmt::While { cond, body }]
             if is_zero(start)
-                && ty.is_none_or(|t| matches!(t, Ty::Prim(p) if super::typeck::is_int(p)))
+                && ty.map_or(
+                    true,
+                    |t| matches!(t, Ty::Prim(p) if super::typeck::is_int(p)),
+                )
                 && body.tail.is_none() =>
         {
             let bound = match cond {
                 Expr::Binary {
                     op: BinOp::Lt,
-                    lhs,
+                    lhs: Expr::Var(v),
                     rhs,
-                } if matches!(lhs, Expr::Var(v) if v == name) => *rhs,
+                } if v == name => *rhs,
                 _ => return None,
             };
             match body.stmts {
@@ -448,7 +451,7 @@ fn substitute(e: &'static Expr, f: &dyn Fn(&'static Expr) -> Option<Expr>) -> Ex
     };
     let block = |blk: &'static Block| Block {
         stmts: Vec::leak(blk.stmts.iter().map(|s| substitute_stmt(s, f)).collect()),
-        tail: blk.tail.map(|t| &*leak(substitute(t, f))),
+        tail: blk.tail.map(|t| leak(substitute(t, f))),
     };
     match e {
         Expr::Int { value, suffix } => Expr::Int {
@@ -533,7 +536,7 @@ fn substitute_stmt(s: &'static Stmt, f: &dyn Fn(&'static Expr) -> Option<Expr>) 
     let b = |e: &'static Expr| -> &'static Expr { leak(substitute(e, f)) };
     let block = |blk: &'static Block| Block {
         stmts: Vec::leak(blk.stmts.iter().map(|s| substitute_stmt(s, f)).collect()),
-        tail: blk.tail.map(|t| &*leak(substitute(t, f))),
+        tail: blk.tail.map(|t| leak(substitute(t, f))),
     };
     match s {
         Stmt::Let {
