@@ -17,6 +17,11 @@ use crate::userfn::Mat;
 const L_BLOCK: usize = 128;
 const J_BLOCK: usize = 512;
 
+/// The register tile of the product loop: rows by columns of outputs kept in registers
+/// while a block's steps pass.
+const MR: usize = 4;
+const NR: usize = 16;
+
 /// Output rows whose steps are interleaved in the matrix-vector loop: independent
 /// accumulations in flight instead of one dependent chain.
 const ROWS: usize = 8;
@@ -41,31 +46,89 @@ pub fn gemm<A: Copy, B: Copy, O: Copy>(
     let (xd, yd) = (x.data(), y.data());
     let (xc, yc) = (x.cols(), y.cols());
     let mut out = vec![init; n];
+    let (rows, full) = (first / cols..last_row + 1, |row: usize| {
+        row * cols >= first && (row + 1) * cols <= first + n
+    });
     for j0 in (0..cols).step_by(J_BLOCK) {
         let j1 = (j0 + J_BLOCK).min(cols);
         for l0 in (0..k).step_by(L_BLOCK) {
             let l1 = (l0 + L_BLOCK).min(k);
-            for row in first / cols..=last_row {
+            let mut row = rows.start;
+            while row < rows.end {
+                // MR whole rows at once: a register tile of MR x NR outputs per pass
+                // over the block's steps.
+                if row + MR <= rows.end && full(row) && full(row + MR - 1) {
+                    let at = row * cols - first;
+                    let tile = &mut out[at..at + MR * cols];
+                    let xrows = &xd[row * xc..(row + MR) * xc];
+                    let mut c = j0;
+                    while c + NR <= j1 {
+                        let mut acc = [[init; NR]; MR];
+                        for (r, a) in acc.iter_mut().enumerate() {
+                            a.copy_from_slice(&tile[r * cols + c..r * cols + c + NR]);
+                        }
+                        for l in l0..l1 {
+                            let ys = &yd[l * yc + c..l * yc + c + NR];
+                            for (r, a) in acc.iter_mut().enumerate() {
+                                let xv = xrows[r * xc + l];
+                                for (o, &y) in a.iter_mut().zip(ys) {
+                                    *o = step(*o, xv, y);
+                                }
+                            }
+                        }
+                        for (r, a) in acc.iter().enumerate() {
+                            tile[r * cols + c..r * cols + c + NR].copy_from_slice(a);
+                        }
+                        c += NR;
+                    }
+                    for r in 0..MR {
+                        row_steps(
+                            &mut tile[r * cols + c..r * cols + j1],
+                            &xrows[r * xc..r * xc + k],
+                            (yd, yc, c),
+                            l0..l1,
+                            &step,
+                        );
+                    }
+                    row += MR;
+                    continue;
+                }
                 // This row's columns inside the call and the block.
                 let c0 = j0.max(first.saturating_sub(row * cols));
                 let c1 = j1.min(first + n - row * cols);
-                if c0 >= c1 {
-                    continue;
+                if c0 < c1 {
+                    let at = row * cols + c0 - first;
+                    row_steps(
+                        &mut out[at..at + (c1 - c0)],
+                        &xd[row * xc..row * xc + k],
+                        (yd, yc, c0),
+                        l0..l1,
+                        &step,
+                    );
                 }
-                let at = row * cols + c0 - first;
-                let o = &mut out[at..at + (c1 - c0)];
-                let xrow = &xd[row * xc..row * xc + k];
-                for l in l0..l1 {
-                    let a = xrow[l];
-                    let yrow = &yd[l * yc + c0..l * yc + c1];
-                    for (o, &b) in o.iter_mut().zip(yrow) {
-                        *o = step(*o, a, b);
-                    }
-                }
+                row += 1;
             }
         }
     }
     Some(out)
+}
+
+/// Steps `ls` of one output row segment `o` (columns from `c0`): `o[c] = step(o[c],
+/// xrow[l], y[(l, c0 + c)])`, `l` ascending, `c` contiguous.
+fn row_steps<A: Copy, B: Copy, O: Copy>(
+    o: &mut [O],
+    xrow: &[A],
+    (yd, yc, c0): (&[B], usize, usize),
+    ls: std::ops::Range<usize>,
+    step: &impl Fn(O, A, B) -> O,
+) {
+    let w = o.len();
+    for l in ls {
+        let a = xrow[l];
+        for (o, &b) in o.iter_mut().zip(&yd[l * yc + c0..l * yc + c0 + w]) {
+            *o = step(*o, a, b);
+        }
+    }
 }
 
 /// `out[i] = step(.. step(init, m[(i, 0)], v[0]) .., m[(i, k - 1)], v[k - 1])` for
