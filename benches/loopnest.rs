@@ -512,9 +512,15 @@ fn nbody(cfg: &Config, n: usize) -> Res<()> {
     let inter = (n as f64) * (n as f64);
     let probe = Vector::from(vec![1.0f32; 4]);
     let mut want = Vector::zeroed(n);
+    // Rayon runs the same Rust per element as cpu (the oracle), in parallel.
+    let oracle = if Backend::Rayon.check().is_ok() {
+        Backend::Rayon
+    } else {
+        Backend::Cpu
+    };
     MapArray::new(accel_tiled)
         .uniforms((n as u32,))
-        .backend(Backend::Cpu)
+        .backend(oracle)
         .run(&bodies, &bodies, &mut want)
         .map_err(|e| e.to_string())?;
     let want = want.to_vec();

@@ -7,6 +7,10 @@
 //! per-element call's bit for bit: only the order *between* elements changes, which
 //! lets LLVM vectorise the loop over a row.
 //!
+//! On x86-64 the loops are also compiled for AVX2 and that build runs where the CPU has
+//! it (the crate's baseline is SSE2); no FMA is enabled, so products stay separate
+//! multiplications and additions, as in the user function.
+//!
 //! Each returns `None` where an index the body would use leaves its container: the
 //! per-element path then runs and reports the fault as it always does.
 
@@ -29,6 +33,33 @@ const ROWS: usize = 8;
 /// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
 /// for flat positions `first .. first + n` of an output of `cols` columns.
 pub fn gemm<A: Copy, B: Copy, O: Copy>(
+    (x, y): (Mat<'_, A>, Mat<'_, B>),
+    k: usize,
+    (first, n, cols): (usize, usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
+            (x, y): (Mat<'_, A>, Mat<'_, B>),
+            k: usize,
+            (first, n, cols): (usize, usize, usize),
+            init: O,
+            step: impl Fn(O, A, B) -> O,
+        ) -> Option<Vec<O>> {
+            gemm_loops((x, y), k, (first, n, cols), init, step)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide((x, y), k, (first, n, cols), init, step) };
+    }
+    gemm_loops((x, y), k, (first, n, cols), init, step)
+}
+
+/// [`gemm`]'s loops, inlined into a build for the CPU's vector width.
+#[inline(always)]
+fn gemm_loops<A: Copy, B: Copy, O: Copy>(
     (x, y): (Mat<'_, A>, Mat<'_, B>),
     k: usize,
     (first, n, cols): (usize, usize, usize),
@@ -140,6 +171,33 @@ pub fn gemv<A: Copy, B: Copy, O: Copy>(
     init: O,
     step: impl Fn(O, A, B) -> O,
 ) -> Option<Vec<O>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
+            (m, v): (Mat<'_, A>, &[B]),
+            k: usize,
+            (first, n): (usize, usize),
+            init: O,
+            step: impl Fn(O, A, B) -> O,
+        ) -> Option<Vec<O>> {
+            gemv_loops((m, v), k, (first, n), init, step)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide((m, v), k, (first, n), init, step) };
+    }
+    gemv_loops((m, v), k, (first, n), init, step)
+}
+
+/// [`gemv`]'s loops, inlined into a build for the CPU's vector width.
+#[inline(always)]
+fn gemv_loops<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
     if n > 0 && (first + n > m.rows() || k > m.cols() || k > v.len()) {
         return None;
     }
@@ -171,6 +229,33 @@ pub fn gemv<A: Copy, B: Copy, O: Copy>(
 /// `out[j] = step(.. step(init, m[(0, j)], v[0]) .., m[(k - 1, j)], v[k - 1])` for `j`
 /// in `first .. first + n`: a row of `m` per step, contiguous.
 pub fn gemv_t<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
+            (m, v): (Mat<'_, A>, &[B]),
+            k: usize,
+            (first, n): (usize, usize),
+            init: O,
+            step: impl Fn(O, A, B) -> O,
+        ) -> Option<Vec<O>> {
+            gemv_t_loops((m, v), k, (first, n), init, step)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide((m, v), k, (first, n), init, step) };
+    }
+    gemv_t_loops((m, v), k, (first, n), init, step)
+}
+
+/// [`gemv_t`]'s loops, inlined into a build for the CPU's vector width.
+#[inline(always)]
+fn gemv_t_loops<A: Copy, B: Copy, O: Copy>(
     (m, v): (Mat<'_, A>, &[B]),
     k: usize,
     (first, n): (usize, usize),
