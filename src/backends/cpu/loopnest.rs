@@ -278,9 +278,57 @@ fn gemv_t_loops<A: Copy, B: Copy, O: Copy>(
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_range_loop)] // the user functions under test index their containers
 mod tests {
     use super::{gemm, gemv, gemv_t};
-    use crate::userfn::Mat;
+    use crate::prelude::*;
+    use crate::userfn::{ElementwiseFn, Mat};
+
+    #[userfn]
+    fn mm(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * b[(l, j)];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mtv(#[index] j: usize, a: Mat<i32>, r: &[i32], #[uniform] k: u32) -> i32 {
+        let mut s = 1;
+        let mut l = 0u32;
+        while l < k {
+            s = s.max(r[l as usize] * a[(l as usize, j)]);
+            l += 1;
+        }
+        s
+    }
+
+    #[userfn]
+    fn weighted(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * b[(l, j)] * j as f32;
+        }
+        s
+    }
+
+    #[test]
+    fn userfn_generates_the_blocked_form_of_a_nest_only() {
+        let (a, b) = (
+            vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0],
+            vec![1.0f32, -1.0, 0.5, 2.0, 0.0, 1.0],
+        );
+        let (am, bm) = (Mat::new(&a, 2, 3), Mat::new(&b, 3, 2));
+        let got = <mm as ElementwiseFn>::nest_block((am, bm), 0, 4, 2, &()).unwrap();
+        assert_eq!(got, vec![2.0, 6.0, 6.5, 12.0]);
+        let r = [3, -1];
+        let ai = [1, 2, 3, 4, 5, 6];
+        let got =
+            <mtv as ElementwiseFn>::nest_block((Mat::new(&ai, 2, 3), &r), 0, 3, 3, &(2,)).unwrap();
+        assert_eq!(got, vec![3, 6, 9]);
+        assert!(<weighted as ElementwiseFn>::nest_block((am, bm), 0, 4, 2, &()).is_none());
+    }
 
     fn floats(n: usize, seed: u32) -> Vec<f32> {
         (0..n)
