@@ -10,7 +10,7 @@
 // SKEL_LN_STEP(acc, x, y) (one step of the user's accumulation, its own operations).
 // SKEL_LN_GEMM with SKEL_LN_NAME, SKEL_BM, SKEL_BN, SKEL_BK, SKEL_TM, SKEL_TN selects a
 // matrix-product kernel (the file is then included once per tile shape); SKEL_LN_GEMV with
-// SKEL_R, SKEL_TK the matrix-vector kernel.
+// SKEL_LN_NAME, SKEL_R, SKEL_TK the matrix-vector kernel (included once per band shape).
 //
 // Every output element starts at SKEL_LN_INIT and takes its steps in ascending l, as the
 // user function does, so results are those of the cpu backend bit for bit (kernels are
@@ -163,8 +163,9 @@ SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols,
 // SKEL_R rows per block of 256 threads. A tile of SKEL_R rows x SKEL_TK steps is read
 // coalesced (a warp reads a run of one row) into shared memory, the vector's run beside it;
 // then thread r < SKEL_R takes its row's steps in order (rows padded by one: the threads
-// read different banks). Double-buffered as the product kernel.
-SKEL_LN_KERNEL skel_ln_gemv(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols, skel_ln_u64 skel_base SKEL_LN_PARAMS)
+// read different banks). Double-buffered as the product kernel. Fewer rows call for
+// narrower, longer bands: the bytes in flight are rows x SKEL_TK either way.
+SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols, skel_ln_u64 skel_base SKEL_LN_PARAMS)
 {
     SKEL_LN_LOCAL SKEL_LN_TA Ms[2][SKEL_R][SKEL_TK + 1];
     SKEL_LN_LOCAL SKEL_LN_TB Xs[2][SKEL_TK];

@@ -12,9 +12,6 @@ use crate::codegen::{array_len_param_named, c_type, Dialect, Ty};
 /// The template, the same text for CUDA and OpenCL C.
 pub(crate) const TEMPLATE: &str = include_str!("../../cuda/loopnest.cu");
 
-/// Output rows per block of the matrix-vector kernel.
-const GEMV_ROWS: usize = 64;
-
 /// A loop-nest kernel and its tile shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kernel {
@@ -23,8 +20,12 @@ pub(crate) enum Kernel {
         /// Output rows and columns per block (128 or 64).
         tile: usize,
     },
-    /// `skel_ln_gemv`: [`GEMV_ROWS`] outputs per block.
-    Gemv,
+    /// `skel_ln_gemv<rows>`: a band of `rows` outputs per block (64, or 16 with four
+    /// times the steps per tile for fewer rows).
+    Gemv {
+        /// Output rows per block.
+        rows: usize,
+    },
 }
 
 impl Kernel {
@@ -33,7 +34,8 @@ impl Kernel {
         match self {
             Kernel::Gemm { tile: 128 } => "skel_ln_gemm128",
             Kernel::Gemm { .. } => "skel_ln_gemm64",
-            Kernel::Gemv => "skel_ln_gemv",
+            Kernel::Gemv { rows: 64 } => "skel_ln_gemv64",
+            Kernel::Gemv { .. } => "skel_ln_gemv16",
         }
     }
 
@@ -45,7 +47,7 @@ impl Kernel {
                 let rows = (part.end.max(1) - 1) / cols - part.start / cols + 1;
                 (cols.div_ceil(tile), rows.div_ceil(tile))
             }
-            Kernel::Gemv => (part.len().div_ceil(GEMV_ROWS), 1),
+            Kernel::Gemv { rows } => (part.len().div_ceil(rows), 1),
         }
     }
 }
@@ -68,7 +70,8 @@ pub(crate) fn gpu_nest(def: &'static FnDef) -> Option<LoopNest> {
 /// The kernel for an output of `rows x cols` elements of `elem` bytes on a device of `sms`
 /// multiprocessors: 128 x 128 tiles where there are enough of them to fill the device
 /// (and the elements are at most 4 bytes: larger ones would not fit the registers),
-/// else 64 x 64.
+/// else 64 x 64; bands of 64 rows where that gives two blocks per multiprocessor, else
+/// of 16.
 pub(crate) fn choose(
     nest: &LoopNest,
     elem: usize,
@@ -80,7 +83,8 @@ pub(crate) fn choose(
             Kernel::Gemm { tile: 128 }
         }
         Nest::Gemm { .. } => Kernel::Gemm { tile: 64 },
-        _ => Kernel::Gemv,
+        _ if (rows * cols).div_ceil(64) >= 2 * sms => Kernel::Gemv { rows: 64 },
+        _ => Kernel::Gemv { rows: 16 },
     }
 }
 
@@ -89,7 +93,7 @@ pub(crate) fn kernels(nest: &LoopNest, elem: usize) -> &'static [&'static str] {
     match nest.nest {
         Nest::Gemm { .. } if elem <= 4 => &["skel_ln_gemm128", "skel_ln_gemm64"],
         Nest::Gemm { .. } => &["skel_ln_gemm64"],
-        _ => &["skel_ln_gemv"],
+        _ => &["skel_ln_gemv64", "skel_ln_gemv16"],
     }
 }
 
@@ -239,12 +243,22 @@ pub(crate) fn instantiate(
         );
     }
     if tiles.is_empty() {
-        let tk = if elem <= 4 { 64 } else { 32 };
-        let _ = writeln!(
-            s,
-            "#define SKEL_LN_GEMV 1\n#define SKEL_R {GEMV_ROWS}\n#define SKEL_TK {tk}"
-        );
-        s.push_str(TEMPLATE);
+        // (rows per band, steps per tile): 34 KiB of local memory or less either way.
+        let bands = if elem <= 4 {
+            [(64, 64), (16, 256)]
+        } else {
+            [(64, 32), (16, 128)]
+        };
+        for (r, tk) in bands {
+            let _ = writeln!(
+                s,
+                "#define SKEL_LN_GEMV 1\n#define SKEL_LN_NAME skel_ln_gemv{r}\n#define SKEL_R {r}\n#define SKEL_TK {tk}"
+            );
+            s.push_str(TEMPLATE);
+            s.push_str(
+                "\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_R\n#undef SKEL_TK\n",
+            );
+        }
     }
     s
 }
