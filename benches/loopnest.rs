@@ -117,7 +117,8 @@ struct Config {
     short: bool,
     repeat: usize,
     only: Option<String>,
-    /// `--sizes 256,512`: the matrix-product sizes instead of the defaults.
+    /// `--sizes 256,512`: the matrix sizes of the products and matrix-vector products
+    /// instead of the defaults.
     sizes: Option<Vec<usize>>,
 }
 
@@ -611,11 +612,12 @@ fn main() {
     } {
         run("min-plus", &|| product(&cfg, "min-plus", n, true));
     }
-    for &(r, c) in if cfg.short {
-        &[(257, 129)][..]
-    } else {
-        &[(4096, 4096), (16384, 16384)][..]
-    } {
+    let shapes: Vec<(usize, usize)> = match &cfg.sizes {
+        Some(s) => s.iter().map(|&n| (n, n)).collect(),
+        None if cfg.short => vec![(257, 129)],
+        None => vec![(4096, 4096), (16384, 16384)],
+    };
+    for &(r, c) in &shapes {
         run("mvmult", &|| matvec(&cfg, r, c, false));
         run("bicg", &|| matvec(&cfg, r, c, true));
     }
