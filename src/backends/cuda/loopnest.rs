@@ -4,7 +4,9 @@
 
 use super::context::Ctx;
 use super::map::{chunked, Kernel, Launch};
-use super::module_cache::module;
+use std::sync::Arc;
+
+use super::module_cache::{module, Module};
 use super::{arrays, assemble, uniform_params, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::loopnest_kernels::{choose, elem_bytes, instantiate, kernels, Names};
@@ -31,11 +33,23 @@ fn source<F: ElementwiseFn>(nest: &LoopNest) -> Result<String> {
     Ok(assemble(&user.source, &[], &template))
 }
 
-/// `out[i] = F(index(i), containers, uniforms)` through the loop-nest kernel for `nest`.
+/// The module of `F`'s loop-nest kernels (built once).
+pub(crate) fn build<F: ElementwiseFn>(ctx: &Ctx, nest: &LoopNest) -> Result<Arc<Module>> {
+    module(
+        ctx,
+        ProgKey::of::<F>("loopnest", ctx.ordinal),
+        "loopnest",
+        kernels(nest, elem_bytes(nest, F::definition())),
+        || source::<F>(nest),
+    )
+}
+
+/// `out[i] = F(index(i), containers, uniforms)` through the loop-nest kernel for `nest`
+/// in module `m` ([`build`]).
 pub(crate) fn run<'a, 'c, 'o, F, I, O>(
     exec: &Cuda,
     ctx: &Ctx,
-    nest: LoopNest,
+    (nest, m): (LoopNest, &Module),
     arrays: ContainerOps<'c, F>,
     inputs: I,
     out: O,
@@ -48,13 +62,6 @@ where
 {
     let def = F::definition();
     let elem = elem_bytes(&nest, def);
-    let m = module(
-        ctx,
-        ProgKey::of::<F>("loopnest", ctx.ordinal),
-        "loopnest",
-        kernels(&nest, elem),
-        || source::<F>(&nest),
-    )?;
     let shape = out.shapes()[0];
     let which = choose(&nest, elem, shape.dims(), ctx.sms as usize);
     let kernel = Kernel {

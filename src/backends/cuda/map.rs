@@ -261,7 +261,21 @@ where
     // A matrix or matrix-vector product runs tiled (the checked variant keeps this
     // launch, which reports the first bad index of each element).
     if let Some(nest) = gpu_nest(F::definition()).filter(|_| O::COUNT == 1 && !checked) {
-        return super::loopnest::run::<F, I, O>(exec, ctx, nest, arrays, inputs, out, uniforms);
+        match super::loopnest::build::<F>(ctx, &nest) {
+            Ok(m) => {
+                let nest = (nest, &*m);
+                return super::loopnest::run::<F, I, O>(
+                    exec, ctx, nest, arrays, inputs, out, uniforms,
+                );
+            }
+            // The Map kernel computes the same: a tiled kernel that does not build costs
+            // speed, not the call (logged, so that a slow product can be explained).
+            Err(e) => log::warn!(
+                target: "skel::jit",
+                "{}: the loop-nest kernel did not build, the Map kernel runs: {e}",
+                F::NAME
+            ),
+        }
     }
     let (kind, key) = match (O::COUNT == 1, checked) {
         (true, false) => ("map", "map"),

@@ -111,14 +111,29 @@ where
     };
     // A matrix or matrix-vector product runs tiled (the checked variant keeps this
     // launch, which reports the first bad index of each element).
-    let nest = super::loopnest::nest::<F>(ctx).filter(|_| O::COUNT == 1 && !checked);
-    let prog = match &nest {
-        Some(nest) => program(ctx, ProgKey::of::<F>("loopnest"), F::NAME, || {
+    let mut nest = super::loopnest::nest::<F>(ctx).filter(|_| O::COUNT == 1 && !checked);
+    let tiled = nest.as_ref().map(|nest| {
+        program(ctx, ProgKey::of::<F>("loopnest"), F::NAME, || {
             super::loopnest::source::<F>(ctx, nest)
-        })?,
-        None => program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
-            source::<F>(ctx, O::COUNT, checked)
-        })?,
+        })
+    });
+    let prog = match tiled {
+        Some(Ok(prog)) => prog,
+        other => {
+            // The Map kernel computes the same: a tiled kernel that does not build costs
+            // speed, not the call (logged, so that a slow product can be explained).
+            if let Some(Err(e)) = other {
+                log::warn!(
+                    target: "skel::jit",
+                    "{}: the loop-nest kernel did not build, the Map kernel runs: {e}",
+                    F::NAME
+                );
+            }
+            nest = None;
+            program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
+                source::<F>(ctx, O::COUNT, checked)
+            })?
+        }
     };
     let mut outs = OutParts(Vec::with_capacity(O::COUNT));
     out.collect(&mut outs);
