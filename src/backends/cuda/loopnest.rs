@@ -106,6 +106,19 @@ mod tests {
         s
     }
 
+    /// NVRTC compiles every kernel of both templates (a build that fails would leave the
+    /// calls to the Map kernel, silently but for the log).
+    #[test]
+    fn the_kernels_build_where_there_is_a_device() {
+        let Ok(ctx) = crate::backends::cuda::context::ctx() else {
+            return;
+        };
+        let n = gpu_nest(<mm as UserFn>::definition()).unwrap();
+        super::build::<mm>(ctx, &n).unwrap();
+        let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
+        super::build::<mv>(ctx, &n).unwrap();
+    }
+
     #[test]
     fn a_module_defines_the_kernels_it_is_asked_for() {
         let n = gpu_nest(<mm as UserFn>::definition()).unwrap();
