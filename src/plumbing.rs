@@ -53,6 +53,9 @@
 //! # Ok::<(), skel::Error>(())
 //! ```
 
+/// The cpu loop-nest kernels `#[userfn]`'s generated code calls.
+#[doc(hidden)]
+pub use crate::backends::cpu::loopnest as nest;
 #[doc(inline)]
 pub use crate::codegen;
 #[doc(inline)]

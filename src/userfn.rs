@@ -265,6 +265,23 @@ pub trait ElementwiseFn: UserFn {
         elems: Self::Elems,
         uniforms: &Self::Uniforms,
     ) -> Self::Out;
+    /// Flat output positions `first .. first + n` (rows of `cols`) of an index Map whose
+    /// body is a reduction loop nest (a matrix or matrix-vector product,
+    /// [`crate::codegen`]'s loop-nest forms), by a cache-blocked loop over contiguous rows
+    /// that applies the body's accumulation step to each element in the body's order;
+    /// `None` where the body is no such nest or an index would leave its container (the
+    /// per-element call then runs, and reports it). `#[userfn]` implements it.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn nest_block(
+        _arrays: <Self::Arrays as ContainerArgs>::Refs<'_>,
+        _first: usize,
+        _n: usize,
+        _cols: usize,
+        _uniforms: &Self::Uniforms,
+    ) -> Option<Vec<Self::Out>> {
+        None
+    }
     /// Calls the Rust body of a function without container parameters.
     #[inline(always)]
     fn apply(index: Self::Index, elems: Self::Elems, uniforms: &Self::Uniforms) -> Self::Out
@@ -321,6 +338,13 @@ impl<'a, T> Mat<'a, T> {
     /// The elements, row-major.
     #[inline(always)]
     pub fn as_slice(&self) -> &'a [T] {
+        self.data
+    }
+}
+
+impl<'a, T> Mat<'a, T> {
+    /// The elements, row-major (the cpu loop-nest kernels read rows as slices).
+    pub(crate) fn data(&self) -> &'a [T] {
         self.data
     }
 }

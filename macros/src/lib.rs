@@ -14,6 +14,7 @@ use proc_macro::TokenStream;
 
 mod body;
 mod derive;
+mod nest;
 mod parse;
 mod wrap;
 

@@ -491,8 +491,45 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 }
             }
         });
+        let names_of = |k: Kind| -> Vec<&syn::Ident> {
+            params
+                .iter()
+                .filter(|p| p.kind == k)
+                .flat_map(|p| p.names.first())
+                .collect()
+        };
+        let index = match params.first() {
+            Some(p) if p.kind == Kind::Index2 => (p.names.first(), p.names.get(1)),
+            Some(p) if p.kind == Kind::Index => (p.names.first(), None),
+            _ => (None, None),
+        };
+        let typed = |k: Kind| -> Vec<(&syn::Ident, &Type)> {
+            params
+                .iter()
+                .filter(|p| p.kind == k)
+                .flat_map(|p| p.names.first().map(|n| (n, &p.ty)))
+                .collect()
+        };
+        let nest_sig = crate::nest::Sig {
+            index,
+            mats: typed(Kind::Mat),
+            arrays: typed(Kind::Array),
+            containers: params
+                .iter()
+                .filter(|p| matches!(p.kind, Kind::Mat | Kind::Array))
+                .flat_map(|p| p.names.first())
+                .collect(),
+            uniforms: names_of(Kind::Uniform),
+            out: &out_ty,
+        };
+        let nest = if elem_tys.is_empty() {
+            crate::nest::nest_block(&block, &nest_sig)
+        } else {
+            None
+        };
         quote! {
             impl ::skel::userfn::ElementwiseFn for #name {
+                #nest
                 type Index = #index_ty;
                 type Elems = #elems_t;
                 type Uniforms = #unis_t;

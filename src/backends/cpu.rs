@@ -8,6 +8,8 @@
 use std::ops::Range;
 
 mod histogram;
+#[doc(hidden)]
+pub mod loopnest;
 mod map_overlap;
 mod map_pairs_reduce;
 mod reduce_by_key;
@@ -137,6 +139,17 @@ pub(crate) fn map_range<F: ElementwiseFn>(
     uniforms: &F::Uniforms,
 ) {
     let n = out.len();
+    // A matrix or matrix-vector product: a blocked loop over contiguous rows.
+    if !<F::Arrays as ContainerArgs>::KINDS.is_empty()
+        && crate::codegen::loopnest::loop_nest(F::definition()).is_some()
+    {
+        if let Some(values) = F::nest_block(arrays, first, n, cols, uniforms) {
+            for (k, v) in values.into_iter().enumerate() {
+                out.set(k, v);
+            }
+            return;
+        }
+    }
     let inputs = inputs.slice(0..n);
     if F::Index::DIMS < 2 {
         for k in 0..n {

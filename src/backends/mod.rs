@@ -17,6 +17,8 @@ pub(crate) mod cuda;
 pub(crate) mod jit;
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) mod kernel_cache;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) mod loopnest_kernels;
 #[cfg(feature = "opencl")]
 pub(crate) mod opencl;
 #[cfg(feature = "rayon")]

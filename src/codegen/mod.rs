@@ -188,6 +188,8 @@ pub(crate) mod cost;
 mod dialect;
 mod emit_c;
 pub mod ir;
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) mod loopnest;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) mod tile;
 mod typeck;

@@ -168,6 +168,9 @@ fn rewrite(
         return None;
     }
     let varying = varying(def);
+    // The type of each top-level loop's variable: a tiled loop counts in `usize` and
+    // rebinds the variable in its own type.
+    let typed = super::typeck::check(def).ok()?;
     // "" is no variable's name: statements outside tiled loops are copied unchanged.
     let keep = Subst {
         arr,
@@ -194,10 +197,11 @@ fn rewrite(
                     start: names.start,
                     get,
                 };
+                let var_ty = typed.stmts.get(k).and_then(|t| t.ty).unwrap_or(usize_ty());
                 stmts.extend(tile_loop(
                     &names,
                     (start, end),
-                    var,
+                    (var, var_ty),
                     sub.block(body),
                     (arr, stage),
                 ));
@@ -219,7 +223,7 @@ fn tileable(body: &'static Block, arr: &str, var: &str) -> bool {
         Node::Expr(Expr::Var(v)) if *v == arr => uses += 1,
         Node::Expr(Expr::Index { base, index }) => {
             if matches!(base, Expr::Var(b) if *b == arr) {
-                ok &= matches!(index, Expr::Var(i) if *i == var);
+                ok &= is_loop_var(index, var);
                 reads += 1;
             }
         }
@@ -229,6 +233,19 @@ fn tileable(body: &'static Block, arr: &str, var: &str) -> bool {
         _ => {}
     });
     ok && reads > 0 && uses == reads && !breaks(body)
+}
+
+/// Whether `index` is the loop variable `var`, or that cast to `usize` (`j as usize` of a
+/// `u32` loop variable, as n-body codes write it).
+fn is_loop_var(index: &Expr, var: &str) -> bool {
+    match index {
+        Expr::Var(i) => *i == var,
+        Expr::Cast {
+            expr: Expr::Var(i),
+            ty: Ty::Prim(Prim::Usize),
+        } => *i == var,
+        _ => false,
+    }
 }
 
 /// Whether a `break` in `b` may leave the loop `b` is the body of: one outside the loops
@@ -256,6 +273,8 @@ struct Names {
     start: &'static str,
     end: &'static str,
     stop: &'static str,
+    /// The `usize` counter of a loop whose variable has another type.
+    count: &'static str,
 }
 
 impl Names {
@@ -265,6 +284,7 @@ impl Names {
             start: name("start"),
             end: name("end"),
             stop: name("stop"),
+            count: name("j"),
         }
     }
 }
@@ -292,10 +312,41 @@ fn tail(e: Expr) -> Block {
 fn tile_loop(
     n: &Names,
     (a, b): (&'static Expr, &'static Expr),
-    var_name: &'static str,
+    (var_name, var_ty): (&'static str, Ty),
     body: Block,
     (arr, stage): (&'static str, fn() -> &'static FnDef),
 ) -> Vec<Stmt> {
+    let as_usize = |e: &'static Expr| -> &'static Expr {
+        leak(Expr::Cast {
+            expr: e,
+            ty: usize_ty(),
+        })
+    };
+    // `for j in start..stop` counts in usize; a `u32` (or other) `j` is rebound from the
+    // counter in its own type, so the body types as written.
+    let (counter, body) = if matches!(var_ty, Ty::Prim(Prim::Usize)) {
+        (var_name, body)
+    } else {
+        let stmts = vec![
+            Stmt::Let {
+                name: var_name,
+                mutable: false,
+                ty: Some(var_ty),
+                init: Some(leak(Expr::Cast {
+                    expr: leak(var(n.count)),
+                    ty: var_ty,
+                })),
+            },
+            Stmt::Expr(leak(Expr::Block(body))),
+        ];
+        (
+            n.count,
+            Block {
+                stmts: Vec::leak(stmts),
+                tail: None,
+            },
+        )
+    };
     let tile = || Expr::Int {
         value: TILE as u128,
         suffix: Some(Prim::Usize),
@@ -321,7 +372,7 @@ fn tile_loop(
             init: Some(leak(stop)),
         },
         Stmt::For {
-            var: var_name,
+            var: counter,
             start: leak(var(n.start)),
             end: leak(var(n.stop)),
             inclusive: false,
@@ -338,13 +389,13 @@ fn tile_loop(
             name: n.start,
             mutable: true,
             ty: Some(usize_ty()),
-            init: Some(a),
+            init: Some(as_usize(a)),
         },
         Stmt::Let {
             name: n.end,
             mutable: false,
             ty: Some(usize_ty()),
-            init: Some(b),
+            init: Some(as_usize(b)),
         },
         Stmt::While {
             cond: leak(bin(BinOp::Lt, var(n.start), var(n.end))),
@@ -433,11 +484,15 @@ impl Subst {
         match e {
             Expr::Index { base, index }
                 if matches!(base, Expr::Var(b) if *b == self.arr)
-                    && matches!(index, Expr::Var(i) if *i == self.var) =>
+                    && is_loop_var(index, self.var) =>
             {
+                let j = Expr::Cast {
+                    expr: leak(var(self.var)),
+                    ty: usize_ty(),
+                };
                 Expr::Call {
                     callee: self.get,
-                    args: Vec::leak(vec![var(self.arr), var(self.var), var(self.start)]),
+                    args: Vec::leak(vec![var(self.arr), j, var(self.start)]),
                 }
             }
             Expr::Int { value, suffix } => Expr::Int {
@@ -631,6 +686,19 @@ mod tests {
         s
     }
 
+    /// n-body as users write it: a `u32` loop variable cast at the read.
+    #[userfn]
+    fn cast_index(p: P, ps: &[P], #[uniform] n: u32) -> f32 {
+        let mut s = 0.0f32;
+        for j in 0..n {
+            let q = ps[j as usize];
+            if j != n {
+                s += (q.x - p.x) * ps[j as usize].m;
+            }
+        }
+        s
+    }
+
     fn tiles<F: UserFn>(_: F) -> bool {
         tiled::<P>(F::definition()).is_some()
     }
@@ -639,6 +707,16 @@ mod tests {
     fn loops_that_read_only_the_loop_element_are_tiled() {
         assert!(tiles(pull));
         assert!(tiles(inner_break));
+        assert!(tiles(cast_index));
+        let t = tiled::<P>(<cast_index as UserFn>::definition()).unwrap();
+        let src = device_source_multi(&[t.def, t.stage, t.get], Dialect::OpenCl).unwrap();
+        let body = src.source.split("skel_fn_cast_index(").nth(1).unwrap();
+        assert_eq!(
+            body.matches("skel_fn_skel_tile_get(").count(),
+            2,
+            "{}",
+            src.source
+        );
         let t = tiled::<P>(<pull as UserFn>::definition()).unwrap();
         let src = device_source_multi(&[t.def, t.stage, t.get], Dialect::Cuda).unwrap();
         let body = src.source.split("skel_fn_pull(").nth(1).unwrap();

@@ -11,6 +11,7 @@ pub mod checked;
 pub mod devices;
 pub mod fuzz;
 pub mod lang;
+pub mod loopnest;
 pub mod safety;
 
 use skel::prelude::*;

@@ -18,6 +18,7 @@ use super::{
     uniform_params, vector_defines, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::jit::ProgKey;
+use crate::backends::loopnest_kernels::{gpu_nest, Kernel as NestKernel};
 use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
@@ -42,6 +43,8 @@ pub(crate) enum Launch {
     /// All-pairs MapArray through shared-memory tiles of this many bytes (0 from
     /// [`Launch::of`]: the MapArray backend decides whether the array's type allows it).
     Tiled(u32),
+    /// A reduction loop nest's kernel (`cuda/loopnest.cu`, not a form of `cuda/map.cu`).
+    Nest(NestKernel),
 }
 
 impl Launch {
@@ -68,6 +71,8 @@ impl Launch {
             Launch::One => 1,
             Launch::Grid2d => 2,
             Launch::Tiled(_) => 3,
+            // Never a map.cu form: the loop-nest kernels have their own template.
+            Launch::Nest(_) => 255,
         }
     }
 
@@ -80,6 +85,21 @@ impl Launch {
             ))
         };
         Ok(match self {
+            Launch::Nest(k) => {
+                let (gx, gy) = k.grid(part, cols);
+                Dims {
+                    grid: (
+                        u32::try_from(gx).map_err(|_| too_large())?,
+                        u32::try_from(gy)
+                            .ok()
+                            .filter(|&y| y <= 65535)
+                            .ok_or_else(too_large)?,
+                        1,
+                    ),
+                    block: (256, 1, 1),
+                    shared: 0,
+                }
+            }
             Launch::Vector => Dims::line(grid_for(ctx, n, 256, 8), 256, 0),
             Launch::One | Launch::Tiled(_) => {
                 // The largest block that still gives two blocks per multiprocessor, so that
@@ -238,6 +258,25 @@ where
         return Ok(());
     }
     let checked = exec.checked;
+    // A matrix or matrix-vector product runs tiled (the checked variant keeps this
+    // launch, which reports the first bad index of each element).
+    if let Some(nest) = gpu_nest(F::definition()).filter(|_| O::COUNT == 1 && !checked) {
+        match super::loopnest::build::<F>(ctx, &nest) {
+            Ok(m) => {
+                let nest = (nest, &*m);
+                return super::loopnest::run::<F, I, O>(
+                    exec, ctx, nest, arrays, inputs, out, uniforms,
+                );
+            }
+            // The Map kernel computes the same: a tiled kernel that does not build costs
+            // speed, not the call (logged, so that a slow product can be explained).
+            Err(e) => log::warn!(
+                target: "skel::jit",
+                "{}: the loop-nest kernel did not build, the Map kernel runs: {e}",
+                F::NAME
+            ),
+        }
+    }
     let (kind, key) = match (O::COUNT == 1, checked) {
         (true, false) => ("map", "map"),
         (true, true) => ("map", "map_checked"),

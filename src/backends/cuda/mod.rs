@@ -25,6 +25,7 @@ mod devices;
 mod fault;
 mod filter;
 mod histogram;
+mod loopnest;
 mod map;
 mod map_array;
 mod map_overlap;

@@ -109,9 +109,32 @@ where
         (false, false) => "map_multi",
         (false, true) => "map_multi_checked",
     };
-    let prog = program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
-        source::<F>(ctx, O::COUNT, checked)
-    })?;
+    // A matrix or matrix-vector product runs tiled (the checked variant keeps this
+    // launch, which reports the first bad index of each element).
+    let mut nest = super::loopnest::nest::<F>(ctx).filter(|_| O::COUNT == 1 && !checked);
+    let tiled = nest.as_ref().map(|nest| {
+        program(ctx, ProgKey::of::<F>("loopnest"), F::NAME, || {
+            super::loopnest::source::<F>(ctx, nest)
+        })
+    });
+    let prog = match tiled {
+        Some(Ok(prog)) => prog,
+        other => {
+            // The Map kernel computes the same: a tiled kernel that does not build costs
+            // speed, not the call (logged, so that a slow product can be explained).
+            if let Some(Err(e)) = other {
+                log::warn!(
+                    target: "skel::jit",
+                    "{}: the loop-nest kernel did not build, the Map kernel runs: {e}",
+                    F::NAME
+                );
+            }
+            nest = None;
+            program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
+                source::<F>(ctx, O::COUNT, checked)
+            })?
+        }
+    };
     let mut outs = OutParts(Vec::with_capacity(O::COUNT));
     out.collect(&mut outs);
     let outs = outs.0;
@@ -144,19 +167,24 @@ where
     args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
     // Smaller work-groups where the user function's local arrays need it (CPU devices).
     let wg = program_cache::fit_work_group(ctx, &prog, "skel_map")?;
-    let (dims, global, local) = if grid_2d(F::definition()) {
+    let (name, dims, global, local) = if let Some(nest) = &nest {
+        let whole = index_base..index_base + n;
+        let (which, global) = super::loopnest::launch_shape::<F>(ctx, nest, shape.dims(), whole);
+        (which.name(), 2, global, [256, 1, 1])
+    } else if grid_2d(F::definition()) {
         let wide = 16.min(wg);
         let tall = wg / wide;
         let rows = n.div_ceil(cols);
         (
+            "skel_map",
             2,
             [round_up(cols, wide), round_up(rows, tall), 1],
             [wide, tall, 1],
         )
     } else {
-        (1, [round_up(n, wg), 1, 1], [wg, 1, 1])
+        ("skel_map", 1, [round_up(n, wg), 1, 1], [wg, 1, 1])
     };
-    let ev = launch(ctx, &prog, "skel_map", &args, dims, global, Some(local))?;
+    let ev = launch(ctx, &prog, name, &args, dims, global, Some(local))?;
     if let Some(rec) = rec {
         let fault = fault::read(ctx, &rec, &[F::definition()]);
         for o in &outs {

@@ -17,6 +17,7 @@ mod context;
 mod fault;
 mod filter;
 mod histogram;
+mod loopnest;
 mod map;
 mod map_array;
 mod map_overlap;

@@ -1,0 +1,366 @@
+//! Reduction loop nests on the CPU (see [`crate::codegen`]'s loop-nest forms): a matrix
+//! product or matrix-vector product written as an index Map runs as a cache-blocked loop
+//! over contiguous rows instead of one call of the user function per element. `#[userfn]`
+//! generates, for a body of that shape, the accumulation's start and step as Rust (the
+//! body's own operations, wrapping and all); these loops apply the steps of every output
+//! element in ascending `l` from the start, as the body does, so results are the
+//! per-element call's bit for bit: only the order *between* elements changes, which
+//! lets LLVM vectorise the loop over a row.
+//!
+//! On x86-64 the loops are also compiled for AVX2 and that build runs where the CPU has
+//! it (the crate's baseline is SSE2); no FMA is enabled, so products stay separate
+//! multiplications and additions, as in the user function.
+//!
+//! Each returns `None` where an index the body would use leaves its container: the
+//! per-element path then runs and reports the fault as it always does.
+
+use crate::userfn::Mat;
+
+/// Steps per block of the `l` loop and output columns per block: a block of `b`
+/// (`L_BLOCK x J_BLOCK` elements) stays in the L2 cache while every output row passes it.
+const L_BLOCK: usize = 128;
+const J_BLOCK: usize = 512;
+
+/// The register tile of the product loop: rows by columns of outputs kept in registers
+/// while a block's steps pass.
+const MR: usize = 4;
+const NR: usize = 16;
+
+/// Output rows whose steps are interleaved in the matrix-vector loop: independent
+/// accumulations in flight instead of one dependent chain.
+const ROWS: usize = 8;
+
+/// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
+/// for flat positions `first .. first + n` of an output of `cols` columns.
+pub fn gemm<A: Copy, B: Copy, O: Copy>(
+    (x, y): (Mat<'_, A>, Mat<'_, B>),
+    k: usize,
+    (first, n, cols): (usize, usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
+            (x, y): (Mat<'_, A>, Mat<'_, B>),
+            k: usize,
+            (first, n, cols): (usize, usize, usize),
+            init: O,
+            step: impl Fn(O, A, B) -> O,
+        ) -> Option<Vec<O>> {
+            gemm_loops((x, y), k, (first, n, cols), init, step)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide((x, y), k, (first, n, cols), init, step) };
+    }
+    gemm_loops((x, y), k, (first, n, cols), init, step)
+}
+
+/// [`gemm`]'s loops, inlined into a build for the CPU's vector width.
+#[inline(always)]
+fn gemm_loops<A: Copy, B: Copy, O: Copy>(
+    (x, y): (Mat<'_, A>, Mat<'_, B>),
+    k: usize,
+    (first, n, cols): (usize, usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let cols = cols.max(1);
+    let last_row = (first + n - 1) / cols;
+    if last_row >= x.rows() || k > x.cols() || k > y.rows() || cols > y.cols() {
+        return None;
+    }
+    let (xd, yd) = (x.data(), y.data());
+    let (xc, yc) = (x.cols(), y.cols());
+    let mut out = vec![init; n];
+    let (rows, full) = (first / cols..last_row + 1, |row: usize| {
+        row * cols >= first && (row + 1) * cols <= first + n
+    });
+    for j0 in (0..cols).step_by(J_BLOCK) {
+        let j1 = (j0 + J_BLOCK).min(cols);
+        for l0 in (0..k).step_by(L_BLOCK) {
+            let l1 = (l0 + L_BLOCK).min(k);
+            let mut row = rows.start;
+            while row < rows.end {
+                // MR whole rows at once: a register tile of MR x NR outputs per pass
+                // over the block's steps.
+                if row + MR <= rows.end && full(row) && full(row + MR - 1) {
+                    let at = row * cols - first;
+                    let tile = &mut out[at..at + MR * cols];
+                    let xrows = &xd[row * xc..(row + MR) * xc];
+                    let mut c = j0;
+                    while c + NR <= j1 {
+                        let mut acc = [[init; NR]; MR];
+                        for (r, a) in acc.iter_mut().enumerate() {
+                            a.copy_from_slice(&tile[r * cols + c..r * cols + c + NR]);
+                        }
+                        for l in l0..l1 {
+                            let ys = &yd[l * yc + c..l * yc + c + NR];
+                            for (r, a) in acc.iter_mut().enumerate() {
+                                let xv = xrows[r * xc + l];
+                                for (o, &y) in a.iter_mut().zip(ys) {
+                                    *o = step(*o, xv, y);
+                                }
+                            }
+                        }
+                        for (r, a) in acc.iter().enumerate() {
+                            tile[r * cols + c..r * cols + c + NR].copy_from_slice(a);
+                        }
+                        c += NR;
+                    }
+                    for r in 0..MR {
+                        row_steps(
+                            &mut tile[r * cols + c..r * cols + j1],
+                            &xrows[r * xc..r * xc + k],
+                            (yd, yc, c),
+                            l0..l1,
+                            &step,
+                        );
+                    }
+                    row += MR;
+                    continue;
+                }
+                // This row's columns inside the call and the block.
+                let c0 = j0.max(first.saturating_sub(row * cols));
+                let c1 = j1.min(first + n - row * cols);
+                if c0 < c1 {
+                    let at = row * cols + c0 - first;
+                    row_steps(
+                        &mut out[at..at + (c1 - c0)],
+                        &xd[row * xc..row * xc + k],
+                        (yd, yc, c0),
+                        l0..l1,
+                        &step,
+                    );
+                }
+                row += 1;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Steps `ls` of one output row segment `o` (columns from `c0`): `o[c] = step(o[c],
+/// xrow[l], y[(l, c0 + c)])`, `l` ascending, `c` contiguous.
+fn row_steps<A: Copy, B: Copy, O: Copy>(
+    o: &mut [O],
+    xrow: &[A],
+    (yd, yc, c0): (&[B], usize, usize),
+    ls: std::ops::Range<usize>,
+    step: &impl Fn(O, A, B) -> O,
+) {
+    let w = o.len();
+    for l in ls {
+        let a = xrow[l];
+        for (o, &b) in o.iter_mut().zip(&yd[l * yc + c0..l * yc + c0 + w]) {
+            *o = step(*o, a, b);
+        }
+    }
+}
+
+/// `out[i] = step(.. step(init, m[(i, 0)], v[0]) .., m[(i, k - 1)], v[k - 1])` for
+/// `i` in `first .. first + n`.
+pub fn gemv<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
+            (m, v): (Mat<'_, A>, &[B]),
+            k: usize,
+            (first, n): (usize, usize),
+            init: O,
+            step: impl Fn(O, A, B) -> O,
+        ) -> Option<Vec<O>> {
+            gemv_loops((m, v), k, (first, n), init, step)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide((m, v), k, (first, n), init, step) };
+    }
+    gemv_loops((m, v), k, (first, n), init, step)
+}
+
+/// [`gemv`]'s loops, inlined into a build for the CPU's vector width.
+#[inline(always)]
+fn gemv_loops<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    if n > 0 && (first + n > m.rows() || k > m.cols() || k > v.len()) {
+        return None;
+    }
+    let (md, mc) = (m.data(), m.cols());
+    let mut out = vec![init; n];
+    for (b, chunk) in out.chunks_mut(ROWS).enumerate() {
+        let i0 = first + b * ROWS;
+        if chunk.len() == ROWS {
+            let mut acc = [init; ROWS];
+            for l in 0..k {
+                let y = v[l];
+                for (r, a) in acc.iter_mut().enumerate() {
+                    *a = step(*a, md[(i0 + r) * mc + l], y);
+                }
+            }
+            chunk.copy_from_slice(&acc);
+        } else {
+            for (r, o) in chunk.iter_mut().enumerate() {
+                let row = &md[(i0 + r) * mc..(i0 + r) * mc + k];
+                for (&a, &y) in row.iter().zip(v) {
+                    *o = step(*o, a, y);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `out[j] = step(.. step(init, m[(0, j)], v[0]) .., m[(k - 1, j)], v[k - 1])` for `j`
+/// in `first .. first + n`: a row of `m` per step, contiguous.
+pub fn gemv_t<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[target_feature(enable = "avx2")]
+        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
+            (m, v): (Mat<'_, A>, &[B]),
+            k: usize,
+            (first, n): (usize, usize),
+            init: O,
+            step: impl Fn(O, A, B) -> O,
+        ) -> Option<Vec<O>> {
+            gemv_t_loops((m, v), k, (first, n), init, step)
+        }
+        // SAFETY: the CPU has AVX2, checked just above.
+        return unsafe { wide((m, v), k, (first, n), init, step) };
+    }
+    gemv_t_loops((m, v), k, (first, n), init, step)
+}
+
+/// [`gemv_t`]'s loops, inlined into a build for the CPU's vector width.
+#[inline(always)]
+fn gemv_t_loops<A: Copy, B: Copy, O: Copy>(
+    (m, v): (Mat<'_, A>, &[B]),
+    k: usize,
+    (first, n): (usize, usize),
+    init: O,
+    step: impl Fn(O, A, B) -> O,
+) -> Option<Vec<O>> {
+    if n > 0 && (first + n > m.cols() || k > m.rows() || k > v.len()) {
+        return None;
+    }
+    let (md, mc) = (m.data(), m.cols());
+    let mut out = vec![init; n];
+    for l in 0..k {
+        let y = v[l];
+        let row = &md[l * mc + first..l * mc + first + n];
+        for (o, &a) in out.iter_mut().zip(row) {
+            *o = step(*o, a, y);
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // the user functions under test index their containers
+mod tests {
+    use super::{gemm, gemv, gemv_t};
+    use crate::prelude::*;
+    use crate::userfn::{ElementwiseFn, Mat};
+
+    #[userfn]
+    fn mm(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * b[(l, j)];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mtv(#[index] j: usize, a: Mat<i32>, r: &[i32], #[uniform] k: u32) -> i32 {
+        let mut s = 1;
+        let mut l = 0u32;
+        while l < k {
+            s = s.max(r[l as usize] * a[(l as usize, j)]);
+            l += 1;
+        }
+        s
+    }
+
+    #[userfn]
+    fn weighted(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * b[(l, j)] * j as f32;
+        }
+        s
+    }
+
+    #[test]
+    fn userfn_generates_the_blocked_form_of_a_nest_only() {
+        let (a, b) = (
+            vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0],
+            vec![1.0f32, -1.0, 0.5, 2.0, 0.0, 1.0],
+        );
+        let (am, bm) = (Mat::new(&a, 2, 3), Mat::new(&b, 3, 2));
+        let got = <mm as ElementwiseFn>::nest_block((am, bm), 0, 4, 2, &()).unwrap();
+        assert_eq!(got, vec![2.0, 6.0, 6.5, 12.0]);
+        let r = [3, -1];
+        let ai = [1, 2, 3, 4, 5, 6];
+        let got =
+            <mtv as ElementwiseFn>::nest_block((Mat::new(&ai, 2, 3), &r), 0, 3, 3, &(2,)).unwrap();
+        assert_eq!(got, vec![3, 6, 9]);
+        assert!(<weighted as ElementwiseFn>::nest_block((am, bm), 0, 4, 2, &()).is_none());
+    }
+
+    fn floats(n: usize, seed: u32) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i as u32).wrapping_mul(2_654_435_761) ^ seed) as f32 / u32::MAX as f32 - 0.5)
+            .collect()
+    }
+
+    #[test]
+    fn blocked_products_keep_each_elements_order() {
+        let (m, k, n) = (5, 300, 700);
+        let (a, b) = (floats(m * k, 1), floats(k * n, 2));
+        let step = |o: f32, x: f32, y: f32| o + x * y;
+        let want: Vec<f32> = (0..m * n)
+            .map(|p| (0..k).fold(0.0, |s, l| step(s, a[(p / n) * k + l], b[l * n + p % n])))
+            .collect();
+        let (am, bm) = (Mat::new(&a, m, k), Mat::new(&b, k, n));
+        for (first, len) in [(0, m * n), (3, 1000), (701, 2), (m * n - 1, 1)] {
+            let got = gemm((am, bm), k, (first, len, n), 0.0, step).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want[first..first + len]), "{first}+{len}");
+        }
+        // a trip count past the columns of `a` is the per-element path's to report
+        assert!(gemm((am, bm), k + 1, (0, 1, n), 0.0, step).is_none());
+        let x = floats(k, 3);
+        let want: Vec<f32> = (0..m)
+            .map(|i| (0..k).fold(0.0, |s, l| step(s, a[i * k + l], x[l])))
+            .collect();
+        assert_eq!(gemv((am, &x), k, (0, m), 0.0, step).unwrap(), want);
+        let r = floats(m, 4);
+        let want: Vec<f32> = (0..k)
+            .map(|j| (0..m).fold(0.0, |s, l| step(s, a[l * k + j], r[l])))
+            .collect();
+        assert_eq!(gemv_t((am, &r), m, (0, k), 0.0, step).unwrap(), want);
+    }
+}

@@ -1,0 +1,134 @@
+//! Reduction loop nests on CUDA (see [`crate::codegen::loopnest`]): an index Map that is a
+//! matrix product or a matrix-vector product runs the tiled kernels of `cuda/loopnest.cu`
+//! through the Map's chunked launch (uploads, streams and downloads as for any Map).
+
+use super::context::Ctx;
+use super::map::{chunked, Kernel, Launch};
+use std::sync::Arc;
+
+use super::module_cache::{module, Module};
+use super::{arrays, assemble, uniform_params, Cuda};
+use crate::backends::jit::ProgKey;
+use crate::backends::loopnest_kernels::{choose, elem_bytes, instantiate, kernels, Names};
+use crate::backends::ContainerOps;
+use crate::codegen::loopnest::LoopNest;
+use crate::codegen::{device_source_checked, Dialect};
+use crate::containers::OutArgs;
+use crate::plan::ArgTuple;
+use crate::userfn::ElementwiseFn;
+use crate::Result;
+
+/// The kernel source for `F`, whose loop nest is `nest`.
+fn source<F: ElementwiseFn>(nest: &LoopNest) -> Result<String> {
+    let def = F::definition();
+    let user = device_source_checked(&[nest.init, nest.step, nest.bound], Dialect::Cuda, false)?;
+    let ptr = |k: usize| format!("ca{k}");
+    let names = Names {
+        dialect: Dialect::Cuda,
+        ptr: &ptr,
+        out: ("SKEL_LN_T* __restrict__ out", "out[i]"),
+        params: format!("{}{}", arrays::container_params(def), uniform_params(def)),
+    };
+    let template = instantiate(nest, def, &user.entries, &names);
+    Ok(assemble(&user.source, &[], &template))
+}
+
+/// The module of `F`'s loop-nest kernels (built once).
+pub(crate) fn build<F: ElementwiseFn>(ctx: &Ctx, nest: &LoopNest) -> Result<Arc<Module>> {
+    module(
+        ctx,
+        ProgKey::of::<F>("loopnest", ctx.ordinal),
+        "loopnest",
+        kernels(nest, elem_bytes(nest, F::definition())),
+        || source::<F>(nest),
+    )
+}
+
+/// `out[i] = F(index(i), containers, uniforms)` through the loop-nest kernel for `nest`
+/// in module `m` ([`build`]).
+pub(crate) fn run<'a, 'c, 'o, F, I, O>(
+    exec: &Cuda,
+    ctx: &Ctx,
+    (nest, m): (LoopNest, &Module),
+    arrays: ContainerOps<'c, F>,
+    inputs: I,
+    out: O,
+    uniforms: &F::Uniforms,
+) -> Result<()>
+where
+    F: ElementwiseFn,
+    I: ArgTuple<'a, Elems = F::Elems>,
+    O: OutArgs<'o, Elems = F::Out>,
+{
+    let def = F::definition();
+    let elem = elem_bytes(&nest, def);
+    let shape = out.shapes()[0];
+    let which = choose(&nest, elem, shape.dims(), ctx.sms as usize);
+    let kernel = Kernel {
+        func: m.func(which.name())?,
+        launch: Launch::Nest(which),
+        def,
+        checked: false,
+    };
+    chunked(
+        exec,
+        ctx,
+        "map",
+        kernel,
+        ((&arrays, true), &inputs),
+        out,
+        uniforms,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source;
+    use crate::backends::loopnest_kernels::gpu_nest;
+    use crate::prelude::*;
+    use crate::userfn::UserFn;
+
+    #[userfn]
+    fn mm(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * b[(l, j)];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mv(#[index] i: usize, a: Mat<f64>, x: &[f64], #[uniform] k: u32) -> f64 {
+        let mut s = 0.0;
+        for l in 0..k as usize {
+            s += a[(i, l)] * x[l];
+        }
+        s
+    }
+
+    /// NVRTC compiles every kernel of both templates (a build that fails would leave the
+    /// calls to the Map kernel, silently but for the log).
+    #[test]
+    fn the_kernels_build_where_there_is_a_device() {
+        let Ok(ctx) = crate::backends::cuda::context::ctx() else {
+            return;
+        };
+        let n = gpu_nest(<mm as UserFn>::definition()).unwrap();
+        super::build::<mm>(ctx, &n).unwrap();
+        let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
+        super::build::<mv>(ctx, &n).unwrap();
+    }
+
+    #[test]
+    fn a_module_defines_the_kernels_it_is_asked_for() {
+        let n = gpu_nest(<mm as UserFn>::definition()).unwrap();
+        let src = source::<mm>(&n).unwrap();
+        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemm128"));
+        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemm64"));
+        let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
+        let src = source::<mv>(&n).unwrap();
+        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv64"));
+        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv16"));
+        assert!(!src.contains("#define SKEL_LN_GEMM"));
+    }
+}

@@ -1,0 +1,264 @@
+//! Kernel sources for reduction loop nests ([`crate::codegen::loopnest`]) on both GPU
+//! backends: one template (`cuda/loopnest.cu`, which both compile) instantiated with the
+//! user's accumulation split into init, step and bound functions, and the choice of kernel
+//! and tile shape for a call.
+
+use std::fmt::Write as _;
+
+use crate::codegen::ir::{FnDef, ParamKind};
+use crate::codegen::loopnest::{loop_nest, LoopNest, Nest};
+use crate::codegen::{array_len_param_named, c_type, Dialect, Ty};
+
+/// The template, the same text for CUDA and OpenCL C.
+pub(crate) const TEMPLATE: &str = include_str!("../../cuda/loopnest.cu");
+
+/// A loop-nest kernel and its tile shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// `skel_ln_gemm<tile>`: a `tile x tile` block of the output per block of threads.
+    Gemm {
+        /// Output rows and columns per block (128 or 64).
+        tile: usize,
+    },
+    /// `skel_ln_gemv<rows>`: a band of `rows` outputs per block (64, or 16 with four
+    /// times the steps per tile for fewer rows).
+    Gemv {
+        /// Output rows per block.
+        rows: usize,
+    },
+}
+
+impl Kernel {
+    /// The kernel's name in the module.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kernel::Gemm { tile: 128 } => "skel_ln_gemm128",
+            Kernel::Gemm { .. } => "skel_ln_gemm64",
+            Kernel::Gemv { rows: 64 } => "skel_ln_gemv64",
+            Kernel::Gemv { .. } => "skel_ln_gemv16",
+        }
+    }
+
+    /// Blocks (x, y) of 256 threads for flat output positions `part` in rows of `cols`.
+    pub(crate) fn grid(self, part: &std::ops::Range<usize>, cols: usize) -> (usize, usize) {
+        match self {
+            Kernel::Gemm { tile } => {
+                let cols = cols.max(1);
+                let rows = (part.end.max(1) - 1) / cols - part.start / cols + 1;
+                (cols.div_ceil(tile), rows.div_ceil(tile))
+            }
+            Kernel::Gemv { rows } => (part.len().div_ceil(rows), 1),
+        }
+    }
+}
+
+/// The loop nest of `def` that the GPU kernels run: a recognised matrix product or
+/// matrix-vector product over primitive types. The transposed matrix-vector product reads
+/// a column per output, already coalesced one thread per output: it keeps the Map launch.
+pub(crate) fn gpu_nest(def: &'static FnDef) -> Option<LoopNest> {
+    let n = loop_nest(def)?;
+    let prim = |t: Ty| matches!(t, Ty::Prim(_));
+    let all_prim = prim(def.ret)
+        && def
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Array | ParamKind::Mat))
+            .all(|p| prim(p.ty));
+    (all_prim && !matches!(n.nest, Nest::GemvT { .. })).then_some(n)
+}
+
+/// The kernel for an output of `rows x cols` elements of `elem` bytes on a device of `sms`
+/// multiprocessors: 128 x 128 tiles where there are enough of them to fill the device
+/// (and the elements are at most 4 bytes: larger ones would not fit the registers),
+/// else 64 x 64; bands of 64 rows where that gives two blocks per multiprocessor, else
+/// of 16.
+pub(crate) fn choose(
+    nest: &LoopNest,
+    elem: usize,
+    (rows, cols): (usize, usize),
+    sms: usize,
+) -> Kernel {
+    match nest.nest {
+        Nest::Gemm { .. } if elem <= 4 && rows.div_ceil(128) * cols.div_ceil(128) >= sms => {
+            Kernel::Gemm { tile: 128 }
+        }
+        Nest::Gemm { .. } => Kernel::Gemm { tile: 64 },
+        _ if (rows * cols).div_ceil(64) >= 2 * sms => Kernel::Gemv { rows: 64 },
+        _ => Kernel::Gemv { rows: 16 },
+    }
+}
+
+/// The kernels a module for `nest` with elements of `elem` bytes defines.
+pub(crate) fn kernels(nest: &LoopNest, elem: usize) -> &'static [&'static str] {
+    match nest.nest {
+        Nest::Gemm { .. } if elem <= 4 => &["skel_ln_gemm128", "skel_ln_gemm64"],
+        Nest::Gemm { .. } => &["skel_ln_gemm64"],
+        _ => &["skel_ln_gemv64", "skel_ln_gemv16"],
+    }
+}
+
+/// The size of the largest of the result and operand types: it sets the tile shapes.
+pub(crate) fn elem_bytes(nest: &LoopNest, def: &'static FnDef) -> usize {
+    let containers: Vec<_> = def
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Array | ParamKind::Mat))
+        .collect();
+    let (xk, yk) = match nest.nest {
+        Nest::Gemm { a, b } => (a, b),
+        Nest::Gemv { m, x } | Nest::GemvT { m, x } => (m, x),
+    };
+    def.ret
+        .size()
+        .max(containers[xk].ty.size())
+        .max(containers[yk].ty.size())
+}
+
+/// How a backend names things in the template's defines.
+pub(crate) struct Names<'s> {
+    /// The C dialect.
+    pub dialect: Dialect,
+    /// The pointer expression of container `k` (e.g. `ca0` or `(ca0 + ca0_off)`).
+    pub ptr: &'s dyn Fn(usize) -> String,
+    /// The output's kernel parameters and its element `i`.
+    pub out: (&'s str, &'s str),
+    /// The kernel parameters after `skel_base` (containers, uniforms).
+    pub params: String,
+}
+
+/// The defines and template that follow the emitted user functions `entries` (init, step,
+/// bound of `nest`, in that order) for user function `def` with elements of `elem` bytes.
+pub(crate) fn instantiate(
+    nest: &LoopNest,
+    def: &'static FnDef,
+    entries: &[String],
+    names: &Names<'_>,
+) -> String {
+    let ty = |t: Ty| c_type(t, names.dialect);
+    let containers: Vec<_> = def
+        .params
+        .iter()
+        .filter(|p| matches!(p.kind, ParamKind::Array | ParamKind::Mat))
+        .collect();
+    let uniforms: Vec<String> = def
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Uniform)
+        .enumerate()
+        .map(|(k, _)| format!("u{k}"))
+        .collect();
+    let (xk, yk) = match nest.nest {
+        Nest::Gemm { a, b } => (a, b),
+        Nest::Gemv { m, x } | Nest::GemvT { m, x } => (m, x),
+    };
+    let ptr = names.ptr;
+    // Each read clamped as the unchecked user function clamps it; an empty container
+    // (which no in-range index reads) gives 0 instead of a read past its end.
+    let mat = |k: usize, t: &str, r: &str, c: &str| {
+        format!(
+            "(ca{k}_rows && ca{k}_cols ? {p}[skel_ln_idx({r}, ca{k}_rows) * ca{k}_cols + skel_ln_idx({c}, ca{k}_cols)] : ({t})0)",
+            p = ptr(k)
+        )
+    };
+    let ta = ty(containers[xk].ty);
+    let tb = ty(containers[yk].ty);
+    let read_b = match nest.nest {
+        Nest::Gemm { .. } => mat(yk, &tb, "(l)", "(c)"),
+        _ => format!(
+            "(ca{yk}_cols ? {p}[skel_ln_idx((l), ca{yk}_cols)] : ({tb})0)",
+            p = ptr(yk)
+        ),
+    };
+    let bound_args: Vec<String> = nest
+        .bound
+        .params
+        .iter()
+        .map(|p| match p.kind {
+            ParamKind::Uniform => {
+                let k = def
+                    .params
+                    .iter()
+                    .filter(|q| q.kind == ParamKind::Uniform)
+                    .position(|q| q.name == p.name)
+                    .unwrap_or(0);
+                uniforms[k].clone()
+            }
+            _ => {
+                let k = containers
+                    .iter()
+                    .position(|q| q.name == p.name)
+                    .unwrap_or(0);
+                match p.kind {
+                    ParamKind::Mat => format!("{}, ca{k}_rows, ca{k}_cols", ptr(k)),
+                    _ if array_len_param_named(nest.bound, p.name) => {
+                        format!("{}, ca{k}_cols", ptr(k))
+                    }
+                    _ => ptr(k),
+                }
+            }
+        })
+        .collect();
+    let more: String = uniforms.iter().map(|u| format!(", {u}")).collect();
+    let mut s = String::new();
+    let mut def_line = |name: &str, value: String| {
+        let _ = writeln!(s, "#define {name} {value}");
+    };
+    def_line("SKEL_LN_T", ty(def.ret));
+    def_line("SKEL_LN_TA", ta.clone());
+    def_line("SKEL_LN_TB", tb.clone());
+    def_line("SKEL_LN_OUT_PARAMS", names.out.0.to_string());
+    def_line("SKEL_LN_OUT(i)", names.out.1.to_string());
+    def_line("SKEL_LN_PARAMS", names.params.clone());
+    def_line("SKEL_LN_A(r, l)", mat(xk, &ta, "(r)", "(l)"));
+    def_line("SKEL_LN_B(l, c)", read_b);
+    def_line(
+        "SKEL_LN_K",
+        format!("{}({})", entries[2], bound_args.join(", ")),
+    );
+    def_line(
+        "SKEL_LN_INIT",
+        format!("{}({})", entries[0], uniforms.join(", ")),
+    );
+    def_line(
+        "SKEL_LN_STEP(acc, x, y)",
+        format!("{}((acc), (x), (y){more})", entries[1]),
+    );
+    let elem = elem_bytes(nest, def);
+    let tiles: &[(usize, usize, usize)] = match nest.nest {
+        // (tile, steps per stage, outputs per thread along each side)
+        Nest::Gemm { .. } if elem <= 4 => &[(128, 8, 8), (64, 16, 4)],
+        Nest::Gemm { .. } => &[(64, 16, 4)],
+        _ => &[],
+    };
+    for &(tile, bk, t) in tiles {
+        let _ = writeln!(
+            s,
+            "#define SKEL_LN_GEMM 1\n#define SKEL_LN_NAME skel_ln_gemm{tile}\n#define SKEL_BM {tile}\n\
+             #define SKEL_BN {tile}\n#define SKEL_BK {bk}\n#define SKEL_TM {t}\n#define SKEL_TN {t}"
+        );
+        s.push_str(TEMPLATE);
+        s.push_str(
+            "\n#undef SKEL_LN_GEMM\n#undef SKEL_LN_NAME\n#undef SKEL_BM\n#undef SKEL_BN\n\
+             #undef SKEL_BK\n#undef SKEL_TM\n#undef SKEL_TN\n",
+        );
+    }
+    if tiles.is_empty() {
+        // (rows per band, steps per tile): 34 KiB of local memory or less either way.
+        let bands = if elem <= 4 {
+            [(64, 64), (16, 256)]
+        } else {
+            [(64, 32), (16, 128)]
+        };
+        for (r, tk) in bands {
+            let _ = writeln!(
+                s,
+                "#define SKEL_LN_GEMV 1\n#define SKEL_LN_NAME skel_ln_gemv{r}\n#define SKEL_R {r}\n#define SKEL_TK {tk}"
+            );
+            s.push_str(TEMPLATE);
+            s.push_str(
+                "\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_R\n#undef SKEL_TK\n",
+            );
+        }
+    }
+    s
+}
