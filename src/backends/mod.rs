@@ -528,7 +528,7 @@ pub(crate) fn static_default() -> Backend {
 }
 
 /// Whether the OpenCL device is a GPU (only then is OpenCL a default choice).
-fn opencl_is_gpu() -> bool {
+pub(crate) fn opencl_is_gpu() -> bool {
     #[cfg(feature = "opencl")]
     return opencl::is_gpu();
     #[cfg(not(feature = "opencl"))]
