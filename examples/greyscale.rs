@@ -25,7 +25,7 @@ pub mod io;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Parser;
@@ -87,7 +87,7 @@ pub fn grey8(px: Rgb8, #[uniform] luma: Pixel) -> u8 {
 
 #[derive(Parser, Debug)]
 #[command(about = "Colour -> greyscale over a stream of images: farms around skel's Map")]
-struct Args {
+pub struct Args {
     /// Image files or directories of them (.png, .jpg, .jpeg) [default: the sample photos]
     #[arg(long, num_args = 1.., value_name = "PATH")]
     input: Vec<PathBuf>,
@@ -160,7 +160,7 @@ fn main() -> ExitCode {
 }
 
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
-fn run(args: Args) -> Res<bool> {
+pub fn run(args: Args) -> Res<bool> {
     if args.stream {
         return Err("--stream moved: cargo run --release --example greyscale_stream".into());
     }
@@ -217,10 +217,15 @@ fn run(args: Args) -> Res<bool> {
     );
     let bar = ProgressBar::new(n as u64);
     let (check, out_dir) = (args.check, out_dir.as_path());
+    let placed = Placed::default();
     let report = Pipeline::from_iter(jobs.into_iter().enumerate())
         .farm(workers, |job| load(job, &pool))
         .name("decode")
-        .stage(move |mut f: Frame| map.run(&f.rgb, &mut f.out).map(|()| f))
+        .stage(|mut f: Frame| {
+            map.run(&f.rgb, &mut f.out)?;
+            placed.note(backend, &bar);
+            Ok(f)
+        })
         .name("map (skel)")
         .farm(workers, stats)
         .name("cpu stats")
@@ -230,6 +235,9 @@ fn run(args: Args) -> Res<bool> {
         .run()?;
     bar.finish_and_clear();
     println!("{report}");
+    println!("where each stage ran:");
+    println!("  decode, cpu stats, check+encode: host threads, {workers} per farm");
+    println!("  map (skel): {}", placed.line(backend));
     if let Some(s) = report.busiest() {
         let ms = s.busy_per_item().as_secs_f64() * 1e3 / s.workers() as f64;
         let name = s.name().unwrap_or("?");
@@ -238,6 +246,43 @@ fn run(args: Args) -> Res<bool> {
     let mut all = Checked::default();
     report.into_outputs().into_iter().for_each(|c| all.add(c));
     Ok(!check || all.print())
+}
+
+/// Where the skel stage's calls ran and why: the last call's [`skel::tune::explain`] on
+/// the default backend (`Backend::Auto`), noting once that a kernel compiles meanwhile.
+#[derive(Default)]
+struct Placed {
+    last: Mutex<Option<skel::tune::Explanation>>,
+    said_compiling: std::sync::atomic::AtomicBool,
+}
+
+impl Placed {
+    /// Called on the stage's thread after each call (explanations are per thread).
+    fn note(&self, backend: Backend, bar: &ProgressBar) {
+        if backend != Backend::Auto {
+            return;
+        }
+        let Some(why) = skel::tune::explain() else {
+            return;
+        };
+        let compiling = why.reason.contains("compiling in the background");
+        if compiling && !self.said_compiling.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let what = why.reason.split("; was:").next().unwrap_or_default();
+            bar.suspend(|| println!("{what}; the device takes over once it is built"));
+        }
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+
+    /// One line: the backend of the last call and why.
+    fn line(&self, backend: Backend) -> String {
+        if backend != Backend::Auto {
+            return format!("{backend} (fixed by --backend or SKEL_BACKEND)");
+        }
+        match &*self.last.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(why) => format!("{} ({})", why.choice, why.reason),
+            None => "no call ran".into(),
+        }
+    }
 }
 
 /// Decode farm: a photo decoded, or a synthetic frame copied (as a producer would), into
