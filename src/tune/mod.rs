@@ -103,6 +103,9 @@ const DEFAULT_LINK: f64 = 1.0e10;
 /// A candidate predicted this many times slower than the best is never calibrated.
 pub const SKIP: f64 = 4.0;
 
+/// How many times its steady time a warm-up run is assumed to take at most.
+const WARMUP_FACTOR: f64 = 2.0;
+
 /// The default share of the job's time (since the first `Auto` call) that calibrating
 /// candidates other than the predicted best may take ([`crate::config::TUNE_BUDGET`]).
 pub const BUDGET_SHARE: f64 = 0.05;
@@ -315,6 +318,9 @@ struct Tuner {
     started: Option<std::time::Instant>,
     /// Time spent trying candidates other than the predicted best (ns).
     explore_ns: f64,
+    /// The fastest warm-up run seen per function and backend, as (elements, ns): an upper
+    /// bound on its steady time where no sample is recorded yet.
+    first_runs: HashMap<(Key, Backend), (usize, f64)>,
 }
 
 impl Tuner {
@@ -341,11 +347,13 @@ impl Tuner {
             compiling: Default::default(),
             started: None,
             explore_ns: 0.0,
+            first_runs: HashMap::new(),
         }
     }
 
-    /// Whether trying a candidate other than the predicted best still fits the budget.
-    fn within_budget(&self) -> bool {
+    /// Whether trying a candidate other than the predicted best, predicted to take
+    /// `cost_ns`, still fits the budget.
+    fn within_budget(&self, cost_ns: f64) -> bool {
         let share = f64::from(crate::config::TUNE_BUDGET.value()) / 100.0;
         if share == 0.0 {
             return false;
@@ -354,7 +362,7 @@ impl Tuner {
             .started
             .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9);
         let floor = BUDGET_FLOOR_NS * share / BUDGET_SHARE;
-        self.explore_ns < floor.max(share * elapsed)
+        self.explore_ns + cost_ns <= floor.max(share * elapsed)
     }
 
     /// The predicted total time of `c` (compute and transfers): its model where it has
@@ -363,11 +371,28 @@ impl Tuner {
     fn estimate(&self, call: &Call, c: &Candidate, rows: &[Candidate]) -> f64 {
         let compute = c.predicted_ns.unwrap_or_else(|| {
             let own = prior_ns(call, c.backend);
-            rows.iter()
+            let scaled = rows
+                .iter()
                 .find_map(|r| Some((r.predicted_ns?, prior_ns(call, r.backend))))
-                .map_or(own, |(measured, prior)| measured * own / prior)
+                .map_or(own, |(measured, prior)| measured * own / prior);
+            scaled
         });
         compute + c.transfer_ns
+    }
+
+    /// What trying `c` is predicted to cost: [`Tuner::estimate`], but at least the time of
+    /// its fastest warm-up run so far over [`WARMUP_FACTOR`] (a warm-up, with allocation
+    /// and first upload, takes at most a few times the steady time), so a candidate whose
+    /// warm-up showed it far slower is not tried again on a prior's optimism.
+    fn trial_cost(&self, call: &Call, c: &Candidate, rows: &[Candidate]) -> f64 {
+        let first = match c.predicted_ns {
+            Some(_) => 0.0,
+            None => self
+                .first_runs
+                .get(&(call.key.clone(), c.backend))
+                .map_or(0.0, |&(n, ns)| ns * call.size.max(1) as f64 / n.max(1) as f64),
+        };
+        self.estimate(call, c, rows).max(first / WARMUP_FACTOR)
     }
 
     fn link(&self, backend: Backend) -> f64 {
@@ -818,13 +843,14 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
             continue;
         }
         let explore = c.backend != best.backend;
-        let ratio = total(c) / total(best).max(1.0);
+        let cost = t.trial_cost(call, c, rows);
+        let ratio = cost / total(best).max(1.0);
         if explore && ratio > SKIP {
             skipped += &format!(
                 "; {} not calibrated: predicted {ratio:.1}x slower",
                 c.backend
             );
-        } else if explore && !t.within_budget() {
+        } else if explore && !t.within_budget(cost) {
             skipped += &format!("; {} not calibrated: calibration budget spent", c.backend);
         } else {
             let why = match explore {
@@ -884,7 +910,7 @@ fn refine(
         .find(|l| ran_last(l.0) && wide(l))
         .or_else(|| open.reduce(|x, y| if spread(&y) > spread(&x) { y } else { x }))?;
     let explore = pick.0 != a.0;
-    if explore && !t.within_budget() {
+    if explore && !t.within_budget(pick.1) {
         return None;
     }
     Some(t.trial(
@@ -957,6 +983,13 @@ pub(crate) fn finish(call: &Call, backend: Backend, d: Decision, elapsed_ns: f64
     match measure {
         Measure::No => {}
         Measure::Warmup => {
+            let first = t
+                .first_runs
+                .entry((call.key.clone(), backend))
+                .or_insert((call.size, elapsed_ns));
+            if elapsed_ns / (call.size.max(1) as f64) < first.1 / (first.0.max(1) as f64) {
+                *first = (call.size, elapsed_ns);
+            }
             *t.warmed
                 .entry((call.key.clone(), backend, bucket_of(call.size)))
                 .or_default() += 1;
