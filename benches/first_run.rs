@@ -21,6 +21,7 @@
 //! ```text
 //! cargo bench --features opencl --bench first_run -- --short
 //! cargo bench --features "cuda opencl" --bench first_run -- --frames 240
+//! cargo bench --features opencl --bench first_run -- --jobs photos,dot --backends rayon
 //! ```
 
 // Every example is a crate of its own with `mod common;`: one copy of the helpers each.
@@ -33,7 +34,8 @@ use std::time::Instant;
 use clap::Parser as _;
 use skel::prelude::*;
 
-#[allow(dead_code)]
+// Its `main` is not called from here; its file's unit tests are not run either.
+#[allow(dead_code, unused_imports)]
 #[path = "../examples/greyscale.rs"]
 mod greyscale;
 
@@ -114,17 +116,21 @@ fn skepu(name: &str, backend: Backend, size: usize, reps: usize) -> Res<f64> {
     Ok(sum)
 }
 
-/// Where the sample photos are.
+/// Where the sample photos are: `$SKEL_DATA_DIR/images`, `shared/data/images` in or
+/// next to the repository, else (`None`) the example's own.
 fn photos() -> Option<PathBuf> {
     let data = std::env::var_os("SKEL_DATA_DIR").map(|d| Path::new(&d).join("images"));
-    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/images");
-    data.into_iter().chain([shared]).find(|d| d.is_dir())
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = ["shared/data/images", "../shared/data/images"].map(|d| repo.join(d));
+    data.into_iter().chain(shared).find(|d| d.is_dir())
 }
 
 /// The child: runs one job on `backend` (`auto`: the default) and prints
 /// `RESULT <items> <seconds>`, and for Auto the line where the Map ran.
 fn child(job: &str, backend: &str, arg: usize, reps: usize) -> Res<()> {
-    let fixed = (backend != "auto").then(|| backend.parse::<Backend>()).transpose()?;
+    let fixed = (backend != "auto")
+        .then(|| backend.parse::<Backend>())
+        .transpose()?;
     let start = Instant::now();
     let items = match job {
         "photos" | "frames" => {
@@ -139,8 +145,8 @@ fn child(job: &str, backend: &str, arg: usize, reps: usize) -> Res<()> {
             } else if let Some(dir) = photos() {
                 args.extend(["--input".into(), dir.display().to_string()]);
             }
-            let ok = greyscale::run(greyscale::Args::parse_from(args))
-                .map_err(|e| e.to_string())?;
+            let ok =
+                greyscale::run(greyscale::Args::parse_from(args)).map_err(|e| e.to_string())?;
             let _ = std::fs::remove_dir_all(&out);
             if !ok {
                 return Err("greyscale failed".into());
@@ -163,7 +169,14 @@ fn child(job: &str, backend: &str, arg: usize, reps: usize) -> Res<()> {
 
 /// Runs the child for `job` on `backend` with the given model and kernel-cache
 /// directories: items per second, and Auto's one-line placement if printed.
-fn spawn(job: &str, backend: &str, arg: usize, reps: usize, tune: &Path, cache: &Path) -> Res<(f64, String)> {
+fn spawn(
+    job: &str,
+    backend: &str,
+    arg: usize,
+    reps: usize,
+    tune: &Path,
+    cache: &Path,
+) -> Res<(f64, String)> {
     let exe = std::env::current_exe()?;
     let out = Command::new(exe)
         .args(["--child", job, backend, &arg.to_string(), &reps.to_string()])
@@ -198,24 +211,37 @@ fn main() -> Res<()> {
         return child(&args[1], &args[2], num(3), num(4));
     }
     let short = args.iter().any(|a| a == "--short");
-    let frames = args
-        .iter()
-        .position(|a| a == "--frames")
-        .and_then(|i| args.get(i + 1)?.parse().ok())
+    let option = |name: &str| {
+        let i = args.iter().position(|a| a == name)?;
+        args.get(i + 1).cloned()
+    };
+    let frames = option("--frames")
+        .and_then(|f| f.parse().ok())
         .unwrap_or(if short { 24 } else { 240 });
+    let listed =
+        |name: &str| option(name).map(|l| l.split(',').map(String::from).collect::<Vec<_>>());
+    let (only_jobs, only_backends) = (listed("--jobs"), listed("--backends"));
     let k = usize::from(short);
-    let mut jobs: Vec<(String, usize, usize)> = vec![
-        ("photos".into(), 0, 1),
-        ("frames".into(), frames, 1),
-    ];
+    let mut jobs: Vec<(String, usize, usize)> =
+        vec![("photos".into(), 0, 1), ("frames".into(), frames, 1)];
     for (name, size, reps) in SKEPU {
         jobs.push((name.into(), size[k], reps[k]));
     }
+    jobs.retain(|j| only_jobs.as_ref().is_none_or(|o| o.contains(&j.0)));
     let mut backends = vec!["auto".to_string()];
     backends.extend(Backend::available().iter().map(Backend::to_string));
+    backends.retain(|b| b == "auto" || only_backends.as_ref().is_none_or(|o| o.contains(b)));
     let root = std::env::temp_dir().join(format!("skel-first-run-bench-{}", std::process::id()));
-    println!("# first run: cold (fresh models, empty kernel cache), warm cache (fresh models), warm");
-    println!("# {} cores; backends {}", std::thread::available_parallelism().map_or(1, |n| n.get()), backends.join(", "));
+    println!(
+        "# first run: cold (fresh models, empty kernel cache), warm cache (fresh models), warm"
+    );
+    let where_photos = photos().map_or("the example's own".into(), |d| d.display().to_string());
+    println!("# photos: {where_photos}; {frames} synthetic 1920x1080 frames");
+    println!(
+        "# {} cores; backends {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        backends.join(", ")
+    );
     println!("\n| job | backend | cold items/s | warm-cache items/s | warm items/s |");
     println!("|---|---|---|---|---|");
     let mut worst = f64::INFINITY;

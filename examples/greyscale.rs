@@ -266,7 +266,11 @@ impl Placed {
             return;
         };
         let compiling = why.reason.contains("compiling in the background");
-        if compiling && !self.said_compiling.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        if compiling
+            && !self
+                .said_compiling
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
             let what = why.reason.split("; was:").next().unwrap_or_default();
             bar.suspend(|| println!("{what}; the device takes over once it is built"));
         }

@@ -1354,7 +1354,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let names: Vec<String> = all().iter().map(|s| s.name().to_string()).collect();
-        assert_eq!(names.len(), 20);
+        assert_eq!(names.len(), 21);
         assert_eq!(rows(docs), names, "the module docs' table");
         assert_eq!(rows(readme), names, "the README's table");
     }

@@ -53,7 +53,26 @@ fn device() -> Option<Backend> {
     if found.is_none() {
         common::available(Backend::OpenCl);
     }
-    found
+    found.inspect(|&b| probed(b))
+}
+
+/// Waits until Auto's device probe (started by its first call, on a thread of its own) has
+/// found `gpu`: until then Auto's only candidates are the host backends.
+fn probed(gpu: Backend) {
+    let start = std::time::Instant::now();
+    let v = Vector::from(vec![1i64; 8]);
+    loop {
+        Reduce::new(add_i64).backend(Backend::Auto).run(&v).unwrap();
+        let why = explain().unwrap();
+        if why.candidates.iter().any(|c| c.backend == gpu) {
+            return;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "Auto never found {gpu}: {why}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 /// Makes a fresh model file `name` from [`write_model`] the one in use, the times
@@ -238,6 +257,7 @@ fn unwritable_model_keeps_calls_working() {
 #[test]
 fn lazy_calibration_tries_the_close_candidates_then_predicts() {
     let _s = serial();
+    let _ = device(); // Auto's device probe done, so every backend is a candidate
     let dir = temp_dir("lazy");
     set_model_dir(Some(&dir));
     let n = 2000;

@@ -299,10 +299,13 @@ impl Auto {
         if !matches!(backend, Backend::Cuda | Backend::OpenCl) {
             return self.timed(call, d, backend, f);
         }
-        match kernel_cache::deferred(|| self.timed(call, d, backend, &mut f)) {
+        // Only a device predicted fastest is worth a compile; a trial of another one runs
+        // only where its kernel is built already.
+        let start = !d.explore;
+        match kernel_cache::deferred(start, || self.timed(call, d, backend, &mut f)) {
             Err(_) if kernel_cache::pending() => {
                 let host = tune::host_backend();
-                tune::compiling(call, backend, host);
+                tune::compiling(call, backend, host, start);
                 tune::ran(host);
                 f(host, self.on(host))
             }

@@ -39,20 +39,25 @@ pub(crate) struct KernelCache<K, T> {
 thread_local! {
     /// Whether a missing kernel is built in the background ([`deferred`]).
     static DEFER: Cell<bool> = const { Cell::new(false) };
+    /// Whether a deferred call may start that build ([`deferred`]'s `start`).
+    static START: Cell<bool> = const { Cell::new(true) };
     /// Whether the last deferred call stopped at a kernel still building.
     static PENDING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f` (one skeleton call) with missing kernels built in the background: the first
 /// kernel it asks for that is not built yet starts that build on its own thread (unless one
-/// is running) and fails the call with [`pending`] set, before the call has launched or
-/// written anything. Once the call has a kernel, further kernels it needs are built in
-/// place, as always, so a call that pends never stops half-way through its launches.
-pub(crate) fn deferred<R>(f: impl FnOnce() -> Result<R>) -> Result<R> {
+/// is running, or `start` is false: a trial that is not worth a compile) and fails the
+/// call with [`pending`] set, before the call has launched or written anything. Once the
+/// call has a kernel, further kernels it needs are built in place, as always, so a call
+/// that pends never stops half-way through its launches.
+pub(crate) fn deferred<R>(start: bool, f: impl FnOnce() -> Result<R>) -> Result<R> {
     PENDING.with(|p| p.set(false));
     let before = DEFER.with(|d| d.replace(true));
+    let started = START.with(|s| s.replace(start));
     let r = f();
     DEFER.with(|d| d.set(before));
+    START.with(|s| s.set(started));
     r
 }
 
@@ -144,7 +149,7 @@ impl<K: Clone + Eq + Hash, T: Clone> KernelCache<K, T> {
         K: Send + Sync + 'static,
         T: Send + Sync + 'static,
     {
-        if !self.building().insert(key.clone()) {
+        if !START.with(Cell::get) || !self.building().insert(key.clone()) {
             return Err(pending_error());
         }
         let src = match source() {
@@ -344,19 +349,34 @@ mod tests {
         let cache: &'static KernelCache<u32, u64> = Box::leak(Box::new(KernelCache::new()));
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let wait = Mutex::new(wait);
-        let first = deferred(|| {
+        // A trial not worth a compile pends without starting one.
+        let trial = deferred(false, || {
+            cache.get_or_build(
+                5,
+                || Ok("src".into()),
+                |_| -> Result<u64> { unreachable!() },
+            )
+        });
+        assert!(trial.is_err() && pending());
+        assert!(cache.building().is_empty());
+        let (began, started) = std::sync::mpsc::channel::<()>();
+        let first = deferred(true, || {
             cache.get_or_build(
                 5,
                 || Ok("src".into()),
                 move |_| {
+                    let _ = began.send(());
                     let _ = wait.lock().unwrap().recv();
                     Ok(50)
                 },
             )
         });
         assert!(first.is_err() && pending());
-        // A second deferred call does not wait, nor start another build.
-        let second = deferred(|| cache.get_or_build(5, || Ok("src".into()), |_| Ok(99)));
+        started.recv().unwrap(); // the build runs behind (not yet done)
+                                 // A second deferred call does not wait, nor start another build.
+        let second = deferred(true, || {
+            cache.get_or_build(5, || Ok("src".into()), |_| Ok(99))
+        });
         assert!(second.is_err() && pending());
         go.send(()).unwrap();
         // A call outside `deferred` waits for that build and gets its result.
@@ -366,7 +386,9 @@ mod tests {
                 .unwrap(),
             50
         );
-        let ready = deferred(|| cache.get_or_build(5, || Ok("src".into()), |_| Ok(99)));
+        let ready = deferred(true, || {
+            cache.get_or_build(5, || Ok("src".into()), |_| Ok(99))
+        });
         assert_eq!(ready.unwrap(), 50);
         assert!(!pending());
     }

@@ -20,7 +20,9 @@
 //! of the time since the first `Auto` call (at least [`BUDGET_FLOOR_NS`];
 //! [`crate::config::TUNE_BUDGET`] sets the share). While a GPU
 //! kernel compiles (in the background, started by the first call that needs it), that
-//! backend is no candidate for its calls: they run on the host until the kernel is ready. The first call of each size bucket on each
+//! backend is no candidate for its calls: they run on the host until the kernel is ready.
+//! Likewise the devices are probed (opened) on a thread of their own, started by the first
+//! `Auto` call: until that is done, the host backends are the only candidates. The first call of each size bucket on each
 //! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
 //! nor is a call right after an `Auto` call on another backend (a switch between devices,
 //! or between host and device, costs the call after it; at most [`MAX_WARMUPS`] times per
@@ -390,7 +392,9 @@ impl Tuner {
             None => self
                 .first_runs
                 .get(&(call.key.clone(), c.backend))
-                .map_or(0.0, |&(n, ns)| ns * call.size.max(1) as f64 / n.max(1) as f64),
+                .map_or(0.0, |&(n, ns)| {
+                    ns * call.size.max(1) as f64 / n.max(1) as f64
+                }),
         };
         self.estimate(call, c, rows).max(first / WARMUP_FACTOR)
     }
@@ -661,7 +665,7 @@ fn rayon_threads() -> usize {
 
 /// The best host backend: where calls run while their GPU kernel compiles.
 pub(crate) fn host_backend() -> Backend {
-    if Backend::available().contains(&Backend::Rayon) {
+    if Backend::Rayon.check().is_ok() {
         Backend::Rayon
     } else {
         Backend::Cpu
@@ -669,9 +673,10 @@ pub(crate) fn host_backend() -> Backend {
 }
 
 /// Notes that `call` (where known) could not run on `backend` because its kernel is still
-/// compiling in the background, and that it ran on `host` instead: `backend` is no
-/// candidate for the call's function until a kernel build finishes ([`kernel_ready`]).
-pub(crate) fn compiling(call: Option<&Call>, backend: Backend, host: Backend) {
+/// compiling in the background (`started`), or is not built and not worth building for a
+/// trial, and that it ran on `host` instead: `backend` is no candidate for the call's
+/// function until a kernel build finishes ([`kernel_ready`]).
+pub(crate) fn compiling(call: Option<&Call>, backend: Backend, host: Backend, started: bool) {
     if let Some(call) = call {
         let mut t = tuner();
         if t.compiling.insert((call.key.clone(), backend)) {
@@ -682,11 +687,11 @@ pub(crate) fn compiling(call: Option<&Call>, backend: Backend, host: Backend) {
         let mut l = l.borrow_mut();
         if let Some((e, size, _)) = l.last.take() {
             let mut e = Explanation::clone(&e);
-            e.reason = format!(
-                "{backend} kernel compiling in the background (first run), ran on {host}; \
-                 was: {}",
-                e.reason
-            );
+            let what = match started {
+                true => "kernel compiling in the background (first run)",
+                false => "not tried: its kernel is not built, and a compile is not worth a trial",
+            };
+            e.reason = format!("{backend} {what}, ran on {host}; was: {}", e.reason);
             e.choice = Choice::Backend(host);
             l.last = Some((Rc::new(e), size, Choice::Backend(host)));
         }
@@ -703,9 +708,40 @@ pub(crate) fn kernel_ready() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
+/// The backends found here: the host backends until the devices are probed (opening a
+/// device takes 0.1 to 0.3 s), which the first call starts on a thread of its own; every
+/// available backend once that is done.
+fn probed() -> Vec<Backend> {
+    static PROBED: OnceLock<Vec<Backend>> = OnceLock::new();
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    if let Some(all) = PROBED.get() {
+        return all.clone();
+    }
+    STARTED.call_once(|| {
+        let probe = || {
+            let _ = PROBED.set(Backend::available());
+            GENERATION.fetch_add(1, Ordering::AcqRel);
+        };
+        if std::thread::Builder::new()
+            .name("skel-device-probe".into())
+            .spawn(probe)
+            .is_err()
+        {
+            probe();
+        }
+    });
+    match PROBED.get() {
+        Some(all) => all.clone(),
+        None => [Backend::Cpu, Backend::Rayon]
+            .into_iter()
+            .filter(|b| b.check().is_ok())
+            .collect(),
+    }
+}
+
 /// The backends `Auto` chooses among for `size` elements, in tie-break order.
 fn candidates(size: usize) -> Vec<Backend> {
-    let available = Backend::available();
+    let available = probed();
     let rayon = available.contains(&Backend::Rayon);
     available
         .into_iter()
@@ -1087,7 +1123,7 @@ pub fn synchronize() -> Result<()> {
 /// ```
 pub fn calibrate() -> Result<Calibration> {
     let mut links = Vec::new();
-    for b in candidates(0).into_iter().filter(|&b| is_device(b)) {
+    for b in Backend::available().into_iter().filter(|&b| is_device(b)) {
         links.push((b, crate::backends::auto::measure_link(b)?));
     }
     let mut t = tuner();
