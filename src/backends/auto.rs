@@ -395,7 +395,10 @@ impl Execute for Auto {
                 uniforms,
             }));
         }
-        if !whole_rows(&plan.out) {
+        // Only a device call may run again elsewhere (its kernel still compiling): a host
+        // call keeps the plan as it is (no shapes looked at on the fast path).
+        let device = matches!(d.choice, Choice::Backend(Backend::Cuda | Backend::OpenCl));
+        if !device || !whole_rows(&plan.out) {
             return self.run(call.as_ref(), d, |b, o| {
                 concrete!(b, o, self.name, |exec| exec.map(plan))
             });

@@ -417,10 +417,24 @@ impl Tuner {
             .fold(0.0, |a, b| a + b)
     }
 
+    /// The compute time of `call` on `backend` from its history: the measured or bracketed
+    /// bucket's interpolation, else the nearest measured bucket's time scaled along the
+    /// roofline prior (a launch latency plus bytes over bandwidth: a GPU measured on small
+    /// calls stays near its latency for larger ones, a host backend grows in proportion).
+    fn predicted(&self, call: &Call, backend: Backend) -> Option<f64> {
+        let (key, n) = (&call.key, call.size);
+        if self.models.bracketed(key, backend, n) {
+            return self.models.predict(key, backend, n);
+        }
+        let near = self.models.nearest(key, backend, n)?;
+        let at = |m: f64| prior_at(call, backend, m.max(1.0));
+        Some(near.mean_ns.max(1.0) * at(n as f64) / at(near.mean_n))
+    }
+
     fn candidate(&self, call: &Call, backend: Backend) -> Candidate {
         Candidate {
             backend,
-            predicted_ns: self.models.predict(&call.key, backend, call.size),
+            predicted_ns: self.predicted(call, backend),
             transfer_ns: self.transfer_ns(call, backend),
             history: self
                 .models
@@ -636,7 +650,13 @@ pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
 /// The roofline prior of `call` on `backend` (ns, operands in place): its bytes (read, and
 /// about half as many written) over the device class's default bandwidth, plus a launch.
 fn prior_ns(call: &Call, backend: Backend) -> f64 {
-    let bytes = call.total_bytes.max(call.size as u64) as f64 * 1.5;
+    prior_at(call, backend, call.size as f64)
+}
+
+/// [`prior_ns`] of a call like `call` but of `n` elements (bytes in proportion).
+fn prior_at(call: &Call, backend: Backend, n: f64) -> f64 {
+    let per_elem = call.total_bytes.max(call.size as u64) as f64 / call.size.max(1) as f64;
+    let bytes = per_elem * n * 1.5;
     let cores = rayon_threads() as f64;
     let one_core = bytes / CORE_BYTES_PER_S * 1e9;
     let all_cores = one_core / cores + RAYON_LATENCY_NS;

@@ -165,6 +165,25 @@ impl Models {
         !(below && above || near)
     }
 
+    /// Whether the bucket of `n` on `backend` is measured, or has measured buckets at most
+    /// [`BRACKET`] away on both sides (then [`Models::predict`] interpolates).
+    pub(crate) fn bracketed(&self, key: &Key, backend: Backend, n: usize) -> bool {
+        let Some(h) = self.buckets(key, backend) else {
+            return false;
+        };
+        let b = bucket_of(n);
+        h.contains_key(&b)
+            || h.range(b.saturating_sub(BRACKET)..b).next_back().is_some()
+                && h.range(b + 1..=b + BRACKET).next().is_some()
+    }
+
+    /// The measured bucket nearest to the bucket of `n` on `backend` (the smaller on a tie).
+    pub(crate) fn nearest(&self, key: &Key, backend: Backend, n: usize) -> Option<&Bucket> {
+        let b = bucket_of(n);
+        let h = self.buckets(key, backend)?;
+        h.iter().min_by_key(|(k, _)| k.abs_diff(b)).map(|(_, v)| v)
+    }
+
     /// The predicted time of `n` elements on `backend` in nanoseconds (operands in
     /// place), or `None` without any history.
     pub(crate) fn predict(&self, key: &Key, backend: Backend, n: usize) -> Option<f64> {
