@@ -730,8 +730,20 @@ pub(crate) fn kernel_ready() {
 
 /// The backends found here: the host backends until the devices are probed (opening a
 /// device takes 0.1 to 0.3 s), which the first call starts on a thread of its own; every
-/// available backend once that is done.
+/// available backend once that is done. An OpenCL CPU device (PoCL) shares the cores with
+/// Rayon, and opening it starts worker threads that slow Rayon down: it is a candidate
+/// only once something else opened it (a call on `Backend::OpenCl`).
 fn probed() -> Vec<Backend> {
+    let mut found = probed_devices();
+    if !found.contains(&Backend::OpenCl) && crate::backends::opencl_opened() {
+        found.push(Backend::OpenCl);
+        // Tie-break order, as `Backend::available` gives it.
+        found.sort_by_key(|b| Backend::ALL.iter().position(|a| a == b));
+    }
+    found
+}
+
+fn probed_devices() -> Vec<Backend> {
     static PROBED: OnceLock<Vec<Backend>> = OnceLock::new();
     static STARTED: std::sync::Once = std::sync::Once::new();
     if let Some(all) = PROBED.get() {
@@ -739,7 +751,12 @@ fn probed() -> Vec<Backend> {
     }
     STARTED.call_once(|| {
         let probe = || {
-            let _ = PROBED.set(Backend::available());
+            let found = Backend::ALL.into_iter().filter(|&b| match b {
+                Backend::Auto => false,
+                Backend::OpenCl => crate::backends::opencl_device_is_gpu() && b.check().is_ok(),
+                b => b.check().is_ok(),
+            });
+            let _ = PROBED.set(found.collect());
             GENERATION.fetch_add(1, Ordering::AcqRel);
         };
         if std::thread::Builder::new()
