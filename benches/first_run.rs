@@ -227,10 +227,10 @@ fn main() -> Res<()> {
     for (name, size, reps) in SKEPU {
         jobs.push((name.into(), size[k], reps[k]));
     }
-    jobs.retain(|j| only_jobs.as_ref().is_none_or(|o| o.contains(&j.0)));
+    jobs.retain(|j| only_jobs.as_ref().map_or(true, |o| o.contains(&j.0)));
     let mut backends = vec!["auto".to_string()];
     backends.extend(Backend::available().iter().map(Backend::to_string));
-    backends.retain(|b| b == "auto" || only_backends.as_ref().is_none_or(|o| o.contains(b)));
+    backends.retain(|b| b == "auto" || only_backends.as_ref().map_or(true, |o| o.contains(b)));
     let root = std::env::temp_dir().join(format!("skel-first-run-bench-{}", std::process::id()));
     println!(
         "# first run: cold (fresh models, empty kernel cache), warm cache (fresh models), warm"
