@@ -74,6 +74,62 @@ fn pending_error() -> Error {
     Error::Driver("internal: kernel still being built in the background".into())
 }
 
+/// Whether the calling thread is inside [`deferred`] and may start a background build (a
+/// backend loads its compiler first, so its exit handlers are in place before
+/// [`wait_at_exit`]'s).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn deferring() -> bool {
+    DEFER.with(Cell::get) && START.with(Cell::get)
+}
+
+/// Background builds in flight, and their end signalled.
+static IN_FLIGHT: (Mutex<usize>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
+
+fn in_flight() -> MutexGuard<'static, usize> {
+    IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn build_done() {
+    *in_flight() -= 1;
+    IN_FLIGHT.1.notify_all();
+}
+
+extern "C" {
+    fn atexit(handler: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// At process exit, waits (at most a minute) for background builds still running: a
+/// compiler torn down by its exit handlers while another thread runs it crashes, and the
+/// finished build lands in the disk cache for the next run.
+extern "C" fn wait_at_exit() {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut n = in_flight();
+    while *n > 0 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        n = IN_FLIGHT
+            .1
+            .wait_timeout(n, left)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
+}
+
+/// Registers [`wait_at_exit`] once, after the compiler of the first background build was
+/// loaded (handlers run in reverse order of registration: this one before the compiler's).
+fn wait_at_exit_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `atexit` only records a plain function pointer to a function that lives
+        // for the whole process and takes no arguments.
+        if unsafe { atexit(wait_at_exit) } != 0 {
+            log::warn!(target: "skel::tune", "atexit failed: a background kernel build may be cut short at exit");
+        }
+    });
+}
+
 /// Says once per process that kernels compile in the background.
 fn announce() {
     static SAID: AtomicBool = AtomicBool::new(false);
@@ -160,12 +216,15 @@ impl<K: Clone + Eq + Hash, T: Clone> KernelCache<K, T> {
             }
         };
         announce();
+        wait_at_exit_once();
+        *in_flight() += 1;
         let again = key.clone();
         let job = move || {
             let built = cell.get_or_init(|| build(&src));
             self.forget_failed(&key, &cell, built);
             self.building().remove(&key);
             crate::tune::kernel_ready();
+            build_done();
         };
         if let Err(e) = std::thread::Builder::new()
             .name("skel-kernel-build".into())
@@ -173,6 +232,7 @@ impl<K: Clone + Eq + Hash, T: Clone> KernelCache<K, T> {
         {
             // No thread: the next call builds in place (nothing was left marked).
             self.building().remove(&again);
+            build_done();
             return Err(Error::Driver(format!(
                 "spawning a kernel build thread: {e}"
             )));

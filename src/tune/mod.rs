@@ -21,8 +21,8 @@
 //! [`crate::config::TUNE_BUDGET`] sets the share). While a GPU
 //! kernel compiles (in the background, started by the first call that needs it), that
 //! backend is no candidate for its calls: they run on the host until the kernel is ready.
-//! Likewise the devices are probed (opened) on a thread of their own, started by the first
-//! `Auto` call: until that is done, the host backends are the only candidates. The first call of each size bucket on each
+//! An OpenCL CPU device (PoCL) is a candidate only once a call on `Backend::OpenCl`
+//! opened it (its worker threads slow Rayon down on the same cores). The first call of each size bucket on each
 //! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
 //! nor is a call right after an `Auto` call on another backend (a switch between devices,
 //! or between host and device, costs the call after it; at most [`MAX_WARMUPS`] times per
@@ -728,11 +728,11 @@ pub(crate) fn kernel_ready() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
-/// The backends found here: the host backends until the devices are probed (opening a
-/// device takes 0.1 to 0.3 s), which the first call starts on a thread of its own; every
-/// available backend once that is done. An OpenCL CPU device (PoCL) shares the cores with
-/// Rayon, and opening it starts worker threads that slow Rayon down: it is a candidate
-/// only once something else opened it (a call on `Backend::OpenCl`).
+/// The backends found here (probed once). An OpenCL CPU device (PoCL) shares the cores
+/// with Rayon, and opening it starts worker threads that slow Rayon down: it is a
+/// candidate only once something else opened it (a call on `Backend::OpenCl`). (The probe
+/// is not moved to a thread of its own: a process that exits while a driver initialises
+/// on another thread can crash in the driver's exit handlers.)
 fn probed() -> Vec<Backend> {
     let mut found = probed_devices();
     if !found.contains(&Backend::OpenCl) && crate::backends::opencl_opened() {
@@ -745,35 +745,18 @@ fn probed() -> Vec<Backend> {
 
 fn probed_devices() -> Vec<Backend> {
     static PROBED: OnceLock<Vec<Backend>> = OnceLock::new();
-    static STARTED: std::sync::Once = std::sync::Once::new();
-    if let Some(all) = PROBED.get() {
-        return all.clone();
-    }
-    STARTED.call_once(|| {
-        let probe = || {
-            let found = Backend::ALL.into_iter().filter(|&b| match b {
-                Backend::Auto => false,
-                Backend::OpenCl => crate::backends::opencl_device_is_gpu() && b.check().is_ok(),
-                b => b.check().is_ok(),
-            });
-            let _ = PROBED.set(found.collect());
-            GENERATION.fetch_add(1, Ordering::AcqRel);
-        };
-        if std::thread::Builder::new()
-            .name("skel-device-probe".into())
-            .spawn(probe)
-            .is_err()
-        {
-            probe();
-        }
-    });
-    match PROBED.get() {
-        Some(all) => all.clone(),
-        None => [Backend::Cpu, Backend::Rayon]
-            .into_iter()
-            .filter(|b| b.check().is_ok())
-            .collect(),
-    }
+    PROBED
+        .get_or_init(|| {
+            Backend::ALL
+                .into_iter()
+                .filter(|&b| match b {
+                    Backend::Auto => false,
+                    Backend::OpenCl => crate::backends::opencl_device_is_gpu() && b.check().is_ok(),
+                    b => b.check().is_ok(),
+                })
+                .collect()
+        })
+        .clone()
 }
 
 /// The backends `Auto` chooses among for `size` elements, in tie-break order.
