@@ -536,6 +536,14 @@ pub(crate) fn opencl_device_is_gpu() -> bool {
     false
 }
 
+/// Whether a CUDA device is open (something ran on the CUDA backend).
+pub(crate) fn cuda_opened() -> bool {
+    #[cfg(feature = "cuda")]
+    return cuda::context::opened().is_some();
+    #[cfg(not(feature = "cuda"))]
+    false
+}
+
 /// Whether the OpenCL device is open (something ran on the OpenCL backend).
 pub(crate) fn opencl_opened() -> bool {
     #[cfg(feature = "opencl")]

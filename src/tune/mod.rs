@@ -728,13 +728,27 @@ pub(crate) fn kernel_ready() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
-/// The backends found here (probed once). An OpenCL CPU device (PoCL) shares the cores
-/// with Rayon, and opening it starts worker threads that slow Rayon down: it is a
+/// The backends found here. Probing the devices (opening a driver takes 0.1 to 0.3 s)
+/// waits until it can pay: a call predicted (or seen in a warm-up) to take at least
+/// [`PROBE_NS`] on the host, or a job past [`PROBE_AFTER_NS`]; before that, the host
+/// backends and the devices something else opened. An OpenCL CPU device (PoCL) shares the
+/// cores with Rayon, and opening it starts worker threads that slow Rayon down: it is a
 /// candidate only once something else opened it (a call on `Backend::OpenCl`). (The probe
-/// is not moved to a thread of its own: a process that exits while a driver initialises
-/// on another thread can crash in the driver's exit handlers.)
-fn probed() -> Vec<Backend> {
-    let mut found = probed_devices();
+/// runs on the calling thread: a process that exits while a driver initialises on another
+/// thread can crash in the driver's exit handlers.)
+fn probed(probe: bool) -> Vec<Backend> {
+    let mut found = match PROBED.get() {
+        Some(all) => all.clone(),
+        None if probe => probed_devices(),
+        None => {
+            let opened = [
+                (Backend::Cuda, crate::backends::cuda_opened()),
+                (Backend::Rayon, Backend::Rayon.check().is_ok()),
+                (Backend::Cpu, true),
+            ];
+            opened.into_iter().filter(|o| o.1).map(|o| o.0).collect()
+        }
+    };
     if !found.contains(&Backend::OpenCl) && crate::backends::opencl_opened() {
         found.push(Backend::OpenCl);
         // Tie-break order, as `Backend::available` gives it.
@@ -743,8 +757,15 @@ fn probed() -> Vec<Backend> {
     found
 }
 
+/// A call predicted to take this long on the host (ns) probes the devices.
+pub const PROBE_NS: f64 = 3.0e6;
+
+/// A job running this long (ns, since its first `Auto` call) probes the devices.
+pub const PROBE_AFTER_NS: f64 = 0.3e9;
+
+static PROBED: OnceLock<Vec<Backend>> = OnceLock::new();
+
 fn probed_devices() -> Vec<Backend> {
-    static PROBED: OnceLock<Vec<Backend>> = OnceLock::new();
     PROBED
         .get_or_init(|| {
             Backend::ALL
@@ -759,9 +780,29 @@ fn probed_devices() -> Vec<Backend> {
         .clone()
 }
 
+/// Whether probing the devices can pay for itself now (see [`probed`]).
+fn probe_pays(t: &Tuner, call: &Call, rows: &[Candidate]) -> bool {
+    let elapsed = t.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9);
+    let host = rows
+        .iter()
+        .map(|c| t.trial_cost(call, c, rows))
+        .fold(f64::INFINITY, f64::min);
+    elapsed >= PROBE_AFTER_NS || host >= PROBE_NS
+}
+
+/// The candidate rows of `call` (with the devices probed where `probe`), but for devices
+/// whose kernel for it is compiling.
+fn rows_of(t: &Tuner, call: &Call, probe: bool) -> Vec<Candidate> {
+    candidates(call.size, probe)
+        .into_iter()
+        .filter(|&b| !t.compiling.contains(&(call.key.clone(), b)))
+        .map(|b| t.candidate(call, b))
+        .collect()
+}
+
 /// The backends `Auto` chooses among for `size` elements, in tie-break order.
-fn candidates(size: usize) -> Vec<Backend> {
-    let available = probed();
+fn candidates(size: usize, probe: bool) -> Vec<Backend> {
+    let available = probed(probe);
     let rayon = available.contains(&Backend::Rayon);
     available
         .into_iter()
@@ -816,11 +857,12 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
     let mut t = tuner();
     let generation = GENERATION.load(Ordering::Acquire);
     t.started.get_or_insert_with(std::time::Instant::now);
-    let cands: Vec<Backend> = candidates(call.size)
-        .into_iter()
-        .filter(|&b| !t.compiling.contains(&(call.key.clone(), b)))
-        .collect();
-    let rows: Vec<Candidate> = cands.iter().map(|&b| t.candidate(call, b)).collect();
+    let mut rows = rows_of(&t, call, false);
+    if PROBED.get().is_none() && probe_pays(&t, call, &rows) {
+        // The devices found may change remembered decisions: a new generation.
+        rows = rows_of(&t, call, true);
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
     let (decision, reason) = choose(&t, call, &rows);
     if decision.measure == Measure::No && t.unsaved {
         t.save();
