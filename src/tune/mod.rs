@@ -728,72 +728,72 @@ pub(crate) fn kernel_ready() {
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
-/// The backends found here. Probing the devices (opening a driver takes 0.1 to 0.3 s)
-/// waits until it can pay: a call predicted (or seen in a warm-up) to take at least
-/// [`PROBE_NS`] on the host, or a job past [`PROBE_AFTER_NS`]; before that, the host
-/// backends and the devices something else opened. An OpenCL CPU device (PoCL) shares the
-/// cores with Rayon, and opening it starts worker threads that slow Rayon down: it is a
-/// candidate only once something else opened it (a call on `Backend::OpenCl`). (The probe
-/// runs on the calling thread: a process that exits while a driver initialises on another
-/// thread can crash in the driver's exit handlers.)
-fn probed(probe: bool) -> Vec<Backend> {
-    let mut found = match PROBED.get() {
-        Some(all) => all.clone(),
-        None if probe => probed_devices(),
-        None => {
-            let opened = [
-                (Backend::Cuda, crate::backends::cuda_opened()),
-                (Backend::Rayon, Backend::Rayon.check().is_ok()),
-                (Backend::Cpu, true),
-            ];
-            opened.into_iter().filter(|o| o.1).map(|o| o.0).collect()
-        }
+/// The backends found here. Probing a device (opening a driver takes 0.1 to 0.3 s) waits
+/// until it can pay: CUDA once a call is predicted (or seen in a warm-up) to take at least
+/// [`PROBE_NS`] on the host or the job is past [`PROBE_AFTER_NS`]; OpenCL (whose platform
+/// enumeration loads every installed implementation, PoCL's LLVM included) at ten times
+/// that. Before that, the host backends and the devices something else opened. An OpenCL
+/// CPU device (PoCL) shares the cores with Rayon, and opening it starts worker threads
+/// that slow Rayon down: it is a candidate only once something else opened it (a call on
+/// `Backend::OpenCl`). (Probes run on the calling thread: a process that exits while a
+/// driver initialises on another thread can crash in the driver's exit handlers.)
+fn probed(due: Due) -> Vec<Backend> {
+    let known = |cell: &'static OnceLock<bool>, due: bool, probe: fn() -> bool| match cell.get() {
+        Some(&found) => found,
+        None if due => *cell.get_or_init(probe),
+        None => false,
     };
-    if !found.contains(&Backend::OpenCl) && crate::backends::opencl_opened() {
-        found.push(Backend::OpenCl);
-        // Tie-break order, as `Backend::available` gives it.
-        found.sort_by_key(|b| Backend::ALL.iter().position(|a| a == b));
-    }
-    found
+    let cuda = known(&CUDA_PROBED, due.cuda, || Backend::Cuda.check().is_ok())
+        || crate::backends::cuda_opened();
+    let opencl = known(&OPENCL_PROBED, due.opencl, || {
+        crate::backends::opencl_device_is_gpu() && Backend::OpenCl.check().is_ok()
+    }) || crate::backends::opencl_opened();
+    Backend::ALL
+        .into_iter()
+        .filter(|&b| match b {
+            Backend::Cuda => cuda,
+            Backend::OpenCl => opencl,
+            Backend::Rayon => b.check().is_ok(),
+            _ => b == Backend::Cpu,
+        })
+        .collect()
 }
 
-/// A call predicted to take this long on the host (ns) probes the devices.
+/// Which devices a decision probes ([`probed`]).
+#[derive(Clone, Copy, Default)]
+struct Due {
+    cuda: bool,
+    opencl: bool,
+}
+
+/// A call predicted to take this long on the host (ns) probes CUDA (OpenCL: ten times).
 pub const PROBE_NS: f64 = 3.0e6;
 
-/// A job running this long (ns, since its first `Auto` call) probes the devices.
+/// A job running this long (ns, since its first `Auto` call) probes CUDA (OpenCL: ten
+/// times).
 pub const PROBE_AFTER_NS: f64 = 0.3e9;
 
-static PROBED: OnceLock<Vec<Backend>> = OnceLock::new();
+static CUDA_PROBED: OnceLock<bool> = OnceLock::new();
+static OPENCL_PROBED: OnceLock<bool> = OnceLock::new();
 
-fn probed_devices() -> Vec<Backend> {
-    PROBED
-        .get_or_init(|| {
-            Backend::ALL
-                .into_iter()
-                .filter(|&b| match b {
-                    Backend::Auto => false,
-                    Backend::OpenCl => crate::backends::opencl_device_is_gpu() && b.check().is_ok(),
-                    b => b.check().is_ok(),
-                })
-                .collect()
-        })
-        .clone()
-}
-
-/// Whether probing the devices can pay for itself now (see [`probed`]).
-fn probe_pays(t: &Tuner, call: &Call, rows: &[Candidate]) -> bool {
+/// Which device probes can pay for themselves now (see [`probed`]).
+fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
     let elapsed = t.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9);
     let host = rows
         .iter()
         .map(|c| t.trial_cost(call, c, rows))
         .fold(f64::INFINITY, f64::min);
-    elapsed >= PROBE_AFTER_NS || host >= PROBE_NS
+    let due = |k: f64| elapsed >= k * PROBE_AFTER_NS || host >= k * PROBE_NS;
+    Due {
+        cuda: CUDA_PROBED.get().is_none() && due(1.0),
+        opencl: OPENCL_PROBED.get().is_none() && due(10.0),
+    }
 }
 
 /// The candidate rows of `call` (with the devices probed where `probe`), but for devices
 /// whose kernel for it is compiling.
-fn rows_of(t: &Tuner, call: &Call, probe: bool) -> Vec<Candidate> {
-    candidates(call.size, probe)
+fn rows_of(t: &Tuner, call: &Call, due: Due) -> Vec<Candidate> {
+    candidates(call.size, due)
         .into_iter()
         .filter(|&b| !t.compiling.contains(&(call.key.clone(), b)))
         .map(|b| t.candidate(call, b))
@@ -801,8 +801,8 @@ fn rows_of(t: &Tuner, call: &Call, probe: bool) -> Vec<Candidate> {
 }
 
 /// The backends `Auto` chooses among for `size` elements, in tie-break order.
-fn candidates(size: usize, probe: bool) -> Vec<Backend> {
-    let available = probed(probe);
+fn candidates(size: usize, due: Due) -> Vec<Backend> {
+    let available = probed(due);
     let rayon = available.contains(&Backend::Rayon);
     available
         .into_iter()
@@ -857,10 +857,11 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
     let mut t = tuner();
     let generation = GENERATION.load(Ordering::Acquire);
     t.started.get_or_insert_with(std::time::Instant::now);
-    let mut rows = rows_of(&t, call, false);
-    if PROBED.get().is_none() && probe_pays(&t, call, &rows) {
+    let mut rows = rows_of(&t, call, Due::default());
+    let due = probe_due(&t, call, &rows);
+    if due.cuda || due.opencl {
         // The devices found may change remembered decisions: a new generation.
-        rows = rows_of(&t, call, true);
+        rows = rows_of(&t, call, due);
         GENERATION.fetch_add(1, Ordering::AcqRel);
     }
     let (decision, reason) = choose(&t, call, &rows);
