@@ -730,12 +730,12 @@ pub(crate) fn kernel_ready() {
 
 /// The backends found here. Probing a device (opening a driver takes 0.1 to 0.3 s) waits
 /// until it can pay: CUDA once a call is predicted (or seen in a warm-up) to take at least
-/// [`PROBE_NS`] on the host or the job is past [`PROBE_AFTER_NS`]; OpenCL (whose platform
-/// enumeration loads every installed implementation, PoCL's LLVM included) at ten times
-/// that. Before that, the host backends and the devices something else opened. An OpenCL
-/// CPU device (PoCL) shares the cores with Rayon, and opening it starts worker threads
-/// that slow Rayon down: it is a candidate only once something else opened it (a call on
-/// `Backend::OpenCl`). (Probes run on the calling thread: a process that exits while a
+/// [`PROBE_NS`] on the host or the job is past [`PROBE_AFTER_NS`]; OpenCL at ten times that,
+/// and only where `SKEL_OPENCL_DEVICE` names a device: its platform enumeration loads every
+/// installed implementation, and PoCL's starts worker threads that halve Rayon's speed on a
+/// small machine. Before that, the host backends and the devices something else opened.
+/// An OpenCL CPU device (PoCL) shares the cores with Rayon: it is a candidate only once
+/// something else opened it (a call on `Backend::OpenCl`). (Probes run on the calling thread: a process that exits while a
 /// driver initialises on another thread can crash in the driver's exit handlers.)
 fn probed(due: Due) -> Vec<Backend> {
     let known = |cell: &'static OnceLock<bool>, due: bool, probe: fn() -> bool| match cell.get() {
@@ -786,7 +786,9 @@ fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
     let due = |k: f64| elapsed >= k * PROBE_AFTER_NS || host >= k * PROBE_NS;
     Due {
         cuda: CUDA_PROBED.get().is_none() && due(1.0),
-        opencl: OPENCL_PROBED.get().is_none() && due(10.0),
+        opencl: OPENCL_PROBED.get().is_none()
+            && crate::config::OPENCL_DEVICE.value().is_some()
+            && due(10.0),
     }
 }
 
