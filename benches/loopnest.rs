@@ -171,18 +171,9 @@ fn backends() -> Vec<Backend> {
         .collect()
 }
 
-/// Waits for everything skel enqueued on `b` (a Reduce reads its result back).
-#[userfn]
-fn sync_add(a: f32, b: f32) -> f32 {
-    a + b
-}
-
-fn sync(b: Backend, probe: &Vector<f32>) -> Res<()> {
-    Reduce::new(sync_add)
-        .backend(b)
-        .run(probe)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+/// Waits for every device call in flight (a device call returns once it is queued).
+fn sync() -> Res<()> {
+    skel::tune::synchronize().map_err(|e| e.to_string())
 }
 
 /// Median seconds of `repeat` calls of `f` (one warm-up call first).
@@ -378,7 +369,6 @@ fn product(cfg: &Config, name: &str, n: usize, min_plus_form: bool) -> Res<()> {
     };
     #[cfg(not(feature = "cuda"))]
     let naive: Option<f64> = None;
-    let probe = Vector::from(vec![1.0f32; 4]);
     for be in backends().into_iter().filter(|&b| fits(b, n)) {
         let mut c = Matrix::zeroed(n, n);
         let call = |c: &mut Matrix<f32>| {
@@ -393,7 +383,7 @@ fn product(cfg: &Config, name: &str, n: usize, min_plus_form: bool) -> Res<()> {
         same(&format!("{name} skel-{be}"), c.as_slice(), &want)?;
         let t = median(cfg.repeat, || {
             call(&mut c)?;
-            sync(be, &probe)
+            sync()
         })?;
         // GPU rows: the ratio to the naive kernel; CPU rows: to the hand ikj loop.
         let base = if matches!(be, Backend::Cuda | Backend::OpenCl) {
@@ -472,7 +462,6 @@ fn matvec(cfg: &Config, rows: usize, cols: usize, transposed: bool) -> Res<()> {
     };
     #[cfg(not(feature = "cuda"))]
     let naive: Option<f64> = None;
-    let probe = Vector::from(vec![1.0f32; 4]);
     for be in backends() {
         if be == Backend::Cpu && rows * cols > 1 << 26 {
             continue;
@@ -490,7 +479,7 @@ fn matvec(cfg: &Config, rows: usize, cols: usize, transposed: bool) -> Res<()> {
         same(&format!("{name} skel-{be}"), &y.to_vec(), &want)?;
         let t = median(cfg.repeat, || {
             call(&mut y)?;
-            sync(be, &probe)
+            sync()
         })?;
         let base = if matches!(be, Backend::Cuda | Backend::OpenCl) {
             naive
@@ -511,7 +500,6 @@ fn nbody(cfg: &Config, n: usize) -> Res<()> {
         m: d[4 * i + 3].abs() + 0.1,
     });
     let inter = (n as f64) * (n as f64);
-    let probe = Vector::from(vec![1.0f32; 4]);
     let mut want = Vector::zeroed(n);
     // Rayon runs the same Rust per element as cpu (the oracle), in parallel.
     let oracle = if Backend::Rayon.check().is_ok() {
@@ -550,7 +538,7 @@ fn nbody(cfg: &Config, n: usize) -> Res<()> {
             same(&format!("n-body skel-{be}"), &out.to_vec(), &want)?;
             times[k] = median(cfg.repeat, || {
                 call(&mut out)?;
-                sync(be, &probe)
+                sync()
             })?;
         }
         let size = format!("N={n}");

@@ -88,7 +88,9 @@ pub(crate) fn choose(
     }
 }
 
-/// The kernels a module for `nest` with elements of `elem` bytes defines.
+/// The kernels a module for `nest` with elements of `elem` bytes defines (CUDA loads them
+/// by name; an OpenCL program lists its own).
+#[cfg(feature = "cuda")]
 pub(crate) fn kernels(nest: &LoopNest, elem: usize) -> &'static [&'static str] {
     match nest.nest {
         Nest::Gemm { .. } if elem <= 4 => &["skel_ln_gemm128", "skel_ln_gemm64"],

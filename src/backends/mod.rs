@@ -411,11 +411,14 @@ pub(crate) fn sort<S: SortSig>(
 }
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.
-fn cuda_check() -> std::result::Result<(), String> {
+fn cuda_check() -> Result<()> {
     #[cfg(feature = "cuda")]
     return cuda::probe();
     #[cfg(not(feature = "cuda"))]
-    Err("skel was built without the `cuda` feature".into())
+    Err(Error::BackendUnavailable {
+        backend: Backend::Cuda,
+        reason: "skel was built without the `cuda` feature".into(),
+    })
 }
 
 /// A place skeletons can run.
@@ -471,7 +474,7 @@ impl Backend {
             Backend::Cpu | Backend::Auto => Ok(()),
             Backend::Rayon if cfg!(feature = "rayon") => Ok(()),
             Backend::Rayon => missing("skel was built without the `rayon` feature"),
-            Backend::Cuda => cuda_check().or_else(|reason| missing(&reason)),
+            Backend::Cuda => cuda_check(),
             #[cfg(feature = "opencl")]
             Backend::OpenCl => opencl::probe().or_else(|reason| missing(&reason)),
             #[cfg(not(feature = "opencl"))]

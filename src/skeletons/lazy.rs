@@ -12,7 +12,9 @@
 //! same backend. Evaluating the producer inside the consumer's pass (no temporary) is the
 //! planned fast path; it changes no result and no signature.
 
+use std::any::Any;
 use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
 
 use super::{check_arrays, check_index_dims, check_inputs};
 use crate::backends::ContainerOps;
@@ -101,15 +103,63 @@ impl<T: DeviceType, X: Input<T> + ?Sized> Source<T> for X {
 }
 
 /// A source made into an operand: the container itself, or a temporary that holds a lazy
-/// Map's values for the length of one call.
+/// Map's values for the length of one call (taken from [`Spares`] and given back to it).
 #[doc(hidden)]
-pub enum Resolved<'s, T> {
+pub enum Resolved<'s, T: DeviceType> {
     /// A container or view, borrowed.
     Borrowed(Arg<'s, T>),
     /// A lazy vector's values.
     Vector(Vector<T>),
     /// A lazy matrix's values.
     Matrix(Matrix<T>),
+}
+
+impl<T: DeviceType> Drop for Resolved<'_, T> {
+    fn drop(&mut self) {
+        let spare: Box<dyn Any + Send> = match self {
+            Resolved::Borrowed(_) => return,
+            Resolved::Vector(v) => Box::new(std::mem::replace(v, Vector::scratch(0))),
+            Resolved::Matrix(m) => Box::new(std::mem::replace(m, Matrix::scratch(0, 0))),
+        };
+        Spares::give_back(spare);
+    }
+}
+
+/// Temporaries of lazy Maps kept for the next call of the same element type and shape: a
+/// fresh one per call would allocate, fault in and (on a GPU) place the whole intermediate
+/// every time, where a reused one is already where the last call wrote it. At most
+/// [`Spares::KEPT`] are kept, the oldest dropped first.
+struct Spares;
+
+static SPARES: Mutex<Vec<Box<dyn Any + Send>>> = Mutex::new(Vec::new());
+
+impl Spares {
+    const KEPT: usize = 4;
+
+    fn take<C: Any>(fits: impl Fn(&C) -> bool) -> Option<C> {
+        let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = spares
+            .iter()
+            .position(|s| s.downcast_ref::<C>().is_some_and(&fits))?;
+        spares.remove(at).downcast::<C>().ok().map(|c| *c)
+    }
+
+    fn give_back(spare: Box<dyn Any + Send>) {
+        let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+        if spares.len() == Self::KEPT {
+            spares.remove(0);
+        }
+        spares.push(spare);
+    }
+
+    fn vector<T: DeviceType>(n: usize) -> Vector<T> {
+        Self::take(|v: &Vector<T>| v.len() == n).unwrap_or_else(|| Vector::scratch(n))
+    }
+
+    fn matrix<T: DeviceType>(rows: usize, cols: usize) -> Matrix<T> {
+        Self::take(|m: &Matrix<T>| (m.rows(), m.cols()) == (rows, cols))
+            .unwrap_or_else(|| Matrix::scratch(rows, cols))
+    }
 }
 
 impl<T: DeviceType> Resolved<'_, T> {
@@ -332,12 +382,12 @@ macro_rules! lazy_sources {
                 // The producer's own checks (every input of one shape) run in `map.run`.
                 Ok(match self.shape() {
                     Shape::Vector(n) => {
-                        let mut v = Vector::scratch(n);
+                        let mut v = Spares::vector(n);
                         map.run($(self.inputs.$i,)+ &mut v)?;
                         Resolved::Vector(v)
                     }
                     Shape::Matrix { rows, cols } => {
-                        let mut m = Matrix::scratch(rows, cols);
+                        let mut m = Spares::matrix(rows, cols);
                         map.run($(self.inputs.$i,)+ &mut m)?;
                         Resolved::Matrix(m)
                     }

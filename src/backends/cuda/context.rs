@@ -421,10 +421,11 @@ pub(crate) fn opened_slots() -> impl Iterator<Item = &'static Ctx> {
     (0..MAX_SLOTS).filter_map(opened_slot)
 }
 
-/// `Ok` if a CUDA device can be used (for `Backend::check`), else why not.
-pub(crate) fn probe() -> std::result::Result<(), String> {
+/// `Ok` if a CUDA device can be used (for `Backend::check`), else why not: a lost context
+/// stays [`Error::DeviceLost`], anything else is [`Error::BackendUnavailable`].
+pub(crate) fn probe() -> Result<()> {
     ctx().map(|_| ()).map_err(|e| match e {
-        Error::BackendUnavailable { reason, .. } => reason,
-        other => other.to_string(),
+        e @ (Error::BackendUnavailable { .. } | Error::DeviceLost { .. }) => e,
+        other => unavailable(other.to_string()),
     })
 }

@@ -165,8 +165,12 @@ where
     push_uniforms(uniforms, &mut args);
     let rec = checked.then(|| fault::record(ctx)).transpose()?;
     args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
-    // Smaller work-groups where the user function's local arrays need it (CPU devices).
-    let wg = program_cache::fit_work_group(ctx, &prog, "skel_map")?;
+    // Smaller work-groups where the user function's local arrays need it (CPU devices); a
+    // loop-nest program has no `skel_map` and its bodies no local arrays.
+    let wg = match &nest {
+        Some(_) => ctx.wg,
+        None => program_cache::fit_work_group(ctx, &prog, "skel_map")?,
+    };
     let (name, dims, global, local) = if let Some(nest) = &nest {
         let whole = index_base..index_base + n;
         let (which, global) = super::loopnest::launch_shape::<F>(ctx, nest, shape.dims(), whole);
