@@ -1374,6 +1374,11 @@ mod tests {
             }
         }
         let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+        if !src.is_dir() {
+            // A test binary moved to another machine (the GPU bundle) has no sources.
+            println!("skipped: no sources at {}", src.display());
+            return;
+        }
         let mut files = Vec::new();
         walk(&src, &mut files);
         assert!(files.len() > 50, "{src:?}");

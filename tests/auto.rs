@@ -195,7 +195,8 @@ fn unreadable_model_falls_back_to_the_static_order() {
         let s = Reduce::new(add_i64).backend(Backend::Auto).run(&v).unwrap();
         assert_eq!(s, 5050);
         let why = explain().unwrap();
-        assert!(why.reason.starts_with("static order"), "{why}");
+        // A GPU kernel may be compiling meanwhile: the reason then says so first.
+        assert!(why.reason.contains("static order"), "{why}");
     }
     set_model_dir(None);
 }
@@ -230,7 +231,7 @@ fn a_fifo_or_a_device_as_the_model_is_refused_at_once() {
             .unwrap_or_else(|_| panic!("{kind}: the Auto call did not return"));
         assert_eq!(sum, Some(5050), "{kind}");
         let reason = reason.unwrap_or_default();
-        assert!(reason.starts_with("static order"), "{kind}: {reason}");
+        assert!(reason.contains("static order"), "{kind}: {reason}");
     }
     set_model_dir(None);
 }

@@ -130,14 +130,12 @@ impl FnEmitter<'_> {
     }
 
     /// `v as to` for a float `v`: Rust's `as` truncates toward zero and saturates (NaN
-    /// gives 0, out of range the nearest bound), where a plain C cast is undefined.
+    /// gives 0, out of range the nearest bound), where a plain C cast is undefined. OpenCL
+    /// too gets the helper: `convert_int_sat_rtz` of a NaN double is INT_MIN on NVIDIA's
+    /// driver although the specification says 0.
     pub(super) fn float_to_int(&mut self, v: &str, from: Prim, to: Prim) -> String {
         let d = self.d();
         let it = c_type(Ty::Prim(to), d);
-        if d == Dialect::OpenCl {
-            // Exactly Rust's semantics, NaN included (OpenCL C 6.2.3.3).
-            return format!("convert_{it}_sat_rtz({v})");
-        }
         let name = format!("skel_{}_to_{}", prim_tag(from), prim_tag(to));
         if !self.prog.helpers.contains_key(&name) {
             let ft = c_type(Ty::Prim(from), d);
