@@ -13,7 +13,7 @@
 //! user function, then the template.
 
 mod arrays;
-pub(super) mod context;
+mod context;
 mod fault;
 mod filter;
 mod histogram;
