@@ -16,6 +16,38 @@
 
 use crate::userfn::Mat;
 
+/// Defines the public `$name`, which runs `$loops` (an `#[inline(always)]` function of the
+/// same parameters) compiled for AVX2 where the CPU has it, else as the crate is built.
+macro_rules! widest_build {
+    ($(#[$attr:meta])* pub fn $name:ident(ops: $ops:ty, k, range: $range:ty) => $loops:ident) => {
+        $(#[$attr])*
+        pub fn $name<A: Copy, B: Copy, O: Copy>(
+            ops: $ops,
+            k: usize,
+            range: $range,
+            init: O,
+            step: impl Fn(O, A, B) -> O,
+        ) -> Option<Vec<O>> {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                #[target_feature(enable = "avx2")]
+                unsafe fn wide<A: Copy, B: Copy, O: Copy>(
+                    ops: $ops,
+                    k: usize,
+                    range: $range,
+                    init: O,
+                    step: impl Fn(O, A, B) -> O,
+                ) -> Option<Vec<O>> {
+                    $loops(ops, k, range, init, step)
+                }
+                // SAFETY: the CPU has AVX2, checked just above.
+                return unsafe { wide(ops, k, range, init, step) };
+            }
+            $loops(ops, k, range, init, step)
+        }
+    };
+}
+
 /// Steps per block of the `l` loop and output columns per block: a block of `b`
 /// (`L_BLOCK x J_BLOCK` elements) stays in the L2 cache while every output row passes it.
 const L_BLOCK: usize = 128;
@@ -30,31 +62,10 @@ const NR: usize = 16;
 /// accumulations in flight instead of one dependent chain.
 const ROWS: usize = 8;
 
-/// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
-/// for flat positions `first .. first + n` of an output of `cols` columns.
-pub fn gemm<A: Copy, B: Copy, O: Copy>(
-    (x, y): (Mat<'_, A>, Mat<'_, B>),
-    k: usize,
-    (first, n, cols): (usize, usize, usize),
-    init: O,
-    step: impl Fn(O, A, B) -> O,
-) -> Option<Vec<O>> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
-            (x, y): (Mat<'_, A>, Mat<'_, B>),
-            k: usize,
-            (first, n, cols): (usize, usize, usize),
-            init: O,
-            step: impl Fn(O, A, B) -> O,
-        ) -> Option<Vec<O>> {
-            gemm_loops((x, y), k, (first, n, cols), init, step)
-        }
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { wide((x, y), k, (first, n, cols), init, step) };
-    }
-    gemm_loops((x, y), k, (first, n, cols), init, step)
+widest_build! {
+    /// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
+    /// for flat positions `first .. first + n` of an output of `cols` columns.
+    pub fn gemm(ops: (Mat<'_, A>, Mat<'_, B>), k, range: (usize, usize, usize)) => gemm_loops
 }
 
 /// [`gemm`]'s loops, inlined into a build for the CPU's vector width.
@@ -162,31 +173,10 @@ fn row_steps<A: Copy, B: Copy, O: Copy>(
     }
 }
 
-/// `out[i] = step(.. step(init, m[(i, 0)], v[0]) .., m[(i, k - 1)], v[k - 1])` for
-/// `i` in `first .. first + n`.
-pub fn gemv<A: Copy, B: Copy, O: Copy>(
-    (m, v): (Mat<'_, A>, &[B]),
-    k: usize,
-    (first, n): (usize, usize),
-    init: O,
-    step: impl Fn(O, A, B) -> O,
-) -> Option<Vec<O>> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
-            (m, v): (Mat<'_, A>, &[B]),
-            k: usize,
-            (first, n): (usize, usize),
-            init: O,
-            step: impl Fn(O, A, B) -> O,
-        ) -> Option<Vec<O>> {
-            gemv_loops((m, v), k, (first, n), init, step)
-        }
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { wide((m, v), k, (first, n), init, step) };
-    }
-    gemv_loops((m, v), k, (first, n), init, step)
+widest_build! {
+    /// `out[i] = step(.. step(init, m[(i, 0)], v[0]) .., m[(i, k - 1)], v[k - 1])` for
+    /// `i` in `first .. first + n`.
+    pub fn gemv(ops: (Mat<'_, A>, &[B]), k, range: (usize, usize)) => gemv_loops
 }
 
 /// [`gemv`]'s loops, inlined into a build for the CPU's vector width.
@@ -226,31 +216,10 @@ fn gemv_loops<A: Copy, B: Copy, O: Copy>(
     Some(out)
 }
 
-/// `out[j] = step(.. step(init, m[(0, j)], v[0]) .., m[(k - 1, j)], v[k - 1])` for `j`
-/// in `first .. first + n`: a row of `m` per step, contiguous.
-pub fn gemv_t<A: Copy, B: Copy, O: Copy>(
-    (m, v): (Mat<'_, A>, &[B]),
-    k: usize,
-    (first, n): (usize, usize),
-    init: O,
-    step: impl Fn(O, A, B) -> O,
-) -> Option<Vec<O>> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[target_feature(enable = "avx2")]
-        unsafe fn wide<A: Copy, B: Copy, O: Copy>(
-            (m, v): (Mat<'_, A>, &[B]),
-            k: usize,
-            (first, n): (usize, usize),
-            init: O,
-            step: impl Fn(O, A, B) -> O,
-        ) -> Option<Vec<O>> {
-            gemv_t_loops((m, v), k, (first, n), init, step)
-        }
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { wide((m, v), k, (first, n), init, step) };
-    }
-    gemv_t_loops((m, v), k, (first, n), init, step)
+widest_build! {
+    /// `out[j] = step(.. step(init, m[(0, j)], v[0]) .., m[(k - 1, j)], v[k - 1])` for `j`
+    /// in `first .. first + n`: a row of `m` per step, contiguous.
+    pub fn gemv_t(ops: (Mat<'_, A>, &[B]), k, range: (usize, usize)) => gemv_t_loops
 }
 
 /// [`gemv_t`]'s loops, inlined into a build for the CPU's vector width.
