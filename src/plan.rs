@@ -25,6 +25,7 @@
 use std::ops::Range;
 
 use crate::backends::{BinaryFn, ContainerOps, PredicateFn};
+use crate::codegen::ir::FnDef;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 #[cfg(feature = "mpi")]
 use crate::dist::Spread;
@@ -359,6 +360,27 @@ pub trait ArgTuple<'a>: Sized + Copy + Send + Sync {
 pub trait ArgVisitor {
     /// Called once per operand, in order.
     fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()>;
+
+    /// A lazy operand of user function `def` begins. `true`: this visitor reads it as a
+    /// chain, which a GPU kernel evaluates per element: its element inputs follow (through
+    /// [`visit`](Self::visit), or as chains themselves), then its container arguments
+    /// through [`array`](Self::array), its uniforms through [`uniform`](Self::uniform), and
+    /// [`chain_end`](Self::chain_end). `false` (the default): its containers are visited as
+    /// operands, inputs and container arguments alike (what is uploaded, what is read).
+    fn chain(&mut self, _def: &'static FnDef) -> bool {
+        false
+    }
+
+    /// A container argument of the chain begun last (whole, not a part).
+    fn array<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        self.visit(arg)
+    }
+
+    /// The bytes of one uniform of the chain begun last.
+    fn uniform(&mut self, _bytes: &[u8]) {}
+
+    /// The chain begun last ends.
+    fn chain_end(&mut self) {}
 }
 
 /// Host slices of the inputs of one call, all of one length.

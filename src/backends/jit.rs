@@ -24,6 +24,8 @@ pub(crate) struct ProgKey {
     pub(crate) kind: &'static str,
     pub(crate) types: TypeId,
     pub(crate) device: u32,
+    /// The lazy inputs evaluated in the kernel (`chain::Reads::key`; 0: none).
+    pub(crate) chain: u64,
 }
 
 impl ProgKey {
@@ -33,7 +35,13 @@ impl ProgKey {
             kind,
             types: TypeId::of::<K>(),
             device,
+            chain: 0,
         }
+    }
+
+    /// The same key for a kernel that evaluates the lazy inputs of key `chain`.
+    pub(crate) fn chained(self, chain: u64) -> Self {
+        ProgKey { chain, ..self }
     }
 }
 

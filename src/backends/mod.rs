@@ -10,6 +10,8 @@
 
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) mod args;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) mod chain;
 pub(crate) mod auto;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
@@ -579,13 +581,14 @@ pub(crate) fn resolve(choice: Option<Backend>) -> Result<Backend> {
     Ok(backend)
 }
 
-/// Whether a call with `options` runs on a host backend (`cpu`, `rayon`), whose loops
-/// evaluate lazy inputs per element (`skeletons::lazy`); the other backends get them
-/// materialised. `false` when the backend cannot be resolved: the call reports that itself.
+/// Whether a Map or MapReduce call with `options` evaluates lazy inputs per element: the
+/// host backends' loops (`skeletons::lazy`) and the GPU kernels (`backends::chain`) do;
+/// `Auto`, which may split a call between backends, gets them materialised. `false` when
+/// the backend cannot be resolved: the call reports that itself.
 pub(crate) fn fuses_lazy_inputs(options: &Options) -> bool {
     matches!(
         resolve(options.backend_choice()),
-        Ok(Backend::Cpu | Backend::Rayon)
+        Ok(Backend::Cpu | Backend::Rayon | Backend::OpenCl | Backend::Cuda)
     )
 }
 

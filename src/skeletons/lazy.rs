@@ -22,7 +22,7 @@ use crate::containers::{Arg, Input, Shape};
 #[cfg(feature = "mpi")]
 use crate::dist::Spread;
 use crate::plan::{ArgTuple, ArgVisitor, HostAt, HostSlices, Operand};
-use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
+use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind, UniformTuple};
 use crate::{Backend, DeviceType, Map, Matrix, Result, Vector};
 
 /// An element input of a skeleton call: a container or view ([`Input`]), or a [`Lazy`] Map
@@ -247,8 +247,15 @@ where
     }
 
     fn visit<V: ArgVisitor>(&self, v: &mut V) -> Result<()> {
+        if !v.chain(F::definition()) {
+            self.inputs.visit(v)?;
+            return self.arrays.visit(v);
+        }
         self.inputs.visit(v)?;
-        self.arrays.visit(v)
+        self.arrays.visit(&mut AsArrays(&mut *v))?;
+        self.uniforms.for_each_bytes(&mut |b| v.uniform(b));
+        v.chain_end();
+        Ok(())
     }
 
     /// Never distributed: `operand` refuses a lazy Map over a distributed container.
@@ -264,6 +271,15 @@ where
             shape: Shape::Vector(range.len()),
             ..*self
         }
+    }
+}
+
+/// Hands a chain's container arguments to [`ArgVisitor::array`].
+struct AsArrays<'v, V>(&'v mut V);
+
+impl<V: ArgVisitor> ArgVisitor for AsArrays<'_, V> {
+    fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        self.0.array(arg)
     }
 }
 

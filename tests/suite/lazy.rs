@@ -6,6 +6,7 @@
 //! running the consumer on the same backend, and with a plain Rust computation.
 
 use proptest::prelude::*;
+use skel::containers::Source;
 use skel::prelude::*;
 
 use super::available;
@@ -86,6 +87,21 @@ pub fn smooth(w: Window<f32>) -> f32 {
 #[userfn]
 pub fn cross(w: Window2<f32>) -> f32 {
     w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)] - 4.0 * w[(0, 0)]
+}
+
+#[userfn]
+pub fn sum_and_product(a: f32, b: f32) -> (f32, f32) {
+    (a + b, a * b)
+}
+
+#[userfn]
+pub fn to_int(x: f32) -> i32 {
+    x as i32 * 3
+}
+
+#[userfn]
+pub fn int_plus(a: i32, b: f32) -> f32 {
+    a as f32 + b
 }
 
 #[userfn]
@@ -175,6 +191,24 @@ pub fn chain_plain(mut v: f32, len: usize) -> f32 {
     v
 }
 
+/// `biggest` over a chain and a leaf, then a leaf and the other chain, against the same
+/// with the chains materialised (`mf`, `ms`): one consumer, two kernels.
+pub fn one_consumer_two_chains(
+    b: Backend,
+    (first, second): (&impl Source<f32>, &impl Source<f32>),
+    (mf, ms): (&Vector<f32>, &Vector<f32>),
+    y: &Vector<f32>,
+) {
+    let n = y.len();
+    let (mut got, mut want) = (Vector::zeroed(n), Vector::zeroed(n));
+    Map::new(biggest).backend(b).run(first, y, &mut got).unwrap();
+    Map::new(biggest).backend(b).run(mf, y, &mut want).unwrap();
+    assert_eq!(bits(&got), bits(&want), "chain, leaf, n={n}");
+    Map::new(biggest).backend(b).run(y, second, &mut got).unwrap();
+    Map::new(biggest).backend(b).run(y, ms, &mut want).unwrap();
+    assert_eq!(bits(&got), bits(&want), "leaf, chain, n={n}");
+}
+
 macro_rules! lazy_suite {
     ($name:ident, $backend:expr) => {
         mod $name {
@@ -237,6 +271,48 @@ macro_rules! lazy_suite {
                         })
                         .collect();
                     assert_eq!(got.to_vec(), plain, "twice, n={n}");
+                }
+            }
+
+            #[test]
+            fn fused_kernels_checked_multi_output_types_and_cache_keys() {
+                if !available(B) {
+                    return;
+                }
+                for &n in LAZY_SIZES {
+                    let (x, y) = (data(n, 5), data(n, 6));
+                    let table = data(7, 11);
+                    let h = Map::new(halve).lazy(&x);
+                    let c = Map::new(cube).lazy(&y);
+                    let mh = chain_eager(B, &x, 1);
+                    let mc = eager(B, &y, |b, v, o| Map::new(cube).backend(b).run(v, o).unwrap());
+                    // One consumer over two different chains, in both orders: each its own
+                    // kernel (the cache key holds the chain).
+                    one_consumer_two_chains(B, (&h, &c), (&mh, &mc), &y);
+                    one_consumer_two_chains(B, (&c, &h), (&mc, &mh), &y);
+                    // The checked variant evaluates the chain checked too (in range: equal).
+                    let p = Map::new(pick).arrays((&table,)).lazy(&h);
+                    let mp = eager(B, &mh, |b, v, o| Map::new(pick).arrays((&table,)).backend(b).run(v, o).unwrap());
+                    for checked in [false, true] {
+                        let mut got = Vector::zeroed(n);
+                        Map::new(twist).checked(checked).backend(B).run(&p, &mut got).unwrap();
+                        let want = eager(B, &mp, |b, v, o| Map::new(twist).backend(b).run(v, o).unwrap());
+                        assert_eq!(bits(&got), bits(&want), "checked={checked}, n={n}");
+                        let r = MapReduce::new(times, plus).checked(checked).backend(B).run(&p, &c).unwrap();
+                        let w = MapReduce::new(times, plus).backend(B).run(&mp, &mc).unwrap();
+                        assert_eq!(r.to_bits(), w.to_bits(), "MapReduce checked={checked}, n={n}");
+                    }
+                    // A multi-output Map over lazy inputs, and a chain through another type.
+                    let (mut s, mut m) = (Vector::zeroed(n), Vector::zeroed(n));
+                    Map::new(sum_and_product).backend(B).run(&h, &c, &mut (&mut s, &mut m)).unwrap();
+                    let plain_s: Vec<f32> = (0..n).map(|k| halve::call(x[k]) + cube::call(y[k])).collect();
+                    let plain_m: Vec<f32> = (0..n).map(|k| halve::call(x[k]) * cube::call(y[k])).collect();
+                    assert_eq!((s.to_vec(), m.to_vec()), (plain_s, plain_m), "multi-output, n={n}");
+                    let i = Map::new(to_int).lazy(&c);
+                    let mut got = Vector::zeroed(n);
+                    Map::new(int_plus).backend(B).run(&i, &h, &mut got).unwrap();
+                    let plain: Vec<f32> = (0..n).map(|k| (cube::call(y[k]) as i32 * 3) as f32 + halve::call(x[k])).collect();
+                    assert_eq!(got.to_vec(), plain, "i32 chain, n={n}");
                 }
             }
 

@@ -21,15 +21,21 @@ use crate::{DeviceType, Result};
 /// Kernel parameters for the container arguments of `def`: `, const T* __restrict__ ca<k>,
 /// skel_u64 ca<k>_rows, skel_u64 ca<k>_cols` each (`arr` for a lone `&[T]`).
 pub(crate) fn container_params(def: &FnDef) -> String {
+    prefixed_params(def, "")
+}
+
+/// [`container_params`] with each name prefixed by `prefix` (a lazy input's user function,
+/// `backends::chain`).
+pub(crate) fn prefixed_params(def: &FnDef, prefix: &str) -> String {
     let single = single_array(def);
     containers(def)
         .iter()
         .enumerate()
         .map(|(k, p)| {
             let name = if single {
-                "arr".to_string()
+                format!("{prefix}arr")
             } else {
-                format!("ca{k}")
+                format!("{prefix}ca{k}")
             };
             format!(
                 ", const {}* __restrict__ {name}, skel_u64 {name}_rows, skel_u64 {name}_cols",

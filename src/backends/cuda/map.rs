@@ -14,9 +14,10 @@ use super::module_cache::{launch, module, Dims, KernelArgs};
 use super::multistream::{self, Split, Work};
 use super::trace::Tag;
 use super::{
-    arrays, assemble, checked_call_expr, cty, grid_for, input_params, inputs_read, stage_inputs,
-    uniform_params, vector_defines, CallSite, Cuda, MissingBytes,
+    arrays, assemble, chain, checked_call_expr, cty, grid_for, input_params, inputs_read,
+    push_inputs, stage_operands, uniform_params, vector_defines, CallSite, Cuda, MissingBytes,
 };
+use crate::backends::chain::Reads;
 use crate::backends::jit::ProgKey;
 use crate::backends::loopnest_kernels::{gpu_nest, Kernel as NestKernel};
 use crate::backends::ContainerOps;
@@ -147,14 +148,18 @@ fn forced_class() -> Result<Option<Cost>> {
 }
 
 /// The Map kernel source for user function `def` writing `out_ty`, with `array` (the
-/// MapArray parameter, or nothing) before the inputs, in launch shape `launch`.
+/// MapArray parameter, or nothing) before the inputs, in launch shape `launch`, reading
+/// its inputs as `reads` has them (lazy inputs evaluated per element, `backends::chain`;
+/// `user` then holds the chains' functions too, in the order of `reads.with_defs`).
 pub(crate) fn map_source(
     user: &DeviceSource,
     def: &'static FnDef,
     (out_ty, array): (String, String),
     launch: Launch,
-    checked: bool,
+    (checked, reads): (bool, &Reads),
 ) -> String {
+    let defs = reads.with_defs(&[def]);
+    let fused = (&defs[..], &user.entries[..]);
     let site = CallSite {
         pos: "SKEL_I",
         index: "skel_base + (SKEL_I)",
@@ -162,6 +167,7 @@ pub(crate) fn map_source(
         stride: "",
     };
     let call = checked_call_expr(user.entry(), def, &site, checked);
+    let call = chain::fuse_call(&call, reads, &site, fused, checked);
     // The 2D grid knows each element's row and column: the call takes them as they are.
     let call2 = call
         .replace("((skel_base + (SKEL_I)) / cols)", "(SKEL_ROW)")
@@ -173,7 +179,11 @@ pub(crate) fn map_source(
             "SKEL_PARAMS",
             format!(
                 "{array}{}{}{}",
-                input_params(def),
+                if reads.fused() {
+                    chain::fused_input_params(reads)
+                } else {
+                    input_params(def)
+                },
                 uniform_params(def),
                 if checked {
                     ", unsigned int* skel_fault"
@@ -185,7 +195,11 @@ pub(crate) fn map_source(
         ("SKEL_CALL(SKEL_I)", call),
         ("SKEL_CALL2(SKEL_I, SKEL_ROW, SKEL_COL)", call2),
     ];
-    defines.extend(vector_defines(user.entry(), def, checked));
+    if reads.fused() {
+        defines.extend(chain::vector_defines(def, reads, fused, checked));
+    } else {
+        defines.extend(vector_defines(user.entry(), def, checked));
+    }
     assemble(&user.source, &defines, TEMPLATE)
 }
 
@@ -204,9 +218,19 @@ fn map_launch<F: ElementwiseFn>(outputs: usize) -> Result<Launch> {
 /// The kernel source for `F`, writing `outputs` containers: one (the whole result), or one
 /// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`). The
 /// container arguments come first among the kernel's parameters after the outputs.
+#[cfg(test)]
 pub(crate) fn source<F: ElementwiseFn>(outputs: usize, checked: bool) -> Result<String> {
+    fused_source::<F>(outputs, checked, &Reads::default())
+}
+
+/// [`source`] for inputs read as `reads` has them (lazy inputs evaluated per element).
+pub(crate) fn fused_source<F: ElementwiseFn>(
+    outputs: usize,
+    checked: bool,
+    reads: &Reads,
+) -> Result<String> {
     let def = F::definition();
-    let user = device_source_checked(&[def], Dialect::Cuda, checked)?;
+    let user = device_source_checked(&reads.with_defs(&[def]), Dialect::Cuda, checked)?;
     let launch = map_launch::<F>(outputs)?;
     let arrays = arrays::container_params(def);
     if outputs == 1 {
@@ -215,7 +239,7 @@ pub(crate) fn source<F: ElementwiseFn>(outputs: usize, checked: bool) -> Result<
             def,
             (cty::<F::Out>(), arrays),
             launch,
-            checked,
+            (checked, reads),
         ));
     }
     let tys = F::outputs();
@@ -234,7 +258,7 @@ pub(crate) fn source<F: ElementwiseFn>(outputs: usize, checked: bool) -> Result<
             def,
             (cty::<F::Out>(), params + &arrays),
             launch,
-            checked
+            (checked, reads)
         )
     ))
 }
@@ -258,9 +282,12 @@ where
         return Ok(());
     }
     let checked = exec.checked;
+    let reads = Reads::of(&inputs)?;
     // A matrix or matrix-vector product runs tiled (the checked variant keeps this
-    // launch, which reports the first bad index of each element).
-    if let Some(nest) = gpu_nest(F::definition()).filter(|_| O::COUNT == 1 && !checked) {
+    // launch, which reports the first bad index of each element; lazy inputs are read
+    // only by the Map kernel).
+    let tiled = O::COUNT == 1 && !checked && !reads.fused();
+    if let Some(nest) = gpu_nest(F::definition()).filter(|_| tiled) {
         match super::loopnest::build::<F>(ctx, &nest) {
             Ok(m) => {
                 let nest = (nest, &*m);
@@ -285,10 +312,10 @@ where
     };
     let m = module(
         ctx,
-        ProgKey::of::<F>(key, ctx.ordinal),
+        ProgKey::of::<F>(key, ctx.ordinal).chained(reads.key()),
         kind,
         &["skel_map"],
-        || source::<F>(O::COUNT, checked),
+        || fused_source::<F>(O::COUNT, checked, &reads),
     )?;
     let kernel = Kernel {
         func: m.func("skel_map")?,
@@ -415,7 +442,7 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
     let mut staged = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
         let whole = arrays::stage(ctx, arrays, lane, tag)?;
-        staged.push((whole, stage_inputs(ctx, inputs, part, lane, tag)?));
+        staged.push((whole, stage_operands(ctx, inputs, part, lane, tag)?));
     }
     // Every output's chunks become results once the record (checked) says there was no
     // fault; chunks issued before a failure are recorded as written (`fault::Written`).
@@ -436,9 +463,7 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
             }
         }
         arrays::push(&mut args, &whole, dims);
-        for p in ptrs {
-            args.ptr(p);
-        }
+        push_inputs(&mut args, &ptrs);
         args.uniforms(uniforms);
         if let Some(rec) = &fault {
             args.ptr(rec.ptr());

@@ -8,6 +8,7 @@ use super::context::ctx;
 use super::map::{chunked, map_source, Kernel, Launch};
 use super::module_cache::module;
 use super::{array_param, cty, Cuda};
+use crate::backends::chain::Reads;
 use crate::backends::jit::ProgKey;
 use crate::codegen::tile::{tiled, TILE};
 use crate::codegen::{
@@ -70,7 +71,7 @@ pub(crate) fn source<F: ArrayFn>(checked: bool) -> Result<String> {
         def,
         (cty::<F::Out>(), array_param(def)),
         launch,
-        checked,
+        (checked, &Reads::default()),
     ))
 }
 

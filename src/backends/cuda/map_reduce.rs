@@ -7,9 +7,10 @@ use super::module_cache::module;
 use super::multistream::{self, Work};
 use super::reduce::{items, reduce_chunks, TEMPLATE};
 use super::{
-    arrays, assemble, checked_call_expr, cty, input_params, inputs_read, stage_inputs,
-    uniform_params, CallSite, Cuda, MissingBytes,
+    arrays, assemble, chain, checked_call_expr, cty, input_params, inputs_read, push_inputs,
+    stage_operands, uniform_params, CallSite, Cuda, MissingBytes,
 };
+use crate::backends::chain::Reads;
 use crate::backends::jit::ProgKey;
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::codegen::{device_source_checked, Dialect};
@@ -23,8 +24,9 @@ use crate::Result;
 pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     items: usize,
     checked: bool,
+    reads: &Reads,
 ) -> Result<String> {
-    let defs = [M::definition(), R::definition()];
+    let defs = reads.with_defs(&[M::definition(), R::definition()]);
     let user = device_source_checked(&defs, Dialect::Cuda, checked)?;
     let def = M::definition();
     let site = CallSite {
@@ -41,14 +43,24 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
         ),
         (
             "SKEL_ELEM(SKEL_I)",
-            checked_call_expr(&user.entries[0], def, &site, checked),
+            chain::fuse_call(
+                &checked_call_expr(&user.entries[0], def, &site, checked),
+                reads,
+                &site,
+                (&defs, &user.entries),
+                checked,
+            ),
         ),
         (
             "SKEL_PARAMS",
             format!(
                 "{}{}{}",
                 arrays::container_params(def),
-                input_params(def),
+                if reads.fused() {
+                    chain::fused_input_params(reads)
+                } else {
+                    input_params(def)
+                },
                 uniform_params(def)
             ),
         ),
@@ -86,12 +98,13 @@ where
     } else {
         "map_reduce"
     };
+    let reads = Reads::of(&inputs)?;
     let m = module(
         ctx,
-        ProgKey::of::<(M, R)>(key, ctx.ordinal),
+        ProgKey::of::<(M, R)>(key, ctx.ordinal).chained(reads.key()),
         "map_reduce",
         &["skel_reduce", "skel_reduce_parts"],
-        || source::<M, R>(items, checked),
+        || source::<M, R>(items, checked, &reads),
     )?;
     let mut missing = MissingBytes {
         ctx,
@@ -118,7 +131,7 @@ where
         .parts()
         .map(|(_, part, lane, tag)| {
             let whole = arrays::stage(ctx, &arrays, lane, tag)?;
-            Ok((whole, stage_inputs(ctx, &inputs, part, lane, tag)?))
+            Ok((whole, stage_operands(ctx, &inputs, part, lane, tag)?))
         })
         .collect::<Result<Vec<_>>>()?;
     let rec = Record::new(checked, &split.lanes)?;
@@ -130,9 +143,7 @@ where
         items,
         |c, a| {
             arrays::push(a, &staged[c].0, true);
-            for p in &staged[c].1 {
-                a.ptr(*p);
-            }
+            push_inputs(a, &staged[c].1);
             a.uniforms(uniforms);
         },
         |c, ev| {

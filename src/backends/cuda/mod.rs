@@ -20,6 +20,7 @@
 //! surface there). Reduce and MapReduce return a value, so they wait.
 
 mod arrays;
+mod chain;
 mod context;
 mod devices;
 mod fault;
@@ -255,29 +256,45 @@ pub(crate) fn checked_call_expr(
     site: &CallSite<'_>,
     checked: bool,
 ) -> String {
+    prefixed_call_expr(entry, def, site, "", checked)
+}
+
+/// [`checked_call_expr`] with every operand's name (`in<k>`, `ca<k>`, `arr`, `u<k>`)
+/// prefixed by `p` (a lazy input's user function in its consumer's kernel,
+/// `backends::chain`).
+pub(crate) fn prefixed_call_expr(
+    entry: &str,
+    def: &'static FnDef,
+    site: &CallSite<'_>,
+    p: &str,
+    checked: bool,
+) -> String {
     let (mut e, mut u, mut c) = (0, 0, 0);
     let single = args::single_array(def);
     let (pos, index) = (site.pos, site.index);
     let args: Vec<String> = def
         .params
         .iter()
-        .map(|p| match p.kind {
+        .map(|param| match param.kind {
             ParamKind::Index => format!("(skel_u64)({index})"),
             ParamKind::IndexRow => format!("(skel_u64)(({index}) / cols)"),
             ParamKind::IndexCol => format!("(skel_u64)(({index}) % cols)"),
-            ParamKind::Array if single => args::call_args(def, p, "arr", "arr", checked),
+            ParamKind::Array if single => {
+                let name = format!("{p}arr");
+                args::call_args(def, param, &name, &name, checked)
+            }
             ParamKind::Array | ParamKind::Mat => {
                 c += 1;
-                let name = format!("ca{}", c - 1);
-                args::call_args(def, p, &name, &name, checked)
+                let name = format!("{p}ca{}", c - 1);
+                args::call_args(def, param, &name, &name, checked)
             }
             ParamKind::Elem => {
                 e += 1;
-                format!("in{}[{pos}]", e - 1)
+                format!("{p}in{}[{pos}]", e - 1)
             }
             ParamKind::Uniform => {
                 u += 1;
-                format!("u{}", u - 1)
+                format!("{p}u{}", u - 1)
             }
             // The radii follow, which the checked variant checks offsets against and the
             // unchecked one clamps them into (a stencil template defines SKEL_RR and
@@ -367,29 +384,80 @@ pub(crate) fn uniform_params(def: &FnDef) -> String {
 
 /// Makes positions `part` of each input of a tuple readable on one stream (uploading what
 /// is missing), collecting the addresses of their first elements; or, with `done`, records
-/// that the work before that event read them.
+/// that the work before that event read them. A lazy input (`backends::chain`) adds its
+/// leaves' parts, its container arguments whole (address, rows, columns) and its
+/// uniforms, in the order of `chain::fused_input_params`.
 struct ChunkInputs<'c> {
     ctx: &'c context::Ctx,
     part: std::ops::Range<usize>,
     lane: context::Lane,
     tag: trace::Tag,
     done: Option<&'c std::sync::Arc<memory::CuEvent>>,
-    ptrs: Vec<sys::CUdeviceptr>,
+    args: Vec<InputArg>,
+}
+
+/// One kernel argument for the inputs of a call.
+pub(crate) enum InputArg {
+    /// A device address, or a container argument's rows or columns.
+    Word(u64),
+    /// A lazy input's uniform.
+    Bytes(Vec<u8>),
+}
+
+/// Appends the arguments of a call's inputs.
+pub(crate) fn push_inputs(args: &mut module_cache::KernelArgs, inputs: &[InputArg]) {
+    for a in inputs {
+        match a {
+            InputArg::Word(w) => args.u64(*w),
+            InputArg::Bytes(b) => {
+                args.push_bytes(b);
+                args
+            }
+        };
+    }
 }
 
 impl ArgVisitor for ChunkInputs<'_> {
     fn visit<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
         match self.done {
-            None => self.ptrs.push(memory::input_part(
+            None => self.args.push(InputArg::Word(memory::input_part(
                 self.ctx,
                 &arg,
                 self.part.clone(),
                 self.lane,
                 self.tag,
-            )?),
+            )?)),
             Some(ev) => memory::read_by(self.ctx, &arg, self.part.clone(), ev)?,
         }
         Ok(())
+    }
+
+    fn chain(&mut self, _: &'static FnDef) -> bool {
+        true
+    }
+
+    fn array<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        let all = 0..arg.shape().len();
+        match self.done {
+            None => {
+                let ptr = if all.is_empty() {
+                    0
+                } else {
+                    memory::input_part(self.ctx, &arg, all, self.lane, self.tag)?
+                };
+                let (rows, cols) = arg.shape().dims();
+                self.args.extend([ptr, rows as u64, cols as u64].map(InputArg::Word));
+            }
+            Some(ev) if !all.is_empty() => memory::read_by(self.ctx, &arg, all, ev)?,
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    fn uniform(&mut self, bytes: &[u8]) {
+        if self.done.is_none() {
+            self.args.push(InputArg::Bytes(bytes.to_vec()));
+        }
     }
 }
 
@@ -402,16 +470,34 @@ pub(crate) fn stage_inputs<'a, I: ArgTuple<'a>>(
     lane: context::Lane,
     tag: trace::Tag,
 ) -> Result<Vec<sys::CUdeviceptr>> {
+    Ok(stage_operands(ctx, inputs, part, lane, tag)?
+        .into_iter()
+        .filter_map(|a| match a {
+            InputArg::Word(w) => Some(w),
+            InputArg::Bytes(_) => None,
+        })
+        .collect())
+}
+
+/// [`stage_inputs`] for a kernel that evaluates lazy inputs: every kernel argument of the
+/// inputs, in order.
+pub(crate) fn stage_operands<'a, I: ArgTuple<'a>>(
+    ctx: &context::Ctx,
+    inputs: &I,
+    part: std::ops::Range<usize>,
+    lane: context::Lane,
+    tag: trace::Tag,
+) -> Result<Vec<InputArg>> {
     let mut chunk = ChunkInputs {
         ctx,
         part,
         lane,
         tag,
         done: None,
-        ptrs: Vec::new(),
+        args: Vec::new(),
     };
     inputs.visit(&mut chunk)?;
-    Ok(chunk.ptrs)
+    Ok(chunk.args)
 }
 
 /// Records that the work before `event` (on `lane`) read positions `part` of every input.
@@ -428,7 +514,7 @@ pub(crate) fn inputs_read<'a, I: ArgTuple<'a>>(
         lane,
         tag,
         done: Some(event),
-        ptrs: Vec::new(),
+        args: Vec::new(),
     })
 }
 

@@ -203,7 +203,7 @@ fn every_template_is_valid_cpp() {
         check(&name("reduce_u8"), &reduce::source::<small, u8>(c).unwrap());
         check(
             &name("map_reduce"),
-            &map_reduce::source::<where2d, add32>(4, c).unwrap(),
+            &map_reduce::source::<where2d, add32>(4, c, &Default::default()).unwrap(),
         );
         check(&name("scan_i64"), &scan::source::<addi, i64>(c).unwrap());
         check(

@@ -8,9 +8,10 @@ use ocl::core as cl;
 use super::context::Ctx;
 use super::program_cache::{self, program, ProgKey};
 use super::{
-    arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, fault_param, launch,
+    arrays, chain, checked_call_expr, checked_source_head, cty, fault, fault_param, launch,
     memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg, OpenCl,
 };
+use crate::backends::chain::Reads;
 use crate::backends::ContainerOps;
 use crate::codegen::cost::{classify, Cost};
 use crate::codegen::ir::{FnDef, ParamKind};
@@ -24,9 +25,15 @@ const TEMPLATE: &str = include_str!("../../../opencl/map.cl");
 
 /// The kernel source for `F` writing `outputs` buffers: one (the whole result, `out`), or one
 /// per element of a tuple result (multi-output: element `k` goes to `skel_out<k>`).
-fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize, checked: bool) -> Result<String> {
+fn source<F: ElementwiseFn>(
+    ctx: &Ctx,
+    outputs: usize,
+    checked: bool,
+    reads: &Reads,
+) -> Result<String> {
     let def = F::definition();
-    let (mut s, entries) = checked_source_head(ctx, "__global", &[def], checked)?;
+    let defs = reads.with_defs(&[def]);
+    let (mut s, entries) = checked_source_head(ctx, "__global", &defs, checked)?;
     let shape = CallShape {
         pos: "i",
         base: "skel_base",
@@ -59,11 +66,12 @@ fn source<F: ElementwiseFn>(ctx: &Ctx, outputs: usize, checked: bool) -> Result<
         s,
         "#define SKEL_PARAMS {outs}{}{}{}{}",
         arrays::container_params(def, ""),
-        elem_params(def, ""),
+        chain::fused_elem_params(def, reads),
         uniform_params(def, ""),
         fault_param(checked)
     );
     let call = checked_call_expr(def, &entries[0], &shape, "", checked);
+    let call = chain::fuse_call(call, reads, &shape, (&defs, &entries), checked);
     if grid_2d(def) {
         let call2 = call
             .replace("(ulong)((skel_base + (i)) / cols)", "(ulong)(row)")
@@ -109,9 +117,12 @@ where
         (false, false) => "map_multi",
         (false, true) => "map_multi_checked",
     };
+    let reads = Reads::of(&inputs)?;
     // A matrix or matrix-vector product runs tiled (the checked variant keeps this
-    // launch, which reports the first bad index of each element).
-    let mut nest = super::loopnest::nest::<F>(ctx).filter(|_| O::COUNT == 1 && !checked);
+    // launch, which reports the first bad index of each element; lazy inputs are read
+    // only by the Map kernel).
+    let mut nest = super::loopnest::nest::<F>(ctx)
+        .filter(|_| O::COUNT == 1 && !checked && !reads.fused());
     let tiled = nest.as_ref().map(|nest| {
         program(ctx, ProgKey::of::<F>("loopnest"), F::NAME, || {
             super::loopnest::source::<F>(ctx, nest)
@@ -130,8 +141,9 @@ where
                 );
             }
             nest = None;
-            program(ctx, ProgKey::of::<F>(kind), F::NAME, || {
-                source::<F>(ctx, O::COUNT, checked)
+            let key = ProgKey::of::<F>(kind).chained(reads.key());
+            program(ctx, key, F::NAME, || {
+                source::<F>(ctx, O::COUNT, checked, &reads)
             })?
         }
     };
@@ -190,7 +202,7 @@ where
     };
     let ev = launch(ctx, &prog, name, &args, dims, global, Some(local))?;
     if let Some(rec) = rec {
-        let fault = fault::read(ctx, &rec, &[F::definition()]);
+        let fault = fault::read(ctx, &rec, &reads.with_defs(&[F::definition()]));
         for o in &outs {
             match &fault {
                 Ok(None) => o.written(ctx, ev.clone()),

@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    arrays, checked_call_expr, checked_source_head, cty, elem_params, fault, push_uniforms, reduce,
+    arrays, chain, checked_call_expr, checked_source_head, cty, fault, push_uniforms, reduce,
     uniform_params, CallShape, Inputs, KArg, OpenCl,
 };
+use crate::backends::chain::Reads;
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::containers::Shape;
 use crate::plan::ArgTuple;
@@ -23,9 +24,11 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     ctx: &Ctx,
     plan: &reduce::Plan,
     checked: bool,
+    reads: &Reads,
 ) -> Result<String> {
     let mdef = M::definition();
-    let (mut s, entries) = checked_source_head(ctx, "__global", &[mdef, R::definition()], checked)?;
+    let defs = reads.with_defs(&[mdef, R::definition()]);
+    let (mut s, entries) = checked_source_head(ctx, "__global", &defs, checked)?;
     let _ = writeln!(s, "#define SKEL_T {}", cty::<M::Out>());
     let _ = writeln!(
         s,
@@ -43,10 +46,11 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     let load_params = format!(
         ", ulong cols, ulong skel_base{}{}{}",
         arrays::container_params(mdef, ""),
-        elem_params(mdef, ""),
+        chain::fused_elem_params(mdef, reads),
         uniform_params(mdef, "")
     );
     let load = checked_call_expr(mdef, &entries[0], &shape, "", checked);
+    let load = chain::fuse_call(load, reads, &shape, (&defs, &entries), checked);
     plan.defines(&mut s);
     s.push_str(TEMPLATE);
     reduce::instantiate(&mut s, "skel_map_reduce", &load_params, &load);
@@ -73,14 +77,17 @@ where
     if n == 0 {
         return Ok(start);
     }
-    let plan = reduce::plan_for::<M::Out>(ctx, "MapReduce", &[M::definition(), R::definition()])?;
+    let reads = Reads::of(&inputs)?;
+    let defs = reads.with_defs(&[M::definition(), R::definition()]);
+    let plan = reduce::plan_for::<M::Out>(ctx, "MapReduce", &defs)?;
     let kind = if checked {
         "map_reduce_checked"
     } else {
         "map_reduce"
     };
-    let p = program(ctx, ProgKey::of::<(M, R)>(kind), M::NAME, || {
-        source::<M, R>(ctx, &plan, checked)
+    let key = ProgKey::of::<(M, R)>(kind).chained(reads.key());
+    let p = program(ctx, key, M::NAME, || {
+        source::<M, R>(ctx, &plan, checked, &reads)
     })?;
     let mut args = vec![
         KArg::U64(shape.cols().max(1) as u64),
@@ -92,7 +99,7 @@ where
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
     let rec = fault::record_if(ctx, checked)?;
-    let fault = (rec.as_ref(), &[M::definition(), R::definition()][..]);
+    let fault = (rec.as_ref(), &defs[..]);
     let total = reduce::two_pass::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n, fault)?;
     crate::check::host_call(R::NAME, || R::apply((), (start, total), &()))
 }

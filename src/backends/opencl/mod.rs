@@ -13,6 +13,7 @@
 //! user function, then the template.
 
 mod arrays;
+mod chain;
 mod context;
 mod fault;
 mod filter;
@@ -173,6 +174,24 @@ impl ArgVisitor for Inputs<'_> {
         self.args.push(KArg::U64(arg.offset() as u64));
         Ok(())
     }
+
+    // A lazy input's arguments, in the order of `chain::fused_elem_params`.
+    fn chain(&mut self, _: &'static FnDef) -> bool {
+        true
+    }
+
+    fn array<T: DeviceType>(&mut self, arg: Arg<'_, T>) -> Result<()> {
+        let (rows, cols) = arg.shape().dims();
+        self.args.push(KArg::Mem(memory::input(self.ctx, &arg)?));
+        self.args.push(KArg::U64(arg.offset() as u64));
+        self.args.push(KArg::U64(rows as u64));
+        self.args.push(KArg::U64(cols as u64));
+        Ok(())
+    }
+
+    fn uniform(&mut self, bytes: &[u8]) {
+        self.args.push(KArg::Bytes(bytes.to_vec()));
+    }
 }
 
 /// Enqueues `name` of `prog` over `global` work-items in groups of `local` (both with
@@ -314,7 +333,9 @@ pub(crate) fn checked_call_expr(
                 u += 1;
                 format!("{prefix}u{}", u - 1)
             }
-            ParamKind::Array if single => args::call_args(def, p, c.array, "ca0", checked),
+            ParamKind::Array if single => {
+                args::call_args(def, p, c.array, &format!("{prefix}ca0"), checked)
+            }
             ParamKind::Array | ParamKind::Mat => {
                 k += 1;
                 let name = format!("{prefix}ca{}", k - 1);

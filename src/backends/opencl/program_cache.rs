@@ -19,6 +19,9 @@ use crate::{Error, Result};
 pub(crate) struct ProgKey {
     pub(crate) kind: &'static str,
     pub(crate) types: TypeId,
+    /// The lazy inputs evaluated in the kernel ([`crate::backends::chain::Reads::key`]; 0:
+    /// none).
+    pub(crate) chain: u64,
 }
 
 impl ProgKey {
@@ -27,7 +30,13 @@ impl ProgKey {
         ProgKey {
             kind,
             types: TypeId::of::<K>(),
+            chain: 0,
         }
+    }
+
+    /// The same key for a kernel that evaluates the lazy inputs of key `chain`.
+    pub(crate) fn chained(self, chain: u64) -> Self {
+        ProgKey { chain, ..self }
     }
 }
 
