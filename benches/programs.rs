@@ -1,9 +1,10 @@
-//! Whole programs (issue 26): a chain of element-wise calls and a row softmax, each as
-//! separate skel calls (eager), with lazy inputs, and as one hand-fused skel call, on every
-//! backend present, in one run (own report, no criterion).
+//! Whole programs (issue 26): a chain of element-wise calls (stored, and summed by a
+//! MapReduce) and a row softmax, each as separate skel calls (eager), with lazy inputs
+//! (evaluated inside the consumer's kernel or loop), and as one hand-fused skel call, on
+//! every backend present, in one run (own report, no criterion).
 //!
 //! ```text
-//! cargo bench --bench programs                    # 2^26 chain, 8192 x 8192 softmax, median of 7
+//! cargo bench --bench programs                    # 2^20 and 2^26 chains, 8192^2 softmax, median of 7
 //! cargo bench --bench programs -- --short         # tiny sizes, 1 run: results only (CI)
 //! cargo bench --bench programs -- --repeat 11     # more runs per median
 //! cargo bench --bench programs -- --chain 4194304 --softmax 1024   # other sizes
@@ -179,6 +180,66 @@ fn chain(b: Backend, n: usize, repeat: usize, probe: &Vector<f32>, rows: &mut Ve
     Ok(())
 }
 
+/// The 3-Map chain summed: eager (two Maps into temporaries, then a MapReduce of the last
+/// step), lazy (one MapReduce over the lazy chain of the first two steps) and the one
+/// hand-fused MapReduce.
+fn chain_sum(
+    b: Backend,
+    n: usize,
+    repeat: usize,
+    probe: &Vector<f32>,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let x = Vector::from_fn(n, |i| (i % 1000) as f32 * 0.001);
+    let (mut t1, mut t2) = (Vector::zeroed(n), Vector::zeroed(n));
+    let mut want = 0.0f32;
+    let eager = median(repeat, b, probe, || {
+        Map::new(step1).backend(b).run(&x, &mut t1).map_err(e)?;
+        Map::new(step2).backend(b).run(&t1, &mut t2).map_err(e)?;
+        want = MapReduce::new(step3, add).backend(b).run(&t2).map_err(e)?;
+        Ok(())
+    })?;
+    let mut got = 0.0f32;
+    let lazy = median(repeat, b, probe, || {
+        let u1 = Map::new(step1).lazy(&x);
+        let u2 = Map::new(step2).lazy(&u1);
+        got = MapReduce::new(step3, add).backend(b).run(&u2).map_err(e)?;
+        Ok(())
+    })?;
+    if got.to_bits() != want.to_bits() {
+        return Err(format!(
+            "summed chain on {b}: the lazy result {got} differs from the eager one {want}"
+        ));
+    }
+    let fused = median(repeat, b, probe, || {
+        got = MapReduce::new(steps123, add)
+            .backend(b)
+            .run(&x)
+            .map_err(e)?;
+        Ok(())
+    })?;
+    if (got - want).abs() > 1e-3 * want.abs().max(1.0) {
+        return Err(format!(
+            "summed chain on {b}: the fused result {got} differs from the eager one {want}"
+        ));
+    }
+    let program = format!("3-Map chain summed, n = {n}");
+    for (form, seconds) in [
+        ("eager (2 Maps + MapReduce)", eager),
+        ("MapReduce of lazy inputs", lazy),
+        ("one fused MapReduce", fused),
+    ] {
+        rows.push(Row {
+            program: program.clone(),
+            backend: b,
+            form,
+            seconds,
+            fused,
+        });
+    }
+    Ok(())
+}
+
 /// Row softmax of an `n x n` matrix: four calls (Reduce rows, Map, Reduce rows, Map), the
 /// same with lazy inputs (the exponentials never stored), and with `MapReduce::run_rows`.
 fn softmax(
@@ -315,7 +376,16 @@ fn main() -> Res<()> {
         if b == Backend::Cpu && !short {
             continue;
         }
-        chain(b, chain_n, repeat, &probe, &mut rows)?;
+        // A launch-bound size too (2^20), where per-call costs count more than bandwidth.
+        let sizes = if short || chain_n <= 1 << 20 {
+            vec![chain_n]
+        } else {
+            vec![1 << 20, chain_n]
+        };
+        for &n in &sizes {
+            chain(b, n, repeat, &probe, &mut rows)?;
+            chain_sum(b, n, repeat, &probe, &mut rows)?;
+        }
         softmax(b, softmax_n, repeat, &probe, &mut rows)?;
     }
     println!(
@@ -338,6 +408,8 @@ fn main() -> Res<()> {
             r.fused / r.seconds
         );
     }
-    println!("(reference: the one fused Map for the chain, the four calls for the softmax)");
+    println!(
+        "(reference: the one fused Map or MapReduce for the chains, the four calls for the softmax)"
+    );
     Ok(())
 }

@@ -10,9 +10,9 @@
 
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) mod args;
+pub(crate) mod auto;
 #[cfg(any(feature = "cuda", feature = "opencl"))]
 pub(crate) mod chain;
-pub(crate) mod auto;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;

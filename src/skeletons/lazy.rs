@@ -5,12 +5,17 @@
 //! view (anything that is an [`Input`]) and every [`Lazy`] map. A consumer turns each source
 //! into an operand with [`Source::resolve`] before it builds its plan.
 //!
-//! Today a lazy input is materialised into a temporary container by the consumer's
-//! backend (the backend named on the consumer, else the one named on the lazy Map, else
-//! the default) immediately before the consumer runs: the result is, by construction,
-//! bit-identical to materialising the intermediate by hand and running the consumer on the
-//! same backend. Evaluating the producer inside the consumer's pass (no temporary) is the
-//! planned fast path; it changes no result and no signature.
+//! A Map or MapReduce consumer evaluates its lazy inputs per element, so that the
+//! intermediates never exist: the host backends' loops call the producers' functions
+//! ([`LazyOp`]), and the CUDA and OpenCL kernels hold the producers' user functions as
+//! device functions and read each lazy input as the call chain on the producers' own
+//! operands (`backends::chain`; one kernel per consumer and chain, cached). On the GPUs the
+//! consumer's `checked` setting applies to the whole chain. Other consumers (Reduce, Scan,
+//! Filter, MapArray, MapOverlap) and calls on `Auto` get each lazy input materialised into
+//! a temporary by the consumer's backend (the backend named on the consumer, else the one
+//! named on the lazy Map, else the default) immediately before they run, reused from call
+//! to call. Either way the result is bit-identical to materialising the intermediate by
+//! hand and running the consumer on the same backend (no contraction into FMAs anywhere).
 
 use std::any::Any;
 use std::ops::Range;

@@ -201,10 +201,16 @@ pub fn one_consumer_two_chains(
 ) {
     let n = y.len();
     let (mut got, mut want) = (Vector::zeroed(n), Vector::zeroed(n));
-    Map::new(biggest).backend(b).run(first, y, &mut got).unwrap();
+    Map::new(biggest)
+        .backend(b)
+        .run(first, y, &mut got)
+        .unwrap();
     Map::new(biggest).backend(b).run(mf, y, &mut want).unwrap();
     assert_eq!(bits(&got), bits(&want), "chain, leaf, n={n}");
-    Map::new(biggest).backend(b).run(y, second, &mut got).unwrap();
+    Map::new(biggest)
+        .backend(b)
+        .run(y, second, &mut got)
+        .unwrap();
     Map::new(biggest).backend(b).run(y, ms, &mut want).unwrap();
     assert_eq!(bits(&got), bits(&want), "leaf, chain, n={n}");
 }

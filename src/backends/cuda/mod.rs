@@ -408,12 +408,11 @@ pub(crate) enum InputArg {
 pub(crate) fn push_inputs(args: &mut module_cache::KernelArgs, inputs: &[InputArg]) {
     for a in inputs {
         match a {
-            InputArg::Word(w) => args.u64(*w),
-            InputArg::Bytes(b) => {
-                args.push_bytes(b);
-                args
+            InputArg::Word(w) => {
+                args.u64(*w);
             }
-        };
+            InputArg::Bytes(b) => args.push_bytes(b),
+        }
     }
 }
 
@@ -446,7 +445,8 @@ impl ArgVisitor for ChunkInputs<'_> {
                     memory::input_part(self.ctx, &arg, all, self.lane, self.tag)?
                 };
                 let (rows, cols) = arg.shape().dims();
-                self.args.extend([ptr, rows as u64, cols as u64].map(InputArg::Word));
+                self.args
+                    .extend([ptr, rows as u64, cols as u64].map(InputArg::Word));
             }
             Some(ev) if !all.is_empty() => memory::read_by(self.ctx, &arg, all, ev)?,
             Some(_) => {}

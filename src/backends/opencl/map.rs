@@ -8,8 +8,8 @@ use ocl::core as cl;
 use super::context::Ctx;
 use super::program_cache::{self, program, ProgKey};
 use super::{
-    arrays, chain, checked_call_expr, checked_source_head, cty, fault, fault_param, launch,
-    memory, push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg, OpenCl,
+    arrays, chain, checked_call_expr, checked_source_head, cty, fault, fault_param, launch, memory,
+    push_uniforms, round_up, uniform_params, CallShape, Inputs, KArg, OpenCl,
 };
 use crate::backends::chain::Reads;
 use crate::backends::ContainerOps;
@@ -121,8 +121,8 @@ where
     // A matrix or matrix-vector product runs tiled (the checked variant keeps this
     // launch, which reports the first bad index of each element; lazy inputs are read
     // only by the Map kernel).
-    let mut nest = super::loopnest::nest::<F>(ctx)
-        .filter(|_| O::COUNT == 1 && !checked && !reads.fused());
+    let mut nest =
+        super::loopnest::nest::<F>(ctx).filter(|_| O::COUNT == 1 && !checked && !reads.fused());
     let tiled = nest.as_ref().map(|nest| {
         program(ctx, ProgKey::of::<F>("loopnest"), F::NAME, || {
             super::loopnest::source::<F>(ctx, nest)
