@@ -10,6 +10,7 @@ use super::{
     filter, histogram, map, map_array, map_overlap, map_reduce, module_cache, reduce,
     reduce_by_key, scan,
 };
+use crate::backends::chain::{Node, Read, Reads};
 use crate::backends::jit::ProgKey;
 use crate::backends::stencil_tile::Plan;
 use crate::backends::Stencil;
@@ -177,6 +178,48 @@ fn check(name: &str, src: &str) {
         "{name} does not compile:\n{}\n--- source ---\n{src}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A lazy input of `def` over `inputs`.
+fn chain(def: &'static crate::codegen::ir::FnDef, inputs: Vec<Read>) -> Read {
+    Read::Chain(Node { def, inputs })
+}
+
+#[test]
+fn fused_lazy_inputs_are_valid_cpp() {
+    use crate::codegen::{Prim, Ty};
+    use crate::userfn::UserFn;
+    let f32t = Ty::Prim(Prim::F32);
+    // add(add(add(x, y), z), w): a chain of two, nested, and a leaf; the vectorised form.
+    let inner = chain(add::definition(), vec![Read::Leaf(f32t), Read::Leaf(f32t)]);
+    let outer = chain(add::definition(), vec![inner, Read::Leaf(f32t)]);
+    let nested = Reads(vec![outer, Read::Leaf(f32t)]);
+    // Two chains with a container argument, a uniform and `#[index]` each.
+    let u32t = Ty::Prim(Prim::U32);
+    let looked = Reads(vec![
+        chain(lookup::definition(), vec![Read::Leaf(u32t)]),
+        chain(lookup::definition(), vec![Read::Leaf(u32t)]),
+    ]);
+    // A 2D index chain under a MapReduce.
+    let i32t = Ty::Prim(Prim::I32);
+    let grid = Reads(vec![
+        chain(where2d::definition(), vec![Read::Leaf(i32t)]),
+        Read::Leaf(i32t),
+    ]);
+    for c in [false, true] {
+        let name = |n: &str| format!("{n}{}", if c { "_checked" } else { "" });
+        let src = map::fused_source::<add>(1, c, &nested).unwrap();
+        assert!(src.contains("lz0_0_in1"), "{src}");
+        check(&name("fused_nested"), &src);
+        check(
+            &name("fused_multi"),
+            &map::fused_source::<addi>(1, c, &looked).unwrap(),
+        );
+        check(
+            &name("fused_map_reduce"),
+            &map_reduce::source::<add32, add32>(4, c, &grid).unwrap(),
+        );
+    }
 }
 
 #[test]
