@@ -7,7 +7,7 @@
 //!
 //! A Map or MapReduce consumer evaluates its lazy inputs per element, so that the
 //! intermediates never exist: the host backends' loops call the producers' functions
-//! ([`LazyOp`]), and the CUDA and OpenCL kernels hold the producers' user functions as
+//! (`LazyOp`), and the CUDA and OpenCL kernels hold the producers' user functions as
 //! device functions and read each lazy input as the call chain on the producers' own
 //! operands (`backends::chain`; one kernel per consumer and chain, cached). On the GPUs the
 //! consumer's `checked` setting applies to the whole chain. Other consumers (Reduce, Scan,
