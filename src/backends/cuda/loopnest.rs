@@ -67,7 +67,7 @@ where
     let kernel = Kernel {
         func: m.func(which.name())?,
         launch: Launch::Nest(which),
-        def,
+        defs: vec![def],
         checked: false,
     };
     chunked(

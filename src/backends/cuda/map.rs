@@ -320,7 +320,7 @@ where
     let kernel = Kernel {
         func: m.func("skel_map")?,
         launch: map_launch::<F>(O::COUNT)?,
-        def: F::definition(),
+        defs: reads.with_defs(&[F::definition()]),
         checked,
     };
     chunked(
@@ -339,7 +339,9 @@ where
 pub(crate) struct Kernel {
     pub(crate) func: sys::CUfunction,
     pub(crate) launch: Launch,
-    pub(crate) def: &'static FnDef,
+    /// The user functions of its source, in order (the consumer's first, then those of its
+    /// lazy inputs): a checked kernel's fault names one of them.
+    pub(crate) defs: Vec<&'static FnDef>,
     pub(crate) checked: bool,
 }
 
@@ -477,7 +479,7 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         inputs_read(ctx, inputs, part.clone(), (lane, tag), &ev)?;
         written.push(part, ev);
     }
-    written.settle(fault.as_ref(), &[kernel.def])?;
+    written.settle(fault.as_ref(), &kernel.defs)?;
     for (o, _) in outs.iter().zip(&eager).filter(|(_, e)| **e) {
         o.download(ctx, &split)?;
     }

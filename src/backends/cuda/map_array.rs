@@ -160,7 +160,7 @@ where
     let kernel = Kernel {
         func: m.func("skel_map")?,
         launch: launch_of::<F>(checked)?,
-        def: F::definition(),
+        defs: vec![F::definition()],
         checked,
     };
     chunked(

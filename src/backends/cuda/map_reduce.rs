@@ -151,6 +151,9 @@ where
             arrays::read(ctx, &arrays, lane, ev)?;
             inputs_read(ctx, &inputs, split.chunks[c].clone(), lane, ev)
         },
-        (rec.as_ref(), &[M::definition(), R::definition()]),
+        (
+            rec.as_ref(),
+            &reads.with_defs(&[M::definition(), R::definition()]),
+        ),
     )
 }
