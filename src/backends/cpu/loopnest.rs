@@ -7,9 +7,9 @@
 //! per-element call's bit for bit: only the order *between* elements changes, which
 //! lets LLVM vectorise the loop over a row.
 //!
-//! On x86-64 the loops are also compiled for AVX2 and that build runs where the CPU has
-//! it (the crate's baseline is SSE2); no FMA is enabled, so products stay separate
-//! multiplications and additions, as in the user function.
+//! On x86-64 the loops are also compiled for AVX-512F and for AVX2, and the widest build
+//! the CPU has runs (the crate's baseline is SSE2); no FMA is enabled, so products stay
+//! separate multiplications and additions, as in the user function.
 //!
 //! Each returns `None` where an index the body would use leaves its container: the
 //! per-element path then runs and reports the fault as it always does.
@@ -17,7 +17,8 @@
 use crate::userfn::Mat;
 
 /// Defines the public `$name`, which runs `$loops` (an `#[inline(always)]` function of the
-/// same parameters) compiled for AVX2 where the CPU has it, else as the crate is built.
+/// same parameters) compiled for AVX-512F or AVX2 where the CPU has it, else as the crate
+/// is built.
 macro_rules! widest_build {
     ($(#[$attr:meta])* pub fn $name:ident(ops: $ops:ty, k, range: $range:ty) => $loops:ident) => {
         $(#[$attr])*
@@ -28,6 +29,21 @@ macro_rules! widest_build {
             init: O,
             step: impl Fn(O, A, B) -> O,
         ) -> Option<Vec<O>> {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn widest<A: Copy, B: Copy, O: Copy>(
+                    ops: $ops,
+                    k: usize,
+                    range: $range,
+                    init: O,
+                    step: impl Fn(O, A, B) -> O,
+                ) -> Option<Vec<O>> {
+                    $loops(ops, k, range, init, step)
+                }
+                // SAFETY: the CPU has AVX-512F, checked just above.
+                return unsafe { widest(ops, k, range, init, step) };
+            }
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 #[target_feature(enable = "avx2")]
@@ -55,7 +71,7 @@ const J_BLOCK: usize = 512;
 
 /// The register tile of the product loop: rows by columns of outputs kept in registers
 /// while a block's steps pass.
-const MR: usize = 4;
+const MR: usize = 6;
 const NR: usize = 16;
 
 /// Output rows whose steps are interleaved in the matrix-vector loop: independent
@@ -91,10 +107,29 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
     let (rows, full) = (first / cols..last_row + 1, |row: usize| {
         row * cols >= first && (row + 1) * cols <= first + n
     });
+    // Both operands are copied into panels (the GEMM libraries' packing): the block of
+    // `y` as panels of NR columns, the steps' rows of a panel one after another, and
+    // MR rows of `x` as the block's steps of MR values each. A register tile then reads
+    // two contiguous runs, with no bounds checks left in its loop, instead of a cache
+    // line a row of `y` apart (a page apart from 1024 columns of f32: a TLB miss a
+    // step). Only the order between elements changes; each element's steps stay in
+    // ascending `l`.
+    let pack = rows.len() >= MR;
+    let mut ypanels: Vec<B> = Vec::new();
+    let mut xpanel: Vec<A> = Vec::new();
     for j0 in (0..cols).step_by(J_BLOCK) {
         let j1 = (j0 + J_BLOCK).min(cols);
         for l0 in (0..k).step_by(L_BLOCK) {
             let l1 = (l0 + L_BLOCK).min(k);
+            let kl = l1 - l0;
+            if pack {
+                ypanels.clear();
+                for c in (j0..j1 - (j1 - j0) % NR).step_by(NR) {
+                    for l in l0..l1 {
+                        ypanels.extend_from_slice(&yd[l * yc + c..l * yc + c + NR]);
+                    }
+                }
+            }
             let mut row = rows.start;
             while row < rows.end {
                 // MR whole rows at once: a register tile of MR x NR outputs per pass
@@ -103,18 +138,22 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
                     let at = row * cols - first;
                     let tile = &mut out[at..at + MR * cols];
                     let xrows = &xd[row * xc..(row + MR) * xc];
+                    xpanel.clear();
+                    for l in l0..l1 {
+                        xpanel.extend((0..MR).map(|r| xrows[r * xc + l]));
+                    }
+                    let xs = xpanel.as_chunks::<MR>().0;
                     let mut c = j0;
                     while c + NR <= j1 {
                         let mut acc = [[init; NR]; MR];
                         for (r, a) in acc.iter_mut().enumerate() {
                             a.copy_from_slice(&tile[r * cols + c..r * cols + c + NR]);
                         }
-                        for l in l0..l1 {
-                            let ys = &yd[l * yc + c..l * yc + c + NR];
-                            for (r, a) in acc.iter_mut().enumerate() {
-                                let xv = xrows[r * xc + l];
-                                for (o, &y) in a.iter_mut().zip(ys) {
-                                    *o = step(*o, xv, y);
+                        let ys = ypanels[(c - j0) * kl..(c - j0 + NR) * kl].as_chunks::<NR>().0;
+                        for (xv, yv) in xs.iter().zip(ys) {
+                            for (a, &x) in acc.iter_mut().zip(xv) {
+                                for (o, &y) in a.iter_mut().zip(yv) {
+                                    *o = step(*o, x, y);
                                 }
                             }
                         }
@@ -307,14 +346,21 @@ mod tests {
 
     #[test]
     fn blocked_products_keep_each_elements_order() {
-        let (m, k, n) = (5, 300, 700);
+        // rows for two register tiles and a row left over; steps over two blocks
+        let (m, k, n) = (13, 300, 700);
         let (a, b) = (floats(m * k, 1), floats(k * n, 2));
         let step = |o: f32, x: f32, y: f32| o + x * y;
         let want: Vec<f32> = (0..m * n)
             .map(|p| (0..k).fold(0.0, |s, l| step(s, a[(p / n) * k + l], b[l * n + p % n])))
             .collect();
         let (am, bm) = (Mat::new(&a, m, k), Mat::new(&b, k, n));
-        for (first, len) in [(0, m * n), (3, 1000), (701, 2), (m * n - 1, 1)] {
+        for (first, len) in [
+            (0, m * n),
+            (3, 1000),
+            (701, 2),
+            (m * n - 1, 1),
+            (n - 1, 7 * n + 5),
+        ] {
             let got = gemm((am, bm), k, (first, len, n), 0.0, step).unwrap();
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want[first..first + len]), "{first}+{len}");
