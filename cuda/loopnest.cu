@@ -27,6 +27,7 @@
 typedef ulong skel_ln_u64;
 #define SKEL_LN_KERNEL __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
 #define SKEL_LN_LOCAL __local
+#define SKEL_LN_ALIGN16 __attribute__((aligned(16)))
 #define SKEL_LN_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #define SKEL_LN_TID ((int)get_local_id(0))
 #define SKEL_LN_BX ((skel_ln_u64)get_group_id(0))
@@ -35,6 +36,7 @@ typedef ulong skel_ln_u64;
 typedef unsigned long long skel_ln_u64;
 #define SKEL_LN_KERNEL extern "C" __global__ void __launch_bounds__(256)
 #define SKEL_LN_LOCAL __shared__
+#define SKEL_LN_ALIGN16 __align__(16)
 #define SKEL_LN_BARRIER() __syncthreads()
 #define SKEL_LN_TID ((int)threadIdx.x)
 #define SKEL_LN_BX ((skel_ln_u64)blockIdx.x)
@@ -51,16 +53,21 @@ SKEL_FN skel_ln_u64 skel_ln_idx(skel_ln_u64 i, skel_ln_u64 len) { return i < len
 
 #ifdef SKEL_LN_GEMM
 // An SKEL_BM x SKEL_BN tile of the output per block of 256 threads, each thread an
-// SKEL_TM x SKEL_TN register tile strided over it (rows ty + r * 16, columns tx + c * 16:
-// neighbouring threads read neighbouring shared words and store neighbouring outputs).
+// SKEL_TM x SKEL_TN register tile: two runs of SKEL_TM / 2 rows, one in each half of the
+// tile (rows ty * TM/2 + r and BM/2 + ty * TM/2 + r), and the same for columns. A run is
+// contiguous in shared memory, so its reads are vector loads (4 words for 8 x 8), and the
+// threads of a warp read consecutive runs of the B tile (conflict-free) and at most two
+// runs of the A tile (broadcast).
 // Operand tiles of SKEL_BK steps go global -> registers -> shared memory, double-buffered:
 // the next tile's loads are in flight while the current one is used.
+#define SKEL_LN_ROW(r) ((r) < SKEL_TM / 2 ? ty * (SKEL_TM / 2) + (r) : SKEL_BM / 2 + ty * (SKEL_TM / 2) + (r) - SKEL_TM / 2)
+#define SKEL_LN_COL(c) ((c) < SKEL_TN / 2 ? tx * (SKEL_TN / 2) + (c) : SKEL_BN / 2 + tx * (SKEL_TN / 2) + (c) - SKEL_TN / 2)
 SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols, skel_ln_u64 skel_base SKEL_LN_PARAMS)
 {
     // A is stored transposed (a column of the tile is a row here), padded against bank
     // conflicts of the stores.
-    SKEL_LN_LOCAL SKEL_LN_TA As[2][SKEL_BK][SKEL_BM + 4];
-    SKEL_LN_LOCAL SKEL_LN_TB Bs[2][SKEL_BK][SKEL_BN];
+    SKEL_LN_LOCAL SKEL_LN_ALIGN16 SKEL_LN_TA As[2][SKEL_BK][SKEL_BM + 4];
+    SKEL_LN_LOCAL SKEL_LN_ALIGN16 SKEL_LN_TB Bs[2][SKEL_BK][SKEL_BN];
     const int tid = SKEL_LN_TID;
     const int tx = tid % (SKEL_BN / SKEL_TN);
     const int ty = tid / (SKEL_BN / SKEL_TN);
@@ -134,9 +141,9 @@ SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols,
                 SKEL_LN_TA a[SKEL_TM];
                 SKEL_LN_TB b[SKEL_TN];
 #pragma unroll
-                for (int r = 0; r < SKEL_TM; ++r) a[r] = As[buf][k][ty + r * (SKEL_BM / SKEL_TM)];
+                for (int r = 0; r < SKEL_TM; ++r) a[r] = As[buf][k][SKEL_LN_ROW(r)];
 #pragma unroll
-                for (int c = 0; c < SKEL_TN; ++c) b[c] = Bs[buf][k][tx + c * (SKEL_BN / SKEL_TN)];
+                for (int c = 0; c < SKEL_TN; ++c) b[c] = Bs[buf][k][SKEL_LN_COL(c)];
 #pragma unroll
                 for (int r = 0; r < SKEL_TM; ++r) {
 #pragma unroll
@@ -150,9 +157,9 @@ SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols,
                 SKEL_LN_TA a[SKEL_TM];
                 SKEL_LN_TB b[SKEL_TN];
 #pragma unroll
-                for (int r = 0; r < SKEL_TM; ++r) a[r] = As[buf][k][ty + r * (SKEL_BM / SKEL_TM)];
+                for (int r = 0; r < SKEL_TM; ++r) a[r] = As[buf][k][SKEL_LN_ROW(r)];
 #pragma unroll
-                for (int c = 0; c < SKEL_TN; ++c) b[c] = Bs[buf][k][tx + c * (SKEL_BN / SKEL_TN)];
+                for (int c = 0; c < SKEL_TN; ++c) b[c] = Bs[buf][k][SKEL_LN_COL(c)];
 #pragma unroll
                 for (int r = 0; r < SKEL_TM; ++r) {
 #pragma unroll
@@ -180,10 +187,10 @@ SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols,
     const skel_ln_u64 end = skel_base + n;
 #pragma unroll
     for (int r = 0; r < SKEL_TM; ++r) {
-        const skel_ln_u64 row = row0 + ty + r * (SKEL_BM / SKEL_TM);
+        const skel_ln_u64 row = row0 + SKEL_LN_ROW(r);
 #pragma unroll
         for (int c = 0; c < SKEL_TN; ++c) {
-            const skel_ln_u64 col = col0 + tx + c * (SKEL_BN / SKEL_TN);
+            const skel_ln_u64 col = col0 + SKEL_LN_COL(c);
             const skel_ln_u64 flat = row * cols + col;
             if (col < cols && flat >= skel_base && flat < end) {
                 SKEL_LN_T v = acc[r][c];
@@ -193,6 +200,8 @@ SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols,
         }
     }
 }
+#undef SKEL_LN_ROW
+#undef SKEL_LN_COL
 #endif
 
 #ifdef SKEL_LN_GEMV

@@ -275,15 +275,16 @@ pub(crate) fn instantiate(
                 format!("skel_ln_pick((acc), {}((x), (y){more}))", entries[3]),
             );
             let redo = match def.ret {
-                Ty::Prim(Prim::F32 | Prim::F64) => {
-                    "((v) != (v) || (v) == (SKEL_LN_T)0)"
-                }
+                Ty::Prim(Prim::F32 | Prim::F64) => "((v) != (v) || (v) == (SKEL_LN_T)0)",
                 _ => "0",
             };
             def_line("SKEL_LN_REDO(v)", redo.to_string());
         }
         None => {
-            def_line("SKEL_LN_FSTEP(acc, x, y)", "SKEL_LN_STEP(acc, x, y)".to_string());
+            def_line(
+                "SKEL_LN_FSTEP(acc, x, y)",
+                "SKEL_LN_STEP(acc, x, y)".to_string(),
+            );
             def_line("SKEL_LN_REDO(v)", "0".to_string());
         }
     }

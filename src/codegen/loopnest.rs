@@ -28,6 +28,13 @@
 //! `skel_ln_bound(containers, uniforms) -> usize` (K). A kernel that applies the steps of
 //! each output in ascending `l` from INIT computes what the function does, bit for bit
 //! (the kernels are compiled without FMA contraction, as every kernel is).
+//!
+//! A step that only selects between the accumulator and a term (`acc.min(TERM)`,
+//! `TERM.max(acc)`: min-plus, max-times) is a [`Pick`], with a fourth function
+//! `skel_ln_term(x, y, uniforms) -> T` (TERM): the GPU kernels select with one comparison
+//! instead of the exact NaN- and zero-sign-aware `min`/`max`, and fold again with the
+//! exact step the outputs the comparison may have got wrong (`loopnest_kernels.rs` says
+//! which and why).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock, PoisonError};

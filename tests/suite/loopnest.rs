@@ -494,7 +494,13 @@ fn loopnest_min_and_max_products_with_zeros_and_nans_match_cpu() {
             2.0,
         ],
     ];
-    let shapes = [(1, 1, 1), (17, 3, 19), (67, 129, 61), (131, 1, 5), (7, 0, 5)];
+    let shapes = [
+        (1, 1, 1),
+        (17, 3, 19),
+        (67, 129, 61),
+        (131, 1, 5),
+        (7, 0, 5),
+    ];
     for (v, pool) in pools.iter().enumerate() {
         for &(m, k, n) in &shapes {
             let seed = 10 * v as u64;

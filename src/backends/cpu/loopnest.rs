@@ -7,9 +7,10 @@
 //! per-element call's bit for bit: only the order *between* elements changes, which
 //! lets LLVM vectorise the loop over a row.
 //!
-//! On x86-64 the loops are also compiled for AVX-512F and for AVX2, and the widest build
-//! the CPU has runs (the crate's baseline is SSE2); no FMA is enabled, so products stay
-//! separate multiplications and additions, as in the user function.
+//! On x86-64 the loops are also compiled for AVX2 and that build runs where the CPU has
+//! it (the crate's baseline is SSE2); no FMA is enabled, so products stay separate
+//! multiplications and additions, as in the user function. (An AVX-512F build waits for
+//! the crate's minimum Rust version: the target feature is stable from 1.89.)
 //!
 //! Each returns `None` where an index the body would use leaves its container: the
 //! per-element path then runs and reports the fault as it always does.
@@ -17,8 +18,7 @@
 use crate::userfn::Mat;
 
 /// Defines the public `$name`, which runs `$loops` (an `#[inline(always)]` function of the
-/// same parameters) compiled for AVX-512F or AVX2 where the CPU has it, else as the crate
-/// is built.
+/// same parameters) compiled for AVX2 where the CPU has it, else as the crate is built.
 macro_rules! widest_build {
     ($(#[$attr:meta])* pub fn $name:ident(ops: $ops:ty, k, range: $range:ty) => $loops:ident) => {
         $(#[$attr])*
@@ -29,21 +29,6 @@ macro_rules! widest_build {
             init: O,
             step: impl Fn(O, A, B) -> O,
         ) -> Option<Vec<O>> {
-            #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                #[target_feature(enable = "avx512f")]
-                unsafe fn widest<A: Copy, B: Copy, O: Copy>(
-                    ops: $ops,
-                    k: usize,
-                    range: $range,
-                    init: O,
-                    step: impl Fn(O, A, B) -> O,
-                ) -> Option<Vec<O>> {
-                    $loops(ops, k, range, init, step)
-                }
-                // SAFETY: the CPU has AVX-512F, checked just above.
-                return unsafe { widest(ops, k, range, init, step) };
-            }
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 #[target_feature(enable = "avx2")]
@@ -77,6 +62,9 @@ const NR: usize = 16;
 /// Output rows whose steps are interleaved in the matrix-vector loop: independent
 /// accumulations in flight instead of one dependent chain.
 const ROWS: usize = 8;
+
+/// Steps per block of the matrix-vector loop.
+const STEPS: usize = 8;
 
 widest_build! {
     /// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
@@ -142,15 +130,15 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
                     for l in l0..l1 {
                         xpanel.extend((0..MR).map(|r| xrows[r * xc + l]));
                     }
-                    let xs = xpanel.as_chunks::<MR>().0;
+                    let xs = &xpanel[..];
                     let mut c = j0;
                     while c + NR <= j1 {
                         let mut acc = [[init; NR]; MR];
                         for (r, a) in acc.iter_mut().enumerate() {
                             a.copy_from_slice(&tile[r * cols + c..r * cols + c + NR]);
                         }
-                        let ys = ypanels[(c - j0) * kl..(c - j0 + NR) * kl].as_chunks::<NR>().0;
-                        for (xv, yv) in xs.iter().zip(ys) {
+                        let ys = &ypanels[(c - j0) * kl..(c - j0 + NR) * kl];
+                        for (xv, yv) in xs.chunks_exact(MR).zip(ys.chunks_exact(NR)) {
                             for (a, &x) in acc.iter_mut().zip(xv) {
                                 for (o, &y) in a.iter_mut().zip(yv) {
                                     *o = step(*o, x, y);
@@ -235,11 +223,24 @@ fn gemv_loops<A: Copy, B: Copy, O: Copy>(
     for (b, chunk) in out.chunks_mut(ROWS).enumerate() {
         let i0 = first + b * ROWS;
         if chunk.len() == ROWS {
+            // ROWS x STEPS blocks, each row's run read contiguously, then taken a step
+            // (a column of the block) at a time across the rows: each row's steps stay
+            // in ascending `l`, and the rows' accumulations are independent lanes.
+            let rows: [&[A]; ROWS] = std::array::from_fn(|r| &md[(i0 + r) * mc..(i0 + r) * mc + k]);
             let mut acc = [init; ROWS];
-            for l in 0..k {
-                let y = v[l];
-                for (r, a) in acc.iter_mut().enumerate() {
-                    *a = step(*a, md[(i0 + r) * mc + l], y);
+            for (b, ys) in v[..k].chunks_exact(STEPS).enumerate() {
+                let l0 = b * STEPS;
+                let blk: [[A; STEPS]; ROWS] =
+                    std::array::from_fn(|r| std::array::from_fn(|s| rows[r][l0 + s]));
+                for (s, &y) in ys.iter().enumerate() {
+                    for (a, run) in acc.iter_mut().zip(&blk) {
+                        *a = step(*a, run[s], y);
+                    }
+                }
+            }
+            for l in k - k % STEPS..k {
+                for (a, row) in acc.iter_mut().zip(&rows) {
+                    *a = step(*a, row[l], v[l]);
                 }
             }
             chunk.copy_from_slice(&acc);
