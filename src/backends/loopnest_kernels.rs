@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use crate::codegen::ir::{FnDef, ParamKind};
-use crate::codegen::loopnest::{loop_nest, LoopNest, Nest};
-use crate::codegen::{array_len_param_named, c_type, Dialect, Ty};
+use crate::codegen::loopnest::{loop_nest, LoopNest, Nest, Pick};
+use crate::codegen::{array_len_param_named, c_type, Dialect, Prim, Ty};
 
 /// The template, the same text for CUDA and OpenCL C.
 pub(crate) const TEMPLATE: &str = include_str!("../../cuda/loopnest.cu");
@@ -213,6 +213,35 @@ pub(crate) fn instantiate(
     def_line("SKEL_LN_PARAMS", names.params.clone());
     def_line("SKEL_LN_A(r, l)", mat(xk, &ta, "(r)", "(l)"));
     def_line("SKEL_LN_B(l, c)", read_b);
+    // The same reads where a whole tile is inside its container (no clamp to compute):
+    // SKEL_LN_*_FITS(ends) says whether it is.
+    def_line(
+        "SKEL_LN_A_RAW(r, l)",
+        format!("{}[(r) * ca{xk}_cols + (l)]", ptr(xk)),
+    );
+    def_line(
+        "SKEL_LN_A_FITS(r_end, l_end)",
+        format!("((r_end) <= ca{xk}_rows && (l_end) <= ca{xk}_cols)"),
+    );
+    match nest.nest {
+        Nest::Gemm { .. } => {
+            def_line(
+                "SKEL_LN_B_RAW(l, c)",
+                format!("{}[(l) * ca{yk}_cols + (c)]", ptr(yk)),
+            );
+            def_line(
+                "SKEL_LN_B_FITS(l_end, c_end)",
+                format!("((l_end) <= ca{yk}_rows && (c_end) <= ca{yk}_cols)"),
+            );
+        }
+        _ => {
+            def_line("SKEL_LN_B_RAW(l, c)", format!("{}[(l)]", ptr(yk)));
+            def_line(
+                "SKEL_LN_B_FITS(l_end, c_end)",
+                format!("((l_end) <= ca{yk}_cols)"),
+            );
+        }
+    }
     def_line(
         "SKEL_LN_K",
         format!("{}({})", entries[2], bound_args.join(", ")),
@@ -225,6 +254,41 @@ pub(crate) fn instantiate(
         "SKEL_LN_STEP(acc, x, y)",
         format!("{}((acc), (x), (y){more})", entries[1]),
     );
+    // A min/max step runs as a plain comparison and select (two instructions where the
+    // exact NaN- and signed-zero-aware `min` takes a chain of them). It differs from the
+    // exact step only while the accumulator is a NaN (a NaN start, or NaN terms from the
+    // start) or a zero (the sign of a zero taken against a zero): a NaN stays a NaN and a
+    // zero stays a zero or gives way to a strictly smaller (min) / larger (max) term,
+    // which every form selects the same. So an output whose final value is neither NaN
+    // nor zero is exact; the others (rare: SKEL_LN_REDO) are folded again with the exact
+    // step. Integers select exactly: nothing to redo.
+    let mut pick_fn = String::new();
+    match nest.pick {
+        Some((pick, _)) => {
+            let t = ty(def.ret);
+            let cmp = if pick == Pick::Min { "<" } else { ">" };
+            pick_fn = format!(
+                "SKEL_FN {t} skel_ln_pick({t} acc, {t} v) {{ return v {cmp} acc ? v : acc; }}\n"
+            );
+            def_line(
+                "SKEL_LN_FSTEP(acc, x, y)",
+                format!("skel_ln_pick((acc), {}((x), (y){more}))", entries[3]),
+            );
+            let redo = match def.ret {
+                Ty::Prim(Prim::F32 | Prim::F64) => "((v) != (v) || (v) == (SKEL_LN_T)0)",
+                _ => "0",
+            };
+            def_line("SKEL_LN_REDO(v)", redo.to_string());
+        }
+        None => {
+            def_line(
+                "SKEL_LN_FSTEP(acc, x, y)",
+                "SKEL_LN_STEP(acc, x, y)".to_string(),
+            );
+            def_line("SKEL_LN_REDO(v)", "0".to_string());
+        }
+    }
+    s.push_str(&pick_fn);
     let elem = elem_bytes(nest, def);
     let tiles: &[(usize, usize, usize)] = match nest.nest {
         // (tile, steps per stage, outputs per thread along each side)

@@ -28,11 +28,20 @@
 //! `skel_ln_bound(containers, uniforms) -> usize` (K). A kernel that applies the steps of
 //! each output in ascending `l` from INIT computes what the function does, bit for bit
 //! (the kernels are compiled without FMA contraction, as every kernel is).
+//!
+//! A step that only selects between the accumulator and a term (`acc.min(TERM)`,
+//! `TERM.max(acc)`: min-plus, max-times) is a [`Pick`], with a fourth function
+//! `skel_ln_term(x, y, uniforms) -> T` (TERM): the GPU kernels select with one comparison
+//! instead of the exact NaN- and zero-sign-aware `min`/`max`, and fold again with the
+//! exact step the outputs the comparison may have got wrong (`loopnest_kernels.rs` says
+//! which and why).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use super::ir::{visit_expr, BinOp, Block, Expr, FieldInit, FnDef, Node, Param, ParamKind, Stmt};
+use super::ir::{
+    visit_expr, BinOp, Block, Expr, FieldInit, FnDef, MathFn, Node, Param, ParamKind, Stmt,
+};
 use super::{Prim, Ty};
 
 /// Which loop nest a function is, with the positions of its operands among its container
@@ -73,6 +82,29 @@ pub(crate) struct LoopNest {
     pub step: &'static FnDef,
     /// `skel_ln_bound(containers.., uniforms..) -> usize`, the parameters in `def`'s order.
     pub bound: &'static FnDef,
+    /// Where the step is `acc.min(TERM)` or `acc.max(TERM)` (either operand order; a
+    /// min-plus or max-times product): which, and `skel_ln_term(skel_ln_x: A, skel_ln_y:
+    /// B, uniforms..) -> T` (TERM).
+    pub pick: Option<(Pick, &'static FnDef)>,
+}
+
+/// The selection a min/max step makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pick {
+    /// `acc.min(term)`.
+    Min,
+    /// `acc.max(term)`.
+    Max,
+}
+
+impl LoopNest {
+    /// The functions a kernel needs emitted, in this order: init, step, bound, and the
+    /// term where the step is a [`Pick`].
+    pub(crate) fn functions(&self) -> Vec<&'static FnDef> {
+        let mut fs = vec![self.init, self.step, self.bound];
+        fs.extend(self.pick.map(|(_, t)| t));
+        fs
+    }
 }
 
 /// The loop nest `def` is, or `None`; worked out once per function.
@@ -233,7 +265,20 @@ fn recognise(def: &'static FnDef) -> Option<LoopNest> {
         stmts: &[],
         tail: Some(leak(e)),
     };
+    let step_value: &'static Expr = leak(step_value);
+    let pick = pick_of(step_value).map(|(p, term)| {
+        let mut params = vec![elem(X, containers[xk].ty), elem(Y, containers[yk].ty)];
+        params.extend(uniform_params.iter().map(copy_param));
+        let term = leak(FnDef {
+            name: "skel_ln_term",
+            params: Vec::leak(params),
+            ret: def.ret,
+            body: tail(substitute(term, &|_| None)),
+        });
+        (p, term)
+    });
     Some(LoopNest {
+        pick,
         nest,
         init: leak(FnDef {
             name: "skel_ln_init",
@@ -245,7 +290,10 @@ fn recognise(def: &'static FnDef) -> Option<LoopNest> {
             name: "skel_ln_step",
             params: Vec::leak(step_params),
             ret: def.ret,
-            body: tail(step_value),
+            body: Block {
+                stmts: &[],
+                tail: Some(step_value),
+            },
         }),
         bound: leak(FnDef {
             name: "skel_ln_bound",
@@ -268,6 +316,33 @@ fn recognise(def: &'static FnDef) -> Option<LoopNest> {
             }),
         }),
     })
+}
+
+/// `(Min or Max, TERM)` where `step` is `acc.min(TERM)`, `TERM.min(acc)` or `max` so, with
+/// TERM not reading the accumulator.
+fn pick_of(step: &'static Expr) -> Option<(Pick, &'static Expr)> {
+    let Expr::Math { func, args, .. } = step else {
+        return None;
+    };
+    let [p, q] = *args else {
+        return None;
+    };
+    let pick = match func {
+        MathFn::Min => Pick::Min,
+        MathFn::Max => Pick::Max,
+        _ => return None,
+    };
+    let term = match (p, q) {
+        (Expr::Var(v), t) | (t, Expr::Var(v)) if *v == ACC => t,
+        _ => return None,
+    };
+    let mut reads_acc = false;
+    visit_expr(term, &mut |n| {
+        if let Node::Expr(Expr::Var(v)) = n {
+            reads_acc |= *v == ACC;
+        }
+    });
+    (!reads_acc).then_some((pick, term))
 }
 
 fn copy_param(p: &Param) -> Param {
@@ -587,7 +662,7 @@ fn substitute_stmt(s: &'static Stmt, f: &dyn Fn(&'static Expr) -> Option<Expr>) 
 #[cfg(test)]
 #[allow(clippy::needless_range_loop)] // the functions under test index their containers
 mod tests {
-    use super::{loop_nest, Nest};
+    use super::{loop_nest, Nest, Pick};
     use crate::codegen::{device_source_multi, Dialect};
     use crate::prelude::*;
     use crate::userfn::UserFn;
@@ -722,6 +797,46 @@ mod tests {
         s
     }
 
+    #[userfn]
+    fn max_times(#[index] (i, j): (usize, usize), a: Mat<f64>, b: Mat<f64>) -> f64 {
+        let mut p = f64::NEG_INFINITY;
+        for l in 0..a.cols() {
+            p = (a[(i, l)] * b[(l, j)]).max(p);
+        }
+        p
+    }
+
+    #[userfn]
+    fn int_min_plus(#[index] (i, j): (usize, usize), a: Mat<i32>, b: Mat<i32>) -> i32 {
+        let mut d = i32::MAX;
+        for l in 0..a.cols() {
+            d = i32::min(d, a[(i, l)].wrapping_add(b[(l, j)]));
+        }
+        d
+    }
+
+    #[userfn]
+    fn clamped_min(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut d = f32::INFINITY;
+        for l in 0..a.cols() {
+            d = d.min(a[(i, l)] + b[(l, j)]).max(0.0);
+        }
+        d
+    }
+
+    #[userfn]
+    fn min_of_acc(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut d = f32::INFINITY;
+        for l in 0..a.cols() {
+            d = d.min(a[(i, l)] + b[(l, j)] + d);
+        }
+        d
+    }
+
+    fn pick<F: UserFn>(_: F) -> Option<Pick> {
+        loop_nest(F::definition()).and_then(|n| n.pick.map(|(p, _)| p))
+    }
+
     fn nest<F: UserFn>(_: F) -> Option<Nest> {
         loop_nest(F::definition()).map(|n| n.nest)
     }
@@ -732,6 +847,38 @@ mod tests {
         assert_eq!(nest(min_plus), Some(Nest::Gemm { a: 0, b: 1 }));
         assert_eq!(nest(squared), Some(Nest::Gemm { a: 0, b: 0 }));
         assert_eq!(nest(scaled), Some(Nest::Gemm { a: 0, b: 1 }));
+    }
+
+    /// A step that only selects between the accumulator and a term runs as a plain select
+    /// in the GPU kernels; anything more around the select, or a term that reads the
+    /// accumulator, keeps the exact step alone.
+    #[test]
+    fn min_and_max_steps_are_picks() {
+        assert_eq!(pick(min_plus), Some(Pick::Min));
+        assert_eq!(pick(max_times), Some(Pick::Max));
+        assert_eq!(pick(int_min_plus), Some(Pick::Min));
+        assert_eq!(nest(max_times), Some(Nest::Gemm { a: 0, b: 1 }));
+        assert_eq!(nest(int_min_plus), Some(Nest::Gemm { a: 0, b: 1 }));
+        assert_eq!(nest(clamped_min), Some(Nest::Gemm { a: 0, b: 1 }));
+        assert_eq!(pick(clamped_min), None);
+        assert_eq!(nest(min_of_acc), Some(Nest::Gemm { a: 0, b: 1 }));
+        assert_eq!(pick(min_of_acc), None);
+        assert_eq!(pick(mm), None);
+        assert_eq!(pick(scaled), None);
+    }
+
+    /// The term is the user's expression with the reads as operands, in the user's types.
+    #[test]
+    fn the_term_of_a_pick_is_the_users_expression() {
+        let n = loop_nest(<int_min_plus as UserFn>::definition()).unwrap();
+        let src = device_source_multi(&n.functions(), Dialect::OpenCl).unwrap();
+        assert_eq!(src.entries.len(), 4);
+        let term = src.source.split("skel_fn_skel_ln_term(").nth(1).unwrap();
+        assert!(term.contains("skel_ln_x"), "{}", src.source);
+        assert!(term.contains("skel_ln_y"), "{}", src.source);
+        assert!(!term.contains("skel_ln_acc"), "{}", src.source);
+        let n = loop_nest(<mm as UserFn>::definition()).unwrap();
+        assert_eq!(n.functions().len(), 3);
     }
 
     #[test]

@@ -407,3 +407,180 @@ fn loopnest_a_matrix_times_itself() {
         }
     }
 }
+
+#[userfn]
+pub fn min_plus_from(
+    #[index] (i, j): (usize, usize),
+    a: Mat<f32>,
+    b: Mat<f32>,
+    #[uniform] start: f32,
+) -> f32 {
+    let mut d = start;
+    for l in 0..a.cols() {
+        d = d.min(a[(i, l)] + b[(l, j)]);
+    }
+    d
+}
+
+/// The accumulator second and the term first: `max` keeps its own operand order.
+#[userfn]
+pub fn max_times(
+    #[index] (i, j): (usize, usize),
+    a: Mat<f64>,
+    b: Mat<f64>,
+    #[uniform] start: f64,
+) -> f64 {
+    let mut p = start;
+    for l in 0..b.rows() {
+        p = (a[(i, l)] * b[(l, j)]).max(p);
+    }
+    p
+}
+
+#[userfn]
+pub fn min_plus_i32(#[index] (i, j): (usize, usize), a: Mat<i32>, b: Mat<i32>) -> i32 {
+    let mut d = i32::MAX;
+    for l in 0..a.cols() {
+        d = d.min(a[(i, l)].wrapping_add(b[(l, j)]));
+    }
+    d
+}
+
+#[userfn]
+pub fn mv_min_plus(#[index] i: usize, a: Mat<f32>, x: &[f32], #[uniform] start: f32) -> f32 {
+    let mut d = start;
+    for l in 0..x.len() {
+        d = d.min(a[(i, l)] + x[l]);
+    }
+    d
+}
+
+/// `n` values drawn from `pool` (a xorshift of `seed`).
+fn drawn<T: Copy>(n: usize, seed: u64, pool: &[T]) -> Vec<T> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            pool[(x >> 33) as usize % pool.len()]
+        })
+        .collect()
+}
+
+/// Min-plus and max-times products run on the GPUs as a plain select, which differs from
+/// Rust's `min`/`max` only about NaNs and the sign of zeros; the outputs it may get wrong
+/// are folded again exactly. Pools that make many outputs end at a zero of either sign,
+/// at a NaN (of either sign, or from the start), or pass through them, and odd and prime
+/// shapes, must give the cpu backend's bits everywhere.
+#[test]
+fn loopnest_min_and_max_products_with_zeros_and_nans_match_cpu() {
+    let neg_nan = f32::from_bits(0xffc0_0000);
+    let pools: [&[f32]; 3] = [
+        &[0.0, -0.0, 1.0, 2.0],
+        &[f32::NAN, neg_nan, f32::NAN, 0.0, -0.0, 1.5],
+        &[
+            0.0,
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1.0,
+            -1.0,
+            0.25,
+            -3.5,
+            7.0,
+            -0.5,
+            2.0,
+        ],
+    ];
+    let shapes = [
+        (1, 1, 1),
+        (17, 3, 19),
+        (67, 129, 61),
+        (131, 1, 5),
+        (7, 0, 5),
+    ];
+    for (v, pool) in pools.iter().enumerate() {
+        for &(m, k, n) in &shapes {
+            let seed = 10 * v as u64;
+            let a = Matrix::from_vec(m, k, drawn(m * k, seed + 1, pool)).unwrap();
+            let b = Matrix::from_vec(k, n, drawn(k * n, seed + 2, pool)).unwrap();
+            let ad = Matrix::from_fn(m, k, |r, c| a[(r, c)] as f64);
+            let bd = Matrix::from_fn(k, n, |r, c| -(b[(r, c)] as f64));
+            let x = Vector::from(drawn(k, seed + 3, pool));
+            for start in [f32::INFINITY, f32::NAN, 0.0, -0.0, 1.0] {
+                let run = |be: Backend, checked: bool| {
+                    let mut c = Matrix::filled(m, n, 7.0f32);
+                    Map::new(min_plus_from)
+                        .arrays((&a, &b))
+                        .uniforms((start,))
+                        .backend(be)
+                        .checked(checked)
+                        .run_index(&mut c)
+                        .unwrap();
+                    let mut p = Matrix::filled(m, n, 7.0f64);
+                    Map::new(max_times)
+                        .arrays((&ad, &bd))
+                        .uniforms((-start as f64,))
+                        .backend(be)
+                        .checked(checked)
+                        .run_index(&mut p)
+                        .unwrap();
+                    let mut y = Vector::filled(m, 7.0f32);
+                    Map::new(mv_min_plus)
+                        .arrays((&a, &x))
+                        .uniforms((start,))
+                        .backend(be)
+                        .checked(checked)
+                        .run_index(&mut y)
+                        .unwrap();
+                    (
+                        bits(c.as_slice(), f32::to_bits),
+                        bits(p.as_slice(), f64::to_bits),
+                        bits(&y.to_vec(), f32::to_bits),
+                    )
+                };
+                let want = run(Backend::Cpu, false);
+                for be in backends() {
+                    for checked in [false, true] {
+                        assert_eq!(
+                            run(be, checked),
+                            want,
+                            "{be} checked={checked} pool {v} start {start} {m}x{k}x{n}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn loopnest_integer_min_plus_matches_cpu() {
+    for &(m, k, n) in SHAPES.iter().chain(&[(67, 61, 131)]) {
+        let a = Matrix::from_fn(m, k, |r, c| ((r * 7919 + c * 31) % 1009) as i32 - 300);
+        let b = Matrix::from_fn(k, n, |r, c| {
+            if (r + c) % 5 == 0 {
+                i32::MAX
+            } else {
+                ((r * 13 + c * 104_729) % 997) as i32 - 500
+            }
+        });
+        let mut want = Matrix::filled(m, n, 0i32);
+        Map::new(min_plus_i32)
+            .arrays((&a, &b))
+            .backend(Backend::Cpu)
+            .run_index(&mut want)
+            .unwrap();
+        for be in backends() {
+            let mut got = Matrix::filled(m, n, 0i32);
+            Map::new(min_plus_i32)
+                .arrays((&a, &b))
+                .backend(be)
+                .run_index(&mut got)
+                .unwrap();
+            assert_eq!(got.as_slice(), want.as_slice(), "{be} {m}x{k}x{n}");
+        }
+    }
+}

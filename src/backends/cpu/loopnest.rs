@@ -9,7 +9,8 @@
 //!
 //! On x86-64 the loops are also compiled for AVX2 and that build runs where the CPU has
 //! it (the crate's baseline is SSE2); no FMA is enabled, so products stay separate
-//! multiplications and additions, as in the user function.
+//! multiplications and additions, as in the user function. (An AVX-512F build waits for
+//! the crate's minimum Rust version: the target feature is stable from 1.89.)
 //!
 //! Each returns `None` where an index the body would use leaves its container: the
 //! per-element path then runs and reports the fault as it always does.
@@ -55,12 +56,15 @@ const J_BLOCK: usize = 512;
 
 /// The register tile of the product loop: rows by columns of outputs kept in registers
 /// while a block's steps pass.
-const MR: usize = 4;
+const MR: usize = 6;
 const NR: usize = 16;
 
 /// Output rows whose steps are interleaved in the matrix-vector loop: independent
 /// accumulations in flight instead of one dependent chain.
 const ROWS: usize = 8;
+
+/// Steps per block of the matrix-vector loop.
+const STEPS: usize = 8;
 
 widest_build! {
     /// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
@@ -91,10 +95,29 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
     let (rows, full) = (first / cols..last_row + 1, |row: usize| {
         row * cols >= first && (row + 1) * cols <= first + n
     });
+    // Both operands are copied into panels (the GEMM libraries' packing): the block of
+    // `y` as panels of NR columns, the steps' rows of a panel one after another, and
+    // MR rows of `x` as the block's steps of MR values each. A register tile then reads
+    // two contiguous runs, with no bounds checks left in its loop, instead of a cache
+    // line a row of `y` apart (a page apart from 1024 columns of f32: a TLB miss a
+    // step). Only the order between elements changes; each element's steps stay in
+    // ascending `l`.
+    let pack = rows.len() >= MR;
+    let mut ypanels: Vec<B> = Vec::new();
+    let mut xpanel: Vec<A> = Vec::new();
     for j0 in (0..cols).step_by(J_BLOCK) {
         let j1 = (j0 + J_BLOCK).min(cols);
         for l0 in (0..k).step_by(L_BLOCK) {
             let l1 = (l0 + L_BLOCK).min(k);
+            let kl = l1 - l0;
+            if pack {
+                ypanels.clear();
+                for c in (j0..j1 - (j1 - j0) % NR).step_by(NR) {
+                    for l in l0..l1 {
+                        ypanels.extend_from_slice(&yd[l * yc + c..l * yc + c + NR]);
+                    }
+                }
+            }
             let mut row = rows.start;
             while row < rows.end {
                 // MR whole rows at once: a register tile of MR x NR outputs per pass
@@ -103,18 +126,22 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
                     let at = row * cols - first;
                     let tile = &mut out[at..at + MR * cols];
                     let xrows = &xd[row * xc..(row + MR) * xc];
+                    xpanel.clear();
+                    for l in l0..l1 {
+                        xpanel.extend((0..MR).map(|r| xrows[r * xc + l]));
+                    }
+                    let xs = &xpanel[..];
                     let mut c = j0;
                     while c + NR <= j1 {
                         let mut acc = [[init; NR]; MR];
                         for (r, a) in acc.iter_mut().enumerate() {
                             a.copy_from_slice(&tile[r * cols + c..r * cols + c + NR]);
                         }
-                        for l in l0..l1 {
-                            let ys = &yd[l * yc + c..l * yc + c + NR];
-                            for (r, a) in acc.iter_mut().enumerate() {
-                                let xv = xrows[r * xc + l];
-                                for (o, &y) in a.iter_mut().zip(ys) {
-                                    *o = step(*o, xv, y);
+                        let ys = &ypanels[(c - j0) * kl..(c - j0 + NR) * kl];
+                        for (xv, yv) in xs.chunks_exact(MR).zip(ys.chunks_exact(NR)) {
+                            for (a, &x) in acc.iter_mut().zip(xv) {
+                                for (o, &y) in a.iter_mut().zip(yv) {
+                                    *o = step(*o, x, y);
                                 }
                             }
                         }
@@ -196,11 +223,24 @@ fn gemv_loops<A: Copy, B: Copy, O: Copy>(
     for (b, chunk) in out.chunks_mut(ROWS).enumerate() {
         let i0 = first + b * ROWS;
         if chunk.len() == ROWS {
+            // ROWS x STEPS blocks, each row's run read contiguously, then taken a step
+            // (a column of the block) at a time across the rows: each row's steps stay
+            // in ascending `l`, and the rows' accumulations are independent lanes.
+            let rows: [&[A]; ROWS] = std::array::from_fn(|r| &md[(i0 + r) * mc..(i0 + r) * mc + k]);
             let mut acc = [init; ROWS];
-            for l in 0..k {
-                let y = v[l];
-                for (r, a) in acc.iter_mut().enumerate() {
-                    *a = step(*a, md[(i0 + r) * mc + l], y);
+            for (b, ys) in v[..k].chunks_exact(STEPS).enumerate() {
+                let l0 = b * STEPS;
+                let blk: [[A; STEPS]; ROWS] =
+                    std::array::from_fn(|r| std::array::from_fn(|s| rows[r][l0 + s]));
+                for (s, &y) in ys.iter().enumerate() {
+                    for (a, run) in acc.iter_mut().zip(&blk) {
+                        *a = step(*a, run[s], y);
+                    }
+                }
+            }
+            for l in k - k % STEPS..k {
+                for (a, row) in acc.iter_mut().zip(&rows) {
+                    *a = step(*a, row[l], v[l]);
                 }
             }
             chunk.copy_from_slice(&acc);
@@ -307,14 +347,21 @@ mod tests {
 
     #[test]
     fn blocked_products_keep_each_elements_order() {
-        let (m, k, n) = (5, 300, 700);
+        // rows for two register tiles and a row left over; steps over two blocks
+        let (m, k, n) = (13, 300, 700);
         let (a, b) = (floats(m * k, 1), floats(k * n, 2));
         let step = |o: f32, x: f32, y: f32| o + x * y;
         let want: Vec<f32> = (0..m * n)
             .map(|p| (0..k).fold(0.0, |s, l| step(s, a[(p / n) * k + l], b[l * n + p % n])))
             .collect();
         let (am, bm) = (Mat::new(&a, m, k), Mat::new(&b, k, n));
-        for (first, len) in [(0, m * n), (3, 1000), (701, 2), (m * n - 1, 1)] {
+        for (first, len) in [
+            (0, m * n),
+            (3, 1000),
+            (701, 2),
+            (m * n - 1, 1),
+            (n - 1, 7 * n + 5),
+        ] {
             let got = gemm((am, bm), k, (first, len, n), 0.0, step).unwrap();
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want[first..first + len]), "{first}+{len}");

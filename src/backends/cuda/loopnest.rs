@@ -21,7 +21,7 @@ use crate::Result;
 /// The kernel source for `F`, whose loop nest is `nest`.
 fn source<F: ElementwiseFn>(nest: &LoopNest) -> Result<String> {
     let def = F::definition();
-    let user = device_source_checked(&[nest.init, nest.step, nest.bound], Dialect::Cuda, false)?;
+    let user = device_source_checked(&nest.functions(), Dialect::Cuda, false)?;
     let ptr = |k: usize| format!("ca{k}");
     let names = Names {
         dialect: Dialect::Cuda,
@@ -106,8 +106,45 @@ mod tests {
         s
     }
 
-    /// NVRTC compiles every kernel of both templates (a build that fails would leave the
-    /// calls to the Map kernel, silently but for the log).
+    #[userfn]
+    fn min_plus(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut d = f32::INFINITY;
+        for l in 0..a.cols() {
+            d = d.min(a[(i, l)] + b[(l, j)]);
+        }
+        d
+    }
+
+    #[userfn]
+    fn max_times(#[index] (i, j): (usize, usize), a: Mat<f64>, b: Mat<f64>) -> f64 {
+        let mut p = f64::NEG_INFINITY;
+        for l in 0..a.cols() {
+            p = (a[(i, l)] * b[(l, j)]).max(p);
+        }
+        p
+    }
+
+    #[userfn]
+    fn mm_i32(#[index] (i, j): (usize, usize), a: Mat<i32>, b: Mat<i32>) -> i32 {
+        let mut s = 0i32;
+        for l in 0..a.cols() {
+            s = s.wrapping_add(a[(i, l)].wrapping_mul(b[(l, j)]));
+        }
+        s
+    }
+
+    #[userfn]
+    fn mv_min(#[index] i: usize, a: Mat<f32>, x: &[f32]) -> f32 {
+        let mut d = f32::INFINITY;
+        for l in 0..x.len() {
+            d = d.min(a[(i, l)] + x[l]);
+        }
+        d
+    }
+
+    /// NVRTC compiles every kernel of both templates, for products, min-plus and
+    /// max-times, integers and f64 (a build that fails would leave the calls to the Map
+    /// kernel, silently but for the log).
     #[test]
     fn the_kernels_build_where_there_is_a_device() {
         let Ok(ctx) = crate::backends::cuda::context::ctx() else {
@@ -117,6 +154,31 @@ mod tests {
         super::build::<mm>(ctx, &n).unwrap();
         let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
         super::build::<mv>(ctx, &n).unwrap();
+        let n = gpu_nest(<min_plus as UserFn>::definition()).unwrap();
+        super::build::<min_plus>(ctx, &n).unwrap();
+        let n = gpu_nest(<max_times as UserFn>::definition()).unwrap();
+        super::build::<max_times>(ctx, &n).unwrap();
+        let n = gpu_nest(<mm_i32 as UserFn>::definition()).unwrap();
+        super::build::<mm_i32>(ctx, &n).unwrap();
+        let n = gpu_nest(<mv_min as UserFn>::definition()).unwrap();
+        super::build::<mv_min>(ctx, &n).unwrap();
+    }
+
+    /// A min/max step takes the select in the tiles and refolds what it may get wrong;
+    /// integers have nothing to refold; a product keeps its step.
+    #[test]
+    fn a_min_or_max_step_runs_as_a_select() {
+        let n = gpu_nest(<min_plus as UserFn>::definition()).unwrap();
+        let src = source::<min_plus>(&n).unwrap();
+        assert!(src.contains("return v < acc ? v : acc;"), "{src}");
+        assert!(src.contains("#define SKEL_LN_FSTEP(acc, x, y) skel_ln_pick("));
+        assert!(src.contains("#define SKEL_LN_REDO(v) ((v) != (v)"));
+        let n = gpu_nest(<max_times as UserFn>::definition()).unwrap();
+        let src = source::<max_times>(&n).unwrap();
+        assert!(src.contains("return v > acc ? v : acc;"), "{src}");
+        let src = source::<mm_i32>(&gpu_nest(<mm_i32 as UserFn>::definition()).unwrap()).unwrap();
+        assert!(src.contains("#define SKEL_LN_FSTEP(acc, x, y) SKEL_LN_STEP(acc, x, y)"));
+        assert!(src.contains("#define SKEL_LN_REDO(v) 0"));
     }
 
     #[test]

@@ -18,8 +18,7 @@ pub(super) fn nest<F: ElementwiseFn>(ctx: &Ctx) -> Option<LoopNest> {
 /// The program for `F`, whose loop nest is `nest`.
 pub(super) fn source<F: ElementwiseFn>(ctx: &Ctx, nest: &LoopNest) -> Result<String> {
     let def = F::definition();
-    let (mut s, entries) =
-        checked_source_head(ctx, "__global", &[nest.init, nest.step, nest.bound], false)?;
+    let (mut s, entries) = checked_source_head(ctx, "__global", &nest.functions(), false)?;
     let ptr = |k: usize| format!("(ca{k} + ca{k}_off)");
     let names = Names {
         dialect: Dialect::OpenCl,
