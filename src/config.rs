@@ -12,7 +12,7 @@
 //! | `SKEL_CHECK` | [`CHECK`] | a boolean | on in debug builds, off in release builds | Whether skeletons without `.checked(..)` run their user function checked ([`crate::check`]) |
 //! | `SKEL_STREAMS` | [`STREAMS`] | 1 to 16 | unset: a cost model picks per call | CUDA streams of every call without `.streams(..)` |
 //! | `SKEL_CUDA_DEVICES` | [`CUDA_DEVICES`] | 1 to 8 device ordinals, comma-separated (`0,0` is two slots on one GPU, for testing) | unset: every device, `SKEL_CUDA_DEVICE`'s first | The CUDA device slots. Fixed at the first CUDA use |
-//! | `SKEL_CUDA_DEVICE` | [`CUDA_DEVICE`] | a device ordinal | `0` | The first CUDA device slot where `SKEL_CUDA_DEVICES` is unset; [`crate::dist::init`] sets it to the node-local rank where nothing else did. Fixed at the first CUDA use |
+//! | `SKEL_CUDA_DEVICE` | [`CUDA_DEVICE`] | a device ordinal | `0` | The first CUDA device slot where `SKEL_CUDA_DEVICES` is unset; `skel::dist::init` (feature `mpi`) sets it to the node-local rank where nothing else did. Fixed at the first CUDA use |
 //! | `SKEL_OPENCL_DEVICE` | [`OPENCL_DEVICE`] | a device index, or a case-insensitive substring of its name | the first GPU, else the first device | The OpenCL device. Fixed at the first OpenCL use |
 //! | `SKEL_PAGEABLE` | [`PAGEABLE`] | a boolean | off | New host buffers are pageable even where a pinned allocator is registered |
 //! | `SKEL_CACHE_DIR` | [`CACHE_DIR`] | a directory; `off` or `0` (`None` from code) disables | `$XDG_CACHE_HOME/skel`, else `$HOME/.cache/skel` | Where compiled GPU kernels are kept across processes |
@@ -32,7 +32,7 @@
 //! A boolean is `1`, `true`, `yes` or `on`, or `0`, `false`, `no` or `off`, in any case.
 //! The library also reads, as given: `HOME` and `XDG_CACHE_HOME` (the default kernel cache
 //! directory), `CUDA_HOME` and `CUDA_PATH` (where NVRTC is looked for), and, in
-//! [`crate::dist::init`], `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID` or `SLURM_LOCALID`
+//! `skel::dist::init` (feature `mpi`), `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID` or `SLURM_LOCALID`
 //! (the node-local rank).
 //!
 //! ## Malformed values
@@ -715,7 +715,7 @@ pub static CUDA_DEVICES: Setting<Option<Vec<u32>>> = Setting::new(
 .fixed_by("the CUDA device slots were opened at the first CUDA use");
 
 /// `SKEL_CUDA_DEVICE`: the first CUDA device slot where [`CUDA_DEVICES`] is not set (a
-/// device ordinal; default 0). [`crate::dist::init`] sets it to the node-local rank where
+/// device ordinal; default 0). `skel::dist::init` (feature `mpi`) sets it to the node-local rank where
 /// neither code nor the environment did. Fixed at the first CUDA use.
 ///
 /// ```
@@ -1317,7 +1317,7 @@ mod tests {
     #[test]
     fn the_table_in_the_docs_and_the_readme_lists_every_variable() {
         let docs = include_str!("config.rs");
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../docs/configuration.md");
         let rows = |text: &str| {
             text.lines()
                 .filter_map(|l| l.trim_start_matches("//! ").strip_prefix("| `SKEL_"))
@@ -1327,7 +1327,7 @@ mod tests {
         let names: Vec<String> = all().iter().map(|s| s.name().to_string()).collect();
         assert_eq!(names.len(), 20);
         assert_eq!(rows(docs), names, "the module docs' table");
-        assert_eq!(rows(readme), names, "the README's table");
+        assert_eq!(rows(readme), names, "docs/configuration.md's table");
     }
 
     /// The rule this module exists for, checked on the sources: the environment is read

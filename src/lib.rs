@@ -168,7 +168,7 @@
 //! user-function traits ([`userfn`](mod@userfn)), the errors ([`Error`], [`check`] for
 //! checked user functions), the backends ([`Backend`], [`tune`] for `Backend::Auto`),
 //! streams of tasks ([`stream`]) and, with feature `mpi`, distributed containers
-//! ([`dist`]). What only the `#[userfn]` macro and backend implementers need (the operands
+//! (`skel::dist`). What only the `#[userfn]` macro and backend implementers need (the operands
 //! a backend receives, the traits the macro implements for container and uniform
 //! parameters, the code generator and its typed tree) is in [`plumbing`].
 //!
