@@ -458,31 +458,10 @@ thread_local! {
     static LOCAL: RefCell<Local> = RefCell::new(Local::default());
 }
 
-/// A multiply-rotate hasher for [`FastKey`]s (a few words, no untrusted input): the
-/// lookup is on every `Auto` call, where SipHash alone cost about as much as a small call.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+/// The hasher of [`FastKey`]s (a few words, no untrusted input): FxHash, as rustc's own
+/// tables; the lookup is on every `Auto` call, where SipHash alone cost about as much as a
+/// small call.
+type FastHash = rustc_hash::FxBuildHasher;
 
 /// Remembered decisions: per fast key, the models' generation, the decision, and why.
 type Decided = HashMap<FastKey, (u64, Remembered, Rc<Explanation>), FastHash>;
