@@ -28,7 +28,7 @@ pub fn main(
     example: impl FnOnce(Backend, usize) -> skel::Result<(String, bool)>,
 ) -> ExitCode {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().name(name.to_string()).try_get_matches();
+    let matches = Cli::command().bin_name(name.to_string()).try_get_matches();
     let cli = match matches.and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(cli) => cli,
         Err(e) => {

@@ -544,7 +544,7 @@ mod tests {
     #[test]
     fn extend_keeps_the_old_elements_and_an_empty_extend_changes_nothing() {
         let mut v: Vector<i32> = Vector::default();
-        v.extend(std::iter::empty());
+        v.extend(std::iter::empty::<i32>());
         assert!(v.is_empty());
         v.extend(0..3);
         v.extend(&[7, 8]);

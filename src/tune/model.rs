@@ -424,4 +424,32 @@ mod tests {
         a.merge(&b);
         assert_eq!(a, b);
     }
+
+    /// Without the lock, two saves that read the file before either wrote it lose one
+    /// side's samples; with it every save merges every earlier one.
+    #[test]
+    fn concurrent_saves_keep_every_process_samples() {
+        let dir = std::env::temp_dir().join(format!("skel-tune-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let threads: Vec<_> = (0..4usize)
+            .map(|t| {
+                let dir = dir.clone();
+                std::thread::spawn(move || {
+                    for round in 0..10usize {
+                        let mut m = Models::default();
+                        let n = 1usize << (t * 10 + round); // a bucket of its own
+                        m.record(&key(), Backend::Cpu, n, 1.0 + t as f64);
+                        save(&dir, &m).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let all = load(&dir).unwrap();
+        let buckets = all.buckets(&key(), Backend::Cpu).map_or(0, |b| b.len());
+        assert_eq!(buckets, 40, "every save's bucket survives");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
