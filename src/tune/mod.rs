@@ -26,7 +26,7 @@
 //! the GPU takes the tail of the elements, Rayon the head, at the same time.
 //!
 //! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
-//! compiled kernels (see the README), written when a calibration pauses (the first decision
+//! compiled kernels (see [`crate::config::CACHE_DIR`]), written when a calibration pauses (the first decision
 //! after new samples that needs no measurement); deleting it only costs recalibration. A
 //! file that cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
 //! then Rayon) and logs a warning once (the `log` crate, target `skel::tune`); one that
