@@ -15,7 +15,7 @@
 //! After the table, the cost of issuing a call: microseconds per back-to-back call on 2^10
 //! elements (a kernel of a few microseconds), skel CUDA MapOverlap 1D and 2D next to a skel
 //! Map of the same data and the hand-written stencil's bare launch.
-//! `SKEL_STENCIL=tiled|direct|capped|uncapped` forces the CUDA kernel (see the README).
+//! `SKEL_STENCIL=tiled|direct|capped|uncapped` forces the CUDA kernel (see docs/configuration.md).
 //!
 //! A time is per call: the best of `--reps` batches of back-to-back calls (about 2 ms of
 //! work each), each batch ended by one synchronisation, so it includes each side's cost of

@@ -12,10 +12,10 @@
 //! | `SKEL_CHECK` | [`CHECK`] | a boolean | on in debug builds, off in release builds | Whether skeletons without `.checked(..)` run their user function checked ([`crate::check`]) |
 //! | `SKEL_STREAMS` | [`STREAMS`] | 1 to 16 | unset: a cost model picks per call | CUDA streams of every call without `.streams(..)` |
 //! | `SKEL_CUDA_DEVICES` | [`CUDA_DEVICES`] | 1 to 8 device ordinals, comma-separated (`0,0` is two slots on one GPU, for testing) | unset: every device, `SKEL_CUDA_DEVICE`'s first | The CUDA device slots. Fixed at the first CUDA use |
-//! | `SKEL_CUDA_DEVICE` | [`CUDA_DEVICE`] | a device ordinal | `0` | The first CUDA device slot where `SKEL_CUDA_DEVICES` is unset; [`crate::dist::init`] sets it to the node-local rank where nothing else did. Fixed at the first CUDA use |
+//! | `SKEL_CUDA_DEVICE` | [`CUDA_DEVICE`] | a device ordinal | `0` | The first CUDA device slot where `SKEL_CUDA_DEVICES` is unset; `skel::dist::init` (feature `mpi`) sets it to the node-local rank where nothing else did. Fixed at the first CUDA use |
 //! | `SKEL_OPENCL_DEVICE` | [`OPENCL_DEVICE`] | a device index, or a case-insensitive substring of its name | the first GPU, else the first device | The OpenCL device. Fixed at the first OpenCL use |
 //! | `SKEL_PAGEABLE` | [`PAGEABLE`] | a boolean | off | New host buffers are pageable even where a pinned allocator is registered |
-//! | `SKEL_CACHE_DIR` | [`CACHE_DIR`] | a directory; `off` or `0` (`None` from code) disables | `$XDG_CACHE_HOME/skel`, else `$HOME/.cache/skel` | Where compiled GPU kernels are kept across processes |
+//! | `SKEL_CACHE_DIR` | [`CACHE_DIR`] | a directory; `off` or `0` (`None` from code) disables | `skel` in the platform's cache directory (`$XDG_CACHE_HOME` or `~/.cache`, `~/Library/Caches`, `%LOCALAPPDATA%`) | Where compiled GPU kernels are kept across processes |
 //! | `SKEL_DUMP_SOURCE` | [`DUMP_SOURCE`] | a directory | unset | Every generated kernel source (CUDA and OpenCL) is written there |
 //! | `SKEL_JIT_LOG` | [`JIT_LOG`] | a boolean | off | Logs each kernel build (`info`, target `skel::jit`): compiled, and in how long, or loaded from disk |
 //! | `SKEL_NVRTC_DIR` | [`NVRTC_DIR`] | a directory | unset | Looked in for libnvrtc after the loader path, before `$CUDA_HOME/lib64`, `$CUDA_PATH/lib64`, `/usr/local/cuda/lib64`. Fixed at the first kernel build |
@@ -30,9 +30,9 @@
 //! | `SKEL_OPENCL_TUNE` | [`OPENCL_TUNE`] | any of `wg=W` (a power of two, 16 to 1024), `items=K` (a power of two, 1 to 64), `groups=G` (1 to 1024), `vec=0` or `vec=1`, comma-separated | unset: the measured plan | The launch shape of OpenCL Reduce and Scan (for benchmarking). Fixed at the first OpenCL Reduce or Scan |
 //!
 //! A boolean is `1`, `true`, `yes` or `on`, or `0`, `false`, `no` or `off`, in any case.
-//! The library also reads, as given: `HOME` and `XDG_CACHE_HOME` (the default kernel cache
-//! directory), `CUDA_HOME` and `CUDA_PATH` (where NVRTC is looked for), and, in
-//! [`crate::dist::init`], `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID` or `SLURM_LOCALID`
+//! The library also reads, as given, through the `dirs` crate: `HOME` and
+//! `XDG_CACHE_HOME` (the default kernel cache directory on Linux), `CUDA_HOME` and `CUDA_PATH` (where NVRTC is looked for), and, in
+//! `skel::dist::init` (feature `mpi`), `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID` or `SLURM_LOCALID`
 //! (the node-local rank).
 //!
 //! ## Malformed values
@@ -715,7 +715,7 @@ pub static CUDA_DEVICES: Setting<Option<Vec<u32>>> = Setting::new(
 .fixed_by("the CUDA device slots were opened at the first CUDA use");
 
 /// `SKEL_CUDA_DEVICE`: the first CUDA device slot where [`CUDA_DEVICES`] is not set (a
-/// device ordinal; default 0). [`crate::dist::init`] sets it to the node-local rank where
+/// device ordinal; default 0). `skel::dist::init` (feature `mpi`) sets it to the node-local rank where
 /// neither code nor the environment did. Fixed at the first CUDA use.
 ///
 /// ```
@@ -758,8 +758,9 @@ pub static PAGEABLE: Setting<bool> = Setting::new("SKEL_PAGEABLE", BOOLEAN, pars
 
 /// `SKEL_CACHE_DIR`: where compiled GPU kernels are kept across processes. From the
 /// environment a directory, or `off` / `0` to disable; from code `Some(dir)`, or `None` to
-/// disable. Default `$XDG_CACHE_HOME/skel`, else `$HOME/.cache/skel` (`None` where neither
-/// is set).
+/// disable. Default `skel` in the platform's cache directory (the `dirs` crate:
+/// `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on
+/// Windows); `None`, with a `warn` log record once, where there is none.
 ///
 /// ```
 /// skel::config::CACHE_DIR.set(None)?; // no disk cache
@@ -1110,11 +1111,20 @@ fn stencil_auto() -> Stencil {
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
-    let home = |var: &str| std::env::var_os(var).filter(|d| !d.is_empty());
-    match home("XDG_CACHE_HOME") {
-        Some(x) => Some(PathBuf::from(x).join("skel")),
-        None => Some(PathBuf::from(home("HOME")?).join(".cache").join("skel")),
+    // dirs reads XDG_CACHE_HOME / HOME (Linux), the user's Library (macOS) or the known
+    // folder API (Windows); an empty XDG_CACHE_HOME counts as unset there too.
+    let dir = dirs::cache_dir().map(|d| d.join("skel"));
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if dir.is_none() {
+        SAID.call_once(|| {
+            log::warn!(
+                target: "skel::config",
+                "no cache directory known (no HOME or platform cache folder): compiled kernels \
+                 and Backend::Auto's models are not kept across processes; set SKEL_CACHE_DIR"
+            )
+        });
     }
+    dir
 }
 
 fn default_tune_dir() -> Option<PathBuf> {
@@ -1317,7 +1327,7 @@ mod tests {
     #[test]
     fn the_table_in_the_docs_and_the_readme_lists_every_variable() {
         let docs = include_str!("config.rs");
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../docs/configuration.md");
         let rows = |text: &str| {
             text.lines()
                 .filter_map(|l| l.trim_start_matches("//! ").strip_prefix("| `SKEL_"))
@@ -1327,7 +1337,7 @@ mod tests {
         let names: Vec<String> = all().iter().map(|s| s.name().to_string()).collect();
         assert_eq!(names.len(), 20);
         assert_eq!(rows(docs), names, "the module docs' table");
-        assert_eq!(rows(readme), names, "the README's table");
+        assert_eq!(rows(readme), names, "docs/configuration.md's table");
     }
 
     /// The rule this module exists for, checked on the sources: the environment is read

@@ -50,7 +50,7 @@ pub fn transfers<T: DeviceType>(container: &impl Input<T>) -> Transfers {
 /// `(used, total)` bytes of the CUDA device's memory (`cuMemGetInfo`: every process's
 /// allocations, this one's memory pool included), once the CUDA backend has opened the
 /// device; `None` before, and without the `cuda` feature. For leak checks over long runs
-/// (`examples/soak.rs`).
+/// (`examples/tools/soak.rs`).
 ///
 /// ```
 /// if let Some((used, total)) = skel::debug::device_memory() {
@@ -65,7 +65,7 @@ pub fn device_memory() -> Option<(u64, u64)> {
 }
 
 /// CUDA driver objects the library holds now: a leak in the event lists, the buffer pool
-/// or the containers shows as a count that keeps rising over a long run (`examples/soak.rs`).
+/// or the containers shows as a count that keeps rising over a long run (`examples/tools/soak.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceObjects {
     /// Recorded events still referenced (by containers' access lists and pending calls).

@@ -22,6 +22,42 @@
 //! # Ok::<(), skel::Error>(())
 //! ```
 //!
+//! ## A guided tour
+//!
+//! Read these in order; each step links to the page that says the rest.
+//!
+//! 1. **User functions.** Mark an ordinary function [`#[userfn]`](macro@userfn). Its
+//!    parameters are elements (numbers, `bool`, fixed-size arrays, `#[repr(C)]` structs
+//!    with [`#[derive(DeviceType)]`](derive@DeviceType)), and optionally `#[index]` (the
+//!    element's position), `#[uniform]` values bound with `.uniforms(..)`, and whole
+//!    containers (`&[T]`, [`Mat<T>`](userfn::Mat)) bound with `.arrays(..)`. The body is a
+//!    Rust subset (`let`, `if`, loops, tuples, math methods) that the macro also
+//!    translates to CUDA C and OpenCL C. What the language allows: [`userfn`](mod@userfn).
+//! 2. **Containers.** [`Vector`] and [`Matrix`] (row-major) hold the data on the host and on
+//!    devices and keep the copies coherent: a call uploads only what a device lacks, a host
+//!    read (`v[i]`, [`as_slice`](Vector::as_slice), iterators, `Display`) brings back only
+//!    stale ranges. Views ([`Vector::view`], [`Vector::view_mut`]) pass a sub-range. They
+//!    convert to and from `Vec`, arrays and iterators like the standard containers
+//!    ([`containers`]).
+//! 3. **Skeletons.** [`Map`], [`Reduce`], [`MapReduce`], [`Scan`], [`MapOverlap`],
+//!    [`MapArray`], [`MapPairs`], [`MapPairsReduce`], [`Filter`], [`Sort`], [`Histogram`],
+//!    [`ReduceByKey`]: `Skeleton::new(f)`, options, then `.run(inputs.., &mut output)`. A Map
+//!    can be handed to the next call unevaluated with `.lazy(..)` ([`skeletons`]).
+//! 4. **Backends.** Each call runs where [`Backend::Auto`] predicts it is fastest, unless
+//!    `.backend(..)`, [`set_default_backend`] or `SKEL_BACKEND` names one; every
+//!    process-wide setting is in [`config`], Auto's models in [`tune`]. Several CUDA
+//!    devices: `.devices(n)`.
+//! 5. **Errors.** Bad input is an [`Error`] value with the shapes or names needed to fix it,
+//!    never a panic; checked calls ([`check`]) report a user function's out-of-range index
+//!    or division by zero on every backend, and integer arithmetic wraps everywhere.
+//! 6. **Programs.** [`stream`] builds pipelines and farms of threads around skeleton
+//!    calls; with feature `mpi`, `skel::dist` spreads containers over MPI ranks.
+//!
+//! The repository's `examples/01_first_map.rs` .. `05_pipeline.rs` walk the same path as
+//! programs (each runs on every backend with `--backend`), `examples/skepu/` holds SkePU's
+//! example programs ported, and `docs/` has the guide, the SkePU mapping, performance,
+//! reliability and clusters.
+//!
 //! ## The whole API at a glance
 //!
 //! Every snippet of the API contract, compiled and run as a test:
@@ -168,7 +204,7 @@
 //! user-function traits ([`userfn`](mod@userfn)), the errors ([`Error`], [`check`] for
 //! checked user functions), the backends ([`Backend`], [`tune`] for `Backend::Auto`),
 //! streams of tasks ([`stream`]) and, with feature `mpi`, distributed containers
-//! ([`dist`]). What only the `#[userfn]` macro and backend implementers need (the operands
+//! (`skel::dist`). What only the `#[userfn]` macro and backend implementers need (the operands
 //! a backend receives, the traits the macro implements for container and uniform
 //! parameters, the code generator and its typed tree) is in [`plumbing`].
 //!
@@ -180,6 +216,8 @@
 //! `ndarray::Array1`/`Array2` and `image::ImageBuffer` ([`interop`]). A backend's feature
 //! only compiles it in: whether it runs is decided at run time (see [`Backend::available`]).
 #![deny(missing_docs)]
+// Rust API Guidelines C-DEBUG: every public type can be printed.
+#![deny(missing_debug_implementations)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The macros emit `::skel::...` paths; this lets them work inside the crate too.

@@ -396,11 +396,13 @@ pub trait ContainerArg: 'static {
 /// A `Mat<T>` parameter.
 // Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct MatArg<T>(std::marker::PhantomData<T>);
 
 /// A `&[T]` parameter bound as a container argument.
 // Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct SliceArg<T>(std::marker::PhantomData<T>);
 
 impl<T: DeviceType> ContainerArg for MatArg<T> {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CUB-backed peers of examples/opencl_reduce_bench.rs on device-resident f32: torch.sum,
+"""CUB-backed peers of examples/tools/opencl_reduce_bench.rs on device-resident f32: torch.sum,
 cupy.sum (reduce), torch.dot, cupy.dot (dot), torch.cumsum, cupy.cumsum (scan, scan-excl),
 torch.sum(dim=1) (rows), torch.sum(dim=0) (cols); best of 10 calls, the same shapes and the
 same synchronisation as the skel calls (reductions read their scalar back). Run on the GPU

@@ -8,6 +8,17 @@ use std::process::ExitCode;
 
 use skel::Backend;
 
+/// The command line every SkePU example shares.
+#[derive(clap::Parser)]
+struct Cli {
+    /// cpu | rayon | cuda | opencl | auto (default: the process default, `SKEL_BACKEND`).
+    #[arg(long)]
+    backend: Option<Backend>,
+    /// The problem size (each example says what it counts).
+    #[arg(long)]
+    size: Option<usize>,
+}
+
 /// Parses the command line, runs `example(backend, size)` and prints what it returns: a line
 /// describing the result and whether it agreed with the plain-Rust reference. Exits with 1
 /// when the check failed and 2 on a bad command line or a skeleton error.
@@ -16,11 +27,19 @@ pub fn main(
     default_size: usize,
     example: impl FnOnce(Backend, usize) -> skel::Result<(String, bool)>,
 ) -> ExitCode {
-    let parsed = parse(std::env::args().skip(1), default_size);
-    let (backend, size) = match parsed {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().bin_name(name.to_string()).try_get_matches();
+    let cli = match matches.and_then(|m| Cli::from_arg_matches(&m)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print(); // --help and --version are "errors" that exit 0
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let (backend, size) = match resolve(cli.backend, cli.size.unwrap_or(default_size)) {
         Ok(parsed) => parsed,
         Err(e) => {
-            eprintln!("{name}: {e}\nusage: {name} [--backend cpu|rayon|cuda|opencl] [--size N]");
+            eprintln!("{name}: {e}");
             return ExitCode::from(2);
         }
     };
@@ -45,22 +64,13 @@ pub fn main(
     }
 }
 
-fn parse(mut args: impl Iterator<Item = String>, size: usize) -> Result<(Backend, usize), String> {
-    let mut backend = None;
-    let mut size = size;
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--backend" => backend = Some(value.parse::<Backend>().map_err(|e| e.to_string())?),
-            "--size" => size = value.parse().map_err(|e| format!("--size {value}: {e}"))?,
-            _ => return Err(format!("unknown option {flag}")),
-        }
-    }
+/// The backend to run on (the process default where none is named), checked to be usable.
+fn resolve(backend: Option<Backend>, size: usize) -> skel::Result<(Backend, usize)> {
     let backend = match backend {
         Some(b) => b,
-        None => skel::default_backend().map_err(|e| e.to_string())?,
+        None => skel::default_backend()?,
     };
-    backend.check().map_err(|e| e.to_string())?;
+    backend.check()?;
     Ok((backend, size))
 }
 

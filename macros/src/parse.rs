@@ -111,7 +111,7 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
             "a user function cannot be generic (its C translation needs concrete types): write one function per type, e.g. from a `macro_rules!` around `#[userfn]`",
         ));
     }
-    if let Some(u) = &sig.unsafety {
+    if let syn::Safety::Unsafe(u) = &sig.safety {
         return Err(syn::Error::new_spanned(
             u,
             "a user function cannot be unsafe (write it in safe Rust)",

@@ -2,11 +2,13 @@
 //! cache, `SKEL_DUMP_SOURCE=dir` (every generated source written to `dir`), the user cache
 //! directory for compiled binaries and a stable hash to name them.
 //!
-//! The on-disk cache lives in `$SKEL_CACHE_DIR`, else `$XDG_CACHE_HOME/skel`, else
-//! `$HOME/.cache/skel`; `SKEL_CACHE_DIR=off` (or `0`) disables it. A file is named by a
-//! hash of everything the binary depends on (source, compiler options, device, compiler
-//! version), so a stale entry is never picked up; entries are written to a temporary name
-//! and renamed, so concurrent processes never see a partial file.
+//! The on-disk cache lives in `$SKEL_CACHE_DIR`, else the platform's cache directory
+//! (`dirs::cache_dir()`: `$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on
+//! macOS, `%LOCALAPPDATA%` on Windows) under `skel`; `SKEL_CACHE_DIR=off` (or `0`)
+//! disables it. A file is named by a 128-bit xxh3 hash of everything the binary depends on
+//! (source, compiler options, device, compiler version), so a stale entry is never picked
+//! up; entries are written to a temporary file in the same directory and persisted over the
+//! name (`tempfile`), so concurrent processes never see a partial file.
 //!
 //! `SKEL_JIT_LOG=1` logs one line per kernel build (the `log` crate, `info`): compiled (and
 //! how long it took) or loaded from the disk cache. All three are in [`crate::config`].
@@ -45,22 +47,17 @@ impl ProgKey {
     }
 }
 
-/// A 128-bit FNV-1a hash of `parts` (each part length-prefixed), as 32 hex digits. Stable
-/// across processes, builds and platforms (unlike `DefaultHasher`).
+/// A 128-bit xxh3 hash of `parts` (each part length-prefixed), as 32 hex digits. Stable
+/// across processes, builds and platforms (unlike `DefaultHasher`): the names of cached
+/// binaries. (Until 0.1 it was FNV-1a: entries of older versions are never looked up again,
+/// so each kernel is compiled once more.)
 pub(crate) fn stable_hash(parts: &[&[u8]]) -> String {
-    const PRIME: u128 = 0x0000000001000000000000000000013B;
-    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h ^= u128::from(b);
-            h = h.wrapping_mul(PRIME);
-        }
-    };
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
     for p in parts {
-        eat(&(p.len() as u64).to_le_bytes());
-        eat(p);
+        h.update(&(p.len() as u64).to_le_bytes());
+        h.update(p);
     }
-    format!("{h:032x}")
+    format!("{:032x}", h.digest128())
 }
 
 /// Writes `source` to `$SKEL_DUMP_SOURCE/<name>_<hash>.<ext>` if that variable is set.
@@ -125,21 +122,29 @@ pub(crate) fn read_regular(path: &std::path::Path, cap: u64) -> std::io::Result<
     Ok(bytes)
 }
 
-/// Stores `bytes` as `key.ext` of backend `sub` (atomically: temporary file, then rename).
-/// Failures are ignored: the cache is an optimisation.
+/// Stores `bytes` as `key.ext` of backend `sub` (atomically: see [`write_atomic`]).
+/// Failures are logged (`debug`), not returned: the cache is an optimisation.
 pub(crate) fn cache_store(sub: &str, key: &str, ext: &str, bytes: &[u8]) {
     let Some(dir) = cache_dir(sub) else {
         return;
     };
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
+    let path = dir.join(format!("{key}.{ext}"));
+    if let Err(e) = write_atomic(&path, bytes) {
+        log::debug!(target: "skel::jit", "not cached: {}: {e}", path.display());
     }
-    let tmp = dir.join(format!(".{key}.{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, bytes).is_ok()
-        && std::fs::rename(&tmp, dir.join(format!("{key}.{ext}"))).is_err()
-    {
-        let _ = std::fs::remove_file(&tmp);
-    }
+}
+
+/// Writes `bytes` to `path` atomically: into a temporary file in the same directory
+/// (created if missing), then persisted over `path`, so a reader sees the old file or the
+/// whole new one, never a part; the temporary file is removed on any failure.
+pub(crate) fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".skel-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// `name` as a `&'static str` for a [`ProgKey`] kind, leaked once per distinct name: for
@@ -168,6 +173,32 @@ mod tests {
         assert_eq!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"ab", b"c"]));
         assert_ne!(stable_hash(&[b"ab", b"c"]), stable_hash(&[b"a", b"bc"]));
         assert_eq!(stable_hash(&[]).len(), 32);
+        // The cache's file names: fixed for good (a change recompiles every kernel once).
+        assert_eq!(
+            stable_hash(&[b"skel"]),
+            format!("{:032x}", {
+                let mut h = xxhash_rust::xxh3::Xxh3::new();
+                h.update(&4u64.to_le_bytes());
+                h.update(b"skel");
+                h.digest128()
+            })
+        );
+    }
+
+    #[test]
+    fn atomic_writes_replace_the_whole_file_and_leave_no_temporary() {
+        let d = std::env::temp_dir().join(format!("skel-atomic-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let path = d.join("sub").join("k.bin");
+        write_atomic(&path, b"first, longer").unwrap();
+        write_atomic(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        let names: Vec<_> = std::fs::read_dir(d.join("sub"))
+            .unwrap()
+            .flatten()
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
 

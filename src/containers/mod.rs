@@ -28,6 +28,9 @@ pub(crate) mod coherence;
 pub(crate) mod host;
 mod matrix;
 mod outputs;
+#[cfg(feature = "serde")]
+mod serde;
+mod std_traits;
 pub(crate) mod store;
 #[cfg(test)]
 mod tests;
@@ -36,6 +39,7 @@ mod vector;
 pub use crate::skeletons::Source;
 pub use matrix::Matrix;
 pub use outputs::Outputs;
+pub use std_traits::{Rows, RowsMut};
 // Documented in `skel::plumbing`; this path stays for existing code.
 #[doc(hidden)]
 pub use outputs::{HostOut, OutArgs, OutCollector};

@@ -1,6 +1,7 @@
 //! The skeletons. Each file checks its operands, picks the backend and hands a plan to
 //! it; none of them knows how or where the work runs.
 
+mod debug_fmt;
 mod filter;
 mod histogram;
 mod lazy;

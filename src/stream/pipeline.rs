@@ -145,6 +145,22 @@ pub struct Pipeline<'a, T> {
     progress: Option<Box<dyn FnMut(usize) + 'a>>,
 }
 
+impl<T> std::fmt::Debug for Pipeline<'_, T> {
+    /// The stages (name and workers) and the channel capacity; the closures are not
+    /// printable.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stages: Vec<(Option<&str>, usize)> = self
+            .stages
+            .iter()
+            .map(|s| (s.name.as_deref(), s.workers))
+            .collect();
+        f.debug_struct("Pipeline")
+            .field("stages", &stages)
+            .field("capacity", &self.capacity)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a, T: Send + 'a> Pipeline<'a, T> {
     /// A pipeline over `items`, read by a thread of its own, one at a time, as the first
     /// stage can take them: an endless iterator is fine.

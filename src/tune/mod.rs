@@ -26,7 +26,7 @@
 //! the GPU takes the tail of the elements, Rayon the head, at the same time.
 //!
 //! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
-//! compiled kernels (see the README), written when a calibration pauses (the first decision
+//! compiled kernels (see [`crate::config::CACHE_DIR`]), written when a calibration pauses (the first decision
 //! after new samples that needs no measurement); deleting it only costs recalibration. A
 //! file that cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
 //! then Rayon) and logs a warning once (the `log` crate, target `skel::tune`); one that
@@ -458,31 +458,10 @@ thread_local! {
     static LOCAL: RefCell<Local> = RefCell::new(Local::default());
 }
 
-/// A multiply-rotate hasher for [`FastKey`]s (a few words, no untrusted input): the
-/// lookup is on every `Auto` call, where SipHash alone cost about as much as a small call.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
-type FastHash = std::hash::BuildHasherDefault<FastHasher>;
+/// The hasher of [`FastKey`]s (a few words, no untrusted input): FxHash, as rustc's own
+/// tables; the lookup is on every `Auto` call, where SipHash alone cost about as much as a
+/// small call.
+type FastHash = rustc_hash::FxBuildHasher;
 
 /// Remembered decisions: per fast key, the models' generation, the decision, and why.
 type Decided = HashMap<FastKey, (u64, Remembered, Rc<Explanation>), FastHash>;

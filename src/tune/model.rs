@@ -6,12 +6,15 @@
 //! The models persist as one small text file, `model-v2.txt`, in the tune directory
 //! (`$SKEL_TUNE_DIR`, else `tune/` in the kernel cache directory). Every save re-reads the
 //! file and merges it with this process's models (per bucket the history with more
-//! samples wins), then writes a temporary file and renames it over the old one, so
-//! concurrent processes never see a torn file and rarely lose each other's samples.
+//! samples wins) under an exclusive lock of `model-v2.lock` beside it (`fs4`), then writes
+//! a temporary file and persists it over the old one (`tempfile`), so concurrent processes
+//! never see a torn file and never lose each other's samples.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use fs4::fs_std::FileExt;
 
 use crate::Backend;
 
@@ -322,22 +325,33 @@ pub(crate) fn load(dir: &Path) -> Result<Models, String> {
     }
 }
 
-/// Merges `models` with the file in `dir` (if readable) and writes the result atomically.
+/// Merges `models` with the file in `dir` (if readable) and writes the result atomically,
+/// holding an exclusive lock on `dir/model-v2.lock` from the read to the write, so two
+/// processes saving at once both keep their samples (the second merges the first's).
 pub(crate) fn save(dir: &Path, models: &Models) -> Result<(), String> {
+    let path = dir.join(FILE);
+    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let lock_path = dir.join(LOCK);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    FileExt::lock_exclusive(&lock).map_err(|e| format!("{}: {e}", lock_path.display()))?;
     let mut merged = models.clone();
     if let Ok(on_disk) = load(dir) {
         merged.merge(&on_disk);
     }
-    let path = dir.join(FILE);
-    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let tmp = dir.join(format!(".{FILE}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, merged.to_text()).map_err(fail)?;
-    std::fs::rename(&tmp, &path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
+    let written = crate::backends::jit::write_atomic(&path, merged.to_text().as_bytes());
+    // Closing the file releases the lock too; unlocking first says when it ends.
+    let _ = FileExt::unlock(&lock);
+    written.map_err(fail)
 }
+
+/// The lock file beside [`FILE`], held while a save reads, merges and writes.
+const LOCK: &str = "model-v2.lock";
 
 #[cfg(test)]
 mod tests {
@@ -409,5 +423,33 @@ mod tests {
         b.record(&key(), Backend::Rayon, 100, 5.0);
         a.merge(&b);
         assert_eq!(a, b);
+    }
+
+    /// Without the lock, two saves that read the file before either wrote it lose one
+    /// side's samples; with it every save merges every earlier one.
+    #[test]
+    fn concurrent_saves_keep_every_process_samples() {
+        let dir = std::env::temp_dir().join(format!("skel-tune-lock-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let threads: Vec<_> = (0..4usize)
+            .map(|t| {
+                let dir = dir.clone();
+                std::thread::spawn(move || {
+                    for round in 0..10usize {
+                        let mut m = Models::default();
+                        let n = 1usize << (t * 10 + round); // a bucket of its own
+                        m.record(&key(), Backend::Cpu, n, 1.0 + t as f64);
+                        save(&dir, &m).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let all = load(&dir).unwrap();
+        let buckets = all.buckets(&key(), Backend::Cpu).map_or(0, |b| b.len());
+        assert_eq!(buckets, 40, "every save's bucket survives");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -134,7 +134,7 @@ impl Ctx {
             *mark = super::memory::recorded(first + local);
         }
         // One wait for the whole context instead of one per stream of the pool: sixteen
-        // stream synchronisations cost more than a small call itself (see the README's
+        // stream synchronisations cost more than a small call itself (see docs/performance.md's
         // per-call table). Slots on one GPU share its context, so this also waits for the
         // other slots' streams: more than asked, never less.
         result::ctx::synchronize().map_err(driver)?;

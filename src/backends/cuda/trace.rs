@@ -8,12 +8,12 @@
 //! operation, `tid` the stream's index in the pool, and `args` giving bytes, chunk, chunk
 //! count, call number and skeleton. `cargo run --example skel_trace` draws it as an SVG.
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use cudarc::driver::{result, sys};
+use serde_json::{json, Value};
 
 use super::context::{opened_slot, Lane, MAX_SLOTS};
 use super::driver;
@@ -128,7 +128,7 @@ struct Tracer {
     ops: Vec<Traced>,
     /// Already resolved, with their stream (kept, so a later flush writes the whole trace
     /// again).
-    written: Vec<(usize, String)>,
+    written: Vec<(usize, Value)>,
 }
 
 /// Operations kept before older ones are written out to make room.
@@ -202,20 +202,25 @@ fn resolve(t: &mut Tracer) -> Result<()> {
             f64::from((end - start).max(0.0)) * 1e3,
         );
         let s = &op.span;
-        let mut line = String::new();
-        let _ = write!(
-            line,
-            r#"{{"name":"{}","cat":"{}","ph":"X","pid":1,"tid":{},"ts":{ts:.3},"dur":{dur:.3},"args":{{"bytes":{},"chunk":{},"chunks":{},"call":{},"skeleton":"{}"}}}}"#,
-            s.op.name(),
-            if s.op == Op::Kernel { "kernel" } else { "copy" },
-            s.lane,
-            s.bytes,
-            s.tag.chunk,
-            s.tag.chunks,
-            s.tag.call,
-            s.tag.skeleton,
-        );
-        lines.push((s.lane, line));
+        // Microseconds to the nanosecond, as the format's readers expect.
+        let us = |x: f64| (x * 1e3).round() / 1e3;
+        let event = json!({
+            "name": s.op.name(),
+            "cat": if s.op == Op::Kernel { "kernel" } else { "copy" },
+            "ph": "X",
+            "pid": 1,
+            "tid": s.lane,
+            "ts": us(ts),
+            "dur": us(dur),
+            "args": {
+                "bytes": s.bytes,
+                "chunk": s.tag.chunk,
+                "chunks": s.tag.chunks,
+                "call": s.tag.call,
+                "skeleton": s.tag.skeleton,
+            },
+        });
+        lines.push((s.lane, event));
     }
     t.ops.clear();
     t.written.extend(lines);
@@ -232,16 +237,19 @@ pub(crate) fn flush() -> Result<Option<PathBuf>> {
     let mut lanes: Vec<usize> = t.written.iter().map(|(lane, _)| *lane).collect();
     lanes.sort_unstable();
     lanes.dedup();
-    let mut out = String::from("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    for lane in &lanes {
-        let _ = writeln!(
-            out,
-            r#"{{"name":"thread_name","ph":"M","pid":1,"tid":{lane},"args":{{"name":"stream {lane}"}}}},"#
-        );
-    }
-    let ops: Vec<&str> = t.written.iter().map(|(_, line)| line.as_str()).collect();
-    out.push_str(&ops.join(",\n"));
-    out.push_str("\n]}\n");
+    let names = lanes.iter().map(|lane| {
+        json!({
+            "name": "thread_name",
+            "ph": "M",
+            "pid": 1,
+            "tid": lane,
+            "args": { "name": format!("stream {lane}") },
+        })
+    });
+    let events: Vec<Value> = names
+        .chain(t.written.iter().map(|(_, e)| e.clone()))
+        .collect();
+    let out = json!({ "displayTimeUnit": "ms", "traceEvents": events }).to_string();
     std::fs::write(&t.path, out).map_err(|e| {
         Error::InvalidArgument(format!(
             "SKEL_TRACE: cannot write {}: {e}",

@@ -1,4 +1,4 @@
-//! Device-resident and host-to-host throughput of the CUDA backend, for the README table
+//! Device-resident and host-to-host throughput of the CUDA backend, for the tables in docs/performance.md
 //! (the CuPy/PyTorch peers are `benches/peers/cuda_peers.py`, run on the same machine).
 //!
 //! `cargo run --release --features cuda --example cuda_bench -- [log2 n]` (default 28).
