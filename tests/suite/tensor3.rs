@@ -121,7 +121,10 @@ pub const EDGES: [Edge; 4] = [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::No
 
 /// Extents and radii: empty, one element, primes, flat and thin tensors, and sizes around
 /// the GPU tiles (32 along k, 8 along j, runs of 16 planes).
-pub const CASES: &[((usize, usize, usize), (usize, usize, usize))] = &[
+/// Extents or radii along the three axes.
+pub type Dims3 = (usize, usize, usize);
+
+pub const CASES: &[(Dims3, Dims3)] = &[
     ((0, 3, 3), (0, 1, 1)),
     ((3, 0, 3), (1, 0, 1)),
     ((1, 1, 1), (0, 0, 0)),
