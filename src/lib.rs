@@ -246,6 +246,7 @@ pub mod userfn;
 
 pub use backends::{default_backend, set_default_backend, Backend};
 pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
+pub use containers::{MatrixView, MatrixViewMut, Tensor3};
 pub use error::{Error, Result};
 pub use interop::{Rgb8, Rgba8};
 pub use skel_macros::{userfn, DeviceType};
@@ -254,6 +255,7 @@ pub use skeletons::{
     Count, Devices, Edge, Filter, Histogram, Lazy, Map, MapArray, MapOverlap, MapPairs,
     MapPairsReduce, MapReduce, Reduce, ReduceByKey, Scan, ScanMode,
 };
+pub use userfn::Window3;
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
@@ -264,4 +266,5 @@ pub mod prelude {
         Scan, ScanMode, Vector, Window, Window2,
     };
     pub use crate::{Sort, SortKey};
+    pub use crate::{Tensor3, Window3};
 }

@@ -555,3 +555,12 @@ impl<'a, T: DeviceType> Operand<'a> for Arg<'a, T> {
         Arg::sub(self, range)
     }
 }
+
+/// A 3D stencil over a tensor of extents `dims` (settled by the skeleton's checks).
+pub(crate) struct MapOverlap3d<'p, F: crate::userfn::Window3Fn> {
+    pub input: Arg<'p, F::Elem>,
+    pub out: ArgMut<'p, F::Out>,
+    pub stencil: Stencil<F::Elem, (usize, usize, usize)>,
+    pub dims: (usize, usize, usize),
+    pub uniforms: &'p F::Uniforms,
+}

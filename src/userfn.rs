@@ -10,6 +10,7 @@
 //! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`] (also the row above) | MapArray                          |
 //! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
+//! | one `Window3<T>`, uniforms                   | [`Window3Fn`] + [`StencilFn`] | MapOverlap 3D (on a `Tensor3`)    |
 //!
 //! The Rust body is kept as `name::call(..)` and inlined into the CPU loops; the same body is
 //! described by [`UserFn::definition`] for the C code generator of the GPU backends. The
@@ -102,6 +103,9 @@
 //! ```
 
 use std::ops::Index;
+
+mod window3;
+pub use window3::{Window3, Window3Fn};
 
 use crate::codegen::{FnDef, Ty};
 use crate::containers::{Arg, Input, Shape};

@@ -406,3 +406,257 @@ coherence_model!(cpu_matches_the_model, Backend::Cpu);
 coherence_model!(rayon_matches_the_model, Backend::Rayon);
 coherence_model!(opencl_matches_the_model, Backend::OpenCl);
 coherence_model!(cuda_matches_the_model, Backend::Cuda, 256, 120);
+
+// Matrices seen through row views and 3D tensors (issue 27): the same protocol, reached
+// through `view_rows` / `view_rows_mut` (ranges of a matrix's storage) and `Tensor3`.
+
+const ROWS: usize = 8;
+const COLS: usize = 5;
+const T3: (usize, usize, usize) = (2, 4, 5);
+
+#[userfn]
+fn twice(a: i64) -> i64 {
+    2 * a
+}
+
+#[userfn]
+fn sum7(w: Window3<i64>) -> i64 {
+    w[(-1, 0, 0)] + w[(1, 0, 0)] + w[(0, -1, 0)] + w[(0, 1, 0)] + w[(0, 0, -1)] + w[(0, 0, 1)]
+        - 2 * w[(0, 0, 0)]
+}
+
+#[derive(Clone, Debug)]
+enum GridOp {
+    /// Rows `rb..rb+len` of matrix `b` = twice rows `ra..ra+len` of matrix `a` (`a != b`).
+    MapRows {
+        a: usize,
+        ra: usize,
+        b: usize,
+        rb: usize,
+        len: usize,
+        launch: Launch,
+    },
+    /// Tensor `dst` = cyclic 7-point stencil of tensor `src` (`src != dst`).
+    Stencil3 {
+        src: usize,
+        dst: usize,
+        launch: Launch,
+    },
+    /// Tensor `dst` = twice tensor `src` (`src != dst`).
+    MapT {
+        src: usize,
+        dst: usize,
+        launch: Launch,
+    },
+    /// Compare rows `r..r+len` of matrix `c` (a view) with the model.
+    ReadRows { c: usize, r: usize, len: usize },
+    /// Rows `r..r+len` of matrix `c` = value, through a mutable view.
+    WriteRows {
+        c: usize,
+        r: usize,
+        len: usize,
+        value: i64,
+    },
+    /// Compare element `i` (flat) of tensor `c` with the model.
+    ReadT { c: usize, i: usize },
+    /// Element `i` (flat) of tensor `c` = value, through `IndexMut`.
+    WriteT { c: usize, i: usize, value: i64 },
+}
+
+fn grid_op() -> impl Strategy<Value = GridOp> {
+    let n = T3.0 * T3.1 * T3.2;
+    prop_oneof![
+        (0..2usize, 0..ROWS, 0..ROWS, 0..=ROWS, launch()).prop_map(|(a, ra, rb, len, launch)| {
+            let len = len.min(ROWS - ra).min(ROWS - rb);
+            GridOp::MapRows {
+                a,
+                ra,
+                b: 1 - a,
+                rb,
+                len,
+                launch,
+            }
+        }),
+        (0..2usize, launch()).prop_map(|(src, launch)| GridOp::Stencil3 {
+            src,
+            dst: 1 - src,
+            launch
+        }),
+        (0..2usize, launch()).prop_map(|(src, launch)| GridOp::MapT {
+            src,
+            dst: 1 - src,
+            launch
+        }),
+        (0..2usize, 0..ROWS, 0..=ROWS).prop_map(|(c, r, len)| GridOp::ReadRows {
+            c,
+            r,
+            len: len.min(ROWS - r)
+        }),
+        (0..2usize, 0..ROWS, 0..=ROWS, -9i64..9).prop_map(|(c, r, len, value)| GridOp::WriteRows {
+            c,
+            r,
+            len: len.min(ROWS - r),
+            value
+        }),
+        (0..2usize, 0..n).prop_map(|(c, i)| GridOp::ReadT { c, i }),
+        (0..2usize, 0..n, -9i64..9).prop_map(|(c, i, value)| GridOp::WriteT { c, i, value }),
+    ]
+}
+
+fn at3(i: usize) -> (usize, usize, usize) {
+    (i / (T3.1 * T3.2), i / T3.2 % T3.1, i % T3.2)
+}
+
+fn run_grid_sequence(backend: Backend, ops: &[GridOp]) -> Result<(), TestCaseError> {
+    let n = T3.0 * T3.1 * T3.2;
+    let mut mm: Vec<Vec<i64>> = (0..2)
+        .map(|c| {
+            (0..(ROWS * COLS) as i64)
+                .map(|i| i * (c + 2) % 11)
+                .collect()
+        })
+        .collect();
+    let mut ms: Vec<Matrix<i64>> = mm
+        .iter()
+        .map(|m| Matrix::from_vec(ROWS, COLS, m.clone()).unwrap())
+        .collect();
+    let mut tm: Vec<Vec<i64>> = (0..2)
+        .map(|c| (0..n as i64).map(|i| i * (c + 3) % 7).collect())
+        .collect();
+    let mut ts: Vec<Tensor3<i64>> = tm
+        .iter()
+        .map(|t| Tensor3::from_vec(T3.0, T3.1, T3.2, t.clone()).unwrap())
+        .collect();
+    for (step, op) in ops.iter().enumerate() {
+        match *op {
+            GridOp::MapRows {
+                a,
+                ra,
+                b,
+                rb,
+                len,
+                launch,
+            } => {
+                let (lo, hi) = ms.split_at_mut(1);
+                let (src, dst) = if a == 0 {
+                    (&lo[0], &mut hi[0])
+                } else {
+                    (&hi[0], &mut lo[0])
+                };
+                let result = launched!(Map::new(twice), backend, launch).run(
+                    &src.view_rows(ra..ra + len),
+                    &mut dst.view_rows_mut(rb..rb + len),
+                );
+                prop_assert!(result.is_ok(), "step {step}: {result:?}");
+                for k in 0..len * COLS {
+                    mm[b][rb * COLS + k] = 2 * mm[a][ra * COLS + k];
+                }
+            }
+            GridOp::Stencil3 { src, dst, launch } | GridOp::MapT { src, dst, launch } => {
+                let stencil = matches!(op, GridOp::Stencil3 { .. });
+                let (lo, hi) = ts.split_at_mut(1);
+                let (s, d) = if src == 0 {
+                    (&lo[0], &mut hi[0])
+                } else {
+                    (&hi[0], &mut lo[0])
+                };
+                let result = if stencil {
+                    launched!(
+                        MapOverlap::new(sum7, (1, 1, 1)).edge(Edge::Cyclic),
+                        backend,
+                        launch
+                    )
+                    .run(s, d)
+                } else {
+                    launched!(Map::new(twice), backend, launch).run(s, d)
+                };
+                prop_assert!(result.is_ok(), "step {step}: {result:?}");
+                let m = tm[src].clone();
+                let get = |i: isize, j: isize, k: isize| {
+                    let (i, j, k) = (
+                        i.rem_euclid(T3.0 as isize) as usize,
+                        j.rem_euclid(T3.1 as isize) as usize,
+                        k.rem_euclid(T3.2 as isize) as usize,
+                    );
+                    m[(i * T3.1 + j) * T3.2 + k]
+                };
+                for x in 0..n {
+                    let (i, j, k) = at3(x);
+                    let (i, j, k) = (i as isize, j as isize, k as isize);
+                    tm[dst][x] = if stencil {
+                        get(i - 1, j, k)
+                            + get(i + 1, j, k)
+                            + get(i, j - 1, k)
+                            + get(i, j + 1, k)
+                            + get(i, j, k - 1)
+                            + get(i, j, k + 1)
+                            - 2 * get(i, j, k)
+                    } else {
+                        2 * m[x]
+                    };
+                }
+            }
+            GridOp::ReadRows { c, r, len } => prop_assert_eq!(
+                ms[c].view_rows(r..r + len).as_slice(),
+                &mm[c][r * COLS..(r + len) * COLS],
+                "step {}",
+                step
+            ),
+            GridOp::WriteRows { c, r, len, value } => {
+                ms[c].view_rows_mut(r..r + len).as_mut_slice().fill(value);
+                mm[c][r * COLS..(r + len) * COLS].fill(value);
+            }
+            GridOp::ReadT { c, i } => prop_assert_eq!(ts[c][at3(i)], tm[c][i], "step {}", step),
+            GridOp::WriteT { c, i, value } => {
+                ts[c][at3(i)] = value;
+                tm[c][i] = value;
+            }
+        }
+    }
+    for c in 0..2 {
+        prop_assert_eq!(ms[c].to_vec(), mm[c].clone(), "matrix {} at the end", c);
+        prop_assert_eq!(ts[c].to_vec(), tm[c].clone(), "tensor {} at the end", c);
+    }
+    Ok(())
+}
+
+macro_rules! grid_coherence_model {
+    ($name:ident, $backend:expr, $cases:expr, $max_ops:expr) => {
+        #[test]
+        fn $name() {
+            let backend: Backend = $backend;
+            if !common::available(backend) {
+                return;
+            }
+            let config = ProptestConfig { cases: $cases, ..ProptestConfig::default() };
+            proptest!(config, |(ops in proptest::collection::vec(grid_op(), 1..$max_ops))| {
+                run_grid_sequence(backend, &ops)?;
+            });
+        }
+    };
+}
+
+grid_coherence_model!(
+    cpu_row_views_and_tensors_match_the_model,
+    Backend::Cpu,
+    32,
+    30
+);
+grid_coherence_model!(
+    rayon_row_views_and_tensors_match_the_model,
+    Backend::Rayon,
+    32,
+    30
+);
+grid_coherence_model!(
+    opencl_row_views_and_tensors_match_the_model,
+    Backend::OpenCl,
+    32,
+    30
+);
+grid_coherence_model!(
+    cuda_row_views_and_tensors_match_the_model,
+    Backend::Cuda,
+    128,
+    80
+);

@@ -237,3 +237,39 @@ fn taylor_series() {
         }
     }
 }
+
+#[path = "../examples/skepu/heat3d.rs"]
+#[allow(dead_code)]
+mod heat3d;
+
+#[test]
+fn heat3d_window3_matches_cpu_plain_rust_and_the_index_map_bit_for_bit() {
+    for b in backends() {
+        // A 1^3 grid is too small for a window of radius 1: an error, nothing computed.
+        let err = heat3d::compute(b, &heat3d::inputs(1), 1).unwrap_err();
+        assert!(err.to_string().contains("radius 1"), "{b}: {err}");
+        for n in [2, 5, 17, 33] {
+            let grid = heat3d::inputs(n);
+            let got = heat3d::compute(b, &grid, 4).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let oracle = heat3d::compute(Backend::Cpu, &grid, 4).unwrap();
+            assert_eq!(
+                bits(got.as_slice()),
+                bits(oracle.as_slice()),
+                "{b} n={n}: cpu"
+            );
+            assert_eq!(
+                bits(got.as_slice()),
+                bits(&heat3d::reference(&grid, 4)),
+                "{b} n={n}: plain Rust"
+            );
+            let flat = heat3d::compute_flat(b, &grid, 4).unwrap();
+            assert_eq!(bits(got.as_slice()), bits(&flat), "{b} n={n}: index Map");
+            assert_eq!(
+                bits(&heat3d::compute_rayon(&grid, 4)),
+                bits(&flat),
+                "n={n}: hand Rayon"
+            );
+        }
+    }
+}

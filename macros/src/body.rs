@@ -865,6 +865,12 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                     let c = expr(&t.elems[1])?;
                     quote!(__ir::Expr::Index2 { base: &#base, row: &#r, col: &#c })
                 }
+                Expr::Tuple(t) if t.elems.len() == 3 => {
+                    let a = expr(&t.elems[0])?;
+                    let b = expr(&t.elems[1])?;
+                    let c = expr(&t.elems[2])?;
+                    quote!(__ir::Expr::Index3 { base: &#base, offsets: [&#a, &#b, &#c] })
+                }
                 Expr::Tuple(t) => return Err(unsupported(t, "this index")),
                 other => {
                     let ix = expr(other)?;

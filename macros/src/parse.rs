@@ -17,6 +17,7 @@ enum Kind {
     Mat,
     Window,
     Window2,
+    Window3,
 }
 
 struct ParamInfo {
@@ -82,6 +83,7 @@ fn window_elem(ty: &Type) -> Option<(Kind, Type)> {
     let kind = match last.ident.to_string().as_str() {
         "Window" => Kind::Window,
         "Window2" => Kind::Window2,
+        "Window3" => Kind::Window3,
         "Mat" => Kind::Mat,
         _ => return None,
     };
@@ -271,7 +273,7 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
     let (arrays, windows, windows2) = (
         count(Kind::Array) + count(Kind::Mat),
         count(Kind::Window),
-        count(Kind::Window2),
+        count(Kind::Window2) + count(Kind::Window3),
     );
     if arrays > 4 {
         return Err(syn::Error::new_spanned(
@@ -282,13 +284,16 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
     if windows + windows2 > 0 {
         let bad = windows + windows2 > 1
             || arrays > 0
-            || params
-                .iter()
-                .any(|p| !matches!(p.kind, Kind::Window | Kind::Window2 | Kind::Uniform));
+            || params.iter().any(|p| {
+                !matches!(
+                    p.kind,
+                    Kind::Window | Kind::Window2 | Kind::Window3 | Kind::Uniform
+                )
+            });
         if bad {
             return Err(syn::Error::new_spanned(
                 &sig.inputs,
-                "a stencil user function takes one Window<T> or Window2<T> parameter and #[uniform] parameters only",
+                "a stencil user function takes one Window<T>, Window2<T> or Window3<T> parameter and #[uniform] parameters only",
             ));
         }
     }
@@ -348,6 +353,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                     Kind::Mat => "Mat",
                     Kind::Window => "Window",
                     Kind::Window2 => "Window2",
+                    Kind::Window3 => "Window3",
                 },
                 names: p.names.clone(),
                 ty: p.ty.clone(),
@@ -369,7 +375,12 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         function: name_str.clone(),
         windows: params
             .iter()
-            .filter(|p| matches!(p.kind, Kind::Window | Kind::Window2 | Kind::Mat))
+            .filter(|p| {
+                matches!(
+                    p.kind,
+                    Kind::Window | Kind::Window2 | Kind::Window3 | Kind::Mat
+                )
+            })
             .flat_map(|p| p.names.clone())
             .collect(),
     }
@@ -427,7 +438,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 call_args.push(quote!(array));
                 continue;
             }
-            Kind::Window | Kind::Window2 => {
+            Kind::Window | Kind::Window2 | Kind::Window3 => {
                 window = Some((p.kind, ty.clone()));
                 call_args.push(quote!(window));
             }
@@ -453,6 +464,12 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 quote!(usize),
                 quote!(::skel::Window<'_, #elem>),
                 quote!(WindowFn),
+            )
+        } else if kind == Kind::Window3 {
+            (
+                quote!((usize, usize, usize)),
+                quote!(::skel::Window3<'_, #elem>),
+                quote!(Window3Fn),
             )
         } else {
             (

@@ -640,4 +640,19 @@ impl Execute for Auto {
             concrete!(b, o, self.name, |exec| exec.reduce_by_key(plan))
         })
     }
+
+    fn map_overlap_3d<F: crate::userfn::Window3Fn>(
+        &self,
+        plan: plan::MapOverlap3d<'_, F>,
+    ) -> Result<()> {
+        self.single::<F, _, _, _>(
+            &(plan.input,),
+            &(),
+            "map_overlap_3d",
+            type_name::<F::Out>(),
+            plan.input.shape().len(),
+            false,
+            |b, o| concrete!(b, o, self.name, |exec| exec.map_overlap_3d(plan)),
+        )
+    }
 }

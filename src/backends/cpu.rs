@@ -11,12 +11,14 @@ mod histogram;
 #[doc(hidden)]
 pub mod loopnest;
 mod map_overlap;
+mod map_overlap3;
 mod map_pairs_reduce;
 mod reduce_by_key;
 mod sort;
 
 pub(crate) use histogram::{add_table, count_range, store, Outside, TABLE_SPAN};
 pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
+pub(crate) use map_overlap3::overlap_3d_rows;
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
 pub(crate) use reduce_by_key::{merge_range, merge_tables};
 pub(crate) use sort::sort_range;
@@ -773,6 +775,24 @@ impl Execute for Cpu {
             outside.check(<S::F as UserFn>::NAME, "key", table.len())?;
         }
         sums.host_overwrite()?.copy_from_slice(&table);
+        Ok(())
+    }
+
+    fn map_overlap_3d<F: crate::userfn::Window3Fn>(
+        &self,
+        plan: plan::MapOverlap3d<'_, F>,
+    ) -> Result<()> {
+        let plan::MapOverlap3d {
+            input,
+            mut out,
+            stencil,
+            dims,
+            uniforms,
+        } = plan;
+        let input = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
+        let out = stencil_output(&mut out, stencil.edge)?;
+        overlap_3d_rows::<F>(input, dims, out, 0, &stencil, uniforms);
         Ok(())
     }
 }

@@ -108,6 +108,11 @@ pub(crate) trait Execute {
         &self,
         plan: plan::ReduceByKey<'_, 'a, S>,
     ) -> Result<()>;
+
+    fn map_overlap_3d<F: crate::userfn::Window3Fn>(
+        &self,
+        plan: plan::MapOverlap3d<'_, F>,
+    ) -> Result<()>;
 }
 
 /// The container arguments of user function `F` bound for one call.
@@ -636,4 +641,18 @@ pub(crate) fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
     checks(&plan)?;
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
         .reduce_by_key(plan))
+}
+
+/// [`reduce`] for a 3D `MapOverlap`, after `checks` (which settle the plan's extents). A
+/// `Tensor3` is never distributed, so there is no hand-off to the dist layer.
+pub(crate) fn map_overlap_3d<F: crate::userfn::Window3Fn>(
+    options: Options,
+    mut plan: plan::MapOverlap3d<'_, F>,
+    checks: impl FnOnce(&mut plan::MapOverlap3d<'_, F>) -> Result<()>,
+) -> Result<()>
+where
+    F::Elem: Default,
+{
+    checks(&mut plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap_3d(plan))
 }

@@ -661,4 +661,32 @@ impl Execute for Rayon {
         sums.host_overwrite()?.copy_from_slice(&table);
         Ok(())
     }
+
+    fn map_overlap_3d<F: crate::userfn::Window3Fn>(
+        &self,
+        plan: plan::MapOverlap3d<'_, F>,
+    ) -> Result<()> {
+        let (_, _, d2) = plan.dims;
+        if sequential(plan.input.shape().len()) || d2 == 0 {
+            return self.cpu().map_overlap_3d(plan);
+        }
+        let plan::MapOverlap3d {
+            input,
+            mut out,
+            stencil,
+            dims,
+            uniforms,
+        } = plan;
+        let data = input.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
+        let out = cpu::stencil_output(&mut out, stencil.edge)?;
+        // Runs of whole rows `(i, j, ..)`: each thread reads its rows' windows in place.
+        let band = chunk_len(out.len()).div_ceil(d2);
+        out.par_chunks_mut(band * d2)
+            .enumerate()
+            .for_each(|(b, o)| {
+                cpu::overlap_3d_rows::<F>(data, dims, o, b * band, &stencil, uniforms);
+            });
+        Ok(())
+    }
 }

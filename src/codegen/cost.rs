@@ -145,6 +145,7 @@ fn weigh(b: &'static Block, walk: &mut Walk, stack: &mut Vec<*const FnDef>) {
                 | Expr::Binary { .. }
                 | Expr::Index { .. }
                 | Expr::Index2 { .. }
+                | Expr::Index3 { .. }
                 | Expr::If { .. } => 1,
                 _ => 0,
             };

@@ -65,6 +65,8 @@ pub enum ParamKind {
     Window,
     /// `Window2<T>`.
     Window2,
+    /// `Window3<T>`: `w[(di, dj, dk)]` is an [`Expr::Index3`].
+    Window3,
     /// `Mat<T>`, a read-only matrix (a container argument): `m[(r, c)]` is an
     /// [`Expr::Index2`], `m.rows()` / `m.cols()` an [`Expr::Field`] named `rows` / `cols`.
     Mat,
@@ -251,6 +253,13 @@ pub enum Expr {
         base: &'static Expr,
         /// The index or offset.
         index: &'static Expr,
+    },
+    /// `w[(di, dj, dk)]`: a 3D window offset.
+    Index3 {
+        /// The window.
+        base: &'static Expr,
+        /// The offsets along the slowest, middle and fastest axis.
+        offsets: [&'static Expr; 3],
     },
     /// `w[(di, dj)]`: a 2D window offset.
     Index2 {
@@ -510,6 +519,10 @@ pub(crate) fn visit_expr(e: &'static Expr, f: &mut dyn FnMut(Node<'static>)) {
             visit_expr(base, f);
             visit_expr(row, f);
             visit_expr(col, f);
+        }
+        Expr::Index3 { base, offsets } => {
+            visit_expr(base, f);
+            offsets.iter().for_each(|o| visit_expr(o, f));
         }
         Expr::Struct { fields, .. } => fields.iter().for_each(|x| visit_expr(&x.value, f)),
         Expr::If { cond, then, els } => {

@@ -419,7 +419,9 @@ fn reads_only(e: &'static Expr, vars: &HashSet<&str>, dims: &HashSet<&str>) -> b
         if let Node::Expr(x) = n {
             match x {
                 Expr::Var(v) => ok &= vars.contains(v),
-                Expr::Block(_) | Expr::Index { .. } | Expr::Index2 { .. } => ok = false,
+                Expr::Block(_) | Expr::Index { .. } | Expr::Index2 { .. } | Expr::Index3 { .. } => {
+                    ok = false
+                }
                 _ => {}
             }
         }
@@ -585,6 +587,10 @@ fn substitute(e: &'static Expr, f: &dyn Fn(&'static Expr) -> Option<Expr>) -> Ex
             base: b(base),
             row: b(row),
             col: b(col),
+        },
+        Expr::Index3 { base, offsets } => Expr::Index3 {
+            base: b(base),
+            offsets: offsets.map(b),
         },
         Expr::Struct { ty, fields } => Expr::Struct {
             ty: *ty,

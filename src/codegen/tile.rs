@@ -552,6 +552,10 @@ impl Subst {
                 row: self.boxed(row),
                 col: self.boxed(col),
             },
+            Expr::Index3 { base, offsets } => Expr::Index3 {
+                base: self.boxed(base),
+                offsets: offsets.map(|o| self.boxed(o)),
+            },
             Expr::Struct { ty, fields } => Expr::Struct {
                 ty: *ty,
                 fields: Vec::leak(

@@ -593,6 +593,7 @@ impl Infer {
                         ParamKind::Array
                         | ParamKind::Window
                         | ParamKind::Window2
+                        | ParamKind::Window3
                         | ParamKind::Mat => {
                             match self.slice_of(a) {
                                 Some((k, t)) if k == p.kind && ty_eq(t, p.ty) => self.placeholder(),
@@ -739,6 +740,18 @@ impl Infer {
                 let c = self.expr(col)?;
                 self.unify_ty(r, Ty::Prim(pos))?;
                 self.unify_ty(c, Ty::Prim(pos))?;
+                self.known(elem)
+            }
+            Expr::Index3 { base, offsets } => {
+                let Some((ParamKind::Window3, elem)) = self.slice_of(base) else {
+                    return Err(
+                        "only `Window3<T>` parameters are indexed with `[(i, j, k)]`".into(),
+                    );
+                };
+                for o in offsets {
+                    let t = self.expr(o)?;
+                    self.unify_ty(t, Ty::Prim(Prim::Isize))?;
+                }
                 self.known(elem)
             }
             Expr::Struct { ty, fields } => {

@@ -23,9 +23,10 @@ const COPY_BACK: &str = "skel: copying a matrix back from the device failed";
 /// # Ok::<(), skel::Error>(())
 /// ```
 pub struct Matrix<T> {
-    store: Store<T>,
-    rows: usize,
-    cols: usize,
+    // Shared with the row views (`matrix_view.rs`).
+    pub(super) store: Store<T>,
+    pub(super) rows: usize,
+    pub(super) cols: usize,
 }
 
 fn elements(rows: usize, cols: usize) -> usize {

@@ -1,4 +1,4 @@
-//! Smart containers: [`Vector`], [`Matrix`] and their views.
+//! Smart containers: [`Vector`], [`Matrix`], [`Tensor3`] and their views.
 //!
 //! Skeletons never see a container directly: they take anything that is an [`Input`] or an
 //! [`Output`], which hands the backend an [`Arg`] / [`ArgMut`] (see [`crate::plumbing`]): the
@@ -27,22 +27,26 @@
 pub(crate) mod coherence;
 pub(crate) mod host;
 mod matrix;
+mod matrix_view;
 mod outputs;
 #[cfg(feature = "serde")]
 mod serde;
 mod std_traits;
 pub(crate) mod store;
+mod tensor3;
 #[cfg(test)]
 mod tests;
 mod vector;
 
 pub use crate::skeletons::Source;
 pub use matrix::Matrix;
+pub use matrix_view::{MatrixView, MatrixViewMut};
 pub use outputs::Outputs;
 pub use std_traits::{Rows, RowsMut};
 // Documented in `skel::plumbing`; this path stays for existing code.
 #[doc(hidden)]
 pub use outputs::{HostOut, OutArgs, OutCollector};
+pub use tensor3::Tensor3;
 pub use vector::{Vector, VectorView, VectorViewMut};
 
 // The crate-internal API of device backends (CUDA/OpenCL).
@@ -85,6 +89,15 @@ pub enum Shape {
         /// Number of columns.
         cols: usize,
     },
+    /// A row-major 3D tensor (`d2` fastest), see [`Tensor3`].
+    Tensor3 {
+        /// Extent of the slowest axis (planes).
+        d0: usize,
+        /// Extent of the middle axis (rows of a plane).
+        d1: usize,
+        /// Extent of the fastest axis (elements of a row).
+        d2: usize,
+    },
 }
 
 impl Shape {
@@ -93,6 +106,7 @@ impl Shape {
         match *self {
             Shape::Vector(n) => n,
             Shape::Matrix { rows, cols } => rows * cols,
+            Shape::Tensor3 { d0, d1, d2 } => d0 * d1 * d2,
         }
     }
 
@@ -101,17 +115,20 @@ impl Shape {
         self.len() == 0
     }
 
-    /// `(rows, cols)`: a vector is one row.
+    /// `(rows, cols)`: a vector is one row; a tensor is `d0 * d1` rows of `d2` (its flat,
+    /// row-major order, which is how the element-wise skeletons see it).
     ///
     /// ```
     /// use skel::containers::Shape;
     /// assert_eq!(Shape::Vector(5).dims(), (1, 5));
     /// assert_eq!(Shape::Matrix { rows: 2, cols: 3 }.dims(), (2, 3));
+    /// assert_eq!(Shape::Tensor3 { d0: 2, d1: 3, d2: 4 }.dims(), (6, 4));
     /// ```
     pub fn dims(&self) -> (usize, usize) {
         match *self {
             Shape::Vector(n) => (1, n),
             Shape::Matrix { rows, cols } => (rows, cols),
+            Shape::Tensor3 { d0, d1, d2 } => (d0 * d1, d2),
         }
     }
 
@@ -120,6 +137,7 @@ impl Shape {
         match *self {
             Shape::Vector(n) => n,
             Shape::Matrix { cols, .. } => cols,
+            Shape::Tensor3 { d2, .. } => d2,
         }
     }
 }
@@ -144,6 +162,15 @@ impl Shape {
                 };
                 (rows.start * cols, part)
             }
+            // A part of a tensor call split by whole rows: rows of `d2`, flat.
+            Shape::Tensor3 { d0, d1, d2 } => {
+                assert!(rows.end <= d0 * d1, "rows beyond the operand");
+                let part = Shape::Matrix {
+                    rows: rows.len(),
+                    cols: d2,
+                };
+                (rows.start * d2, part)
+            }
         }
     }
 }
@@ -153,6 +180,7 @@ impl fmt::Display for Shape {
         match *self {
             Shape::Vector(n) => write!(f, "vector of {n}"),
             Shape::Matrix { rows, cols } => write!(f, "{rows}x{cols} matrix"),
+            Shape::Tensor3 { d0, d1, d2 } => write!(f, "{d0}x{d1}x{d2} tensor"),
         }
     }
 }
@@ -164,7 +192,7 @@ pub(crate) mod sealed {
     pub trait Container {}
 }
 
-/// Anything a skeleton reads: `Vector`, `Matrix`, or a view. Implemented by this crate's
+/// Anything a skeleton reads: `Vector`, `Matrix`, `Tensor3`, or a view. Implemented by this crate's
 /// containers only; every `Input` is also a [`Source`], the wider kind of input that also
 /// takes lazy Maps.
 pub trait Input<T: DeviceType>: sealed::Container {

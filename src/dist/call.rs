@@ -84,6 +84,8 @@ pub(crate) fn block_options(options: Options, operands: &[Operand]) -> Options {
     let base = match spread.global {
         Shape::Vector(_) => spread.start,
         Shape::Matrix { cols, .. } => spread.start * cols,
+        // No distributed tensor exists; its block would start at a row of `d2`.
+        Shape::Tensor3 { d2, .. } => spread.start * d2,
     };
     Options {
         index_base: Some(base),

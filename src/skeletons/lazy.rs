@@ -117,6 +117,8 @@ pub enum Resolved<'s, T: DeviceType> {
     Vector(Vector<T>),
     /// A lazy matrix's values.
     Matrix(Matrix<T>),
+    /// A lazy tensor's values.
+    Tensor3(crate::Tensor3<T>),
 }
 
 impl<T: DeviceType> Drop for Resolved<'_, T> {
@@ -125,6 +127,9 @@ impl<T: DeviceType> Drop for Resolved<'_, T> {
             Resolved::Borrowed(_) => return,
             Resolved::Vector(v) => Box::new(std::mem::replace(v, Vector::scratch(0))),
             Resolved::Matrix(m) => Box::new(std::mem::replace(m, Matrix::scratch(0, 0))),
+            Resolved::Tensor3(t) => {
+                Box::new(std::mem::replace(t, crate::Tensor3::scratch((0, 0, 0))))
+            }
         };
         Spares::give_back(spare);
     }
@@ -165,6 +170,11 @@ impl Spares {
         Self::take(|m: &Matrix<T>| (m.rows(), m.cols()) == (rows, cols))
             .unwrap_or_else(|| Matrix::scratch(rows, cols))
     }
+
+    fn tensor3<T: DeviceType>(dims: (usize, usize, usize)) -> crate::Tensor3<T> {
+        Self::take(|t: &crate::Tensor3<T>| t.dims() == dims)
+            .unwrap_or_else(|| crate::Tensor3::scratch(dims))
+    }
 }
 
 impl<T: DeviceType> Resolved<'_, T> {
@@ -175,6 +185,7 @@ impl<T: DeviceType> Resolved<'_, T> {
             Resolved::Borrowed(a) => *a,
             Resolved::Vector(v) => v.arg(),
             Resolved::Matrix(m) => m.arg(),
+            Resolved::Tensor3(t) => t.arg(),
         }
     }
 }
@@ -411,6 +422,11 @@ macro_rules! lazy_sources {
                         let mut m = Spares::matrix(rows, cols);
                         map.run($(self.inputs.$i,)+ &mut m)?;
                         Resolved::Matrix(m)
+                    }
+                    Shape::Tensor3 { d0, d1, d2 } => {
+                        let mut t = Spares::tensor3((d0, d1, d2));
+                        map.run($(self.inputs.$i,)+ &mut t)?;
+                        Resolved::Tensor3(t)
                     }
                 })
             }

@@ -7,6 +7,10 @@ use crate::plan::{self, Axis};
 use crate::userfn::{StencilFn, Window2Fn, WindowFn};
 use crate::{Error, Result};
 
+// 3D (`Window3`, on a `Tensor3`): a child module, so it shares the builder's fields.
+#[path = "map_overlap3.rs"]
+mod three_d;
+
 /// Applies a window function to every element's neighbourhood.
 ///
 /// A 1D function (`Window<T>`, radius `r: usize`) runs on a vector, or along each row
@@ -170,6 +174,13 @@ where
                 (Shape::Matrix { rows, .. }, Some(Axis::Cols)) => {
                     check_radius("each column", rows, self.radius)?;
                     Axis::Cols
+                }
+                (shape @ Shape::Tensor3 { .. }, _) => {
+                    return Err(Error::shape(
+                        "MapOverlap 1D input (a Tensor3 takes a Window3 function)",
+                        "a vector or a matrix",
+                        shape,
+                    ))
                 }
             };
             Ok(())

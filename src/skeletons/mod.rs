@@ -327,9 +327,10 @@ pub(crate) fn uniforms_or_missing<'u, U: 'static>(
     )))
 }
 
-/// The index kind of a function must fit the operand: a 2D index needs a matrix.
+/// The index kind of a function must fit the operand: a 2D index needs a matrix (a tensor
+/// is flat to element-wise skeletons: its `#[index]` is the flat position).
 pub(crate) fn check_index_dims(skeleton: &str, name: &str, dims: u8, shape: Shape) -> Result<()> {
-    if dims == 2 && matches!(shape, Shape::Vector(_)) {
+    if dims == 2 && !matches!(shape, Shape::Matrix { .. }) {
         return Err(Error::InvalidArgument(format!(
             "{skeleton}: `{name}` takes a 2D #[index] (row, col), but its operands are a {shape}; use Matrix operands"
         )));

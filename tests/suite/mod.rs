@@ -22,6 +22,8 @@ pub mod pairs;
 pub mod args;
 #[macro_use]
 pub mod host_forms;
+#[macro_use]
+pub mod tensor3;
 
 /// Sizes every element-wise test covers: empty, one, primes, around the Rayon chunk size
 /// (2^14) and its multiples, and one large odd size.
@@ -934,6 +936,7 @@ macro_rules! backend_suite {
             pairs_suite!();
             args_suite!();
             host_forms_suite!();
+            tensor3_suite!();
         }
     };
 }

@@ -56,7 +56,8 @@ impl Part {
     pub(crate) fn rows(&self, shape: Shape) -> Range<usize> {
         match shape {
             Shape::Vector(_) => self.range.clone(),
-            Shape::Matrix { cols, .. } => {
+            // A tensor splits into whole rows of `d2`, like a matrix.
+            Shape::Matrix { cols, .. } | Shape::Tensor3 { d2: cols, .. } => {
                 let cols = cols.max(1);
                 self.range.start / cols..self.range.end / cols
             }
@@ -152,7 +153,7 @@ impl ArgVisitor for FirstResident {
 pub(crate) fn parts<'a, I: ArgTuple<'a>>(shape: Shape, k: usize, first: &I) -> Result<Vec<Part>> {
     let unit = match shape {
         Shape::Vector(_) => 1,
-        Shape::Matrix { cols, .. } => cols,
+        Shape::Matrix { cols, .. } | Shape::Tensor3 { d2: cols, .. } => cols,
     };
     let mut find = FirstResident {
         unit,

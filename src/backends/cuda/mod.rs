@@ -30,6 +30,7 @@ mod loopnest;
 mod map;
 mod map_array;
 mod map_overlap;
+mod map_overlap3;
 mod map_pairs;
 mod map_pairs_reduce;
 mod map_reduce;
@@ -303,6 +304,12 @@ pub(crate) fn prefixed_call_expr(
             ParamKind::Window2 => format!(
                 "{}, (skel_i64)({}), (skel_i64)(SKEL_RR), (skel_i64)(SKEL_RC)",
                 site.window, site.stride
+            ),
+            // A 3D template (`cuda/map_overlap3.cu`) defines the strides and radii.
+            ParamKind::Window3 => format!(
+                "{}, (skel_i64)(SKEL_S0), (skel_i64)(SKEL_S1), (skel_i64)(SKEL_R0), \
+                 (skel_i64)(SKEL_R1), (skel_i64)(SKEL_R2)",
+                site.window
             ),
         })
         .collect();
@@ -754,6 +761,20 @@ impl Execute for Cuda {
         } = plan;
         let ops = (sums, uniforms);
         reduce_by_key::run::<S::F, S::R, S::I, S::V>(self, arrays, inputs, shape, ops)
+    }
+
+    fn map_overlap_3d<F: crate::userfn::Window3Fn>(
+        &self,
+        plan: plan::MapOverlap3d<'_, F>,
+    ) -> Result<()> {
+        let plan::MapOverlap3d {
+            input,
+            out,
+            stencil,
+            dims,
+            uniforms,
+        } = plan;
+        map_overlap3::run_3d::<F>(self, input, out, stencil, dims, uniforms)
     }
 }
 

@@ -22,6 +22,7 @@ mod loopnest;
 mod map;
 mod map_array;
 mod map_overlap;
+mod map_overlap3;
 mod map_pairs;
 mod map_pairs_reduce;
 mod map_reduce;
@@ -349,6 +350,12 @@ pub(crate) fn checked_call_expr(
                 "{}, {}, (long)(SKEL_RR), (long)(SKEL_RC)",
                 c.window.0, c.window.1
             ),
+            // A 3D template (`opencl/map_overlap3.cl`) defines the strides and radii.
+            ParamKind::Window3 => format!(
+                "{}, (long)(SKEL_S0), (long)(SKEL_S1), (long)(SKEL_R0), (long)(SKEL_R1), \
+                 (long)(SKEL_R2)",
+                c.window.0
+            ),
         })
         .collect();
     let fault = checked.then(|| "skel_fault".to_string());
@@ -553,6 +560,20 @@ impl Execute for OpenCl {
         let ctx = ctx()?;
         let ops = (sums, uniforms);
         reduce_by_key::run::<S::F, S::R, S::I, S::V>(ctx, arrays, inputs, shape, ops, self)
+    }
+
+    fn map_overlap_3d<F: crate::userfn::Window3Fn>(
+        &self,
+        plan: plan::MapOverlap3d<'_, F>,
+    ) -> Result<()> {
+        let plan::MapOverlap3d {
+            input,
+            out,
+            stencil,
+            dims,
+            uniforms,
+        } = plan;
+        map_overlap3::run_3d::<F>(ctx()?, input, out, stencil, dims, uniforms, self.checked)
     }
 }
 

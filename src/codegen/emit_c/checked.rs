@@ -111,6 +111,57 @@ impl FnEmitter<'_> {
         }
     }
 
+    /// The element offset of `w[(di, dj, dk)]` in a 3D window whose planes and rows are
+    /// `strides` apart: each offset checked against its radius (the first bad one is the
+    /// fault, as on the CPU), or in the unchecked variant clamped into it.
+    pub(super) fn check_window3(
+        &mut self,
+        offs: [&str; 3],
+        radii: &[String],
+        strides: &[String; 2],
+    ) -> String {
+        let [s0, s1] = strides;
+        if !self.prog.checked {
+            let i64t = c_type(Ty::Prim(Prim::I64), self.d());
+            let name = self.helper_fn("skel_0win".into(), |n| {
+                format!("SKEL_FN {i64t} {n}({i64t} i, {i64t} r) {{ return i < -r ? -r : i > r ? r : i; }}\n")
+            });
+            let at = |k: usize| format!("{name}(({i64t})({}), {})", offs[k], radii[k]);
+            return format!("{} * {s0} + {} * {s1} + {}", at(0), at(1), at(2));
+        }
+        self.fault_helpers();
+        let d = self.d();
+        let (u32t, u64t, i64t) = (
+            c_type(Ty::Prim(Prim::U32), d),
+            c_type(Ty::Prim(Prim::U64), d),
+            c_type(Ty::Prim(Prim::I64), d),
+        );
+        let code = FaultKind::Window.code();
+        let name = self.helper_fn("skel_chkw".into(), |n| {
+            format!(
+                "SKEL_FN int {n}(SKEL_FAULT_SPACE {u32t}* f, {i64t} i, {i64t} r, {u32t} id) {{ \
+                 if (i >= -r && i <= r) return 1; \
+                 skel_fault_rec(f, {code}u, i, ({u64t})(2 * r + 1), id); return 0; }}\n"
+            )
+        });
+        let id = self.prog.current;
+        let ok = |k: usize| {
+            format!(
+                "{name}(skel_fault, ({i64t})({}), {}, {id}u)",
+                offs[k], radii[k]
+            )
+        };
+        format!(
+            "({} && {} && {} ? ({}) * {s0} + ({}) * {s1} + ({}) : 0)",
+            ok(0),
+            ok(1),
+            ok(2),
+            offs[0],
+            offs[1],
+            offs[2]
+        )
+    }
+
     /// [`check_window`](Self::check_window) of the unchecked variant: each offset clamped
     /// into its radius (an unspecified but valid element of the window).
     fn clamp_window(&mut self, offs: &[&str], radii: &[String], stride: Option<&str>) -> String {

@@ -43,7 +43,9 @@ impl FnEmitter<'_> {
             Expr::Bool(b) => b.to_string(),
             Expr::Var(n) => match self.lookup(n)? {
                 Bind::Value(c) => c,
-                Bind::Slice(..) | Bind::Win(..) => return Err(format!("`{n}` used as a value")),
+                Bind::Slice(..) | Bind::Win(..) | Bind::Win3(..) => {
+                    return Err(format!("`{n}` used as a value"))
+                }
             },
             Expr::Const { ty, name } => const_value(*ty, name, self)?,
             Expr::Extern { name, value } => {
@@ -187,6 +189,7 @@ impl FnEmitter<'_> {
                         ParamKind::Array
                         | ParamKind::Window
                         | ParamKind::Window2
+                        | ParamKind::Window3
                         | ParamKind::Mat => {
                             let Expr::Var(n) = a else {
                                 return Err("array/window argument must be a parameter".into());
@@ -205,6 +208,13 @@ impl FnEmitter<'_> {
                                     cargs.push(format!("{c}, {len}"))
                                 }
                                 Bind::Slice(c, None, _) if !wants_len => cargs.push(c),
+                                Bind::Win3(c, strides, radii) => cargs.push(
+                                    std::iter::once(c)
+                                        .chain(strides)
+                                        .chain(radii)
+                                        .collect::<Vec<_>>()
+                                        .join(", "),
+                                ),
                                 Bind::Win(c, stride, radii) => cargs.push(
                                     std::iter::once(c)
                                         .chain(stride)
@@ -300,6 +310,22 @@ impl FnEmitter<'_> {
                         format!("{w}[{}]", self.check_window(&[&r, &c], &radii, Some(&s)))
                     }
                     _ => return Err(format!("`{n}` is not a Window2")),
+                }
+            }
+            Expr::Index3 { base, offsets } => {
+                let Expr::Var(n) = base else {
+                    return Err("only parameters can be indexed".into());
+                };
+                let mut offs = Vec::with_capacity(3);
+                for (o, t) in offsets.iter().zip(&te.kids) {
+                    offs.push(self.expr(o, t)?);
+                }
+                match self.lookup(n)? {
+                    Bind::Win3(w, strides, radii) => {
+                        let offs = [offs[0].as_str(), &offs[1], &offs[2]];
+                        format!("{w}[{}]", self.check_window3(offs, &radii, &strides))
+                    }
+                    _ => return Err(format!("`{n}` is not a Window3")),
                 }
             }
             Expr::Struct { ty, fields } => {

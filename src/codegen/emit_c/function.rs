@@ -98,6 +98,27 @@ impl Program {
                     ));
                     Bind::Win(cname, Some(stride), vec![rr, rc])
                 }
+                ParamKind::Window3 => {
+                    let strides = ["s0", "s1"].map(|s| e.fresh_name(&format!("{cname}_{s}")));
+                    let radii: Vec<String> = ["r0", "r1", "r2"]
+                        .iter()
+                        .map(|r| e.fresh_name(&format!("{cname}_{r}")))
+                        .collect();
+                    let (it, i64t) = (
+                        c_type(Ty::Prim(Prim::Isize), d),
+                        c_type(Ty::Prim(Prim::I64), d),
+                    );
+                    params.push(format!(
+                        "SKEL_WINDOW_SPACE const {}* {cname}, {it} {}, {it} {}, {i64t} {}, {i64t} {}, {i64t} {}",
+                        c_type(p.ty, d),
+                        strides[0],
+                        strides[1],
+                        radii[0],
+                        radii[1],
+                        radii[2]
+                    ));
+                    Bind::Win3(cname, strides, radii)
+                }
             };
             e.scopes[0].insert(p.name, b);
         }
@@ -121,6 +142,8 @@ pub(super) enum Bind {
     /// A window of the checked variant: its pointer, the row stride of a 2D window and the
     /// radius names (one; a 2D window's row and column radii).
     Win(String, Option<String>, Vec<String>),
+    /// A 3D window: its pointer, the plane and row strides and the three radii.
+    Win3(String, [String; 2], Vec<String>),
 }
 
 #[derive(Clone)]
