@@ -91,7 +91,7 @@ pub fn luma_bin(px: Rgb8, #[uniform] luma: Pixel) -> u32 {
 
 #[derive(Parser, Debug)]
 #[command(about = "Colour -> greyscale over a stream of images: farms around skel's Map")]
-struct Args {
+pub struct Args {
     /// Image files or directories of them (.png, .jpg, .jpeg) [default: the sample photos]
     #[arg(long, num_args = 1.., value_name = "PATH")]
     input: Vec<PathBuf>,
@@ -122,8 +122,6 @@ struct Args {
     /// Verify every output pixel against an f64 evaluation of the formula (within 1 level)
     #[arg(long)]
     check: bool,
-    #[arg(long, hide = true)]
-    stream: bool,
 }
 
 /// Where the decode farm gets a frame: a photo, or a prepared synthetic frame to copy.
@@ -165,10 +163,7 @@ fn main() -> ExitCode {
 }
 
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
-fn run(args: Args) -> Res<bool> {
-    if args.stream {
-        return Err("--stream moved: cargo run --release --example greyscale_stream".into());
-    }
+pub fn run(args: Args) -> Res<bool> {
     let files = io::collect_images(&args.input)?;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out_dir = (args.output.clone()).unwrap_or_else(|| root.join("target/greyscale-out"));
@@ -218,18 +213,19 @@ fn run(args: Args) -> Res<bool> {
     let counts = || Vector::zeroed(256); // the input's luminance histogram
     let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts());
     (0..pairs).for_each(|_| drop(pool.0.send(pair())));
-    println!(
-        "{pairs} frame buffers ready in {:.0} ms",
-        t.elapsed().as_secs_f64() * 1e3
-    );
+    let ms = t.elapsed().as_millis();
+    println!("{pairs} frame buffers ready in {ms} ms");
     let bar = ProgressBar::new(n as u64);
     let (check, out_dir) = (args.check, out_dir.as_path());
+    let placed = io::Placed::default();
     let report = Pipeline::from_iter(jobs.into_iter().enumerate())
         .farm(workers, |job| load(job, &pool))
         .name("decode")
-        .stage(move |mut f: Frame| {
+        .stage(|mut f: Frame| {
             map.run(&f.rgb, &mut f.out)?;
-            hist.run(&f.rgb, &mut f.hist).map(|()| f)
+            hist.run(&f.rgb, &mut f.hist)?;
+            placed.note(backend, &bar);
+            Ok(f)
         })
         .name("map+histogram (skel)")
         .farm(workers, |f| finish(f, check, out_dir, &bar))
@@ -238,6 +234,9 @@ fn run(args: Args) -> Res<bool> {
         .run()?;
     bar.finish_and_clear();
     println!("{report}");
+    println!("where each stage ran:");
+    println!("  decode, check+encode: host threads, {workers} per farm");
+    println!("  map+histogram (skel): {}", placed.line(backend));
     if let Some(s) = report.busiest() {
         let ms = s.busy_per_item().as_secs_f64() * 1e3 / s.workers() as f64;
         let name = s.name().unwrap_or("?");

@@ -561,8 +561,33 @@ pub(crate) fn static_default() -> Backend {
         .unwrap_or(Backend::Cpu)
 }
 
+/// Whether the OpenCL device is a GPU, without opening a CPU device (see
+/// `opencl::context::device_is_gpu`).
+pub(crate) fn opencl_device_is_gpu() -> bool {
+    #[cfg(feature = "opencl")]
+    return opencl::context::device_is_gpu();
+    #[cfg(not(feature = "opencl"))]
+    false
+}
+
+/// Whether a CUDA device is open (something ran on the CUDA backend).
+pub(crate) fn cuda_opened() -> bool {
+    #[cfg(feature = "cuda")]
+    return cuda::context::opened().is_some();
+    #[cfg(not(feature = "cuda"))]
+    false
+}
+
+/// Whether the OpenCL device is open (something ran on the OpenCL backend).
+pub(crate) fn opencl_opened() -> bool {
+    #[cfg(feature = "opencl")]
+    return opencl::context::opened();
+    #[cfg(not(feature = "opencl"))]
+    false
+}
+
 /// Whether the OpenCL device is a GPU (only then is OpenCL a default choice).
-fn opencl_is_gpu() -> bool {
+pub(crate) fn opencl_is_gpu() -> bool {
     #[cfg(feature = "opencl")]
     return opencl::is_gpu();
     #[cfg(not(feature = "opencl"))]

@@ -20,7 +20,7 @@
 //! surface there). Reduce and MapReduce return a value, so they wait.
 
 mod arrays;
-mod context;
+pub(super) mod context;
 mod devices;
 mod fault;
 mod filter;

@@ -59,8 +59,22 @@ pub(crate) fn module(
     entries: &[&str],
     source: impl FnOnce() -> Result<String>,
 ) -> Result<Arc<Module>> {
-    MODULES.get_or_build(key, source, |src| {
-        build(ctx, name, entries, src).map(Arc::new)
+    // Every context is an opened device slot, kept for the process: the build (maybe on a
+    // thread of its own) uses that slot.
+    let ctx: &'static Ctx = super::context::opened_slots()
+        .find(|c| std::ptr::eq(*c, ctx))
+        .ok_or_else(|| Error::Driver("internal: a CUDA context that is no device slot".into()))?;
+    if crate::backends::kernel_cache::deferring() {
+        // A background build loads NVRTC here first, so that its exit handlers are
+        // registered before the one that waits for the build (see `kernel_cache`); a
+        // missing NVRTC is the build's error (a disk-cache hit needs none).
+        let _ = ensure_nvrtc();
+    }
+    let name = name.to_string();
+    let entries: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
+    MODULES.get_or_build(key, source, move |src| {
+        let entries: Vec<&str> = entries.iter().map(String::as_str).collect();
+        build(ctx, &name, &entries, src).map(Arc::new)
     })
 }
 

@@ -13,7 +13,7 @@
 //! user function, then the template.
 
 mod arrays;
-mod context;
+pub(super) mod context;
 mod fault;
 mod filter;
 mod histogram;
