@@ -198,7 +198,7 @@ fn spawn(
     };
     let placed = text
         .lines()
-        .find_map(|l| l.trim().strip_prefix("map (skel): "))
+        .find_map(|l| l.trim().split_once("(skel): ").map(|(_, r)| r))
         .unwrap_or_default()
         .to_string();
     Ok((items / secs.max(1e-9), placed))

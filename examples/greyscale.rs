@@ -122,6 +122,8 @@ pub struct Args {
     /// Verify every output pixel against an f64 evaluation of the formula (within 1 level)
     #[arg(long)]
     check: bool,
+    #[arg(long, hide = true)]
+    stream: bool,
 }
 
 /// Where the decode farm gets a frame: a photo, or a prepared synthetic frame to copy.
@@ -164,11 +166,21 @@ fn main() -> ExitCode {
 
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
 pub fn run(args: Args) -> Res<bool> {
+    if args.stream {
+        return Err("--stream moved: cargo run --release --example greyscale_stream".into());
+    }
     let files = io::collect_images(&args.input)?;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out_dir = (args.output.clone()).unwrap_or_else(|| root.join("target/greyscale-out"));
     let backend = args.backend.map_or_else(skel::default_backend, Ok)?;
     backend.check()?; // before any frame exists: with CUDA in use, vectors get pinned memory
+    if backend == Backend::Auto {
+        // What a fixed device backend does in `check`, the default does here: a GPU is
+        // opened before any frame exists (its buffers pinned, the GPU a candidate from the
+        // first frame), outside the frame rate as for every backend. Without one, Auto
+        // runs on the host.
+        let _ = Backend::Cuda.check();
+    }
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let workers = args.workers.unwrap_or(cores);
 
@@ -213,8 +225,10 @@ pub fn run(args: Args) -> Res<bool> {
     let counts = || Vector::zeroed(256); // the input's luminance histogram
     let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts());
     (0..pairs).for_each(|_| drop(pool.0.send(pair())));
-    let ms = t.elapsed().as_millis();
-    println!("{pairs} frame buffers ready in {ms} ms");
+    println!(
+        "{pairs} frame buffers ready in {:.0} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
     let bar = ProgressBar::new(n as u64);
     let (check, out_dir) = (args.check, out_dir.as_path());
     let placed = io::Placed::default();
@@ -223,8 +237,9 @@ pub fn run(args: Args) -> Res<bool> {
         .name("decode")
         .stage(|mut f: Frame| {
             map.run(&f.rgb, &mut f.out)?;
+            placed.note("map", backend, &bar);
             hist.run(&f.rgb, &mut f.hist)?;
-            placed.note(backend, &bar);
+            placed.note("histogram", backend, &bar);
             Ok(f)
         })
         .name("map+histogram (skel)")

@@ -224,17 +224,18 @@ impl Checked {
     }
 }
 
-/// Where the skel stage's calls ran and why: the last call's [`skel::tune::explain`] on
+/// Where the skel stage's calls ran and why: each call's last [`skel::tune::explain`] on
 /// the default backend (`Backend::Auto`), noting once that a kernel compiles meanwhile.
 #[derive(Default)]
 pub struct Placed {
-    last: Mutex<Option<skel::tune::Explanation>>,
+    last: Mutex<Vec<(&'static str, skel::tune::Explanation)>>,
     said_compiling: AtomicBool,
 }
 
 impl Placed {
-    /// Called on the stage's thread after each call (explanations are per thread).
-    pub fn note(&self, backend: Backend, bar: &ProgressBar) {
+    /// Called on the stage's thread right after the call `what` (explanations are per
+    /// thread and per last call).
+    pub fn note(&self, what: &'static str, backend: Backend, bar: &ProgressBar) {
         if backend != Backend::Auto {
             return;
         }
@@ -243,21 +244,30 @@ impl Placed {
         };
         let compiling = why.reason.contains("compiling in the background");
         if compiling && !self.said_compiling.swap(true, Ordering::Relaxed) {
-            let what = why.reason.split("; was:").next().unwrap_or_default();
-            bar.suspend(|| println!("{what}; the device takes over once it is built"));
+            let said = why.reason.split("; was:").next().unwrap_or_default();
+            bar.suspend(|| println!("{what}: {said}; the device takes over once it is built"));
         }
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        match last.iter_mut().find(|(w, _)| *w == what) {
+            Some(slot) => slot.1 = why,
+            None => last.push((what, why)),
+        }
     }
 
-    /// One line: the backend of the last call and why.
+    /// One line: where each call ran last and why.
     pub fn line(&self, backend: Backend) -> String {
         if backend != Backend::Auto {
             return format!("{backend} (fixed by --backend or SKEL_BACKEND)");
         }
-        match &*self.last.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some(why) => format!("{} ({})", why.choice, why.reason),
-            None => "no call ran".into(),
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_empty() {
+            return "no call ran".into();
         }
+        let each: Vec<String> = last
+            .iter()
+            .map(|(what, why)| format!("{what} on {} ({})", why.choice, why.reason))
+            .collect();
+        each.join("; ")
     }
 }
 

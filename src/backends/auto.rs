@@ -691,7 +691,10 @@ impl Execute for Auto {
         })
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let (d, call) = self.decide::<S::F, _, _>(
             &plan.inputs,
             &plan.arrays,
@@ -700,8 +703,25 @@ impl Execute for Auto {
             plan.shape.len(),
             false,
         )?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec.histogram(plan))
+        // As Map: a device call whose kernel still compiles runs again on the host (the
+        // CUDA Histogram looks its kernel up before it touches anything).
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            mut counts,
+            uniforms,
+        } = plan;
+        self.run_again(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.histogram(
+                plan::Histogram::<S> {
+                    arrays,
+                    inputs,
+                    shape,
+                    counts: counts.reborrow(),
+                    uniforms,
+                }
+            ))
         })
     }
 

@@ -10,16 +10,23 @@
 //! function) is never cached: it is cheap to repeat. The on-disk cache of compiled
 //! binaries, where a backend keeps one, lies under the build (see [`super::jit`]).
 //!
-//! `Backend::Auto` asks for kernels in the background ([`deferred`]): a missing kernel is
-//! then built on a thread of its own and the call gets [`pending`] at once, before it has
-//! changed anything, so it can run on the host meanwhile; every later call of any kind
-//! finds the kernel built (or waits for that one build, as before).
+//! `Backend::Auto` asks for kernels in the background ([`deferred`]). A backend whose build
+//! splits into a pure compile (source to binary image: NVRTC, or the disk cache; no driver,
+//! no context) and a load into the device ([`KernelCache::get_or_compile`]) then runs only
+//! the compile on a thread of its own, and the call gets [`pending`] at once, before it has
+//! changed anything, so it can run on the host meanwhile. The load happens on a calling
+//! thread, the first call after the image is ready. So a background thread never enters a
+//! device driver, and nothing waits at process exit: a process may exit (from `main` or any
+//! thread) while a compile runs; that compile is simply lost (the next run compiles again,
+//! or finds it in the disk cache if it finished). There are no exit handlers and nothing
+//! driver-related is dropped at exit. A backend whose build needs the driver
+//! (`clBuildProgram`) builds in place ([`KernelCache::get_or_build`]), as without `Auto`.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::{Error, Result};
 
@@ -29,25 +36,57 @@ type Built<T> = std::result::Result<T, Error>;
 /// One cell per key; a cell is built once.
 type Cells<K, T> = HashMap<K, Arc<OnceLock<Built<T>>>>;
 
-/// Compiled artefacts `T` per key `K`, built once each (see the module docs).
-pub(crate) struct KernelCache<K, T> {
+/// A compile running (or done) on a thread of its own: its image, once there.
+struct Behind<I> {
+    image: Mutex<Option<Built<I>>>,
+    done: Condvar,
+}
+
+impl<I> Behind<I> {
+    fn image(&self) -> MutexGuard<'_, Option<Built<I>>> {
+        self.image.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the compile finished.
+    fn ready(&self) -> bool {
+        self.image().is_some()
+    }
+
+    /// The image, waiting for the compile to finish.
+    fn take(&self) -> Built<I> {
+        let mut image = self.image();
+        loop {
+            if let Some(built) = image.take() {
+                return built;
+            }
+            image = self
+                .done
+                .wait(image)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+/// Compiled artefacts `T` per key `K`, built once each (see the module docs); `I` is the
+/// binary image a background compile hands to the load ([`KernelCache::get_or_compile`]).
+pub(crate) struct KernelCache<K, T, I = ()> {
     cells: OnceLock<Mutex<Cells<K, T>>>,
-    /// Keys being built in the background.
-    building: OnceLock<Mutex<HashSet<K>>>,
+    /// Compiles started in the background, per key, until their image is loaded.
+    behind: OnceLock<Mutex<HashMap<K, Arc<Behind<I>>>>>,
 }
 
 thread_local! {
-    /// Whether a missing kernel is built in the background ([`deferred`]).
+    /// Whether a missing kernel is compiled in the background ([`deferred`]).
     static DEFER: Cell<bool> = const { Cell::new(false) };
-    /// Whether a deferred call may start that build ([`deferred`]'s `start`).
+    /// Whether a deferred call may start that compile ([`deferred`]'s `start`).
     static START: Cell<bool> = const { Cell::new(true) };
-    /// Whether the last deferred call stopped at a kernel still building.
+    /// Whether the last deferred call stopped at a kernel still compiling.
     static PENDING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f` (one skeleton call) with missing kernels built in the background: the first
-/// kernel it asks for that is not built yet starts that build on its own thread (unless one
-/// is running, or `start` is false: a trial that is not worth a compile) and fails the
+/// Runs `f` (one skeleton call) with missing kernels compiled in the background: the first
+/// kernel it asks for that is not built yet starts that compile on its own thread (unless
+/// one is running, or `start` is false: a trial that is not worth a compile) and fails the
 /// call with [`pending`] set, before the call has launched or written anything. Once the
 /// call has a kernel, further kernels it needs are built in place, as always, so a call
 /// that pends never stops half-way through its launches.
@@ -62,72 +101,22 @@ pub(crate) fn deferred<R>(start: bool, f: impl FnOnce() -> Result<R>) -> Result<
 }
 
 /// Whether the last [`deferred`] call on this thread failed because its kernel is still
-/// being built (and clears that).
+/// being compiled (and clears that).
 pub(crate) fn pending() -> bool {
     PENDING.with(|p| p.replace(false))
 }
 
-/// The error a deferred call gets while its kernel builds (never seen by users: `Auto`
+/// The error a deferred call gets while its kernel compiles (never seen by users: `Auto`
 /// runs the call on the host instead).
 fn pending_error() -> Error {
     PENDING.with(|p| p.set(true));
-    Error::Driver("internal: kernel still being built in the background".into())
+    Error::Driver("internal: kernel still being compiled in the background".into())
 }
 
-/// Whether the calling thread is inside [`deferred`] and may start a background build (a
-/// backend loads its compiler first, so its exit handlers are in place before
-/// [`wait_at_exit`]'s).
+/// Whether the calling thread is inside [`deferred`] and may start a background compile.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn deferring() -> bool {
     DEFER.with(Cell::get) && START.with(Cell::get)
-}
-
-/// Background builds in flight, and their end signalled.
-static IN_FLIGHT: (Mutex<usize>, std::sync::Condvar) = (Mutex::new(0), std::sync::Condvar::new());
-
-fn in_flight() -> MutexGuard<'static, usize> {
-    IN_FLIGHT.0.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn build_done() {
-    *in_flight() -= 1;
-    IN_FLIGHT.1.notify_all();
-}
-
-extern "C" {
-    fn atexit(handler: extern "C" fn()) -> std::ffi::c_int;
-}
-
-/// At process exit, waits (at most a minute) for background builds still running: a
-/// compiler torn down by its exit handlers while another thread runs it crashes, and the
-/// finished build lands in the disk cache for the next run.
-extern "C" fn wait_at_exit() {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let mut n = in_flight();
-    while *n > 0 {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return;
-        }
-        n = IN_FLIGHT
-            .1
-            .wait_timeout(n, left)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
-    }
-}
-
-/// Registers [`wait_at_exit`] once, after the compiler of the first background build was
-/// loaded (handlers run in reverse order of registration: this one before the compiler's).
-fn wait_at_exit_once() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: `atexit` only records a plain function pointer to a function that lives
-        // for the whole process and takes no arguments.
-        if unsafe { atexit(wait_at_exit) } != 0 {
-            log::warn!(target: "skel::tune", "atexit failed: a background kernel build may be cut short at exit");
-        }
-    });
 }
 
 /// Says once per process that kernels compile in the background.
@@ -142,20 +131,13 @@ fn announce() {
     }
 }
 
-impl<K: Clone + Eq + Hash, T: Clone> KernelCache<K, T> {
+impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
     /// An empty cache, for a `static`.
     pub(crate) const fn new() -> Self {
         KernelCache {
             cells: OnceLock::new(),
-            building: OnceLock::new(),
+            behind: OnceLock::new(),
         }
-    }
-
-    fn building(&self) -> MutexGuard<'_, HashSet<K>> {
-        self.building
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn cells(&self) -> MutexGuard<'_, Cells<K, T>> {
@@ -165,26 +147,26 @@ impl<K: Clone + Eq + Hash, T: Clone> KernelCache<K, T> {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn behind(&self) -> MutexGuard<'_, HashMap<K, Arc<Behind<I>>>> {
+        self.behind
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The artefact for `key`, built on first use by `build` from the source `source()`
-    /// generates (in the background inside [`deferred`]).
+    /// generates, on the calling thread (also inside [`deferred`]: `build` may need the
+    /// driver).
+    #[cfg_attr(not(feature = "opencl"), allow(dead_code))]
     pub(crate) fn get_or_build(
-        &'static self,
+        &self,
         key: K,
         source: impl FnOnce() -> Result<String>,
-        build: impl FnOnce(&str) -> Result<T> + Send + 'static,
-    ) -> Result<T>
-    where
-        K: Send + Sync + 'static,
-        T: Send + Sync + 'static,
-    {
+        build: impl FnOnce(&str) -> Result<T>,
+    ) -> Result<T> {
         let cell = self.cells().entry(key.clone()).or_default().clone();
         if let Some(built) = cell.get() {
-            // The call has its kernel: any further one it needs is built in place.
-            DEFER.with(|d| d.set(false));
             return replay(built);
-        }
-        if DEFER.with(|d| d.replace(false)) {
-            return self.build_behind(key, cell, source, build);
         }
         let src = source()?;
         let built = cell.get_or_init(|| build(&src));
@@ -192,49 +174,94 @@ impl<K: Clone + Eq + Hash, T: Clone> KernelCache<K, T> {
         replay(built)
     }
 
-    /// Starts building `key` on a thread of its own (unless it is building already) and
-    /// returns [`pending_error`].
-    fn build_behind(
+    /// The artefact for `key`: `compile` turns the source `source()` generates into an
+    /// image without touching a driver (it may run on a thread of its own: inside
+    /// [`deferred`]), `load` makes the artefact from it, always on a calling thread.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn get_or_compile(
         &'static self,
         key: K,
-        cell: Arc<OnceLock<Built<T>>>,
         source: impl FnOnce() -> Result<String>,
-        build: impl FnOnce(&str) -> Result<T> + Send + 'static,
+        compile: impl FnOnce(&str) -> Result<I> + Send + 'static,
+        load: impl FnOnce(I) -> Result<T>,
     ) -> Result<T>
     where
-        K: Send + Sync + 'static,
-        T: Send + Sync + 'static,
+        K: Send + 'static,
+        I: Send + 'static,
     {
-        if !START.with(Cell::get) || !self.building().insert(key.clone()) {
-            return Err(pending_error());
+        let cell = self.cells().entry(key.clone()).or_default().clone();
+        if let Some(built) = cell.get() {
+            // The call has its kernel: any further one it needs is built in place.
+            DEFER.with(|d| d.set(false));
+            return replay(built);
         }
-        let src = match source() {
-            Ok(src) => src,
-            Err(e) => {
-                self.building().remove(&key);
-                return Err(e);
+        let defer = DEFER.with(|d| d.replace(false));
+        let running = self.behind().get(&key).cloned();
+        let built = match running {
+            // Inside `deferred`, a compile still running is waited for by nobody.
+            Some(b) if defer && !b.ready() => return Err(pending_error()),
+            Some(b) => {
+                let built = cell.get_or_init(|| b.take().and_then(load));
+                // Loaded (or failed): that compile is done with.
+                let mut behind = self.behind();
+                if behind.get(&key).is_some_and(|x| Arc::ptr_eq(x, &b)) {
+                    behind.remove(&key);
+                }
+                built
+            }
+            None if defer => return self.compile_behind(key, source, compile),
+            None => {
+                let src = source()?;
+                cell.get_or_init(|| compile(&src).and_then(load))
             }
         };
+        self.forget_failed(&key, &cell, built);
+        replay(built)
+    }
+
+    /// Starts compiling `key` on a thread of its own (where `START` allows) and returns
+    /// [`pending_error`]. The thread runs `compile` only: no driver call, no context.
+    fn compile_behind(
+        &'static self,
+        key: K,
+        source: impl FnOnce() -> Result<String>,
+        compile: impl FnOnce(&str) -> Result<I> + Send + 'static,
+    ) -> Result<T>
+    where
+        K: Send + 'static,
+        I: Send + 'static,
+    {
+        if !START.with(Cell::get) {
+            return Err(pending_error());
+        }
+        let src = source()?;
+        let behind = Arc::new(Behind {
+            image: Mutex::new(None),
+            done: Condvar::new(),
+        });
+        {
+            let mut map = self.behind();
+            if map.contains_key(&key) {
+                // Another thread started it meanwhile.
+                return Err(pending_error());
+            }
+            map.insert(key.clone(), behind.clone());
+        }
         announce();
-        wait_at_exit_once();
-        *in_flight() += 1;
-        let again = key.clone();
         let job = move || {
-            let built = cell.get_or_init(|| build(&src));
-            self.forget_failed(&key, &cell, built);
-            self.building().remove(&key);
+            let image = compile(&src);
+            *behind.image() = Some(image);
+            behind.done.notify_all();
             crate::tune::kernel_ready();
-            build_done();
         };
         if let Err(e) = std::thread::Builder::new()
-            .name("skel-kernel-build".into())
+            .name("skel-kernel-compile".into())
             .spawn(job)
         {
-            // No thread: the next call builds in place (nothing was left marked).
-            self.building().remove(&again);
-            build_done();
+            // No thread: the next call compiles in place (nothing is left marked).
+            self.behind().remove(&key);
             return Err(Error::Driver(format!(
-                "spawning a kernel build thread: {e}"
+                "spawning a kernel compile thread: {e}"
             )));
         }
         Err(pending_error())
@@ -405,52 +432,111 @@ mod tests {
     }
 
     #[test]
-    fn a_deferred_call_pends_while_the_build_runs_behind() {
-        let cache: &'static KernelCache<u32, u64> = Box::leak(Box::new(KernelCache::new()));
-        let (go, wait) = std::sync::mpsc::channel::<()>();
-        let wait = Mutex::new(wait);
+    fn a_deferred_call_pends_while_the_compile_runs_behind() {
+        let cache: &'static KernelCache<u32, u64, u64> = Box::leak(Box::new(KernelCache::new()));
+        let loads: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let load = |image: u64| {
+            loads.fetch_add(1, Ordering::Relaxed);
+            Ok(image + 1)
+        };
         // A trial not worth a compile pends without starting one.
         let trial = deferred(false, || {
-            cache.get_or_build(
+            cache.get_or_compile(
                 5,
                 || Ok("src".into()),
-                |_| -> Result<u64> { unreachable!() },
+                |_| -> Result<u64> { unreachable!("no compile for a trial") },
+                load,
             )
         });
         assert!(trial.is_err() && pending());
-        assert!(cache.building().is_empty());
-        let (began, started) = std::sync::mpsc::channel::<()>();
+        assert!(cache.behind().is_empty());
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (began, started) = std::sync::mpsc::channel::<std::thread::ThreadId>();
         let first = deferred(true, || {
-            cache.get_or_build(
+            cache.get_or_compile(
                 5,
                 || Ok("src".into()),
                 move |_| {
-                    let _ = began.send(());
-                    let _ = wait.lock().unwrap().recv();
+                    let _ = began.send(std::thread::current().id());
+                    let _ = wait.recv();
                     Ok(50)
                 },
+                load,
             )
         });
         assert!(first.is_err() && pending());
-        started.recv().unwrap(); // the build runs behind (not yet done)
-                                 // A second deferred call does not wait, nor start another build.
+        // The compile runs on a thread of its own (not yet done).
+        assert_ne!(started.recv().unwrap(), std::thread::current().id());
+        // A second deferred call does not wait, nor start another compile.
         let second = deferred(true, || {
-            cache.get_or_build(5, || Ok("src".into()), |_| Ok(99))
+            cache.get_or_compile(5, || Ok("src".into()), |_| Ok(99), load)
         });
         assert!(second.is_err() && pending());
+        assert_eq!(loads.load(Ordering::Relaxed), 0);
         go.send(()).unwrap();
-        // A call outside `deferred` waits for that build and gets its result.
+        // A call outside `deferred` waits for that compile and loads its image here.
         assert_eq!(
             cache
-                .get_or_build(5, || Ok("src".into()), |_| Ok(99))
+                .get_or_compile(5, || Ok("src".into()), |_| Ok(99), load)
                 .unwrap(),
-            50
+            51
         );
         let ready = deferred(true, || {
-            cache.get_or_build(5, || Ok("src".into()), |_| Ok(99))
+            cache.get_or_compile(5, || Ok("src".into()), |_| Ok(99), load)
         });
-        assert_eq!(ready.unwrap(), 50);
+        assert_eq!(ready.unwrap(), 51);
         assert!(!pending());
+        assert_eq!(loads.load(Ordering::Relaxed), 1);
+        assert!(cache.behind().is_empty());
+    }
+
+    #[test]
+    fn a_deferred_call_loads_a_finished_image_on_its_own_thread() {
+        let cache: &'static KernelCache<u32, u64, u64> = Box::leak(Box::new(KernelCache::new()));
+        let first = deferred(true, || {
+            cache.get_or_compile(9, || Ok("src".into()), |_| Ok(7), |i| Ok(i * 2))
+        });
+        assert!(first.is_err() && pending());
+        let b = cache.behind().get(&9).cloned().unwrap();
+        while !b.ready() {
+            std::thread::yield_now();
+        }
+        let caller = std::thread::current().id();
+        let loaded = deferred(true, || {
+            cache.get_or_compile(
+                9,
+                || Ok("src".into()),
+                |_| Ok(0),
+                move |i| {
+                    assert_eq!(std::thread::current().id(), caller);
+                    Ok(i * 3)
+                },
+            )
+        });
+        assert_eq!(loaded.unwrap(), 21);
+        assert!(!pending());
+    }
+
+    #[test]
+    fn a_compile_error_behind_is_remembered() {
+        let cache: &'static KernelCache<u32, u64, u64> = Box::leak(Box::new(KernelCache::new()));
+        let first = deferred(true, || {
+            cache.get_or_compile(
+                2,
+                || Ok("int x = ;".into()),
+                |src| Err(compile_error(src)),
+                |i| Ok(i),
+            )
+        });
+        assert!(first.is_err() && pending());
+        for _ in 0..2 {
+            let err = cache
+                .get_or_compile(2, || Ok("x".into()), |_| Ok(1), |i| Ok(i))
+                .unwrap_err();
+            assert!(
+                matches!(err, Error::Compile { source_code, .. } if source_code == "int x = ;")
+            );
+        }
     }
 
     #[test]

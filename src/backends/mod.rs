@@ -100,7 +100,10 @@ pub(crate) trait Execute {
 
     fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()>;
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()>;
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()>;
 
     fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
         &self,
@@ -619,8 +622,8 @@ pub(crate) fn fuses_lazy_inputs(options: &Options) -> bool {
 /// Histogram per rank and a sum of the counts, which `skel::dist` does not do yet).
 pub(crate) fn histogram<'a, S: HistogramSig<'a>>(
     options: Options,
-    plan: plan::Histogram<'_, 'a, S>,
-    checks: impl for<'k> FnOnce(&plan::Histogram<'k, 'a, S>) -> Result<()>,
+    plan: plan::Histogram<'_, 'a, '_, S>,
+    checks: impl for<'k, 'o> FnOnce(&plan::Histogram<'k, 'a, 'o, S>) -> Result<()>,
 ) -> Result<()> {
     #[cfg(feature = "mpi")]
     if plan.inputs.any_distributed()

@@ -18,9 +18,11 @@
 //! predicted more than [`SKIP`] times slower than the best is never calibrated, and trying
 //! a candidate other than the predicted best spends a job-wide budget of [`BUDGET_SHARE`]
 //! of the time since the first `Auto` call (at least [`BUDGET_FLOOR_NS`];
-//! [`crate::config::TUNE_BUDGET`] sets the share). While a GPU
-//! kernel compiles (in the background, started by the first call that needs it), that
-//! backend is no candidate for its calls: they run on the host until the kernel is ready.
+//! [`crate::config::TUNE_BUDGET`] sets the share). While a CUDA kernel compiles (NVRTC on a
+//! thread of its own, started by the first call that needs it; the module is then loaded by
+//! the next call, on its own thread), CUDA is no candidate for that function: its calls run
+//! on the host until the kernel is ready. (OpenCL programs are built in place:
+//! `clBuildProgram` needs the driver, and no thread but a caller's enters a driver.)
 //! An OpenCL CPU device (PoCL) is a candidate only once a call on `Backend::OpenCl`
 //! opened it (its worker threads slow Rayon down on the same cores). The first call of each size bucket on each
 //! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
@@ -735,8 +737,9 @@ pub(crate) fn kernel_ready() {
 /// installed implementation, and PoCL's starts worker threads that halve Rayon's speed on a
 /// small machine. Before that, the host backends and the devices something else opened.
 /// An OpenCL CPU device (PoCL) shares the cores with Rayon: it is a candidate only once
-/// something else opened it (a call on `Backend::OpenCl`). (Probes run on the calling thread: a process that exits while a
-/// driver initialises on another thread can crash in the driver's exit handlers.)
+/// something else opened it (a call on `Backend::OpenCl`). Probes run on the calling
+/// thread: a process that exits while a driver initialises on another thread can crash in
+/// the driver's exit code.
 fn probed(due: Due) -> Vec<Backend> {
     let known = |cell: &'static OnceLock<bool>, due: bool, probe: fn() -> bool| match cell.get() {
         Some(&found) => found,

@@ -643,7 +643,10 @@ impl Execute for Cuda {
 
     /// One device slot: a Histogram split over several devices (`.devices(n)`) runs on
     /// the first, whose counts the others would only have to be added to.
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,

@@ -45,13 +45,17 @@ impl Module {
     }
 }
 
-/// Loaded modules per program (see [`crate::backends::kernel_cache`]).
-static MODULES: KernelCache<ProgKey, Arc<Module>> = KernelCache::new();
+/// Loaded modules per program, from CUBIN images (see [`crate::backends::kernel_cache`]).
+static MODULES: KernelCache<ProgKey, Arc<Module>, Vec<u8>> = KernelCache::new();
 
 /// The module for `key`, built from `source()` on first use, with kernels `entries`.
 /// Generation errors (an untranslatable user function) are returned, not cached; nor are
 /// driver failures (a module load out of device memory): the next call builds again. Only
 /// compile errors, which the next build would repeat, are remembered.
+///
+/// The compile (the disk cache or NVRTC: no driver, no context) may run on a thread of its
+/// own for `Backend::Auto`; the load into the device always runs on the calling thread, so
+/// no thread but a caller's ever enters the driver.
 pub(crate) fn module(
     ctx: &Ctx,
     key: ProgKey,
@@ -59,23 +63,34 @@ pub(crate) fn module(
     entries: &[&str],
     source: impl FnOnce() -> Result<String>,
 ) -> Result<Arc<Module>> {
-    // Every context is an opened device slot, kept for the process: the build (maybe on a
-    // thread of its own) uses that slot.
-    let ctx: &'static Ctx = super::context::opened_slots()
-        .find(|c| std::ptr::eq(*c, ctx))
-        .ok_or_else(|| Error::Driver("internal: a CUDA context that is no device slot".into()))?;
     if crate::backends::kernel_cache::deferring() {
-        // A background build loads NVRTC here first, so that its exit handlers are
-        // registered before the one that waits for the build (see `kernel_cache`); a
-        // missing NVRTC is the build's error (a disk-cache hit needs none).
+        // NVRTC is loaded (and kept loaded) by the caller, not by a compile thread that a
+        // process exit may cut short; a missing NVRTC is the compile's error (a disk-cache
+        // hit needs none).
         let _ = ensure_nvrtc();
     }
     let name = name.to_string();
-    let entries: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
-    MODULES.get_or_build(key, source, move |src| {
-        let entries: Vec<&str> = entries.iter().map(String::as_str).collect();
-        build(ctx, &name, &entries, src).map(Arc::new)
-    })
+    let opts = options(ctx);
+    // The disk key does not include the NVRTC version, so a cache hit needs no NVRTC at
+    // all; the driver version and the architecture stand in for the toolchain.
+    let stable = (ctx.name.clone(), ctx.arch(), ctx.driver_version);
+    MODULES.get_or_compile(
+        key,
+        source,
+        move |src| {
+            jit::dump_source(&name, "cu", src);
+            let disk_key = jit::stable_hash(&[
+                src.as_bytes(),
+                opts.join(" ").as_bytes(),
+                stable.0.as_bytes(),
+                stable.1.as_bytes(),
+                &stable.2.to_le_bytes(),
+                env!("CARGO_PKG_VERSION").as_bytes(),
+            ]);
+            image(&name, src, &opts, &disk_key).map(|(bin, _)| bin)
+        },
+        |image| load(ctx, &image, entries).map(Arc::new),
+    )
 }
 
 /// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no
@@ -87,23 +102,6 @@ pub(crate) fn options(ctx: &Ctx) -> Vec<String> {
         "--fmad=false".into(),
         "--device-as-default-execution-space".into(),
     ]
-}
-
-fn build(ctx: &Ctx, name: &str, entries: &[&str], src: &str) -> Result<Module> {
-    jit::dump_source(name, "cu", src);
-    let opts = options(ctx);
-    // The disk key does not include the NVRTC version, so a cache hit needs no NVRTC at
-    // all; the driver version and the architecture stand in for the toolchain.
-    let disk_key = jit::stable_hash(&[
-        src.as_bytes(),
-        opts.join(" ").as_bytes(),
-        ctx.name.as_bytes(),
-        ctx.arch().as_bytes(),
-        &ctx.driver_version.to_le_bytes(),
-        env!("CARGO_PKG_VERSION").as_bytes(),
-    ]);
-    let (image, _) = image(name, src, &opts, &disk_key)?;
-    load(ctx, &image, entries)
 }
 
 /// The CUBIN for `src`: from the disk cache under `disk_key` (then `true`), else compiled

@@ -507,7 +507,10 @@ impl Execute for OpenCl {
         sort::run::<S::K, S::V>(ctx()?, keys, values)
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,

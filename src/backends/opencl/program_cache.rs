@@ -43,16 +43,9 @@ pub(crate) fn program(
     name: &str,
     source: impl FnOnce() -> Result<String>,
 ) -> Result<cl::Program> {
-    // The process has one OpenCL context: the build (maybe on a thread of its own) uses
-    // the one `ctx` is.
-    let ctx: &'static Ctx = super::context::ctx()
-        .ok()
-        .filter(|c| std::ptr::eq(*c, ctx))
-        .ok_or_else(|| Error::Driver("internal: an OpenCL context not the process's".into()))?;
-    let name = name.to_string();
-    PROGRAMS.get_or_build(key, source, move |src| {
-        crate::backends::jit::dump_source(&name, "cl", src);
-        build(ctx, &name, src)
+    PROGRAMS.get_or_build(key, source, |src| {
+        crate::backends::jit::dump_source(name, "cl", src);
+        build(ctx, name, src)
     })
 }
 
