@@ -13,8 +13,9 @@
 //! end, or a SkePU program's calls, results fetched to the host), so first-call costs
 //! (kernel compiles, calibration) count. Jobs: greyscale on the sample photos
 //! (`$SKEL_DATA_DIR/images`, else `../shared/data/images`, else the repository's), on N
-//! synthetic 1920x1080 frames (`--frames N`, default 240), and SkePU's dot, ppmcc,
-//! mandelbrot, median, nbody and mmmult, each program repeating its call `reps` times.
+//! synthetic 1920x1080 frames (`--frames N`, default 240), and every program of
+//! `examples/skepu` (dot, ppmcc, mandelbrot, median, nbody, mmmult, cma, coulombic, life,
+//! mvmult, pairs, psnr, taylor), each repeating its computation `reps` times.
 //! Every line ends with `auto/best`, Auto's rate over the best fixed backend's in the same
 //! column (the target is at least 0.9).
 //!
@@ -55,18 +56,32 @@ examples! {
     median: "../examples/skepu/median.rs"
     nbody: "../examples/skepu/nbody.rs"
     mmmult: "../examples/skepu/mmmult.rs"
+    cma: "../examples/skepu/cma.rs"
+    coulombic: "../examples/skepu/coulombic.rs"
+    life: "../examples/skepu/life.rs"
+    mvmult: "../examples/skepu/mvmult.rs"
+    pairs: "../examples/skepu/pairs.rs"
+    psnr: "../examples/skepu/psnr.rs"
+    taylor: "../examples/skepu/taylor.rs"
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// One SkePU program: name, size (full, short), calls per run (full, short).
-const SKEPU: [(&str, [usize; 2], [usize; 2]); 6] = [
+const SKEPU: [(&str, [usize; 2], [usize; 2]); 13] = [
     ("dot", [1 << 22, 1 << 18], [20, 5]),
     ("ppmcc", [1 << 22, 1 << 18], [10, 3]),
     ("mandelbrot", [512, 128], [5, 2]),
     ("median", [1024, 256], [5, 2]),
     ("nbody", [2048, 512], [3, 2]),
     ("mmmult", [256, 128], [5, 2]),
+    ("cma", [1 << 22, 1 << 16], [5, 2]),
+    ("coulombic", [256, 64], [3, 2]),
+    ("life", [1024, 128], [3, 2]),
+    ("mvmult", [2048, 256], [10, 3]),
+    ("pairs", [1024, 128], [3, 2]),
+    ("psnr", [2048, 256], [5, 2]),
+    ("taylor", [1 << 20, 1 << 14], [5, 2]),
 ];
 
 /// The calls of SkePU program `name` at `size`, `reps` times, on `backend`; a checksum.
@@ -109,6 +124,56 @@ fn skepu(name: &str, backend: Backend, size: usize, reps: usize) -> Res<f64> {
             for _ in 0..reps {
                 let c = mmmult::compute(backend, &a, &b)?;
                 sum += c.to_vec().iter().map(|&v| f64::from(v)).sum::<f64>();
+            }
+        }
+        "cma" => {
+            let x = cma::inputs(size);
+            for _ in 0..reps {
+                sum += cma::compute(backend, &x)?
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .sum::<f64>();
+            }
+        }
+        "coulombic" => {
+            let atoms = coulombic::inputs(100, size);
+            for _ in 0..reps {
+                let m = coulombic::compute(backend, &atoms, size)?;
+                sum += m.to_vec().iter().map(|&v| f64::from(v)).sum::<f64>();
+            }
+        }
+        "life" => {
+            let board = life::inputs(size);
+            for _ in 0..reps {
+                let m = life::compute(backend, &board, 10)?;
+                sum += m.to_vec().iter().map(|&v| f64::from(v)).sum::<f64>();
+            }
+        }
+        "mvmult" => {
+            let (a, x) = mvmult::inputs(size, size + 3);
+            for _ in 0..reps {
+                sum += mvmult::compute(backend, &a, &x)?
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .sum::<f64>();
+            }
+        }
+        "pairs" => {
+            let (v, h) = pairs::inputs(size);
+            for _ in 0..reps {
+                let (_, far) = pairs::compute(backend, &v, &h)?;
+                sum += far.iter().map(|&v| f64::from(v)).sum::<f64>();
+            }
+        }
+        "psnr" => {
+            let (original, noisy) = psnr::inputs(size);
+            for _ in 0..reps {
+                sum += psnr::compute(backend, &original, &noisy)?;
+            }
+        }
+        "taylor" => {
+            for _ in 0..reps {
+                sum += f64::from(taylor::compute(backend, 0.5, size)?);
             }
         }
         other => return Err(format!("no SkePU program {other}").into()),

@@ -11,10 +11,11 @@
 //! binaries, where a backend keeps one, lies under the build (see [`super::jit`]).
 //!
 //! `Backend::Auto` asks for kernels in the background ([`deferred`]). A backend whose build
-//! splits into a pure compile (source to binary image: NVRTC, or the disk cache; no driver,
-//! no context) and a load into the device ([`KernelCache::get_or_compile`]) then runs only
-//! the compile on a thread of its own, and the call gets [`pending`] at once, before it has
-//! changed anything, so it can run on the host meanwhile. The load happens on a calling
+//! splits into a pure compile (source to binary image: NVRTC; no driver, no context) and a
+//! load into the device ([`KernelCache::get_or_compile`]) then takes an image found quickly
+//! (the disk cache) at once, and otherwise runs only the compile on a thread of its own;
+//! the call gets [`pending`] at once, before it has changed anything, so it can run on the
+//! host meanwhile. The load happens on a calling
 //! thread, the first call after the image is ready. So a background thread never enters a
 //! device driver, and nothing waits at process exit: a process may exit (from `main` or any
 //! thread) while a compile runs; that compile is simply lost (the next run compiles again,
@@ -113,12 +114,6 @@ fn pending_error() -> Error {
     Error::Driver("internal: kernel still being compiled in the background".into())
 }
 
-/// Whether the calling thread is inside [`deferred`] and may start a background compile.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn deferring() -> bool {
-    DEFER.with(Cell::get) && START.with(Cell::get)
-}
-
 /// Says once per process that kernels compile in the background.
 fn announce() {
     static SAID: AtomicBool = AtomicBool::new(false);
@@ -174,14 +169,17 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
         replay(built)
     }
 
-    /// The artefact for `key`: `compile` turns the source `source()` generates into an
-    /// image without touching a driver (it may run on a thread of its own: inside
-    /// [`deferred`]), `load` makes the artefact from it, always on a calling thread.
+    /// The artefact for `key`: `cached` finds an image of the source `source()` generates
+    /// where that is quick (a disk cache; its flag: whether a miss will compile in the
+    /// background), else `compile` makes it without touching a driver (on a thread of its
+    /// own inside [`deferred`]); `load` makes the artefact from the image, always on a
+    /// calling thread.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn get_or_compile(
         &'static self,
         key: K,
         source: impl FnOnce() -> Result<String>,
+        cached: impl FnOnce(&str, bool) -> Option<I>,
         compile: impl FnOnce(&str) -> Result<I> + Send + 'static,
         load: impl FnOnce(I) -> Result<T>,
     ) -> Result<T>
@@ -209,22 +207,26 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
                 }
                 built
             }
-            None if defer => return self.compile_behind(key, source, compile),
             None => {
                 let src = source()?;
-                cell.get_or_init(|| compile(&src).and_then(load))
+                let start = defer && START.with(Cell::get);
+                match cached(&src, start) {
+                    Some(image) => cell.get_or_init(|| load(image)),
+                    None if defer => return self.compile_behind(key, src, compile),
+                    None => cell.get_or_init(|| compile(&src).and_then(load)),
+                }
             }
         };
         self.forget_failed(&key, &cell, built);
         replay(built)
     }
 
-    /// Starts compiling `key` on a thread of its own (where `START` allows) and returns
-    /// [`pending_error`]. The thread runs `compile` only: no driver call, no context.
+    /// Starts compiling `src` for `key` on a thread of its own (where `START` allows) and
+    /// returns [`pending_error`]. The thread runs `compile` only: no driver call, no context.
     fn compile_behind(
         &'static self,
         key: K,
-        source: impl FnOnce() -> Result<String>,
+        src: String,
         compile: impl FnOnce(&str) -> Result<I> + Send + 'static,
     ) -> Result<T>
     where
@@ -234,7 +236,6 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
         if !START.with(Cell::get) {
             return Err(pending_error());
         }
-        let src = source()?;
         let behind = Arc::new(Behind {
             image: Mutex::new(None),
             done: Condvar::new(),
@@ -444,6 +445,7 @@ mod tests {
             cache.get_or_compile(
                 5,
                 || Ok("src".into()),
+                |_, _| None,
                 |_| -> Result<u64> { unreachable!("no compile for a trial") },
                 load,
             )
@@ -456,6 +458,10 @@ mod tests {
             cache.get_or_compile(
                 5,
                 || Ok("src".into()),
+                |_, behind| {
+                    assert!(behind);
+                    None
+                },
                 move |_| {
                     let _ = began.send(std::thread::current().id());
                     let _ = wait.recv();
@@ -469,7 +475,7 @@ mod tests {
         assert_ne!(started.recv().unwrap(), std::thread::current().id());
         // A second deferred call does not wait, nor start another compile.
         let second = deferred(true, || {
-            cache.get_or_compile(5, || Ok("src".into()), |_| Ok(99), load)
+            cache.get_or_compile(5, || Ok("src".into()), |_, _| None, |_| Ok(99), load)
         });
         assert!(second.is_err() && pending());
         assert_eq!(loads.load(Ordering::Relaxed), 0);
@@ -477,12 +483,12 @@ mod tests {
         // A call outside `deferred` waits for that compile and loads its image here.
         assert_eq!(
             cache
-                .get_or_compile(5, || Ok("src".into()), |_| Ok(99), load)
+                .get_or_compile(5, || Ok("src".into()), |_, _| None, |_| Ok(99), load)
                 .unwrap(),
             51
         );
         let ready = deferred(true, || {
-            cache.get_or_compile(5, || Ok("src".into()), |_| Ok(99), load)
+            cache.get_or_compile(5, || Ok("src".into()), |_, _| None, |_| Ok(99), load)
         });
         assert_eq!(ready.unwrap(), 51);
         assert!(!pending());
@@ -494,7 +500,13 @@ mod tests {
     fn a_deferred_call_loads_a_finished_image_on_its_own_thread() {
         let cache: &'static KernelCache<u32, u64, u64> = Box::leak(Box::new(KernelCache::new()));
         let first = deferred(true, || {
-            cache.get_or_compile(9, || Ok("src".into()), |_| Ok(7), |i| Ok(i * 2))
+            cache.get_or_compile(
+                9,
+                || Ok("src".into()),
+                |_, _| None,
+                |_| Ok(7),
+                |i| Ok(i * 2),
+            )
         });
         assert!(first.is_err() && pending());
         let b = cache.behind().get(&9).cloned().unwrap();
@@ -506,6 +518,7 @@ mod tests {
             cache.get_or_compile(
                 9,
                 || Ok("src".into()),
+                |_, _| None,
                 |_| Ok(0),
                 move |i| {
                     assert_eq!(std::thread::current().id(), caller);
@@ -518,20 +531,38 @@ mod tests {
     }
 
     #[test]
+    fn a_quick_hit_loads_at_once_without_a_thread() {
+        let cache: &'static KernelCache<u32, u64, u64> = Box::leak(Box::new(KernelCache::new()));
+        let got = deferred(true, || {
+            cache.get_or_compile(
+                4,
+                || Ok("src".into()),
+                |_, _| Some(8),
+                |_| -> Result<u64> { unreachable!("a disk hit compiles nothing") },
+                |i| Ok(i + 1),
+            )
+        });
+        assert_eq!(got.unwrap(), 9);
+        assert!(!pending());
+        assert!(cache.behind().is_empty());
+    }
+
+    #[test]
     fn a_compile_error_behind_is_remembered() {
         let cache: &'static KernelCache<u32, u64, u64> = Box::leak(Box::new(KernelCache::new()));
         let first = deferred(true, || {
             cache.get_or_compile(
                 2,
                 || Ok("int x = ;".into()),
+                |_, _| None,
                 |src| Err(compile_error(src)),
-                |i| Ok(i),
+                Ok,
             )
         });
         assert!(first.is_err() && pending());
         for _ in 0..2 {
             let err = cache
-                .get_or_compile(2, || Ok("x".into()), |_| Ok(1), |i| Ok(i))
+                .get_or_compile(2, || Ok("x".into()), |_, _| None, |_| Ok(1), Ok)
                 .unwrap_err();
             assert!(
                 matches!(err, Error::Compile { source_code, .. } if source_code == "int x = ;")
