@@ -169,6 +169,17 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
         replay(built)
     }
 
+    /// The artefact for `key` where it is built already (the steady state: one lookup,
+    /// nothing prepared for a build); `None` where it is not built yet.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn built(&self, key: &K) -> Option<Result<T>> {
+        let cell = self.cells().get(key)?.clone();
+        let built = cell.get()?;
+        // The call has its kernel: any further one it needs is built in place.
+        DEFER.with(|d| d.set(false));
+        Some(replay(built))
+    }
+
     /// The artefact for `key`: `cached` finds an image of the source `source()` generates
     /// where that is quick (a disk cache; its flag: whether a miss will compile in the
     /// background), else `compile` makes it without touching a driver (on a thread of its
@@ -528,6 +539,28 @@ mod tests {
         });
         assert_eq!(loaded.unwrap(), 21);
         assert!(!pending());
+    }
+
+    #[test]
+    fn built_answers_only_once_built() {
+        let cache: &'static KernelCache<u32, u64, u64> = Box::leak(Box::new(KernelCache::new()));
+        assert!(cache.built(&3).is_none());
+        let got = cache.get_or_compile_here(3);
+        assert_eq!(got.unwrap(), 4);
+        assert_eq!(cache.built(&3).unwrap().unwrap(), 4);
+    }
+
+    impl KernelCache<u32, u64, u64> {
+        /// A build in place of `key`, its image `key`, loaded as `key + 1`.
+        fn get_or_compile_here(&'static self, key: u32) -> Result<u64> {
+            self.get_or_compile(
+                key,
+                || Ok("src".into()),
+                |_, _| None,
+                move |_| Ok(u64::from(key)),
+                |i| Ok(i + 1),
+            )
+        }
     }
 
     #[test]

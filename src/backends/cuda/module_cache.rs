@@ -63,6 +63,10 @@ pub(crate) fn module(
     entries: &[&str],
     source: impl FnOnce() -> Result<String>,
 ) -> Result<Arc<Module>> {
+    // Every call asks: the built module costs one lookup, no build preparations.
+    if let Some(built) = MODULES.built(&key) {
+        return built;
+    }
     let name = name.to_string();
     let opts = options(ctx);
     // The disk key does not include the NVRTC version, so a cache hit needs no NVRTC at
