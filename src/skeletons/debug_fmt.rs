@@ -12,6 +12,10 @@ impl<T: DeviceType> fmt::Debug for Resolved<'_, T> {
             Resolved::Borrowed(a) => f.debug_tuple("Resolved::Borrowed").field(a).finish(),
             Resolved::Vector(v) => write!(f, "Resolved::Vector(<{} elements>)", v.len()),
             Resolved::Matrix(m) => write!(f, "Resolved::Matrix(<{}x{}>)", m.rows(), m.cols()),
+            Resolved::Tensor3(t) => {
+                let (d0, d1, d2) = t.dims();
+                write!(f, "Resolved::Tensor3(<{d0}x{d1}x{d2}>)")
+            }
         }
     }
 }
