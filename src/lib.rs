@@ -200,6 +200,7 @@ mod error;
 pub mod interop;
 mod plan;
 pub mod plumbing;
+pub mod random;
 pub mod skeletons;
 pub mod stream;
 pub mod trace;
@@ -216,6 +217,7 @@ pub use skeletons::{
     Count, Devices, Edge, Filter, Histogram, Lazy, Map, MapArray, MapOverlap, MapPairs,
     MapPairsReduce, MapReduce, Reduce, ReduceByKey, Scan, ScanMode,
 };
+pub use random::Random;
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
@@ -226,4 +228,5 @@ pub mod prelude {
         Scan, ScanMode, Vector, Window, Window2,
     };
     pub use crate::{Sort, SortKey};
+    pub use crate::Random;
 }

@@ -67,3 +67,7 @@ pub use crate::userfn::{
     BindArrays, ContainerArg, ContainerArgs, ContainerKind, IndexKind, MatArg, SliceArg,
     UniformTuple,
 };
+/// The uniforms of a function with a `&mut Random` parameter (the user's tuple and the
+/// seed), and how an `#[index]` value selects an element's stream.
+#[doc(inline)]
+pub use crate::random::{RandomIndex, Seeded};

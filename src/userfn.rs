@@ -714,6 +714,19 @@ primitive_device_types!(
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
 );
 
+// `usize` (an `#[index]`, a length, a uniform) is C's 64-bit unsigned integer on every
+// device; a target whose `usize` is narrower would pass it with the wrong size.
+const _: () = assert!(
+    std::mem::size_of::<usize>() == 8,
+    "skel's device code needs a 64-bit usize"
+);
+
+// SAFETY: eight bytes (asserted above), no padding, no pointers, every bit pattern valid;
+// C declares it as a 64-bit unsigned integer (`unsigned long long`, OpenCL's `ulong`).
+unsafe impl DeviceType for usize {
+    const TY: Ty = Ty::Prim(crate::codegen::Prim::Usize);
+}
+
 // SAFETY: one byte, no padding, no pointers. Not every bit pattern is a valid `bool`, but
 // every value device code stores is: C's `bool` (CUDA, host C) converts to 0 or 1, and in
 // OpenCL C, where `bool` may not live in buffers, it is a `uchar` that the generated code
@@ -771,19 +784,44 @@ tuple_device_types! {
 // Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
 #[doc(hidden)]
 pub trait UniformTuple: Copy + Send + Sync + 'static {
-    /// Number of uniforms.
+    /// Number of uniforms (a function with a `&mut Random` parameter has one more: the
+    /// seed, after the user's).
     const LEN: usize;
+    /// What `.uniforms(..)` takes: the tuple itself, or the user's tuple of a
+    /// [`crate::plumbing::Seeded`] one.
+    type User: Copy + Send + Sync + 'static;
     /// Calls `f` with the bytes of each uniform, in declaration order.
     fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8]));
+    /// The uniforms from what `.uniforms(..)` took (seed 0).
+    fn from_user(user: Self::User) -> Self;
+    /// The uniforms of a function without `#[uniform]` parameters, which need no
+    /// `.uniforms(..)`; `None` where there are some.
+    fn unbound() -> Option<Self>;
+    /// These uniforms with the skeleton's seed (unchanged for a function without
+    /// `&mut Random`).
+    #[inline(always)]
+    fn with_seed(self, _seed: u64) -> Self {
+        self
+    }
 }
+
 
 macro_rules! uniform_tuples {
     ($(($n:expr; $($t:ident $i:tt),*))*) => {$(
         impl<$($t: DeviceType),*> UniformTuple for ($($t,)*) {
             const LEN: usize = $n;
+            type User = Self;
             #[allow(unused_variables)]
             fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8])) {
                 $(f(crate::containers::host::as_bytes(std::slice::from_ref(&self.$i)));)*
+            }
+            #[inline(always)]
+            fn from_user(user: Self) -> Self {
+                user
+            }
+            fn unbound() -> Option<Self> {
+                // `()` is the only tuple without elements.
+                <dyn std::any::Any>::downcast_ref::<Self>(&()).copied()
             }
         }
     )*};

@@ -17,6 +17,8 @@ enum Kind {
     Mat,
     Window,
     Window2,
+    /// `rng: &mut Random`.
+    Random,
 }
 
 struct ParamInfo {
@@ -73,6 +75,13 @@ fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
 
 fn is_ident_type(ty: &Type, name: &str) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident(name))
+}
+
+/// `&mut Random` (any path ending so).
+fn is_random_ref(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(r) if r.mutability.is_some()
+        && matches!(&*r.elem, Type::Path(p) if p.qself.is_none()
+            && p.path.segments.last().is_some_and(|s| s.ident == "Random" && s.arguments.is_none())))
 }
 
 /// `Window<T>` / `Window2<T>` / `Mat<T>` (any path ending so), returning the element type.
@@ -223,13 +232,39 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
                 ))
             }
         };
+        if is_random_ref(&ty) {
+            if is_uniform {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "a `&mut Random` parameter is not a #[uniform]: drop the attribute (the seed is the skeleton's `.seed(..)`)",
+                ));
+            }
+            if params.iter().any(|p| p.kind == Kind::Random) {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "a user function takes at most one `&mut Random` parameter (draw all numbers from it)",
+                ));
+            }
+            if params.iter().any(|p| p.kind == Kind::Uniform) {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "#[uniform] parameters must come after all other parameters",
+                ));
+            }
+            params.push(ParamInfo {
+                kind: Kind::Random,
+                names: vec![name],
+                ty,
+            });
+            continue;
+        }
         let (kind, ty) = match &ty {
             Type::Reference(r) => match &*r.elem {
                 Type::Slice(s) if r.mutability.is_none() => (Kind::Array, (*s.elem).clone()),
                 _ => {
                     return Err(syn::Error::new_spanned(
                         &pt.ty,
-                        "references are not supported in user functions, except read-only arrays `&[T]`: take the value itself (`x: T`, device types are `Copy`)",
+                        "references are not supported in user functions, except read-only arrays `&[T]` and `rng: &mut Random`: take the value itself (`x: T`, device types are `Copy`)",
                     ))
                 }
             },
@@ -348,6 +383,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                     Kind::Mat => "Mat",
                     Kind::Window => "Window",
                     Kind::Window2 => "Window2",
+                    Kind::Random => "Random",
                 },
                 names: p.names.clone(),
                 ty: p.ty.clone(),
@@ -376,9 +412,13 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
     .visit_block_mut(&mut block);
     let inputs = &func.sig.inputs;
 
+    let random = params.iter().any(|p| p.kind == Kind::Random);
+    // A function that draws random numbers without an `#[index]` still needs its element's
+    // position, which selects its stream: a hidden 1D index.
     let index_ty = match params.first().map(|p| p.kind) {
         Some(Kind::Index) => quote!(usize),
         Some(Kind::Index2) => quote!((usize, usize)),
+        _ if random => quote!(usize),
         _ => quote!(()),
     };
     let has_index = matches!(
@@ -431,6 +471,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 window = Some((p.kind, ty.clone()));
                 call_args.push(quote!(window));
             }
+            Kind::Random => call_args.push(quote!(&mut __skel_rng)),
         }
         with_args.push(call_args.last().cloned().expect("pushed above"));
     }
@@ -439,10 +480,23 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
     let kinds_t = tuple_ty(&kinds);
     let _ = has_index;
     let elems_t = tuple_ty(&elem_tys);
-    let unis_t = tuple_ty(&uni_tys);
-    let unpack = quote! {
-        let (#(#elem_names,)*) = elems;
-        let (#(#uni_names,)*) = *uniforms;
+    let unis_t = if random {
+        let user = tuple_ty(&uni_tys);
+        quote!(::skel::plumbing::Seeded<#user>)
+    } else {
+        tuple_ty(&uni_tys)
+    };
+    let unpack = if random {
+        quote! {
+            let (#(#elem_names,)*) = elems;
+            let (#(#uni_names,)*) = uniforms.user;
+            let mut __skel_rng = ::skel::plumbing::RandomIndex::stream(index, uniforms.seed);
+        }
+    } else {
+        quote! {
+            let (#(#elem_names,)*) = elems;
+            let (#(#uni_names,)*) = *uniforms;
+        }
     };
     let unpack_u = quote! {
         let (#(#uni_names,)*) = *uniforms;
@@ -522,7 +576,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             uniforms: names_of(Kind::Uniform),
             out: &out_ty,
         };
-        let nest = if elem_tys.is_empty() {
+        let nest = if elem_tys.is_empty() && !random {
             crate::nest::nest_block(&block, &nest_sig)
         } else {
             None

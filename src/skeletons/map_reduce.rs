@@ -66,8 +66,11 @@ where
     }
 
     /// Binds the map function's `#[uniform]` parameters.
-    pub fn uniforms(mut self, uniforms: M::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <M::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -114,10 +117,7 @@ where
         let map = Map::new(self.map)
             .arrays(self.arrays.clone())
             .with_options(self.options);
-        match self.uniforms {
-            Some(u) => map.uniforms(u),
-            None => map,
-        }
+        map.with_uniforms(self.uniforms)
     }
 
     fn execute<'a, I>(&self, inputs: I, index_only: Option<usize>) -> Result<M::Out>
@@ -126,7 +126,7 @@ where
         A: BindArrays<M::Arrays>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(M::NAME, &self.uniforms, &self.options)?;
         let shapes = inputs.shapes();
         let plan = plan::MapReduce::<(M, R, I)> {
             arrays: self.arrays.bind(),

@@ -942,3 +942,4 @@ pub mod histogram;
 pub mod lazy;
 pub mod reduce_by_key;
 pub mod sort;
+pub mod random;
