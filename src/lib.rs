@@ -211,22 +211,22 @@ pub use backends::{default_backend, set_default_backend, Backend};
 pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use error::{Error, Result};
 pub use interop::{Rgb8, Rgba8};
+pub use random::Random;
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
     Count, Devices, Edge, Filter, Histogram, Lazy, Map, MapArray, MapOverlap, MapPairs,
     MapPairsReduce, MapReduce, Reduce, ReduceByKey, Scan, ScanMode,
 };
-pub use random::Random;
 pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
+    pub use crate::Random;
     pub use crate::{
         userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
         MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, ReduceByKey, Result,
         Scan, ScanMode, Vector, Window, Window2,
     };
     pub use crate::{Sort, SortKey};
-    pub use crate::Random;
 }

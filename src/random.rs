@@ -84,7 +84,7 @@ impl Random {
     /// ```
     pub fn at2(seed: u64, (row, col): (usize, usize)) -> Self {
         Random {
-            state: device::skel_random_at2::call((row, col), seed),
+            state: device::skel_random_at2::call(row, col, seed),
         }
     }
 
@@ -222,7 +222,14 @@ pub mod device {
     }
 
     #[userfn]
-    pub fn skel_philox_round(c0: u32, c1: u32, c2: u32, c3: u32, k0: u32, k1: u32) -> (u32, u32, u32, u32) {
+    pub fn skel_philox_round(
+        c0: u32,
+        c1: u32,
+        c2: u32,
+        c3: u32,
+        k0: u32,
+        k1: u32,
+    ) -> (u32, u32, u32, u32) {
         let p0 = (PHILOX_M0 as u64) * (c0 as u64);
         let p1 = (PHILOX_M1 as u64) * (c2 as u64);
         (
@@ -235,7 +242,14 @@ pub mod device {
 
     /// Philox4x32-10 of counter `(c0, c1, c2, c3)` under key `(k0, k1)`.
     #[userfn]
-    pub fn skel_philox(c0: u32, c1: u32, c2: u32, c3: u32, k0: u32, k1: u32) -> (u32, u32, u32, u32) {
+    pub fn skel_philox(
+        c0: u32,
+        c1: u32,
+        c2: u32,
+        c3: u32,
+        k0: u32,
+        k1: u32,
+    ) -> (u32, u32, u32, u32) {
         let (mut x0, mut x1, mut x2, mut x3) = (c0, c1, c2, c3);
         let (mut key0, mut key1) = (k0, k1);
         for r in 0..10 {
@@ -253,7 +267,7 @@ pub mod device {
     }
 
     #[userfn]
-    pub fn skel_random_at(#[index] i: usize, seed: u64) -> SkelRandomState {
+    pub fn skel_random_at(i: usize, seed: u64) -> SkelRandomState {
         let id = i as u64;
         SkelRandomState {
             k0: seed as u32,
@@ -272,7 +286,7 @@ pub mod device {
     }
 
     #[userfn]
-    pub fn skel_random_at2(#[index] (row, col): (usize, usize), seed: u64) -> SkelRandomState {
+    pub fn skel_random_at2(row: usize, col: usize, seed: u64) -> SkelRandomState {
         SkelRandomState {
             k0: seed as u32,
             k1: (seed >> 32) as u32,
@@ -375,7 +389,11 @@ mod tests {
         ];
         for (c, k, want) in kat {
             let got = skel_philox::call(c[0], c[1], c[2], c[3], k[0], k[1]);
-            assert_eq!([got.0, got.1, got.2, got.3], want, "counter {c:x?} key {k:x?}");
+            assert_eq!(
+                [got.0, got.1, got.2, got.3],
+                want,
+                "counter {c:x?} key {k:x?}"
+            );
         }
     }
 
@@ -386,14 +404,7 @@ mod tests {
         let mut r = Random::at(seed, i);
         let words: Vec<u32> = (0..9).map(|_| r.next_u32()).collect();
         for (n, w) in words.iter().enumerate() {
-            let b = skel_philox::call(
-                (n / 4) as u32,
-                0,
-                3,
-                7,
-                seed as u32,
-                (seed >> 32) as u32,
-            );
+            let b = skel_philox::call((n / 4) as u32, 0, 3, 7, seed as u32, (seed >> 32) as u32);
             assert_eq!(*w, [b.0, b.1, b.2, b.3][n % 4], "word {n}");
         }
         let mut a = Random::at(seed, 9);

@@ -174,6 +174,11 @@ pub unsafe trait DeviceType: Copy + Send + Sync + 'static {
 }
 
 /// What every user function has: a name, a return type and a device-code description.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a user function",
+    label = "not a `#[userfn]`",
+    note = "mark the function `#[userfn]`: skeletons, and user functions that call it, need its device-code description"
+)]
 pub trait UserFn: Copy + Send + Sync + 'static {
     /// The return type.
     type Out: DeviceType;
@@ -200,6 +205,14 @@ pub trait UserFn: Copy + Send + Sync + 'static {
             None => vec![ty],
         }
     }
+}
+
+/// The definition of the user function `f`, for a call of it inside another user
+/// function's definition (a `const fn`, so that the caller's static tree can name it).
+// Called by the code `#[userfn]` generates.
+#[doc(hidden)]
+pub const fn definition_of<F: UserFn>(_f: F) -> fn() -> &'static FnDef {
+    F::definition
 }
 
 /// How the optional `#[index]` parameter is computed from a flat element position.
@@ -804,7 +817,6 @@ pub trait UniformTuple: Copy + Send + Sync + 'static {
         self
     }
 }
-
 
 macro_rules! uniform_tuples {
     ($(($n:expr; $($t:ident $i:tt),*))*) => {$(

@@ -26,7 +26,10 @@ fn add(a: u32, b: u32) -> u32 {
 
 /// The samples of `n` that fall inside the quarter circle, on `backend`.
 pub fn compute(backend: Backend, n: usize) -> skel::Result<u32> {
-    MapReduce::new(hit, add).seed(SEED).backend(backend).run_index(n)
+    MapReduce::new(hit, add)
+        .seed(SEED)
+        .backend(backend)
+        .run_index(n)
 }
 
 /// The same count in plain Rust, from the streams `Random::at` gives each sample.
@@ -53,6 +56,9 @@ fn main() -> std::process::ExitCode {
         let sigma = (std::f64::consts::PI * (4.0 - std::f64::consts::PI) / n.max(1) as f64).sqrt();
         let pi = estimate(got, n);
         let ok = got == want && (n < 1000 || (pi - std::f64::consts::PI).abs() < 6.0 * sigma);
-        Ok((format!("pi ~ {pi:.6} ({got} of {n} samples inside; reference count {want})"), ok))
+        Ok((
+            format!("pi ~ {pi:.6} ({got} of {n} samples inside; reference count {want})"),
+            ok,
+        ))
     })
 }

@@ -112,7 +112,10 @@ fn is_heap_type(path: &syn::Path) -> bool {
         return false;
     }
     let std_path = path.segments.len() > 1
-        && matches!(path.segments[0].ident.to_string().as_str(), "std" | "alloc" | "core");
+        && matches!(
+            path.segments[0].ident.to_string().as_str(),
+            "std" | "alloc" | "core"
+        );
     std_path || !last.arguments.is_none() || n == "String"
 }
 
@@ -154,11 +157,16 @@ fn random_draw(m: &syn::ExprMethodCall) -> Option<syn::Result<TokenStream>> {
     let Some(&(_, step, read)) = DRAWS.iter().find(|d| d.0 == name) else {
         return Some(Err(unsupported(
             &m.method,
-            &format!("the method `{name}` of `Random` (supported: next_u32 next_u64 next_f32 next_f64)"),
+            &format!(
+                "the method `{name}` of `Random` (supported: next_u32 next_u64 next_f32 next_f64)"
+            ),
         )));
     };
     if !m.args.is_empty() {
-        return Some(Err(syn::Error::new_spanned(m, format!("`{name}` takes no arguments"))));
+        return Some(Err(syn::Error::new_spanned(
+            m,
+            format!("`{name}` takes no arguments"),
+        )));
     }
     let (step, read) = (device_fn(step), device_fn(read));
     Some(Ok(quote! {
@@ -329,7 +337,9 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
     let name = func.sig.ident.to_string();
     let mut ps = Vec::new();
     let mut random = None;
-    let usize_ty = quote!(::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::Usize));
+    let usize_ty = quote!(::skel::plumbing::codegen::Ty::Prim(
+        ::skel::plumbing::codegen::Prim::Usize
+    ));
     for p in &params {
         if p.kind == "Random" {
             // Not a C parameter: a local generator made from the index and the seed.
@@ -365,7 +375,11 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
                     ("skel_random_at", vec!["__skel_i".to_string()])
                 }
             };
-            ps.push(quote!(__ir::Param { name: "__skel_seed", kind: __ir::ParamKind::Uniform, ty: ::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::U64) }));
+            ps.push(quote!(__ir::Param {
+                name: "__skel_seed",
+                kind: __ir::ParamKind::Uniform,
+                ty: ::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::U64)
+            }));
             let at = device_fn(at);
             Some(quote! {
                 __ir::Stmt::Let {
@@ -939,7 +953,10 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                 }
                 let path = &p.path;
                 let args = exprs(&c.args)?;
-                quote!(__ir::Expr::Call { callee: <#path as ::skel::userfn::UserFn>::definition, args: &[#(#args),*] })
+                // By value, so that a plain Rust function is a "not a user function" error
+                // (`UserFn`'s message says to mark it `#[userfn]`).
+                let callee = quote_spanned!(p.span()=> ::skel::plumbing::definition_of(#path));
+                quote!(__ir::Expr::Call { callee: #callee, args: &[#(#args),*] })
             }
         }
         Expr::MethodCall(m) => {

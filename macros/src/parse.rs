@@ -369,6 +369,9 @@ fn tuple_ty(tys: &[TokenStream]) -> TokenStream {
 }
 
 fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
+    // A body outside the supported subset is one error at its span; the rest of the
+    // expansion still stands (with a definition that is never reached, as the crate does not
+    // build), so that the caller's uses type-check and add no errors of their own.
     let def = body::definition(
         func,
         params
@@ -389,7 +392,14 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 ty: p.ty.clone(),
             })
             .collect(),
-    )?;
+    );
+    let (def, def_error) = match def {
+        Ok(def) => (def, None),
+        Err(e) => (
+            quote!(::core::unreachable!("the user function did not compile")),
+            Some(e.to_compile_error()),
+        ),
+    };
 
     let vis = &func.vis;
     let name = &func.sig.ident;
@@ -611,6 +621,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         #vis struct #name;
     };
     Ok(quote! {
+        #def_error
         #struct_def
         impl #name {
             #(#attrs)*

@@ -331,7 +331,6 @@ pub(crate) fn map_reduce<'a, S, B>(
 ) -> Result<<S::M as UserFn>::Out>
 where
     S: MapReduceSig<'a>,
-    <S::M as UserFn>::Out: Default,
     B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
 {
     #[cfg(feature = "mpi")]

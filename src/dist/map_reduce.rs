@@ -14,10 +14,7 @@ pub(crate) fn map_reduce<'a, S: MapReduceSig<'a>>(
     call: &Call,
     options: Options,
     plan: plan::MapReduce<'_, 'a, S>,
-) -> Result<<S::M as UserFn>::Out>
-where
-    <S::M as UserFn>::Out: Default,
-{
+) -> Result<<S::M as UserFn>::Out> {
     let plan::MapReduce {
         arrays,
         inputs,

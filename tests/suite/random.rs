@@ -59,7 +59,7 @@ pub fn add_f32r(a: f32, b: f32) -> f32 {
 
 #[userfn]
 pub fn pair_noise(#[index] (i, j): (usize, usize), a: u32, b: u32, rng: &mut Random) -> u32 {
-    let _ = (i, j);
+    let _ = i + j;
     a * 3 + b + (rng.next_u32() & 0xff)
 }
 
@@ -138,7 +138,7 @@ macro_rules! random_suite {
                     let mut want = Matrix::zeroed(rows, cols);
                     MapPairs::new(pair_noise).seed(8).backend(Backend::Cpu).run(&a, &b, &mut want).unwrap();
                     assert_eq!(got.to_vec(), want.to_vec(), "MapPairs {rows}x{cols}");
-                    let plain = (a[rows - 1] * 3 + b[cols - 1])
+                    let plain = (a[rows - 1].wrapping_mul(3).wrapping_add(b[cols - 1]))
                         .wrapping_add(Random::at2(8, (rows - 1, cols - 1)).next_u32() & 0xff);
                     assert_eq!(got[(rows - 1, cols - 1)], plain);
                 }
