@@ -8,6 +8,7 @@
 //! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan, MapPairs, MapPairsReduce |
 //! | the same plus up to four container parameters `Mat<T>` / `&[T]` | [`ElementwiseFn`] (`Arrays` not `()`) | Map, MapReduce, MapPairs, MapPairsReduce, bound with `.arrays((..))` |
 //! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`] (also the row above) | MapArray                          |
+//! | any of the above plus one `rng: &mut Random` (not a stencil) | the same (`Uniforms` is a [`crate::plumbing::Seeded`] tuple, `Index` at least `usize`) | every per-element skeleton; not a combining function (see [`crate::random`]) |
 //! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
 //!

@@ -393,8 +393,22 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             })
             .collect(),
     );
+    // A stub needs a signature of device types; an error in the signature is reported
+    // alone, with the function kept as written.
+    let signature_ok = || {
+        let ret_ok = match &func.sig.output {
+            ReturnType::Type(_, t) => body::ty_tokens(t).is_ok(),
+            ReturnType::Default => false,
+        };
+        ret_ok
+            && params
+                .iter()
+                .filter(|p| !matches!(p.kind, Kind::Index | Kind::Index2 | Kind::Random))
+                .all(|p| body::ty_tokens(&p.ty).is_ok())
+    };
     let (def, def_error) = match def {
         Ok(def) => (def, None),
+        Err(e) if !signature_ok() => return Err(e),
         Err(e) => (
             quote!(::core::unreachable!("the user function did not compile")),
             Some(e.to_compile_error()),
@@ -420,6 +434,11 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             .collect(),
     }
     .visit_block_mut(&mut block);
+    if def_error.is_some() {
+        // The body is outside the subset: its rewrites may not type-check either, and the
+        // crate does not build anyway, so `call` is a stub that adds no errors.
+        block = syn::parse_quote!({ ::core::unreachable!("the user function did not compile") });
+    }
     let inputs = &func.sig.inputs;
 
     let random = params.iter().any(|p| p.kind == Kind::Random);
@@ -490,11 +509,33 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
     let kinds_t = tuple_ty(&kinds);
     let _ = has_index;
     let elems_t = tuple_ty(&elem_tys);
+    // Each uniform's type is checked at its parameter, and the tuple of them is spanned
+    // there too: an error about a uniform (not a device type) points at the parameter, not
+    // at the attribute.
+    let uni_spans: Vec<proc_macro2::Span> = params
+        .iter()
+        .filter(|p| p.kind == Kind::Uniform)
+        .map(|p| syn::spanned::Spanned::span(&p.ty))
+        .collect();
+    let uni_checks = params.iter().filter(|p| p.kind == Kind::Uniform).map(|p| {
+        let ty = &p.ty;
+        quote_spanned! {syn::spanned::Spanned::span(ty)=>
+            const _: () = {
+                fn __skel_uniform_is_a_device_type<T: ::skel::DeviceType>() {}
+                let _ = __skel_uniform_is_a_device_type::<#ty>;
+            };
+        }
+    });
+    let uni_checks = quote!(#(#uni_checks)*);
+    let uni_tuple = |tys: &[TokenStream]| match uni_spans.first() {
+        Some(&span) => quote_spanned!(span=> (#(#tys,)*)),
+        None => tuple_ty(tys),
+    };
     let unis_t = if random {
-        let user = tuple_ty(&uni_tys);
+        let user = uni_tuple(&uni_tys);
         quote!(::skel::plumbing::Seeded<#user>)
     } else {
-        tuple_ty(&uni_tys)
+        uni_tuple(&uni_tys)
     };
     let unpack = if random {
         quote! {
@@ -620,8 +661,12 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         #[derive(Clone, Copy, Debug, Default)]
         #vis struct #name;
     };
+    let stub_allow = def_error
+        .is_some()
+        .then(|| quote!(#[allow(unused_variables, unused_mut)]));
     Ok(quote! {
         #def_error
+        #uni_checks
         #struct_def
         impl #name {
             #(#attrs)*
@@ -630,6 +675,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
             // The wrapping rewrite turns operands into call arguments, keeping their parentheses.
             #[allow(unused_parens)]
+            #stub_allow
             #vis fn call(#inputs) -> #out_ty #block
         }
         impl ::skel::userfn::UserFn for #name {
