@@ -42,8 +42,8 @@ fn by_hand(#[index] i: usize, #[uniform] seed: u64) -> u32 {
         seed as u32,
         (seed >> 32) as u32,
     );
-    let x = ((w0 >> 8) as f32) * 0.000000059604644775390625f32;
-    let y = ((w1 >> 8) as f32) * 0.000000059604644775390625f32;
+    let x = ((w0 >> 8) as f32) * 5.960_464_5e-8_f32;
+    let y = ((w1 >> 8) as f32) * 5.960_464_5e-8_f32;
     (x * x + y * y <= 1.0) as u32
 }
 

@@ -351,14 +351,14 @@ pub mod device {
     #[userfn]
     pub fn skel_random_f32(s: SkelRandomState) -> f32 {
         // 2^-24, exactly.
-        ((s.out0 >> 8) as f32) * 0.000000059604644775390625f32
+        ((s.out0 >> 8) as f32) * 5.960_464_5e-8_f32
     }
 
     #[userfn]
     pub fn skel_random_f64(s: SkelRandomState) -> f64 {
         let bits = ((s.out1 as u64) << 32) | (s.out0 as u64);
         // 2^-53, exactly.
-        ((bits >> 11) as f64) * 0.00000000000000011102230246251565404236316680908203125f64
+        ((bits >> 11) as f64) * 1.110_223_024_625_156_5e-16_f64
     }
 }
 
