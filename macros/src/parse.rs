@@ -314,6 +314,12 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
             "a user function takes at most four container parameters (`&[T]`, `Mat<T>`)",
         ));
     }
+    if windows + windows2 > 0 && params.iter().any(|p| p.kind == Kind::Random) {
+        return Err(syn::Error::new_spanned(
+            &sig.inputs,
+            "a stencil (Window) user function cannot take `&mut Random` yet: draw the numbers in a Map (e.g. into a noise container) and read them through the window",
+        ));
+    }
     if windows + windows2 > 0 {
         let bad = windows + windows2 > 1
             || arrays > 0

@@ -22,3 +22,8 @@ fn main() {
     Map::new(other_method).run(&x, &mut out).unwrap();
     Map::new(passed_on).run(&x, &mut out).unwrap();
 }
+
+#[userfn]
+fn noisy_blur(w: Window<f32>, rng: &mut Random) -> f32 {
+    w[0] + rng.next_f32()
+}
