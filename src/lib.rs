@@ -238,6 +238,7 @@ mod error;
 pub mod interop;
 mod plan;
 pub mod plumbing;
+pub mod random;
 pub mod skeletons;
 pub mod stream;
 pub mod trace;
@@ -249,6 +250,7 @@ pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use containers::{MatrixView, MatrixViewMut, Tensor3};
 pub use error::{Error, Result};
 pub use interop::{Rgb8, Rgba8};
+pub use random::Random;
 pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
@@ -260,6 +262,7 @@ pub use userfn::{DeviceType, Mat, Window, Window2};
 
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
+    pub use crate::Random;
     pub use crate::{
         userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
         MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, ReduceByKey, Result,

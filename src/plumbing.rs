@@ -62,6 +62,12 @@ pub use crate::codegen;
 pub use crate::containers::{Arg, ArgMut, HostOut, OutArgs, OutCollector};
 #[doc(inline)]
 pub use crate::plan::{ArgTuple, ArgVisitor, HostAt, HostSlices, Operand};
+/// The uniforms of a function with a `&mut Random` parameter (the user's tuple and the
+/// seed), and how an `#[index]` value selects an element's stream.
+#[doc(inline)]
+pub use crate::random::{RandomIndex, Seeded};
+#[doc(hidden)]
+pub use crate::userfn::definition_of;
 #[doc(inline)]
 pub use crate::userfn::{
     BindArrays, ContainerArg, ContainerArgs, ContainerKind, IndexKind, MatArg, SliceArg,

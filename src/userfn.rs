@@ -8,6 +8,7 @@
 //! | `#[index]`?, elements, `#[uniform]`s         | [`ElementwiseFn`] | Map, Reduce, MapReduce, Scan, MapPairs, MapPairsReduce |
 //! | the same plus up to four container parameters `Mat<T>` / `&[T]` | [`ElementwiseFn`] (`Arrays` not `()`) | Map, MapReduce, MapPairs, MapPairsReduce, bound with `.arrays((..))` |
 //! | `#[index]`?, one `&[T]`, elements, uniforms  | [`ArrayFn`] (also the row above) | MapArray                          |
+//! | any of the above plus one `rng: &mut Random` (not a stencil) | the same (`Uniforms` is a [`crate::plumbing::Seeded`] tuple, `Index` at least `usize`) | every per-element skeleton; not a combining function (see [`crate::random`]) |
 //! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
 //! | one `Window3<T>`, uniforms                   | [`Window3Fn`] + [`StencilFn`] | MapOverlap 3D (on a `Tensor3`)    |
@@ -178,6 +179,11 @@ pub unsafe trait DeviceType: Copy + Send + Sync + 'static {
 }
 
 /// What every user function has: a name, a return type and a device-code description.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a user function",
+    label = "not a `#[userfn]`",
+    note = "mark the function `#[userfn]`: skeletons, and user functions that call it, need its device-code description"
+)]
 pub trait UserFn: Copy + Send + Sync + 'static {
     /// The return type.
     type Out: DeviceType;
@@ -204,6 +210,14 @@ pub trait UserFn: Copy + Send + Sync + 'static {
             None => vec![ty],
         }
     }
+}
+
+/// The definition of the user function `f`, for a call of it inside another user
+/// function's definition (a `const fn`, so that the caller's static tree can name it).
+// Called by the code `#[userfn]` generates.
+#[doc(hidden)]
+pub const fn definition_of<F: UserFn>(_f: F) -> fn() -> &'static FnDef {
+    F::definition
 }
 
 /// How the optional `#[index]` parameter is computed from a flat element position.
@@ -720,6 +734,19 @@ primitive_device_types!(
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
 );
 
+// `usize` (an `#[index]`, a length, a uniform) is C's 64-bit unsigned integer on every
+// device; a target whose `usize` is narrower would pass it with the wrong size.
+const _: () = assert!(
+    std::mem::size_of::<usize>() == 8,
+    "skel's device code needs a 64-bit usize"
+);
+
+// SAFETY: eight bytes (asserted above), no padding, no pointers, every bit pattern valid;
+// C declares it as a 64-bit unsigned integer (`unsigned long long`, OpenCL's `ulong`).
+unsafe impl DeviceType for usize {
+    const TY: Ty = Ty::Prim(crate::codegen::Prim::Usize);
+}
+
 // SAFETY: one byte, no padding, no pointers. Not every bit pattern is a valid `bool`, but
 // every value device code stores is: C's `bool` (CUDA, host C) converts to 0 or 1, and in
 // OpenCL C, where `bool` may not live in buffers, it is a `uchar` that the generated code
@@ -777,19 +804,43 @@ tuple_device_types! {
 // Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
 #[doc(hidden)]
 pub trait UniformTuple: Copy + Send + Sync + 'static {
-    /// Number of uniforms.
+    /// Number of uniforms (a function with a `&mut Random` parameter has one more: the
+    /// seed, after the user's).
     const LEN: usize;
+    /// What `.uniforms(..)` takes: the tuple itself, or the user's tuple of a
+    /// [`crate::plumbing::Seeded`] one.
+    type User: Copy + Send + Sync + 'static;
     /// Calls `f` with the bytes of each uniform, in declaration order.
     fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8]));
+    /// The uniforms from what `.uniforms(..)` took (seed 0).
+    fn from_user(user: Self::User) -> Self;
+    /// The uniforms of a function without `#[uniform]` parameters, which need no
+    /// `.uniforms(..)`; `None` where there are some.
+    fn unbound() -> Option<Self>;
+    /// These uniforms with the skeleton's seed (unchanged for a function without
+    /// `&mut Random`).
+    #[inline(always)]
+    fn with_seed(self, _seed: u64) -> Self {
+        self
+    }
 }
 
 macro_rules! uniform_tuples {
     ($(($n:expr; $($t:ident $i:tt),*))*) => {$(
         impl<$($t: DeviceType),*> UniformTuple for ($($t,)*) {
             const LEN: usize = $n;
+            type User = Self;
             #[allow(unused_variables)]
             fn for_each_bytes(&self, f: &mut dyn FnMut(&[u8])) {
                 $(f(crate::containers::host::as_bytes(std::slice::from_ref(&self.$i)));)*
+            }
+            #[inline(always)]
+            fn from_user(user: Self) -> Self {
+                user
+            }
+            fn unbound() -> Option<Self> {
+                // `()` is the only tuple without elements.
+                <dyn std::any::Any>::downcast_ref::<Self>(&()).copied()
             }
         }
     )*};

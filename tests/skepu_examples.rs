@@ -35,6 +35,7 @@ examples! {
     mmmult: "../examples/skepu/mmmult.rs"
     pairs: "../examples/skepu/pairs.rs"
     taylor: "../examples/skepu/taylor.rs"
+    montecarlo: "../examples/skepu/montecarlo.rs"
 }
 
 #[path = "../examples/skepu/common.rs"]
@@ -271,5 +272,14 @@ fn heat3d_window3_matches_cpu_plain_rust_and_the_index_map_bit_for_bit() {
                 "n={n}: hand Rayon"
             );
         }
+#[test]
+fn montecarlo_pi() {
+    for b in backends() {
+        for n in [0, 1, 1009, 65537, 1 << 20] {
+            let got = montecarlo::compute(b, n).unwrap();
+            assert_eq!(got, montecarlo::reference(n), "{b} n={n}");
+        }
+        let pi = montecarlo::estimate(montecarlo::compute(b, 1 << 20).unwrap(), 1 << 20);
+        assert!((pi - std::f64::consts::PI).abs() < 0.01, "{b}: {pi}");
     }
 }

@@ -99,12 +99,89 @@ const HEAP_TYPES: &[&str] = &[
     "Cell",
 ];
 
+/// Whether `path` names one of std's heap types: by a `std::`/`alloc::`/`core::` path, or
+/// by the bare name with its generic arguments (`Vec<f32>`, `Cell<u32>`), or `String`. A
+/// user's own `#[repr(C)] struct Cell` (no generic arguments) is a device type like any
+/// other, which the `DeviceType` bound then checks.
+fn is_heap_type(path: &syn::Path) -> bool {
+    let Some(last) = path.segments.last() else {
+        return false;
+    };
+    let n = last.ident.to_string();
+    if !HEAP_TYPES.contains(&n.as_str()) {
+        return false;
+    }
+    let std_path = path.segments.len() > 1
+        && matches!(
+            path.segments[0].ident.to_string().as_str(),
+            "std" | "alloc" | "core"
+        );
+    std_path || !last.arguments.is_none() || n == "String"
+}
+
 thread_local! {
     /// Names bound by the function's parameters and `let`/`for` patterns (so that a
     /// SCREAMING_CASE name is a local, not a module-level constant) and the function's
     /// own name (recursion).
     static SCOPE: std::cell::RefCell<(std::collections::HashSet<String>, String)> =
         Default::default();
+    /// The name of the function's `&mut Random` parameter, if it has one.
+    static RANDOM: std::cell::RefCell<Option<String>> = Default::default();
+}
+
+/// The draws of a `&mut Random` parameter: the method, the generator step it takes and
+/// the function that reads the drawn value (both in `skel::random::device`).
+const DRAWS: &[(&str, &str, &str)] = &[
+    ("next_u32", "skel_random_step32", "skel_random_u32"),
+    ("next_u64", "skel_random_step64", "skel_random_u64"),
+    ("next_f32", "skel_random_step32", "skel_random_f32"),
+    ("next_f64", "skel_random_step64", "skel_random_f64"),
+];
+
+fn device_fn(name: &str) -> TokenStream {
+    let id = syn::Ident::new(name, proc_macro2::Span::call_site());
+    quote!(<::skel::random::device::#id as ::skel::userfn::UserFn>::definition)
+}
+
+fn is_random_name(e: &Expr) -> Option<String> {
+    let Expr::Path(p) = e else { return None };
+    let id = p.path.get_ident()?.to_string();
+    RANDOM.with(|r| (r.borrow().as_deref() == Some(id.as_str())).then_some(id))
+}
+
+/// `rng.next_f32()` -> `{ rng = step(rng); read(rng) }`, the generator state being a local
+/// of the C function (see `definition`).
+fn random_draw(m: &syn::ExprMethodCall) -> Option<syn::Result<TokenStream>> {
+    let rng = is_random_name(&m.receiver)?;
+    let name = m.method.to_string();
+    let Some(&(_, step, read)) = DRAWS.iter().find(|d| d.0 == name) else {
+        return Some(Err(unsupported(
+            &m.method,
+            &format!(
+                "the method `{name}` of `Random` (supported: next_u32 next_u64 next_f32 next_f64)"
+            ),
+        )));
+    };
+    if !m.args.is_empty() {
+        return Some(Err(syn::Error::new_spanned(
+            m,
+            format!("`{name}` takes no arguments"),
+        )));
+    }
+    let (step, read) = (device_fn(step), device_fn(read));
+    Some(Ok(quote! {
+        __ir::Expr::Block(__ir::Block {
+            stmts: &[__ir::Stmt::Assign {
+                place: &__ir::Expr::Var(#rng),
+                op: ::core::option::Option::None,
+                value: &__ir::Expr::Call { callee: #step, args: &[__ir::Expr::Var(#rng)] },
+            }],
+            tail: ::core::option::Option::Some(&__ir::Expr::Call {
+                callee: #read,
+                args: &[__ir::Expr::Var(#rng)],
+            }),
+        })
+    }))
 }
 
 /// Collects every name a pattern in the function binds.
@@ -206,7 +283,7 @@ pub fn ty_tokens(ty: &Type) -> syn::Result<TokenStream> {
             }
             if let Some(last) = p.path.segments.last() {
                 let n = last.ident.to_string();
-                if HEAP_TYPES.contains(&n.as_str()) {
+                if is_heap_type(&p.path) {
                     return Err(syn::Error::new_spanned(
                         ty,
                         format!("`{n}` lives on the heap, which device code cannot use; use a fixed-size array `[T; N]` (or a `&[T]` parameter)"),
@@ -259,8 +336,15 @@ fn unsupported(node: &impl quote::ToTokens, what: &str) -> syn::Error {
 pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStream> {
     let name = func.sig.ident.to_string();
     let mut ps = Vec::new();
+    let mut random = None;
+    let usize_ty = quote!(::skel::plumbing::codegen::Ty::Prim(
+        ::skel::plumbing::codegen::Prim::Usize
+    ));
     for p in &params {
-        if p.kind == "Index2" {
+        if p.kind == "Random" {
+            // Not a C parameter: a local generator made from the index and the seed.
+            random = Some(p.names[0].to_string());
+        } else if p.kind == "Index2" {
             let (r, c) = (p.names[0].to_string(), p.names[1].to_string());
             ps.push(quote!(__ir::Param { name: #r, kind: __ir::ParamKind::IndexRow, ty: ::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::Usize) }));
             ps.push(quote!(__ir::Param { name: #c, kind: __ir::ParamKind::IndexCol, ty: ::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::Usize) }));
@@ -275,10 +359,47 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
         ReturnType::Type(_, t) => ty_tokens(t)?,
         ReturnType::Default => unreachable!(),
     };
+    // The generator of a `&mut Random` parameter: `let mut rng = at(index, seed);` first,
+    // from the index (a hidden one where the function has none) and the seed, a uniform
+    // after the user's.
+    let prologue = match &random {
+        Some(rng) => {
+            let (at, index): (_, Vec<String>) = match params.first() {
+                Some(p) if p.kind == "Index" => ("skel_random_at", vec![p.names[0].to_string()]),
+                Some(p) if p.kind == "Index2" => (
+                    "skel_random_at2",
+                    vec![p.names[0].to_string(), p.names[1].to_string()],
+                ),
+                _ => {
+                    ps.insert(0, quote!(__ir::Param { name: "__skel_i", kind: __ir::ParamKind::Index, ty: #usize_ty }));
+                    ("skel_random_at", vec!["__skel_i".to_string()])
+                }
+            };
+            ps.push(quote!(__ir::Param {
+                name: "__skel_seed",
+                kind: __ir::ParamKind::Uniform,
+                ty: ::skel::plumbing::codegen::Ty::Prim(::skel::plumbing::codegen::Prim::U64)
+            }));
+            let at = device_fn(at);
+            Some(quote! {
+                __ir::Stmt::Let {
+                    name: #rng,
+                    mutable: true,
+                    ty: ::core::option::Option::None,
+                    init: ::core::option::Option::Some(&__ir::Expr::Call {
+                        callee: #at,
+                        args: &[#(__ir::Expr::Var(#index),)* __ir::Expr::Var("__skel_seed")],
+                    }),
+                }
+            })
+        }
+        None => None,
+    };
     let mut binders = Binders(Default::default());
     syn::visit::Visit::visit_item_fn(&mut binders, func);
     SCOPE.with(|s| *s.borrow_mut() = (binders.0, name.clone()));
-    let body = block(&func.block)?;
+    RANDOM.with(|r| *r.borrow_mut() = random);
+    let body = block_with(&func.block, prologue)?;
     Ok(quote! {
         use ::skel::plumbing::codegen::ir as __ir;
         static __SKEL_DEF: ::skel::plumbing::codegen::FnDef = ::skel::plumbing::codegen::FnDef {
@@ -292,7 +413,12 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
 }
 
 fn block(b: &syn::Block) -> syn::Result<TokenStream> {
-    let mut stmts = Vec::new();
+    block_with(b, None)
+}
+
+/// A block whose statements start with `first`.
+fn block_with(b: &syn::Block, first: Option<TokenStream>) -> syn::Result<TokenStream> {
+    let mut stmts: Vec<TokenStream> = first.into_iter().collect();
     let mut tail = quote!(::core::option::Option::None);
     let n = b.stmts.len();
     for (i, s) in b.stmts.iter().enumerate() {
@@ -629,6 +755,12 @@ fn path_expr(p: &syn::ExprPath) -> syn::Result<TokenStream> {
     }
     if let Some(id) = p.path.get_ident() {
         let n = id.to_string();
+        if RANDOM.with(|r| r.borrow().as_deref() == Some(n.as_str())) {
+            return Err(unsupported(
+                p,
+                "this use of a `&mut Random` parameter (device code only draws from it: `rng.next_u32()`, `next_u64`, `next_f32`, `next_f64`)",
+            ));
+        }
         if !is_const_name(&n) || is_bound(&n) {
             return Ok(quote!(__ir::Expr::Var(#n)));
         }
@@ -788,7 +920,16 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                     .path
                     .segments
                     .iter()
-                    .find(|s| HEAP_TYPES.contains(&s.ident.to_string().as_str()))
+                    .take(p.path.segments.len().saturating_sub(1))
+                    .find(|s| {
+                        // `Vec::new()`, `std::cell::Cell::new(..)`: a heap type's
+                        // constructor; a user's `Cell` (whose name std shares) is not
+                        // refused by its name.
+                        let n = s.ident.to_string();
+                        HEAP_TYPES.contains(&n.as_str())
+                            && (!matches!(n.as_str(), "Cell" | "RefCell" | "Cow")
+                                || is_heap_type(&p.path))
+                    })
                 {
                     return Err(syn::Error::new_spanned(
                         p,
@@ -812,10 +953,16 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                 }
                 let path = &p.path;
                 let args = exprs(&c.args)?;
-                quote!(__ir::Expr::Call { callee: <#path as ::skel::userfn::UserFn>::definition, args: &[#(#args),*] })
+                // By value, so that a plain Rust function is a "not a user function" error
+                // (`UserFn`'s message says to mark it `#[userfn]`).
+                let callee = quote_spanned!(p.span()=> ::skel::plumbing::definition_of(#path));
+                quote!(__ir::Expr::Call { callee: #callee, args: &[#(#args),*] })
             }
         }
         Expr::MethodCall(m) => {
+            if let Some(draw) = random_draw(m) {
+                return draw;
+            }
             let name = m.method.to_string();
             if m.turbofish.is_some() {
                 return Err(unsupported(m, "a turbofish"));

@@ -18,6 +18,8 @@ enum Kind {
     Window,
     Window2,
     Window3,
+    /// `rng: &mut Random`.
+    Random,
 }
 
 struct ParamInfo {
@@ -74,6 +76,13 @@ fn has_attr(attrs: &[syn::Attribute], name: &str) -> bool {
 
 fn is_ident_type(ty: &Type, name: &str) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident(name))
+}
+
+/// `&mut Random` (any path ending so).
+fn is_random_ref(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(r) if r.mutability.is_some()
+        && matches!(&*r.elem, Type::Path(p) if p.qself.is_none()
+            && p.path.segments.last().is_some_and(|s| s.ident == "Random" && s.arguments.is_none())))
 }
 
 /// `Window<T>` / `Window2<T>` / `Mat<T>` (any path ending so), returning the element type.
@@ -225,13 +234,39 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
                 ))
             }
         };
+        if is_random_ref(&ty) {
+            if is_uniform {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "a `&mut Random` parameter is not a #[uniform]: drop the attribute (the seed is the skeleton's `.seed(..)`)",
+                ));
+            }
+            if params.iter().any(|p| p.kind == Kind::Random) {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "a user function takes at most one `&mut Random` parameter (draw all numbers from it)",
+                ));
+            }
+            if params.iter().any(|p| p.kind == Kind::Uniform) {
+                return Err(syn::Error::new_spanned(
+                    pt,
+                    "#[uniform] parameters must come after all other parameters",
+                ));
+            }
+            params.push(ParamInfo {
+                kind: Kind::Random,
+                names: vec![name],
+                ty,
+            });
+            continue;
+        }
         let (kind, ty) = match &ty {
             Type::Reference(r) => match &*r.elem {
                 Type::Slice(s) if r.mutability.is_none() => (Kind::Array, (*s.elem).clone()),
                 _ => {
                     return Err(syn::Error::new_spanned(
                         &pt.ty,
-                        "references are not supported in user functions, except read-only arrays `&[T]`: take the value itself (`x: T`, device types are `Copy`)",
+                        "references are not supported in user functions, except read-only arrays `&[T]` and `rng: &mut Random`: take the value itself (`x: T`, device types are `Copy`)",
                     ))
                 }
             },
@@ -279,6 +314,12 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
         return Err(syn::Error::new_spanned(
             &sig.inputs,
             "a user function takes at most four container parameters (`&[T]`, `Mat<T>`)",
+        ));
+    }
+    if windows + windows2 > 0 && params.iter().any(|p| p.kind == Kind::Random) {
+        return Err(syn::Error::new_spanned(
+            &sig.inputs,
+            "a stencil (Window) user function cannot take `&mut Random` yet: draw the numbers in a Map (e.g. into a noise container) and read them through the window",
         ));
     }
     if windows + windows2 > 0 {
@@ -339,6 +380,9 @@ fn tuple_ty(tys: &[TokenStream]) -> TokenStream {
 }
 
 fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
+    // A body outside the supported subset is one error at its span; the rest of the
+    // expansion still stands (with a definition that is never reached, as the crate does not
+    // build), so that the caller's uses type-check and add no errors of their own.
     let def = body::definition(
         func,
         params
@@ -354,12 +398,34 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                     Kind::Window => "Window",
                     Kind::Window2 => "Window2",
                     Kind::Window3 => "Window3",
+                    Kind::Random => "Random",
                 },
                 names: p.names.clone(),
                 ty: p.ty.clone(),
             })
             .collect(),
-    )?;
+    );
+    // A stub needs a signature of device types; an error in the signature is reported
+    // alone, with the function kept as written.
+    let signature_ok = || {
+        let ret_ok = match &func.sig.output {
+            ReturnType::Type(_, t) => body::ty_tokens(t).is_ok(),
+            ReturnType::Default => false,
+        };
+        ret_ok
+            && params
+                .iter()
+                .filter(|p| !matches!(p.kind, Kind::Index | Kind::Index2 | Kind::Random))
+                .all(|p| body::ty_tokens(&p.ty).is_ok())
+    };
+    let (def, def_error) = match def {
+        Ok(def) => (def, None),
+        Err(e) if !signature_ok() => return Err(e),
+        Err(e) => (
+            quote!(::core::unreachable!("the user function did not compile")),
+            Some(e.to_compile_error()),
+        ),
+    };
 
     let vis = &func.vis;
     let name = &func.sig.ident;
@@ -385,11 +451,20 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             .collect(),
     }
     .visit_block_mut(&mut block);
+    if def_error.is_some() {
+        // The body is outside the subset: its rewrites may not type-check either, and the
+        // crate does not build anyway, so `call` is a stub that adds no errors.
+        block = syn::parse_quote!({ ::core::unreachable!("the user function did not compile") });
+    }
     let inputs = &func.sig.inputs;
 
+    let random = params.iter().any(|p| p.kind == Kind::Random);
+    // A function that draws random numbers without an `#[index]` still needs its element's
+    // position, which selects its stream: a hidden 1D index.
     let index_ty = match params.first().map(|p| p.kind) {
         Some(Kind::Index) => quote!(usize),
         Some(Kind::Index2) => quote!((usize, usize)),
+        _ if random => quote!(usize),
         _ => quote!(()),
     };
     let has_index = matches!(
@@ -442,6 +517,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 window = Some((p.kind, ty.clone()));
                 call_args.push(quote!(window));
             }
+            Kind::Random => call_args.push(quote!(&mut __skel_rng)),
         }
         with_args.push(call_args.last().cloned().expect("pushed above"));
     }
@@ -450,10 +526,45 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
     let kinds_t = tuple_ty(&kinds);
     let _ = has_index;
     let elems_t = tuple_ty(&elem_tys);
-    let unis_t = tuple_ty(&uni_tys);
-    let unpack = quote! {
-        let (#(#elem_names,)*) = elems;
-        let (#(#uni_names,)*) = *uniforms;
+    // Each uniform's type is checked at its parameter, and the tuple of them is spanned
+    // there too: an error about a uniform (not a device type) points at the parameter, not
+    // at the attribute.
+    let uni_spans: Vec<proc_macro2::Span> = params
+        .iter()
+        .filter(|p| p.kind == Kind::Uniform)
+        .map(|p| syn::spanned::Spanned::span(&p.ty))
+        .collect();
+    let uni_checks = params.iter().filter(|p| p.kind == Kind::Uniform).map(|p| {
+        let ty = &p.ty;
+        quote_spanned! {syn::spanned::Spanned::span(ty)=>
+            const _: () = {
+                fn __skel_uniform_is_a_device_type<T: ::skel::DeviceType>() {}
+                let _ = __skel_uniform_is_a_device_type::<#ty>;
+            };
+        }
+    });
+    let uni_checks = quote!(#(#uni_checks)*);
+    let uni_tuple = |tys: &[TokenStream]| match uni_spans.first() {
+        Some(&span) => quote_spanned!(span=> (#(#tys,)*)),
+        None => tuple_ty(tys),
+    };
+    let unis_t = if random {
+        let user = uni_tuple(&uni_tys);
+        quote!(::skel::plumbing::Seeded<#user>)
+    } else {
+        uni_tuple(&uni_tys)
+    };
+    let unpack = if random {
+        quote! {
+            let (#(#elem_names,)*) = elems;
+            let (#(#uni_names,)*) = uniforms.user;
+            let mut __skel_rng = ::skel::plumbing::RandomIndex::stream(index, uniforms.seed);
+        }
+    } else {
+        quote! {
+            let (#(#elem_names,)*) = elems;
+            let (#(#uni_names,)*) = *uniforms;
+        }
     };
     let unpack_u = quote! {
         let (#(#uni_names,)*) = *uniforms;
@@ -539,7 +650,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             uniforms: names_of(Kind::Uniform),
             out: &out_ty,
         };
-        let nest = if elem_tys.is_empty() {
+        let nest = if elem_tys.is_empty() && !random {
             crate::nest::nest_block(&block, &nest_sig)
         } else {
             None
@@ -573,7 +684,12 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         #[derive(Clone, Copy, Debug, Default)]
         #vis struct #name;
     };
+    let stub_allow = def_error
+        .is_some()
+        .then(|| quote!(#[allow(unused_variables, unused_mut)]));
     Ok(quote! {
+        #def_error
+        #uni_checks
         #struct_def
         impl #name {
             #(#attrs)*
@@ -582,6 +698,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
             #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
             // The wrapping rewrite turns operands into call arguments, keeping their parentheses.
             #[allow(unused_parens)]
+            #stub_allow
             #vis fn call(#inputs) -> #out_ty #block
         }
         impl ::skel::userfn::UserFn for #name {

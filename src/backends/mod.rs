@@ -50,6 +50,11 @@ use crate::{Error, Result};
 
 /// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
 /// of MapReduce take.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a combining function of two `{T}`s",
+    label = "a combining function takes two `{T}`s and returns a `{T}`",
+    note = "it has no #[index], #[uniform], container or `&mut Random` parameter: which element's index, uniforms or random stream a combination of two partial results would see is not defined (draw random numbers in the map function instead)"
+)]
 pub trait BinaryFn<T>:
     ElementwiseFn<Index = (), Elems = (T, T), Out = T, Uniforms = (), Arrays = ()>
 {
@@ -336,7 +341,6 @@ pub(crate) fn map_reduce<'a, S, B>(
 ) -> Result<<S::M as UserFn>::Out>
 where
     S: MapReduceSig<'a>,
-    <S::M as UserFn>::Out: Default,
     B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
 {
     #[cfg(feature = "mpi")]

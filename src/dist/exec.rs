@@ -215,7 +215,6 @@ impl Distributed {
     ) -> Result<<S::M as UserFn>::Out>
     where
         S: MapReduceSig<'a>,
-        <S::M as UserFn>::Out: Default,
         B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
     {
         let (m, r) = (<S::M as UserFn>::NAME, <S::R as UserFn>::NAME);

@@ -14,10 +14,7 @@ pub(crate) fn map_reduce<'a, S: MapReduceSig<'a>>(
     call: &Call,
     options: Options,
     plan: plan::MapReduce<'_, 'a, S>,
-) -> Result<<S::M as UserFn>::Out>
-where
-    <S::M as UserFn>::Out: Default,
-{
+) -> Result<<S::M as UserFn>::Out> {
     let plan::MapReduce {
         arrays,
         inputs,
@@ -32,7 +29,7 @@ where
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut first = Vector::<<S::M as UserFn>::Out>::zeroed(1);
+        let mut first = Vector::filled(1, start);
         dispatch!(options, name, |exec| exec.map(
             plan::Map::<(S::M, S::I, _)> {
                 arrays,

@@ -63,8 +63,11 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
     }
 
     /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
-    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <F::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -81,7 +84,7 @@ impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
         self.options.validate()?;
         let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::Filter::<(F, T)> {
             input,
             out,

@@ -99,8 +99,11 @@ impl<F: ElementwiseFn + UserFn<Out = u32>> Histogram<F, F::Elems> {
 
 impl<F: ElementwiseFn + UserFn<Out = u32>, E, A> Histogram<F, E, A> {
     /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
-    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <F::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -149,7 +152,7 @@ impl<F: ElementwiseFn + UserFn<Out = u32>, E, A> Histogram<F, E, A> {
         A: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let shapes = inputs.shapes();
         let plan = plan::Histogram::<(F, I, C)> {
             arrays: self.arrays.bind(),

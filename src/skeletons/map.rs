@@ -66,8 +66,11 @@ impl<F: ElementwiseFn> Map<F, F::Elems> {
 
 impl<F: ElementwiseFn, E, A> Map<F, E, A> {
     /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
-    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <F::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -113,8 +116,25 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
     common_options!();
 
     /// The bound uniforms, or the error that they are missing.
+    /// (A lazy Map's are bound and seeded when `.lazy` makes it, see [`Map::seeded`].)
     pub(super) fn bound_uniforms(&self) -> Result<&F::Uniforms> {
-        uniforms_or_missing(F::NAME, &self.uniforms)
+        self.uniforms
+            .as_ref()
+            .ok_or_else(|| super::missing_uniforms(F::NAME))
+    }
+
+    /// This Map with `uniforms` as bound (already in the function's own form).
+    pub(crate) fn with_uniforms(mut self, uniforms: Option<F::Uniforms>) -> Self {
+        self.uniforms = uniforms;
+        self
+    }
+
+    /// This Map with its uniforms bound (`()` where it has none) and carrying its seed.
+    fn seeded(mut self) -> Self {
+        if let Ok(u) = uniforms_or_missing(F::NAME, &self.uniforms, &self.options) {
+            self.uniforms = Some(u);
+        }
+        self
     }
 
     /// The bound container arguments.
@@ -141,7 +161,7 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         A: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::Map::<(F, I, _)> {
             arrays: self.arrays.bind(),
             inputs,
@@ -217,7 +237,7 @@ macro_rules! map_run {
                 Bound: Clone,
             {
                 Lazy {
-                    map: self.clone(),
+                    map: self.clone().seeded(),
                     inputs: ($($a,)+),
                     _borrow: std::marker::PhantomData,
                 }

@@ -47,8 +47,11 @@ impl<F: ArrayFn> MapArray<F, F::Elems> {
 
 impl<F: ArrayFn, E> MapArray<F, E> {
     /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
-    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <F::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -69,7 +72,7 @@ impl<F: ArrayFn, E> MapArray<F, E> {
         I: ArgTuple<'a, Elems = F::Elems>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapArray::<(F, I)> {
             array: array.arg(),
             inputs,

@@ -94,8 +94,11 @@ impl<F: StencilFn, R: Copy> MapOverlap<F, R> {
     }
 
     /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
-    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <F::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -142,7 +145,7 @@ where
         self.options.validate()?;
         let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapOverlap::<F> {
             input,
             out,
@@ -197,7 +200,7 @@ where
         self.options.validate()?;
         let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapOverlap2d::<F> {
             input,
             out,

@@ -88,8 +88,11 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
     }
 
     /// Binds the `#[uniform]` parameters, as a tuple in declaration order.
-    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <F::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -113,7 +116,7 @@ impl<F: ElementwiseFn, C> MapPairs<F, C> {
         C: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapPairs::<(F, A, B)> {
             arrays: self.arrays.bind(),
             v: v.arg(),

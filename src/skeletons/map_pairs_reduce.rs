@@ -94,8 +94,11 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
     }
 
     /// Binds the map function's `#[uniform]` parameters.
-    pub fn uniforms(mut self, uniforms: M::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <M::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -146,7 +149,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, C> MapPairsReduce<M, R, C> {
         C: BindArrays<M::Arrays>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(M::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapPairsReduce::<(M, R, A, B)> {
             arrays: self.arrays.bind(),
             v: v.arg(),

@@ -33,20 +33,31 @@ pub struct MapReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, E = <M as Elementwis
 {
     map: M,
     reduce: R,
-    start: Option<M::Out>,
+    start: M::Out,
     uniforms: Option<M::Uniforms>,
     options: Options,
     elems: PhantomData<fn() -> E>,
     arrays: A,
 }
 
-impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
-    /// A MapReduce of `map` then `reduce`.
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems>
+where
+    M::Out: Default,
+{
+    /// A MapReduce of `map` then `reduce`, starting from `M::Out::default()`.
     pub fn new(map: M, reduce: R) -> Self {
+        Self::with_start(map, reduce, M::Out::default())
+    }
+}
+
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
+    /// A MapReduce of `map` then `reduce` starting from `start`: also for result types
+    /// without `Default` (arrays longer than 32, structs holding them).
+    pub fn with_start(map: M, reduce: R, start: M::Out) -> Self {
         MapReduce {
             map,
             reduce,
-            start: None,
+            start,
             uniforms: None,
             options: Options::default(),
             elems: PhantomData,
@@ -55,19 +66,19 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
     }
 }
 
-impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A>
-where
-    M::Out: Default,
-{
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A> {
     /// The value the fold starts from (default `T::default()`).
     pub fn start(mut self, start: M::Out) -> Self {
-        self.start = Some(start);
+        self.start = start;
         self
     }
 
     /// Binds the map function's `#[uniform]` parameters.
-    pub fn uniforms(mut self, uniforms: M::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <M::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -114,10 +125,7 @@ where
         let map = Map::new(self.map)
             .arrays(self.arrays.clone())
             .with_options(self.options);
-        match self.uniforms {
-            Some(u) => map.uniforms(u),
-            None => map,
-        }
+        map.with_uniforms(self.uniforms)
     }
 
     fn execute<'a, I>(&self, inputs: I, index_only: Option<usize>) -> Result<M::Out>
@@ -126,7 +134,7 @@ where
         A: BindArrays<M::Arrays>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(M::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(M::NAME, &self.uniforms, &self.options)?;
         let shapes = inputs.shapes();
         let plan = plan::MapReduce::<(M, R, I)> {
             arrays: self.arrays.bind(),
@@ -138,7 +146,7 @@ where
                 None => shapes.first().copied().unwrap_or(Shape::Vector(0)),
             },
             uniforms,
-            start: self.start.unwrap_or_default(),
+            start: self.start,
         };
         backends::map_reduce(self.options, &self.arrays, plan, |plan| {
             check_arrays(
@@ -161,7 +169,6 @@ where
 impl<M, R, Bound> MapReduce<M, R, (), Bound>
 where
     M: ElementwiseFn<Elems = ()>,
-    M::Out: Default,
     R: BinaryFn<M::Out>,
     Bound: BindArrays<M::Arrays>,
 {
@@ -196,7 +203,6 @@ macro_rules! map_reduce_run {
         impl<M, R, Bound, $($t: DeviceType),+> MapReduce<M, R, ($($t,)+), Bound>
         where
             M: ElementwiseFn<Elems = ($($t,)+)>,
-            M::Out: Default,
             R: BinaryFn<M::Out>,
             Bound: BindArrays<M::Arrays>,
         {
@@ -250,6 +256,7 @@ macro_rules! map_reduce_run {
             pub fn run_rows(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()>
             where
                 Bound: Clone,
+                M::Out: Default,
             {
                 let mapped = self.as_map().lazy($($a),+);
                 Reduce::new(self.reduce).with_options(self.options).run_rows(&mapped, out)
@@ -260,6 +267,7 @@ macro_rules! map_reduce_run {
             pub fn run_cols(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()>
             where
                 Bound: Clone,
+                M::Out: Default,
             {
                 let mapped = self.as_map().lazy($($a),+);
                 Reduce::new(self.reduce).with_options(self.options).run_cols(&mapped, out)

@@ -34,7 +34,7 @@ pub use sort::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 
 use crate::containers::Shape;
 use crate::plan::Axis;
-use crate::userfn::ContainerKind;
+use crate::userfn::{ContainerKind, UniformTuple};
 use crate::{Backend, Error, Result};
 
 /// How MapOverlap treats the elements beyond the ends of its input.
@@ -147,6 +147,8 @@ pub(crate) struct Options {
     pub index_base: Option<usize>,
     /// `.devices(..)`, if given.
     pub devices: Option<Devices>,
+    /// `.seed(..)`, if given: the key of the `&mut Random` parameters' streams.
+    pub seed: Option<u64>,
 }
 
 impl Options {
@@ -252,6 +254,15 @@ macro_rules! common_options {
             self.options.devices = Some(n.into());
             self
         }
+
+        /// The seed of the random numbers a user function with a `rng: &mut Random`
+        /// parameter draws (default 0): element `i` draws the same numbers for the same
+        /// seed on every backend, chunking and device split (see [`skel::random`]($crate::random)).
+        /// Functions without `&mut Random` ignore it.
+        pub fn seed(mut self, seed: u64) -> Self {
+            self.options.seed = Some(seed);
+            self
+        }
     };
 }
 pub(crate) use common_options;
@@ -311,20 +322,28 @@ pub(crate) fn check_inputs(skeleton: &str, inputs: &[Shape], out: Shape) -> Resu
 }
 
 /// Uniforms bound with `.uniforms(..)`, or `()` for a function that has none.
-pub(crate) fn uniforms_or_missing<'u, U: 'static>(
+/// They carry the skeleton's `.seed(..)` (for a function with a `&mut Random` parameter).
+pub(crate) fn uniforms_or_missing<U: UniformTuple>(
     name: &str,
-    bound: &'u Option<U>,
-) -> Result<&'u U> {
+    bound: &Option<U>,
+    options: &Options,
+) -> Result<U> {
+    let seed = options.seed.unwrap_or(0);
     if let Some(u) = bound {
-        return Ok(u);
+        return Ok(u.with_seed(seed));
     }
-    // A function without uniforms needs no `.uniforms(())`: `U` is `()`, a constant.
-    if let Some(unit) = <dyn std::any::Any>::downcast_ref::<U>(&()) {
-        return Ok(unit);
+    // A function without uniforms needs no `.uniforms(())`.
+    if let Some(unit) = U::unbound() {
+        return Ok(unit.with_seed(seed));
     }
-    Err(Error::InvalidArgument(format!(
+    Err(missing_uniforms(name))
+}
+
+/// The error of a call whose function's `#[uniform]` parameters were not bound.
+pub(crate) fn missing_uniforms(name: &str) -> Error {
+    Error::InvalidArgument(format!(
         "user function `{name}` has #[uniform] parameters: bind them with .uniforms((..)) before .run"
-    )))
+    ))
 }
 
 /// The index kind of a function must fit the operand: a 2D index needs a matrix (a tensor

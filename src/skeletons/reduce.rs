@@ -38,16 +38,39 @@ use crate::{DeviceType, Error, Result};
 #[derive(Clone, Copy, Debug)]
 pub struct Reduce<F: BinaryFn<T>, T: DeviceType = <F as crate::userfn::UserFn>::Out> {
     f: F,
-    start: Option<T>,
+    start: T,
     options: Options,
 }
 
 impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
-    /// A Reduce of `f`.
+    /// A Reduce of `f`, starting from `T::default()`.
     pub fn new(f: F) -> Self {
+        Self::with_start(f, T::default())
+    }
+}
+
+impl<T: DeviceType, F: BinaryFn<T>> Reduce<F, T> {
+    /// A Reduce of `f` starting from `start`: also for result types without `Default`
+    /// (arrays longer than 32, structs holding them).
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn or64(a: [u32; 64], b: [u32; 64]) -> [u32; 64] {
+    ///     let mut c = a;
+    ///     for k in 0..64 {
+    ///         c[k] = a[k] | b[k];
+    ///     }
+    ///     c
+    /// }
+    /// let v = Vector::from_fn(64, |i| { let mut m = [0u32; 64]; m[i] = 1; m });
+    /// assert_eq!(Reduce::with_start(or64, [0; 64]).run(&v)?, [1; 64]);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn with_start(f: F, start: T) -> Self {
         Reduce {
             f,
-            start: None,
+            start,
             options: Options::default(),
         }
     }
@@ -60,7 +83,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
 
     /// The value the 1D fold starts from (default `T::default()`).
     pub fn start(mut self, start: T) -> Self {
-        self.start = Some(start);
+        self.start = start;
         self
     }
 
@@ -76,7 +99,7 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         self.options.validate()?;
         let input = input.resolve(self.options.backend)?;
         let input = input.arg();
-        let start = self.start.unwrap_or_default();
+        let start = self.start;
         backends::reduce(self.options, plan::Reduce::<(F, T)> { input, start })
     }
 
@@ -99,7 +122,10 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
         let value = self.run(input)?;
         super::write_one(out, value)
     }
+}
 
+// The row and column folds of a distributed matrix need `Default` (see `dist::reduce`).
+impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
     pub fn run_rows(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
         self.run_axis(input, out, Axis::Rows)

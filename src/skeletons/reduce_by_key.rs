@@ -100,8 +100,11 @@ where
     V: DeviceType + Default,
 {
     /// Binds the key function's `#[uniform]` parameters, as a tuple in declaration order.
-    pub fn uniforms(mut self, uniforms: F::Uniforms) -> Self {
-        self.uniforms = Some(uniforms);
+    pub fn uniforms(
+        mut self,
+        uniforms: <F::Uniforms as crate::userfn::UniformTuple>::User,
+    ) -> Self {
+        self.uniforms = Some(crate::userfn::UniformTuple::from_user(uniforms));
         self
     }
 
@@ -131,7 +134,7 @@ where
         A: BindArrays<F::Arrays>,
     {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let shapes = inputs.shapes();
         let plan = plan::ReduceByKey::<(F, R, I, V)> {
             arrays: self.arrays.bind(),

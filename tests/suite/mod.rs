@@ -942,6 +942,8 @@ macro_rules! backend_suite {
 }
 pub mod filter;
 pub mod histogram;
+pub mod lang_fixes;
 pub mod lazy;
+pub mod random;
 pub mod reduce_by_key;
 pub mod sort;
