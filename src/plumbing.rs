@@ -64,6 +64,6 @@ pub use crate::containers::{Arg, ArgMut, HostOut, OutArgs, OutCollector};
 pub use crate::plan::{ArgTuple, ArgVisitor, HostAt, HostSlices, Operand};
 #[doc(inline)]
 pub use crate::userfn::{
-    BindArrays, ContainerArg, ContainerArgs, ContainerKind, IndexKind, MatArg, SliceArg,
-    UniformTuple,
+    BindArrays, ContainerArg, ContainerArgs, ContainerKind, IndexKind, MatArg, PlainWindow,
+    SliceArg, UniformTuple,
 };

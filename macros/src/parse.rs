@@ -280,17 +280,13 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
         ));
     }
     if windows + windows2 > 0 {
-        let bad = windows + windows2 > 1
-            || arrays > 0
-            || params
+        crate::overlap::check_stencil_params(
+            &sig.inputs,
+            &params
                 .iter()
-                .any(|p| !matches!(p.kind, Kind::Window | Kind::Window2 | Kind::Uniform));
-        if bad {
-            return Err(syn::Error::new_spanned(
-                &sig.inputs,
-                "a stencil user function takes one Window<T> or Window2<T> parameter and #[uniform] parameters only",
-            ));
-        }
+                .map(|p| (kind_name(p.kind), &p.ty))
+                .collect::<Vec<_>>(),
+        )?;
     }
     Ok(params)
 }
@@ -326,6 +322,19 @@ impl VisitMut for CallRewriter {
                     .push(syn::PathSegment::from(syn::Ident::new("call", span)));
             }
         }
+    }
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Index => "Index",
+        Kind::Index2 => "Index2",
+        Kind::Elem => "Elem",
+        Kind::Uniform => "Uniform",
+        Kind::Array => "Array",
+        Kind::Mat => "Mat",
+        Kind::Window => "Window",
+        Kind::Window2 => "Window2",
     }
 }
 
@@ -428,7 +437,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 continue;
             }
             Kind::Window | Kind::Window2 => {
-                window = Some((p.kind, ty.clone()));
+                window = window.or(Some((p.kind, ty.clone())));
                 call_args.push(quote!(window));
             }
         }
@@ -448,34 +457,18 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         let (#(#uni_names,)*) = *uniforms;
     };
     let call_trait = if let Some((kind, elem)) = window {
-        let (radius, win, tr) = if kind == Kind::Window {
-            (
-                quote!(usize),
-                quote!(::skel::Window<'_, #elem>),
-                quote!(WindowFn),
-            )
-        } else {
-            (
-                quote!((usize, usize)),
-                quote!(::skel::Window2<'_, #elem>),
-                quote!(Window2Fn),
-            )
-        };
-        quote! {
-            impl ::skel::userfn::StencilFn for #name {
-                type Radius = #radius;
-                type Elem = #elem;
-                type Uniforms = #unis_t;
-            }
-            impl ::skel::userfn::#tr for #name {
-                #[inline(always)]
-                #[allow(unused_variables)]
-                fn apply(window: #win, uniforms: &#unis_t) -> #out_ty {
-                    #unpack_u
-                    Self::call(#(#call_args),*)
-                }
-            }
-        }
+        crate::overlap::stencil_impls(&crate::overlap::Stencil {
+            name,
+            two_d: kind == Kind::Window2,
+            elem: &elem,
+            out: &out_ty,
+            index: &index_ty,
+            kinds: &kinds_t,
+            uniforms: &unis_t,
+            unpack_uniforms: &unpack_u,
+            container_names: &container_names,
+            params: &params.iter().map(|p| kind_name(p.kind)).collect::<Vec<_>>(),
+        })
     } else {
         let array_fn = array_ty.map(|array| quote! {
             impl ::skel::userfn::ArrayFn for #name {

@@ -11,12 +11,14 @@ mod histogram;
 #[doc(hidden)]
 pub mod loopnest;
 mod map_overlap;
+mod map_overlap_windows;
 mod map_pairs_reduce;
 mod reduce_by_key;
 mod sort;
 
 pub(crate) use histogram::{add_table, count_range, store, Outside, TABLE_SPAN};
 pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
+pub(crate) use map_overlap_windows::{windows_1d_range, windows_2d_rows};
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
 pub(crate) use reduce_by_key::{merge_range, merge_tables};
 pub(crate) use sort::sort_range;
@@ -494,6 +496,39 @@ pub(crate) fn stencil_output<'o, T: DeviceType>(
     }
 }
 
+/// The host slice of a general stencil's output: overwritten where every output is written,
+/// else read first (outputs left as they were).
+pub(crate) fn windows_output<'o, T: DeviceType, U>(
+    out: &'o mut ArgMut<'_, T>,
+    edge: Edge,
+    cells: &plan::Cells<U, T>,
+) -> Result<&'o mut [T]> {
+    if cells.keep.is_some() || (edge != Edge::None && cells.parity.is_none()) {
+        out.host_overwrite()
+    } else {
+        out.host_mut()
+    }
+}
+
+/// The host slices of a general stencil's windowed inputs and container arguments.
+pub(crate) fn windows_host<'p, F: crate::userfn::OverlapFn>(
+    plan: &plan::MapOverlapWindows<'p, F>,
+) -> Result<(
+    Vec<&'p [F::Elem]>,
+    <F::Arrays as crate::userfn::ContainerArgs>::Refs<'p>,
+)> {
+    let inputs = plan
+        .inputs
+        .iter()
+        .map(|a| a.host())
+        .collect::<Result<Vec<_>>>()?;
+    let arrays = <F::Arrays as crate::userfn::ContainerArgs>::refs(
+        plan.arrays.host()?,
+        &plan.arrays.shapes(),
+    );
+    Ok((inputs, arrays))
+}
+
 impl Execute for Cpu {
     fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()> {
         let plan::Map {
@@ -773,6 +808,49 @@ impl Execute for Cpu {
             outside.check(<S::F as UserFn>::NAME, "key", table.len())?;
         }
         sums.host_overwrite()?.copy_from_slice(&table);
+        Ok(())
+    }
+
+    fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
+        &self,
+        mut plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let (inputs, arrays) = windows_host(&plan)?;
+        let dims = plan.out.shape().dims();
+        let _old = OldValues::of(self.checked, &mut plan.out)?;
+        let out = windows_output(&mut plan.out, plan.stencil.edge, &plan.cells)?;
+        windows_1d_range::<F>(
+            &inputs,
+            dims,
+            plan.axis,
+            out,
+            0,
+            &plan.stencil,
+            &plan.cells,
+            arrays,
+            plan.uniforms,
+        );
+        Ok(())
+    }
+
+    fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
+        &self,
+        mut plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let (inputs, arrays) = windows_host(&plan)?;
+        let dims = plan.out.shape().dims();
+        let _old = OldValues::of(self.checked, &mut plan.out)?;
+        let out = windows_output(&mut plan.out, plan.stencil.edge, &plan.cells)?;
+        windows_2d_rows::<F>(
+            &inputs,
+            dims,
+            out,
+            0,
+            &plan.stencil,
+            &plan.cells,
+            arrays,
+            plan.uniforms,
+        );
         Ok(())
     }
 }

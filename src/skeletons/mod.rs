@@ -14,6 +14,7 @@ mod reduce;
 mod reduce_by_key;
 mod scan;
 mod sort;
+mod update;
 
 pub use filter::Filter;
 pub use histogram::{Count, Histogram};
@@ -30,6 +31,7 @@ pub use reduce::Reduce;
 pub use reduce_by_key::ReduceByKey;
 pub use scan::Scan;
 pub use sort::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
+pub use update::Update;
 
 use crate::containers::Shape;
 use crate::plan::Axis;

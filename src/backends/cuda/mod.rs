@@ -47,7 +47,7 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::Execute;
+use super::{general_stencil_unavailable, Execute};
 use crate::backends::args;
 use crate::backends::cpu::combine;
 use crate::check::host_call;
@@ -668,6 +668,20 @@ impl Execute for Cuda {
         } = plan;
         let ops = (sums, uniforms);
         reduce_by_key::run::<S::F, S::R, S::I, S::V>(self, arrays, inputs, shape, ops)
+    }
+
+    fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
+        &self,
+        _: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        Err(general_stencil_unavailable(crate::Backend::Cuda, F::NAME))
+    }
+
+    fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
+        &self,
+        _: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        Err(general_stencil_unavailable(crate::Backend::Cuda, F::NAME))
     }
 }
 
