@@ -201,7 +201,7 @@ impl<T, O> Cells<T, O> {
     /// Whether the output at `(i, j)` is computed (before the edge mode's say).
     #[inline(always)]
     pub(crate) fn computes(&self, (i, j): (usize, usize)) -> bool {
-        self.parity.is_none_or(|p| (i + j) % 2 == p)
+        self.parity.map_or(true, |p| (i + j) % 2 == p)
     }
 }
 

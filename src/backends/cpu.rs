@@ -510,13 +510,20 @@ pub(crate) fn windows_output<'o, T: DeviceType, U>(
     }
 }
 
+/// The container arguments of a general stencil, as its body reads them.
+type WindowRefs<'p, F> =
+    <<F as crate::userfn::OverlapFn>::Arrays as crate::userfn::ContainerArgs>::Refs<'p>;
+
+/// The windowed inputs' host slices and the container arguments of a general stencil.
+type WindowHost<'p, F> = (
+    Vec<&'p [<F as crate::userfn::StencilFn>::Elem]>,
+    WindowRefs<'p, F>,
+);
+
 /// The host slices of a general stencil's windowed inputs and container arguments.
 pub(crate) fn windows_host<'p, F: crate::userfn::OverlapFn>(
     plan: &plan::MapOverlapWindows<'p, F>,
-) -> Result<(
-    Vec<&'p [F::Elem]>,
-    <F::Arrays as crate::userfn::ContainerArgs>::Refs<'p>,
-)> {
+) -> Result<WindowHost<'p, F>> {
     let inputs = plan
         .inputs
         .iter()

@@ -260,7 +260,10 @@ where
 /// `Err` for a distributed operand of a general stencil (not distributed yet).
 #[cfg(feature = "mpi")]
 fn local_windows<F: crate::userfn::OverlapFn>(plan: &plan::MapOverlapWindows<'_, F>) -> Result<()> {
-    if plan.inputs.iter().any(|a| a.spread().is_some()) || plan.out.spread().is_some() {
+    if plan.inputs.iter().any(|a| a.spread().is_some())
+        || plan.out.spread().is_some()
+        || plan.arrays.any_distributed()
+    {
         return Err(Error::InvalidArgument(format!(
             "MapOverlap `{}`: a function with #[index], container arguments, several windows or an update mode runs on local containers only",
             F::NAME

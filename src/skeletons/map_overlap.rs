@@ -21,6 +21,27 @@ use crate::{DeviceType, Error, Result};
 /// `(rows, cols)`) runs on a matrix; its default edge is [`Edge::None`] (only the interior
 /// is computed), as in SkePU. Each dimension must be at least twice its radius long.
 ///
+/// As in SkePU 3, a window function may also take an `#[index]` first (`i: usize` in 1D,
+/// the flat position; `(i, j): (usize, usize)` in 2D), one to four windows (all `Window<T>`
+/// or all `Window2<T>`, one `T`: `run` then takes one input per window, of one shape, every
+/// one read with the edge mode), container arguments (`Mat<T>`, `&[T]`, see
+/// [`MapOverlap::arrays`]) and uniforms, and read `w.radius()`. 2D stencils have SkePU's
+/// update modes ([`MapOverlap::update`], [`MapOverlap::run_in_place`]). These forms run on
+/// the `cpu` and `rayon` backends; CUDA and OpenCL answer [`Error::BackendUnavailable`]
+/// for them (`Backend::Auto` runs them on Rayon).
+///
+/// ```
+/// use skel::prelude::*;
+/// #[userfn]
+/// fn curl(e: Window2<f32>, h: Window2<f32>) -> f32 { e[(0, 1)] - e[(0, 0)] + h[(1, 0)] - h[(0, 0)] }
+/// let ex = Matrix::from_fn(3, 3, |i, j| (i * 3 + j) as f32);
+/// let hz = Matrix::filled(3, 3, 1.0f32);
+/// let mut out = Matrix::zeroed(3, 3);
+/// MapOverlap::new(curl, (1, 1)).backend(Backend::Rayon).run(&ex, &hz, &mut out)?;
+/// assert_eq!(out[(1, 1)], 1.0);
+/// # Ok::<(), skel::Error>(())
+/// ```
+///
 /// ```
 /// use skel::prelude::*;
 /// #[userfn]
@@ -293,7 +314,7 @@ fn check_windows<F: OverlapFn>(plan: &plan::MapOverlapWindows<'_, F>) -> Result<
     let shape = plan.inputs[0].shape();
     for (k, input) in plan.inputs.iter().enumerate().skip(1) {
         check_shape(
-            &format!("MapOverlap windowed input {k} against input 0"),
+            format!("MapOverlap windowed input {k} against input 0"),
             shape,
             input.shape(),
         )?;

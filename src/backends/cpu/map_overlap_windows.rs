@@ -30,27 +30,96 @@ pub(crate) fn windows_2d_rows<F: Overlap2Fn>(
     arrays: Refs<'_, F>,
     uniforms: &F::Uniforms,
 ) {
+    // The window count is a constant of `F`: the match folds to one arm, whose windows are
+    // an array of exactly that many.
+    match F::WINDOWS {
+        1 => rows_with::<F, 1>(
+            inputs,
+            (rows, cols),
+            out,
+            first_row,
+            stencil,
+            cells,
+            arrays,
+            uniforms,
+        ),
+        2 => rows_with::<F, 2>(
+            inputs,
+            (rows, cols),
+            out,
+            first_row,
+            stencil,
+            cells,
+            arrays,
+            uniforms,
+        ),
+        3 => rows_with::<F, 3>(
+            inputs,
+            (rows, cols),
+            out,
+            first_row,
+            stencil,
+            cells,
+            arrays,
+            uniforms,
+        ),
+        _ => rows_with::<F, MAX_WINDOWS>(
+            inputs,
+            (rows, cols),
+            out,
+            first_row,
+            stencil,
+            cells,
+            arrays,
+            uniforms,
+        ),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn rows_with<F: Overlap2Fn, const N: usize>(
+    inputs: &[&[F::Elem]],
+    (rows, cols): (usize, usize),
+    out: &mut [F::Out],
+    first_row: usize,
+    stencil: &Stencil<F::Elem, (usize, usize)>,
+    cells: &Cells<F::Elem, F::Out>,
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) {
     let (rr, rc) = stencil.radius;
-    let n = inputs.len().clamp(1, MAX_WINDOWS);
-    let mut bufs: [Vec<F::Elem>; MAX_WINDOWS] = Default::default();
+    // Elements from a window's first to its last: each interior window is a slice of
+    // exactly this many, so that its reads need no bounds check.
+    let needed = 2 * rr * cols + 2 * rc + 1;
+    let mut bufs: [Vec<F::Elem>; N] = std::array::from_fn(|_| Vec::new());
     for (k, out_row) in out.chunks_mut(cols.max(1)).enumerate() {
         let i = first_row + k;
         let row_inside = i >= rr && i + rr < rows;
-        for (j, o) in out_row.iter_mut().enumerate() {
+        // The outputs not computed keep input 0's elements where asked (set first, so
+        // that the loop below visits only the computed cells).
+        if let Some(keep) = cells.keep {
+            for (o, &x) in out_row.iter_mut().zip(&inputs[0][i * cols..]) {
+                *o = keep(x);
+            }
+        }
+        let (first, step) = match cells.parity {
+            // `(i + j) % 2 == p` from `j = (p + i) % 2` on, every other column.
+            Some(p) => ((p + i) % 2, 2),
+            None => (0, 1),
+        };
+        for j in (first..cols).step_by(step) {
             let inside = row_inside && j >= rc && j + rc < cols;
-            if !cells.computes((i, j)) || (!inside && stencil.edge == Edge::None) {
-                if let Some(keep) = cells.keep {
-                    *o = keep(inputs[0][i * cols + j]);
-                }
+            if !inside && stencil.edge == Edge::None {
                 continue;
             }
             let index = F::Index::from_parts(i * cols + j, (i, j), cols);
-            *o = if inside {
+            out_row[j] = if inside {
                 let start = (i - rr) * cols + j - rc;
-                let ws: [Window2<'_, F::Elem>; MAX_WINDOWS] = std::array::from_fn(|q| {
-                    Window2::new(&inputs[q.min(n - 1)][start..], cols, (rr, rc))
+                let ws: [Window2<'_, F::Elem>; N] = std::array::from_fn(|q| {
+                    Window2::new(&inputs[q][start..start + needed], cols, (rr, rc))
                 });
-                F::apply_windows(index, &ws[..n], arrays, uniforms)
+                F::apply_windows(index, &ws, arrays, uniforms)
             } else {
                 for (buf, input) in bufs.iter_mut().zip(inputs) {
                     buf.clear();
@@ -65,10 +134,9 @@ pub(crate) fn windows_2d_rows<F: Overlap2Fn>(
                         }
                     }
                 }
-                let ws: [Window2<'_, F::Elem>; MAX_WINDOWS] = std::array::from_fn(|q| {
-                    Window2::new(&bufs[q.min(n - 1)], 2 * rc + 1, (rr, rc))
-                });
-                F::apply_windows(index, &ws[..n], arrays, uniforms)
+                let ws: [Window2<'_, F::Elem>; N] =
+                    std::array::from_fn(|q| Window2::new(&bufs[q], 2 * rc + 1, (rr, rc)));
+                F::apply_windows(index, &ws, arrays, uniforms)
             };
         }
     }
