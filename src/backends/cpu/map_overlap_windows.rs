@@ -108,7 +108,13 @@ fn rows_with<F: Overlap2Fn, const N: usize>(
             Some(p) => ((p + i) % 2, 2),
             None => (0, 1),
         };
-        for j in (first..cols).step_by(step) {
+        // A plain loop: `step_by`'s `try_fold` kept the body out of line (measured: 37% of
+        // fdtd2d's time in the closure call).
+        let mut j = first;
+        while j < cols {
+            let at = j;
+            j += step;
+            let j = at;
             let inside = row_inside && j >= rc && j + rc < cols;
             if !inside && stencil.edge == Edge::None {
                 continue;
