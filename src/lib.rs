@@ -255,7 +255,7 @@ pub use skel_macros::{userfn, DeviceType};
 pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
     Count, Devices, Edge, Filter, Histogram, Lazy, Map, MapArray, MapOverlap, MapPairs,
-    MapPairsReduce, MapReduce, Reduce, ReduceByKey, Scan, ScanMode,
+    MapPairsReduce, MapReduce, Reduce, ReduceByKey, Scan, ScanMode, Update,
 };
 pub use userfn::Window3;
 pub use userfn::{DeviceType, Mat, Window, Window2};
@@ -263,6 +263,7 @@ pub use userfn::{DeviceType, Mat, Window, Window2};
 /// Everything a skeleton program needs: `use skel::prelude::*;`.
 pub mod prelude {
     pub use crate::Random;
+    pub use crate::Update;
     pub use crate::{
         userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
         MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, ReduceByKey, Result,

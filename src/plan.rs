@@ -29,7 +29,9 @@ use crate::codegen::ir::FnDef;
 use crate::containers::{Arg, ArgMut, OutArgs, Shape};
 #[cfg(feature = "mpi")]
 use crate::dist::Spread;
-use crate::userfn::{ArrayFn, ElementwiseFn, UserFn, Window2Fn, WindowFn};
+use crate::userfn::{
+    ArrayFn, ContainerArgs, ElementwiseFn, OverlapFn, UserFn, Window2Fn, WindowFn,
+};
 use crate::{DeviceType, Result, SortKey};
 
 pub use crate::skeletons::{Edge, ScanMode};
@@ -176,6 +178,43 @@ pub(crate) struct MapOverlap2d<'p, F: Window2Fn> {
     pub input: Arg<'p, F::Elem>,
     pub out: ArgMut<'p, F::Out>,
     pub stencil: Stencil<F::Elem, (usize, usize)>,
+    pub uniforms: &'p F::Uniforms,
+}
+
+/// Which outputs of a general stencil call are computed: with `parity` `Some(p)` only those
+/// at `(i, j)` with `(i + j) % 2 == p` (an update mode's half sweep); every other output
+/// (and, with [`Edge::None`], every border output) is `keep(input 0's element)` when
+/// `keep` is set (an in-place update writes a whole new matrix), else left as it was.
+pub(crate) struct Cells<T, O> {
+    pub parity: Option<usize>,
+    pub keep: Option<fn(T) -> O>,
+}
+
+impl<T, O> Cells<T, O> {
+    /// Every output computed, border outputs of `Edge::None` left as they were.
+    pub(crate) fn all() -> Self {
+        Cells {
+            parity: None,
+            keep: None,
+        }
+    }
+
+    /// Whether the output at `(i, j)` is computed (before the edge mode's say).
+    #[inline(always)]
+    pub(crate) fn computes(&self, (i, j): (usize, usize)) -> bool {
+        self.parity.map_or(true, |p| (i + j) % 2 == p)
+    }
+}
+
+/// A stencil of the general form ([`OverlapFn`]): 1..=4 windowed inputs of one shape,
+/// container arguments, uniforms; 1D along `axis`, 2D (`axis` unused) by the radius type.
+pub(crate) struct MapOverlapWindows<'p, F: OverlapFn> {
+    pub inputs: Vec<Arg<'p, F::Elem>>,
+    pub arrays: <F::Arrays as ContainerArgs>::Args<'p>,
+    pub out: ArgMut<'p, F::Out>,
+    pub stencil: Stencil<F::Elem, F::Radius>,
+    pub axis: Axis,
+    pub cells: Cells<F::Elem, F::Out>,
     pub uniforms: &'p F::Uniforms,
 }
 

@@ -70,6 +70,6 @@ pub use crate::random::{RandomIndex, Seeded};
 pub use crate::userfn::definition_of;
 #[doc(inline)]
 pub use crate::userfn::{
-    BindArrays, ContainerArg, ContainerArgs, ContainerKind, IndexKind, MatArg, SliceArg,
-    UniformTuple,
+    BindArrays, ContainerArg, ContainerArgs, ContainerKind, IndexKind, MatArg, PlainWindow,
+    SliceArg, UniformTuple,
 };

@@ -12,6 +12,7 @@
 //! | one `Window<T>`, uniforms                    | [`WindowFn`] + [`StencilFn`] | MapOverlap 1D, rowwise, colwise   |
 //! | one `Window2<T>`, uniforms                   | [`Window2Fn`] + [`StencilFn`] | MapOverlap 2D                     |
 //! | one `Window3<T>`, uniforms                   | [`Window3Fn`] + [`StencilFn`] | MapOverlap 3D (on a `Tensor3`)    |
+//! | `#[index]`?, 1..=4 `Window<T>` or `Window2<T>`, containers, uniforms | [`Overlap1Fn`] / [`Overlap2Fn`] (every window function) | MapOverlap with `.arrays`, several inputs, `run_in_place` |
 //!
 //! The Rust body is kept as `name::call(..)` and inlined into the CPU loops; the same body is
 //! described by [`UserFn::definition`] for the C code generator of the GPU backends. The
@@ -589,7 +590,52 @@ pub trait StencilFn: UserFn {
     type Elem: DeviceType;
     /// The uniform parameters as a tuple.
     type Uniforms: UniformTuple;
+    /// The windowed inputs: [`crate::plumbing::PlainWindow`] for a function of one window
+    /// and uniforms (the form of [`WindowFn`] / [`Window2Fn`]), else a tuple of one
+    /// element type per window (`(T,)`, `(T, T)`, ..; see [`OverlapFn`]). It picks the
+    /// `run` of the right arity and is always inferred.
+    type Windows: Copy + Send + Sync + 'static;
 }
+
+/// A window function of any form SkePU 3 has: an optional `#[index]`, 1..=4 windows (all
+/// `Window<T>` or all `Window2<T>`, one element type), container parameters (`Mat<T>`,
+/// `&[T]`) and uniforms. `#[userfn]` implements it for every window function, next to
+/// [`Overlap1Fn`] or [`Overlap2Fn`].
+pub trait OverlapFn: StencilFn {
+    /// `()`, `usize` (1D: the flat position) or `(usize, usize)` (2D: row and column).
+    type Index: IndexKind;
+    /// The container parameters, bound with `.arrays((..))`.
+    type Arrays: ContainerArgs;
+    /// How many windowed inputs the function takes (1..=4).
+    const WINDOWS: usize;
+}
+
+/// [`OverlapFn`] with 1D windows.
+pub trait Overlap1Fn: OverlapFn<Radius = usize> {
+    /// Calls the Rust body; `windows` holds one window per windowed input, in order.
+    fn apply_windows(
+        index: Self::Index,
+        windows: &[Window<'_, Self::Elem>],
+        arrays: <Self::Arrays as ContainerArgs>::Refs<'_>,
+        uniforms: &Self::Uniforms,
+    ) -> Self::Out;
+}
+
+/// [`OverlapFn`] with 2D windows.
+pub trait Overlap2Fn: OverlapFn<Radius = (usize, usize)> {
+    /// Calls the Rust body; `windows` holds one window per windowed input, in order.
+    fn apply_windows(
+        index: Self::Index,
+        windows: &[Window2<'_, Self::Elem>],
+        arrays: <Self::Arrays as ContainerArgs>::Refs<'_>,
+        uniforms: &Self::Uniforms,
+    ) -> Self::Out;
+}
+
+/// The `Windows` of a stencil function of one window and uniforms, the form every backend
+/// has a dedicated path for ([`WindowFn`], [`Window2Fn`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PlainWindow;
 
 /// A 1D stencil (`fn f(w: Window<T>, #[uniform] ..) -> R`), for MapOverlap.
 pub trait WindowFn: StencilFn<Radius = usize> {

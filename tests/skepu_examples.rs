@@ -36,6 +36,10 @@ examples! {
     pairs: "../examples/skepu/pairs.rs"
     taylor: "../examples/skepu/taylor.rs"
     montecarlo: "../examples/skepu/montecarlo.rs"
+    hotspot: "../examples/skepu/hotspot.rs"
+    fdtd2d: "../examples/skepu/fdtd2d.rs"
+    heat: "../examples/skepu/heat.rs"
+    edgedetect: "../examples/skepu/edgedetect.rs"
 }
 
 #[path = "../examples/skepu/common.rs"]
@@ -281,5 +285,75 @@ fn montecarlo_pi() {
         }
         let pi = montecarlo::estimate(montecarlo::compute(b, 1 << 20).unwrap(), 1 << 20);
         assert!((pi - std::f64::consts::PI).abs() < 0.01, "{b}: {pi}");
+/// The ports in SkePU 3's MapOverlap form (issue 27) on the backends that have the form,
+/// bit for bit against their plain-Rust and hand-written Rayon versions; the GPU backends
+/// (one window and uniforms only) must refuse them with `BackendUnavailable`.
+fn ported(b: Backend, r: skel::Result<Vec<f32>>, want: &[f32], what: &str) {
+    match r {
+        Ok(got) if matches!(b, Backend::Cpu | Backend::Rayon) => {
+            let same = got.len() == want.len()
+                && got
+                    .iter()
+                    .zip(want)
+                    .all(|(g, w)| g.to_bits() == w.to_bits());
+            assert!(same, "{b} {what}");
+        }
+        Err(Error::BackendUnavailable { .. }) if !matches!(b, Backend::Cpu | Backend::Rayon) => {}
+        other => panic!("{b} {what}: {:?}", other.map(|v| v.len())),
+    }
+}
+
+#[test]
+fn hotspot_port() {
+    for b in backends() {
+        for n in [2, 3, 17, 64] {
+            let (t, p) = hotspot::inputs(n);
+            let want = hotspot::reference(&t, &p, 4);
+            assert_eq!(hotspot::hand_rayon(&t, &p, 4), want, "hand-written {n}");
+            let got = hotspot::compute(b, &t, &p, 4).map(|m| m.to_vec());
+            ported(b, got, &want.to_vec(), &format!("hotspot {n}"));
+        }
+    }
+}
+
+#[test]
+fn fdtd2d_port() {
+    for b in backends() {
+        for n in [2, 5, 33] {
+            let f = fdtd2d::inputs(n);
+            let want = fdtd2d::hand_rayon(&f, 3).to_vec();
+            let got = fdtd2d::compute(b, &f, 3).map(|f| f.to_vec());
+            ported(b, got, &want, &format!("fdtd2d {n}"));
+            let idx = fdtd2d::compute_index_map(b, &f, 3).unwrap().to_vec();
+            assert_eq!(idx, want, "{b} fdtd2d index Map {n}");
+        }
+    }
+}
+
+#[test]
+fn heat_red_black_port() {
+    for b in backends() {
+        for n in [2, 3, 8, 41] {
+            let g = heat::inputs(n);
+            let want = heat::reference(&g, 3);
+            assert_eq!(heat::hand_rayon(&g, 3), want, "hand-written {n}");
+            let got = heat::compute(b, &g, 3).map(|m| m.to_vec());
+            ported(b, got, &want.to_vec(), &format!("heat {n}"));
+            let idx = heat::compute_index_map(b, &g, 3).unwrap();
+            assert_eq!(idx, want, "{b} heat index Map {n}");
+        }
+    }
+}
+
+#[test]
+fn edgedetect_port() {
+    let filter = Vector::from(edgedetect::SOBEL.to_vec());
+    for b in backends() {
+        for n in [2, 3, 31, 64] {
+            let img = edgedetect::synthetic(n);
+            let want = edgedetect::hand_rayon(&img, &edgedetect::SOBEL).to_vec();
+            let got = edgedetect::compute(b, &img, &filter).map(|m| m.to_vec());
+            ported(b, got, &want, &format!("edgedetect {n}"));
+        }
     }
 }

@@ -117,3 +117,127 @@ pub fn same_len(context: &str, expected: usize, found: usize) -> skel::Result<()
         found: found.to_string(),
     })
 }
+
+/// What a ported SkePU 3 program (hotspot, fdtd2d, heat, edgedetect) gives [`ported_main`].
+pub struct Port<'a> {
+    pub name: &'a str,
+    pub default_size: usize,
+    /// The program on one backend, against its plain-Rust reference (the default mode).
+    pub run: &'a dyn Fn(Backend, usize) -> skel::Result<(String, bool)>,
+    /// The program's result on one backend (`--check` compares every backend with `cpu`).
+    pub result: &'a dyn Fn(Backend, usize) -> skel::Result<Vec<f32>>,
+    /// `(label, seconds)` of the program on one backend and of its hand-written peers
+    /// (`--bench`), in one run.
+    pub timings: &'a dyn Fn(Backend, usize) -> skel::Result<Vec<(String, f64)>>,
+}
+
+/// [`main`] for a ported program, plus `--check` (every available backend against `cpu`,
+/// bit for bit) and `--bench` (its timing report).
+pub fn ported_main(port: Port<'_>) -> ExitCode {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut take = |flag: &str| {
+        let found = args.iter().any(|a| a == flag);
+        args.retain(|a| a != flag);
+        found
+    };
+    let (check, bench) = (take("--check"), take("--bench"));
+    let name = port.name;
+    let (backend, size) = match parse(args.into_iter(), port.default_size) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!(
+                "{name}: {e}\nusage: {name} [--backend cpu|rayon|cuda|opencl] [--size N] [--check] [--bench]"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if check {
+        return check_all(&port, size);
+    }
+    if bench {
+        return match (port.timings)(backend, size) {
+            Ok(rows) => {
+                println!("{name}: size {size}, best of {REPS} runs");
+                let base = rows.first().map_or(1.0, |r| r.1);
+                for (label, secs) in rows {
+                    println!(
+                        "  {label:<44} {:>10.3} ms  {:>6.2}x",
+                        secs * 1e3,
+                        secs / base
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    main(name, port.default_size, |_, _| (port.run)(backend, size))
+}
+
+/// Every available backend's result against the `cpu` backend's, bit for bit; a backend
+/// that does not have the program's form says so (a typed `BackendUnavailable`).
+fn check_all(port: &Port<'_>, size: usize) -> ExitCode {
+    let name = port.name;
+    let want = match (port.result)(Backend::Cpu, size) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("{name}: cpu: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut ok = true;
+    for b in [Backend::Rayon, Backend::OpenCl, Backend::Cuda] {
+        if b.check().is_err() {
+            println!("{name} --check: {b}: no device");
+            continue;
+        }
+        match (port.result)(b, size) {
+            Ok(got) => {
+                let same = got.len() == want.len()
+                    && got
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits());
+                ok &= same;
+                println!(
+                    "{name} --check: {b}: {}",
+                    if same {
+                        "bit-identical to cpu"
+                    } else {
+                        "DIFFERS from cpu"
+                    }
+                );
+            }
+            Err(skel::Error::BackendUnavailable { reason, .. }) => {
+                println!("{name} --check: {b}: not on this backend ({reason})");
+            }
+            Err(e) => {
+                ok = false;
+                println!("{name} --check: {b}: FAILED: {e}");
+            }
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Runs of each timed program in `--bench`.
+pub const REPS: usize = 5;
+
+/// The best of [`REPS`] runs of `f`, in seconds.
+pub fn best_of(mut f: impl FnMut() -> skel::Result<()>) -> skel::Result<f64> {
+    f()?;
+    let mut best = f64::INFINITY;
+    for _ in 0..REPS {
+        let t = std::time::Instant::now();
+        f()?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    Ok(best)
+}

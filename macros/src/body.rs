@@ -125,6 +125,9 @@ thread_local! {
     /// own name (recursion).
     static SCOPE: std::cell::RefCell<(std::collections::HashSet<String>, String)> =
         Default::default();
+    /// The function's `Window2<T>` parameters: their `.radius()` is a pair.
+    static WINDOWS2: std::cell::RefCell<std::collections::HashSet<String>> =
+        Default::default();
     /// The name of the function's `&mut Random` parameter, if it has one.
     static RANDOM: std::cell::RefCell<Option<String>> = Default::default();
 }
@@ -399,6 +402,13 @@ pub fn definition(func: &ItemFn, params: Vec<ParamDesc>) -> syn::Result<TokenStr
     syn::visit::Visit::visit_item_fn(&mut binders, func);
     SCOPE.with(|s| *s.borrow_mut() = (binders.0, name.clone()));
     RANDOM.with(|r| *r.borrow_mut() = random);
+    WINDOWS2.with(|w| {
+        *w.borrow_mut() = params
+            .iter()
+            .filter(|p| p.kind == "Window2")
+            .map(|p| p.names[0].to_string())
+            .collect()
+    });
     let body = block_with(&func.block, prologue)?;
     Ok(quote! {
         use ::skel::plumbing::codegen::ir as __ir;
@@ -976,10 +986,27 @@ fn expr(e: &Expr) -> syn::Result<TokenStream> {
                 let base = expr(&m.receiver)?;
                 return Ok(quote!(__ir::Expr::Field { expr: &#base, name: #name }));
             }
+            // A window's radius: `r` of a `Window<T>`, `(rows, cols)` of a `Window2<T>`.
+            if name == "radius" && m.args.is_empty() {
+                let base = expr(&m.receiver)?;
+                let pair = matches!(&*m.receiver, Expr::Path(p)
+                    if WINDOWS2.with(|w| p.path.get_ident().is_some_and(|i| w.borrow().contains(&i.to_string()))));
+                return Ok(if pair {
+                    quote!(__ir::Expr::Tuple(&[
+                        __ir::Expr::Field { expr: &#base, name: "radius_rows" },
+                        __ir::Expr::Field { expr: &#base, name: "radius_cols" },
+                    ]))
+                } else {
+                    quote!(__ir::Expr::Field { expr: &#base, name: "radius" })
+                });
+            }
             let Some(f) = math_variant(&name) else {
                 return Err(unsupported(
                     &m.method,
-                    &format!("the method `{name}` (supported: len {})", math_names()),
+                    &format!(
+                        "the method `{name}` (supported: len radius {})",
+                        math_names()
+                    ),
                 ));
             };
             if m.args.len() + 1 != arity(&name) {

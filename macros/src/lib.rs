@@ -15,6 +15,7 @@ use proc_macro::TokenStream;
 mod body;
 mod derive;
 mod nest;
+mod overlap;
 mod parse;
 mod wrap;
 

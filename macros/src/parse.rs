@@ -323,19 +323,27 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
         ));
     }
     if windows + windows2 > 0 {
-        let bad = windows + windows2 > 1
-            || arrays > 0
-            || params.iter().any(|p| {
-                !matches!(
-                    p.kind,
-                    Kind::Window | Kind::Window2 | Kind::Window3 | Kind::Uniform
-                )
-            });
-        if bad {
-            return Err(syn::Error::new_spanned(
+        if count(Kind::Window3) > 0 {
+            // 3D windows have the original form only: one window and uniforms.
+            let bad = windows + windows2 > 1
+                || arrays > 0
+                || params
+                    .iter()
+                    .any(|p| !matches!(p.kind, Kind::Window3 | Kind::Uniform));
+            if bad {
+                return Err(syn::Error::new_spanned(
+                    &sig.inputs,
+                    "a 3D stencil user function takes one Window3<T> parameter and #[uniform] parameters only (#[index], containers and several windowed inputs are for Window<T> and Window2<T>)",
+                ));
+            }
+        } else {
+            crate::overlap::check_stencil_params(
                 &sig.inputs,
-                "a stencil user function takes one Window<T>, Window2<T> or Window3<T> parameter and #[uniform] parameters only",
-            ));
+                &params
+                    .iter()
+                    .map(|p| (kind_name(p.kind), &p.ty))
+                    .collect::<Vec<_>>(),
+            )?;
         }
     }
     Ok(params)
@@ -372,6 +380,21 @@ impl VisitMut for CallRewriter {
                     .push(syn::PathSegment::from(syn::Ident::new("call", span)));
             }
         }
+    }
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Index => "Index",
+        Kind::Index2 => "Index2",
+        Kind::Elem => "Elem",
+        Kind::Uniform => "Uniform",
+        Kind::Array => "Array",
+        Kind::Mat => "Mat",
+        Kind::Window => "Window",
+        Kind::Window2 => "Window2",
+        Kind::Window3 => "Window3",
+        Kind::Random => "Random",
     }
 }
 
@@ -514,7 +537,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 continue;
             }
             Kind::Window | Kind::Window2 | Kind::Window3 => {
-                window = Some((p.kind, ty.clone()));
+                window = window.or(Some((p.kind, ty.clone())));
                 call_args.push(quote!(window));
             }
             Kind::Random => call_args.push(quote!(&mut __skel_rng)),
@@ -570,39 +593,36 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         let (#(#uni_names,)*) = *uniforms;
     };
     let call_trait = if let Some((kind, elem)) = window {
-        let (radius, win, tr) = if kind == Kind::Window {
-            (
-                quote!(usize),
-                quote!(::skel::Window<'_, #elem>),
-                quote!(WindowFn),
-            )
-        } else if kind == Kind::Window3 {
-            (
-                quote!((usize, usize, usize)),
-                quote!(::skel::Window3<'_, #elem>),
-                quote!(Window3Fn),
-            )
-        } else {
-            (
-                quote!((usize, usize)),
-                quote!(::skel::Window2<'_, #elem>),
-                quote!(Window2Fn),
-            )
-        };
-        quote! {
-            impl ::skel::userfn::StencilFn for #name {
-                type Radius = #radius;
-                type Elem = #elem;
-                type Uniforms = #unis_t;
-            }
-            impl ::skel::userfn::#tr for #name {
-                #[inline(always)]
-                #[allow(unused_variables)]
-                fn apply(window: #win, uniforms: &#unis_t) -> #out_ty {
-                    #unpack_u
-                    Self::call(#(#call_args),*)
+        if kind == Kind::Window3 {
+            quote! {
+                impl ::skel::userfn::StencilFn for #name {
+                    type Radius = (usize, usize, usize);
+                    type Elem = #elem;
+                    type Uniforms = #unis_t;
+                    type Windows = ::skel::plumbing::PlainWindow;
+                }
+                impl ::skel::userfn::Window3Fn for #name {
+                    #[inline(always)]
+                    #[allow(unused_variables)]
+                    fn apply(window: ::skel::Window3<'_, #elem>, uniforms: &#unis_t) -> #out_ty {
+                        #unpack_u
+                        Self::call(#(#call_args),*)
+                    }
                 }
             }
+        } else {
+            crate::overlap::stencil_impls(&crate::overlap::Stencil {
+                name,
+                two_d: kind == Kind::Window2,
+                elem: &elem,
+                out: &out_ty,
+                index: &index_ty,
+                kinds: &kinds_t,
+                uniforms: &unis_t,
+                unpack_uniforms: &unpack_u,
+                container_names: &container_names,
+                params: &params.iter().map(|p| kind_name(p.kind)).collect::<Vec<_>>(),
+            })
         }
     } else {
         let array_fn = array_ty.map(|array| quote! {

@@ -756,4 +756,25 @@ impl Execute for Auto {
             |b, o| concrete!(b, o, self.name, |exec| exec.map_overlap_3d(plan)),
         )
     }
+
+    // The general stencil forms run on the host backends only (the GPU templates take one
+    // window and uniforms): Auto runs them on Rayon, which falls back to the sequential
+    // loop for small calls.
+    fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
+        &self,
+        plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let o = self.options;
+        concrete!(Backend::Rayon, o, self.name, |exec| exec
+            .map_overlap_windows(plan))
+    }
+
+    fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let o = self.options;
+        concrete!(Backend::Rayon, o, self.name, |exec| exec
+            .map_overlap_windows_2d(plan))
+    }
 }

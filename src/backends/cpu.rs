@@ -12,6 +12,7 @@ mod histogram;
 pub mod loopnest;
 mod map_overlap;
 mod map_overlap3;
+mod map_overlap_windows;
 mod map_pairs_reduce;
 mod reduce_by_key;
 mod sort;
@@ -19,6 +20,7 @@ mod sort;
 pub(crate) use histogram::{add_table, count_range, store, Outside, TABLE_SPAN};
 pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
 pub(crate) use map_overlap3::overlap_3d_rows;
+pub(crate) use map_overlap_windows::{windows_1d_range, windows_2d_rows};
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
 pub(crate) use reduce_by_key::{merge_range, merge_tables};
 pub(crate) use sort::sort_range;
@@ -496,6 +498,46 @@ pub(crate) fn stencil_output<'o, T: DeviceType>(
     }
 }
 
+/// The host slice of a general stencil's output: overwritten where every output is written,
+/// else read first (outputs left as they were).
+pub(crate) fn windows_output<'o, T: DeviceType, U>(
+    out: &'o mut ArgMut<'_, T>,
+    edge: Edge,
+    cells: &plan::Cells<U, T>,
+) -> Result<&'o mut [T]> {
+    if cells.keep.is_some() || (edge != Edge::None && cells.parity.is_none()) {
+        out.host_overwrite()
+    } else {
+        out.host_mut()
+    }
+}
+
+/// The container arguments of a general stencil, as its body reads them.
+type WindowRefs<'p, F> =
+    <<F as crate::userfn::OverlapFn>::Arrays as crate::userfn::ContainerArgs>::Refs<'p>;
+
+/// The windowed inputs' host slices and the container arguments of a general stencil.
+type WindowHost<'p, F> = (
+    Vec<&'p [<F as crate::userfn::StencilFn>::Elem]>,
+    WindowRefs<'p, F>,
+);
+
+/// The host slices of a general stencil's windowed inputs and container arguments.
+pub(crate) fn windows_host<'p, F: crate::userfn::OverlapFn>(
+    plan: &plan::MapOverlapWindows<'p, F>,
+) -> Result<WindowHost<'p, F>> {
+    let inputs = plan
+        .inputs
+        .iter()
+        .map(|a| a.host())
+        .collect::<Result<Vec<_>>>()?;
+    let arrays = <F::Arrays as crate::userfn::ContainerArgs>::refs(
+        plan.arrays.host()?,
+        &plan.arrays.shapes(),
+    );
+    Ok((inputs, arrays))
+}
+
 impl Execute for Cpu {
     fn map<'a, 'o, S: MapSig<'a, 'o>>(&self, plan: plan::Map<'_, 'a, 'o, S>) -> Result<()> {
         let plan::Map {
@@ -796,6 +838,49 @@ impl Execute for Cpu {
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = stencil_output(&mut out, stencil.edge)?;
         overlap_3d_rows::<F>(input, dims, out, 0, &stencil, uniforms);
+        Ok(())
+    }
+
+    fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
+        &self,
+        mut plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let (inputs, arrays) = windows_host(&plan)?;
+        let dims = plan.out.shape().dims();
+        let _old = OldValues::of(self.checked, &mut plan.out)?;
+        let out = windows_output(&mut plan.out, plan.stencil.edge, &plan.cells)?;
+        windows_1d_range::<F>(
+            &inputs,
+            dims,
+            plan.axis,
+            out,
+            0,
+            &plan.stencil,
+            &plan.cells,
+            arrays,
+            plan.uniforms,
+        );
+        Ok(())
+    }
+
+    fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
+        &self,
+        mut plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let (inputs, arrays) = windows_host(&plan)?;
+        let dims = plan.out.shape().dims();
+        let _old = OldValues::of(self.checked, &mut plan.out)?;
+        let out = windows_output(&mut plan.out, plan.stencil.edge, &plan.cells)?;
+        windows_2d_rows::<F>(
+            &inputs,
+            dims,
+            out,
+            0,
+            &plan.stencil,
+            &plan.cells,
+            arrays,
+            plan.uniforms,
+        );
         Ok(())
     }
 }

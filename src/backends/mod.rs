@@ -45,7 +45,9 @@ use crate::plan::{
     PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::skeletons::Options;
-use crate::userfn::{ArrayFn, BindArrays, ElementwiseFn, UserFn, Window2Fn, WindowFn};
+use crate::userfn::{
+    ArrayFn, BindArrays, ElementwiseFn, Overlap1Fn, Overlap2Fn, UserFn, Window2Fn, WindowFn,
+};
 use crate::{Error, Result};
 
 /// A user function that combines two `T`s into one: what Reduce, Scan and the reduce half
@@ -120,6 +122,19 @@ pub(crate) trait Execute {
     fn map_overlap_3d<F: crate::userfn::Window3Fn>(
         &self,
         plan: plan::MapOverlap3d<'_, F>,
+    ) -> Result<()>;
+}
+
+    /// A 1D stencil of the general form (index, several windows, containers).
+    fn map_overlap_windows<F: Overlap1Fn>(
+        &self,
+        plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()>;
+
+    /// A 2D stencil of the general form (index, several windows, containers, update modes).
+    fn map_overlap_windows_2d<F: Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapWindows<'_, F>,
     ) -> Result<()>;
 }
 
@@ -256,6 +271,57 @@ where
     }
     checks(&mut plan)?;
     dispatch!(options, F::NAME, |exec| exec.map_overlap(plan))
+}
+
+/// `Err` for a distributed operand of a general stencil (not distributed yet).
+#[cfg(feature = "mpi")]
+fn local_windows<F: crate::userfn::OverlapFn>(plan: &plan::MapOverlapWindows<'_, F>) -> Result<()> {
+    if plan.inputs.iter().any(|a| a.spread().is_some())
+        || plan.out.spread().is_some()
+        || plan.arrays.any_distributed()
+    {
+        return Err(Error::InvalidArgument(format!(
+            "MapOverlap `{}`: a function with #[index], container arguments, several windows or an update mode runs on local containers only",
+            F::NAME
+        )));
+    }
+    Ok(())
+}
+
+/// The error of a GPU backend asked for a stencil of the general form, which its templates
+/// do not have yet (they take one window and uniforms).
+#[allow(dead_code)] // without the GPU backends
+pub(crate) fn general_stencil_unavailable(backend: crate::Backend, name: &str) -> Error {
+    Error::BackendUnavailable {
+        backend,
+        reason: format!(
+            "MapOverlap `{name}` takes an #[index], container arguments, several windows or an update mode: on this backend only a window and uniforms (run it with Backend::Rayon or Backend::Cpu)"
+        ),
+    }
+}
+
+/// [`reduce`] for a 1D `MapOverlap` of the general form, after `checks`.
+pub(crate) fn map_overlap_windows<F: Overlap1Fn>(
+    options: Options,
+    mut plan: plan::MapOverlapWindows<'_, F>,
+    checks: impl FnOnce(&mut plan::MapOverlapWindows<'_, F>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    local_windows(&plan)?;
+    checks(&mut plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap_windows(plan))
+}
+
+/// [`reduce`] for a 2D `MapOverlap` of the general form, after `checks`.
+pub(crate) fn map_overlap_windows_2d<F: Overlap2Fn>(
+    options: Options,
+    mut plan: plan::MapOverlapWindows<'_, F>,
+    checks: impl FnOnce(&mut plan::MapOverlapWindows<'_, F>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    local_windows(&plan)?;
+    checks(&mut plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap_windows_2d(plan))
 }
 
 /// [`reduce`] for a 2D `MapOverlap`, after `checks`.

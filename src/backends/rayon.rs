@@ -692,4 +692,65 @@ impl Execute for Rayon {
             });
         Ok(())
     }
+
+    fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
+        &self,
+        mut plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let len = plan.out.shape().len();
+        if sequential(len) {
+            return self.cpu().map_overlap_windows(plan);
+        }
+        let (inputs, arrays) = cpu::windows_host(&plan)?;
+        let dims = plan.out.shape().dims();
+        let _old = OldValues::of(self.checked, &mut plan.out)?;
+        let out = cpu::windows_output(&mut plan.out, plan.stencil.edge, &plan.cells)?;
+        let chunk = chunk_len(len);
+        let (stencil, cells, axis, uniforms) =
+            (&plan.stencil, &plan.cells, plan.axis, plan.uniforms);
+        out.par_chunks_mut(chunk).enumerate().for_each(|(c, o)| {
+            cpu::windows_1d_range::<F>(
+                &inputs,
+                dims,
+                axis,
+                o,
+                c * chunk,
+                stencil,
+                cells,
+                arrays,
+                uniforms,
+            );
+        });
+        Ok(())
+    }
+
+    fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
+        &self,
+        mut plan: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        let (rows, cols) = plan.out.shape().dims();
+        if sequential(rows * cols) || cols == 0 {
+            return self.cpu().map_overlap_windows_2d(plan);
+        }
+        let (inputs, arrays) = cpu::windows_host(&plan)?;
+        let _old = OldValues::of(self.checked, &mut plan.out)?;
+        let out = cpu::windows_output(&mut plan.out, plan.stencil.edge, &plan.cells)?;
+        let band = chunk_len(rows * cols).div_ceil(cols);
+        let (stencil, cells, uniforms) = (&plan.stencil, &plan.cells, plan.uniforms);
+        out.par_chunks_mut(band * cols)
+            .enumerate()
+            .for_each(|(b, o)| {
+                cpu::windows_2d_rows::<F>(
+                    &inputs,
+                    (rows, cols),
+                    o,
+                    b * band,
+                    stencil,
+                    cells,
+                    arrays,
+                    uniforms,
+                );
+            });
+        Ok(())
+    }
 }

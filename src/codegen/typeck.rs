@@ -663,6 +663,18 @@ impl Infer {
                     _ => t0,
                 }
             }
+            // `w.radius()` of a window parameter (the macro splits a `Window2`'s pair).
+            Expr::Field { expr, name }
+                if matches!(
+                    self.slice_of(expr),
+                    Some((ParamKind::Window | ParamKind::Window2, _))
+                ) =>
+            {
+                if !matches!(*name, "radius" | "radius_rows" | "radius_cols") {
+                    return Err(format!("a window has `.radius()`, not `{name}`"));
+                }
+                self.known(Ty::Prim(Prim::Usize))
+            }
             Expr::Field { expr, name }
                 if matches!(self.slice_of(expr), Some((ParamKind::Mat, _))) =>
             {

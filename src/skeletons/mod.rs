@@ -15,6 +15,7 @@ mod reduce;
 mod reduce_by_key;
 mod scan;
 mod sort;
+mod update;
 
 pub use filter::Filter;
 pub use histogram::{Count, Histogram};
@@ -31,6 +32,7 @@ pub use reduce::Reduce;
 pub use reduce_by_key::ReduceByKey;
 pub use scan::Scan;
 pub use sort::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
+pub use update::Update;
 
 use crate::containers::Shape;
 use crate::plan::Axis;

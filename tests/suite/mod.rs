@@ -12,6 +12,7 @@ pub mod devices;
 pub mod fuzz;
 pub mod lang;
 pub mod loopnest;
+pub mod overlap_forms;
 pub mod safety;
 
 use skel::prelude::*;

@@ -130,7 +130,7 @@ fn interior_row_with<F: Window2Fn>(
 }
 
 /// The element at virtual position `(i, j)` of a matrix read with the stencil's edge mode.
-fn element_2d<T: DeviceType>(
+pub(super) fn element_2d<T: DeviceType>(
     input: &[T],
     (rows, cols): (usize, usize),
     (i, j): (isize, isize),

@@ -49,7 +49,7 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::Execute;
+use super::{general_stencil_unavailable, Execute};
 use crate::backends::args;
 use crate::backends::cpu::combine;
 use crate::check::host_call;
@@ -778,6 +778,20 @@ impl Execute for Cuda {
             uniforms,
         } = plan;
         map_overlap3::run_3d::<F>(self, input, out, stencil, dims, uniforms)
+    }
+
+    fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
+        &self,
+        _: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        Err(general_stencil_unavailable(crate::Backend::Cuda, F::NAME))
+    }
+
+    fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
+        &self,
+        _: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        Err(general_stencil_unavailable(crate::Backend::Cuda, F::NAME))
     }
 }
 

@@ -37,7 +37,7 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::Execute;
+use super::{general_stencil_unavailable, Execute};
 use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_checked, Dialect};
@@ -577,6 +577,20 @@ impl Execute for OpenCl {
             uniforms,
         } = plan;
         map_overlap3::run_3d::<F>(ctx()?, input, out, stencil, dims, uniforms, self.checked)
+    }
+
+    fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
+        &self,
+        _: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        Err(general_stencil_unavailable(crate::Backend::OpenCl, F::NAME))
+    }
+
+    fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
+        &self,
+        _: plan::MapOverlapWindows<'_, F>,
+    ) -> Result<()> {
+        Err(general_stencil_unavailable(crate::Backend::OpenCl, F::NAME))
     }
 }
 

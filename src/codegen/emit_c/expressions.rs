@@ -249,6 +249,12 @@ impl FnEmitter<'_> {
                 match (self.lookup(n)?, *name) {
                     (Bind::Slice(_, _, Some(rows)), "rows") => rows,
                     (Bind::Slice(_, Some(cols), _), "cols") => cols,
+                    (Bind::Win(_, _, radii), "radius" | "radius_rows") if !radii.is_empty() => {
+                        format!("(({}){})", c_type(Ty::Prim(Prim::Usize), d), radii[0])
+                    }
+                    (Bind::Win(_, _, radii), "radius_cols") if radii.len() == 2 => {
+                        format!("(({}){})", c_type(Ty::Prim(Prim::Usize), d), radii[1])
+                    }
                     _ => return Err(format!("`{n}` is not a Mat")),
                 }
             }
