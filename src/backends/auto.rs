@@ -412,6 +412,7 @@ impl Execute for Auto {
         let rows = match out.shapes()[0] {
             Shape::Matrix { rows, .. } => rows,
             Shape::Vector(len) => len,
+            Shape::Tensor3 { d0, d1, .. } => d0 * d1,
         };
         self.run_again(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec.map(plan::Map::<(

@@ -123,7 +123,6 @@ pub(crate) trait Execute {
         &self,
         plan: plan::MapOverlap3d<'_, F>,
     ) -> Result<()>;
-}
 
     /// A 1D stencil of the general form (index, several windows, containers).
     fn map_overlap_windows<F: Overlap1Fn>(

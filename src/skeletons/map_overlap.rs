@@ -354,7 +354,7 @@ where
     fn execute_1d(&self, inputs: Vec<Arg<'_, F::Elem>>, out: ArgMut<'_, F::Out>) -> Result<()> {
         self.options.validate()?;
         update::only_2d(self.update)?;
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapOverlapWindows::<F> {
             inputs,
             arrays: self.arrays.bind(),
@@ -384,6 +384,11 @@ where
                     check_radius("each column", rows, self.radius)?;
                     Axis::Cols
                 }
+                (Shape::Tensor3 { .. }, _) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "a 1D MapOverlap takes a Vector or a Matrix, got a {shape}: a Tensor3 takes a `Window3<T>` function"
+                    )))
+                }
             };
             Ok(())
         })
@@ -401,7 +406,7 @@ where
         cells: Cells<F::Elem, F::Out>,
     ) -> Result<()> {
         self.options.validate()?;
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapOverlapWindows::<F> {
             inputs,
             arrays: self.arrays.bind(),

@@ -43,7 +43,7 @@ where
         self.options.validate()?;
         let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
-        let uniforms = uniforms_or_missing(F::NAME, &self.uniforms)?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
         let plan = plan::MapOverlap3d::<F> {
             input,
             out,
