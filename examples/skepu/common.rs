@@ -27,14 +27,9 @@ pub fn main(
     default_size: usize,
     example: impl FnOnce(Backend, usize) -> skel::Result<(String, bool)>,
 ) -> ExitCode {
-    use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().bin_name(name.to_string()).try_get_matches();
-    let cli = match matches.and_then(|m| Cli::from_arg_matches(&m)) {
+    let cli: Cli = match parse_cli(name) {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print(); // --help and --version are "errors" that exit 0
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
-        }
+        Err(code) => return code,
     };
     let (backend, size) = match resolve(cli.backend, cli.size.unwrap_or(default_size)) {
         Ok(parsed) => parsed,
@@ -62,6 +57,16 @@ pub fn main(
             ExitCode::from(2)
         }
     }
+}
+
+/// The command line of `C`, or the exit code after clap printed help (0) or an error (2).
+fn parse_cli<C: clap::Parser>(name: &str) -> Result<C, ExitCode> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = C::command().bin_name(name.to_string()).try_get_matches();
+    matches.and_then(|m| C::from_arg_matches(&m)).map_err(|e| {
+        let _ = e.print(); // --help and --version are "errors" that exit 0
+        ExitCode::from(if e.use_stderr() { 2 } else { 0 })
+    })
 }
 
 /// The backend to run on (the process default where none is named), checked to be usable.
@@ -118,6 +123,19 @@ pub fn same_len(context: &str, expected: usize, found: usize) -> skel::Result<()
     })
 }
 
+/// The command line of a ported SkePU 3 program: the shared one plus its two modes.
+#[derive(clap::Parser)]
+struct PortCli {
+    #[command(flatten)]
+    common: Cli,
+    /// Compare every available backend with `cpu`, bit for bit.
+    #[arg(long)]
+    check: bool,
+    /// Time the program next to its hand-written peers, in one run.
+    #[arg(long)]
+    bench: bool,
+}
+
 /// What a ported SkePU 3 program (hotspot, fdtd2d, heat, edgedetect) gives [`ported_main`].
 pub struct Port<'a> {
     pub name: &'a str,
@@ -134,20 +152,17 @@ pub struct Port<'a> {
 /// [`main`] for a ported program, plus `--check` (every available backend against `cpu`,
 /// bit for bit) and `--bench` (its timing report).
 pub fn ported_main(port: Port<'_>) -> ExitCode {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut take = |flag: &str| {
-        let found = args.iter().any(|a| a == flag);
-        args.retain(|a| a != flag);
-        found
-    };
-    let (check, bench) = (take("--check"), take("--bench"));
     let name = port.name;
-    let (backend, size) = match parse(args.into_iter(), port.default_size) {
+    let cli: PortCli = match parse_cli(name) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let (check, bench) = (cli.check, cli.bench);
+    let size = cli.common.size.unwrap_or(port.default_size);
+    let (backend, size) = match resolve(cli.common.backend, size) {
         Ok(parsed) => parsed,
         Err(e) => {
-            eprintln!(
-                "{name}: {e}\nusage: {name} [--backend cpu|rayon|cuda|opencl] [--size N] [--check] [--bench]"
-            );
+            eprintln!("{name}: {e}");
             return ExitCode::from(2);
         }
     };
