@@ -61,7 +61,6 @@ pub fn main(
 
 /// The command line of `C`, or the exit code after clap printed help (0) or an error (2).
 fn parse_cli<C: clap::Parser>(name: &str) -> Result<C, ExitCode> {
-    use clap::{CommandFactory, FromArgMatches};
     let matches = C::command().bin_name(name.to_string()).try_get_matches();
     matches.and_then(|m| C::from_arg_matches(&m)).map_err(|e| {
         let _ = e.print(); // --help and --version are "errors" that exit 0
