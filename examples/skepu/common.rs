@@ -64,6 +64,17 @@ pub fn main(
     }
 }
 
+/// `--backend` and `--size` from `args` (the program name not included), checked.
+fn parse(
+    args: impl Iterator<Item = String>,
+    default_size: usize,
+) -> Result<(Backend, usize), String> {
+    use clap::Parser;
+    let cli = Cli::try_parse_from(std::iter::once(String::new()).chain(args))
+        .map_err(|e| e.to_string())?;
+    resolve(cli.backend, cli.size.unwrap_or(default_size)).map_err(|e| e.to_string())
+}
+
 /// The backend to run on (the process default where none is named), checked to be usable.
 fn resolve(backend: Option<Backend>, size: usize) -> skel::Result<(Backend, usize)> {
     let backend = match backend {

@@ -30,7 +30,7 @@ pub(crate) fn overlap_3d_rows<F: Window3Fn>(
     if d2 == 0 {
         return;
     }
-    let mut border = Vec::new();
+    let mut slab = Vec::new();
     for (n, out_row) in out.chunks_mut(d2).enumerate() {
         let row = first_row + n;
         let (i, j) = (row / d1, row % d1);
@@ -41,17 +41,18 @@ pub(crate) fn overlap_3d_rows<F: Window3Fn>(
         } else {
             (d2, d2)
         };
-        let mut edge = |ks: std::ops::Range<usize>, out_row: &mut [F::Out]| {
-            if stencil.edge != Edge::None {
-                for k in ks {
-                    out_row[k] =
-                        border_3d::<F>(input, dims, (i, j, k), stencil, &mut border, uniforms);
-                }
-            }
-        };
         // In column order, so that a function that faults at several outputs reports the
         // same one on every backend that goes in order.
-        edge(0..lo, out_row);
+        border_run::<F>(
+            input,
+            dims,
+            (i, j),
+            0..lo,
+            stencil,
+            &mut slab,
+            out_row,
+            uniforms,
+        );
         if lo < hi {
             // The window of output `(i, j, k)` starts at `(i - r0, j - r1, k - r2)`.
             let first = ((i - r0) * d1 + (j - r1)) * d2;
@@ -63,7 +64,107 @@ pub(crate) fn overlap_3d_rows<F: Window3Fn>(
                 uniforms,
             );
         }
-        edge(hi..d2, out_row);
+        border_run::<F>(
+            input,
+            dims,
+            (i, j),
+            hi..d2,
+            stencil,
+            &mut slab,
+            out_row,
+            uniforms,
+        );
+    }
+}
+
+/// The outputs `(i, j, k)` for `k` in `ks`, whose windows reach outside the tensor (left
+/// untouched for `Edge::None`). Their neighbourhood is built once, from the edge mode, as a
+/// small tensor `slab` of `2 r0 + 1` planes of `2 r1 + 1` rows covering columns
+/// `ks.start - r2 .. ks.end + r2`, and then read in place like the interior: a window built
+/// per output would read each element up to `(2 r0 + 1)(2 r1 + 1)(2 r2 + 1)` times through
+/// the edge logic, which made the border the larger part of a step.
+#[allow(clippy::too_many_arguments)]
+fn border_run<F: Window3Fn>(
+    input: &[F::Elem],
+    dims: (usize, usize, usize),
+    (i, j): (usize, usize),
+    ks: std::ops::Range<usize>,
+    stencil: &Stencil<F::Elem, Radius>,
+    slab: &mut Vec<F::Elem>,
+    out_row: &mut [F::Out],
+    uniforms: &F::Uniforms,
+) {
+    if ks.is_empty() || stencil.edge == Edge::None {
+        return;
+    }
+    let (r0, r1, r2) = stencil.radius;
+    let (len, w2) = (ks.len() + 2 * r2, 2 * r1 + 1);
+    slab.clear();
+    slab.resize((2 * r0 + 1) * w2 * len, stencil.pad);
+    let mut lines = slab.chunks_exact_mut(len);
+    for di in -(r0 as isize)..=r0 as isize {
+        for dj in -(r1 as isize)..=r1 as isize {
+            if let Some(line) = lines.next() {
+                let at = (i as isize + di, j as isize + dj);
+                slab_row(
+                    input,
+                    dims,
+                    at,
+                    ks.start as isize - r2 as isize,
+                    stencil,
+                    line,
+                );
+            }
+        }
+    }
+    interior::<F>(
+        slab,
+        (w2 * len, len),
+        stencil.radius,
+        &mut out_row[ks],
+        uniforms,
+    );
+}
+
+/// Fills `line` with the elements `(vi, vj, from + n)`, each read as the per-element
+/// definition reads it (`tests::element_3d`); `line` holds the pad value on entry.
+fn slab_row<T: DeviceType>(
+    input: &[T],
+    (d0, d1, d2): (usize, usize, usize),
+    (vi, vj): (isize, isize),
+    from: isize,
+    stencil: &Stencil<T, Radius>,
+    line: &mut [T],
+) {
+    let inside = |v: isize, n: usize| v >= 0 && (v as usize) < n;
+    let row = if inside(vi, d0) && inside(vj, d1) {
+        vi as usize * d1 + vj as usize
+    } else {
+        match stencil.edge {
+            Edge::Duplicate => {
+                let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
+                clamp(vi, d0) * d1 + clamp(vj, d1)
+            }
+            Edge::Cyclic => {
+                let wrap = |v: isize, n: usize| v.rem_euclid(n as isize) as usize;
+                wrap(vi, d0) * d1 + wrap(vj, d1)
+            }
+            // The pad value, already there.
+            _ => return,
+        }
+    };
+    let src = &input[row * d2..(row + 1) * d2];
+    let n = d2 as isize;
+    for (vk, x) in (from..).zip(line.iter_mut()) {
+        *x = if inside(vk, d2) {
+            src[vk as usize]
+        } else {
+            match stencil.edge {
+                Edge::Duplicate => src[vk.clamp(0, n - 1) as usize],
+                Edge::Cyclic => src[vk.rem_euclid(n) as usize],
+                _ => stencil.pad,
+            }
+        };
     }
 }
 
@@ -102,63 +203,63 @@ fn interior_with<F: Window3Fn>(
     }
 }
 
-/// The output at `(i, j, k)`, its window built from the edge mode in `border`.
-fn border_3d<F: Window3Fn>(
-    input: &[F::Elem],
-    dims: (usize, usize, usize),
-    (i, j, k): (usize, usize, usize),
-    stencil: &Stencil<F::Elem, Radius>,
-    border: &mut Vec<F::Elem>,
-    uniforms: &F::Uniforms,
-) -> F::Out {
-    let (r0, r1, r2) = stencil.radius;
-    let (w1, w2) = (2 * r1 + 1, 2 * r2 + 1);
-    border.clear();
-    for di in -(r0 as isize)..=r0 as isize {
-        for dj in -(r1 as isize)..=r1 as isize {
-            for dk in -(r2 as isize)..=r2 as isize {
-                let at = (i as isize + di, j as isize + dj, k as isize + dk);
-                border.push(element_3d(input, dims, at, stencil));
-            }
-        }
-    }
-    F::apply(
-        Window3::new(border, (w1 * w2, w2), stencil.radius),
-        uniforms,
-    )
-}
-
-/// The element at `(vi, vj, vk)`, which may lie outside the tensor: there the edge mode
-/// says what is read (the pad value for `Pad`, and for `None`, whose outputs there are not
-/// written).
-fn element_3d<T: DeviceType>(
-    input: &[T],
-    (d0, d1, d2): (usize, usize, usize),
-    (vi, vj, vk): (isize, isize, isize),
-    stencil: &Stencil<T, Radius>,
-) -> T {
-    let inside = |v: isize, n: usize| v >= 0 && (v as usize) < n;
-    let at = |i: usize, j: usize, k: usize| input[(i * d1 + j) * d2 + k];
-    if inside(vi, d0) && inside(vj, d1) && inside(vk, d2) {
-        return at(vi as usize, vj as usize, vk as usize);
-    }
-    match stencil.edge {
-        Edge::Duplicate => {
-            let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
-            at(clamp(vi, d0), clamp(vj, d1), clamp(vk, d2))
-        }
-        Edge::Cyclic => {
-            let wrap = |v: isize, n: usize| v.rem_euclid(n as isize) as usize;
-            at(wrap(vi, d0), wrap(vj, d1), wrap(vk, d2))
-        }
-        _ => stencil.pad,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::prelude::*;
+
+    /// The output at `(i, j, k)`, its window built from the edge mode in `border`.
+    fn border_3d<F: Window3Fn>(
+        input: &[F::Elem],
+        dims: (usize, usize, usize),
+        (i, j, k): (usize, usize, usize),
+        stencil: &Stencil<F::Elem, Radius>,
+        border: &mut Vec<F::Elem>,
+        uniforms: &F::Uniforms,
+    ) -> F::Out {
+        let (r0, r1, r2) = stencil.radius;
+        let (w1, w2) = (2 * r1 + 1, 2 * r2 + 1);
+        border.clear();
+        for di in -(r0 as isize)..=r0 as isize {
+            for dj in -(r1 as isize)..=r1 as isize {
+                for dk in -(r2 as isize)..=r2 as isize {
+                    let at = (i as isize + di, j as isize + dj, k as isize + dk);
+                    border.push(element_3d(input, dims, at, stencil));
+                }
+            }
+        }
+        F::apply(
+            Window3::new(border, (w1 * w2, w2), stencil.radius),
+            uniforms,
+        )
+    }
+
+    /// The element at `(vi, vj, vk)`, which may lie outside the tensor: there the edge mode
+    /// says what is read (the pad value for `Pad`, and for `None`, whose outputs there are not
+    /// written).
+    fn element_3d<T: DeviceType>(
+        input: &[T],
+        (d0, d1, d2): (usize, usize, usize),
+        (vi, vj, vk): (isize, isize, isize),
+        stencil: &Stencil<T, Radius>,
+    ) -> T {
+        let inside = |v: isize, n: usize| v >= 0 && (v as usize) < n;
+        let at = |i: usize, j: usize, k: usize| input[(i * d1 + j) * d2 + k];
+        if inside(vi, d0) && inside(vj, d1) && inside(vk, d2) {
+            return at(vi as usize, vj as usize, vk as usize);
+        }
+        match stencil.edge {
+            Edge::Duplicate => {
+                let clamp = |v: isize, n: usize| v.clamp(0, n as isize - 1) as usize;
+                at(clamp(vi, d0), clamp(vj, d1), clamp(vk, d2))
+            }
+            Edge::Cyclic => {
+                let wrap = |v: isize, n: usize| v.rem_euclid(n as isize) as usize;
+                at(wrap(vi, d0), wrap(vj, d1), wrap(vk, d2))
+            }
+            _ => stencil.pad,
+        }
+    }
 
     #[userfn]
     fn sum27(w: Window3<i64>) -> i64 {
