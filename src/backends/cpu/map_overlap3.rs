@@ -30,32 +30,67 @@ pub(crate) fn overlap_3d_rows<F: Window3Fn>(
     if d2 == 0 {
         return;
     }
-    let mut slab = Vec::new();
-    for (n, out_row) in out.chunks_mut(d2).enumerate() {
+    let rows = out.len() / d2;
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    let mut n = 0;
+    while n < rows {
         let row = first_row + n;
         let (i, j) = (row / d1, row % d1);
         let inner_row = i >= r0 && i + r0 < d0 && j >= r1 && j + r1 < d1;
-        // Columns whose window lies inside the tensor: `lo..hi` (empty on a border row).
-        let (lo, hi) = if inner_row && d2 > 2 * r2 {
-            (r2, d2 - r2)
-        } else {
-            (d2, d2)
-        };
-        // In column order, so that a function that faults at several outputs reports the
-        // same one on every backend that goes in order.
-        border_run::<F>(
-            input,
-            dims,
-            (i, j),
-            0..lo,
-            stencil,
-            &mut slab,
-            out_row,
-            uniforms,
-        );
-        if lo < hi {
-            // The window of output `(i, j, k)` starts at `(i - r0, j - r1, k - r2)`.
-            let first = ((i - r0) * d1 + (j - r1)) * d2;
+        if !inner_row || d2 <= 2 * r2 {
+            // Every window of the row reaches outside the tensor.
+            if stencil.edge != Edge::None {
+                let len = d2 + 2 * r2;
+                fill_slab(
+                    input,
+                    dims,
+                    (i, j),
+                    1,
+                    -(r2 as isize),
+                    len,
+                    stencil,
+                    &mut left,
+                );
+                let strides = ((2 * r1 + 1) * len, len);
+                let out_row = &mut out[n * d2..(n + 1) * d2];
+                interior::<F>(&left, strides, stencil.radius, out_row, uniforms);
+            }
+            n += 1;
+            continue;
+        }
+        // A run of `m` inner rows `(i, j..j + m)`: only the columns `..lo` and `hi..` of
+        // each reach outside the tensor. Their neighbourhoods, built once for the run from
+        // the edge mode as two narrow tensors `left` and `right`, are read in place like
+        // the interior (a window built per output read each element up to `(2 r0 + 1)(2 r1 + 1)(2 r2 + 1)`
+        // times through the edge logic, which made the border the larger part of a step).
+        let m = (d1 - r1 - j).min(rows - n);
+        let (lo, hi) = (r2, d2 - r2);
+        let width = 3 * r2;
+        let edges = stencil.edge != Edge::None && r2 > 0;
+        if edges {
+            fill_slab(
+                input,
+                dims,
+                (i, j),
+                m,
+                -(r2 as isize),
+                width,
+                stencil,
+                &mut left,
+            );
+            let from = (hi - r2) as isize;
+            fill_slab(input, dims, (i, j), m, from, width, stencil, &mut right);
+        }
+        let strides = ((m + 2 * r1) * width, width);
+        for (q, out_row) in out[n * d2..(n + m) * d2].chunks_mut(d2).enumerate() {
+            // In column order, so that a function that faults at several outputs reports
+            // the same one on every backend that goes in order.
+            if edges {
+                let span = &left[q * width..];
+                interior::<F>(span, strides, stencil.radius, &mut out_row[..lo], uniforms);
+            }
+            // The window of output `(i, j + q, k)` starts at `(i - r0, j + q - r1, k - r2)`.
+            let first = ((i - r0) * d1 + (j + q - r1)) * d2;
             interior::<F>(
                 &input[first..],
                 (d1 * d2, d2),
@@ -63,67 +98,43 @@ pub(crate) fn overlap_3d_rows<F: Window3Fn>(
                 &mut out_row[lo..hi],
                 uniforms,
             );
+            if edges {
+                let span = &right[q * width..];
+                interior::<F>(span, strides, stencil.radius, &mut out_row[hi..], uniforms);
+            }
         }
-        border_run::<F>(
-            input,
-            dims,
-            (i, j),
-            hi..d2,
-            stencil,
-            &mut slab,
-            out_row,
-            uniforms,
-        );
+        n += m;
     }
 }
 
-/// The outputs `(i, j, k)` for `k` in `ks`, whose windows reach outside the tensor (left
-/// untouched for `Edge::None`). Their neighbourhood is built once, from the edge mode, as a
-/// small tensor `slab` of `2 r0 + 1` planes of `2 r1 + 1` rows covering columns
-/// `ks.start - r2 .. ks.end + r2`, and then read in place like the interior: a window built
-/// per output would read each element up to `(2 r0 + 1)(2 r1 + 1)(2 r2 + 1)` times through
-/// the edge logic, which made the border the larger part of a step.
+/// Fills `slab` with the neighbourhood of the rows `(i, j..j + m)` over the columns
+/// `from..from + width`, each element read as the per-element definition reads it
+/// (`tests::element_3d`): a small tensor of `2 r0 + 1` planes of `m + 2 r1` rows of
+/// `width` columns, whose windows are then read in place like the interior's.
 #[allow(clippy::too_many_arguments)]
-fn border_run<F: Window3Fn>(
-    input: &[F::Elem],
+fn fill_slab<T: DeviceType>(
+    input: &[T],
     dims: (usize, usize, usize),
     (i, j): (usize, usize),
-    ks: std::ops::Range<usize>,
-    stencil: &Stencil<F::Elem, Radius>,
-    slab: &mut Vec<F::Elem>,
-    out_row: &mut [F::Out],
-    uniforms: &F::Uniforms,
+    m: usize,
+    from: isize,
+    width: usize,
+    stencil: &Stencil<T, Radius>,
+    slab: &mut Vec<T>,
 ) {
-    if ks.is_empty() || stencil.edge == Edge::None {
-        return;
-    }
-    let (r0, r1, r2) = stencil.radius;
-    let (len, w2) = (ks.len() + 2 * r2, 2 * r1 + 1);
+    let (r0, r1, _) = stencil.radius;
+    let rows = m + 2 * r1;
     slab.clear();
-    slab.resize((2 * r0 + 1) * w2 * len, stencil.pad);
-    let mut lines = slab.chunks_exact_mut(len);
-    for di in -(r0 as isize)..=r0 as isize {
-        for dj in -(r1 as isize)..=r1 as isize {
-            if let Some(line) = lines.next() {
-                let at = (i as isize + di, j as isize + dj);
-                slab_row(
-                    input,
-                    dims,
-                    at,
-                    ks.start as isize - r2 as isize,
-                    stencil,
-                    line,
-                );
-            }
-        }
+    slab.resize((2 * r0 + 1) * rows * width, stencil.pad);
+    let at = |p: usize, q: usize| {
+        (
+            i as isize - r0 as isize + p as isize,
+            j as isize - r1 as isize + q as isize,
+        )
+    };
+    for (n, line) in slab.chunks_exact_mut(width).enumerate() {
+        slab_row(input, dims, at(n / rows, n % rows), from, stencil, line);
     }
-    interior::<F>(
-        slab,
-        (w2 * len, len),
-        stencil.radius,
-        &mut out_row[ks],
-        uniforms,
-    );
 }
 
 /// Fills `line` with the elements `(vi, vj, from + n)`, each read as the per-element
@@ -274,46 +285,67 @@ mod tests {
         s
     }
 
-    /// Every output against the per-element definition, for every edge mode and shapes
-    /// with and without an interior.
-    #[test]
-    fn rows_match_the_definition() {
-        for dims in [(2, 2, 2), (3, 4, 5), (5, 3, 2), (4, 4, 7)] {
+    #[userfn]
+    fn sum15(w: Window3<i64>) -> i64 {
+        let mut s = 0;
+        for a in -1..2 {
+            for c in -2..3 {
+                s = s * 3 + w[(a, 0, c)];
+            }
+        }
+        s
+    }
+
+    /// Every output against the per-element definition, for every edge mode, shapes with
+    /// and without an interior, and the rows computed in bands of several sizes (as Rayon
+    /// splits them, cutting runs of inner rows).
+    fn check<F: Window3Fn<Elem = i64, Out = i64, Uniforms = ()>>(radius: Radius) {
+        let shapes = [
+            (2, 2, 2),
+            (3, 4, 5),
+            (5, 3, 2),
+            (4, 4, 7),
+            (5, 6, 9),
+            (1, 3, 3),
+        ];
+        for dims in shapes {
             let n = dims.0 * dims.1 * dims.2;
             let input: Vec<i64> = (0..n as i64).map(|x| x * 7 % 11 - 5).collect();
             for edge in [Edge::Duplicate, Edge::Cyclic, Edge::Pad, Edge::None] {
                 let stencil = Stencil {
-                    radius: (1, 1, 1),
+                    radius,
                     edge,
                     pad: 100,
                 };
-                let mut out = vec![-1i64; n];
-                overlap_3d_rows::<sum27>(&input, dims, &mut out, 0, &stencil, &());
                 let mut border = Vec::new();
-                for i in 0..dims.0 {
-                    for j in 0..dims.1 {
-                        for k in 0..dims.2 {
-                            let inner = (1..dims.0 - 1).contains(&i)
-                                && (1..dims.1 - 1).contains(&j)
-                                && (1..dims.2 - 1).contains(&k);
-                            let want = if edge == Edge::None && !inner {
-                                -1
-                            } else {
-                                border_3d::<sum27>(
-                                    &input,
-                                    dims,
-                                    (i, j, k),
-                                    &stencil,
-                                    &mut border,
-                                    &(),
-                                )
-                            };
-                            let got = out[(i * dims.1 + j) * dims.2 + k];
-                            assert_eq!(got, want, "{dims:?} {edge:?} at ({i}, {j}, {k})");
+                let inside = |v: usize, r: usize, d: usize| v >= r && v + r < d;
+                let want: Vec<i64> = (0..n)
+                    .map(|at| {
+                        let (i, j, k) = (at / (dims.1 * dims.2), at / dims.2 % dims.1, at % dims.2);
+                        let inner = inside(i, radius.0, dims.0)
+                            && inside(j, radius.1, dims.1)
+                            && inside(k, radius.2, dims.2);
+                        if edge == Edge::None && !inner {
+                            -1
+                        } else {
+                            border_3d::<F>(&input, dims, (i, j, k), &stencil, &mut border, &())
                         }
+                    })
+                    .collect();
+                for band in [1, 2, 3, dims.0 * dims.1] {
+                    let mut out = vec![-1i64; n];
+                    for (b, o) in out.chunks_mut(band * dims.2).enumerate() {
+                        overlap_3d_rows::<F>(&input, dims, o, b * band, &stencil, &());
                     }
+                    assert_eq!(out, want, "{dims:?} {edge:?} radius {radius:?} band {band}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn rows_match_the_definition() {
+        check::<sum27>((1, 1, 1));
+        check::<sum15>((1, 0, 2));
     }
 }
