@@ -166,16 +166,22 @@ fn slab_row<T: DeviceType>(
     };
     let src = &input[row * d2..(row + 1) * d2];
     let n = d2 as isize;
-    for (vk, x) in (from..).zip(line.iter_mut()) {
-        *x = if inside(vk, d2) {
-            src[vk as usize]
-        } else {
-            match stencil.edge {
-                Edge::Duplicate => src[vk.clamp(0, n - 1) as usize],
-                Edge::Cyclic => src[vk.rem_euclid(n) as usize],
-                _ => stencil.pad,
-            }
-        };
+    let outside = |vk: isize| match stencil.edge {
+        Edge::Duplicate => src[vk.clamp(0, n - 1) as usize],
+        Edge::Cyclic => src[vk.rem_euclid(n) as usize],
+        _ => stencil.pad,
+    };
+    // Three runs: the columns before the row, those inside it (copied), those after it.
+    let to = from + line.len() as isize;
+    let (a, b) = (from.clamp(0, n), to.clamp(0, n).max(from.clamp(0, n)));
+    let (before, rest) = line.split_at_mut((a - from).clamp(0, line.len() as isize) as usize);
+    for (vk, x) in (from..).zip(before.iter_mut()) {
+        *x = outside(vk);
+    }
+    let (inside, after) = rest.split_at_mut((b - a) as usize);
+    inside.copy_from_slice(&src[a as usize..b as usize]);
+    for (vk, x) in (b.max(from)..).zip(after.iter_mut()) {
+        *x = outside(vk);
     }
 }
 
