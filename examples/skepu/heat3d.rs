@@ -228,16 +228,17 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-/// The best of `runs` wall times of `f` (after one untimed warm-up run), in milliseconds.
-fn best_ms<T>(runs: usize, mut f: impl FnMut() -> T) -> f64 {
+/// The wall time of one call of `f`, in milliseconds.
+fn time_ms<T>(f: &mut impl FnMut() -> T) -> f64 {
+    let t = Instant::now();
     std::hint::black_box(f());
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(f());
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .fold(f64::INFINITY, f64::min)
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// The median of `ms`, in place.
+fn median(ms: &mut [f64]) -> f64 {
+    ms.sort_by(f64::total_cmp);
+    ms[ms.len() / 2]
 }
 
 fn run(a: &Args) -> skel::Result<bool> {
@@ -268,14 +269,33 @@ fn run(a: &Args) -> skel::Result<bool> {
     if a.report {
         // Whole runs of `steps` steps: the device keeps the grid between steps, and the
         // result is brought back once at the end (as a program would).
-        let runs = 3;
-        let skel_ms = best_ms(runs, || {
-            compute(a.backend, &grid, a.steps).map(|t| t.to_vec())
-        });
-        let flat_ms = best_ms(runs, || compute_flat(a.backend, &grid, a.steps));
-        let rayon_ms = best_ms(runs, || compute_rayon(&grid, a.steps));
+        // The three forms take turns, `runs` times after one untimed warm-up round, so
+        // that a shared machine's load changes weigh on each alike; medians are reported.
+        let runs = 5;
+        let mut skel = || compute(a.backend, &grid, a.steps).map(|t| t.to_vec());
+        let mut flat = || compute_flat(a.backend, &grid, a.steps);
+        let mut hand = || compute_rayon(&grid, a.steps);
+        let (mut skel_ms, mut flat_ms, mut rayon_ms) = (vec![], vec![], vec![]);
+        for round in 0..=runs {
+            let times = (time_ms(&mut skel), time_ms(&mut flat), time_ms(&mut hand));
+            if round > 0 {
+                skel_ms.push(times.0);
+                flat_ms.push(times.1);
+                rayon_ms.push(times.2);
+            }
+        }
+        let (skel_ms, flat_ms, rayon_ms) = (
+            median(&mut skel_ms),
+            median(&mut flat_ms),
+            median(&mut rayon_ms),
+        );
         let cells = (a.size * a.size * a.size * a.steps) as f64;
-        println!("{:<34} {:>10} {:>12}", "form", "ms", "Mcells/s");
+        println!(
+            "{:<34} {:>10} {:>12}",
+            format!("form (median of {runs})"),
+            "ms",
+            "Mcells/s"
+        );
         for (name, ms) in [
             (format!("skel Window3 MapOverlap ({})", a.backend), skel_ms),
             (format!("skel flat index Map ({})", a.backend), flat_ms),
