@@ -276,6 +276,9 @@ fn heat3d_window3_matches_cpu_plain_rust_and_the_index_map_bit_for_bit() {
                 "n={n}: hand Rayon"
             );
         }
+    }
+}
+
 #[test]
 fn montecarlo_pi() {
     for b in backends() {
@@ -285,6 +288,9 @@ fn montecarlo_pi() {
         }
         let pi = montecarlo::estimate(montecarlo::compute(b, 1 << 20).unwrap(), 1 << 20);
         assert!((pi - std::f64::consts::PI).abs() < 0.01, "{b}: {pi}");
+    }
+}
+
 /// The ports in SkePU 3's MapOverlap form (issue 27) on the backends that have the form,
 /// bit for bit against their plain-Rust and hand-written Rayon versions; the GPU backends
 /// (one window and uniforms only) must refuse them with `BackendUnavailable`.

@@ -64,6 +64,21 @@ pub fn main(
     }
 }
 
+/// `--backend B` and `--size N` of a ported program's command line (its own flags taken out).
+fn parse(mut args: impl Iterator<Item = String>, size: usize) -> Result<(Backend, usize), String> {
+    let mut backend = None;
+    let mut size = size;
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--backend" => backend = Some(value.parse::<Backend>().map_err(|e| e.to_string())?),
+            "--size" => size = value.parse().map_err(|e| format!("--size {value}: {e}"))?,
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    resolve(backend, size).map_err(|e| e.to_string())
+}
+
 /// The backend to run on (the process default where none is named), checked to be usable.
 fn resolve(backend: Option<Backend>, size: usize) -> skel::Result<(Backend, usize)> {
     let backend = match backend {

@@ -74,7 +74,8 @@ pub(crate) fn only_2d(update: Update) -> Result<()> {
     }
 }
 
-/// The value an in-place sweep keeps for a cell it does not compute: the old one.
-pub(crate) fn same<T>(x: T) -> T {
-    x
+/// The values an in-place sweep keeps for the cells it does not compute: the old ones, a
+/// row at a time (one copy, not a call per element).
+pub(crate) fn same<T: Copy>(old: &[T], new: &mut [T]) {
+    new.copy_from_slice(old);
 }

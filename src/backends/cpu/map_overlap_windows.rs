@@ -89,71 +89,225 @@ fn rows_with<F: Overlap2Fn, const N: usize>(
     uniforms: &F::Uniforms,
 ) {
     let (rr, rc) = stencil.radius;
-    // Elements from a window's first to its last: each interior window is a slice of
-    // exactly this many, so that its reads need no bounds check.
-    let needed = 2 * rr * cols + 2 * rc + 1;
     let mut bufs: [Vec<F::Elem>; N] = std::array::from_fn(|_| Vec::new());
     for (k, out_row) in out.chunks_mut(cols.max(1)).enumerate() {
         let i = first_row + k;
-        let row_inside = i >= rr && i + rr < rows;
-        // The outputs not computed keep input 0's elements where asked (set first, so
-        // that the loop below visits only the computed cells).
+        // The outputs not computed keep input 0's elements where asked: the whole row at
+        // once (a copy for an in-place update), then the loops below visit only the
+        // computed cells.
         if let Some(keep) = cells.keep {
-            for (o, &x) in out_row.iter_mut().zip(&inputs[0][i * cols..]) {
-                *o = keep(x);
-            }
+            keep(&inputs[0][i * cols..(i + 1) * cols], out_row);
         }
         let (first, step) = match cells.parity {
             // `(i + j) % 2 == p` from `j = (p + i) % 2` on, every other column.
             Some(p) => ((p + i) % 2, 2),
             None => (0, 1),
         };
-        // A plain loop: `step_by`'s `try_fold` kept the body out of line (measured: 37% of
-        // fdtd2d's time in the closure call).
-        let mut j = first;
-        while j < cols {
-            let at = j;
-            j += step;
-            let j = at;
-            let inside = row_inside && j >= rc && j + rc < cols;
-            if !inside && stencil.edge == Edge::None {
-                continue;
+        // Columns `lo..hi` read their windows in place; the others (all of them in a
+        // border row) build them from the edge mode.
+        let (lo, hi) = if i >= rr && i + rr < rows && cols > 2 * rc {
+            (rc, cols - rc)
+        } else {
+            (cols, cols)
+        };
+        let mut border = |from: usize, to: usize, out_row: &mut [F::Out]| {
+            if stencil.edge == Edge::None {
+                return;
             }
-            let index = F::Index::from_parts(i * cols + j, (i, j), cols);
-            out_row[j] = if inside {
-                let start = (i - rr) * cols + j - rc;
-                // Filled by a loop: `array::from_fn` stayed out of line (measured: a third
-                // of fdtd2d's time in its closure calls).
-                let window =
-                    |q: usize| Window2::new(&inputs[q][start..start + needed], cols, (rr, rc));
-                let mut ws = [window(0); N];
-                for (q, w) in ws.iter_mut().enumerate().skip(1) {
-                    *w = window(q);
-                }
-                F::apply_windows(index, &ws, arrays, uniforms)
-            } else {
-                for (buf, input) in bufs.iter_mut().zip(inputs) {
-                    buf.clear();
-                    for di in -(rr as isize)..=rr as isize {
-                        for dj in -(rc as isize)..=rc as isize {
-                            buf.push(super::map_overlap::element_2d(
-                                input,
-                                (rows, cols),
-                                (i as isize + di, j as isize + dj),
-                                stencil,
-                            ));
-                        }
-                    }
-                }
-                let window = |q: usize| Window2::new(&bufs[q], 2 * rc + 1, (rr, rc));
-                let mut ws = [window(0); N];
-                for (q, w) in ws.iter_mut().enumerate().skip(1) {
-                    *w = window(q);
-                }
-                F::apply_windows(index, &ws, arrays, uniforms)
-            };
+            let mut j = first_from(from, first, step);
+            while j < to {
+                out_row[j] = border_2d::<F, N>(
+                    inputs,
+                    (rows, cols),
+                    (i, j),
+                    stencil,
+                    &mut bufs,
+                    arrays,
+                    uniforms,
+                );
+                j += step;
+            }
+        };
+        // In the order of the columns, so that a user function that faults at several
+        // outputs reports the same one as the plain loop.
+        border(0, lo, out_row);
+        if lo < hi {
+            let top = (i - rr) * cols;
+            let span = (2 * rr + 1) * cols;
+            let mut blocks: [&[F::Elem]; N] = [&inputs[0][top..top + span]; N];
+            for (q, b) in blocks.iter_mut().enumerate().skip(1) {
+                *b = &inputs[q][top..top + span];
+            }
+            let j0 = first_from(lo, first, step);
+            interior::<F, N>(
+                &blocks,
+                (i, cols),
+                (j0, hi, step),
+                stencil.radius,
+                out_row,
+                arrays,
+                uniforms,
+            );
+        }
+        border(hi, cols, out_row);
+    }
+}
+
+/// The first column `from..` of the sweep's colour (`first` the first of the row, every
+/// `step`-th from there).
+#[inline(always)]
+fn first_from(from: usize, first: usize, step: usize) -> usize {
+    if step == 2 && from % 2 != first {
+        from + 1
+    } else {
+        from
+    }
+}
+
+/// The interior outputs `j0..hi` (every `step`-th) of row `i`: the window of column `j` of
+/// input `q` starts at `blocks[q][j - rc]` (`blocks`: the `2 rr + 1` rows around row `i`).
+/// Common radii get a copy of the loop with the radius as a constant, so that the
+/// window's own radius checks fold away (as in the single-window loops).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn interior<F: Overlap2Fn, const N: usize>(
+    blocks: &[&[F::Elem]; N],
+    (i, cols): (usize, usize),
+    cols_range: (usize, usize, usize),
+    radius: (usize, usize),
+    out_row: &mut [F::Out],
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) {
+    match (radius, cols_range.2) {
+        ((1, 1), 1) => interior_with::<F, N>(
+            blocks,
+            (i, cols),
+            cols_range,
+            (1, 1),
+            1,
+            out_row,
+            arrays,
+            uniforms,
+        ),
+        ((1, 1), _) => interior_with::<F, N>(
+            blocks,
+            (i, cols),
+            cols_range,
+            (1, 1),
+            2,
+            out_row,
+            arrays,
+            uniforms,
+        ),
+        ((2, 2), _) => interior_with::<F, N>(
+            blocks,
+            (i, cols),
+            cols_range,
+            (2, 2),
+            cols_range.2,
+            out_row,
+            arrays,
+            uniforms,
+        ),
+        ((1, 0), _) => interior_with::<F, N>(
+            blocks,
+            (i, cols),
+            cols_range,
+            (1, 0),
+            cols_range.2,
+            out_row,
+            arrays,
+            uniforms,
+        ),
+        ((0, 1), _) => interior_with::<F, N>(
+            blocks,
+            (i, cols),
+            cols_range,
+            (0, 1),
+            cols_range.2,
+            out_row,
+            arrays,
+            uniforms,
+        ),
+        _ => interior_with::<F, N>(
+            blocks,
+            (i, cols),
+            cols_range,
+            radius,
+            cols_range.2,
+            out_row,
+            arrays,
+            uniforms,
+        ),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn interior_with<F: Overlap2Fn, const N: usize>(
+    blocks: &[&[F::Elem]; N],
+    (i, cols): (usize, usize),
+    (j0, hi, _): (usize, usize, usize),
+    (rr, rc): (usize, usize),
+    step: usize,
+    out_row: &mut [F::Out],
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) {
+    // Each window a slice of exactly its size: `Window2` then reads it with no bounds
+    // check (see its `Index`).
+    let needed = 2 * rr * cols + 2 * rc + 1;
+    let out_row = &mut out_row[..hi];
+    let mut j = j0;
+    // A plain loop: `step_by`'s `try_fold` kept the body out of line (measured: 37% of
+    // fdtd2d's time in the closure call).
+    while j < out_row.len() {
+        let s = j - rc;
+        let mut ws = [Window2::new(&blocks[0][s..s + needed], cols, (rr, rc)); N];
+        for (q, w) in ws.iter_mut().enumerate().skip(1) {
+            *w = Window2::new(&blocks[q][s..s + needed], cols, (rr, rc));
+        }
+        let index = F::Index::from_parts(i * cols + j, (i, j), cols);
+        out_row[j] = F::apply_windows(index, &ws, arrays, uniforms);
+        j += step;
+    }
+}
+
+/// The output at border position `(i, j)`: each window built in `bufs` from the edge
+/// mode, element by element, in the order of the plain definition.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn border_2d<F: Overlap2Fn, const N: usize>(
+    inputs: &[&[F::Elem]],
+    (rows, cols): (usize, usize),
+    (i, j): (usize, usize),
+    stencil: &Stencil<F::Elem, (usize, usize)>,
+    bufs: &mut [Vec<F::Elem>; N],
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) -> F::Out {
+    let (rr, rc) = stencil.radius;
+    for (buf, input) in bufs.iter_mut().zip(inputs) {
+        buf.clear();
+        for di in -(rr as isize)..=rr as isize {
+            for dj in -(rc as isize)..=rc as isize {
+                buf.push(super::map_overlap::element_2d(
+                    input,
+                    (rows, cols),
+                    (i as isize + di, j as isize + dj),
+                    stencil,
+                ));
+            }
         }
     }
+    let window = |q: usize| Window2::new(&bufs[q], 2 * rc + 1, (rr, rc));
+    let mut ws = [window(0); N];
+    for (q, w) in ws.iter_mut().enumerate().skip(1) {
+        *w = window(q);
+    }
+    let index = F::Index::from_parts(i * cols + j, (i, j), cols);
+    F::apply_windows(index, &ws, arrays, uniforms)
 }
 
 /// 1D outputs at flat positions `first..first + out.len()` of `inputs` (`rows x cols`
@@ -186,7 +340,7 @@ pub(crate) fn windows_1d_range<F: Overlap1Fn>(
         let inside = pos >= r && pos + r < len;
         if !cells.computes((i, j)) || (!inside && stencil.edge == Edge::None) {
             if let Some(keep) = cells.keep {
-                *o = keep(inputs[0][at]);
+                keep(&inputs[0][at..=at], std::slice::from_mut(o));
             }
         } else {
             let index = F::Index::from_parts(at, (i, j), cols);
