@@ -105,58 +105,37 @@ fn rows_with<F: Overlap2Fn, const N: usize>(
         };
         let row_inside = i >= rr && i + rr < rows;
         let edge = stencil.edge != Edge::None;
-        if !row_inside || cols <= 2 * rc {
-            // A border row: its `2 rr + 1` rows built once from the edge mode, `2 rc`
-            // columns wider, then read in place like the interior.
-            if edge {
-                let wide = cols + 2 * rc;
-                for (buf, input) in bufs.iter_mut().zip(inputs) {
-                    buf.clear();
-                    for di in -(rr as isize)..=rr as isize {
-                        for c in 0..wide {
-                            let at = (i as isize + di, c as isize - rc as isize);
-                            buf.push(edge_element(input, (rows, cols), at, stencil));
-                        }
-                    }
-                }
-                let blocks = bufs.each_ref().map(|b| &b[..]);
+        // The outputs `from..to` whose windows reach past the matrix, from a block built
+        // with the edge mode.
+        let mut border = |from: usize, to: usize, out_row: &mut [F::Out]| {
+            if edge && from < to {
                 let run = Run {
-                    first,
-                    end: cols,
+                    first: first_from(from, first, step),
+                    end: to,
                     step,
                     shift: 0,
                 };
-                padded_row::<F, N>(
-                    &blocks,
-                    (i, cols, wide),
+                edge_outputs::<F, N>(
+                    inputs,
+                    (rows, cols),
+                    i,
                     run,
-                    stencil.radius,
+                    stencil,
+                    &mut bufs,
                     out_row,
                     arrays,
                     uniforms,
                 );
             }
+        };
+        if !row_inside || cols <= 2 * rc {
+            border(0, cols, out_row);
             continue;
         }
-        // Columns `rc..cols - rc` read their windows in place; the others build them from
-        // the edge mode. In the order of the columns, so that a user function that faults
-        // at several outputs reports the same one as the plain loop.
+        // Columns `rc..cols - rc` read their windows in place; the others from the edge
+        // mode. In the order of the columns, so that a user function that faults at
+        // several outputs reports the same one as the plain loop.
         let (lo, hi) = (rc, cols - rc);
-        let mut border = |from: usize, to: usize, out_row: &mut [F::Out]| {
-            let mut j = first_from(from, first, step);
-            while edge && j < to {
-                out_row[j] = border_2d::<F, N>(
-                    inputs,
-                    (rows, cols),
-                    (i, j),
-                    stencil,
-                    &mut bufs,
-                    arrays,
-                    uniforms,
-                );
-                j += step;
-            }
-        };
         border(0, lo, out_row);
         let top = (i - rr) * cols;
         let span = (2 * rr + 1) * cols;
@@ -230,20 +209,57 @@ fn interior<F: Overlap2Fn, const N: usize>(
     }
 }
 
-/// The outputs of a border row from its padded `blocks`: few, so one copy of the loop, out
-/// of line (a second inlined copy of [`interior`] cost edgedetect its unrolled windows).
+/// The outputs `run.first..run.end` of row `i` (their windows reach past the matrix): the
+/// virtual columns `first - rc..end + rc` of the `2 rr + 1` rows around row `i` built once
+/// per input in `bufs` from the edge mode, then read in place like the interior. Few
+/// outputs, so one copy of the loop, out of line (a second inlined copy of [`interior`]
+/// cost edgedetect its unrolled windows).
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
-fn padded_row<F: Overlap2Fn, const N: usize>(
-    blocks: &[&[F::Elem]; N],
-    at: (usize, usize, usize),
+fn edge_outputs<F: Overlap2Fn, const N: usize>(
+    inputs: &[&[F::Elem]],
+    (rows, cols): (usize, usize),
+    i: usize,
     run: Run,
-    radius: (usize, usize),
+    stencil: &Stencil<F::Elem, (usize, usize)>,
+    bufs: &mut [Vec<F::Elem>; N],
     out_row: &mut [F::Out],
     arrays: Refs<'_, F>,
     uniforms: &F::Uniforms,
 ) {
-    interior_with::<F, N>(blocks, at, run, radius, run.step, out_row, arrays, uniforms);
+    if run.first >= run.end {
+        return;
+    }
+    let (rr, rc) = stencil.radius;
+    // Virtual columns `c0..c0 + wide`: the window of output `j` starts at column `j - rc`,
+    // element `j - first` of each block row.
+    let c0 = run.first as isize - rc as isize;
+    let wide = run.end - run.first + 2 * rc;
+    for (buf, input) in bufs.iter_mut().zip(inputs) {
+        buf.clear();
+        for di in -(rr as isize)..=rr as isize {
+            for c in 0..wide as isize {
+                let at = (i as isize + di, c0 + c);
+                buf.push(edge_element(input, (rows, cols), at, stencil));
+            }
+        }
+    }
+    let blocks = bufs.each_ref().map(|b| &b[..]);
+    let run = Run {
+        shift: run.first,
+        ..run
+    };
+    let at = (i, cols, wide);
+    interior_with::<F, N>(
+        &blocks,
+        at,
+        run,
+        stencil.radius,
+        run.step,
+        out_row,
+        arrays,
+        uniforms,
+    );
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -315,38 +331,6 @@ fn edge_element<T: crate::DeviceType>(
         Edge::Pad | Edge::None => return stencil.pad,
     };
     input[(i * cols + j) as usize]
-}
-
-/// The output at border position `(i, j)`: each window built in `bufs` from the edge
-/// mode, element by element, in the order of the plain definition.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn border_2d<F: Overlap2Fn, const N: usize>(
-    inputs: &[&[F::Elem]],
-    (rows, cols): (usize, usize),
-    (i, j): (usize, usize),
-    stencil: &Stencil<F::Elem, (usize, usize)>,
-    bufs: &mut [Vec<F::Elem>; N],
-    arrays: Refs<'_, F>,
-    uniforms: &F::Uniforms,
-) -> F::Out {
-    let (rr, rc) = stencil.radius;
-    for (buf, input) in bufs.iter_mut().zip(inputs) {
-        buf.clear();
-        for di in -(rr as isize)..=rr as isize {
-            for dj in -(rc as isize)..=rc as isize {
-                let at = (i as isize + di, j as isize + dj);
-                buf.push(edge_element(input, (rows, cols), at, stencil));
-            }
-        }
-    }
-    let window = |q: usize| Window2::new(&bufs[q], 2 * rc + 1, (rr, rc));
-    let mut ws = [window(0); N];
-    for (q, w) in ws.iter_mut().enumerate().skip(1) {
-        *w = window(q);
-    }
-    let index = F::Index::from_parts(i * cols + j, (i, j), cols);
-    F::apply_windows(index, &ws, arrays, uniforms)
 }
 
 /// 1D outputs at flat positions `first..first + out.len()` of `inputs` (`rows x cols`
