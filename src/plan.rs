@@ -181,13 +181,17 @@ pub(crate) struct MapOverlap2d<'p, F: Window2Fn> {
     pub uniforms: &'p F::Uniforms,
 }
 
+/// Fills an output row with the values kept from an input row ([`Cells::keep`]).
+pub(crate) type KeepRow<T, O> = fn(&[T], &mut [O]);
+
 /// Which outputs of a general stencil call are computed: with `parity` `Some(p)` only those
 /// at `(i, j)` with `(i + j) % 2 == p` (an update mode's half sweep); every other output
-/// (and, with [`Edge::None`], every border output) is `keep(input 0's element)` when
-/// `keep` is set (an in-place update writes a whole new matrix), else left as it was.
+/// (and, with [`Edge::None`], every border output) is input 0's element when `keep` is set
+/// (an in-place update writes a whole new matrix: `keep(input row, output row)` fills a
+/// whole row before its computed outputs are written), else left as it was.
 pub(crate) struct Cells<T, O> {
     pub parity: Option<usize>,
-    pub keep: Option<fn(T) -> O>,
+    pub keep: Option<KeepRow<T, O>>,
 }
 
 impl<T, O> Cells<T, O> {

@@ -445,7 +445,9 @@ where
     /// `RedBlack` the red cells from the old values, then the black cells from the matrix
     /// with the red ones updated (a Gauss-Seidel sweep). The function's first window reads
     /// `m`; further windowed inputs are not allowed here (each sweep writes a new matrix
-    /// and swaps it in, so `m`'s storage changes: views of it are not updated).
+    /// and swaps it in, so `m`'s storage changes: views of it are not updated). With
+    /// `.backend(Backend::Cpu)` or `Backend::Rayon` the other matrix is kept (one per
+    /// thread) for the next call of the same shape, so a loop of sweeps allocates once.
     ///
     /// ```
     /// use skel::prelude::*;
@@ -469,7 +471,8 @@ where
             )));
         }
         let (rows, cols) = (m.rows(), m.cols());
-        let mut next = Matrix::<T>::zeroed(rows, cols);
+        let backend = self.options.backend;
+        let mut next = update::scratch::<T>(rows, cols, backend);
         for parity in update::sweeps(self.update) {
             let cells = Cells {
                 parity,
@@ -478,6 +481,7 @@ where
             self.execute_2d(vec![Input::arg(&*m)], next.arg_mut(), cells)?;
             std::mem::swap(m, &mut next);
         }
+        update::give_back(next, backend);
         Ok(())
     }
 }

@@ -89,71 +89,248 @@ fn rows_with<F: Overlap2Fn, const N: usize>(
     uniforms: &F::Uniforms,
 ) {
     let (rr, rc) = stencil.radius;
-    // Elements from a window's first to its last: each interior window is a slice of
-    // exactly this many, so that its reads need no bounds check.
-    let needed = 2 * rr * cols + 2 * rc + 1;
     let mut bufs: [Vec<F::Elem>; N] = std::array::from_fn(|_| Vec::new());
     for (k, out_row) in out.chunks_mut(cols.max(1)).enumerate() {
         let i = first_row + k;
-        let row_inside = i >= rr && i + rr < rows;
-        // The outputs not computed keep input 0's elements where asked (set first, so
-        // that the loop below visits only the computed cells).
+        // The outputs not computed keep input 0's elements where asked: the whole row at
+        // once (a copy for an in-place update), then the loops below visit only the
+        // computed cells.
         if let Some(keep) = cells.keep {
-            for (o, &x) in out_row.iter_mut().zip(&inputs[0][i * cols..]) {
-                *o = keep(x);
-            }
+            keep(&inputs[0][i * cols..(i + 1) * cols], out_row);
         }
         let (first, step) = match cells.parity {
             // `(i + j) % 2 == p` from `j = (p + i) % 2` on, every other column.
             Some(p) => ((p + i) % 2, 2),
             None => (0, 1),
         };
-        // A plain loop: `step_by`'s `try_fold` kept the body out of line (measured: 37% of
-        // fdtd2d's time in the closure call).
-        let mut j = first;
-        while j < cols {
-            let at = j;
-            j += step;
-            let j = at;
-            let inside = row_inside && j >= rc && j + rc < cols;
-            if !inside && stencil.edge == Edge::None {
-                continue;
+        let row_inside = i >= rr && i + rr < rows;
+        let edge = stencil.edge != Edge::None;
+        // The outputs `from..to` whose windows reach past the matrix, from a block built
+        // with the edge mode.
+        let mut border = |from: usize, to: usize, out_row: &mut [F::Out]| {
+            if edge && from < to {
+                let run = Run {
+                    first: first_from(from, first, step),
+                    end: to,
+                    step,
+                    shift: 0,
+                };
+                edge_outputs::<F, N>(
+                    inputs,
+                    (rows, cols),
+                    i,
+                    run,
+                    stencil,
+                    &mut bufs,
+                    out_row,
+                    arrays,
+                    uniforms,
+                );
             }
-            let index = F::Index::from_parts(i * cols + j, (i, j), cols);
-            out_row[j] = if inside {
-                let start = (i - rr) * cols + j - rc;
-                // Filled by a loop: `array::from_fn` stayed out of line (measured: a third
-                // of fdtd2d's time in its closure calls).
-                let window =
-                    |q: usize| Window2::new(&inputs[q][start..start + needed], cols, (rr, rc));
-                let mut ws = [window(0); N];
-                for (q, w) in ws.iter_mut().enumerate().skip(1) {
-                    *w = window(q);
-                }
-                F::apply_windows(index, &ws, arrays, uniforms)
-            } else {
-                for (buf, input) in bufs.iter_mut().zip(inputs) {
-                    buf.clear();
-                    for di in -(rr as isize)..=rr as isize {
-                        for dj in -(rc as isize)..=rc as isize {
-                            buf.push(super::map_overlap::element_2d(
-                                input,
-                                (rows, cols),
-                                (i as isize + di, j as isize + dj),
-                                stencil,
-                            ));
-                        }
-                    }
-                }
-                let window = |q: usize| Window2::new(&bufs[q], 2 * rc + 1, (rr, rc));
-                let mut ws = [window(0); N];
-                for (q, w) in ws.iter_mut().enumerate().skip(1) {
-                    *w = window(q);
-                }
-                F::apply_windows(index, &ws, arrays, uniforms)
-            };
+        };
+        if !row_inside || cols <= 2 * rc {
+            border(0, cols, out_row);
+            continue;
+        }
+        // Columns `rc..cols - rc` read their windows in place; the others from the edge
+        // mode. In the order of the columns, so that a user function that faults at
+        // several outputs reports the same one as the plain loop.
+        let (lo, hi) = (rc, cols - rc);
+        border(0, lo, out_row);
+        let top = (i - rr) * cols;
+        let span = (2 * rr + 1) * cols;
+        let mut blocks: [&[F::Elem]; N] = [&inputs[0][top..top + span]; N];
+        for (q, b) in blocks.iter_mut().enumerate().skip(1) {
+            *b = &inputs[q][top..top + span];
+        }
+        let run = Run {
+            first: first_from(lo, first, step),
+            end: hi,
+            step,
+            shift: rc,
+        };
+        interior::<F, N>(
+            &blocks,
+            (i, cols, cols),
+            run,
+            stencil.radius,
+            out_row,
+            arrays,
+            uniforms,
+        );
+        border(hi, cols, out_row);
+    }
+}
+
+/// The first column `from..` of the sweep's colour (`first` the first of the row, every
+/// `step`-th from there).
+#[inline(always)]
+fn first_from(from: usize, first: usize, step: usize) -> usize {
+    if step == 2 && from % 2 != first {
+        from + 1
+    } else {
+        from
+    }
+}
+
+/// The outputs `first..end` (every `step`-th) of one row; the window of column `j` starts
+/// at `blocks[q][j - shift]`.
+#[derive(Clone, Copy)]
+struct Run {
+    first: usize,
+    end: usize,
+    step: usize,
+    shift: usize,
+}
+
+/// The outputs of `run` in row `i` of a `cols`-column output: `blocks` hold the `2 rr + 1`
+/// rows around row `i`, `stride` apart. Common radii get a copy of the loop with the
+/// radius as a constant, so that the window's own radius checks fold away (as in the
+/// single-window loops).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn interior<F: Overlap2Fn, const N: usize>(
+    blocks: &[&[F::Elem]; N],
+    at: (usize, usize, usize),
+    run: Run,
+    radius: (usize, usize),
+    out_row: &mut [F::Out],
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) {
+    let (b, o, a, u) = (blocks, out_row, arrays, uniforms);
+    match (radius, run.step) {
+        ((1, 1), 1) => interior_with::<F, N>(b, at, run, (1, 1), 1, o, a, u),
+        ((1, 1), _) => interior_with::<F, N>(b, at, run, (1, 1), 2, o, a, u),
+        ((2, 2), s) => interior_with::<F, N>(b, at, run, (2, 2), s, o, a, u),
+        ((1, 0), s) => interior_with::<F, N>(b, at, run, (1, 0), s, o, a, u),
+        ((0, 1), s) => interior_with::<F, N>(b, at, run, (0, 1), s, o, a, u),
+        (r, s) => interior_with::<F, N>(b, at, run, r, s, o, a, u),
+    }
+}
+
+/// The outputs `run.first..run.end` of row `i` (their windows reach past the matrix): the
+/// virtual columns `first - rc..end + rc` of the `2 rr + 1` rows around row `i` built once
+/// per input in `bufs` from the edge mode, then read in place like the interior. Few
+/// outputs, so one copy of the loop, out of line (a second inlined copy of [`interior`]
+/// cost edgedetect its unrolled windows).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn edge_outputs<F: Overlap2Fn, const N: usize>(
+    inputs: &[&[F::Elem]],
+    (rows, cols): (usize, usize),
+    i: usize,
+    run: Run,
+    stencil: &Stencil<F::Elem, (usize, usize)>,
+    bufs: &mut [Vec<F::Elem>; N],
+    out_row: &mut [F::Out],
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) {
+    if run.first >= run.end {
+        return;
+    }
+    let (rr, rc) = stencil.radius;
+    // Virtual columns `c0..c0 + wide`: the window of output `j` starts at column `j - rc`,
+    // element `j - first` of each block row.
+    let c0 = run.first as isize - rc as isize;
+    let wide = run.end - run.first + 2 * rc;
+    for (buf, input) in bufs.iter_mut().zip(inputs) {
+        buf.clear();
+        for di in -(rr as isize)..=rr as isize {
+            for c in 0..wide as isize {
+                let at = (i as isize + di, c0 + c);
+                buf.push(edge_element(input, (rows, cols), at, stencil));
+            }
         }
     }
+    let blocks = bufs.each_ref().map(|b| &b[..]);
+    let run = Run {
+        shift: run.first,
+        ..run
+    };
+    let at = (i, cols, wide);
+    interior_with::<F, N>(
+        &blocks,
+        at,
+        run,
+        stencil.radius,
+        run.step,
+        out_row,
+        arrays,
+        uniforms,
+    );
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn interior_with<F: Overlap2Fn, const N: usize>(
+    blocks: &[&[F::Elem]; N],
+    (i, cols, stride): (usize, usize, usize),
+    run: Run,
+    (rr, rc): (usize, usize),
+    step: usize,
+    out_row: &mut [F::Out],
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) {
+    if run.first >= run.end {
+        return;
+    }
+    // Each window a slice of exactly its size: `Window2` then reads it with no bounds
+    // check (see its `Index`).
+    let needed = 2 * rr * stride + 2 * rc + 1;
+    // The last window ends inside every block and the outputs lie inside the row: checked
+    // once here, so that the loop below has no checks and vectorises.
+    let last = run.end - 1 - run.shift + needed;
+    assert!(run.first >= run.shift && run.end <= out_row.len().min(cols));
+    assert!(blocks.iter().all(|b| last <= b.len()));
+    let mut j = run.first;
+    // A plain loop: `step_by`'s `try_fold` kept the body out of line (measured: 37% of
+    // fdtd2d's time in the closure call).
+    while j < run.end {
+        let s = j - run.shift;
+        // Written out, not in a closure: the closure stayed out of line (measured:
+        // edgedetect 3x slower).
+        // SAFETY: `run.shift <= run.first <= j < run.end`, so `s + needed <= last`, which
+        // is within every block (asserted above).
+        let first = unsafe { blocks[0].get_unchecked(s..s + needed) };
+        let mut ws = [Window2::new(first, stride, (rr, rc)); N];
+        // By index, not zipped with `blocks`: `Zip::nth` (from `skip`) stayed out of line
+        // and took `ws` with it, and the function's radius was no longer a constant.
+        for (q, w) in ws.iter_mut().enumerate().skip(1) {
+            // SAFETY: as for the first window.
+            *w = Window2::new(
+                unsafe { blocks[q].get_unchecked(s..s + needed) },
+                stride,
+                (rr, rc),
+            );
+        }
+        let index = F::Index::from_parts(i * cols + j, (i, j), cols);
+        // SAFETY: `j < run.end <= out_row.len()` (asserted above).
+        unsafe { *out_row.get_unchecked_mut(j) = F::apply_windows(index, &ws, arrays, uniforms) };
+        j += step;
+    }
+}
+
+/// The element at virtual position `(i, j)` of a matrix read with the stencil's edge mode
+/// (`element_2d`, inlined here: a border window reads `(2 rr + 1)(2 rc + 1)` of them).
+#[inline(always)]
+fn edge_element<T: crate::DeviceType>(
+    input: &[T],
+    (rows, cols): (usize, usize),
+    (i, j): (isize, isize),
+    stencil: &Stencil<T, (usize, usize)>,
+) -> T {
+    let (rows, cols) = (rows as isize, cols as isize);
+    let inside = (0..rows).contains(&i) && (0..cols).contains(&j);
+    let (i, j) = match stencil.edge {
+        _ if inside => (i, j),
+        Edge::Duplicate => (i.clamp(0, rows - 1), j.clamp(0, cols - 1)),
+        Edge::Cyclic => (i.rem_euclid(rows), j.rem_euclid(cols)),
+        Edge::Pad | Edge::None => return stencil.pad,
+    };
+    input[(i * cols + j) as usize]
 }
 
 /// 1D outputs at flat positions `first..first + out.len()` of `inputs` (`rows x cols`
@@ -186,7 +363,7 @@ pub(crate) fn windows_1d_range<F: Overlap1Fn>(
         let inside = pos >= r && pos + r < len;
         if !cells.computes((i, j)) || (!inside && stencil.edge == Edge::None) {
             if let Some(keep) = cells.keep {
-                *o = keep(inputs[0][at]);
+                keep(&inputs[0][at..=at], std::slice::from_mut(o));
             }
         } else {
             let index = F::Index::from_parts(at, (i, j), cols);
