@@ -15,12 +15,11 @@
 //! load into the device ([`KernelCache::get_or_compile`]) then takes an image found quickly
 //! (the disk cache) at once, and otherwise runs only the compile on a thread of its own;
 //! the call gets [`pending`] at once, before it has changed anything, so it can run on the
-//! host meanwhile. The load happens on a calling
-//! thread, the first call after the image is ready. So a background thread never enters a
-//! device driver, and nothing waits at process exit: a process may exit (from `main` or any
-//! thread) while a compile runs; that compile is simply lost (the next run compiles again,
-//! or finds it in the disk cache if it finished). There are no exit handlers and nothing
-//! driver-related is dropped at exit. A backend whose build needs the driver
+//! host meanwhile. The load happens on a calling thread, the first call after the image is
+//! ready, so a background thread never enters a device driver. A process that ends while a
+//! compile runs waits for it at exit ([`wait_for_background_compiles`]): the compiler
+//! library's own exit code frees memory the compile still uses; the finished binary lands
+//! in the disk cache for the next run. A backend whose build needs the driver
 //! (`clBuildProgram`) builds in place ([`KernelCache::get_or_build`]), as without `Auto`.
 
 use std::cell::Cell;
@@ -28,6 +27,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::{Error, Result};
 
@@ -112,6 +112,64 @@ pub(crate) fn pending() -> bool {
 fn pending_error() -> Error {
     PENDING.with(|p| p.set(true));
     Error::Driver("internal: kernel still being compiled in the background".into())
+}
+
+/// Compiles running on background threads now, and the signal that one finished.
+static COMPILING: Mutex<usize> = Mutex::new(0);
+static COMPILED: Condvar = Condvar::new();
+
+/// The longest a process exit waits for background compiles: skel's kernels compile in well
+/// under a second; this only bounds a compiler that hangs.
+const EXIT_WAIT: Duration = Duration::from_secs(30);
+
+extern "C" {
+    // The C library's exit hooks (C99; every platform Rust's std runs on has it).
+    fn atexit(hook: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// Process-exit hook: waits (at most [`EXIT_WAIT`]) for the compiles still running on
+/// background threads. `exit` runs the compiler library's own exit code (NVRTC's C++
+/// static destructors), which frees memory a compile running on another thread still
+/// uses: without this wait a short program that ends while a kernel compiles dies with
+/// SIGSEGV inside NVRTC (the greyscale example on `Backend::Auto` over the sample photos,
+/// every run on the H200). `exit` runs hooks in the reverse order of their registration;
+/// this one is registered as each background compile starts, after the compiler library
+/// is loaded (`cached` loads it, see [`KernelCache::get_or_compile`]), so it runs first.
+extern "C" fn wait_for_background_compiles() {
+    let deadline = Instant::now() + EXIT_WAIT;
+    let mut running = COMPILING.lock().unwrap_or_else(PoisonError::into_inner);
+    while *running > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            log::warn!(
+                target: "skel::tune",
+                "process exit: a background kernel compile still runs after {EXIT_WAIT:?}"
+            );
+            return;
+        }
+        running = COMPILED
+            .wait_timeout(running, left)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
+}
+
+/// Counts a background compile in and registers the exit hook for it (see
+/// [`wait_for_background_compiles`]).
+fn compile_started() {
+    *COMPILING.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    // SAFETY: registers a plain `extern "C"` function that cannot unwind (a lock taken
+    // poison or not, a bounded wait). A failed registration (the C library's table full)
+    // leaves the process as it was, without the hook.
+    unsafe {
+        atexit(wait_for_background_compiles);
+    }
+}
+
+/// Counts a background compile out and wakes an exit waiting for it.
+fn compile_finished() {
+    *COMPILING.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+    COMPILED.notify_all();
 }
 
 /// Says once per process that kernels compile in the background.
@@ -260,10 +318,12 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
             map.insert(key.clone(), behind.clone());
         }
         announce();
+        compile_started();
         let job = move || {
             let image = compile(&src);
             *behind.image() = Some(image);
             behind.done.notify_all();
+            compile_finished();
             crate::tune::kernel_ready();
         };
         if let Err(e) = std::thread::Builder::new()
@@ -271,6 +331,7 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
             .spawn(job)
         {
             // No thread: the next call compiles in place (nothing is left marked).
+            compile_finished();
             self.behind().remove(&key);
             return Err(Error::Driver(format!(
                 "spawning a kernel compile thread: {e}"
