@@ -90,12 +90,16 @@ fn copy_error(e: &Error) -> Error {
         },
         Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
         Error::Driver(m) => Error::Driver(m.clone()),
+        Error::DeviceLost { backend, reason } => Error::DeviceLost {
+            backend: *backend,
+            reason: reason.clone(),
+        },
         Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
         Error::BackendUnavailable { backend, reason } => Error::BackendUnavailable {
             backend: *backend,
             reason: reason.clone(),
         },
-        other => Error::Driver(other.to_string()),
+        other => Error::Driver(other.to_string().into()),
     }
 }
 

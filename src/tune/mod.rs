@@ -25,12 +25,16 @@
 //! between them in proportion to their predicted throughput (SkePU's hybrid backend):
 //! the GPU takes the tail of the elements, Rayon the head, at the same time.
 //!
-//! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
-//! compiled kernels (see [`crate::config::CACHE_DIR`]), written when a calibration pauses (the first decision
-//! after new samples that needs no measurement); deleting it only costs recalibration. A
-//! file that cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
-//! then Rayon) and logs a warning once (the `log` crate, target `skel::tune`); one that
-//! cannot be written leaves the models in memory (also logged once). Neither fails a call.
+//! The models persist in `model.json` (JSON, `serde_json`) in `$SKEL_TUNE_DIR`, else in
+//! `tune/` next to the compiled kernels (see [`crate::config::CACHE_DIR`]), written when a
+//! calibration pauses (the first decision after new samples that needs no measurement);
+//! deleting it only costs recalibration. A file that is damaged, of another version, or of
+//! the earlier text format (`model-v2.txt`) is reported in a log warning (the `log` crate,
+//! target `skel::tune`) and `Backend::Auto` calibrates afresh, replacing it on the next save.
+//! A file that cannot be read at all (not a regular file, an I/O error) makes
+//! `Backend::Auto` use the static order (CUDA, then an OpenCL GPU, then Rayon) and logs a
+//! warning once; one that cannot be written leaves the models in memory (also logged once).
+//! None of these fails a call.
 //! [`explain`] returns why the calling thread's last `Auto` call ran where it did;
 //! `SKEL_TUNE_LOG=1` logs every decision (`info`). Both variables are in [`crate::config`].
 //!
@@ -288,7 +292,7 @@ impl Tuner {
                      order (CUDA, then an OpenCL GPU, then Rayon); delete the file to \
                      recalibrate"
                 );
-                (Models::default(), Some(why))
+                (Models::default(), Some(why.to_string()))
             }
         };
         Tuner {
@@ -812,7 +816,7 @@ pub fn explain() -> Option<Explanation> {
 /// ```
 /// let dir = std::env::temp_dir().join(format!("skel-tune-doc-{}", std::process::id()));
 /// skel::tune::set_model_dir(Some(&dir));
-/// assert_eq!(skel::tune::model_file(), Some(dir.join("model-v2.txt")));
+/// assert_eq!(skel::tune::model_file(), Some(dir.join("model.json")));
 /// skel::tune::set_model_dir(None);
 /// assert_eq!(skel::tune::model_file(), None);
 /// ```
