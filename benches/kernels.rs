@@ -466,7 +466,7 @@ fn opts() -> Res<Opts> {
     o.anatomy = cli.anatomy;
     o.log2 = cli.log2.unwrap_or(o.log2);
     o.side = cli.side.unwrap_or(o.side);
-    o.mandel = cli.mandel.unwrap_or(o.mandel);
+    o.mandel = cli.mandel_side.unwrap_or(o.mandel);
     if !cli.bodies.is_empty() {
         o.bodies = cli.bodies;
     }
@@ -496,8 +496,8 @@ struct Cli {
     #[arg(long)]
     side: Option<usize>,
     /// Side of the Mandelbrot image (default 4096).
-    #[arg(long)]
-    mandel: Option<usize>,
+    #[arg(long = "mandel")]
+    mandel_side: Option<usize>,
     /// N-body sizes, comma-separated (default 4096,32768).
     #[arg(long, value_delimiter = ',')]
     bodies: Vec<usize>,

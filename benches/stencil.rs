@@ -229,7 +229,7 @@ struct Options {
 
 /// MapOverlap on CUDA / OpenCL against a hand-written CUDA C stencil and the copy bound.
 #[derive(clap::Parser, Debug)]
-struct Args {
+struct Cli {
     /// Sizes 2^16, 2^20, 2^24 and three repetitions.
     #[arg(long)]
     quick: bool,
@@ -253,7 +253,7 @@ fn options() -> Res<Options> {
         one_d: true,
         two_d: true,
     };
-    let args: Args = clap::Parser::parse();
+    let args: Cli = clap::Parser::parse();
     if args.quick {
         (o.log2, o.reps) = (vec![16, 20, 24], 3);
     }

@@ -137,7 +137,7 @@ pub enum Error {
 ///
 /// ```
 /// use std::error::Error as _;
-/// let io = std::io::Error::new(std::io::ErrorKind::Other, "cuMemAlloc failed");
+/// let io = std::io::Error::other("cuMemAlloc failed");
 /// let e = skel::Error::Driver(skel::DriverError::with_source("CUDA: allocating", io));
 /// assert!(matches!(&e, skel::Error::Driver(m) if m == "CUDA: allocating"));
 /// let driver = e.source().unwrap().source().unwrap();

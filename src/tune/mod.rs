@@ -837,6 +837,11 @@ pub fn model_file() -> Option<PathBuf> {
 /// Waits until every call enqueued on a device (CUDA, OpenCL) is done: for timing calls
 /// whose results stay on the device. `Ok` where no device was used.
 ///
+/// # Errors
+///
+/// What the device reported for work enqueued earlier ([`crate::Error::Driver`],
+/// [`crate::Error::DeviceLost`], ...).
+///
 /// ```
 /// skel::tune::synchronize()?;
 /// # Ok::<(), skel::Error>(())
@@ -849,6 +854,12 @@ pub fn synchronize() -> Result<()> {
 /// Measures the host-device link of every available device backend and stores it in the
 /// model file; returns what it measured. Function models calibrate themselves on first use
 /// (see the module documentation).
+///
+/// # Errors
+///
+/// A measurement that fails on a device (its probe buffers do not fit:
+/// [`crate::Error::OutOfMemory`]; a driver failure: [`crate::Error::Driver`]). A model file
+/// that cannot be written is not an error: the models stay in memory (logged once).
 ///
 /// ```
 /// skel::tune::set_model_dir(None);

@@ -201,7 +201,7 @@ pub(crate) fn ensure_nvrtc() -> Result<()> {
             ))
         })
         .clone()
-        .map_err(Error::Driver)
+        .map_err(|m| Error::Driver(m.into()))
 }
 
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32> {
