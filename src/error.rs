@@ -250,6 +250,7 @@ impl Error {
     }
 
     /// A driver error: `message` in words, `source` the driver's own error.
+    #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
     pub(crate) fn driver(
         message: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
