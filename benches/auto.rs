@@ -162,23 +162,23 @@ fn us(s: f64) -> String {
     format!("{:.1}", s * 1e6)
 }
 
+/// Backend::Auto against every fixed backend.
+#[derive(clap::Parser, Debug)]
+struct Opts {
+    /// The largest size of the sweep, as a power of two.
+    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(6..=30))]
+    max_exp: u32,
+    /// Measure only Auto's own cost per call.
+    #[arg(long)]
+    overhead: bool,
+    #[command(flatten)]
+    cargo: common::args::Cargo,
+}
+
 /// The command line: `--max-exp E`, `--overhead`.
 fn args() -> Result<(u32, bool), String> {
-    let mut max = 24;
-    let mut overhead = false;
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        if a == "--overhead" {
-            overhead = true;
-        } else if a == "--max-exp" {
-            max = it
-                .next()
-                .and_then(|v| v.parse().ok())
-                .filter(|v| (6..=30).contains(v))
-                .ok_or("--max-exp takes an exponent in 6..=30")?;
-        }
-    }
-    Ok((max, overhead))
+    let o = <Opts as clap::Parser>::parse();
+    Ok((o.max_exp, o.overhead))
 }
 
 fn cases() -> [Case; 5] {

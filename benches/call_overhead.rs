@@ -9,7 +9,21 @@
 
 use std::time::Instant;
 
+use clap::Parser;
 use skel::prelude::*;
+
+#[path = "common/args.rs"]
+mod args;
+
+/// The fixed cost of one small skeleton call per backend.
+#[derive(Parser, Debug)]
+struct Opts {
+    /// Calls per round (best of three rounds).
+    #[arg(long, default_value_t = 5000)]
+    calls: usize,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
 
 #[userfn]
 fn add(a: f32, b: f32) -> f32 {
@@ -17,12 +31,7 @@ fn add(a: f32, b: f32) -> f32 {
 }
 
 fn calls() -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == "--calls")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5000)
+    Opts::parse().calls
 }
 
 /// Best of three rounds of `calls` calls of `call`, in microseconds per call (each round

@@ -34,6 +34,9 @@ use rayon::prelude::*;
 use skel::prelude::*;
 use skel::userfn::ElementwiseFn;
 
+#[path = "common/args.rs"]
+mod args;
+
 // ---- user functions ----------------------------------------------------------------------
 
 #[userfn]
@@ -224,24 +227,31 @@ struct Config {
     only: Option<String>,
 }
 
+/// Every skeleton form on the CPU against hand-written plain and Rayon loops.
+#[derive(clap::Parser, Debug)]
+struct Args {
+    /// Tiny sizes, one repetition (CI; also SKEL_CPU_FORMS_SHORT=1).
+    #[arg(long)]
+    short: bool,
+    /// Repetitions per row (the best is kept; default 1 short, 7 full).
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Only the forms whose name contains this word.
+    #[arg(long)]
+    only: Option<String>,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 impl Config {
     fn from_args() -> Config {
-        let args: Vec<String> = std::env::args().collect();
-        let value = |name: &str| {
-            args.iter()
-                .position(|a| a == name)
-                .and_then(|i| args.get(i + 1))
-                .cloned()
-        };
-        let short = args.iter().any(|a| a == "--short")
-            || std::env::var("SKEL_CPU_FORMS_SHORT").is_ok_and(|v| v == "1");
-        let repeat = value("--repeat")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if short { 1 } else { 7 });
+        let args: Args = clap::Parser::parse();
+        let short = args.short || std::env::var("SKEL_CPU_FORMS_SHORT").is_ok_and(|v| v == "1");
+        let repeat = args.repeat.unwrap_or(if short { 1 } else { 7 });
         Config {
             short,
             repeat: repeat.max(1),
-            only: value("--only"),
+            only: args.only,
         }
     }
 

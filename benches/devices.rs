@@ -24,6 +24,9 @@ use std::time::Instant;
 use skel::debug;
 use skel::prelude::*;
 
+#[path = "common/args.rs"]
+mod args;
+
 #[userfn]
 fn affine(x: f32) -> f32 {
     2.0 * x + 1.0
@@ -41,20 +44,28 @@ fn blur5(w: Window<f32>) -> f32 {
 
 const F32: usize = std::mem::size_of::<f32>();
 
+/// One CUDA device slot against all of them.
+#[derive(clap::Parser, Debug)]
+struct Opts {
+    /// Elements of the vectors, as a power of two.
+    #[arg(default_value_t = 28, value_parser = clap::value_parser!(u32).range(10..=30))]
+    log2: u32,
+    /// Three repetitions instead of ten.
+    #[arg(long)]
+    quick: bool,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 fn main() {
+    let opts = <Opts as clap::Parser>::parse();
     if let Err(e) = Backend::Cuda.check() {
         println!("skipped: no CUDA device");
         eprintln!("({e})");
         return;
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let log2 = args
-        .iter()
-        .filter_map(|a| a.parse::<u32>().ok())
-        .find(|l| (10..=30).contains(l))
-        .unwrap_or(28);
-    let reps = if quick { 3 } else { 10 };
+    let log2 = opts.log2;
+    let reps = if opts.quick { 3 } else { 10 };
     if let Err(e) = run(log2, reps) {
         eprintln!("error: {e}");
         std::process::exit(1);

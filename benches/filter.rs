@@ -29,6 +29,9 @@ mod hand;
 use rayon::prelude::*;
 use skel::prelude::*;
 
+#[path = "common/args.rs"]
+mod args;
+
 #[userfn]
 fn below(x: i32, #[uniform] t: i32) -> bool {
     x < t
@@ -142,26 +145,29 @@ fn timed(warm: usize, reps: usize, mut once: impl FnMut()) -> f64 {
     )
 }
 
+/// Filter on every backend against a plain loop and hand-written Rayon.
+#[derive(clap::Parser, Debug)]
+struct Opts {
+    /// Elements, as a power of two.
+    #[arg(default_value_t = 24, value_parser = clap::value_parser!(u32).range(10..=30))]
+    log2: u32,
+    /// Fewer repetitions.
+    #[arg(long)]
+    quick: bool,
+    /// Only the device rows (for sweeping SKEL_FILTER_TUNE).
+    #[arg(long)]
+    gpu_only: bool,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 fn main() {
-    let (mut quick, mut gpu_only) = (false, false);
-    let mut log2 = 24u32;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--quick" => quick = true,
-            // Only the device rows (for sweeping SKEL_FILTER_TUNE).
-            "--gpu-only" => gpu_only = true,
-            "--bench" => {}
-            s => match s.parse() {
-                Ok(l) if (10..=30).contains(&l) => log2 = l,
-                _ => {
-                    eprintln!(
-                        "usage: filter [--quick] [--gpu-only] [LOG2_N]   (default LOG2_N = 24)"
-                    );
-                    std::process::exit(2);
-                }
-            },
-        }
-    }
+    let Opts {
+        log2,
+        quick,
+        gpu_only,
+        ..
+    } = clap::Parser::parse();
     let (warm, reps) = if quick { (1, 5) } else { (3, 15) };
     let n = 1usize << log2;
     let a = data(n);

@@ -26,6 +26,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 use skel::prelude::*;
 
+#[path = "common/args.rs"]
+mod args;
+
 #[userfn]
 fn byte_bin(x: u8) -> u32 {
     x as u32
@@ -86,27 +89,39 @@ struct Config {
     no_cpu: bool,
 }
 
+/// Histogram and ReduceByKey against hand-written Rayon and the copy bound.
+#[derive(clap::Parser, Debug)]
+struct Opts {
+    /// Small sizes, one repetition (the default unless cargo bench runs it or --full).
+    #[arg(long)]
+    short: bool,
+    /// The full sizes even outside `cargo bench`.
+    #[arg(long)]
+    full: bool,
+    /// Repetitions per row (the median is reported; default 1 short, 9 full).
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// 2^H bytes and 2^P points instead of the mode's sizes.
+    #[arg(long, num_args = 2, value_names = ["H", "P"])]
+    log2: Option<Vec<u32>>,
+    /// No row of the sequential `cpu` backend.
+    #[arg(long)]
+    no_cpu: bool,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 impl Config {
     fn from_args() -> Config {
-        let args: Vec<String> = std::env::args().collect();
-        let has = |a: &str| args.iter().any(|x| x == a);
+        let o: Opts = clap::Parser::parse();
         // `cargo bench` passes --bench; `cargo test --benches` and a bare run do not.
-        let short = has("--short") || !(has("--bench") || has("--full"));
-        let repeat = args
-            .iter()
-            .position(|a| a == "--repeat")
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if short { 1 } else { 9 });
-        let log2 = args.iter().position(|a| a == "--log2").and_then(|i| {
-            let at = |k: usize| args.get(i + k).and_then(|v| v.parse().ok());
-            Some((at(1)?, at(2)?))
-        });
+        let short = o.short || !(o.cargo.bench || o.full);
+        let repeat = o.repeat.unwrap_or(if short { 1 } else { 9 });
         Config {
             short,
             repeat: usize::max(repeat, 1),
-            log2,
-            no_cpu: has("--no-cpu"),
+            log2: o.log2.map(|v| (v[0], v[1])),
+            no_cpu: o.no_cpu,
         }
     }
 }

@@ -15,15 +15,23 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use clap::Parser;
 use skel::prelude::*;
 
-fn arg(name: &str, default: usize) -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+#[path = "common/args.rs"]
+mod args;
+
+/// Host element access through the containers against a plain slice.
+#[derive(Parser, Debug)]
+struct Opts {
+    /// Rows and columns of the matrix (the vector has side * side elements).
+    #[arg(long, default_value_t = 1024)]
+    side: usize,
+    /// Passes per row of the report (the best is kept).
+    #[arg(long, default_value_t = 5)]
+    repeat: usize,
+    #[command(flatten)]
+    cargo: args::Cargo,
 }
 
 /// Best ns per element of `repeat` runs of `pass` over `n` elements.
@@ -38,8 +46,9 @@ fn best(n: usize, repeat: usize, mut pass: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let side = arg("--side", 1024);
-    let repeat = arg("--repeat", 5).max(1);
+    let opts = Opts::parse();
+    let side = opts.side;
+    let repeat = opts.repeat.max(1);
     let n = side * side;
     let mut m = Matrix::from_fn(side, side, |r, c| (r ^ c) as u32);
     let mut v = Vector::from_fn(n, |i| i as u32);

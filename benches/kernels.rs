@@ -457,42 +457,58 @@ fn opts() -> Res<Opts> {
         pairs: 8192,
         reps: 10,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut num = |what: &str| -> Res<usize> {
-            args.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("{what} takes a number"))
-        };
-        match a.as_str() {
-            "--only" => {
-                o.only = args
-                    .next()
-                    .ok_or("--only takes a list of words")?
-                    .split(',')
-                    .map(str::to_string)
-                    .collect()
-            }
-            "--quick" => {
-                (o.log2, o.side, o.mandel, o.pairs, o.reps) = (20, 1024, 512, 1024, 3);
-                o.bodies = vec![2048];
-            }
-            "--anatomy" => o.anatomy = true,
-            "--log2" => o.log2 = num("--log2")? as u32,
-            "--side" => o.side = num("--side")?,
-            "--mandel" => o.mandel = num("--mandel")?,
-            "--bodies" => {
-                o.bodies = common::list("--bodies", args.next())?;
-            }
-            "--pairs" => o.pairs = num("--pairs")?,
-            "--reps" => o.reps = num("--reps")?.max(1),
-            // `cargo bench` passes --bench; a filter word is taken as --only.
-            "--bench" => {}
-            w if !w.starts_with('-') => o.only.push(w.to_string()),
-            other => return Err(format!("unknown option {other} (see the file's header)")),
-        }
+    let cli: Cli = clap::Parser::parse();
+    if cli.quick {
+        (o.log2, o.side, o.mandel, o.pairs, o.reps) = (20, 1024, 512, 1024, 3);
+        o.bodies = vec![2048];
     }
+    o.only = cli.only.into_iter().chain(cli.words).collect();
+    o.anatomy = cli.anatomy;
+    o.log2 = cli.log2.unwrap_or(o.log2);
+    o.side = cli.side.unwrap_or(o.side);
+    o.mandel = cli.mandel_side.unwrap_or(o.mandel);
+    if !cli.bodies.is_empty() {
+        o.bodies = cli.bodies;
+    }
+    o.pairs = cli.pairs.unwrap_or(o.pairs);
+    o.reps = cli.reps.map_or(o.reps, |r| r.max(1));
     Ok(o)
+}
+
+/// skel CUDA / OpenCL kernels against hand-written CUDA C and the copy bound.
+#[derive(clap::Parser, Debug)]
+struct Cli {
+    /// Only these cases, comma-separated words of their names.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Filter words, taken as --only (as `cargo bench -- WORD` passes them).
+    words: Vec<String>,
+    /// Small sizes and three repetitions (explicit sizes below still apply).
+    #[arg(long)]
+    quick: bool,
+    /// Where the time of a call goes (launch, kernel, transfers).
+    #[arg(long)]
+    anatomy: bool,
+    /// Elements of the vector cases, as a power of two (default 28).
+    #[arg(long)]
+    log2: Option<u32>,
+    /// Side of the matrix cases (default 8192).
+    #[arg(long)]
+    side: Option<usize>,
+    /// Side of the Mandelbrot image (default 4096).
+    #[arg(long = "mandel")]
+    mandel_side: Option<usize>,
+    /// N-body sizes, comma-separated (default 4096,32768).
+    #[arg(long, value_delimiter = ',')]
+    bodies: Vec<usize>,
+    /// Points of the pairs case (default 8192).
+    #[arg(long)]
+    pairs: Option<usize>,
+    /// Repetitions per row (default 10).
+    #[arg(long)]
+    reps: Option<usize>,
+    #[command(flatten)]
+    cargo: common::args::Cargo,
 }
 
 // ---------------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 use skel::prelude::*;
 
+#[path = "common/args.rs"]
+mod args;
+
 type Res<T> = std::result::Result<T, String>;
 
 // ---- user functions, as users write them -------------------------------------------------
@@ -122,25 +125,35 @@ struct Config {
     sizes: Option<Vec<usize>>,
 }
 
+/// Loop nests (products, matrix-vector, n-body) against hand-written code and peers.
+#[derive(clap::Parser, Debug)]
+struct Args {
+    /// Small sizes, one repetition (CI).
+    #[arg(long)]
+    short: bool,
+    /// Repetitions per row (default 1 short, 5 full).
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Only the rows whose name contains this word.
+    #[arg(long)]
+    only: Option<String>,
+    /// Matrix sizes of the products and matrix-vector products, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    sizes: Option<Vec<usize>>,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 impl Config {
     fn from_args() -> Config {
-        let args: Vec<String> = std::env::args().collect();
-        let value = |name: &str| {
-            args.iter()
-                .position(|a| a == name)
-                .and_then(|i| args.get(i + 1))
-                .cloned()
-        };
-        let short = args.iter().any(|a| a == "--short");
-        let repeat = value("--repeat")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if short { 1 } else { 5 });
+        let args: Args = clap::Parser::parse();
+        let short = args.short;
+        let repeat = args.repeat.unwrap_or(if short { 1 } else { 5 });
         Config {
             short,
             repeat: repeat.max(1),
-            only: value("--only"),
-            sizes: value("--sizes")
-                .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect()),
+            only: args.only,
+            sizes: args.sizes,
         }
     }
 

@@ -89,25 +89,21 @@ fn main() {
     }
 }
 
+/// MultiStream against one stream on CUDA.
+#[derive(clap::Parser, Debug)]
+struct Opts {
+    /// Elements, as a power of two.
+    #[arg(default_value_t = 24, value_parser = clap::value_parser!(u32).range(10..=28))]
+    log2: u32,
+    /// Fewer repetitions.
+    #[arg(long)]
+    quick: bool,
+    #[command(flatten)]
+    cargo: common::args::Cargo,
+}
+
 fn config() -> Result<Config, String> {
-    let mut quick = false;
-    let mut log2 = None;
-    for arg in std::env::args().skip(1) {
-        if arg == "--quick" {
-            quick = true;
-        } else if arg.starts_with('-') {
-            // `cargo bench` passes `--bench`; ignore it and other harness flags.
-        } else if log2.is_none() {
-            let v: u32 = arg
-                .parse()
-                .map_err(|_| format!("not a log2 size: {arg:?}"))?;
-            if !(10..=28).contains(&v) {
-                return Err(format!("log2 size {v} outside 10..=28"));
-            }
-            log2 = Some(v);
-        }
-    }
-    let log2 = log2.unwrap_or(24);
+    let Opts { log2, quick, .. } = clap::Parser::parse();
     let (warm, reps) = if quick { (2, 10) } else { (3, 30) };
     Ok(Config {
         log2,

@@ -22,6 +22,9 @@ use std::time::Instant;
 
 use skel::prelude::*;
 
+#[path = "common/args.rs"]
+mod args;
+
 #[userfn]
 fn step1(x: f32) -> f32 {
     x * 1.5 + 0.25
@@ -339,31 +342,36 @@ fn softmax(
     Ok(())
 }
 
+/// Whole programs (a 3-Map chain, a row softmax): eager, lazy and fused.
+#[derive(clap::Parser, Debug)]
+struct Args {
+    /// Small sizes, one repetition (CI; also SKEL_PROGRAMS_SHORT=1).
+    #[arg(long)]
+    short: bool,
+    /// Repetitions per row (default 1 short, 7 full).
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Elements of the chain (default 2^26, 2^12 short).
+    #[arg(long)]
+    chain: Option<usize>,
+    /// Rows and columns of the softmax matrix (default 8192, 64 short).
+    #[arg(long)]
+    softmax: Option<usize>,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 fn main() -> Res<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let short = args.iter().any(|a| a == "--short")
-        || std::env::var("SKEL_PROGRAMS_SHORT").is_ok_and(|v| v == "1");
-    let repeat = args
-        .iter()
-        .position(|a| a == "--repeat")
-        .and_then(|k| args.get(k + 1))
-        .map(|r| r.parse::<usize>().map_err(|e| format!("--repeat: {e}")))
-        .transpose()?
-        .unwrap_or(if short { 1 } else { 7 });
-    let value = |flag: &str| -> Res<Option<usize>> {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|k| args.get(k + 1))
-            .map(|v| v.parse::<usize>().map_err(|e| format!("{flag}: {e}")))
-            .transpose()
-    };
+    let args: Args = clap::Parser::parse();
+    let short = args.short || std::env::var("SKEL_PROGRAMS_SHORT").is_ok_and(|v| v == "1");
+    let repeat = args.repeat.unwrap_or(if short { 1 } else { 7 });
     let (chain_n, softmax_n) = if short {
         (1 << 12, 64)
     } else {
         (1 << 26, 8192)
     };
-    let chain_n = value("--chain")?.unwrap_or(chain_n);
-    let softmax_n = value("--softmax")?.unwrap_or(softmax_n);
+    let chain_n = args.chain.unwrap_or(chain_n);
+    let softmax_n = args.softmax.unwrap_or(softmax_n);
     let probe = Vector::from(vec![1.0f32; 4]);
     let mut rows = Vec::new();
     let available = Backend::available();

@@ -21,6 +21,9 @@ use std::time::Instant;
 use skel::prelude::*;
 use skel::random::device::skel_philox;
 
+#[path = "common/args.rs"]
+mod args;
+
 const SEED: u64 = 0x5EED_2026;
 
 #[userfn]
@@ -59,16 +62,22 @@ fn best(reps: usize, mut f: impl FnMut() -> skel::Result<()>) -> skel::Result<f6
     Ok(t)
 }
 
+/// `Random` in a user function against the same Philox arithmetic by hand.
+#[derive(clap::Parser, Debug)]
+struct Opts {
+    /// Samples, as a power of two (default 24, 18 with --quick).
+    #[arg(value_parser = clap::value_parser!(u32).range(0..=40))]
+    log2: Option<u32>,
+    /// Small size, fewer repetitions.
+    #[arg(long)]
+    quick: bool,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 fn main() -> skel::Result<()> {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let log2 = args
-        .iter()
-        .find_map(|a| a.parse::<u32>().ok())
-        .unwrap_or(if quick { 18 } else { 24 });
+    let Opts { log2, quick, .. } = clap::Parser::parse();
+    let log2 = log2.unwrap_or(if quick { 18 } else { 24 });
     let n = 1usize << log2;
     let reps = if quick { 3 } else { 10 };
     println!(

@@ -26,6 +26,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 use skel::prelude::*;
 
+#[path = "common/args.rs"]
+mod args;
+
 #[userfn]
 fn same_u32(x: u32) -> u32 {
     x
@@ -161,23 +164,29 @@ fn skel_pairs(b: Backend, keys: &[u32], values: &[u32], want: &[(u32, u32)], rep
     ms
 }
 
+/// Sort on every backend against par_sort_unstable and slice::sort.
+#[derive(clap::Parser, Debug)]
+struct Opts {
+    /// Keys, as a power of two (at most 20 with --short).
+    #[arg(default_value_t = 26, value_parser = clap::value_parser!(u32).range(0..=40))]
+    log2: u32,
+    /// Small sizes, fewer repetitions, the cpu backend included (CI).
+    #[arg(long)]
+    short: bool,
+    /// Include the sequential cpu backend.
+    #[arg(long)]
+    cpu: bool,
+    #[command(flatten)]
+    cargo: args::Cargo,
+}
+
 fn main() {
-    let (mut short, mut cpu) = (false, false);
-    let mut log2 = 26u32;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--short" => short = true,
-            "--cpu" => cpu = true,
-            "--bench" => {}
-            a => match a.parse() {
-                Ok(v) => log2 = v,
-                Err(_) => {
-                    eprintln!("usage: sort [--short] [--cpu] [LOG2_N]");
-                    std::process::exit(2);
-                }
-            },
-        }
-    }
+    let Opts {
+        short,
+        mut cpu,
+        mut log2,
+        ..
+    } = clap::Parser::parse();
     if short {
         log2 = log2.min(20);
         cpu = true;

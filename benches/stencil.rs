@@ -227,6 +227,25 @@ struct Options {
     two_d: bool,
 }
 
+/// MapOverlap on CUDA / OpenCL against a hand-written CUDA C stencil and the copy bound.
+#[derive(clap::Parser, Debug)]
+struct Cli {
+    /// Sizes 2^16, 2^20, 2^24 and three repetitions.
+    #[arg(long)]
+    quick: bool,
+    /// Sizes as powers of two, comma-separated (default 16,18,..,28).
+    #[arg(long, value_delimiter = ',')]
+    log2: Vec<u32>,
+    /// Repetitions per row (default 5).
+    #[arg(long)]
+    reps: Option<usize>,
+    /// Only the 1D or the 2D stencils: `1d` or `2d`.
+    #[arg(long, value_parser = ["1d", "2d"])]
+    only: Option<String>,
+    #[command(flatten)]
+    cargo: common::args::Cargo,
+}
+
 fn options() -> Res<Options> {
     let mut o = Options {
         log2: (16..=28).step_by(2).collect(),
@@ -234,26 +253,21 @@ fn options() -> Res<Options> {
         one_d: true,
         two_d: true,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--quick" => (o.log2, o.reps) = (vec![16, 20, 24], 3),
-            "--log2" => o.log2 = common::list("--log2", args.next())?,
-            "--reps" => {
-                let v = args.next().ok_or("--reps needs a number")?;
-                o.reps = v
-                    .parse::<usize>()
-                    .map_err(|_| format!("bad --reps {v}"))?
-                    .max(1);
-            }
-            "--only" => match args.next().as_deref() {
-                Some("1d") => o.two_d = false,
-                Some("2d") => o.one_d = false,
-                other => return Err(format!("--only 1d or 2d, not {other:?}")),
-            },
-            "--bench" => {}
-            other => return Err(format!("unknown option {other} (see the file's header)")),
-        }
+    let args: Cli = clap::Parser::parse();
+    if args.quick {
+        (o.log2, o.reps) = (vec![16, 20, 24], 3);
+    }
+    if !args.log2.is_empty() {
+        o.log2 = args.log2;
+    }
+    if let Some(reps) = args.reps {
+        o.reps = reps.max(1);
+    }
+    match args.only.as_deref() {
+        None => {}
+        Some("1d") => o.two_d = false,
+        Some("2d") => o.one_d = false,
+        Some(other) => return Err(format!("--only 1d or 2d, not {other:?}")),
     }
     if let Some(&bad) = o.log2.iter().find(|&&l| !(2..=30).contains(&l)) {
         return Err(format!("--log2 {bad}: sizes from 2^2 to 2^30"));

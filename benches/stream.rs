@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 use crossbeam::channel::bounded;
 use skel::stream::Pipeline;
 
+#[path = "common/args.rs"]
+mod args;
+
 /// Channel capacity used by both sides of the overhead comparison (skel's default).
 const CAPACITY: usize = 2;
 
@@ -35,17 +38,27 @@ fn options() -> Options {
         heavy_us: 1_000,
         repeat: 3,
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |i: usize| args.get(i + 1).and_then(|v| v.parse::<u64>().ok());
-    for (i, a) in args.iter().enumerate() {
-        match a.as_str() {
-            "--items" => o.items = value(i).unwrap_or(o.items),
-            "--heavy-us" => o.heavy_us = value(i).unwrap_or(o.heavy_us),
-            "--repeat" => o.repeat = value(i).map_or(o.repeat, |v| v.max(1) as usize),
-            _ => {} // `cargo bench` adds `--bench`
-        }
-    }
+    let args: Args = clap::Parser::parse();
+    o.items = args.items.unwrap_or(o.items);
+    o.heavy_us = args.heavy_us.unwrap_or(o.heavy_us);
+    o.repeat = args.repeat.map_or(o.repeat, |v| v.max(1));
     o
+}
+
+/// skel::stream pipelines against hand-written crossbeam threads.
+#[derive(clap::Parser, Debug)]
+struct Args {
+    /// Items through each pipeline (default 200000).
+    #[arg(long)]
+    items: Option<u64>,
+    /// Microseconds of work per item in the heavy stage (default 1000).
+    #[arg(long)]
+    heavy_us: Option<u64>,
+    /// Rounds of every case (the best is kept; default 3).
+    #[arg(long)]
+    repeat: Option<usize>,
+    #[command(flatten)]
+    cargo: args::Cargo,
 }
 
 /// Runs every case `repeat` times, round-robin (so that a burst of load on a shared machine

@@ -1,5 +1,7 @@
 //! The one error type of skel.
 
+use std::sync::Arc;
+
 use crate::backends::Backend;
 
 /// Shorthand for `Result<T, skel::Error>`.
@@ -9,6 +11,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 ///
 /// Every variant carries enough context to act on: both shapes of a mismatch, the backend
 /// that is missing and why, the compiler log and the generated source of a failed build.
+///
+/// What the CUDA or OpenCL runtime or the operating system reported stays reachable through
+/// [`std::error::Error::source`]: [`Error::Driver`], [`Error::OutOfMemory`] and
+/// [`Error::DeviceLost`] carry a [`DriverError`] whose source is the driver's own error
+/// (`cudarc`'s or `ocl`'s), and [`Error::Io`] the [`std::io::Error`]. The messages already
+/// include the cause's text, for programs that print only `{err}`.
 ///
 /// ```
 /// use skel::prelude::*;
@@ -56,10 +64,10 @@ pub enum Error {
     },
     /// A device ran out of memory; the inputs are intact.
     #[error("out of device memory: {0}")]
-    OutOfMemory(String),
+    OutOfMemory(#[source] DriverError),
     /// Anything else the CUDA or OpenCL runtime reported.
     #[error("driver error: {0}")]
-    Driver(String),
+    Driver(#[source] DriverError),
     /// The device's context is lost for the rest of the process (CUDA: an illegal memory
     /// access or another sticky launch failure; every later call on that backend returns
     /// this error, and host copies of results left on the device cannot be read back).
@@ -68,7 +76,8 @@ pub enum Error {
         /// The backend whose device is lost.
         backend: Backend,
         /// What the driver reported first.
-        reason: String,
+        #[source]
+        reason: DriverError,
     },
     /// A stage of a [`skel::stream::Pipeline`](crate::stream::Pipeline) failed (returned
     /// `Err` or panicked) on one item; the pipeline was stopped and drained.
@@ -108,6 +117,120 @@ pub enum Error {
     /// An error of the user's own, wrapped by [`Error::other`].
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// Reading or writing a file failed (the `SKEL_TRACE` timeline, a model or cache file);
+    /// the operating system's error is the [`source`](std::error::Error::source).
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// What the operating system reported.
+        source: std::io::Error,
+    },
+}
+
+/// What a GPU runtime reported: a message in words and, where the failure came from a
+/// driver call, the driver's own error (`cudarc::driver::DriverError`, `ocl::Error`, ...) as
+/// its [`source`](std::error::Error::source), for programs that walk the chain or downcast.
+///
+/// It compares equal to its message and converts from a `String` or `&str`, so matching on
+/// [`Error::Driver`] reads as before:
+///
+/// ```
+/// use std::error::Error as _;
+/// let io = std::io::Error::other("cuMemAlloc failed");
+/// let e = skel::Error::Driver(skel::DriverError::with_source("CUDA: allocating", io));
+/// assert!(matches!(&e, skel::Error::Driver(m) if m == "CUDA: allocating"));
+/// let driver = e.source().unwrap().source().unwrap();
+/// assert_eq!(driver.to_string(), "cuMemAlloc failed");
+/// let plain = skel::Error::Driver("internal: buffer missing".into());
+/// assert!(plain.source().unwrap().source().is_none());
+/// ```
+#[derive(Clone, Debug)]
+pub struct DriverError {
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl DriverError {
+    /// A driver error described by `message` alone (no driver error behind it).
+    pub fn new(message: impl Into<String>) -> Self {
+        DriverError {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A driver error described by `message`, caused by `source`.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        DriverError {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
+    /// The message, in words (it includes the driver's own text where there is one).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The same error with `context` put in front of its message; the source is kept.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // only the CUDA backend adds context
+    pub(crate) fn context(mut self, context: impl std::fmt::Display) -> Self {
+        self.message = format!("{context}: {}", self.message);
+        self
+    }
+}
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DriverError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let source: &(dyn std::error::Error + 'static) = self.source.as_deref()?;
+        Some(source)
+    }
+}
+
+impl From<String> for DriverError {
+    fn from(message: String) -> Self {
+        DriverError::new(message)
+    }
+}
+
+impl From<&str> for DriverError {
+    fn from(message: &str) -> Self {
+        DriverError::new(message)
+    }
+}
+
+impl AsRef<str> for DriverError {
+    fn as_ref(&self) -> &str {
+        &self.message
+    }
+}
+
+impl PartialEq<str> for DriverError {
+    fn eq(&self, other: &str) -> bool {
+        self.message == other
+    }
+}
+
+impl PartialEq<&str> for DriverError {
+    fn eq(&self, other: &&str) -> bool {
+        self.message == *other
+    }
+}
+
+impl PartialEq<String> for DriverError {
+    fn eq(&self, other: &String) -> bool {
+        self.message == *other
+    }
 }
 
 impl Error {
@@ -126,6 +249,23 @@ impl Error {
         Error::Other(error.into())
     }
 
+    /// A driver error: `message` in words, `source` the driver's own error.
+    #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+    pub(crate) fn driver(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Driver(DriverError::with_source(message, source))
+    }
+
+    /// A failed file operation on `path`.
+    pub(crate) fn io(path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
     pub(crate) fn shape(
         context: impl Into<String>,
         expected: impl std::fmt::Display,
@@ -136,5 +276,55 @@ impl Error {
             expected: expected.to_string(),
             found: found.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    fn error_type<T: std::error::Error + Send + Sync + 'static>() {}
+
+    #[test]
+    fn errors_are_send_sync_and_keep_their_sources() {
+        error_type::<Error>();
+        error_type::<DriverError>();
+        let io = || std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let e = Error::driver("CUDA: cuMemcpy: denied", io());
+        assert_eq!(e.to_string(), "driver error: CUDA: cuMemcpy: denied");
+        let mut chain = Vec::new();
+        let mut next = e.source();
+        while let Some(s) = next {
+            chain.push(s.to_string());
+            next = s.source();
+        }
+        assert_eq!(chain, ["CUDA: cuMemcpy: denied", "denied"]);
+        let oom = Error::OutOfMemory(DriverError::with_source("CUDA: allocating 8 bytes", io()));
+        assert!(oom.source().and_then(|s| s.source()).is_some());
+        let lost = Error::DeviceLost {
+            backend: Backend::Cuda,
+            reason: DriverError::with_source("CUDA: illegal address", io()),
+        };
+        assert!(lost.source().and_then(|s| s.source()).is_some());
+        let file = Error::io("/x/model.json", io());
+        assert_eq!(file.to_string(), "/x/model.json: denied");
+        let source = file.source().expect("the io error");
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
+        // A copy (the kernel cache hands one to every caller) keeps the same source.
+        let DriverError { source, .. } = DriverError::with_source("m", io()).context("c");
+        assert_eq!(source.map(|s| s.to_string()).as_deref(), Some("denied"));
+    }
+
+    #[test]
+    fn driver_errors_read_as_their_message() {
+        let e = Error::Driver("no OpenCL device found".into());
+        assert!(matches!(&e, Error::Driver(m) if m == "no OpenCL device found"));
+        assert!(matches!(&e, Error::Driver(m) if *m == *"no OpenCL device found"));
+        let Error::Driver(m) = e else { unreachable!() };
+        assert_eq!(m.message(), "no OpenCL device found");
+        assert_eq!(m.as_ref(), "no OpenCL device found");
+        assert_eq!(m, String::from("no OpenCL device found"));
+        assert!(m.source().is_none());
     }
 }

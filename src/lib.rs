@@ -248,7 +248,7 @@ pub mod userfn;
 pub use backends::{default_backend, set_default_backend, Backend};
 pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use containers::{MatrixView, MatrixViewMut, Tensor3};
-pub use error::{Error, Result};
+pub use error::{DriverError, Error, Result};
 pub use interop::{Rgb8, Rgba8};
 pub use random::Random;
 pub use skel_macros::{userfn, DeviceType};

@@ -361,7 +361,18 @@ fn child_device_lost() {
     let lost = |r: Result<()>, what: &str| match r {
         Err(Error::DeviceLost { backend, reason }) => {
             assert_eq!(backend, Backend::Cuda, "{what}");
-            assert!(reason.contains("ILLEGAL_ADDRESS"), "{what}: {reason}");
+            assert!(
+                reason.message().contains("ILLEGAL_ADDRESS"),
+                "{what}: {reason}"
+            );
+            // The driver's own error stays reachable behind skel's message.
+            let cause = std::error::Error::source(&reason).map(ToString::to_string);
+            assert!(
+                cause
+                    .as_deref()
+                    .is_some_and(|c| c.contains("ILLEGAL_ADDRESS")),
+                "{what}: source {cause:?}"
+            );
             let msg = Error::DeviceLost { backend, reason }.to_string();
             assert!(
                 msg.contains("device lost for the rest of the process"),

@@ -93,3 +93,6 @@ pub fn list<T: std::str::FromStr>(what: &str, value: Option<String>) -> Result<V
         .map(|s| s.trim().parse().map_err(|_| format!("bad {what} {v}")))
         .collect()
 }
+
+/// The flag cargo passes, shared by the benches with a report of their own.
+pub mod args;

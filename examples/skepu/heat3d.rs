@@ -200,32 +200,41 @@ struct Args {
     report: bool,
 }
 
+/// 3D heat diffusion (Jacobi, 7-point) with MapOverlap on a Tensor3.
+#[derive(clap::Parser)]
+#[command(name = "skepu_heat3d")]
+struct Cli {
+    /// The backend (default: skel's default backend).
+    #[arg(long)]
+    backend: Option<Backend>,
+    /// Cells per side of the cube.
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// Time steps.
+    #[arg(long, default_value_t = 10)]
+    steps: usize,
+    /// Compare with the cpu backend, plain Rust and the index-Map workaround.
+    #[arg(long)]
+    check: bool,
+    /// Print the timing report.
+    #[arg(long)]
+    report: bool,
+}
+
 fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        backend: skel::default_backend().map_err(|e| e.to_string())?,
-        size: 64,
-        steps: 10,
-        check: false,
-        report: false,
+    let cli = <Cli as clap::Parser>::parse();
+    let backend = match cli.backend {
+        Some(b) => b,
+        None => skel::default_backend().map_err(|e| e.to_string())?,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        match flag.as_str() {
-            "--check" => a.check = true,
-            "--report" => a.report = true,
-            "--backend" | "--size" | "--steps" => {
-                let v = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-                match flag.as_str() {
-                    "--backend" => a.backend = v.parse().map_err(|e: skel::Error| e.to_string())?,
-                    "--size" => a.size = v.parse().map_err(|e| format!("--size {v}: {e}"))?,
-                    _ => a.steps = v.parse().map_err(|e| format!("--steps {v}: {e}"))?,
-                }
-            }
-            _ => return Err(format!("unknown option {flag}")),
-        }
-    }
-    a.backend.check().map_err(|e| e.to_string())?;
-    Ok(a)
+    backend.check().map_err(|e| e.to_string())?;
+    Ok(Args {
+        backend,
+        size: cli.size,
+        steps: cli.steps,
+        check: cli.check,
+        report: cli.report,
+    })
 }
 
 /// The wall time of one call of `f`, in milliseconds.
@@ -330,10 +339,7 @@ fn main() -> ExitCode {
     let a = match parse() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!(
-                "skepu_heat3d: {e}\nusage: skepu_heat3d [--backend cpu|rayon|cuda|opencl] \
-                 [--size N] [--steps S] [--check] [--report]"
-            );
+            eprintln!("skepu_heat3d: {e}");
             return ExitCode::from(2);
         }
     };

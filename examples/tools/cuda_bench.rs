@@ -59,22 +59,32 @@ fn small_calls(b: Backend, k: usize) -> Result<()> {
     Ok(())
 }
 
+/// skel's CUDA backend on its own: first call, Map, Reduce, per-call cost.
+#[derive(clap::Parser)]
+#[command(name = "cuda_bench")]
+struct Cli {
+    /// Elements as a power of two (default 28), or `small` for only the per-call rows (a
+    /// host profile of the call path).
+    size: Option<String>,
+    /// `scan`: only the Scan rows; after `small`: the number of calls (default 20000).
+    only: Option<String>,
+}
+
 fn main() -> Result<()> {
-    let log2: u32 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(28);
-    let only = std::env::args().nth(2).unwrap_or_default();
+    let cli = <Cli as clap::Parser>::parse();
     let b = Backend::Cuda;
     b.check()?;
-    // `small [calls]`: only the per-call rows (for a host profile of the call path).
-    if std::env::args().nth(1).as_deref() == Some("small") {
-        let k = std::env::args()
-            .nth(2)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(20_000);
+    if cli.size.as_deref() == Some("small") {
+        let k = cli.only.and_then(|s| s.parse().ok()).unwrap_or(20_000);
         return small_calls(b, k);
     }
+    let log2: u32 = match cli.size {
+        None => 28,
+        Some(s) => s.parse().map_err(|_| {
+            Error::InvalidArgument(format!("size {s:?}: a power of two or `small`"))
+        })?,
+    };
+    let only = cli.only.unwrap_or_default();
     let n = 1usize << log2;
     println!("cuda_bench: n = 2^{log2} f32");
 

@@ -136,12 +136,17 @@ fn size(log2: u32) -> Result<()> {
     Ok(())
 }
 
+/// skel's OpenCL Reduce against the copy bound, per size.
+#[derive(clap::Parser)]
+#[command(name = "opencl_reduce_bench")]
+struct Cli {
+    /// Sizes as powers of two (default 20 24 28).
+    sizes: Vec<u32>,
+}
+
 fn main() -> Result<()> {
+    let mut sizes = <Cli as clap::Parser>::parse().sizes;
     Backend::OpenCl.check()?;
-    let mut sizes: Vec<u32> = std::env::args()
-        .skip(1)
-        .filter_map(|s| s.parse().ok())
-        .collect();
     if sizes.is_empty() {
         sizes = vec![20, 24, 28];
     }

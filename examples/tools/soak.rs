@@ -53,37 +53,39 @@ struct Args {
     out: Option<String>,
 }
 
+/// Mixed skeleton calls for a while, sampling memory and driver objects.
+#[derive(clap::Parser)]
+#[command(name = "soak")]
+struct Cli {
+    /// The backend (default: skel's default backend).
+    #[arg(long)]
+    backend: Option<Backend>,
+    /// How long to run, in minutes.
+    #[arg(long, default_value_t = 10.0 / 60.0, value_parser = positive)]
+    minutes: f64,
+    /// Seconds between samples.
+    #[arg(long, default_value_t = 1.0, value_parser = positive)]
+    every: f64,
+    /// Write PREFIX.csv and PREFIX.svg of the samples.
+    #[arg(long, value_name = "PREFIX")]
+    out: Option<String>,
+}
+
+fn positive(v: &str) -> std::result::Result<f64, String> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|x| *x > 0.0)
+        .ok_or_else(|| format!("`{v}` is not a positive number"))
+}
+
 fn parse_args() -> Result<Args> {
-    let mut args = Args {
-        backend: skel::default_backend()?,
-        minutes: 10.0 / 60.0,
-        every: 1.0,
-        out: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .ok_or_else(|| Error::InvalidArgument(format!("{flag} needs a value")))
-        };
-        let number = |v: String| {
-            v.parse::<f64>().ok().filter(|x| *x > 0.0).ok_or_else(|| {
-                Error::InvalidArgument(format!("{flag}: `{v}` is not a positive number"))
-            })
-        };
-        match flag.as_str() {
-            "--backend" => args.backend = value()?.parse()?,
-            "--minutes" => args.minutes = number(value()?)?,
-            "--every" => args.every = number(value()?)?,
-            "--out" => args.out = Some(value()?),
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown argument `{other}`: expected --backend, --minutes, --every, --out"
-                )))
-            }
-        }
-    }
-    Ok(args)
+    let cli = <Cli as clap::Parser>::parse();
+    Ok(Args {
+        backend: cli.backend.map_or_else(skel::default_backend, Ok)?,
+        minutes: cli.minutes,
+        every: cli.every,
+        out: cli.out,
+    })
 }
 
 /// Resident set size of this process in MiB.

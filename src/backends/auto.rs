@@ -343,10 +343,9 @@ impl Auto {
             let gpu = s.spawn(gpu_part);
             let cpu = cpu_part();
             let gpu = gpu.join().map_err(|_| {
-                Error::Driver(format!(
-                    "the GPU part of a split call of {} panicked",
-                    self.name
-                ))
+                Error::Driver(
+                    format!("the GPU part of a split call of {} panicked", self.name).into(),
+                )
             })?;
             Ok((gpu?, cpu?))
         })

@@ -333,9 +333,9 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
             // No thread: the next call compiles in place (nothing is left marked).
             compile_finished();
             self.behind().remove(&key);
-            return Err(Error::Driver(format!(
-                "spawning a kernel compile thread: {e}"
-            )));
+            return Err(Error::Driver(
+                format!("spawning a kernel compile thread: {e}").into(),
+            ));
         }
         Err(pending_error())
     }
@@ -375,12 +375,16 @@ fn copy_error(e: &Error) -> Error {
         },
         Error::OutOfMemory(m) => Error::OutOfMemory(m.clone()),
         Error::Driver(m) => Error::Driver(m.clone()),
+        Error::DeviceLost { backend, reason } => Error::DeviceLost {
+            backend: *backend,
+            reason: reason.clone(),
+        },
         Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
         Error::BackendUnavailable { backend, reason } => Error::BackendUnavailable {
             backend: *backend,
             reason: reason.clone(),
         },
-        other => Error::Driver(other.to_string()),
+        other => Error::Driver(other.to_string().into()),
     }
 }
 

@@ -404,9 +404,9 @@ fn bring_back<T: DeviceType>(buf: &HostBuf<T>, st: &mut State, range: Range<usiz
         let sources = st.coherence.sources(part.clone(), Location::Host);
         let covered: usize = sources.iter().map(|(_, r)| r.len()).sum();
         if covered != part.len() {
-            return Err(Error::Driver(format!(
-                "internal: elements {part:?} of a container are valid nowhere"
-            )));
+            return Err(Error::Driver(
+                format!("internal: elements {part:?} of a container are valid nowhere").into(),
+            ));
         }
         for (loc, r) in sources {
             let Location::Device(dev) = loc else {
@@ -414,9 +414,9 @@ fn bring_back<T: DeviceType>(buf: &HostBuf<T>, st: &mut State, range: Range<usiz
             };
             st.coherence.wait(loc, r.clone())?;
             let copy = st.device(dev).ok_or_else(|| {
-                Error::Driver(format!(
-                    "internal: device {dev} holds elements {r:?} but no buffer"
-                ))
+                Error::Driver(
+                    format!("internal: device {dev} holds elements {r:?} but no buffer").into(),
+                )
             })?;
             let size = std::mem::size_of::<T>();
             // SAFETY: r lies inside the buffer (checked above; coherence ranges are

@@ -21,6 +21,7 @@ use crate::DeviceType;
 /// # Ok::<(), skel::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, DeviceType)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[repr(C)]
 pub struct Rgb8 {
     /// Red.
@@ -39,6 +40,7 @@ pub struct Rgb8 {
 /// assert_eq!((p.r, p.a), (1, 255));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, DeviceType)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[repr(C)]
 pub struct Rgba8 {
     /// Red.

@@ -39,12 +39,16 @@
 //! between them in proportion to their predicted throughput (SkePU's hybrid backend):
 //! the GPU takes the tail of the elements, Rayon the head, at the same time.
 //!
-//! The models persist in `model-v2.txt` in `$SKEL_TUNE_DIR`, else in `tune/` next to the
-//! compiled kernels (see [`crate::config::CACHE_DIR`]), written when a calibration pauses (the first decision
-//! after new samples that needs no measurement); deleting it only costs recalibration. A
-//! file that cannot be read makes `Backend::Auto` use the static order (CUDA, then an OpenCL GPU,
-//! then Rayon) and logs a warning once (the `log` crate, target `skel::tune`); one that
-//! cannot be written leaves the models in memory (also logged once). Neither fails a call.
+//! The models persist in `model.json` (JSON, `serde_json`) in `$SKEL_TUNE_DIR`, else in
+//! `tune/` next to the compiled kernels (see [`crate::config::CACHE_DIR`]), written when a
+//! calibration pauses (the first decision after new samples that needs no measurement);
+//! deleting it only costs recalibration. A file that is damaged, of another version, or of
+//! the earlier text format (`model-v2.txt`) is reported in a log warning (the `log` crate,
+//! target `skel::tune`) and `Backend::Auto` calibrates afresh, replacing it on the next save.
+//! A file that cannot be read at all (not a regular file, an I/O error) makes
+//! `Backend::Auto` use the static order (CUDA, then an OpenCL GPU, then Rayon) and logs a
+//! warning once; one that cannot be written leaves the models in memory (also logged once).
+//! None of these fails a call.
 //! [`explain`] returns why the calling thread's last `Auto` call ran where it did;
 //! `SKEL_TUNE_LOG=1` logs every decision (`info`). Both variables are in [`crate::config`].
 //!
@@ -338,7 +342,7 @@ impl Tuner {
                      order (CUDA, then an OpenCL GPU, then Rayon); delete the file to \
                      recalibrate"
                 );
-                (Models::default(), Some(why))
+                (Models::default(), Some(why.to_string()))
             }
         };
         Tuner {
@@ -1126,7 +1130,7 @@ pub fn explain() -> Option<Explanation> {
 /// ```
 /// let dir = std::env::temp_dir().join(format!("skel-tune-doc-{}", std::process::id()));
 /// skel::tune::set_model_dir(Some(&dir));
-/// assert_eq!(skel::tune::model_file(), Some(dir.join("model-v2.txt")));
+/// assert_eq!(skel::tune::model_file(), Some(dir.join("model.json")));
 /// skel::tune::set_model_dir(None);
 /// assert_eq!(skel::tune::model_file(), None);
 /// ```
@@ -1147,6 +1151,11 @@ pub fn model_file() -> Option<PathBuf> {
 /// Waits until every call enqueued on a device (CUDA, OpenCL) is done: for timing calls
 /// whose results stay on the device. `Ok` where no device was used.
 ///
+/// # Errors
+///
+/// What the device reported for work enqueued earlier ([`crate::Error::Driver`],
+/// [`crate::Error::DeviceLost`], ...).
+///
 /// ```
 /// skel::tune::synchronize()?;
 /// # Ok::<(), skel::Error>(())
@@ -1159,6 +1168,12 @@ pub fn synchronize() -> Result<()> {
 /// Measures the host-device link of every available device backend and stores it in the
 /// model file; returns what it measured. Function models calibrate themselves on first use
 /// (see the module documentation).
+///
+/// # Errors
+///
+/// A measurement that fails on a device (its probe buffers do not fit:
+/// [`crate::Error::OutOfMemory`]; a driver failure: [`crate::Error::Driver`]). A model file
+/// that cannot be written is not an error: the models stay in memory (logged once).
 ///
 /// ```
 /// skel::tune::set_model_dir(None);

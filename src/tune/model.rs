@@ -3,28 +3,36 @@
 //! mean, spread and count), and a prediction for any size from it (the bucket's own history
 //! where measured, else log-log interpolation between the nearest measured buckets).
 //!
-//! The models persist as one small text file, `model-v2.txt`, in the tune directory
-//! (`$SKEL_TUNE_DIR`, else `tune/` in the kernel cache directory). Every save re-reads the
-//! file and merges it with this process's models (per bucket the history with more
-//! samples wins) under an exclusive lock of `model-v2.lock` beside it (`fs4`), then writes
-//! a temporary file and persists it over the old one (`tempfile`), so concurrent processes
-//! never see a torn file and never lose each other's samples.
+//! The models persist as one small JSON file, `model.json`, in the tune directory
+//! (`$SKEL_TUNE_DIR`, else `tune/` in the kernel cache directory), read and written with
+//! `serde_json`. Every save re-reads the file and merges it with this process's models (per
+//! bucket the history with more samples wins) under an exclusive lock of `model.lock`
+//! beside it (`fs4`), then writes a temporary file and persists it over the old one
+//! (`tempfile`), so concurrent processes never see a torn file and never lose each other's
+//! samples. A file that is damaged or of another version is reported in a log warning and
+//! replaced on the next save; the models start afresh.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt;
+use serde::{Deserialize, Serialize};
 
-use crate::Backend;
+use crate::{Backend, Error, Result};
 
-/// The first line of a model file; a file of another version is ignored (and replaced on
-/// the next save).
-pub(crate) const HEADER: &str = "skel-tune 2";
+/// The `format` field of a model file.
+const FORMAT: &str = "skel-tune";
 
-/// The file name of the models inside the tune directory (version 1 files, which had no
-/// spread, are left alone).
-pub(crate) const FILE: &str = "model-v2.txt";
+/// The `version` field this code reads and writes; a file of another version is reported
+/// and replaced on the next save.
+const VERSION: u32 = 3;
+
+/// The file name of the models inside the tune directory.
+pub(crate) const FILE: &str = "model.json";
+
+/// The text file of earlier versions (`skel-tune 2` and before): reported once when it is
+/// all there is, never read.
+const OLD_FILE: &str = "model-v2.txt";
 
 /// What a model is kept for: one skeleton form with one user function on element types.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -214,89 +222,6 @@ impl Models {
             self.link.entry(*b).or_insert(*bw);
         }
     }
-
-    /// The models as the text of a model file.
-    pub(crate) fn to_text(&self) -> String {
-        let mut s = format!("{HEADER}\n");
-        for (b, bw) in &self.link {
-            let _ = writeln!(s, "link {b} {bw:.0}");
-        }
-        for ((key, backend), buckets) in &self.history {
-            for (b, h) in buckets {
-                let _ = writeln!(
-                    s,
-                    "h {backend} {b} {} {:.1} {:.1} {:.1} {} {} {}",
-                    h.count, h.mean_n, h.mean_ns, h.m2_ns, key.skeleton, key.types, key.function
-                );
-            }
-        }
-        s
-    }
-
-    /// Parses the text of a model file: `Ok(None)` for a file of another version,
-    /// `Err(why)` for one that is damaged.
-    pub(crate) fn from_text(text: &str) -> Result<Option<Models>, String> {
-        let mut lines = text.lines();
-        if lines.next().map(str::trim) != Some(HEADER) {
-            return Ok(None);
-        }
-        let mut m = Models::default();
-        for (i, line) in lines.enumerate() {
-            let bad = |what: &str| format!("line {}: {what}: {line:?}", i + 2);
-            let mut f = line.split_whitespace();
-            match f.next() {
-                None => {}
-                Some("link") => {
-                    let b: Backend = parse(f.next()).ok_or_else(|| bad("backend"))?;
-                    let bw: f64 = parse(f.next()).ok_or_else(|| bad("bandwidth"))?;
-                    if !(bw.is_finite() && bw > 0.0) {
-                        return Err(bad("bandwidth"));
-                    }
-                    m.link.insert(b, bw);
-                }
-                Some("h") => {
-                    let backend: Backend = parse(f.next()).ok_or_else(|| bad("backend"))?;
-                    let b: u32 = parse(f.next()).ok_or_else(|| bad("bucket"))?;
-                    let count: u32 = parse(f.next()).ok_or_else(|| bad("count"))?;
-                    let mean_n: f64 = parse(f.next()).ok_or_else(|| bad("size"))?;
-                    let mean_ns: f64 = parse(f.next()).ok_or_else(|| bad("time"))?;
-                    let m2_ns: f64 = parse(f.next()).ok_or_else(|| bad("spread"))?;
-                    let skeleton = f.next().ok_or_else(|| bad("skeleton"))?.to_string();
-                    let types = f.next().ok_or_else(|| bad("types"))?.to_string();
-                    let function = f.collect::<Vec<_>>().join(" ");
-                    if function.is_empty()
-                        || backend == Backend::Auto
-                        || count == 0
-                        || !(mean_ns.is_finite() && mean_ns >= 0.0 && mean_n.is_finite())
-                        || !(m2_ns.is_finite() && m2_ns >= 0.0)
-                    {
-                        return Err(bad("entry"));
-                    }
-                    let key = Key {
-                        skeleton,
-                        types,
-                        function,
-                    };
-                    let bucket = Bucket {
-                        count,
-                        mean_n,
-                        mean_ns,
-                        m2_ns,
-                    };
-                    m.history
-                        .entry((key, backend))
-                        .or_default()
-                        .insert(b, bucket);
-                }
-                Some(_) => return Err(bad("unknown record")),
-            }
-        }
-        Ok(Some(m))
-    }
-}
-
-fn parse<T: std::str::FromStr>(s: Option<&str>) -> Option<T> {
-    s?.parse().ok()
 }
 
 /// `y` at `x` on the piecewise log-log line through `points` (sorted by `x`, all
@@ -334,52 +259,224 @@ pub(crate) fn default_dir() -> Option<PathBuf> {
 }
 
 /// The largest model file read: far more than every skeleton, type and size bucket of a
-/// program take (a line is about 100 bytes).
+/// program take (an entry is about 150 bytes).
 const MODEL_FILE_CAP: u64 = 16 << 20;
 
-/// Reads the model file in `dir`: empty models when there is none (or one of another
-/// version), `Err(why)` when it exists but cannot be read or parsed.
-pub(crate) fn load(dir: &Path) -> Result<Models, String> {
+/// A model file as JSON: a format tag and version, the measured links, and one entry per
+/// (skeleton, types, function, backend) with its buckets.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    format: String,
+    version: u32,
+    /// Bytes per second between host and device, by backend name.
+    links: BTreeMap<String, f64>,
+    histories: Vec<HistoryRecord>,
+}
+
+/// Only the tag and version of a model file: read first, so that a file of another version
+/// is named as such rather than as a damaged one.
+#[derive(Deserialize)]
+struct Header {
+    format: Option<String>,
+    version: Option<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryRecord {
+    skeleton: String,
+    types: String,
+    function: String,
+    backend: String,
+    /// By bucket number (JSON object keys are strings: `"11"` holds sizes 1024..2047).
+    buckets: BTreeMap<u32, BucketRecord>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BucketRecord {
+    count: u32,
+    mean_n: f64,
+    mean_ns: f64,
+    m2_ns: f64,
+}
+
+impl Models {
+    /// The models as the JSON text of a model file.
+    pub(crate) fn to_json(&self) -> String {
+        let file = ModelFile {
+            format: FORMAT.into(),
+            version: VERSION,
+            links: self
+                .link
+                .iter()
+                .map(|(b, bw)| (b.to_string(), *bw))
+                .collect(),
+            histories: self
+                .history
+                .iter()
+                .map(|((key, backend), buckets)| HistoryRecord {
+                    skeleton: key.skeleton.clone(),
+                    types: key.types.clone(),
+                    function: key.function.clone(),
+                    backend: backend.to_string(),
+                    buckets: buckets
+                        .iter()
+                        .map(|(b, h)| {
+                            let record = BucketRecord {
+                                count: h.count,
+                                mean_n: h.mean_n,
+                                mean_ns: h.mean_ns,
+                                m2_ns: h.m2_ns,
+                            };
+                            (*b, record)
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        // Strings, integers and floats only: serde_json cannot fail on them (a non-finite
+        // float would be written as `null`, and the file then read as damaged and
+        // replaced). A pretty file is easier to read and diff.
+        serde_json::to_string_pretty(&file).unwrap_or_default()
+    }
+
+    /// Parses the JSON text of a model file; `Err(why)` for one that is damaged or of
+    /// another format or version.
+    pub(crate) fn from_json(text: &str) -> std::result::Result<Models, String> {
+        let header: Header =
+            serde_json::from_str(text).map_err(|e| format!("not a model file: {e}"))?;
+        if header.format.as_deref() != Some(FORMAT) {
+            return Err(format!("not a model file (format {:?})", header.format));
+        }
+        if header.version != Some(VERSION) {
+            let found = header.version.map_or("none".into(), |v| v.to_string());
+            return Err(format!(
+                "model file version {found}; this version of skel reads version {VERSION}"
+            ));
+        }
+        let file: ModelFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let mut m = Models::default();
+        for (name, bw) in file.links {
+            let b: Backend = name.parse().map_err(|e| format!("links: {e}"))?;
+            if !(bw.is_finite() && bw > 0.0) {
+                return Err(format!("links: bandwidth {bw} of {name}"));
+            }
+            m.link.insert(b, bw);
+        }
+        for (i, h) in file.histories.into_iter().enumerate() {
+            let bad = |what: &str| format!("histories[{i}]: {what}");
+            let backend: Backend = h.backend.parse().map_err(|e| bad(&format!("{e}")))?;
+            if backend == Backend::Auto || h.function.is_empty() {
+                return Err(bad("entry"));
+            }
+            let key = Key {
+                skeleton: h.skeleton,
+                types: h.types,
+                function: h.function,
+            };
+            let buckets = m.history.entry((key, backend)).or_default();
+            for (b, r) in h.buckets {
+                let sane = r.count > 0
+                    && r.mean_ns.is_finite()
+                    && r.mean_ns >= 0.0
+                    && r.mean_n.is_finite()
+                    && r.m2_ns.is_finite()
+                    && r.m2_ns >= 0.0;
+                if !sane {
+                    return Err(bad(&format!("bucket {b}")));
+                }
+                let bucket = Bucket {
+                    count: r.count,
+                    mean_n: r.mean_n,
+                    mean_ns: r.mean_ns,
+                    m2_ns: r.m2_ns,
+                };
+                buckets.insert(b, bucket);
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// What reading the model file in a directory found.
+enum Read {
+    /// Its models (empty where there is no file).
+    Models(Models),
+    /// A file that is damaged or of another version: why.
+    Damaged(String),
+}
+
+/// Reads the model file in `dir`; `Err` when it exists but cannot be read (not a regular
+/// file, too large, an I/O error).
+fn read(dir: &Path) -> Result<Read> {
     let path = dir.join(FILE);
-    let text = crate::backends::jit::read_regular(&path, MODEL_FILE_CAP).and_then(|b| {
-        String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-    });
-    match text {
-        Ok(text) => Models::from_text(&text)
-            .map(Option::unwrap_or_default)
-            .map_err(|e| format!("{}: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Models::default()),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+    match crate::backends::jit::read_regular(&path, MODEL_FILE_CAP) {
+        Ok(bytes) => Ok(match String::from_utf8(bytes) {
+            Ok(text) => Models::from_json(&text).map_or_else(Read::Damaged, Read::Models),
+            Err(e) => Read::Damaged(format!("not UTF-8 text: {e}")),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Read::Models(Models::default())),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Reads the model file in `dir`: empty models when there is none; empty models and a log
+/// warning when it is damaged, of another version, or only a file of the earlier text
+/// format is there; `Err` when it exists but cannot be read.
+pub(crate) fn load(dir: &Path) -> Result<Models> {
+    match read(dir)? {
+        Read::Models(m) => {
+            let old = dir.join(OLD_FILE);
+            if m == Models::default() && !dir.join(FILE).exists() && old.exists() {
+                log::warn!(
+                    target: "skel::tune",
+                    "{} is a model file of an earlier skel (a text format); it is not read:                      Backend::Auto calibrates afresh and saves {FILE} beside it (the old                      file can be deleted)",
+                    old.display()
+                );
+            }
+            Ok(m)
+        }
+        Read::Damaged(why) => {
+            log::warn!(
+                target: "skel::tune",
+                "the tune model {} is ignored ({why}): Backend::Auto calibrates afresh and                  replaces the file on its next save",
+                dir.join(FILE).display()
+            );
+            Ok(Models::default())
+        }
     }
 }
 
 /// Merges `models` with the file in `dir` (if readable) and writes the result atomically,
-/// holding an exclusive lock on `dir/model-v2.lock` from the read to the write, so two
-/// processes saving at once both keep their samples (the second merges the first's).
-pub(crate) fn save(dir: &Path, models: &Models) -> Result<(), String> {
+/// holding an exclusive lock on `dir/model.lock` from the read to the write, so two
+/// processes saving at once both keep their samples (the second merges the first's). A
+/// damaged file is replaced. `Err` ([`Error::Io`], the operating system's error as its
+/// source) when the directory, the lock or the file cannot be written.
+pub(crate) fn save(dir: &Path, models: &Models) -> Result<()> {
     let path = dir.join(FILE);
-    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-    std::fs::create_dir_all(dir).map_err(fail)?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let lock_path = dir.join(LOCK);
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(&lock_path)
-        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
-    FileExt::lock_exclusive(&lock).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+        .map_err(|e| Error::io(&lock_path, e))?;
+    FileExt::lock_exclusive(&lock).map_err(|e| Error::io(&lock_path, e))?;
     let mut merged = models.clone();
-    if let Ok(on_disk) = load(dir) {
+    if let Ok(Read::Models(on_disk)) = read(dir) {
         merged.merge(&on_disk);
     }
-    let written = crate::backends::jit::write_atomic(&path, merged.to_text().as_bytes());
+    let written = crate::backends::jit::write_atomic(&path, merged.to_json().as_bytes());
     // Closing the file releases the lock too; unlocking first says when it ends.
     let _ = FileExt::unlock(&lock);
-    written.map_err(fail)
+    written.map_err(|e| Error::io(path, e))
 }
 
 /// The lock file beside [`FILE`], held while a save reads, merges and writes.
-const LOCK: &str = "model-v2.lock";
+const LOCK: &str = "model.lock";
 
 #[cfg(test)]
 mod tests {
@@ -427,22 +524,118 @@ mod tests {
         assert!(m.needs_sample(&key(), Backend::Rayon, 1 << 19));
     }
 
+    /// Warnings of `skel::tune`, captured for the tests that expect one.
+    fn warnings() -> &'static std::sync::Mutex<Vec<String>> {
+        struct Capture;
+        static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        impl log::Log for Capture {
+            fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+                m.target() == "skel::tune" && m.level() <= log::Level::Warn
+            }
+            fn log(&self, r: &log::Record<'_>) {
+                if self.enabled(r.metadata()) {
+                    let mut w = WARNINGS.lock().unwrap_or_else(|p| p.into_inner());
+                    w.push(r.args().to_string());
+                }
+            }
+            fn flush(&self) {}
+        }
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // The lib tests install no other logger.
+            let _ = log::set_logger(&Capture);
+            log::set_max_level(log::LevelFilter::Warn);
+        });
+        &WARNINGS
+    }
+
+    fn warned_about(dir: &Path) -> Option<String> {
+        let dir = dir.display().to_string();
+        let w = warnings().lock().unwrap_or_else(|p| p.into_inner());
+        w.iter().find(|m| m.contains(&dir)).cloned()
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("skel-model-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
-    fn text_round_trip_and_damage() {
+    fn json_round_trip_and_damage() {
         let mut m = Models::default();
         m.record(&key(), Backend::Cuda, 4096, 12345.5);
+        m.record(&key(), Backend::Cuda, 4000, 0.1 + 0.2);
+        m.record(&key(), Backend::Rayon, 1 << 20, 7.0e6);
         m.link.insert(Backend::Cuda, 2.5e10);
-        let back = Models::from_text(&m.to_text()).unwrap().unwrap();
-        assert_eq!(back, m);
-        assert_eq!(Models::from_text("skel-tune 0\nwhatever").unwrap(), None);
-        let err = Models::from_text(&format!("{HEADER}\nh cuda x 1 2 3 0 map f32 f")).unwrap_err();
-        assert!(err.contains("line 2"), "{err}");
-        let err = Models::from_text(&format!("{HEADER}\nh cuda 3 1 2 3 -1 map f32 f")).unwrap_err();
-        assert!(err.contains("line 2"), "{err}");
-        assert_eq!(
-            Models::from_text("skel-tune 1\nh cuda 3 1 2 3 map f32 f").unwrap(),
-            None
-        );
+        let text = m.to_json();
+        let back = Models::from_json(&text).unwrap();
+        assert_eq!(back, m, "floats round-trip exactly");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["format"], "skel-tune");
+        assert_eq!(v["version"], VERSION);
+        assert_eq!(v["histories"][0]["function"], "app::square fn");
+        let bad = |t: &str| Models::from_json(t).unwrap_err();
+        assert!(bad("skel-tune 2\nh cuda 3 1 2 3 0 map f32 f").contains("not a model file"));
+        assert!(bad(r#"{"format": "other", "version": 3}"#).contains("format"));
+        let newer = bad(r#"{"format": "skel-tune", "version": 4, "links": {}}"#);
+        assert!(newer.contains("version 4;"), "{newer}");
+        let truncated = &text[..text.len() / 2];
+        assert!(!bad(truncated).is_empty());
+        let negative = text.replacen("\"count\": 1", "\"count\": 0", 1);
+        assert!(bad(&negative).contains("bucket"), "{}", bad(&negative));
+        let auto = text.replace("\"rayon\"", "\"auto\"");
+        assert!(bad(&auto).contains("entry"), "{}", bad(&auto));
+        let unknown = text.replacen("\"links\"", "\"linkz\"", 1);
+        assert!(!bad(&unknown).is_empty());
+    }
+
+    /// A damaged file, one of another version and one of the old text format each give a
+    /// warning naming the file and empty models (never a panic); the next save replaces
+    /// the damaged file with a valid one.
+    #[test]
+    fn damaged_or_old_files_start_afresh_with_a_warning() {
+        warnings(); // the capturing logger, before the first load
+        for (name, file, text) in [
+            ("corrupt", FILE, "{\"format\": \"skel-tune\", \"vers"),
+            ("binary", FILE, "\u{0}\u{1}\u{2}"),
+            ("newer", FILE, r#"{"format": "skel-tune", "version": 99}"#),
+            ("old-text", OLD_FILE, "skel-tune 2\nlink cuda 25000000000\n"),
+        ] {
+            let dir = scratch(name);
+            std::fs::write(dir.join(file), text).unwrap();
+            let loaded = load(&dir).unwrap();
+            assert_eq!(loaded, Models::default(), "{name}");
+            let warning = warned_about(&dir).unwrap_or_else(|| panic!("{name}: no warning"));
+            assert!(warning.contains("afresh"), "{name}: {warning}");
+            let mut m = Models::default();
+            m.record(&key(), Backend::Cpu, 10, 1.0);
+            save(&dir, &m).unwrap();
+            assert_eq!(load(&dir).unwrap(), m, "{name}: replaced by a valid file");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        // Bytes that are not UTF-8 at all.
+        let dir = scratch("latin1");
+        std::fs::write(dir.join(FILE), [0xff, 0xfe, 0x7b]).unwrap();
+        assert_eq!(load(&dir).unwrap(), Models::default());
+        assert!(warned_about(&dir).is_some_and(|w| w.contains("UTF-8")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An I/O failure keeps the operating system's error as the source.
+    #[test]
+    fn unwritable_directory_keeps_the_io_error_as_source() {
+        use std::error::Error as _;
+        let dir = scratch("unwritable");
+        let blocker = dir.join("a-file");
+        std::fs::write(&blocker, "not a directory").unwrap();
+        let err = save(&blocker.join("tune"), &Models::default()).unwrap_err();
+        assert!(matches!(err, Error::Io { .. }), "{err:?}");
+        let io = err.source().expect("the io::Error is the source");
+        assert!(io.downcast_ref::<std::io::Error>().is_some(), "{io:?}");
+        assert!(err.to_string().contains("a-file"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -590,7 +590,7 @@ fn local_arrays_up_to_the_limit_work_everywhere() {
                     // a kernel of fixed work-group size on a CPU OpenCL device
                     |e| match e {
                         Error::Driver(m) if be == Backend::OpenCl => {
-                            assert!(m.contains("local arrays"), "{be}: {m}")
+                            assert!(m.message().contains("local arrays"), "{be}: {m}")
                         }
                         e => panic!("{be} checked={checked}: {e}"),
                     },

@@ -199,7 +199,7 @@ pub(crate) fn ensure_nvrtc() -> Result<()> {
             ))
         })
         .clone()
-        .map_err(Error::Driver)
+        .map_err(|m| Error::Driver(m.into()))
 }
 
 /// Loads the CUDA library `lib` (`cuda`, `nvrtc`) by cudarc's names for it and keeps it

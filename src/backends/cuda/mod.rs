@@ -163,20 +163,21 @@ pub(crate) fn driver(e: DriverError) -> Error {
             | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
             | R::CUDA_ERROR_INVALID_PC
     );
+    let reason = crate::DriverError::with_source(format!("CUDA: {e}"), e);
     if sticky {
-        let first = LOST.get_or_init(|| format!("CUDA: {e}"));
+        let first = LOST.get_or_init(|| reason);
         return lost(first);
     }
-    Error::Driver(format!("CUDA: {e}"))
+    Error::Driver(reason)
 }
 
 /// What lost the CUDA context, once something did.
-static LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+static LOST: std::sync::OnceLock<crate::DriverError> = std::sync::OnceLock::new();
 
-fn lost(reason: &str) -> Error {
+fn lost(reason: &crate::DriverError) -> Error {
     Error::DeviceLost {
         backend: crate::Backend::Cuda,
-        reason: reason.to_string(),
+        reason: reason.clone(),
     }
 }
 
@@ -205,7 +206,10 @@ pub(crate) fn injected(kind: crate::debug::Fault) -> std::result::Result<(), Dri
 /// A driver error from an allocation: [`Error::OutOfMemory`] when it is one.
 pub(crate) fn oom_or_driver(e: DriverError, bytes: usize) -> Error {
     if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
-        Error::OutOfMemory(format!("CUDA: allocating {bytes} bytes"))
+        Error::OutOfMemory(crate::DriverError::with_source(
+            format!("CUDA: allocating {bytes} bytes"),
+            e,
+        ))
     } else {
         driver(e)
     }

@@ -41,7 +41,7 @@ impl Module {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, f)| *f)
-            .ok_or_else(|| Error::Driver(format!("internal: no kernel {name} in module")))
+            .ok_or_else(|| Error::Driver(format!("internal: no kernel {name} in module").into()))
     }
 }
 
@@ -137,10 +137,10 @@ pub(crate) fn compiled(name: &str, src: &str, opts: &[String], disk_key: &str) -
 
 fn compile(name: &str, src: &str, opts: &[String]) -> std::result::Result<Vec<u8>, Error> {
     ensure_nvrtc()?;
-    let csrc = CString::new(src).map_err(|e| Error::Driver(e.to_string()))?;
-    let cname = CString::new(format!("{name}.cu")).map_err(|e| Error::Driver(e.to_string()))?;
+    let csrc = CString::new(src).map_err(|e| Error::driver(e.to_string(), e))?;
+    let cname = CString::new(format!("{name}.cu")).map_err(|e| Error::driver(e.to_string(), e))?;
     let prog = cudarc::nvrtc::result::create_program(&csrc, Some(&cname))
-        .map_err(|e| Error::Driver(format!("nvrtcCreateProgram: {e:?}")))?;
+        .map_err(|e| Error::driver(format!("nvrtcCreateProgram: {e:?}"), e))?;
     let copts: Vec<CString> = opts
         .iter()
         .filter_map(|o| CString::new(o.as_str()).ok())
@@ -182,13 +182,13 @@ fn cubin(prog: nv::nvrtcProgram) -> std::result::Result<Vec<u8>, Error> {
     // SAFETY: `prog` compiled successfully; out-pointer to a local.
     let rc = unsafe { nv::nvrtcGetCUBINSize(prog, &mut size) };
     if rc != nv::nvrtcResult::NVRTC_SUCCESS || size == 0 {
-        return Err(Error::Driver(format!("nvrtcGetCUBINSize: {rc:?}")));
+        return Err(Error::Driver(format!("nvrtcGetCUBINSize: {rc:?}").into()));
     }
     let mut bin = vec![0u8; size];
     // SAFETY: `bin` holds the `size` bytes NVRTC asked for.
     let rc = unsafe { nv::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast::<c_char>()) };
     if rc != nv::nvrtcResult::NVRTC_SUCCESS {
-        return Err(Error::Driver(format!("nvrtcGetCUBIN: {rc:?}")));
+        return Err(Error::Driver(format!("nvrtcGetCUBIN: {rc:?}").into()));
     }
     Ok(bin)
 }
@@ -204,7 +204,7 @@ fn load(ctx: &Ctx, image: &[u8], entries: &[&str]) -> Result<Module> {
         .map_err(|e| super::oom_or_driver(e, image.len()))?;
     let mut funcs = Vec::with_capacity(entries.len());
     for &e in entries {
-        let cname = CString::new(e).map_err(|x| Error::Driver(x.to_string()))?;
+        let cname = CString::new(e).map_err(|x| Error::driver(x.to_string(), x))?;
         // SAFETY: `module` was just loaded and is never unloaded.
         let f = unsafe { result::module::get_function(module, cname) }.map_err(driver)?;
         funcs.push((e.to_string(), f));

@@ -183,8 +183,9 @@ pub(crate) fn model(ctx: &Ctx) -> Result<StreamModel> {
     }
     let what = "measuring the MultiStream cost model";
     let m = measure(ctx).map_err(|e| match e {
-        Error::OutOfMemory(m) => Error::OutOfMemory(format!("{what}: {m}")),
-        e => Error::Driver(format!("{what}: {e}")),
+        Error::OutOfMemory(m) => Error::OutOfMemory(m.context(what)),
+        Error::Driver(m) => Error::Driver(m.context(what)),
+        e => Error::driver(format!("{what}: {e}"), e),
     })?;
     Ok(*MODEL.get_or_init(|| m))
 }

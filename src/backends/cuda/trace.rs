@@ -250,12 +250,7 @@ pub(crate) fn flush() -> Result<Option<PathBuf>> {
         .chain(t.written.iter().map(|(_, e)| e.clone()))
         .collect();
     let out = json!({ "displayTimeUnit": "ms", "traceEvents": events }).to_string();
-    std::fs::write(&t.path, out).map_err(|e| {
-        Error::InvalidArgument(format!(
-            "SKEL_TRACE: cannot write {}: {e}",
-            t.path.display()
-        ))
-    })?;
+    std::fs::write(&t.path, out).map_err(|e| Error::io(&t.path, e))?;
     Ok(Some(t.path.clone()))
 }
 

@@ -151,9 +151,10 @@ fn choose(cands: &[(&str, bool)], wanted: Option<&str>) -> Result<usize> {
                 .map(|(i, (name, _))| format!("{i}: {name}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            Error::Driver(format!(
-                "SKEL_OPENCL_DEVICE={w} matches no OpenCL device (devices: {listed})"
-            ))
+            Error::Driver(
+                format!("SKEL_OPENCL_DEVICE={w} matches no OpenCL device (devices: {listed})")
+                    .into(),
+            )
         });
     }
     if cands.is_empty() {
@@ -259,7 +260,7 @@ mod tests {
 
     fn refused(wanted: &str) -> String {
         match choose(DEVICES, Some(wanted)) {
-            Err(Error::Driver(msg)) => msg,
+            Err(Error::Driver(msg)) => msg.to_string(),
             other => panic!("{wanted}: expected a driver error, got {other:?}"),
         }
     }

@@ -128,9 +128,9 @@ pub(super) fn run<F: PredicateFn<T>, T: DeviceType>(
     }
     let counted = memory::read_elems::<u64>(ctx, &total, 1).and_then(|t| match t[0] as usize {
         kept if kept <= n => Ok(kept),
-        kept => Err(Error::Driver(format!(
-            "OpenCL: Filter counted {kept} kept values out of {n}"
-        ))),
+        kept => Err(Error::Driver(
+            format!("OpenCL: Filter counted {kept} kept values out of {n}").into(),
+        )),
     });
     match counted {
         Ok(kept) => {

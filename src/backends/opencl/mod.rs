@@ -83,7 +83,10 @@ pub(crate) fn finish() -> Result<()> {
 /// that could not be launched, not a lack of memory) [`Error::Driver`] with the driver's
 /// message.
 pub(crate) fn driver(e: cl::Error) -> Error {
-    classify(e.api_status(), format!("OpenCL: {e}"))
+    classify(
+        e.api_status(),
+        crate::DriverError::with_source(format!("OpenCL: {e}"), e),
+    )
 }
 
 /// `Err` when [`crate::debug::inject_fault`] makes this operation fail: the error the
@@ -98,16 +101,17 @@ pub(crate) fn injected(kind: crate::debug::Fault) -> Result<()> {
     };
     Err(classify(
         Some(status),
-        format!("OpenCL: {status:?} (injected {kind:?} fault)"),
+        format!("OpenCL: {status:?} (injected {kind:?} fault)").into(),
     ))
 }
 
-fn classify(status: Option<cl::Status>, msg: String) -> Error {
+fn classify(status: Option<cl::Status>, msg: crate::DriverError) -> Error {
     use cl::Status;
     match status {
         Some(Status::CL_MEM_OBJECT_ALLOCATION_FAILURE | Status::CL_OUT_OF_HOST_MEMORY) => {
             Error::OutOfMemory(msg)
         }
+        // The message names the limit; the driver's status code adds nothing to act on.
         Some(Status::CL_INVALID_BUFFER_SIZE) => Error::InvalidArgument(format!(
             "container larger than the device's max allocation \
              (CL_DEVICE_MAX_MEM_ALLOC_SIZE): {msg}"
@@ -212,13 +216,16 @@ pub(crate) fn launch(
         let want = l[0] * l[1] * l[2];
         let max = program_cache::max_work_group(ctx, prog, name, &k)?;
         if want > max {
-            return Err(Error::Driver(format!(
-                "OpenCL: kernel {name} was built for work-groups of {want} work-items, the \
+            return Err(Error::Driver(
+                format!(
+                    "OpenCL: kernel {name} was built for work-groups of {want} work-items, the \
                  device ({}) can run it only with up to {max} (CL_KERNEL_WORK_GROUP_SIZE; \
                  too many registers, too much local memory, or local arrays of the user function \
                  larger than a work-group of this size can hold)",
-                ctx.name
-            )));
+                    ctx.name
+                )
+                .into(),
+            ));
         }
     }
     for (i, a) in args.iter().enumerate() {

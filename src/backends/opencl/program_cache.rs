@@ -59,7 +59,7 @@ pub(crate) fn program(
 }
 
 fn build(ctx: &Ctx, name: &str, src: &str) -> Result<cl::Program> {
-    let csrc = CString::new(src).map_err(|e| Error::Driver(e.to_string()))?;
+    let csrc = CString::new(src).map_err(|e| Error::driver(e.to_string(), e))?;
     super::injected(crate::debug::Fault::Alloc)?;
     let prog = cl::create_program_with_source(&ctx.context, &[csrc]).map_err(driver)?;
     let opts = CString::new(ctx.build_options).unwrap_or_default();
@@ -246,11 +246,14 @@ pub(crate) fn fit_work_group(ctx: &Ctx, prog: &cl::Program, name: &'static str) 
     let k = kernel(prog, name)?;
     let max = max_work_group(ctx, prog, name, &k)?;
     if max == 0 {
-        return Err(Error::Driver(format!(
-            "OpenCL: kernel {name} needs more private memory per work-item than the device \
+        return Err(Error::Driver(
+            format!(
+                "OpenCL: kernel {name} needs more private memory per work-item than the device \
              ({}) gives a work-group (the user function's local arrays are too large for it)",
-            ctx.name
-        )));
+                ctx.name
+            )
+            .into(),
+        ));
     }
     let mut wg = ctx.wg;
     while wg > max {
@@ -307,5 +310,38 @@ mod tests {
         }
         // The second call got the remembered failure: no new source, no new build.
         assert_eq!(generated.get(), 1);
+    }
+
+    /// A failed driver call (a kernel name the program lacks: `CL_INVALID_KERNEL_NAME`)
+    /// keeps ocl's error as the source of the `Error::Driver`.
+    #[test]
+    fn a_driver_failure_keeps_the_opencl_error_as_its_source() {
+        use std::error::Error as _;
+        let ctx = match super::super::context::ctx() {
+            Ok(c) => c,
+            Err(e) => {
+                println!("skipped: no OpenCL device ({e})");
+                return;
+            }
+        };
+        let src = "__kernel void skel_probe(__global int* p) { p[0] = 1; }\n";
+        let prog = super::build(ctx, "probe", src).expect("a valid kernel builds");
+        let err = super::kernel(&prog, "skel_no_such_kernel")
+            .err()
+            .expect("a missing kernel is an error");
+        let Error::Driver(driver) = &err else {
+            panic!("expected Error::Driver, got {err:?}");
+        };
+        assert!(driver.message().contains("OpenCL"), "{driver}");
+        let level1 = err.source().expect("the DriverError");
+        let cause = level1.source().expect("ocl's error behind it");
+        let ocl = cause
+            .downcast_ref::<ocl::core::Error>()
+            .unwrap_or_else(|| panic!("not an ocl error: {cause:?}"));
+        assert_eq!(
+            ocl.api_status(),
+            Some(ocl::core::Status::CL_INVALID_KERNEL_NAME),
+            "{ocl}"
+        );
     }
 }

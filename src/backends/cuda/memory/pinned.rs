@@ -33,10 +33,9 @@ impl PinnedAllocator for CudaPinned {
         if (p.as_ptr() as usize) % layout.align() != 0 {
             // SAFETY: `p` came from cuMemHostAlloc just above and is not used again.
             let _ = unsafe { result::free_host(p.as_ptr().cast::<c_void>()) };
-            return Err(Error::Driver(format!(
-                "pinned memory not aligned to {}",
-                layout.align()
-            )));
+            return Err(Error::Driver(
+                format!("pinned memory not aligned to {}", layout.align()).into(),
+            ));
         }
         Ok(p)
     }
