@@ -7,12 +7,14 @@
 //! cargo bench --bench cpu_forms -- --repeat 11        # more runs per median
 //! cargo bench --bench cpu_forms -- --short            # tiny sizes, 1 run: results only (CI)
 //! cargo bench --bench cpu_forms -- --only jacobi      # forms whose name contains "jacobi"
+//! cargo bench --bench cpu_forms -- --best             # fastest run, not the median
 //! ```
 //!
-//! Each row is the median wall time of `repeat` calls (after one warm-up call) of each of
-//! the four versions, and the ratio skel-rayon / hand-rayon. Every skel result is compared
-//! with the plain loop's, bit for bit, before anything is printed: the hand loops evaluate
-//! each element in the same order as skel's `cpu` backend (the oracle).
+//! Each row is the median (`--best`: the fastest) wall time of `repeat` calls (after one
+//! warm-up call) of each of the four versions, and the ratio skel-rayon / hand-rayon.
+//! Every skel result is compared with the plain loop's, bit for bit, before anything is
+//! printed: the hand loops evaluate each element in the same order as skel's `cpu` backend
+//! (the oracle).
 //!
 //! The hand loops are what a Rust programmer would write: row slices, iterators and
 //! `par_chunks_mut` over rows; they rely on LLVM's autovectorisation. The compute-heavy
@@ -224,6 +226,7 @@ fn grey_lanes(px: &[[f32; 3]], out: &mut [f32]) {
 struct Config {
     short: bool,
     repeat: usize,
+    best: bool,
     only: Option<String>,
 }
 
@@ -239,6 +242,9 @@ struct Args {
     /// Only the forms whose name contains this word.
     #[arg(long)]
     only: Option<String>,
+    /// Report the fastest repetition instead of the median (for a loaded machine).
+    #[arg(long)]
+    best: bool,
     #[command(flatten)]
     cargo: args::Cargo,
 }
@@ -251,6 +257,7 @@ impl Config {
         Config {
             short,
             repeat: repeat.max(1),
+            best: args.best,
             only: args.only,
         }
     }
@@ -264,25 +271,26 @@ impl Config {
         }
     }
 
+    /// Median seconds of `repeat` runs of `f` after one warm-up run (the fastest with
+    /// `--best`).
+    fn time(&self, mut f: impl FnMut()) -> f64 {
+        f();
+        let mut times: Vec<f64> = (0..self.repeat)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times[if self.best { 0 } else { times.len() / 2 }]
+    }
+
     fn wants(&self, form: &str) -> bool {
         self.only
             .as_ref()
             .map_or(true, |o| form.contains(o.as_str()))
     }
-}
-
-/// Median seconds of `repeat` runs of `f` after one warm-up run.
-fn median(repeat: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    let mut times: Vec<f64> = (0..repeat)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
 }
 
 /// One line of the report: seconds of skel cpu, skel rayon, hand plain, hand rayon, and of
@@ -296,8 +304,9 @@ struct Row {
 
 fn print_header(cfg: &Config) {
     println!(
-        "cpu_forms: {} threads, median of {}{}",
+        "cpu_forms: {} threads, {} of {}{}",
         rayon::current_num_threads(),
+        if cfg.best { "best" } else { "median" },
         cfg.repeat,
         if cfg.short {
             " (short: no timing meaning)"
@@ -379,14 +388,14 @@ where
     T: Copy + Default + Send + PartialEq + std::fmt::Debug,
 {
     let mut hand = vec![T::default(); len];
-    let plain = median(cfg.repeat, || {
+    let plain = cfg.time(|| {
         for (i, o) in hand.chunks_mut(cols).enumerate() {
             row(i, o);
         }
         black_box(&hand);
     });
     let mut hand_par = vec![T::default(); len];
-    let par = median(cfg.repeat, || {
+    let par = cfg.time(|| {
         hand_par
             .par_chunks_mut(cols)
             .enumerate()
@@ -412,7 +421,7 @@ fn jacobi_form(cfg: &Config, n: usize) -> Row {
     for (k, b) in BACKENDS.into_iter().enumerate() {
         let stencil = MapOverlap::new(jacobi, (1, 1)).backend(b);
         let mut out = Matrix::<f64>::zeroed(n, n);
-        skel_secs[k] = median(cfg.repeat, || stencil.run(&input, &mut out).expect("skel"));
+        skel_secs[k] = cfg.time(|| stencil.run(&input, &mut out).expect("skel"));
         results.push(out.to_vec());
     }
     let row = |i: usize, o: &mut [f64]| {
@@ -443,7 +452,7 @@ fn colwise_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
     for (k, b) in BACKENDS.into_iter().enumerate() {
         let stencil = MapOverlap::new(smooth_u8, 1).colwise().backend(b);
         let mut out = Matrix::<u8>::zeroed(rows, cols);
-        skel_secs[k] = median(cfg.repeat, || stencil.run(&input, &mut out).expect("skel"));
+        skel_secs[k] = cfg.time(|| stencil.run(&input, &mut out).expect("skel"));
         results.push(out.to_vec());
     }
     // Edge::Duplicate (the default): the rows above the first and below the last repeat them.
@@ -473,7 +482,7 @@ fn heat_form(cfg: &Config, n: usize) -> Row {
     for (k, b) in BACKENDS.into_iter().enumerate() {
         let map = Map::new(heat).arrays((&input,)).backend(b);
         let mut out = Matrix::<f64>::zeroed(n, n);
-        skel_secs[k] = median(cfg.repeat, || map.run_index(&mut out).expect("skel"));
+        skel_secs[k] = cfg.time(|| map.run_index(&mut out).expect("skel"));
         results.push(out.to_vec());
     }
     let row = |i: usize, o: &mut [f64]| {
@@ -502,9 +511,7 @@ fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
     for (k, b) in BACKENDS.into_iter().enumerate() {
         let pr = MapPairsReduce::new(weight, add).arrays((&wm,)).backend(b);
         let mut out = Vector::<f32>::zeroed(cols);
-        skel_secs[k] = median(cfg.repeat, || {
-            pr.run_cols(&xv, &hv, &mut out).expect("skel")
-        });
+        skel_secs[k] = cfg.time(|| pr.run_cols(&xv, &hv, &mut out).expect("skel"));
         results.push(out.to_vec());
     }
     // out[j] = x[0] w[0][j] + x[1] w[1][j] + ... in row order: a row at a time keeps the
@@ -520,13 +527,13 @@ fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         acc
     };
     let mut hand = Vec::new();
-    let plain = median(cfg.repeat, || hand = black_box(fold_rows(0, &w)));
+    let plain = cfg.time(|| hand = black_box(fold_rows(0, &w)));
     // In parallel the order per column is kept by folding bands of rows and adding the
     // bands' partial sums in order: not the same additions as one fold (f32 addition is
     // not associative), so this one is compared within a tolerance.
     let band = rows.div_ceil(4 * rayon::current_num_threads()).max(1);
     let mut hand_par = Vec::new();
-    let par = median(cfg.repeat, || {
+    let par = cfg.time(|| {
         let parts: Vec<Vec<f32>> = w
             .par_chunks(band * cols)
             .enumerate()
@@ -571,7 +578,7 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         );
         let row_max = Reduce::new(max).backend(b);
         let row_sum = Reduce::new(add).backend(b);
-        skel_secs[k] = median(cfg.repeat, || {
+        skel_secs[k] = cfg.time(|| {
             row_max.run_rows(&input, &mut m).expect("skel");
             Map::new(exp_shifted)
                 .arrays((&m,))
@@ -599,14 +606,14 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         }
     };
     let mut hand = vec![0.0f32; rows * cols];
-    let plain = median(cfg.repeat, || {
+    let plain = cfg.time(|| {
         for (x, o) in a.chunks(cols).zip(hand.chunks_mut(cols)) {
             row(x, o);
         }
         black_box(&hand);
     });
     let mut hand_par = vec![0.0f32; rows * cols];
-    let par = median(cfg.repeat, || {
+    let par = cfg.time(|| {
         hand_par
             .par_chunks_mut(cols)
             .zip(a.par_chunks(cols))
@@ -624,6 +631,88 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
     }
 }
 
+/// `n x n` small whole numbers as `f32`: every sum of up to 2^20 of them is exact, so a
+/// fold gives the same bits in any order (the hand-written Rayon loops fold bands of rows
+/// and add the bands; skel's folds keep their own orders).
+fn whole_numbers(n: usize, seed: u64) -> Vec<f32> {
+    data(n * n, seed)
+        .into_iter()
+        .map(|x| (x * 16.0).floor())
+        .collect()
+}
+
+fn reduce_rows_form(cfg: &Config, n: usize) -> Row {
+    let a = whole_numbers(n, 12);
+    let input = Matrix::from_vec(n, n, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let sum = Reduce::new(add).backend(b);
+        let mut out = Vector::<f32>::zeroed(n);
+        skel_secs[k] = cfg.time(|| sum.run_rows(&input, &mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    let row = |i: usize, o: &mut [f32]| {
+        let x = &a[i * n..][..n];
+        o[0] = x[1..].iter().fold(x[0], |s, &v| s + v);
+    };
+    hand_rows(
+        cfg,
+        ("Reduce rows, sum f32", format!("{n}x{n}")),
+        (n, 1),
+        row,
+        (skel_secs, &results),
+    )
+}
+
+fn reduce_cols_form(cfg: &Config, n: usize) -> Row {
+    let a = whole_numbers(n, 13);
+    let input = Matrix::from_vec(n, n, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let sum = Reduce::new(add).backend(b);
+        let mut out = Vector::<f32>::zeroed(n);
+        skel_secs[k] = cfg.time(|| sum.run_cols(&input, &mut out).expect("skel"));
+        results.push(out.to_vec());
+    }
+    // Row by row, all columns at once: the matrix is read along its rows.
+    let fold_rows = |block: &[f32]| -> Vec<f32> {
+        let mut acc = block[..n].to_vec();
+        for row in block.chunks(n).skip(1) {
+            for (s, &v) in acc.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        acc
+    };
+    let mut hand = Vec::new();
+    let plain = cfg.time(|| hand = black_box(fold_rows(&a)));
+    let band = n.div_ceil(4 * rayon::current_num_threads()).max(1);
+    let mut hand_par = Vec::new();
+    let par = cfg.time(|| {
+        let parts: Vec<Vec<f32>> = a.par_chunks(band * n).map(fold_rows).collect();
+        let mut parts = parts.into_iter();
+        let mut acc = parts.next().unwrap_or_default();
+        for p in parts {
+            for (s, v) in acc.iter_mut().zip(p) {
+                *s += v;
+            }
+        }
+        hand_par = acc;
+    });
+    for r in &results {
+        same("Reduce cols", r, &hand);
+    }
+    same("Reduce cols hand-rayon", &hand_par, &hand);
+    Row {
+        form: "Reduce cols, sum f32",
+        size: format!("{n}x{n}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+        simd: None,
+    }
+}
+
 fn hotspot_form(cfg: &Config, n: usize) -> Row {
     let t = data(n * n, 8);
     let p = data(n * n, 9);
@@ -636,7 +725,7 @@ fn hotspot_form(cfg: &Config, n: usize) -> Row {
             .edge(Edge::Duplicate)
             .backend(b);
         let mut out = Matrix::<(f32, f32)>::zeroed(n, n);
-        skel_secs[k] = median(cfg.repeat, || stencil.run(&input, &mut out).expect("skel"));
+        skel_secs[k] = cfg.time(|| stencil.run(&input, &mut out).expect("skel"));
         results.push(out.to_vec());
     }
     let row = |i: usize, o: &mut [(f32, f32)]| {
@@ -665,7 +754,7 @@ fn mandelbrot_form(cfg: &Config, n: usize) -> Row {
     for (k, b) in BACKENDS.into_iter().enumerate() {
         let map = Map::new(escape).uniforms(dims).backend(b);
         let mut out = Matrix::<u32>::zeroed(n, n);
-        skel_secs[k] = median(cfg.repeat, || map.run_index(&mut out).expect("skel"));
+        skel_secs[k] = cfg.time(|| map.run_index(&mut out).expect("skel"));
         results.push(out.to_vec());
     }
     let row = |i: usize, o: &mut [u32]| {
@@ -685,7 +774,7 @@ fn mandelbrot_form(cfg: &Config, n: usize) -> Row {
         }
     };
     let mut simd_out = vec![0u32; n * n];
-    let simd = median(cfg.repeat, || {
+    let simd = cfg.time(|| {
         simd_out
             .par_chunks_mut(n)
             .enumerate()
@@ -726,18 +815,18 @@ where
     for (k, b) in BACKENDS.into_iter().enumerate() {
         let map = Map::new(f).backend(b);
         let mut out = Vector::<f32>::zeroed(n);
-        skel_secs[k] = median(cfg.repeat, || map.run(&v, &mut out).expect("skel"));
+        skel_secs[k] = cfg.time(|| map.run(&v, &mut out).expect("skel"));
         results.push(out.to_vec());
     }
     let mut hand = vec![0.0f32; n];
-    let plain = median(cfg.repeat, || {
+    let plain = cfg.time(|| {
         for (o, &x) in hand.iter_mut().zip(&input) {
             *o = g(x);
         }
         black_box(&hand);
     });
     let mut hand_par = vec![0.0f32; n];
-    let par = median(cfg.repeat, || {
+    let par = cfg.time(|| {
         hand_par
             .par_iter_mut()
             .zip(input.par_iter())
@@ -748,7 +837,7 @@ where
         let chunk = n.div_ceil(4 * rayon::current_num_threads()).max(1);
         let chunk = chunk.next_multiple_of(LANES);
         let mut simd_out = vec![0.0f32; n];
-        let secs = median(cfg.repeat, || {
+        let secs = cfg.time(|| {
             simd_out
                 .par_chunks_mut(chunk)
                 .zip(input.par_chunks(chunk))
@@ -803,6 +892,12 @@ fn main() {
     }
     for n in [cfg.size(512, 3), cfg.size(2048, 29)] {
         run("softmax", &|| softmax_form(&cfg, (n, n)));
+    }
+    for n in [cfg.size(512, 3), cfg.size(2048, 41)] {
+        run("reduce_rows", &|| reduce_rows_form(&cfg, n));
+    }
+    for n in [cfg.size(512, 2), cfg.size(2048, 43)] {
+        run("reduce_cols", &|| reduce_cols_form(&cfg, n));
     }
     for n in [cfg.size(512, 4), cfg.size(1024, 31)] {
         run("hotspot", &|| hotspot_form(&cfg, n));

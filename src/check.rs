@@ -191,6 +191,17 @@ pub(crate) fn mat_fault(i: usize, len: usize) -> ! {
     fault(None, FaultKind::Index, i as i64, len as u64)
 }
 
+/// A `Mat` read at `(row, col)` outside `rows x cols`: the row against the rows, else the
+/// column against the columns.
+#[cold]
+#[inline(never)]
+pub(crate) fn mat_fault_at((row, col): (usize, usize), (rows, cols): (usize, usize)) -> ! {
+    if row >= rows {
+        mat_fault(row, rows)
+    }
+    mat_fault(col, cols)
+}
+
 /// A window offset outside `-radius..=radius`.
 #[cold]
 #[inline(never)]

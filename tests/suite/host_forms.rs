@@ -298,6 +298,7 @@ macro_rules! host_forms_suite {
                     (3, 1031),
                     (5, 2053),
                     (20_011, 17),
+                    (41, 701),
                 ] {
                     let hv = ints_i64(rows, 31);
                     let hh = ints_i64(cols, 32);
@@ -324,6 +325,45 @@ macro_rules! host_forms_suite {
                         let first = pairs.next().unwrap();
                         let want = pairs.fold(first, compose);
                         assert_eq!(order[j], want, "affine {rows}x{cols} column {j}");
+                    }
+                }
+            }
+
+            #[test]
+            fn reduce_cols_over_many_blocks_in_row_order() {
+                require!();
+                // An associative, non-commutative fold: every column must combine its
+                // elements in row order, whichever blocks of rows and stripes of columns
+                // Rayon folds and combines them in.
+                let compose = |a: Affine, b: Affine| Affine {
+                    m: a.m * b.m,
+                    c: a.c * b.m + b.c,
+                };
+                for (rows, cols) in [
+                    (1, 1),
+                    (70_001, 1),
+                    (1, 70_001),
+                    (300, 1_000),
+                    (1_031, 257),
+                    (20_011, 17),
+                ] {
+                    let (p, q) = (ints_i64(rows * cols, 41), ints_i64(rows * cols, 42));
+                    let cells: Vec<Affine> = p
+                        .iter()
+                        .zip(&q)
+                        .map(|(&p, &q)| pair_affine::call(p, q))
+                        .collect();
+                    let m = Matrix::from_vec(rows, cols, cells.clone()).unwrap();
+                    let mut got = Vector::filled(cols, Affine { m: 7, c: 7 });
+                    Reduce::new(affine_compose)
+                        .backend(B)
+                        .run_cols(&m, &mut got)
+                        .unwrap();
+                    for j in 0..cols {
+                        let mut down = (0..rows).map(|i| cells[i * cols + j]);
+                        let first = down.next().unwrap();
+                        let want = down.fold(first, compose);
+                        assert_eq!(got[j], want, "{rows}x{cols} column {j}");
                     }
                 }
             }
