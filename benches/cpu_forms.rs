@@ -236,7 +236,7 @@ struct Args {
     /// Tiny sizes, one repetition (CI; also SKEL_CPU_FORMS_SHORT=1).
     #[arg(long)]
     short: bool,
-    /// Repetitions per row (the best is kept; default 1 short, 7 full).
+    /// Repetitions per row (the median is kept; default 1 short, 7 full).
     #[arg(long)]
     repeat: Option<usize>,
     /// Only the forms whose name contains this word.
