@@ -52,5 +52,5 @@ pub(super) fn launch_shape<F: ElementwiseFn>(
         ctx.compute_units,
     );
     let (gx, gy) = which.grid(&part, cols);
-    (which, [gx * 256, gy, 1])
+    (which, [gx * which.threads(), gy, 1])
 }
