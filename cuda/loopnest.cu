@@ -225,7 +225,8 @@ SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols,
 // vector's run beside it. Two register sets take chunks in turn, so two chunks are in
 // flight while one is folded: a multiprocessor holds few rows of a tall matrix, and each
 // must keep about 512 bytes on their way.
-typedef struct SKEL_LN_ALIGN16 { SKEL_LN_TA e[SKEL_VW]; } skel_ln_vec;
+// 16 bytes of the matrix, moved as one vector (a uint4 in both dialects).
+typedef union { uint4 q; SKEL_LN_TA e[SKEL_VW]; } skel_ln_vec;
 #define SKEL_LN_CHV (SKEL_CH / SKEL_VW)
 #define SKEL_LN_SROW (SKEL_CH + SKEL_VW)
 // Row r of the band, clamped into the matrix for the unclamped reads (rows > 0 there).
@@ -247,7 +248,7 @@ SKEL_LN_KERNEL_WARP SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 
     const int vec = (skel_ln_u64)(size_t)SKEL_LN_A_PTR % 16 == 0 && a_cols * sizeof(SKEL_LN_TA) % 16 == 0;
     SKEL_LN_T acc = SKEL_LN_INIT;
     // Register set h holds chunks h, h + 2, h + 4, ...
-    skel_ln_vec rm[2][SKEL_LN_CHV];
+    SKEL_LN_TA rm[2][SKEL_CH];
     SKEL_LN_TB rx[2][SKEL_CH / 32];
     const skel_ln_u64 chunks = (k_end + SKEL_CH - 1) / SKEL_CH;
     // Round c loads chunks c and c + 1 and folds chunks c - 2 and c - 1.
@@ -263,13 +264,16 @@ SKEL_LN_KERNEL_WARP SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 
 #pragma unroll
                     for (int v = 0; v < SKEL_LN_CHV; ++v) {
                         const int e = v * 32 + tid;
-                        *(SKEL_LN_LOCAL_PTR skel_ln_vec*)(Ms + (e / SKEL_LN_CHV) * SKEL_LN_SROW + (e % SKEL_LN_CHV) * SKEL_VW) = rm[h][v];
+                        skel_ln_vec u;
+#pragma unroll
+                        for (int q = 0; q < SKEL_VW; ++q) u.e[q] = rm[h][v * SKEL_VW + q];
+                        *(SKEL_LN_LOCAL_PTR uint4*)(Ms + (e / SKEL_LN_CHV) * SKEL_LN_SROW + (e % SKEL_LN_CHV) * SKEL_VW) = u.q;
                     }
                 } else {
 #pragma unroll
                     for (int s = 0; s < SKEL_CH; ++s) {
                         const int e = s * 32 + tid;
-                        Ms[(e / SKEL_CH) * SKEL_LN_SROW + e % SKEL_CH] = rm[h][s / SKEL_VW].e[s % SKEL_VW];
+                        Ms[(e / SKEL_CH) * SKEL_LN_SROW + e % SKEL_CH] = rm[h][s];
                     }
                 }
 #pragma unroll
@@ -284,19 +288,22 @@ SKEL_LN_KERNEL_WARP SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 
 #pragma unroll
                     for (int v = 0; v < SKEL_LN_CHV; ++v) {
                         const int e = v * 32 + tid;
-                        rm[h][v] = *(const SKEL_LN_GLOBAL skel_ln_vec*)(SKEL_LN_A_PTR + SKEL_LN_ROWC(e / SKEL_LN_CHV) * a_cols + k0 + (e % SKEL_LN_CHV) * SKEL_VW);
+                        skel_ln_vec u;
+                        u.q = *(const SKEL_LN_GLOBAL uint4*)(SKEL_LN_A_PTR + SKEL_LN_ROWC(e / SKEL_LN_CHV) * a_cols + k0 + (e % SKEL_LN_CHV) * SKEL_VW);
+#pragma unroll
+                        for (int q = 0; q < SKEL_VW; ++q) rm[h][v * SKEL_VW + q] = u.e[q];
                     }
                 } else if (fit) {
 #pragma unroll
                     for (int s = 0; s < SKEL_CH; ++s) {
                         const int e = s * 32 + tid;
-                        rm[h][s / SKEL_VW].e[s % SKEL_VW] = SKEL_LN_A_RAW(SKEL_LN_ROWC(e / SKEL_CH), k0 + e % SKEL_CH);
+                        rm[h][s] = SKEL_LN_A_RAW(SKEL_LN_ROWC(e / SKEL_CH), k0 + e % SKEL_CH);
                     }
                 } else {
 #pragma unroll
                     for (int s = 0; s < SKEL_CH; ++s) {
                         const int e = s * 32 + tid;
-                        rm[h][s / SKEL_VW].e[s % SKEL_VW] = SKEL_LN_A(row0 + e / SKEL_CH, k0 + e % SKEL_CH);
+                        rm[h][s] = SKEL_LN_A(row0 + e / SKEL_CH, k0 + e % SKEL_CH);
                     }
                 }
 #pragma unroll
@@ -309,7 +316,8 @@ SKEL_LN_KERNEL_WARP SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 
                 if (k0 + SKEL_CH <= k_end) {
 #pragma unroll
                     for (int v = 0; v < SKEL_LN_CHV; ++v) {
-                        const skel_ln_vec m = *(SKEL_LN_LOCAL_PTR const skel_ln_vec*)(Ms + tid * SKEL_LN_SROW + v * SKEL_VW);
+                        skel_ln_vec m;
+                        m.q = *(SKEL_LN_LOCAL_PTR const uint4*)(Ms + tid * SKEL_LN_SROW + v * SKEL_VW);
 #pragma unroll
                         for (int q = 0; q < SKEL_VW; ++q) acc = SKEL_LN_FSTEP(acc, m.e[q], Xs[v * SKEL_VW + q]);
                     }

@@ -604,7 +604,9 @@ pub fn mv_k(#[index] i: usize, a: Mat<f32>, x: &[f32], #[uniform] k: u32) -> f32
 pub fn mv_u8(#[index] i: usize, a: Mat<u8>, x: &[u8]) -> u32 {
     let mut s = 0u32;
     for l in 0..a.cols() {
-        s = s.wrapping_mul(3).wrapping_add(a[(i, l)] as u32 * x[l] as u32);
+        s = s
+            .wrapping_mul(3)
+            .wrapping_add(a[(i, l)] as u32 * x[l] as u32);
     }
     s
 }
@@ -616,7 +618,14 @@ pub fn mv_u8(#[index] i: usize, a: Mat<u8>, x: &[u8]) -> u32 {
 /// several chunks and a tail, one-byte elements (16 to a vector) and f64.
 #[test]
 fn loopnest_matrix_vector_chunks_and_alignments_match_cpu() {
-    for &(rows, cols) in &[(70, 256), (45, 259), (33, 390), (96, 1000), (1, 4096), (40, 64)] {
+    for &(rows, cols) in &[
+        (70, 256),
+        (45, 259),
+        (33, 390),
+        (96, 1000),
+        (1, 4096),
+        (40, 64),
+    ] {
         let a = mat(rows, cols, 11);
         let x = Vector::from(floats(cols, 12));
         let a8 = Matrix::from_fn(rows, cols, |r, c| ((r * 131 + c * 7) % 251) as u8);

@@ -191,7 +191,10 @@ mod tests {
         let src = source::<mv>(&n).unwrap();
         assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv"));
         // f64: chunks of 32 steps, two elements per 16-byte vector.
-        assert!(src.contains("#define SKEL_CH 32\n#define SKEL_VW 2"), "{src}");
+        assert!(
+            src.contains("#define SKEL_CH 32\n#define SKEL_VW 2"),
+            "{src}"
+        );
         assert!(!src.contains("#define SKEL_LN_GEMM"));
     }
 }
