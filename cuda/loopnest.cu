@@ -6,7 +6,9 @@
 // SKEL_LN_OUT_PARAMS and SKEL_LN_OUT(i) (the output and its element i), SKEL_LN_PARAMS (the
 // container arguments and uniforms, each preceded by a comma), SKEL_LN_A(r, l) and
 // SKEL_LN_B(l, c) (operand reads, indices clamped as the unchecked user function clamps
-// them), SKEL_LN_A_RAW / SKEL_LN_B_RAW (the same reads unclamped) and SKEL_LN_A_FITS /
+// them), SKEL_LN_A_PTR / SKEL_LN_A_ROWS / SKEL_LN_A_COLS and SKEL_LN_X_LEN (the first
+// operand's pointer and shape, the vector's length), SKEL_LN_A_RAW / SKEL_LN_B_RAW (the
+// same reads unclamped) and SKEL_LN_A_FITS /
 // SKEL_LN_B_FITS(ends) (whether indices below those ends are inside the operand), SKEL_LN_K (the trip count), SKEL_LN_INIT (the accumulator's start) and
 // SKEL_LN_STEP(acc, x, y) (one step of the user's accumulation, its own operations),
 // SKEL_LN_FSTEP(acc, x, y) (the step the tiles take: SKEL_LN_STEP, or for a min/max step a
@@ -14,7 +16,8 @@
 // again with SKEL_LN_STEP; see loopnest_kernels.rs).
 // SKEL_LN_GEMM with SKEL_LN_NAME, SKEL_BM, SKEL_BN, SKEL_BK, SKEL_TM, SKEL_TN selects a
 // matrix-product kernel (the file is then included once per tile shape); SKEL_LN_GEMV with
-// SKEL_LN_NAME, SKEL_R, SKEL_TK the matrix-vector kernel (included once per band shape).
+// SKEL_LN_NAME, SKEL_CH (steps per chunk) and SKEL_VW (elements of the matrix per 16 bytes)
+// the matrix-vector kernel.
 //
 // Every output element starts at SKEL_LN_INIT and takes its steps in ascending l, as the
 // user function does, so results are those of the cpu backend bit for bit (kernels are
@@ -26,6 +29,9 @@
 #ifdef __OPENCL_VERSION__
 typedef ulong skel_ln_u64;
 #define SKEL_LN_KERNEL __kernel __attribute__((reqd_work_group_size(256, 1, 1))) void
+#define SKEL_LN_KERNEL_WARP __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void
+#define SKEL_LN_GLOBAL __global
+#define SKEL_LN_LOCAL_PTR __local
 #define SKEL_LN_LOCAL __local
 #define SKEL_LN_ALIGN16 __attribute__((aligned(16)))
 #define SKEL_LN_BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
@@ -35,6 +41,9 @@ typedef ulong skel_ln_u64;
 #else
 typedef unsigned long long skel_ln_u64;
 #define SKEL_LN_KERNEL extern "C" __global__ void __launch_bounds__(256)
+#define SKEL_LN_KERNEL_WARP extern "C" __global__ void __launch_bounds__(32)
+#define SKEL_LN_GLOBAL
+#define SKEL_LN_LOCAL_PTR
 #define SKEL_LN_LOCAL __shared__
 #define SKEL_LN_ALIGN16 __align__(16)
 #define SKEL_LN_BARRIER() __syncthreads()
@@ -205,79 +214,128 @@ SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols,
 #endif
 
 #ifdef SKEL_LN_GEMV
-// SKEL_R rows per block of 256 threads. A tile of SKEL_R rows x SKEL_TK steps is read
-// coalesced (a warp reads a run of one row) into shared memory, the vector's run beside it;
-// then thread r < SKEL_R takes its row's steps in order (rows padded by one: the threads
-// read different banks). Double-buffered as the product kernel. Fewer rows call for
-// narrower, longer bands: the bytes in flight are rows x SKEL_TK either way.
-SKEL_LN_KERNEL SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols, skel_ln_u64 skel_base SKEL_LN_PARAMS)
+// One warp (a block of 32 threads) per band of 32 rows; thread t folds row t's steps in
+// ascending l, as the cpu backend does. A row's sum is one chain of roundings, so a row is
+// never split between threads: the bytes in flight, not the arithmetic, set the speed.
+// The band is read in chunks of SKEL_CH steps, coalesced: 16-byte vector loads where every
+// row starts 16-byte aligned (aligned base, rows a multiple of 16 bytes long), else 32
+// consecutive elements of a row per warp-wide load, clamped reads at the borders. A chunk
+// goes global -> registers -> shared memory (rows padded by one vector, so the vector
+// stores and each thread's vector reads of its own row are free of bank conflicts), the
+// vector's run beside it. Two register sets take chunks in turn, so two chunks are in
+// flight while one is folded: a multiprocessor holds few rows of a tall matrix, and each
+// must keep about 512 bytes on their way.
+// 16 bytes of the matrix, moved as one vector (a uint4 in both dialects).
+typedef union { uint4 q; SKEL_LN_TA e[SKEL_VW]; } skel_ln_vec;
+#define SKEL_LN_CHV (SKEL_CH / SKEL_VW)
+#define SKEL_LN_SROW (SKEL_CH + SKEL_VW)
+// Row r of the band, clamped into the matrix for the unclamped reads (rows > 0 there).
+#define SKEL_LN_ROWC(r) (row0 + (r) < rows ? row0 + (r) : rows - 1)
+SKEL_LN_KERNEL_WARP SKEL_LN_NAME(SKEL_LN_OUT_PARAMS, skel_ln_u64 n, skel_ln_u64 cols, skel_ln_u64 skel_base SKEL_LN_PARAMS)
 {
-    SKEL_LN_LOCAL SKEL_LN_TA Ms[2][SKEL_R][SKEL_TK + 1];
-    SKEL_LN_LOCAL SKEL_LN_TB Xs[2][SKEL_TK];
+    SKEL_LN_LOCAL SKEL_LN_ALIGN16 SKEL_LN_TA Ms[32 * SKEL_LN_SROW];
+    SKEL_LN_LOCAL SKEL_LN_TB Xs[SKEL_CH];
     (void)cols;
     const int tid = SKEL_LN_TID;
-    const skel_ln_u64 row0 = skel_base + SKEL_LN_BX * SKEL_R;
+    const skel_ln_u64 row0 = skel_base + SKEL_LN_BX * 32;
     const skel_ln_u64 k_end = SKEL_LN_K;
+    const skel_ln_u64 rows = SKEL_LN_A_ROWS;
+    const skel_ln_u64 a_cols = SKEL_LN_A_COLS;
+    // Steps read without clamps: inside the matrix's columns and the vector.
+    skel_ln_u64 k_fit = rows == 0 ? 0 : k_end;
+    if (k_fit > a_cols) k_fit = a_cols;
+    if (k_fit > SKEL_LN_X_LEN) k_fit = SKEL_LN_X_LEN;
+    const int vec = (skel_ln_u64)(size_t)SKEL_LN_A_PTR % 16 == 0 && a_cols * sizeof(SKEL_LN_TA) % 16 == 0;
     SKEL_LN_T acc = SKEL_LN_INIT;
-    SKEL_LN_TA rm[SKEL_R * SKEL_TK / 256];
-    SKEL_LN_TB rx = (SKEL_LN_TB)0;
-    // Tiles wholly inside the matrix and vector (all but the borders) are read without
-    // clamps.
-    const int rows_fit = SKEL_LN_A_FITS(row0 + SKEL_R, 0);
-    if (k_end > 0) {
-        const int fit = rows_fit && SKEL_LN_A_FITS(0, SKEL_TK);
+    // Register set h holds chunks h, h + 2, h + 4, ...
+    SKEL_LN_TA rm[2][SKEL_CH];
+    SKEL_LN_TB rx[2][SKEL_CH / 32];
+    const skel_ln_u64 chunks = (k_end + SKEL_CH - 1) / SKEL_CH;
+    // Round c loads chunks c and c + 1 and folds chunks c - 2 and c - 1.
+    for (skel_ln_u64 c = 0; c < chunks + 2; c += 2) {
 #pragma unroll
-        for (int t = 0; t < SKEL_R * SKEL_TK / 256; ++t) {
-            const int e = tid + t * 256;
-            Ms[0][e / SKEL_TK][e % SKEL_TK] = fit ? SKEL_LN_A_RAW(row0 + e / SKEL_TK, (skel_ln_u64)(e % SKEL_TK))
-                                                  : SKEL_LN_A(row0 + e / SKEL_TK, (skel_ln_u64)(e % SKEL_TK));
-        }
-        if (tid < SKEL_TK) Xs[0][tid] = SKEL_LN_B((skel_ln_u64)tid, 0);
-    }
-    SKEL_LN_BARRIER();
-    int buf = 0;
-    for (skel_ln_u64 k0 = 0; k0 < k_end; k0 += SKEL_TK) {
-        const int more = k0 + SKEL_TK < k_end;
-        if (more) {
-            const skel_ln_u64 k1 = k0 + SKEL_TK;
-            if (rows_fit && SKEL_LN_A_FITS(0, k1 + SKEL_TK)) {
+        for (int h = 0; h < 2; ++h) {
+            const skel_ln_u64 j = c + h;
+            const int fold = c >= 2 && j - 2 < chunks;
+            if (fold) {
+                // Set h holds chunk j - 2: into shared memory in the layout of its load.
+                const skel_ln_u64 k0 = (j - 2) * SKEL_CH;
+                if (k0 + SKEL_CH <= k_fit && vec) {
 #pragma unroll
-                for (int t = 0; t < SKEL_R * SKEL_TK / 256; ++t) {
-                    const int e = tid + t * 256;
-                    rm[t] = SKEL_LN_A_RAW(row0 + e / SKEL_TK, k1 + e % SKEL_TK);
+                    for (int v = 0; v < SKEL_LN_CHV; ++v) {
+                        const int e = v * 32 + tid;
+                        skel_ln_vec u;
+#pragma unroll
+                        for (int q = 0; q < SKEL_VW; ++q) u.e[q] = rm[h][v * SKEL_VW + q];
+                        *(SKEL_LN_LOCAL_PTR uint4*)(Ms + (e / SKEL_LN_CHV) * SKEL_LN_SROW + (e % SKEL_LN_CHV) * SKEL_VW) = u.q;
+                    }
+                } else {
+#pragma unroll
+                    for (int s = 0; s < SKEL_CH; ++s) {
+                        const int e = s * 32 + tid;
+                        Ms[(e / SKEL_CH) * SKEL_LN_SROW + e % SKEL_CH] = rm[h][s];
+                    }
                 }
-            } else {
 #pragma unroll
-                for (int t = 0; t < SKEL_R * SKEL_TK / 256; ++t) {
-                    const int e = tid + t * 256;
-                    rm[t] = SKEL_LN_A(row0 + e / SKEL_TK, k1 + e % SKEL_TK);
+                for (int s = 0; s < SKEL_CH / 32; ++s) Xs[s * 32 + tid] = rx[h][s];
+                SKEL_LN_BARRIER();
+            }
+            if (j < chunks) {
+                // Chunk j into set h, its loads in flight while chunks j - 2 and j - 1 fold.
+                const skel_ln_u64 k0 = j * SKEL_CH;
+                const int fit = k0 + SKEL_CH <= k_fit;
+                if (fit && vec) {
+#pragma unroll
+                    for (int v = 0; v < SKEL_LN_CHV; ++v) {
+                        const int e = v * 32 + tid;
+                        skel_ln_vec u;
+                        u.q = *(const SKEL_LN_GLOBAL uint4*)(SKEL_LN_A_PTR + SKEL_LN_ROWC(e / SKEL_LN_CHV) * a_cols + k0 + (e % SKEL_LN_CHV) * SKEL_VW);
+#pragma unroll
+                        for (int q = 0; q < SKEL_VW; ++q) rm[h][v * SKEL_VW + q] = u.e[q];
+                    }
+                } else if (fit) {
+#pragma unroll
+                    for (int s = 0; s < SKEL_CH; ++s) {
+                        const int e = s * 32 + tid;
+                        rm[h][s] = SKEL_LN_A_RAW(SKEL_LN_ROWC(e / SKEL_CH), k0 + e % SKEL_CH);
+                    }
+                } else {
+#pragma unroll
+                    for (int s = 0; s < SKEL_CH; ++s) {
+                        const int e = s * 32 + tid;
+                        rm[h][s] = SKEL_LN_A(row0 + e / SKEL_CH, k0 + e % SKEL_CH);
+                    }
                 }
-            }
-            if (tid < SKEL_TK) rx = SKEL_LN_B(k1 + tid, 0);
-        }
-        if (tid < SKEL_R) {
-            if (k_end - k0 >= SKEL_TK) {
-#pragma unroll 16
-                for (int k = 0; k < SKEL_TK; ++k) acc = SKEL_LN_FSTEP(acc, Ms[buf][tid][k], Xs[buf][k]);
-            } else {
-                const int kt = (int)(k_end - k0);
-                for (int k = 0; k < kt; ++k) acc = SKEL_LN_FSTEP(acc, Ms[buf][tid][k], Xs[buf][k]);
-            }
-        }
-        if (more) {
 #pragma unroll
-            for (int t = 0; t < SKEL_R * SKEL_TK / 256; ++t) {
-                const int e = tid + t * 256;
-                Ms[buf ^ 1][e / SKEL_TK][e % SKEL_TK] = rm[t];
+                for (int s = 0; s < SKEL_CH / 32; ++s)
+                    rx[h][s] = fit ? SKEL_LN_B_RAW(k0 + s * 32 + tid, 0) : SKEL_LN_B(k0 + s * 32 + tid, 0);
             }
-            if (tid < SKEL_TK) Xs[buf ^ 1][tid] = rx;
+            if (fold) {
+                // Thread tid folds its row's steps of chunk j - 2 (those below k_end).
+                const skel_ln_u64 k0 = (j - 2) * SKEL_CH;
+                if (k0 + SKEL_CH <= k_end) {
+#pragma unroll
+                    for (int v = 0; v < SKEL_LN_CHV; ++v) {
+                        skel_ln_vec m;
+                        m.q = *(SKEL_LN_LOCAL_PTR const uint4*)(Ms + tid * SKEL_LN_SROW + v * SKEL_VW);
+#pragma unroll
+                        for (int q = 0; q < SKEL_VW; ++q) acc = SKEL_LN_FSTEP(acc, m.e[q], Xs[v * SKEL_VW + q]);
+                    }
+                } else {
+                    const int kt = (int)(k_end - k0);
+                    for (int k = 0; k < kt; ++k) acc = SKEL_LN_FSTEP(acc, Ms[tid * SKEL_LN_SROW + k], Xs[k]);
+                }
+                // The next round's stores overwrite what this one read.
+                SKEL_LN_BARRIER();
+            }
         }
-        SKEL_LN_BARRIER();
-        buf ^= 1;
     }
-    if (tid < SKEL_R && row0 + tid < skel_base + n) {
+    if (row0 + tid < skel_base + n) {
         if (SKEL_LN_REDO(acc)) SKEL_LN_REFOLD(acc, row0 + tid, 0, k_end);
         SKEL_LN_OUT(row0 + tid - skel_base) = acc;
     }
 }
+#undef SKEL_LN_CHV
+#undef SKEL_LN_SROW
+#undef SKEL_LN_ROWC
 #endif

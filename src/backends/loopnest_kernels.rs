@@ -20,12 +20,8 @@ pub(crate) enum Kernel {
         /// Output rows and columns per block (128 or 64).
         tile: usize,
     },
-    /// `skel_ln_gemv<rows>`: a band of `rows` outputs per block (64, or 16 with four
-    /// times the steps per tile for fewer rows).
-    Gemv {
-        /// Output rows per block.
-        rows: usize,
-    },
+    /// `skel_ln_gemv`: a band of 32 rows per block of one warp, a row per thread.
+    Gemv,
 }
 
 impl Kernel {
@@ -34,12 +30,20 @@ impl Kernel {
         match self {
             Kernel::Gemm { tile: 128 } => "skel_ln_gemm128",
             Kernel::Gemm { .. } => "skel_ln_gemm64",
-            Kernel::Gemv { rows: 64 } => "skel_ln_gemv64",
-            Kernel::Gemv { .. } => "skel_ln_gemv16",
+            Kernel::Gemv => "skel_ln_gemv",
         }
     }
 
-    /// Blocks (x, y) of 256 threads for flat output positions `part` in rows of `cols`.
+    /// Threads per block (work-items per work-group).
+    pub(crate) fn threads(self) -> usize {
+        match self {
+            Kernel::Gemm { .. } => 256,
+            Kernel::Gemv => GEMV_ROWS,
+        }
+    }
+
+    /// Blocks (x, y) of [`Kernel::threads`] threads for flat output positions `part` in rows
+    /// of `cols`.
     pub(crate) fn grid(self, part: &std::ops::Range<usize>, cols: usize) -> (usize, usize) {
         match self {
             Kernel::Gemm { tile } => {
@@ -47,10 +51,14 @@ impl Kernel {
                 let rows = (part.end.max(1) - 1) / cols - part.start / cols + 1;
                 (cols.div_ceil(tile), rows.div_ceil(tile))
             }
-            Kernel::Gemv { rows } => (part.len().div_ceil(rows), 1),
+            Kernel::Gemv => (part.len().div_ceil(GEMV_ROWS), 1),
         }
     }
 }
+
+/// Rows per block of the matrix-vector kernel: one warp, a row per thread (a row's sum is
+/// one sequential fold, so it is never split between threads).
+const GEMV_ROWS: usize = 32;
 
 /// The loop nest of `def` that the GPU kernels run: a recognised matrix product or
 /// matrix-vector product over primitive types. The transposed matrix-vector product reads
@@ -70,8 +78,7 @@ pub(crate) fn gpu_nest(def: &'static FnDef) -> Option<LoopNest> {
 /// The kernel for an output of `rows x cols` elements of `elem` bytes on a device of `sms`
 /// multiprocessors: 128 x 128 tiles where there are enough of them to fill the device
 /// (and the elements are at most 4 bytes: larger ones would not fit the registers),
-/// else 64 x 64; bands of 64 rows where that gives two blocks per multiprocessor, else
-/// of 16.
+/// else 64 x 64; a matrix-vector product takes bands of 32 rows.
 pub(crate) fn choose(
     nest: &LoopNest,
     elem: usize,
@@ -83,8 +90,7 @@ pub(crate) fn choose(
             Kernel::Gemm { tile: 128 }
         }
         Nest::Gemm { .. } => Kernel::Gemm { tile: 64 },
-        _ if (rows * cols).div_ceil(64) >= 2 * sms => Kernel::Gemv { rows: 64 },
-        _ => Kernel::Gemv { rows: 16 },
+        _ => Kernel::Gemv,
     }
 }
 
@@ -95,7 +101,7 @@ pub(crate) fn kernels(nest: &LoopNest, elem: usize) -> &'static [&'static str] {
     match nest.nest {
         Nest::Gemm { .. } if elem <= 4 => &["skel_ln_gemm128", "skel_ln_gemm64"],
         Nest::Gemm { .. } => &["skel_ln_gemm64"],
-        _ => &["skel_ln_gemv64", "skel_ln_gemv16"],
+        _ => &["skel_ln_gemv"],
     }
 }
 
@@ -309,22 +315,22 @@ pub(crate) fn instantiate(
         );
     }
     if tiles.is_empty() {
-        // (rows per band, steps per tile): 34 KiB of local memory or less either way.
-        let bands = if elem <= 4 {
-            [(64, 64), (16, 256)]
-        } else {
-            [(64, 32), (16, 128)]
-        };
-        for (r, tk) in bands {
-            let _ = writeln!(
-                s,
-                "#define SKEL_LN_GEMV 1\n#define SKEL_LN_NAME skel_ln_gemv{r}\n#define SKEL_R {r}\n#define SKEL_TK {tk}"
-            );
-            s.push_str(TEMPLATE);
-            s.push_str(
-                "\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_R\n#undef SKEL_TK\n",
-            );
-        }
+        // Chunks of 256 bytes of a row for elements of up to 4 bytes (64 steps), 32 steps
+        // of 8: 32 rows x 256 bytes in each of two register sets, 8.5 KiB of local memory.
+        let ch = if elem <= 4 { 64 } else { 32 };
+        let vw = 16 / containers[xk].ty.size().max(1);
+        let _ = writeln!(
+            s,
+            "#define SKEL_LN_A_PTR {}\n#define SKEL_LN_A_ROWS ca{xk}_rows\n\
+             #define SKEL_LN_A_COLS ca{xk}_cols\n#define SKEL_LN_X_LEN ca{yk}_cols",
+            ptr(xk)
+        );
+        let _ = writeln!(
+            s,
+            "#define SKEL_LN_GEMV 1\n#define SKEL_LN_NAME skel_ln_gemv\n#define SKEL_CH {ch}\n#define SKEL_VW {vw}"
+        );
+        s.push_str(TEMPLATE);
+        s.push_str("\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_CH\n#undef SKEL_VW\n");
     }
     s
 }

@@ -590,3 +590,79 @@ fn loopnest_integer_min_plus_matches_cpu() {
         }
     }
 }
+
+#[userfn]
+pub fn mv_k(#[index] i: usize, a: Mat<f32>, x: &[f32], #[uniform] k: u32) -> f32 {
+    let mut s = 0.0f32;
+    for l in 0..k as usize {
+        s += a[(i, l)] * x[l];
+    }
+    s
+}
+
+#[userfn]
+pub fn mv_u8(#[index] i: usize, a: Mat<u8>, x: &[u8]) -> u32 {
+    let mut s = 0u32;
+    for l in 0..a.cols() {
+        s = s
+            .wrapping_mul(3)
+            .wrapping_add(a[(i, l)] as u32 * x[l] as u32);
+    }
+    s
+}
+
+/// The GPUs' matrix-vector kernel reads rows in chunks of 64 steps (32 for f64), by
+/// 16-byte vectors where every row starts 16-byte aligned and element by element where
+/// not, a trip count below the row length or ending inside a chunk folding only its own
+/// steps: bands of rows past a multiple of 32, rows of a multiple of 4 elements and not,
+/// several chunks and a tail, one-byte elements (16 to a vector) and f64.
+#[test]
+fn loopnest_matrix_vector_chunks_and_alignments_match_cpu() {
+    for &(rows, cols) in &[
+        (70, 256),
+        (45, 259),
+        (33, 390),
+        (96, 1000),
+        (1, 4096),
+        (40, 64),
+    ] {
+        let a = mat(rows, cols, 11);
+        let x = Vector::from(floats(cols, 12));
+        let a8 = Matrix::from_fn(rows, cols, |r, c| ((r * 131 + c * 7) % 251) as u8);
+        let x8 = Vector::from_fn(cols, |c| (c % 13) as u8);
+        let ad = Matrix::from_fn(rows, cols, |i, j| ((i * 3 + j) as f64 * 0.37).sin());
+        let xd = Vector::from_fn(cols, |j| 1.0 / (j as f64 + 3.0));
+        let run = |be: Backend| {
+            let mut out = Vec::new();
+            for k in [cols, cols - cols / 3, cols.min(129)] {
+                let mut y = Vector::filled(rows, f32::NAN);
+                Map::new(mv_k)
+                    .arrays((&a, &x))
+                    .uniforms((k as u32,))
+                    .backend(be)
+                    .run_index(&mut y)
+                    .unwrap();
+                out.push(bits(&y.to_vec(), |v: f32| v.to_bits() as u64));
+            }
+            let mut y = Vector::filled(rows, 0u32);
+            Map::new(mv_u8)
+                .arrays((&a8, &x8))
+                .backend(be)
+                .run_index(&mut y)
+                .unwrap();
+            out.push(bits(&y.to_vec(), u64::from));
+            let mut y = Vector::filled(rows, f64::NAN);
+            Map::new(mv_f64)
+                .arrays((&ad, &xd))
+                .backend(be)
+                .run_index(&mut y)
+                .unwrap();
+            out.push(bits(&y.to_vec(), f64::to_bits));
+            out
+        };
+        let want = run(Backend::Cpu);
+        for be in backends() {
+            assert_eq!(run(be), want, "{be} {rows}x{cols}");
+        }
+    }
+}

@@ -189,8 +189,12 @@ mod tests {
         assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemm64"));
         let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
         let src = source::<mv>(&n).unwrap();
-        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv64"));
-        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv16"));
+        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv"));
+        // f64: chunks of 32 steps, two elements per 16-byte vector.
+        assert!(
+            src.contains("#define SKEL_CH 32\n#define SKEL_VW 2"),
+            "{src}"
+        );
         assert!(!src.contains("#define SKEL_LN_GEMM"));
     }
 }

@@ -97,7 +97,7 @@ impl Launch {
                             .ok_or_else(too_large)?,
                         1,
                     ),
-                    block: (256, 1, 1),
+                    block: (k.threads() as u32, 1, 1),
                     shared: 0,
                 }
             }

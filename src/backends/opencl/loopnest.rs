@@ -52,5 +52,73 @@ pub(super) fn launch_shape<F: ElementwiseFn>(
         ctx.compute_units,
     );
     let (gx, gy) = which.grid(&part, cols);
-    (which, [gx * 256, gy, 1])
+    (which, [gx * which.threads(), gy, 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::context::ctx;
+    use super::super::program_cache::{program, ProgKey};
+    use super::{nest, source};
+    use crate::prelude::*;
+    use crate::userfn::ElementwiseFn;
+
+    #[userfn]
+    fn mm(#[index] (i, j): (usize, usize), a: Mat<f32>, b: Mat<f32>) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * b[(l, j)];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mv(#[index] i: usize, a: Mat<f32>, x: &[f32]) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * x[l];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mv_f64(#[index] i: usize, a: Mat<f64>, x: &[f64], #[uniform] k: u32) -> f64 {
+        let mut s = 0.0;
+        for l in 0..k as usize {
+            s += a[(i, l)] * x[l];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mv_u8(#[index] i: usize, a: Mat<u8>, x: &[u8]) -> u32 {
+        let mut s = 0u32;
+        for l in 0..x.len() {
+            s = s.wrapping_add(a[(i, l)] as u32 * x[l] as u32);
+        }
+        s
+    }
+
+    fn builds<F: ElementwiseFn>() {
+        let Ok(ctx) = ctx() else {
+            return;
+        };
+        let Some(n) = nest::<F>(ctx) else {
+            return;
+        };
+        program(ctx, ProgKey::of::<F>("loopnest"), F::NAME, || {
+            source::<F>(ctx, &n)
+        })
+        .unwrap();
+    }
+
+    /// The device's compiler takes both templates (a program that fails to build would
+    /// leave the calls to the Map kernel, silently but for the log).
+    #[test]
+    fn the_kernels_build_where_there_is_a_device() {
+        builds::<mm>();
+        builds::<mv>();
+        builds::<mv_f64>();
+        builds::<mv_u8>();
+    }
 }

@@ -186,7 +186,7 @@ where
     let (name, dims, global, local) = if let Some(nest) = &nest {
         let whole = index_base..index_base + n;
         let (which, global) = super::loopnest::launch_shape::<F>(ctx, nest, shape.dims(), whole);
-        (which.name(), 2, global, [256, 1, 1])
+        (which.name(), 2, global, [which.threads(), 1, 1])
     } else if grid_2d(F::definition()) {
         let wide = 16.min(wg);
         let tall = wg / wide;
