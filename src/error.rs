@@ -108,6 +108,11 @@ pub enum Error {
     /// An error of the user's own, wrapped by [`Error::other`].
     #[error(transparent)]
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// A call that a recorded [`crate::Graph`] cannot hold (one that returns a value to the
+    /// host: use its `run_into` form), or a launch whose closure made other calls than it
+    /// made when it was recorded.
+    #[error("graph recording: {0}")]
+    Recording(String),
 }
 
 impl Error {
