@@ -101,7 +101,11 @@ fn replay(calls: usize) -> skel::Result<()> {
             per_call(calls.div_ceil(10), || g.launch())? / 10.0
         };
         // The result stays checked: a replay that computed nothing would show here.
-        if o.as_slice().iter().enumerate().any(|(i, &v)| v != i as f32 + 2.0) {
+        if o.as_slice()
+            .iter()
+            .enumerate()
+            .any(|(i, &v)| v != i as f32 + 2.0)
+        {
             return Err(skel::Error::InvalidArgument(format!(
                 "{backend}: the replayed Map computed a wrong result"
             )));

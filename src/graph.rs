@@ -1,27 +1,5 @@
-//! Recorded replay: a sequence of skeleton calls that a program repeats (an iteration of a
-//! solver), recorded once and launched again and again.
-//!
-//! # How a recording holds its containers
-//!
-//! A [`Graph`] keeps the closure it recorded and runs it again on every
-//! [`launch`](Graph::launch). The closure borrows the containers it uses, so a `Graph<'a>`
-//! borrows them for `'a`: the borrow checker refuses to drop, move or touch from outside a
-//! container that a live graph writes (or to write one that it reads) — a recording can
-//! neither outlive nor alias its containers, with no `unsafe` and no reference counting.
-//! Read the results once the graph is dropped (or give it a scope, `{ let g = ..; for .. {
-//! g.launch()?; } }`). Because every launch runs the same calls on the same containers as
-//! eager code would, the containers' coherence state (which copies are valid where, which
-//! device events guard them) is exactly what the eager calls leave: uploads and downloads
-//! happen where they would have happened.
-//!
-//! # What a launch skips
-//!
-//! Recording resolves each call's backend (the instance's `.backend(..)` or the process
-//! default, checked for a device) once; a launch takes the recorded backend of each call
-//! instead, and hands each call's position to the executors, which keep what they resolved
-//! for it. The shape checks of each call still run: they cost tens of nanoseconds, and they
-//! are what keeps a closure that makes other calls on a later launch from handing a kernel
-//! operands it was not built for.
+//! Recorded replay ([`Graph`]): a sequence of skeleton calls that a program repeats,
+//! recorded once and launched again and again. See [`Graph`] for the design.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -71,6 +49,33 @@ impl Drop for Running {
 
 /// A recorded sequence of skeleton calls, launched again with [`launch`](Graph::launch).
 ///
+/// # How a recording holds its containers
+///
+/// A [`Graph`] keeps the closure it recorded and runs it again on every
+/// [`launch`](Graph::launch). The closure borrows the containers it uses, so a `Graph<'a>`
+/// borrows them for `'a`: the borrow checker refuses to drop, move or touch from outside a
+/// container that a live graph writes (or to write one that it reads) — a recording can
+/// neither outlive nor alias its containers, with no `unsafe` and no reference counting.
+/// Read the results once the graph is dropped (or give it a scope, `{ let g = ..; for .. {
+/// g.launch()?; } }`). Because every launch runs the same calls on the same containers as
+/// eager code would, the containers' coherence state (which copies are valid where, which
+/// device events guard them) is exactly what the eager calls leave: uploads and downloads
+/// happen where they would have happened.
+///
+/// # What a launch skips
+///
+/// Recording resolves each call's backend (the instance's `.backend(..)` or the process
+/// default, checked for a device) once; a launch takes the recorded backend of each call
+/// instead, and checks that the closure makes the calls it recorded (the same user
+/// functions, as many), else [`Error::Recording`]. Each call still builds its plan (a few
+/// borrows) and runs its shape checks: they cost tens of nanoseconds, and they are what
+/// keeps a closure that hands other containers to a call on a later launch from giving a
+/// kernel operands it was not built for. Under [`Backend::Auto`] each call of a launch is
+/// still chosen per call (where the operands are valid changes between the first
+/// iteration and the next); name a backend to fix it.
+///
+/// # Example
+///
 /// ```
 /// use skel::prelude::*;
 /// #[userfn]
@@ -85,11 +90,11 @@ impl Drop for Running {
 /// let mut t = Vector::zeroed(1000);
 /// let mut dot = Vector::zeroed(1);
 /// {
-///     let step = Map::new(axpy).uniforms((0.5,)).backend(Backend::Cpu);
+///     let step = Map::new(axpy).uniforms((0.5,));
 ///     let g = skel::Graph::record(|| {
-///         step.run(&x, &y, &mut t)?;                                      // t = 0.5 x + y
-///         Map::new(add).backend(Backend::Cpu).run(&t, &x, &mut y)?;     // y = t + x
-///         MapReduce::new(mul, add).backend(Backend::Cpu).run_into(&y, &y, &mut dot)
+///         step.run(&x, &y, &mut t)?;                               // t = 0.5 x + y
+///         Map::new(add).run(&t, &x, &mut y)?;                      // y = t + x
+///         MapReduce::new(mul, add).run_into(&y, &y, &mut dot)      // dot[0] = y . y
 ///     })?;                                        // ran once: the recording is a first launch
 ///     assert_eq!(g.calls(), 3);
 ///     for _ in 0..3 {
@@ -173,9 +178,10 @@ impl<'a> Graph<'a> {
     /// inside a recording or launch.
     pub fn launch(&self) -> Result<()> {
         idle("Graph::launch")?;
-        let mut body = self.body.try_borrow_mut().map_err(|_| {
-            Error::Recording("Graph::launch from inside its own launch".into())
-        })?;
+        let mut body = self
+            .body
+            .try_borrow_mut()
+            .map_err(|_| Error::Recording("Graph::launch from inside its own launch".into()))?;
         let steps = Rc::clone(&self.steps);
         MODE.with_borrow_mut(|m| *m = Mode::Replay { steps, next: 0 });
         let _restore = Restore;

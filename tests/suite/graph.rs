@@ -88,7 +88,13 @@ pub enum Op {
 }
 
 /// Runs `op` on `b` over `v` and `s` (`t` is scratch of the same length as `v[i]`).
-pub fn apply(b: Backend, op: Op, v: &mut [Vector<i64>; 3], s: &mut Vector<i64>, t: &mut Vector<i64>) -> Result<()> {
+pub fn apply(
+    b: Backend,
+    op: Op,
+    v: &mut [Vector<i64>; 3],
+    s: &mut Vector<i64>,
+    t: &mut Vector<i64>,
+) -> Result<()> {
     let n = v[0].len();
     let copy = Map::new(g_id).backend(b);
     match op {
@@ -109,10 +115,15 @@ pub fn apply(b: Backend, op: Op, v: &mut [Vector<i64>; 3], s: &mut Vector<i64>, 
             Map::new(g_add).backend(b).run(&v[a], &v[bb], t)?;
             copy.run(t, &mut v[d])
         }
-        Op::Dot(a, bb) => MapReduce::new(g_mul, g_add).backend(b).run_into(&v[a], &v[bb], s),
+        Op::Dot(a, bb) => MapReduce::new(g_mul, g_add)
+            .backend(b)
+            .run_into(&v[a], &v[bb], s),
         Op::Sum(a) => Reduce::new(g_add).backend(b).run_into(&v[a], s),
         Op::Axpy(a, d) => {
-            Map::new(g_axpy).arrays((&*s,)).backend(b).run(&v[a], &v[d], t)?;
+            Map::new(g_axpy)
+                .arrays((&*s,))
+                .backend(b)
+                .run(&v[a], &v[d], t)?;
             copy.run(t, &mut v[d])
         }
         Op::Scan(a, d) => {
@@ -127,13 +138,23 @@ pub fn apply(b: Backend, op: Op, v: &mut [Vector<i64>; 3], s: &mut Vector<i64>, 
         Op::Views(a, bb, d) if n >= 2 && d != a && d != bb => {
             let [x, y, z] = v;
             let (src_a, src_b, dst) = pick3(x, y, z, a, bb, d);
-            Map::new(g_add).backend(b).run(&src_a.view(0..n - 1), &src_b.view(1..n), &mut dst.view_mut(1..n))
+            Map::new(g_add).backend(b).run(
+                &src_a.view(0..n - 1),
+                &src_b.view(1..n),
+                &mut dst.view_mut(1..n),
+            )
         }
         Op::Views(..) => Ok(()),
     }
 }
 
-fn pick2<'v>(x: &'v mut Vector<i64>, y: &'v mut Vector<i64>, z: &'v mut Vector<i64>, a: usize, d: usize) -> (&'v Vector<i64>, &'v mut Vector<i64>) {
+fn pick2<'v>(
+    x: &'v mut Vector<i64>,
+    y: &'v mut Vector<i64>,
+    z: &'v mut Vector<i64>,
+    a: usize,
+    d: usize,
+) -> (&'v Vector<i64>, &'v mut Vector<i64>) {
     match (a, d) {
         (0, 1) => (x, y),
         (0, 2) => (x, z),
@@ -204,8 +225,16 @@ pub fn replay_against_eager(b: Backend, n: usize, ops: &[Op], launches: usize) {
         }
     }
     let eager = snapshot(&ev, &es);
-    assert_eq!(snapshot(&gv, &gs), eager, "{b}: replayed vs eager, n={n}, ops={ops:?}");
-    assert_eq!(snapshot(&ov, &os), eager, "{b}: eager vs the cpu oracle, n={n}, ops={ops:?}");
+    assert_eq!(
+        snapshot(&gv, &gs),
+        eager,
+        "{b}: replayed vs eager, n={n}, ops={ops:?}"
+    );
+    assert_eq!(
+        snapshot(&ov, &os),
+        eager,
+        "{b}: eager vs the cpu oracle, n={n}, ops={ops:?}"
+    );
 }
 
 /// A solver-like step: two dots into one-element containers, axpys reading them, a scan,
@@ -267,7 +296,10 @@ macro_rules! graph_suite {
                     let (mut ea, mut es) = (a.clone(), s.clone());
                     let eager = |a: &mut Vector<f32>, s: &mut Vector<f32>| -> Result<()> {
                         Reduce::new(g_fadd).backend(B).run_into(&*a, s)?;
-                        Map::new(g_fscale).arrays((&*s,)).backend(B).run(&x, &mut *a)
+                        Map::new(g_fscale)
+                            .arrays((&*s,))
+                            .backend(B)
+                            .run(&x, &mut *a)
                     };
                     for round in 0..3 {
                         {
@@ -284,7 +316,8 @@ macro_rules! graph_suite {
                         for _ in 0..5 {
                             eager(&mut ea, &mut es).unwrap();
                         }
-                        let bits = |v: &Vector<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        let bits =
+                            |v: &Vector<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                         assert_eq!(bits(&a), bits(&ea), "n={n}, round {round}");
                         assert_eq!(bits(&s), bits(&es), "n={n}, round {round}");
                         // Host writes between recordings: the next recording uploads them.
@@ -304,14 +337,44 @@ macro_rules! graph_suite {
                 let x = Vector::from_fn(10, |i| i as i64);
                 let mut out = Vector::filled(10, -1i64);
                 let refused: [(&str, Box<dyn Fn() -> Result<()>>); 4] = [
-                    ("MapReduce::run", Box::new(|| MapReduce::new(g_idx, g_add).backend(B).run_index(12).map(drop))),
-                    ("Reduce::run", Box::new(|| Reduce::new(g_add).backend(B).run(&x).map(drop))),
-                    ("MapReduce::run", Box::new(|| MapReduce::new(g_mul, g_add).backend(B).run(&x, &x).map(drop))),
-                    ("Filter::run", Box::new(|| Filter::new(g_keep).backend(B).run(&x, &mut Vector::zeroed(10)).map(drop))),
+                    (
+                        "MapReduce::run",
+                        Box::new(|| {
+                            MapReduce::new(g_idx, g_add)
+                                .backend(B)
+                                .run_index(12)
+                                .map(drop)
+                        }),
+                    ),
+                    (
+                        "Reduce::run",
+                        Box::new(|| Reduce::new(g_add).backend(B).run(&x).map(drop)),
+                    ),
+                    (
+                        "MapReduce::run",
+                        Box::new(|| {
+                            MapReduce::new(g_mul, g_add)
+                                .backend(B)
+                                .run(&x, &x)
+                                .map(drop)
+                        }),
+                    ),
+                    (
+                        "Filter::run",
+                        Box::new(|| {
+                            Filter::new(g_keep)
+                                .backend(B)
+                                .run(&x, &mut Vector::zeroed(10))
+                                .map(drop)
+                        }),
+                    ),
                 ];
                 for (form, call) in refused {
                     let err = Graph::record(|| {
-                        Map::new(g_step).uniforms((3,)).backend(B).run(&x, &mut out)?;
+                        Map::new(g_step)
+                            .uniforms((3,))
+                            .backend(B)
+                            .run(&x, &mut out)?;
                         call()
                     })
                     .unwrap_err();
@@ -326,10 +389,15 @@ macro_rules! graph_suite {
                 let (mut total, mut count) = (Vector::zeroed(1), Vector::zeroed(1));
                 Graph::record(|| {
                     Reduce::new(g_add).backend(B).run_into(&x, &mut total)?;
-                    MapReduce::new(g_idx, g_add).backend(B).run_index_into(12, &mut count)
+                    MapReduce::new(g_idx, g_add)
+                        .backend(B)
+                        .run_index_into(12, &mut count)
                 })
                 .unwrap();
-                assert_eq!((total[0], count[0]), (45, 0 + 1 + 2 + 3 + 4 + 0 + 1 + 2 + 3 + 4 + 0 + 1));
+                assert_eq!(
+                    (total[0], count[0]),
+                    (45, 0 + 1 + 2 + 3 + 4 + 0 + 1 + 2 + 3 + 4 + 0 + 1)
+                );
             }
 
             #[test]
@@ -348,7 +416,10 @@ macro_rules! graph_suite {
                         1 => Map::new(g_add).backend(B).run(&x, &x, &mut out),
                         2 => Ok(()),
                         _ => {
-                            Map::new(g_step).uniforms((2,)).backend(B).run(&x, &mut out)?;
+                            Map::new(g_step)
+                                .uniforms((2,))
+                                .backend(B)
+                                .run(&x, &mut out)?;
                             Map::new(g_step).uniforms((2,)).backend(B).run(&x, &mut out)
                         }
                     }
@@ -356,13 +427,18 @@ macro_rules! graph_suite {
                 .unwrap();
                 for what in ["g_add", "made 0", "more skeleton calls"] {
                     let err = g.launch().unwrap_err();
-                    assert!(matches!(err, Error::Recording(_)) && err.to_string().contains(what), "{what}: {err}");
+                    assert!(
+                        matches!(err, Error::Recording(_)) && err.to_string().contains(what),
+                        "{what}: {err}"
+                    );
                 }
                 drop(g);
                 assert_eq!(out.to_vec(), (0..31).map(|i| i * 2 + 3).collect::<Vec<_>>());
                 // A launch inside a recording, and a recording inside a launch, are refused.
                 let mut y = Vector::zeroed(31);
-                let inner = Graph::record(|| Map::new(g_step).uniforms((1,)).backend(B).run(&x, &mut y)).unwrap();
+                let inner =
+                    Graph::record(|| Map::new(g_step).uniforms((1,)).backend(B).run(&x, &mut y))
+                        .unwrap();
                 let err = Graph::record(|| inner.launch()).unwrap_err();
                 assert!(matches!(err, Error::Recording(_)), "{err}");
                 let outer = Graph::record(|| Ok(())).unwrap();
@@ -374,7 +450,10 @@ macro_rules! graph_suite {
                 // The closure's own error comes back from record and launch as it was.
                 let flaky = Cell::new(false);
                 let g = Graph::record(|| {
-                    Map::new(g_step).uniforms((1,)).backend(B).run(&x, &mut out)?;
+                    Map::new(g_step)
+                        .uniforms((1,))
+                        .backend(B)
+                        .run(&x, &mut out)?;
                     if flaky.replace(true) {
                         return Err(Error::other("second time"));
                     }
