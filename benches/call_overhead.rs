@@ -8,6 +8,7 @@
 //! ```text
 //! cargo bench --bench call_overhead                          # cpu, rayon
 //! cargo bench --features "cuda opencl" --bench call_overhead -- --calls 20000
+//! cargo bench --bench call_overhead -- --backend rayon        # one backend (for a profiler)
 //! ```
 
 use std::time::Instant;
@@ -17,6 +18,15 @@ use skel::prelude::*;
 #[userfn]
 fn add(a: f32, b: f32) -> f32 {
     a + b
+}
+
+/// The backends to time: `--backend name` (for profiling one), else every one available.
+fn backends() -> skel::Result<Vec<Backend>> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == "--backend") {
+        Some(i) => Ok(vec![args.get(i + 1).map_or("", String::as_str).parse()?]),
+        None => Ok(Backend::available()),
+    }
 }
 
 fn calls() -> usize {
@@ -54,7 +64,7 @@ fn main() -> skel::Result<()> {
     let idle = per_call(calls, skel::tune::synchronize)?;
     println!("skel::tune::synchronize() with nothing pending: {idle:.2} us");
     println!("{:<8} {:>12} {:>12}", "backend", "Map us", "Reduce us");
-    for backend in Backend::available() {
+    for backend in backends()? {
         let map = Map::new(add).backend(backend);
         let reduce = Reduce::new(add).backend(backend);
         // Warm-up: kernels built, operands resident where the backend computes.
@@ -78,17 +88,19 @@ fn replay(calls: usize) -> skel::Result<()> {
     let (xs, ys) = (x.to_vec(), y.to_vec());
     let mut os = vec![0.0f32; N];
     let host = per_call(calls, || {
-        for ((o, a), b) in os.iter_mut().zip(&xs).zip(&ys) {
-            *o = std::hint::black_box(*a + *b);
+        let (xs, ys) = std::hint::black_box((&xs, &ys));
+        for ((o, a), b) in os.iter_mut().zip(xs).zip(ys) {
+            *o = *a + *b;
         }
+        std::hint::black_box(&mut os);
         Ok(())
     })?;
     println!("hand-written host loop: {host:.2} us");
     println!(
-        "{:<8} {:>10} {:>12} {:>14} {:>10}",
-        "backend", "eager", "graph of 1", "graph of 10", "eager/1"
+        "{:<8} {:>10} {:>12} {:>14} {:>12} {:>10}",
+        "backend", "eager", "graph of 1", "graph of 10", "eager again", "eager/1"
     );
-    for backend in Backend::available() {
+    for backend in backends()? {
         let map = Map::new(add).backend(backend);
         map.run(&x, &y, &mut o)?;
         let eager = per_call(calls, || map.run(&x, &y, &mut o))?;
@@ -100,6 +112,9 @@ fn replay(calls: usize) -> skel::Result<()> {
             let g = skel::Graph::record(|| (0..10).try_for_each(|_| map.run(&x, &y, &mut o)))?;
             per_call(calls.div_ceil(10), || g.launch())? / 10.0
         };
+        // Eager once more, after the replays: what changed between the rounds (a device
+        // queue, a clock) shows as a difference from the first eager column.
+        let again = per_call(calls, || map.run(&x, &y, &mut o))?;
         // The result stays checked: a replay that computed nothing would show here.
         if o.as_slice()
             .iter()
@@ -111,7 +126,7 @@ fn replay(calls: usize) -> skel::Result<()> {
             )));
         }
         println!(
-            "{:<8} {eager:>10.2} {one:>12.2} {ten:>14.2} {:>10.2}",
+            "{:<8} {eager:>10.2} {one:>12.2} {ten:>14.2} {again:>12.2} {:>10.2}",
             backend.to_string(),
             eager / one
         );

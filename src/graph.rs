@@ -36,15 +36,26 @@ thread_local! {
     /// (the tuner measuring a link under `Backend::Auto`) is the library's own business,
     /// neither recorded nor expected on a launch.
     static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Whether [`MODE`] is not `Off`: what an eager call reads, one thread-local load.
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// One running skeleton call (see [`DEPTH`]), ended when dropped.
-pub(crate) struct Running(());
+/// One skeleton call of a recording or launch (see [`DEPTH`]), ended when dropped; an
+/// eager call's guard does nothing.
+pub(crate) struct Running(bool);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        DEPTH.set(DEPTH.get() - 1);
+        if self.0 {
+            DEPTH.set(DEPTH.get() - 1);
+        }
     }
+}
+
+/// Sets [`MODE`] (and [`ACTIVE`] with it).
+fn set_mode(mode: Mode) {
+    ACTIVE.set(!matches!(mode, Mode::Off));
+    MODE.with_borrow_mut(|m| *m = mode);
 }
 
 /// A recorded sequence of skeleton calls, launched again with [`launch`](Graph::launch).
@@ -127,14 +138,13 @@ struct Restore;
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        MODE.with_borrow_mut(|m| *m = Mode::Off);
+        set_mode(Mode::Off);
     }
 }
 
 /// `Err` when this thread is recording or launching already.
 fn idle(what: &str) -> Result<()> {
-    let busy = MODE.with_borrow(|m| !matches!(m, Mode::Off));
-    if busy {
+    if ACTIVE.get() {
         return Err(Error::Recording(format!(
             "{what} inside a recording or a launch: record the calls of both into one graph instead"
         )));
@@ -156,11 +166,11 @@ impl<'a> Graph<'a> {
         idle("Graph::record")?;
         let mut body: Box<dyn FnMut() -> Result<()> + 'a> = Box::new(calls);
         let steps = {
-            MODE.with_borrow_mut(|m| *m = Mode::Record(Vec::new()));
+            set_mode(Mode::Record(Vec::new()));
             let _restore = Restore;
             body()?;
-            MODE.with_borrow_mut(|m| match std::mem::replace(m, Mode::Off) {
-                Mode::Record(steps) => steps,
+            MODE.with_borrow_mut(|m| match m {
+                Mode::Record(steps) => std::mem::take(steps),
                 _ => Vec::new(),
             })
         };
@@ -183,7 +193,7 @@ impl<'a> Graph<'a> {
             .try_borrow_mut()
             .map_err(|_| Error::Recording("Graph::launch from inside its own launch".into()))?;
         let steps = Rc::clone(&self.steps);
-        MODE.with_borrow_mut(|m| *m = Mode::Replay { steps, next: 0 });
+        set_mode(Mode::Replay { steps, next: 0 });
         let _restore = Restore;
         body()?;
         let made = MODE.with_borrow(|m| match m {
@@ -209,6 +219,9 @@ impl<'a> Graph<'a> {
 /// (and recorded, in a recording) or, in a launch, the one recorded for this call.
 /// The call counts as running until the returned guard drops.
 pub(crate) fn backend(choice: Option<Backend>, name: &'static str) -> Result<(Backend, Running)> {
+    if !ACTIVE.get() {
+        return Ok((crate::backends::resolve(choice)?, Running(false)));
+    }
     let depth = DEPTH.get();
     let backend = if depth > 0 {
         crate::backends::resolve(choice)?
@@ -216,7 +229,7 @@ pub(crate) fn backend(choice: Option<Backend>, name: &'static str) -> Result<(Ba
         step(choice, name)?
     };
     DEPTH.set(depth + 1);
-    Ok((backend, Running(())))
+    Ok((backend, Running(true)))
 }
 
 /// [`backend`] for a call that no other call is running: resolved, recorded or replayed.
@@ -253,16 +266,12 @@ fn step(choice: Option<Backend>, name: &'static str) -> Result<Backend> {
 /// `Err` when a call of `form` (user function `name`), which returns its value to the host,
 /// is made in a recording or launch, unless it runs for a `run_into` form.
 pub(crate) fn value_to_host(form: &str, name: &str) -> Result<()> {
-    if INTO.get() || DEPTH.get() > 0 {
+    if !ACTIVE.get() || INTO.get() || DEPTH.get() > 0 {
         return Ok(());
     }
-    let recording = MODE.with_borrow(|m| !matches!(m, Mode::Off));
-    if recording {
-        return Err(Error::Recording(format!(
-            "{form} of `{name}` returns its value to the host, which a recorded graph cannot do: write the value into a one-element container with `run_into` (`run_index_into` for `run_index`) and read that container in the calls that need it"
-        )));
-    }
-    Ok(())
+    Err(Error::Recording(format!(
+        "{form} of `{name}` returns its value to the host, which a recorded graph cannot do: write the value into a one-element container with `run_into` (`run_index_into` for `run_index`) and read that container in the calls that need it"
+    )))
 }
 
 /// Clears [`INTO`] again when a `run_into` form ends, by return or by unwind.

@@ -353,11 +353,11 @@ pub(crate) fn filter<S: FilterSig>(
     plan: plan::Filter<'_, S>,
     checks: impl FnOnce(&plan::Filter<'_, S>) -> Result<()>,
 ) -> Result<usize> {
+    crate::graph::value_to_host("Filter::run", <S::F as UserFn>::NAME)?;
     #[cfg(feature = "mpi")]
     if plan.input.spread().is_some() || plan.out.spread().is_some() {
         return crate::dist::Distributed::new(options).filter(plan);
     }
-    crate::graph::value_to_host("Filter::run", <S::F as UserFn>::NAME)?;
     checks(&plan)?;
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.filter(plan))
 }
