@@ -66,12 +66,15 @@ fn set_mode(mode: Mode) {
 /// [`launch`](Graph::launch). The closure borrows the containers it uses, so a `Graph<'a>`
 /// borrows them for `'a`: the borrow checker refuses to drop, move or touch from outside a
 /// container that a live graph writes (or to write one that it reads) — a recording can
-/// neither outlive nor alias its containers, with no `unsafe` and no reference counting.
+/// neither outlive nor alias its containers, with no `unsafe` and no shared handles.
 /// Read the results once the graph is dropped (or give it a scope, `{ let g = ..; for .. {
 /// g.launch()?; } }`). Because every launch runs the same calls on the same containers as
 /// eager code would, the containers' coherence state (which copies are valid where, which
 /// device events guard them) is exactly what the eager calls leave: uploads and downloads
 /// happen where they would have happened.
+///
+/// A graph stays on the thread that recorded it (it is neither `Send` nor `Sync`): the
+/// recorder that tells its calls apart is per thread.
 ///
 /// # What a launch skips
 ///
