@@ -126,6 +126,11 @@ pub enum Error {
         /// What the operating system reported.
         source: std::io::Error,
     },
+    /// A call that a recorded [`crate::Graph`] cannot hold (one that returns a value to the
+    /// host: use its `run_into` form), or a launch whose closure made other calls than it
+    /// made when it was recorded.
+    #[error("graph recording: {0}")]
+    Recording(String),
 }
 
 /// What a GPU runtime reported: a message in words and, where the failure came from a

@@ -235,6 +235,7 @@ pub mod debug;
 #[cfg(feature = "mpi")]
 pub mod dist;
 mod error;
+mod graph;
 pub mod interop;
 mod plan;
 pub mod plumbing;
@@ -249,6 +250,7 @@ pub use backends::{default_backend, set_default_backend, Backend};
 pub use containers::{Matrix, Vector, VectorView, VectorViewMut};
 pub use containers::{MatrixView, MatrixViewMut, Tensor3};
 pub use error::{DriverError, Error, Result};
+pub use graph::Graph;
 pub use interop::{Rgb8, Rgba8};
 pub use random::Random;
 pub use skel_macros::{userfn, DeviceType};

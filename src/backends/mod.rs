@@ -34,6 +34,7 @@ pub(crate) use crate::plan::Stencil;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::containers::Input;
 #[cfg(feature = "mpi")]
@@ -149,7 +150,9 @@ pub(crate) type ContainerOps<'c, F> =
 macro_rules! dispatch {
     ($options:expr, $name:expr, |$exec:ident| $body:expr) => {{
         let options: $crate::skeletons::Options = $options;
-        match $crate::backends::resolve(options.backend_choice())? {
+        // In a `Graph` launch, the backend recorded for this call (`crate::graph`).
+        let (backend, _running) = $crate::graph::backend(options.backend_choice(), $name)?;
+        match backend {
             $crate::Backend::Auto => {
                 use $crate::backends::Execute as _;
                 let $exec = &$crate::backends::auto::Auto::new(&options, $name);
@@ -185,18 +188,24 @@ macro_rules! concrete {
                 $body
             }),
             #[cfg(feature = "cuda")]
-            $crate::Backend::Cuda => $crate::check::catch_faults($name, || {
-                let $exec = &$crate::backends::cuda::Cuda::new(&options);
-                $body
-            }),
+            $crate::Backend::Cuda => {
+                let _counted = $crate::backends::Issued;
+                $crate::check::catch_faults($name, || {
+                    let $exec = &$crate::backends::cuda::Cuda::new(&options);
+                    $body
+                })
+            }
             #[cfg(feature = "opencl")]
-            $crate::Backend::OpenCl => $crate::check::catch_faults($name, || {
-                let $exec = &$crate::backends::opencl::OpenCl {
-                    checked: options.checked(),
-                    index_base: options.base(),
-                };
-                $body
-            }),
+            $crate::Backend::OpenCl => {
+                let _counted = $crate::backends::Issued;
+                $crate::check::catch_faults($name, || {
+                    let $exec = &$crate::backends::opencl::OpenCl {
+                        checked: options.checked(),
+                        index_base: options.base(),
+                    };
+                    $body
+                })
+            }
             other => Err($crate::Error::BackendUnavailable {
                 backend: other,
                 reason: "no executor for this backend in this build".into(),
@@ -212,6 +221,7 @@ pub(crate) use dispatch;
 /// (`dist::Distributed`, feature `mpi`) when its input is a block of a distributed
 /// container.
 pub(crate) fn reduce<S: FoldSig>(options: Options, plan: plan::Reduce<'_, S>) -> Result<S::T> {
+    crate::graph::value_to_host("Reduce::run", <S::F as UserFn>::NAME)?;
     #[cfg(feature = "mpi")]
     if plan.input.spread().is_some() {
         return crate::dist::Distributed::new(options).reduce(plan);
@@ -346,6 +356,7 @@ pub(crate) fn filter<S: FilterSig>(
     plan: plan::Filter<'_, S>,
     checks: impl FnOnce(&plan::Filter<'_, S>) -> Result<()>,
 ) -> Result<usize> {
+    crate::graph::value_to_host("Filter::run", <S::F as UserFn>::NAME)?;
     #[cfg(feature = "mpi")]
     if plan.input.spread().is_some() || plan.out.spread().is_some() {
         return crate::dist::Distributed::new(options).filter(plan);
@@ -408,6 +419,7 @@ where
     S: MapReduceSig<'a>,
     B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
 {
+    crate::graph::value_to_host("MapReduce::run", <S::M as UserFn>::NAME)?;
     #[cfg(feature = "mpi")]
     if plan.inputs.any_distributed() || plan.arrays.any_distributed() {
         return crate::dist::Distributed::new(options).map_reduce(bound, plan, checks);
@@ -487,6 +499,39 @@ pub(crate) fn sort<S: SortSig>(
     }
     checks(&plan)?;
     dispatch!(options, "sort", |exec| exec.sort(plan))
+}
+
+/// Calls handed to a device backend (CUDA, OpenCL) so far, counted once each call has
+/// enqueued its work; [`SYNCED`] is the count that the last [`synchronize`] waited for.
+/// Equal counts mean nothing is pending: `skel::tune::synchronize()` then returns at the
+/// cost of two loads instead of a wait on every device.
+static ISSUED: AtomicU64 = AtomicU64::new(0);
+static SYNCED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a call on a device backend when dropped, after the call enqueued its work
+/// (successful, failed or unwinding: a failed call may have enqueued some).
+#[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
+pub(crate) struct Issued;
+
+impl Drop for Issued {
+    fn drop(&mut self) {
+        ISSUED.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Waits for every call enqueued on a device backend, unless none was enqueued since the
+/// last wait. A call counts once it has enqueued its work, so a wait that begins after a
+/// call returned covers it; calls still running on other threads when it begins are
+/// covered by their own count, which the next wait sees.
+pub(crate) fn synchronize() -> Result<()> {
+    let upto = ISSUED.load(Ordering::Acquire);
+    if upto == SYNCED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    auto::finish(Backend::Cuda)?;
+    auto::finish(Backend::OpenCl)?;
+    SYNCED.fetch_max(upto, Ordering::AcqRel);
+    Ok(())
 }
 
 /// Whether the CUDA backend can run here (the probe is cached), else why not.

@@ -193,7 +193,7 @@ where
     /// one-element `out`.
     pub fn run_index_into(&self, n: usize, out: &mut impl Output<M::Out>) -> Result<()> {
         check_one("MapReduce", out)?;
-        let value = self.run_index(n)?;
+        let value = crate::graph::into_container(|| self.run_index(n))?;
         write_one(out, value)
     }
 }
@@ -233,7 +233,7 @@ macro_rules! map_reduce_run {
             /// ```
             pub fn run_into(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()> {
                 check_one("MapReduce", out)?;
-                let value = self.run($($a),+)?;
+                let value = crate::graph::into_container(|| self.run($($a),+))?;
                 write_one(out, value)
             }
 

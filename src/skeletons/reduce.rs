@@ -119,7 +119,7 @@ impl<T: DeviceType, F: BinaryFn<T>> Reduce<F, T> {
     /// ```
     pub fn run_into(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
         super::check_one("Reduce", out)?;
-        let value = self.run(input)?;
+        let value = crate::graph::into_container(|| self.run(input))?;
         super::write_one(out, value)
     }
 }

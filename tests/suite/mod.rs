@@ -942,6 +942,7 @@ macro_rules! backend_suite {
     };
 }
 pub mod filter;
+pub mod graph;
 pub mod histogram;
 pub mod lang_fixes;
 pub mod lazy;

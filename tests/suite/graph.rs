@@ -1,0 +1,487 @@
+//! Recorded replay (`skel::Graph`) on every backend: a recorded sequence launched N times
+//! leaves every container exactly as the same calls made eagerly N times do (and, for
+//! integer programs, as the cpu oracle does), across edge sizes and random programs;
+//! calls that return a value to the host are refused inside a recording; a closure that
+//! makes other calls on a launch than it recorded is an error, never a wrong answer.
+
+use std::cell::Cell;
+
+use proptest::prelude::*;
+use skel::prelude::*;
+use skel::Graph;
+
+use super::available;
+
+/// Sizes: empty, one, primes, around the Rayon chunk (2^14).
+pub const GRAPH_SIZES: &[usize] = &[0, 1, 2, 7, 13, 257, 1009, 16385];
+
+#[userfn]
+pub fn g_add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[userfn]
+pub fn g_id(x: i64) -> i64 {
+    x
+}
+
+#[userfn]
+pub fn g_mul(a: i64, b: i64) -> i64 {
+    a * b
+}
+
+#[userfn]
+pub fn g_step(x: i64, #[uniform] k: i64) -> i64 {
+    (x * k + 3) % 1_000_003
+}
+
+/// `y + s[0] * x`, the scale read from a one-element container (a CG step's `alpha`).
+#[userfn]
+pub fn g_axpy(x: i64, y: i64, s: &[i64]) -> i64 {
+    (y + s[0] % 7 * x) % 1_000_000_007
+}
+
+#[userfn]
+pub fn g_blur(w: Window<i64>) -> i64 {
+    (w[-1] + w[0] + w[1]) % 1_000_003
+}
+
+#[userfn]
+pub fn g_keep(x: i64) -> bool {
+    x % 2 == 0
+}
+
+#[userfn]
+pub fn g_idx(#[index] i: usize) -> i64 {
+    (i % 5) as i64
+}
+
+#[userfn]
+pub fn g_fadd(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+#[userfn]
+pub fn g_fscale(x: f32, s: &[f32]) -> f32 {
+    x * 0.5 + s[0] * 1e-6
+}
+
+/// One call of a random program over three containers `v[0..3]` and a one-element `s`.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// `v[d] = step(v[a], k)`
+    Step(usize, usize, i64),
+    /// `v[d] = v[a] + v[b]` (d differs from a and b)
+    Add(usize, usize, usize),
+    /// `s = sum(v[a] * v[b])` (MapReduce::run_into)
+    Dot(usize, usize),
+    /// `s = sum(v[a])` (Reduce::run_into)
+    Sum(usize),
+    /// `v[d] = v[d] + s[0] % 7 * v[a]`, through a new container (the axpy reads `v[d]`)
+    Axpy(usize, usize),
+    /// `v[d] = inclusive scan of v[a]`
+    Scan(usize, usize),
+    /// `v[d] = blur of v[a]` (needs len >= 2)
+    Blur(usize, usize),
+    /// `v[d][1..] = v[a][..len-1] + v[b][1..]`: views
+    Views(usize, usize, usize),
+}
+
+/// Runs `op` on `b` over `v` and `s` (`t` is scratch of the same length as `v[i]`).
+pub fn apply(
+    b: Backend,
+    op: Op,
+    v: &mut [Vector<i64>; 3],
+    s: &mut Vector<i64>,
+    t: &mut Vector<i64>,
+) -> Result<()> {
+    let n = v[0].len();
+    let copy = Map::new(g_id).backend(b);
+    match op {
+        Op::Step(a, d, k) => {
+            let step = Map::new(g_step).uniforms((k,)).backend(b);
+            if a == d {
+                // A skeleton's input and output never alias: the input as its own copy,
+                // made on the host like a user would (on every launch).
+                let old = v[a].clone();
+                step.run(&old, &mut v[d])
+            } else {
+                let [x, y, z] = v;
+                let (src, dst) = pick2(x, y, z, a, d);
+                step.run(src, dst)
+            }
+        }
+        Op::Add(a, bb, d) => {
+            Map::new(g_add).backend(b).run(&v[a], &v[bb], t)?;
+            copy.run(t, &mut v[d])
+        }
+        Op::Dot(a, bb) => MapReduce::new(g_mul, g_add)
+            .backend(b)
+            .run_into(&v[a], &v[bb], s),
+        Op::Sum(a) => Reduce::new(g_add).backend(b).run_into(&v[a], s),
+        Op::Axpy(a, d) => {
+            Map::new(g_axpy)
+                .arrays((&*s,))
+                .backend(b)
+                .run(&v[a], &v[d], t)?;
+            copy.run(t, &mut v[d])
+        }
+        Op::Scan(a, d) => {
+            Scan::new(g_add).backend(b).run(&v[a], t)?;
+            copy.run(t, &mut v[d])
+        }
+        Op::Blur(a, d) if n >= 2 => {
+            MapOverlap::new(g_blur, 1).backend(b).run(&v[a], t)?;
+            copy.run(t, &mut v[d])
+        }
+        Op::Blur(..) => Ok(()),
+        Op::Views(a, bb, d) if n >= 2 && d != a && d != bb => {
+            let [x, y, z] = v;
+            let (src_a, src_b, dst) = pick3(x, y, z, a, bb, d);
+            Map::new(g_add).backend(b).run(
+                &src_a.view(0..n - 1),
+                &src_b.view(1..n),
+                &mut dst.view_mut(1..n),
+            )
+        }
+        Op::Views(..) => Ok(()),
+    }
+}
+
+fn pick2<'v>(
+    x: &'v mut Vector<i64>,
+    y: &'v mut Vector<i64>,
+    z: &'v mut Vector<i64>,
+    a: usize,
+    d: usize,
+) -> (&'v Vector<i64>, &'v mut Vector<i64>) {
+    match (a, d) {
+        (0, 1) => (x, y),
+        (0, 2) => (x, z),
+        (1, 0) => (y, x),
+        (1, 2) => (y, z),
+        (2, 0) => (z, x),
+        _ => (z, y),
+    }
+}
+
+fn pick3<'v>(
+    x: &'v mut Vector<i64>,
+    y: &'v mut Vector<i64>,
+    z: &'v mut Vector<i64>,
+    a: usize,
+    b: usize,
+    d: usize,
+) -> (&'v Vector<i64>, &'v Vector<i64>, &'v mut Vector<i64>) {
+    let (rest, dst): ([&'v Vector<i64>; 2], &'v mut Vector<i64>) = match d {
+        0 => ([y, z], x),
+        1 => ([x, z], y),
+        _ => ([x, y], z),
+    };
+    // `a` and `b` name two of the containers that are not `d`, kept in index order.
+    let slot = |i: usize| if i < d { i } else { i - 1 };
+    (rest[slot(a)], rest[slot(b)], dst)
+}
+
+/// The program's containers for length `n`: three vectors of distinct values, `s`, `t`.
+pub fn state(n: usize) -> ([Vector<i64>; 3], Vector<i64>, Vector<i64>) {
+    let v = [0i64, 1, 2].map(|k| Vector::from_fn(n, |i| ((i as i64 * (k + 3) + k) % 97) - 40));
+    (v, Vector::from(vec![5i64]), Vector::zeroed(n))
+}
+
+/// What the containers hold: every element, read on the host (downloads what is stale).
+pub fn snapshot(v: &[Vector<i64>; 3], s: &Vector<i64>) -> Vec<Vec<i64>> {
+    let mut all: Vec<Vec<i64>> = v.iter().map(Vector::to_vec).collect();
+    all.push(s.to_vec());
+    all
+}
+
+/// Runs `ops` `launches` times on `b`: eagerly, then recorded once and launched
+/// `launches - 1` times, and on the cpu oracle; all three must agree element for element.
+pub fn replay_against_eager(b: Backend, n: usize, ops: &[Op], launches: usize) {
+    let (mut ev, mut es, mut et) = state(n);
+    for _ in 0..launches {
+        for &op in ops {
+            apply(b, op, &mut ev, &mut es, &mut et).unwrap();
+        }
+    }
+    let (mut ov, mut os, mut ot) = state(n);
+    for _ in 0..launches {
+        for &op in ops {
+            apply(Backend::Cpu, op, &mut ov, &mut os, &mut ot).unwrap();
+        }
+    }
+    let (mut gv, mut gs, mut gt) = state(n);
+    {
+        let g = Graph::record(|| {
+            for &op in ops {
+                apply(b, op, &mut gv, &mut gs, &mut gt)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        for _ in 1..launches {
+            g.launch().unwrap();
+        }
+    }
+    let eager = snapshot(&ev, &es);
+    assert_eq!(
+        snapshot(&gv, &gs),
+        eager,
+        "{b}: replayed vs eager, n={n}, ops={ops:?}"
+    );
+    assert_eq!(
+        snapshot(&ov, &os),
+        eager,
+        "{b}: eager vs the cpu oracle, n={n}, ops={ops:?}"
+    );
+}
+
+/// A solver-like step: two dots into one-element containers, axpys reading them, a scan,
+/// a stencil and views.
+pub const PROGRAM: &[Op] = &[
+    Op::Dot(0, 1),
+    Op::Axpy(0, 2),
+    Op::Step(2, 1, 31),
+    Op::Sum(1),
+    Op::Axpy(1, 0),
+    Op::Scan(0, 2),
+    Op::Blur(2, 1),
+    Op::Views(0, 1, 2),
+    Op::Add(0, 2, 1),
+    Op::Step(1, 1, 7),
+];
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let ix = 0usize..3;
+    prop_oneof![
+        (ix.clone(), ix.clone(), -5i64..50).prop_map(|(a, d, k)| Op::Step(a, d, k)),
+        (ix.clone(), ix.clone(), ix.clone()).prop_map(|(a, b, d)| Op::Add(a, b, d)),
+        (ix.clone(), ix.clone()).prop_map(|(a, b)| Op::Dot(a, b)),
+        ix.clone().prop_map(Op::Sum),
+        (ix.clone(), ix.clone()).prop_map(|(a, d)| Op::Axpy(a, d)),
+        (ix.clone(), ix.clone()).prop_map(|(a, d)| Op::Scan(a, d)),
+        (ix.clone(), ix.clone()).prop_map(|(a, d)| Op::Blur(a, d)),
+        (ix.clone(), ix.clone(), ix).prop_map(|(a, b, d)| Op::Views(a, b, d)),
+    ]
+}
+
+macro_rules! graph_suite {
+    ($name:ident, $backend:expr) => {
+        mod $name {
+            use super::*;
+
+            const B: Backend = $backend;
+
+            #[test]
+            fn replayed_program_matches_eager_calls_and_the_oracle() {
+                if !available(B) {
+                    return;
+                }
+                for &n in GRAPH_SIZES {
+                    for launches in [1, 2, 5] {
+                        replay_against_eager(B, n, PROGRAM, launches);
+                    }
+                }
+            }
+
+            #[test]
+            fn host_access_between_graphs_and_floats_bit_identical() {
+                if !available(B) {
+                    return;
+                }
+                for &n in GRAPH_SIZES {
+                    let x = Vector::from_fn(n, |i| (i % 13) as f32 * 0.37 - 1.0);
+                    let (mut a, mut s) = (Vector::filled(n, 1.0f32), Vector::zeroed(1));
+                    let (mut ea, mut es) = (a.clone(), s.clone());
+                    let eager = |a: &mut Vector<f32>, s: &mut Vector<f32>| -> Result<()> {
+                        Reduce::new(g_fadd).backend(B).run_into(&*a, s)?;
+                        Map::new(g_fscale)
+                            .arrays((&*s,))
+                            .backend(B)
+                            .run(&x, &mut *a)
+                    };
+                    for round in 0..3 {
+                        {
+                            let g = Graph::record(|| {
+                                Reduce::new(g_fadd).backend(B).run_into(&a, &mut s)?;
+                                Map::new(g_fscale).arrays((&s,)).backend(B).run(&x, &mut a)
+                            })
+                            .unwrap();
+                            assert_eq!(g.calls(), 2);
+                            for _ in 0..4 {
+                                g.launch().unwrap();
+                            }
+                        }
+                        for _ in 0..5 {
+                            eager(&mut ea, &mut es).unwrap();
+                        }
+                        let bits =
+                            |v: &Vector<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&a), bits(&ea), "n={n}, round {round}");
+                        assert_eq!(bits(&s), bits(&es), "n={n}, round {round}");
+                        // Host writes between recordings: the next recording uploads them.
+                        if n > 0 {
+                            a.as_mut_slice()[n / 2] = round as f32;
+                            ea.as_mut_slice()[n / 2] = round as f32;
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn calls_returning_values_are_refused_and_leave_data_intact() {
+                if !available(B) {
+                    return;
+                }
+                let x = Vector::from_fn(10, |i| i as i64);
+                let mut out = Vector::filled(10, -1i64);
+                let refused: [(&str, Box<dyn Fn() -> Result<()>>); 4] = [
+                    (
+                        "MapReduce::run",
+                        Box::new(|| {
+                            MapReduce::new(g_idx, g_add)
+                                .backend(B)
+                                .run_index(12)
+                                .map(drop)
+                        }),
+                    ),
+                    (
+                        "Reduce::run",
+                        Box::new(|| Reduce::new(g_add).backend(B).run(&x).map(drop)),
+                    ),
+                    (
+                        "MapReduce::run",
+                        Box::new(|| {
+                            MapReduce::new(g_mul, g_add)
+                                .backend(B)
+                                .run(&x, &x)
+                                .map(drop)
+                        }),
+                    ),
+                    (
+                        "Filter::run",
+                        Box::new(|| {
+                            Filter::new(g_keep)
+                                .backend(B)
+                                .run(&x, &mut Vector::zeroed(10))
+                                .map(drop)
+                        }),
+                    ),
+                ];
+                for (form, call) in refused {
+                    let err = Graph::record(|| {
+                        Map::new(g_step)
+                            .uniforms((3,))
+                            .backend(B)
+                            .run(&x, &mut out)?;
+                        call()
+                    })
+                    .unwrap_err();
+                    assert!(matches!(err, Error::Recording(_)), "{form}: {err}");
+                    let msg = err.to_string();
+                    assert!(msg.contains(form) && msg.contains("run_into"), "{msg}");
+                    // Outside a recording the same call works: the thread is back to eager.
+                    call().unwrap();
+                }
+                assert_eq!(out.to_vec(), (0..10).map(|i| i * 3 + 3).collect::<Vec<_>>());
+                assert_eq!(x.to_vec(), (0..10).collect::<Vec<_>>());
+                let (mut total, mut count) = (Vector::zeroed(1), Vector::zeroed(1));
+                Graph::record(|| {
+                    Reduce::new(g_add).backend(B).run_into(&x, &mut total)?;
+                    MapReduce::new(g_idx, g_add)
+                        .backend(B)
+                        .run_index_into(12, &mut count)
+                })
+                .unwrap();
+                assert_eq!(
+                    (total[0], count[0]),
+                    (45, 0 + 1 + 2 + 3 + 4 + 0 + 1 + 2 + 3 + 4 + 0 + 1)
+                );
+            }
+
+            #[test]
+            fn closures_that_change_their_calls_are_errors() {
+                if !available(B) {
+                    return;
+                }
+                let x = Vector::from_fn(31, |i| i as i64);
+                let mut out = Vector::zeroed(31);
+                let launches = Cell::new(0);
+                let g = Graph::record(|| {
+                    let k = launches.get();
+                    launches.set(k + 1);
+                    match k {
+                        0 => Map::new(g_step).uniforms((2,)).backend(B).run(&x, &mut out),
+                        1 => Map::new(g_add).backend(B).run(&x, &x, &mut out),
+                        2 => Ok(()),
+                        _ => {
+                            Map::new(g_step)
+                                .uniforms((2,))
+                                .backend(B)
+                                .run(&x, &mut out)?;
+                            Map::new(g_step).uniforms((2,)).backend(B).run(&x, &mut out)
+                        }
+                    }
+                })
+                .unwrap();
+                for what in ["g_add", "made 0", "more skeleton calls"] {
+                    let err = g.launch().unwrap_err();
+                    assert!(
+                        matches!(err, Error::Recording(_)) && err.to_string().contains(what),
+                        "{what}: {err}"
+                    );
+                }
+                drop(g);
+                assert_eq!(out.to_vec(), (0..31).map(|i| i * 2 + 3).collect::<Vec<_>>());
+                // A launch inside a recording, and a recording inside a launch, are refused.
+                let mut y = Vector::zeroed(31);
+                let inner =
+                    Graph::record(|| Map::new(g_step).uniforms((1,)).backend(B).run(&x, &mut y))
+                        .unwrap();
+                let err = Graph::record(|| inner.launch()).unwrap_err();
+                assert!(matches!(err, Error::Recording(_)), "{err}");
+                let outer = Graph::record(|| Ok(())).unwrap();
+                assert_eq!(outer.calls(), 0);
+                outer.launch().unwrap();
+                inner.launch().unwrap();
+                let err = Graph::record(|| Graph::record(|| Ok(())).map(drop)).unwrap_err();
+                assert!(matches!(err, Error::Recording(_)), "{err}");
+                // The closure's own error comes back from record and launch as it was.
+                let flaky = Cell::new(false);
+                let g = Graph::record(|| {
+                    Map::new(g_step)
+                        .uniforms((1,))
+                        .backend(B)
+                        .run(&x, &mut out)?;
+                    if flaky.replace(true) {
+                        return Err(Error::other("second time"));
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(g.launch().unwrap_err().to_string(), "second time");
+            }
+
+            proptest! {
+                #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+                #[test]
+                fn random_programs_replay_like_eager_calls(
+                    ops in proptest::collection::vec(op_strategy(), 1..8),
+                    n in prop_oneof![Just(0usize), Just(1), Just(2), 3usize..300, Just(4099)],
+                    launches in 1usize..5,
+                ) {
+                    if !available(B) {
+                        return Ok(());
+                    }
+                    replay_against_eager(B, n, &ops, launches);
+                }
+            }
+        }
+    };
+}
+
+graph_suite!(cpu, Backend::Cpu);
+graph_suite!(rayon, Backend::Rayon);
+graph_suite!(opencl, Backend::OpenCl);
+graph_suite!(cuda, Backend::Cuda);
