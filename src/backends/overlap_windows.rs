@@ -126,7 +126,11 @@ impl Geometry {
             // The largest power of two up to 256 that the device allows.
             let bx = 1usize << (usize::BITS - 1 - threads.min(256).leading_zeros());
             candidates.push(Geometry { bx, by: 1, iy: 1 });
-            candidates.push(Geometry { bx: bx.min(32), by: 1, iy: 1 });
+            candidates.push(Geometry {
+                bx: bx.min(32),
+                by: 1,
+                iy: 1,
+            });
         } else {
             let bx = 32usize.min(threads);
             let by = (threads / bx).clamp(1, 8);
@@ -251,7 +255,9 @@ pub(crate) fn defines(
             ", unsigned int* skel_fault"
         });
     }
-    let loads: String = (0..n).map(|q| format!("SKEL_OW_LOAD({q}, in{q}) ")).collect();
+    let loads: String = (0..n)
+        .map(|q| format!("SKEL_OW_LOAD({q}, in{q}) "))
+        .collect();
     Ok(vec![
         ("SKEL_OW_T", elem),
         ("SKEL_OW_OUT_T", out),
@@ -282,7 +288,10 @@ fn call(def: &'static FnDef, entry: &str, dialect: Dialect, checked: bool) -> Re
     let u64_t = c_type(Ty::Prim(Prim::Usize), dialect);
     let i64_t = c_type(Ty::Prim(Prim::I64), dialect);
     let (mut q, mut u, mut k) = (0, 0, 0);
-    let mut args: Vec<String> = checked.then(|| "skel_fault".to_string()).into_iter().collect();
+    let mut args: Vec<String> = checked
+        .then(|| "skel_fault".to_string())
+        .into_iter()
+        .collect();
     for p in def.params {
         args.push(match p.kind {
             ParamKind::Index => format!("({u64_t})(i * cols + j)"),

@@ -30,7 +30,7 @@ const STATIC_SHARED: usize = 48 * 1024;
 /// Threads a block may have.
 const MAX_THREADS: usize = 1024;
 
-fn source<F: OverlapFn>(job: &Job, g: &Geometry, checked: bool) -> Result<String> {
+pub(super) fn source<F: OverlapFn>(job: &Job, g: &Geometry, checked: bool) -> Result<String> {
     let def = F::definition();
     let user = device_source_checked(&[def], Dialect::Cuda, checked)?;
     let types = (cty::<F::Elem>(), cty::<F::Out>());

@@ -793,7 +793,14 @@ impl Execute for Cuda {
             uniforms,
         } = plan;
         let shape = inputs[0].shape();
-        let job = Job::one_d(shape, stencil.radius, axis, stencil.edge, &cells, F::WINDOWS);
+        let job = Job::one_d(
+            shape,
+            stencil.radius,
+            axis,
+            stencil.edge,
+            &cells,
+            F::WINDOWS,
+        );
         let ops = (&inputs[..], &arrays);
         map_overlap_windows::run::<F>(self, job, ops, out, stencil.pad, uniforms)
     }

@@ -592,7 +592,14 @@ impl Execute for OpenCl {
             uniforms,
         } = plan;
         let shape = inputs[0].shape();
-        let job = Job::one_d(shape, stencil.radius, axis, stencil.edge, &cells, F::WINDOWS);
+        let job = Job::one_d(
+            shape,
+            stencil.radius,
+            axis,
+            stencil.edge,
+            &cells,
+            F::WINDOWS,
+        );
         let (pad, checked) = (&stencil.pad, self.checked);
         map_overlap_windows::run::<F>(ctx()?, job, &inputs, &arrays, out, pad, uniforms, checked)
     }
