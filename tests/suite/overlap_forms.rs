@@ -600,3 +600,68 @@ proptest! {
         }
     }
 }
+
+/// Two windows and a table read past its end from the output's `#[index]`.
+#[userfn]
+pub fn past_end(
+    #[index] (i, j): (usize, usize),
+    a: Window2<i32>,
+    b: Window2<i32>,
+    k: &[i32],
+) -> i32 {
+    a[(0, 0)] + b[(1, 1)] + k[i * 3 + j]
+}
+
+#[test]
+fn checked_general_form_reports_the_bad_index_and_leaves_the_output() {
+    let (rows, cols) = (6, 3);
+    let a = Matrix::from_fn(rows, cols, |i, j| (i * cols + j) as i32);
+    let short = Vector::from(vec![1i32; 7]);
+    for b in backends() {
+        let mut out = Matrix::filled(rows, cols, -1i32);
+        let r = MapOverlap::new(past_end, (1, 1))
+            .edge(Edge::Duplicate)
+            .arrays((&short,))
+            .backend(b)
+            .checked(true)
+            .run(&a, &a, &mut out);
+        match r {
+            Err(Error::UserFunction {
+                function,
+                index,
+                len,
+                ..
+            }) => {
+                assert_eq!(function, "past_end", "{b:?}");
+                assert_eq!(len, Some(7), "{b:?}");
+                assert!(
+                    index.is_some_and(|i| (7..18).contains(&i)),
+                    "{b:?}: {index:?}"
+                );
+            }
+            other => panic!("{b:?}: expected Err(UserFunction), got {other:?}"),
+        }
+        assert_eq!(
+            out.to_vec(),
+            vec![-1; rows * cols],
+            "{b:?}: output untouched"
+        );
+        // Long enough: every backend computes the model's result.
+        let long = Vector::from((0..18).collect::<Vec<i32>>());
+        MapOverlap::new(past_end, (1, 1))
+            .edge(Edge::Duplicate)
+            .arrays((&long,))
+            .backend(b)
+            .checked(true)
+            .run(&a, &a, &mut out)
+            .unwrap_or_else(|e| panic!("{b:?}: {e}"));
+        let want: Vec<i32> = (0..rows * cols)
+            .map(|p| {
+                let (i, j) = (p / cols, p % cols);
+                let (i1, j1) = ((i + 1).min(rows - 1), (j + 1).min(cols - 1));
+                a[(i, j)] + a[(i1, j1)] + p as i32
+            })
+            .collect();
+        assert_eq!(out.to_vec(), want, "{b:?}");
+    }
+}
