@@ -332,3 +332,73 @@ fn call(def: &'static FnDef, entry: &str, dialect: Dialect, checked: bool) -> Re
     }
     Ok(format!("{entry}({})", args.join(", ")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Geometry, Job};
+    use crate::containers::Shape;
+    use crate::plan::{Axis, Cells, Edge};
+    use crate::Error;
+
+    #[test]
+    fn tiles_fit_the_device_or_the_call_is_an_invalid_argument() {
+        let all = Cells::<f32, f32>::all();
+        // A vector: rows of 256 outputs, or what the device allows.
+        let v = Job::one_d(Shape::Vector(1000), 2, Axis::Flat, Edge::Pad, &all, 2);
+        assert_eq!(
+            Geometry::choose(&v, 4, 1024, 48 << 10).unwrap(),
+            Geometry {
+                bx: 256,
+                by: 1,
+                iy: 1
+            }
+        );
+        assert_eq!(Geometry::choose(&v, 4, 100, 48 << 10).unwrap().bx, 64);
+        // Down columns: radius (r, 0), tiles column-major.
+        let c = Job::one_d(
+            Shape::Matrix { rows: 50, cols: 3 },
+            3,
+            Axis::Cols,
+            Edge::Pad,
+            &all,
+            1,
+        );
+        assert_eq!((c.radius, c.cols_major), ((3, 0), true));
+        // A matrix: 32 x 32 outputs where they fit, fewer rows per thread where not.
+        let m = Job::two_d((100, 100), (1, 1), Edge::None, &all, 4);
+        let g = Geometry::choose(&m, 4, 1024, 48 << 10).unwrap();
+        assert_eq!(
+            (g, g.tile_bytes(&m, 4)),
+            (
+                Geometry {
+                    bx: 32,
+                    by: 8,
+                    iy: 4
+                },
+                Some(4 * 34 * 34 * 4)
+            )
+        );
+        assert_eq!(g.tiles(100, 100), (4, 4));
+        let big = Job::two_d((100, 100), (8, 8), Edge::None, &all, 4);
+        assert_eq!(Geometry::choose(&big, 8, 1024, 48 << 10).unwrap().iy, 1);
+        let huge = Job::two_d((1000, 1000), (200, 200), Edge::None, &all, 4);
+        match Geometry::choose(&huge, 8, 1024, 48 << 10) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("radius (200, 200)"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        // Which outputs a sweep writes, and whether the old output must be read.
+        let red = Cells::<f32, f32> {
+            parity: Some(0),
+            keep: None,
+        };
+        let r = Job::two_d((9, 9), (1, 1), Edge::Pad, &red, 1);
+        assert!(r.reads_old_output());
+        assert_eq!((r.parity_code(), m.parity_code()), (0, -1));
+        assert!(m.reads_old_output());
+        let kept = Cells::<f32, f32> {
+            parity: Some(1),
+            keep: Some(|a: &[f32], b: &mut [f32]| b.copy_from_slice(a)),
+        };
+        assert!(!Job::two_d((9, 9), (1, 1), Edge::None, &kept, 1).reads_old_output());
+    }
+}
