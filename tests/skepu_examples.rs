@@ -291,22 +291,16 @@ fn montecarlo_pi() {
     }
 }
 
-/// The ports in SkePU 3's MapOverlap form (issue 27) on the backends that have the form,
-/// bit for bit against their plain-Rust and hand-written Rayon versions; the GPU backends
-/// (one window and uniforms only) must refuse them with `BackendUnavailable`.
+/// The ports in SkePU 3's MapOverlap form (issue 27) on every backend, bit for bit against
+/// their plain-Rust and hand-written Rayon versions.
 fn ported(b: Backend, r: skel::Result<Vec<f32>>, want: &[f32], what: &str) {
-    match r {
-        Ok(got) if matches!(b, Backend::Cpu | Backend::Rayon) => {
-            let same = got.len() == want.len()
-                && got
-                    .iter()
-                    .zip(want)
-                    .all(|(g, w)| g.to_bits() == w.to_bits());
-            assert!(same, "{b} {what}");
-        }
-        Err(Error::BackendUnavailable { .. }) if !matches!(b, Backend::Cpu | Backend::Rayon) => {}
-        other => panic!("{b} {what}: {:?}", other.map(|v| v.len())),
-    }
+    let got = r.unwrap_or_else(|e| panic!("{b} {what}: {e}"));
+    let same = got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| g.to_bits() == w.to_bits());
+    assert!(same, "{b} {what}");
 }
 
 #[test]

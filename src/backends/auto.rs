@@ -757,9 +757,8 @@ impl Execute for Auto {
         )
     }
 
-    // The general stencil forms run on the host backends only (the GPU templates take one
-    // window and uniforms): Auto runs them on Rayon, which falls back to the sequential
-    // loop for small calls.
+    // The general stencil forms: the tuner has no model of their GPU kernel yet, so Auto
+    // runs them on Rayon, which falls back to the sequential loop for small calls.
     fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
         &self,
         plan: plan::MapOverlapWindows<'_, F>,

@@ -23,6 +23,8 @@ pub(crate) mod kernel_cache;
 pub(crate) mod loopnest_kernels;
 #[cfg(feature = "opencl")]
 pub(crate) mod opencl;
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) mod overlap_windows;
 #[cfg(feature = "rayon")]
 pub(crate) mod rayon;
 pub(crate) mod stencil_tile;
@@ -295,18 +297,6 @@ fn local_windows<F: crate::userfn::OverlapFn>(plan: &plan::MapOverlapWindows<'_,
         )));
     }
     Ok(())
-}
-
-/// The error of a GPU backend asked for a stencil of the general form, which its templates
-/// do not have yet (they take one window and uniforms).
-#[allow(dead_code)] // without the GPU backends
-pub(crate) fn general_stencil_unavailable(backend: crate::Backend, name: &str) -> Error {
-    Error::BackendUnavailable {
-        backend,
-        reason: format!(
-            "MapOverlap `{name}` takes an #[index], container arguments, several windows or an update mode: on this backend only a window and uniforms (run it with Backend::Rayon or Backend::Cpu)"
-        ),
-    }
 }
 
 /// [`reduce`] for a 1D `MapOverlap` of the general form, after `checks`.

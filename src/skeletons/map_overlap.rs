@@ -31,8 +31,8 @@ mod three_d;
 /// one read with the edge mode), container arguments (`Mat<T>`, `&[T]`, see
 /// [`MapOverlap::arrays`]) and uniforms, and read `w.radius()`. 2D stencils have SkePU's
 /// update modes ([`MapOverlap::update`], [`MapOverlap::run_in_place`]). These forms run on
-/// the `cpu` and `rayon` backends; CUDA and OpenCL answer [`Error::BackendUnavailable`]
-/// for them (`Backend::Auto` runs them on Rayon).
+/// every backend (on CUDA and OpenCL through a tile kernel that holds each windowed
+/// input's tile in shared memory; `Backend::Auto` runs them on Rayon).
 ///
 /// ```
 /// use skel::prelude::*;

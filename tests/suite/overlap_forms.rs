@@ -1,8 +1,7 @@
 //! MapOverlap in SkePU 3's form (issue 27): window functions with `#[index]`, container
 //! arguments, uniforms, 2..=4 windowed inputs and `w.radius()`, every edge mode, and the
 //! update modes of `run_in_place`, checked against a plain Rust model of the definition on
-//! every backend that runs them. The GPU backends take one window and uniforms only: for
-//! the other forms they must answer `BackendUnavailable`, never a wrong result.
+//! every backend (the GPU backends through their tile kernel of the general form).
 
 use proptest::prelude::*;
 use skel::prelude::*;
@@ -26,12 +25,7 @@ fn backends() -> impl Iterator<Item = Backend> {
     BACKENDS.into_iter().filter(|&b| available(b))
 }
 
-fn host(b: Backend) -> bool {
-    matches!(b, Backend::Cpu | Backend::Rayon)
-}
-
-/// The result of a general-form call: the host backends must compute it, the GPU ones must
-/// refuse it with a typed error.
+/// The result of a general-form call: every backend must compute the model's.
 fn expect<T: PartialEq + std::fmt::Debug>(
     b: Backend,
     r: skel::Result<()>,
@@ -39,15 +33,8 @@ fn expect<T: PartialEq + std::fmt::Debug>(
     want: &T,
     what: &str,
 ) {
-    if host(b) {
-        r.unwrap_or_else(|e| panic!("{b:?} {what}: {e}"));
-        assert_eq!(&got(), want, "{b:?} {what}");
-    } else {
-        assert!(
-            matches!(r, Err(Error::BackendUnavailable { .. })),
-            "{b:?} {what}: {r:?}"
-        );
-    }
+    r.unwrap_or_else(|e| panic!("{b:?} {what}: {e}"));
+    assert_eq!(&got(), want, "{b:?} {what}");
 }
 
 /// Element `(i, j)` of a `rows x cols` row-major matrix read with `edge` (`None` for the pad).
@@ -542,7 +529,7 @@ fn mismatched_windows_and_containers_are_typed_errors() {
     let a = grid(6, 7, 0);
     let b = grid(7, 6, 0);
     let mut out = Matrix::zeroed(6, 7);
-    for bk in backends().filter(|&b| host(b)) {
+    for bk in backends() {
         let err = MapOverlap::new(curl, (1, 1))
             .backend(bk)
             .run(&a, &b, &mut out)
@@ -588,7 +575,7 @@ fn mismatched_windows_and_containers_are_typed_errors() {
     // An empty matrix with radius 0: nothing to compute, no error.
     let e = Matrix::<i64>::zeroed(0, 0);
     let mut eo = Matrix::<i64>::zeroed(0, 0);
-    for bk in backends().filter(|&b| host(b)) {
+    for bk in backends() {
         MapOverlap::new(four, (0, 0))
             .backend(bk)
             .run(&e, &e, &e, &e, &mut eo)
@@ -606,10 +593,75 @@ proptest! {
         let want = model_2d((rows, cols), (1, 1), edge, 2, &vs, &vec![0; rows * cols], |_, _, w| {
             w(0, 0, 1) - w(0, 0, 0) + 3 * (w(1, 1, 0) - w(1, 0, 0)) + w(1, -1, -1)
         });
-        for b in backends().filter(|&b| host(b)) {
+        for b in backends() {
             let mut out = Matrix::zeroed(rows, cols);
             MapOverlap::new(curl, (1, 1)).edge(edge).pad(2).backend(b).run(&ms[0], &ms[1], &mut out).unwrap();
             prop_assert_eq!(out.to_vec(), want.clone());
         }
+    }
+}
+
+/// Two windows and a table read past its end from the output's `#[index]`.
+#[userfn]
+pub fn past_end(
+    #[index] (i, j): (usize, usize),
+    a: Window2<i32>,
+    b: Window2<i32>,
+    k: &[i32],
+) -> i32 {
+    a[(0, 0)] + b[(1, 1)] + k[i * 3 + j]
+}
+
+#[test]
+fn checked_general_form_reports_the_bad_index_and_leaves_the_output() {
+    let (rows, cols) = (6, 3);
+    let a = Matrix::from_fn(rows, cols, |i, j| (i * cols + j) as i32);
+    let short = Vector::from(vec![1i32; 7]);
+    for b in backends() {
+        let mut out = Matrix::filled(rows, cols, -1i32);
+        let r = MapOverlap::new(past_end, (1, 1))
+            .edge(Edge::Duplicate)
+            .arrays((&short,))
+            .backend(b)
+            .checked(true)
+            .run(&a, &a, &mut out);
+        match r {
+            Err(Error::UserFunction {
+                function,
+                index,
+                len,
+                ..
+            }) => {
+                assert_eq!(function, "past_end", "{b:?}");
+                assert_eq!(len, Some(7), "{b:?}");
+                assert!(
+                    index.is_some_and(|i| (7..18).contains(&i)),
+                    "{b:?}: {index:?}"
+                );
+            }
+            other => panic!("{b:?}: expected Err(UserFunction), got {other:?}"),
+        }
+        assert_eq!(
+            out.to_vec(),
+            vec![-1; rows * cols],
+            "{b:?}: output untouched"
+        );
+        // Long enough: every backend computes the model's result.
+        let long = Vector::from((0..18).collect::<Vec<i32>>());
+        MapOverlap::new(past_end, (1, 1))
+            .edge(Edge::Duplicate)
+            .arrays((&long,))
+            .backend(b)
+            .checked(true)
+            .run(&a, &a, &mut out)
+            .unwrap_or_else(|e| panic!("{b:?}: {e}"));
+        let want: Vec<i32> = (0..rows * cols)
+            .map(|p| {
+                let (i, j) = (p / cols, p % cols);
+                let (i1, j1) = ((i + 1).min(rows - 1), (j + 1).min(cols - 1));
+                a[(i, j)] + a[(i1, j1)] + p as i32
+            })
+            .collect();
+        assert_eq!(out.to_vec(), want, "{b:?}");
     }
 }

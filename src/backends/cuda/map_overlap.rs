@@ -92,7 +92,14 @@ fn cuda_plan(plan: Plan) -> Result<Plan> {
 /// Rows (or columns, for a vector) `lo .. hi` of `n` plus those within `r` of them that a
 /// stencil reads, as element ranges (a line has `unit` elements); with a cyclic edge, the
 /// halo wraps around. Unused ranges are empty (no allocation: this runs on every call).
-fn halo(lo: usize, hi: usize, r: usize, n: usize, cyclic: bool, unit: usize) -> [Range<usize>; 3] {
+pub(super) fn halo(
+    lo: usize,
+    hi: usize,
+    r: usize,
+    n: usize,
+    cyclic: bool,
+    unit: usize,
+) -> [Range<usize>; 3] {
     let mut lines = [0..0, 0..0, 0..0];
     if r >= n {
         lines[0] = 0..n;

@@ -31,6 +31,7 @@ mod map;
 mod map_array;
 mod map_overlap;
 mod map_overlap3;
+mod map_overlap_windows;
 mod map_pairs;
 mod map_pairs_reduce;
 mod map_reduce;
@@ -49,7 +50,8 @@ pub(crate) use trace::flush as flush_trace;
 
 use cudarc::driver::{sys, DriverError};
 
-use super::{general_stencil_unavailable, Execute};
+use super::overlap_windows::Job;
+use super::Execute;
 use crate::backends::args;
 use crate::backends::cpu::combine;
 use crate::check::host_call;
@@ -786,16 +788,47 @@ impl Execute for Cuda {
 
     fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
         &self,
-        _: plan::MapOverlapWindows<'_, F>,
+        plan: plan::MapOverlapWindows<'_, F>,
     ) -> Result<()> {
-        Err(general_stencil_unavailable(crate::Backend::Cuda, F::NAME))
+        let plan::MapOverlapWindows {
+            inputs,
+            arrays,
+            out,
+            stencil,
+            axis,
+            cells,
+            uniforms,
+        } = plan;
+        let shape = inputs[0].shape();
+        let job = Job::one_d(
+            shape,
+            stencil.radius,
+            axis,
+            stencil.edge,
+            &cells,
+            F::WINDOWS,
+        );
+        let ops = (&inputs[..], &arrays);
+        map_overlap_windows::run::<F>(self, job, ops, out, stencil.pad, uniforms)
     }
 
     fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
         &self,
-        _: plan::MapOverlapWindows<'_, F>,
+        plan: plan::MapOverlapWindows<'_, F>,
     ) -> Result<()> {
-        Err(general_stencil_unavailable(crate::Backend::Cuda, F::NAME))
+        let plan::MapOverlapWindows {
+            inputs,
+            arrays,
+            out,
+            stencil,
+            cells,
+            uniforms,
+            ..
+        } = plan;
+        let dims = inputs[0].shape().dims();
+        let job = Job::two_d(dims, stencil.radius, stencil.edge, &cells, F::WINDOWS);
+        let ops = (&inputs[..], &arrays);
+        map_overlap_windows::run::<F>(self, job, ops, out, stencil.pad, uniforms)
     }
 }
 

@@ -473,3 +473,62 @@ fn pair_templates_are_valid_cpp() {
         }
     }
 }
+
+#[userfn]
+fn win_hot(
+    #[index] (i, j): (usize, usize),
+    t: Window2<f32>,
+    p: Mat<f32>,
+    #[uniform] c: Aff,
+) -> f32 {
+    t[(0, 0)] + (c.m as f32) * (p[(i, j)] + t[(-1, 0)] + t[(1, 1)]) + j as f32
+}
+
+#[userfn]
+fn win_four(a: Window2<i64>, b: Window2<i64>, c: Window2<i64>, d: Window2<i64>) -> i64 {
+    let (rr, rc) = a.radius();
+    a[(rr as isize, rc as isize)] + b[(0, 0)] - c[(-1, 0)] * d[(0, -1)]
+}
+
+#[userfn]
+fn win_line(#[index] i: usize, a: Window<f64>, b: Window<f64>, v: &[f64]) -> f64 {
+    a[-1] + b[1] * v[i % v.len()]
+}
+
+#[test]
+fn general_stencil_template_is_valid_cpp() {
+    use super::map_overlap_windows::source;
+    use crate::backends::overlap_windows::{Geometry, Job};
+    use crate::plan::{Cells, Edge};
+    let all = Cells::<f32, f32>::all();
+    let red = Cells::<f32, f32> {
+        parity: Some(0),
+        keep: Some(|a: &[f32], b: &mut [f32]| b.copy_from_slice(a)),
+    };
+    for c in [false, true] {
+        let name = |n: &str| format!("{n}{}", if c { "_checked" } else { "" });
+        let hot = Job::two_d((40, 33), (1, 1), Edge::Duplicate, &all, 1);
+        let g = Geometry::choose(&hot, 4, 1024, 48 * 1024).unwrap();
+        check(
+            &name("windows_hot"),
+            &source::<win_hot>(&hot, &g, c).unwrap(),
+        );
+        let four = Job::two_d((9, 7), (2, 1), Edge::Cyclic, &red, 4);
+        let g = Geometry::choose(&four, 8, 1024, 48 * 1024).unwrap();
+        check(
+            &name("windows_four_keep"),
+            &source::<win_four>(&four, &g, c).unwrap(),
+        );
+        for axis in [Axis::Flat, Axis::Cols] {
+            let shape = if axis == Axis::Flat {
+                Shape::Vector(1000)
+            } else {
+                Shape::Matrix { rows: 30, cols: 5 }
+            };
+            let line = Job::one_d(shape, 1, axis, Edge::Pad, &all, 2);
+            let g = Geometry::choose(&line, 8, 1024, 48 * 1024).unwrap();
+            let src = source::<win_line>(&line, &g, c).unwrap();
+            check(&name(&format!("windows_line_{axis:?}")), &src);
+        }
+    }
+}

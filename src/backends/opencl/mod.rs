@@ -23,6 +23,7 @@ mod map;
 mod map_array;
 mod map_overlap;
 mod map_overlap3;
+mod map_overlap_windows;
 mod map_pairs;
 mod map_pairs_reduce;
 mod map_reduce;
@@ -37,7 +38,8 @@ use std::fmt::Write as _;
 
 use ocl::core as cl;
 
-use super::{general_stencil_unavailable, Execute};
+use super::overlap_windows::Job;
+use super::Execute;
 use crate::backends::args;
 use crate::codegen::ir::{FnDef, ParamKind};
 use crate::codegen::{c_type, device_source_checked, Dialect};
@@ -588,16 +590,47 @@ impl Execute for OpenCl {
 
     fn map_overlap_windows<F: crate::userfn::Overlap1Fn>(
         &self,
-        _: plan::MapOverlapWindows<'_, F>,
+        plan: plan::MapOverlapWindows<'_, F>,
     ) -> Result<()> {
-        Err(general_stencil_unavailable(crate::Backend::OpenCl, F::NAME))
+        let plan::MapOverlapWindows {
+            inputs,
+            arrays,
+            out,
+            stencil,
+            axis,
+            cells,
+            uniforms,
+        } = plan;
+        let shape = inputs[0].shape();
+        let job = Job::one_d(
+            shape,
+            stencil.radius,
+            axis,
+            stencil.edge,
+            &cells,
+            F::WINDOWS,
+        );
+        let (pad, checked) = (&stencil.pad, self.checked);
+        map_overlap_windows::run::<F>(ctx()?, job, &inputs, &arrays, out, pad, uniforms, checked)
     }
 
     fn map_overlap_windows_2d<F: crate::userfn::Overlap2Fn>(
         &self,
-        _: plan::MapOverlapWindows<'_, F>,
+        plan: plan::MapOverlapWindows<'_, F>,
     ) -> Result<()> {
-        Err(general_stencil_unavailable(crate::Backend::OpenCl, F::NAME))
+        let plan::MapOverlapWindows {
+            inputs,
+            arrays,
+            out,
+            stencil,
+            cells,
+            uniforms,
+            ..
+        } = plan;
+        let dims = inputs[0].shape().dims();
+        let job = Job::two_d(dims, stencil.radius, stencil.edge, &cells, F::WINDOWS);
+        let (pad, checked) = (&stencil.pad, self.checked);
+        map_overlap_windows::run::<F>(ctx()?, job, &inputs, &arrays, out, pad, uniforms, checked)
     }
 }
 
