@@ -20,7 +20,7 @@ mod update;
 pub use filter::Filter;
 pub use histogram::{Count, Histogram};
 #[doc(hidden)]
-pub use lazy::Resolved;
+pub use lazy::{FoldTo, Resolved};
 pub use lazy::{Lazy, Source};
 pub use map::Map;
 pub use map_array::MapArray;
