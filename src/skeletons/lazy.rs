@@ -10,8 +10,11 @@
 //! (`LazyOp`), and the CUDA and OpenCL kernels hold the producers' user functions as
 //! device functions and read each lazy input as the call chain on the producers' own
 //! operands (`backends::chain`; one kernel per consumer and chain, cached). On the GPUs the
-//! consumer's `checked` setting applies to the whole chain. Other consumers (Reduce, Scan,
-//! Filter, MapArray, MapOverlap) and calls on `Auto` get each lazy input materialised into
+//! consumer's `checked` setting applies to the whole chain. A Reduce (`run`, `run_into`,
+//! `run_rows`, `run_cols`) of a lazy input on CUDA or OpenCL runs as the MapReduce of the
+//! producer's function and the Reduce's, grouped as the Reduce groups materialised values
+//! ([`Source::fold`]). Other consumers (Reduce on the host backends, Scan, Filter, MapArray,
+//! MapOverlap) and calls on `Auto` get each lazy input materialised into
 //! a temporary by the consumer's backend (the backend named on the consumer, else the one
 //! named on the lazy Map, else the default) immediately before they run, reused from call
 //! to call. Either way the result is bit-identical to materialising the intermediate by

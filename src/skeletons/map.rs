@@ -131,6 +131,11 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
         self
     }
 
+    /// The `.seed(..)` given, if any (a fold of this Map, lazy, draws with it).
+    pub(super) fn seed(&self) -> Option<u64> {
+        self.options.seed
+    }
+
     /// The bound container arguments.
     pub(super) fn bound_arrays(&self) -> &A {
         &self.arrays

@@ -70,7 +70,9 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, A: Clone> MapReduce<M, R, M::Elems, 
     /// The MapReduce that folds the lazy Map `map`'s values with `reduce` (its function,
     /// start and options): what a Reduce of a lazy input runs on the GPUs.
     pub(crate) fn of_lazy(map: &Map<M, M::Elems, A>, reduce: &Reduce<R, M::Out>) -> Result<Self> {
-        let (r, start, options) = reduce.parts();
+        let (r, start, mut options) = reduce.parts();
+        // The random streams are the producer's: its seed, not the fold's.
+        options.seed = map.seed();
         Ok(MapReduce {
             map: map.function(),
             reduce: r,
