@@ -132,7 +132,7 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
     }
 
     /// The `.seed(..)` given, if any (a fold of this Map, lazy, draws with it).
-    pub(super) fn seed(&self) -> Option<u64> {
+    pub(super) fn seed_given(&self) -> Option<u64> {
         self.options.seed
     }
 

@@ -72,7 +72,7 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, A: Clone> MapReduce<M, R, M::Elems, 
     pub(crate) fn of_lazy(map: &Map<M, M::Elems, A>, reduce: &Reduce<R, M::Out>) -> Result<Self> {
         let (r, start, mut options) = reduce.parts();
         // The random streams are the producer's: its seed, not the fold's.
-        options.seed = map.seed();
+        options.seed = map.seed_given();
         Ok(MapReduce {
             map: map.function(),
             reduce: r,
