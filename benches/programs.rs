@@ -10,6 +10,7 @@
 //! cargo bench --bench programs -- --repeat 11     # more runs per median
 //! cargo bench --bench programs -- --chain 4194304 --softmax 1024   # other sizes
 //! cargo bench --bench programs -- --cg 2048 --cg-iters 50          # one CG grid
+//! cargo bench --bench programs -- --only cg                        # one program (chain, softmax, cg)
 //! ```
 //!
 //! Each row is the median wall time of `repeat` runs of the whole program (after one
@@ -418,11 +419,22 @@ fn cg(
                 .backend(b)
                 .run(&p, &mut ap)
                 .map_err(e)?;
-            let pap = MapReduce::new(mul, add).backend(b).run(&p, &ap).map_err(e)?;
+            let pap = MapReduce::new(mul, add)
+                .backend(b)
+                .run(&p, &ap)
+                .map_err(e)?;
             let alpha = rr / pap;
-            Map::new(axpy).uniforms((alpha,)).backend(b).run(&x, &p, &mut t).map_err(e)?;
+            Map::new(axpy)
+                .uniforms((alpha,))
+                .backend(b)
+                .run(&x, &p, &mut t)
+                .map_err(e)?;
             std::mem::swap(&mut x, &mut t);
-            Map::new(axpy).uniforms((-alpha,)).backend(b).run(&r, &ap, &mut t).map_err(e)?;
+            Map::new(axpy)
+                .uniforms((-alpha,))
+                .backend(b)
+                .run(&r, &ap, &mut t)
+                .map_err(e)?;
             std::mem::swap(&mut r, &mut t);
             let rr_new = MapReduce::new(square, add).backend(b).run(&r).map_err(e)?;
             Map::new(axpy)
@@ -442,7 +454,10 @@ fn cg(
         x = zero();
         r = rhs.clone();
         p = rhs.clone();
-        MapReduce::new(square, add).backend(b).run_into(&r, &mut rr).map_err(e)?;
+        MapReduce::new(square, add)
+            .backend(b)
+            .run_into(&r, &mut rr)
+            .map_err(e)?;
         for _ in 0..iters {
             let lap = Map::new(laplace).arrays((&p,)).lazy(&p);
             MapReduce::new(mul, add)
@@ -454,7 +469,10 @@ fn cg(
                 .backend(b)
                 .run(&x, &r, &p, &lap, &mut (&mut x2, &mut r2))
                 .map_err(e)?;
-            MapReduce::new(square, add).backend(b).run_into(&r2, &mut rr2).map_err(e)?;
+            MapReduce::new(square, add)
+                .backend(b)
+                .run_into(&r2, &mut rr2)
+                .map_err(e)?;
             Map::new(cg_direction)
                 .arrays((&rr2, &rr))
                 .backend(b)
@@ -468,11 +486,14 @@ fn cg(
         Ok(())
     })?;
     let got = x.to_vec();
-    let (num, den) = got.iter().zip(&want).fold((0.0f64, 0.0f64), |(a, d), (g, w)| {
-        (a + (*g as f64 - *w as f64).powi(2), d + (*w as f64).powi(2))
-    });
+    let (num, den) = got
+        .iter()
+        .zip(&want)
+        .fold((0.0f64, 0.0f64), |(a, d), (g, w)| {
+            (a + (*g as f64 - *w as f64).powi(2), d + (*w as f64).powi(2))
+        });
     let rel = (num / den.max(1e-300)).sqrt();
-    if !(rel <= 1e-3) {
+    if rel.is_nan() || rel > 1e-3 {
         return Err(format!(
             "cg {n}^2 on {b}: run_into form differs from eager by {rel:.2e} (relative)"
         ));
@@ -525,6 +546,13 @@ fn main() -> Res<()> {
         None => vec![256, 2048, 8192],
     };
     let cg_iters = value("--cg-iters")?.unwrap_or(if short { 3 } else { 20 });
+    // `--only chain|softmax|cg`: one program (each finishes well within a minute alone).
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|k| args.get(k + 1))
+        .cloned();
+    let runs = |program: &str| only.as_deref().is_none_or(|o| o == program);
     let probe = Vector::from(vec![1.0f32; 4]);
     let mut rows = Vec::new();
     let available = Backend::available();
@@ -543,12 +571,14 @@ fn main() -> Res<()> {
         } else {
             vec![1 << 20, chain_n]
         };
-        for &n in &sizes {
+        for &n in sizes.iter().filter(|_| runs("chain")) {
             chain(b, n, repeat, &probe, &mut rows)?;
             chain_sum(b, n, repeat, &probe, &mut rows)?;
         }
-        softmax(b, softmax_n, repeat, &probe, &mut rows)?;
-        for &n in &cg_sizes {
+        if runs("softmax") {
+            softmax(b, softmax_n, repeat, &probe, &mut rows)?;
+        }
+        for &n in cg_sizes.iter().filter(|_| runs("cg")) {
             // The sequential oracle only at small grids.
             if b == Backend::Cpu && n > 256 {
                 continue;

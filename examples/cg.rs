@@ -214,13 +214,22 @@ fn main() -> skel::Result<()> {
         let got: Vec<f64> = cg.x.iter().map(|&v| v as f64).collect();
         let diff: Vec<f64> = got.iter().zip(&want).map(|(g, w)| g - w).collect();
         let rel = (dot(&diff, &diff) / dot(&want, &want).max(1e-300)).sqrt();
-        let res: Vec<f64> = apply(n, &got).iter().zip(&rhs64).map(|(a, r)| r - a).collect();
-        let res_want: Vec<f64> = apply(n, &want).iter().zip(&rhs64).map(|(a, r)| r - a).collect();
+        let res: Vec<f64> = apply(n, &got)
+            .iter()
+            .zip(&rhs64)
+            .map(|(a, r)| r - a)
+            .collect();
+        let res_want: Vec<f64> = apply(n, &want)
+            .iter()
+            .zip(&rhs64)
+            .map(|(a, r)| r - a)
+            .collect();
         let (res, res_want) = (dot(&res, &res).sqrt(), dot(&res_want, &res_want).sqrt());
         println!(
             "check: |x - x_ref| / |x_ref| = {rel:.2e}; |b - A x| = {res:.3e} (plain Rust f64: {res_want:.3e})"
         );
-        if rel > 1e-2 || res > 2.0 * res_want + 1e-3 * dot(&rhs64, &rhs64).sqrt() {
+        let bad = |v: f64, limit: f64| v.is_nan() || v > limit;
+        if bad(rel, 1e-2) || bad(res, 2.0 * res_want + 1e-3 * dot(&rhs64, &rhs64).sqrt()) {
             return Err(Error::InvalidArgument(format!(
                 "cg check failed: relative difference {rel:.2e}, residual {res:.3e} vs {res_want:.3e}"
             )));

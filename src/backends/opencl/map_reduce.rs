@@ -197,7 +197,16 @@ where
     let fault = (rec.as_ref(), &defs[..]);
     if let Some(out) = into {
         let into = Some((&*out, start));
-        return reduce::two_pass_to::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n, fault, into);
+        return reduce::two_pass_to::<M::Out>(
+            ctx,
+            &plan,
+            &p,
+            "skel_map_reduce",
+            args,
+            n,
+            fault,
+            into,
+        );
     }
     let total = reduce::two_pass::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n, fault)?;
     crate::check::host_call(R::NAME, || R::apply((), (start, total), &())).map(Some)

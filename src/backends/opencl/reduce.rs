@@ -418,8 +418,17 @@ pub(super) fn run_into<F: BinaryFn<T>, T: DeviceType>(
     let args = vec![KArg::Mem(mem), KArg::U64(input.offset() as u64)];
     let rec = fault::record_if(ctx, checked)?;
     let fault = (rec.as_ref(), &[F::definition()][..]);
-    two_pass_to::<T>(ctx, &plan, &p, "skel_reduce", args, n, fault, Some((&out, start)))
-        .map(drop)
+    two_pass_to::<T>(
+        ctx,
+        &plan,
+        &p,
+        "skel_reduce",
+        args,
+        n,
+        fault,
+        Some((&out, start)),
+    )
+    .map(drop)
 }
 
 /// `(blocks, rows per block)` of the first column pass over a `rows x cols` matrix: enough
