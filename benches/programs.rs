@@ -552,7 +552,7 @@ fn main() -> Res<()> {
         .position(|a| a == "--only")
         .and_then(|k| args.get(k + 1))
         .cloned();
-    let runs = |program: &str| only.as_deref().is_none_or(|o| o == program);
+    let runs = |program: &str| only.as_deref().map_or(true, |o| o == program);
     let probe = Vector::from(vec![1.0f32; 4]);
     let mut rows = Vec::new();
     let available = Backend::available();
