@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 
 use super::{
     check_arrays, check_index_dims, check_inputs, check_one, check_shape, common_options,
-    uniforms_or_missing, write_one, FoldTo, Options,
+    uniforms_or_missing, FoldTo, Options,
 };
 use crate::backends::{self, BinaryFn};
 use crate::containers::{Output, Shape, Source};
@@ -181,13 +181,13 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A: BindArrays<M::Arrays>> MapRedu
         &self,
         inputs: I,
         to: FoldTo<'_, M::Out>,
-        as_reduce: bool,
+        (as_reduce, index_only): (bool, Option<usize>),
     ) -> Result<Option<M::Out>>
     where
         I: ArgTuple<'a, Elems = M::Elems>,
     {
         let (out, axis) = match to {
-            FoldTo::Value if !as_reduce => return self.execute(inputs, None).map(Some),
+            FoldTo::Value if !as_reduce => return self.execute(inputs, index_only).map(Some),
             FoldTo::Value => (None, None),
             FoldTo::Into(out) => (Some(out), None),
             FoldTo::Rows(out) => (Some(out), Some(Axis::Rows)),
@@ -199,7 +199,10 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A: BindArrays<M::Arrays>> MapRedu
         let plan = plan::MapReduce::<(M, R, I)> {
             arrays: self.arrays.bind(),
             inputs,
-            shape: shapes.first().copied().unwrap_or(Shape::Vector(0)),
+            shape: match index_only {
+                Some(n) => Shape::Vector(n),
+                None => shapes.first().copied().unwrap_or(Shape::Vector(0)),
+            },
             uniforms,
             start: self.start,
         };
@@ -288,10 +291,12 @@ where
 
     /// [`run_index`](Self::run_index), with the result written to element 0 of a
     /// one-element `out`.
+    /// As `run_into`, the result is written where it is computed (on the device on CUDA
+    /// and OpenCL).
     pub fn run_index_into(&self, n: usize, out: &mut impl Output<M::Out>) -> Result<()> {
         check_one("MapReduce", out)?;
-        let value = self.run_index(n)?;
-        write_one(out, value)
+        self.execute_to((), FoldTo::Into(out.arg_mut()), (false, Some(n)))
+            .map(drop)
     }
 }
 
@@ -320,10 +325,10 @@ macro_rules! map_reduce_run {
 
             fn run_to(&self, $($a: &impl Source<$t>,)+ to: FoldTo<'_, M::Out>, as_reduce: bool) -> Result<Option<M::Out>> {
                 if ($($a.is_lazy())||+) && backends::fuses_lazy_inputs(&self.options) {
-                    return self.execute_to(($($a.operand()?,)+), to, as_reduce);
+                    return self.execute_to(($($a.operand()?,)+), to, (as_reduce, None));
                 }
                 $(let $a = $a.resolve(self.options.backend)?;)+
-                self.execute_to(($($a.arg(),)+), to, as_reduce)
+                self.execute_to(($($a.arg(),)+), to, (as_reduce, None))
             }
 
             /// [`run`](Self::run), with the result written to element 0 of `out`, a
