@@ -388,13 +388,3 @@ pub(crate) fn check_one<T: crate::DeviceType>(
         Shape::Vector(shape.len()),
     )
 }
-
-/// Writes `value` to element 0 of a one-element `out` (see [`check_one`]), marking every
-/// other copy of it stale.
-pub(crate) fn write_one<T: crate::DeviceType>(
-    out: &mut impl crate::containers::Output<T>,
-    value: T,
-) -> Result<()> {
-    out.arg_mut().host_overwrite()?[0] = value;
-    Ok(())
-}
