@@ -1,5 +1,6 @@
 //! Whole programs (issue 26): a chain of element-wise calls (stored, and summed by a
-//! MapReduce) and a row softmax, each as separate skel calls (eager), with lazy inputs
+//! MapReduce), a row softmax and conjugate gradient on a 5-point Laplacian (256^2, 2048^2,
+//! 8192^2; eager with host scalars, and with `run_into` + `.arrays` + a lazy `A p`), each as separate skel calls (eager), with lazy inputs
 //! (evaluated inside the consumer's kernel or loop), and as one hand-fused skel call, on
 //! every backend present, in one run (own report, no criterion).
 //!
@@ -8,6 +9,8 @@
 //! cargo bench --bench programs -- --short         # tiny sizes, 1 run: results only (CI)
 //! cargo bench --bench programs -- --repeat 11     # more runs per median
 //! cargo bench --bench programs -- --chain 4194304 --softmax 1024   # other sizes
+//! cargo bench --bench programs -- --cg 2048 --cg-iters 50          # one CG grid
+//! cargo bench --bench programs -- --only cg                        # one program (chain, softmax, cg)
 //! ```
 //!
 //! Each row is the median wall time of `repeat` runs of the whole program (after one
@@ -64,6 +67,54 @@ fn exp_shifted(#[index] (i, _j): (usize, usize), x: f32, m: &[f32]) -> f32 {
 #[userfn]
 fn divide_row(#[index] (i, _j): (usize, usize), x: f32, s: &[f32]) -> f32 {
     x / s[i]
+}
+
+/// `(A p)[i, j]` of the 5-point Laplacian, zero outside the grid (`c` is `p[i, j]`).
+#[userfn]
+fn laplace(#[index] (i, j): (usize, usize), c: f32, p: Mat<f32>) -> f32 {
+    let mut s = 4.0 * c;
+    if i > 0 {
+        s -= p[(i - 1, j)];
+    }
+    if i + 1 < p.rows() {
+        s -= p[(i + 1, j)];
+    }
+    if j > 0 {
+        s -= p[(i, j - 1)];
+    }
+    if j + 1 < p.cols() {
+        s -= p[(i, j + 1)];
+    }
+    s
+}
+
+#[userfn]
+fn mul(a: f32, b: f32) -> f32 {
+    a * b
+}
+
+#[userfn]
+fn square(a: f32) -> f32 {
+    a * a
+}
+
+/// `x + a y`, `a` passed from the host.
+#[userfn]
+fn axpy(x: f32, y: f32, #[uniform] a: f32) -> f32 {
+    x + a * y
+}
+
+/// `x + alpha p` and `r - alpha A p`, `alpha = r·r / p·Ap` read on the device.
+#[userfn]
+fn cg_step(x: f32, r: f32, p: f32, ap: f32, rr: &[f32], pap: &[f32]) -> (f32, f32) {
+    let alpha = rr[0] / pap[0];
+    (x + alpha * p, r - alpha * ap)
+}
+
+/// `r + beta p`, `beta = r·r (new) / r·r (old)` read on the device.
+#[userfn]
+fn cg_direction(r: f32, p: f32, rr_new: &[f32], rr: &[f32]) -> f32 {
+    r + rr_new[0] / rr[0] * p
 }
 
 /// Probe for [`sync`].
@@ -357,8 +408,142 @@ struct Args {
     /// Rows and columns of the softmax matrix (default 8192, 64 short).
     #[arg(long)]
     softmax: Option<usize>,
+    /// CG grid side (default 256, 2048 and 8192; 64 short).
+    #[arg(long)]
+    cg: Option<usize>,
+    /// CG iterations per run (default 20, 3 short).
+    #[arg(long)]
+    cg_iters: Option<usize>,
+    /// Only one program: chain, softmax or cg (each finishes well within a minute alone).
+    #[arg(long)]
+    only: Option<String>,
     #[command(flatten)]
     cargo: args::Cargo,
+}
+
+/// Conjugate gradient on the 5-point Laplacian of an `n x n` grid, `iters` iterations per
+/// run: eager (`A p` stored, `p·Ap` and `r·r` read back to the host, `alpha`/`beta` passed
+/// as uniforms: six calls), and as `examples/cg.rs` writes it (`run_into` + `.arrays`,
+/// `A p` a lazy input: four calls, no host round trip). Reported per iteration; the
+/// solutions of the two forms are compared (relative 1e-3).
+fn cg(
+    b: Backend,
+    n: usize,
+    (iters, repeat): (usize, usize),
+    probe: &Vector<f32>,
+    rows: &mut Vec<Row>,
+) -> Res<()> {
+    let rhs = Matrix::from_fn(n, n, |i, j| {
+        let (u, v) = ((i as f32 + 0.5) / n as f32, (j as f32 + 0.5) / n as f32);
+        u * (1.0 - u) * v * (1.0 - v) * 16.0
+    });
+    let zero = || Matrix::<f32>::zeroed(n, n);
+    let (mut x, mut r, mut p, mut ap, mut t) = (zero(), zero(), zero(), zero(), zero());
+    let eager = median(repeat, b, probe, || {
+        x = zero();
+        r = rhs.clone();
+        p = rhs.clone();
+        let mut rr = MapReduce::new(square, add).backend(b).run(&r).map_err(e)?;
+        for _ in 0..iters {
+            Map::new(laplace)
+                .arrays((&p,))
+                .backend(b)
+                .run(&p, &mut ap)
+                .map_err(e)?;
+            let pap = MapReduce::new(mul, add)
+                .backend(b)
+                .run(&p, &ap)
+                .map_err(e)?;
+            let alpha = rr / pap;
+            Map::new(axpy)
+                .uniforms((alpha,))
+                .backend(b)
+                .run(&x, &p, &mut t)
+                .map_err(e)?;
+            std::mem::swap(&mut x, &mut t);
+            Map::new(axpy)
+                .uniforms((-alpha,))
+                .backend(b)
+                .run(&r, &ap, &mut t)
+                .map_err(e)?;
+            std::mem::swap(&mut r, &mut t);
+            let rr_new = MapReduce::new(square, add).backend(b).run(&r).map_err(e)?;
+            Map::new(axpy)
+                .uniforms((rr_new / rr,))
+                .backend(b)
+                .run(&r, &p, &mut t)
+                .map_err(e)?;
+            std::mem::swap(&mut p, &mut t);
+            rr = rr_new;
+        }
+        Ok(())
+    })?;
+    let want = x.to_vec();
+    let (mut x2, mut r2, mut p2) = (zero(), zero(), zero());
+    let (mut rr, mut pap, mut rr2) = (Vector::zeroed(1), Vector::zeroed(1), Vector::zeroed(1));
+    let device = median(repeat, b, probe, || {
+        x = zero();
+        r = rhs.clone();
+        p = rhs.clone();
+        MapReduce::new(square, add)
+            .backend(b)
+            .run_into(&r, &mut rr)
+            .map_err(e)?;
+        for _ in 0..iters {
+            let lap = Map::new(laplace).arrays((&p,)).lazy(&p);
+            MapReduce::new(mul, add)
+                .backend(b)
+                .run_into(&p, &lap, &mut pap)
+                .map_err(e)?;
+            Map::new(cg_step)
+                .arrays((&rr, &pap))
+                .backend(b)
+                .run(&x, &r, &p, &lap, &mut (&mut x2, &mut r2))
+                .map_err(e)?;
+            MapReduce::new(square, add)
+                .backend(b)
+                .run_into(&r2, &mut rr2)
+                .map_err(e)?;
+            Map::new(cg_direction)
+                .arrays((&rr2, &rr))
+                .backend(b)
+                .run(&r2, &p, &mut p2)
+                .map_err(e)?;
+            std::mem::swap(&mut x, &mut x2);
+            std::mem::swap(&mut r, &mut r2);
+            std::mem::swap(&mut p, &mut p2);
+            std::mem::swap(&mut rr, &mut rr2);
+        }
+        Ok(())
+    })?;
+    let got = x.to_vec();
+    let (num, den) = got
+        .iter()
+        .zip(&want)
+        .fold((0.0f64, 0.0f64), |(a, d), (g, w)| {
+            (a + (*g as f64 - *w as f64).powi(2), d + (*w as f64).powi(2))
+        });
+    let rel = (num / den.max(1e-300)).sqrt();
+    if rel.is_nan() || rel > 1e-3 {
+        return Err(format!(
+            "cg {n}^2 on {b}: run_into form differs from eager by {rel:.2e} (relative)"
+        ));
+    }
+    let program = format!("CG iteration, {n} x {n}");
+    let per = iters.max(1) as f64;
+    for (form, seconds) in [
+        ("eager (host scalars, 6 calls)", eager / per),
+        ("run_into + .arrays + lazy A p (4 calls)", device / per),
+    ] {
+        rows.push(Row {
+            program: program.clone(),
+            backend: b,
+            form,
+            seconds,
+            fused: eager / per,
+        });
+    }
+    Ok(())
 }
 
 fn main() -> Res<()> {
@@ -372,6 +557,14 @@ fn main() -> Res<()> {
     };
     let chain_n = args.chain.unwrap_or(chain_n);
     let softmax_n = args.softmax.unwrap_or(softmax_n);
+    let cg_sizes = match args.cg {
+        Some(n) => vec![n],
+        None if short => vec![64],
+        None => vec![256, 2048, 8192],
+    };
+    let cg_iters = args.cg_iters.unwrap_or(if short { 3 } else { 20 });
+    let only = args.only.clone();
+    let runs = |program: &str| only.as_deref().map_or(true, |o| o == program);
     let probe = Vector::from(vec![1.0f32; 4]);
     let mut rows = Vec::new();
     let available = Backend::available();
@@ -390,11 +583,20 @@ fn main() -> Res<()> {
         } else {
             vec![1 << 20, chain_n]
         };
-        for &n in &sizes {
+        for &n in sizes.iter().filter(|_| runs("chain")) {
             chain(b, n, repeat, &probe, &mut rows)?;
             chain_sum(b, n, repeat, &probe, &mut rows)?;
         }
-        softmax(b, softmax_n, repeat, &probe, &mut rows)?;
+        if runs("softmax") {
+            softmax(b, softmax_n, repeat, &probe, &mut rows)?;
+        }
+        for &n in cg_sizes.iter().filter(|_| runs("cg")) {
+            // The sequential oracle only at small grids.
+            if b == Backend::Cpu && n > 256 {
+                continue;
+            }
+            cg(b, n, (cg_iters, repeat), &probe, &mut rows)?;
+        }
     }
     println!(
         "programs{}: every result checked against the eager form on its backend",
@@ -417,7 +619,7 @@ fn main() -> Res<()> {
         );
     }
     println!(
-        "(reference: the one fused Map or MapReduce for the chains, the four calls for the softmax)"
+        "(reference: the one fused Map or MapReduce for the chains, the four calls for the softmax, the eager iteration for CG; CG rows are per iteration)"
     );
     Ok(())
 }

@@ -155,9 +155,8 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
 
 // out[r] = fold of row r (cols >= 1 values), one warp per row, in order.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
-skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
-    const skel_u64 skel_base = 0;  // index parameters of SKEL_ELEM see whole positions
-    (void)skel_base;
+skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
+    (void)skel_base;  // index parameters of SKEL_ELEM: the flat index of the band's first element
     const unsigned lane = threadIdx.x & 31;
     const skel_u64 warps = (skel_u64)gridDim.x * SKEL_NWARPS;
     for (skel_u64 r = (skel_u64)blockIdx.x * SKEL_NWARPS + (threadIdx.x >> 5); r < rows; r += warps) {
@@ -181,8 +180,7 @@ skel_reduce_rows(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PAR
 
 // out[c] = fold of column c (rows >= 1 values), one thread per column, top to bottom.
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
-skel_reduce_cols(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
-    const skel_u64 skel_base = 0;
+skel_reduce_cols(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
     (void)skel_base;
     const skel_u64 stride = (skel_u64)gridDim.x * blockDim.x;
     for (skel_u64 c = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += stride) {
@@ -190,4 +188,15 @@ skel_reduce_cols(skel_u64 rows, skel_u64 cols, SKEL_T* __restrict__ out SKEL_PAR
         for (skel_u64 r = 1; r < rows; ++r) acc = SKEL_OP(acc, (SKEL_T)(SKEL_ELEM(r * cols + c)));
         out[c] = acc;
     }
+}
+
+// run_into: out[0] = start folded with the result `res` (has-flag word, then the value; the
+// layout skel_reduce and skel_reduce_parts write), or start where nothing was folded. The
+// value stays on the device: the next call reads out as an operand.
+extern "C" __global__ void skel_reduce_into(const unsigned* __restrict__ res, SKEL_T start,
+                                            SKEL_T* __restrict__ out SKEL_FP) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    SKEL_T v = start;
+    if (__ldcg(res)) v = SKEL_OP(v, skel_get_cg<SKEL_T>(res + 1));
+    out[0] = v;
 }

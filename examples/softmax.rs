@@ -31,7 +31,9 @@ fn divide_row(#[index] (i, _j): (usize, usize), e: f32, row_sum: &[f32]) -> f32 
 }
 
 /// `out` = softmax of each row of `m`: a max per row, then the sums and the quotients of
-/// the exponentials, which stay a lazy Map (computed inside the calls that read them).
+/// the exponentials, which stay a lazy Map (computed inside the calls that read them): three
+/// passes over `m`, each one kernel on CUDA and OpenCL (the row sums are the fused fold of
+/// the lazy exponentials, as `MapReduce::new(exp_shifted, add).run_rows` would be).
 fn softmax(b: Backend, m: &Matrix<f32>, out: &mut Matrix<f32>) -> skel::Result<()> {
     let (mut row_max, mut row_sum) = (Vector::zeroed(m.rows()), Vector::zeroed(m.rows()));
     Reduce::new(max).backend(b).run_rows(m, &mut row_max)?;

@@ -30,8 +30,6 @@ enum Mode {
 
 thread_local! {
     static MODE: RefCell<Mode> = const { RefCell::new(Mode::Off) };
-    /// Set while a `run_into` form runs: its value goes into a container, not to the host.
-    static INTO: Cell<bool> = const { Cell::new(false) };
     /// How many skeleton calls are running on this thread: a call made while another runs
     /// (the tuner measuring a link under `Backend::Auto`) is the library's own business,
     /// neither recorded nor expected on a launch.
@@ -267,28 +265,13 @@ fn step(choice: Option<Backend>, name: &'static str) -> Result<Backend> {
 }
 
 /// `Err` when a call of `form` (user function `name`), which returns its value to the host,
-/// is made in a recording or launch, unless it runs for a `run_into` form.
+/// is made in a recording or launch (`run_into` forms write a container and take other
+/// routes).
 pub(crate) fn value_to_host(form: &str, name: &str) -> Result<()> {
-    if !ACTIVE.get() || INTO.get() || DEPTH.get() > 0 {
+    if !ACTIVE.get() || DEPTH.get() > 0 {
         return Ok(());
     }
     Err(Error::Recording(format!(
         "{form} of `{name}` returns its value to the host, which a recorded graph cannot do: write the value into a one-element container with `run_into` (`run_index_into` for `run_index`) and read that container in the calls that need it"
     )))
-}
-
-/// Clears [`INTO`] again when a `run_into` form ends, by return or by unwind.
-struct IntoScope(bool);
-
-impl Drop for IntoScope {
-    fn drop(&mut self) {
-        INTO.set(self.0);
-    }
-}
-
-/// Runs `f` (a call returning its value to the host) for a `run_into` form, whose value goes
-/// into a container: allowed in a recording.
-pub(crate) fn into_container<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let _scope = IntoScope(INTO.replace(true));
-    f()
 }

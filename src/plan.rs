@@ -607,3 +607,24 @@ pub(crate) struct MapOverlap3d<'p, F: crate::userfn::Window3Fn> {
     pub dims: (usize, usize, usize),
     pub uniforms: &'p F::Uniforms,
 }
+
+/// How a fold of mapped values delivers its result and which grouping it keeps.
+pub(crate) struct Fold<'o, T: DeviceType> {
+    /// The mapped values are a lazy input's: fold them exactly as `Reduce` folds the
+    /// materialised values on the same backend (same grouping, bit-identical), rather than
+    /// as `MapReduce` groups them.
+    pub as_reduce: bool,
+    /// `Some`: the result (`start` folded in) goes to element 0 of this one-element
+    /// container, where it is computed (on a GPU: device-resident, no host round trip);
+    /// `None`: it is returned.
+    pub into: Option<ArgMut<'o, T>>,
+}
+
+/// `out[r]` (`axis` `Rows`) or `out[c]` (`Cols`) = the `R`-fold, from its first value, of
+/// `M` over that row or column of the `shape` matrix inputs, grouped as `ReduceAxis`
+/// groups the materialised values (bit-identical to it on the same backend).
+pub(crate) struct MapReduceAxis<'c, 'a, S: MapReduceSig<'a>> {
+    pub map_reduce: MapReduce<'c, 'a, S>,
+    pub out: ArgMut<'c, <S::M as UserFn>::Out>,
+    pub axis: Axis,
+}

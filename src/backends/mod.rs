@@ -38,9 +38,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::containers::Input;
 #[cfg(feature = "mpi")]
 use crate::containers::OutArgs;
+use crate::containers::{ArgMut, Input};
 #[cfg(feature = "mpi")]
 use crate::plan::ArgTuple;
 use crate::plan::{
@@ -138,6 +138,114 @@ pub(crate) trait Execute {
         &self,
         plan: plan::MapOverlapWindows<'_, F>,
     ) -> Result<()>;
+
+    /// A MapReduce delivered and grouped as `fold` says: `Some(value)` when returned,
+    /// `None` when written to `fold.into`. By default the map is materialised first where
+    /// `fold.as_reduce` asks for Reduce's grouping, and a result is written on the host; the
+    /// GPU backends fuse and write where they compute.
+    fn map_reduce_fold<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduce<'_, 'a, S>,
+        fold: plan::Fold<'_, <S::M as UserFn>::Out>,
+    ) -> Result<Option<<S::M as UserFn>::Out>>
+    where
+        Self: Sized,
+    {
+        fold_materialised(self, plan, fold)
+    }
+
+    /// A MapReduce per row or column. By default the map is materialised, then folded
+    /// with `reduce_axis`; the GPU backends fuse the two.
+    fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduceAxis<'_, 'a, S>,
+    ) -> Result<()>
+    where
+        Self: Sized,
+    {
+        axis_materialised(self, plan)
+    }
+
+    /// A Reduce whose result goes to element 0 of the one-element `out`. By default it is
+    /// computed, then written on the host; the GPU backends write it where they compute.
+    fn reduce_into<S: FoldSig>(
+        &self,
+        plan: plan::Reduce<'_, S>,
+        out: ArgMut<'_, S::T>,
+    ) -> Result<()>
+    where
+        Self: Sized,
+    {
+        reduce_into_host(self, plan, out)
+    }
+}
+
+/// [`Execute::map_reduce_fold`] without fusion: the map materialised into a temporary on
+/// the same executor where Reduce's grouping is asked for, the result written on the host.
+pub(crate) fn fold_materialised<'a, E: Execute, S: MapReduceSig<'a>>(
+    exec: &E,
+    plan: plan::MapReduce<'_, 'a, S>,
+    fold: plan::Fold<'_, <S::M as UserFn>::Out>,
+) -> Result<Option<<S::M as UserFn>::Out>> {
+    let value = if fold.as_reduce {
+        let start = plan.start;
+        let mut tmp = crate::skeletons::Resolved::scratch(plan.shape);
+        exec.map(plan::Map::<(S::M, S::I, ArgMut<'_, _>)> {
+            arrays: plan.arrays,
+            inputs: plan.inputs,
+            out: tmp.arg_mut()?,
+            uniforms: plan.uniforms,
+        })?;
+        exec.reduce(plan::Reduce::<(S::R, _)> {
+            input: tmp.arg(),
+            start,
+        })?
+    } else {
+        exec.map_reduce(plan)?
+    };
+    match fold.into {
+        Some(mut out) => {
+            out.host_overwrite()?[0] = value;
+            Ok(None)
+        }
+        None => Ok(Some(value)),
+    }
+}
+
+/// [`Execute::map_reduce_axis`] without fusion: the map materialised on the same executor,
+/// then `reduce_axis`.
+pub(crate) fn axis_materialised<'a, E: Execute, S: MapReduceSig<'a>>(
+    exec: &E,
+    plan: plan::MapReduceAxis<'_, 'a, S>,
+) -> Result<()> {
+    let plan::MapReduceAxis {
+        map_reduce: p,
+        out,
+        axis,
+    } = plan;
+    let mut tmp = crate::skeletons::Resolved::scratch(p.shape);
+    exec.map(plan::Map::<(S::M, S::I, ArgMut<'_, _>)> {
+        arrays: p.arrays,
+        inputs: p.inputs,
+        out: tmp.arg_mut()?,
+        uniforms: p.uniforms,
+    })?;
+    exec.reduce_axis(plan::ReduceAxis::<(S::R, _)> {
+        input: tmp.arg(),
+        out,
+        axis,
+    })
+}
+
+/// [`Execute::reduce_into`] through the host: the value computed, then written.
+pub(crate) fn reduce_into_host<E: Execute, S: FoldSig>(
+    exec: &E,
+    plan: plan::Reduce<'_, S>,
+    mut out: ArgMut<'_, S::T>,
+) -> Result<()> {
+    let value = exec.reduce(plan)?;
+    out.host_overwrite()?[0] = value;
+    Ok(())
 }
 
 /// The container arguments of user function `F` bound for one call.
@@ -787,4 +895,95 @@ where
 {
     checks(&mut plan)?;
     dispatch!(options, F::NAME, |exec| exec.map_overlap_3d(plan))
+}
+
+/// Whether a fold (Reduce, `MapReduce::run_rows`) of a lazy input runs fused on the
+/// backend `options` resolve to: on CUDA and OpenCL, where the fold's kernel evaluates the
+/// producer chain per element. Elsewhere the lazy input is materialised first.
+pub(crate) fn fuses_lazy_folds(options: &Options) -> bool {
+    matches!(
+        resolve(options.backend_choice()),
+        Ok(Backend::OpenCl | Backend::Cuda)
+    )
+}
+
+/// [`map_reduce`] delivered and grouped as `fold` says (`run_into`, a Reduce of a lazy
+/// input). A distributed call computes the value on the distributed layer and writes it on
+/// the host.
+pub(crate) fn map_reduce_fold<'a, S, B>(
+    options: Options,
+    bound: &B,
+    plan: plan::MapReduce<'_, 'a, S>,
+    fold: plan::Fold<'_, <S::M as UserFn>::Out>,
+    checks: impl for<'k> FnOnce(&plan::MapReduce<'k, 'a, S>) -> Result<()>,
+) -> Result<Option<<S::M as UserFn>::Out>>
+where
+    S: MapReduceSig<'a>,
+    B: BindArrays<<S::M as ElementwiseFn>::Arrays>,
+{
+    if fold.into.is_none() {
+        crate::graph::value_to_host(
+            "a fold (Reduce::run, MapReduce::run)",
+            <S::M as UserFn>::NAME,
+        )?;
+    }
+    #[cfg(feature = "mpi")]
+    if plan.inputs.any_distributed()
+        || plan.arrays.any_distributed()
+        || fold.into.as_ref().is_some_and(|o| o.spread().is_some())
+    {
+        let value = crate::dist::Distributed::new(options).map_reduce(bound, plan, checks)?;
+        return match fold.into {
+            Some(mut out) => {
+                out.host_overwrite()?[0] = value;
+                Ok(None)
+            }
+            None => Ok(Some(value)),
+        };
+    }
+    let _ = bound; // the containers behind the plan: only a distributed call gathers them
+    checks(&plan)?;
+    dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
+        .map_reduce_fold(plan, fold))
+}
+
+/// [`map_reduce`] per row or column, after `checks`; distributed operands are refused
+/// (fold the rows of each rank's block instead).
+pub(crate) fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
+    options: Options,
+    plan: plan::MapReduceAxis<'_, 'a, S>,
+    checks: impl for<'k> FnOnce(&plan::MapReduceAxis<'k, 'a, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.map_reduce.inputs.any_distributed()
+        || plan.map_reduce.arrays.any_distributed()
+        || plan.out.spread().is_some()
+    {
+        return Err(Error::InvalidArgument(format!(
+            "MapReduce::run_rows/run_cols of `{}`: distributed operands are not supported; \
+             run the Map into a distributed matrix, then Reduce::run_rows",
+            <S::M as UserFn>::NAME
+        )));
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
+        .map_reduce_axis(plan))
+}
+
+/// [`reduce`] with the result written to element 0 of the one-element `out` (`run_into`).
+/// A distributed call computes the value on the distributed layer and writes it on the
+/// host.
+pub(crate) fn reduce_into<S: FoldSig>(
+    options: Options,
+    plan: plan::Reduce<'_, S>,
+    out: ArgMut<'_, S::T>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.input.spread().is_some() || out.spread().is_some() {
+        let mut out = out;
+        out.host_overwrite()?[0] = crate::dist::Distributed::new(options).reduce(plan)?;
+        return Ok(());
+    }
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
+        .reduce_into(plan, out))
 }

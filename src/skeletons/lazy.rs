@@ -10,8 +10,11 @@
 //! (`LazyOp`), and the CUDA and OpenCL kernels hold the producers' user functions as
 //! device functions and read each lazy input as the call chain on the producers' own
 //! operands (`backends::chain`; one kernel per consumer and chain, cached). On the GPUs the
-//! consumer's `checked` setting applies to the whole chain. Other consumers (Reduce, Scan,
-//! Filter, MapArray, MapOverlap) and calls on `Auto` get each lazy input materialised into
+//! consumer's `checked` setting applies to the whole chain. A Reduce (`run`, `run_into`,
+//! `run_rows`, `run_cols`) of a lazy input on CUDA or OpenCL runs as the MapReduce of the
+//! producer's function and the Reduce's, grouped as the Reduce groups materialised values
+//! ([`Source::fold`]). Other consumers (Reduce on the host backends, Scan, Filter, MapArray,
+//! MapOverlap) and calls on `Auto` get each lazy input materialised into
 //! a temporary by the consumer's backend (the backend named on the consumer, else the one
 //! named on the lazy Map, else the default) immediately before they run, reused from call
 //! to call. Either way the result is bit-identical to materialising the intermediate by
@@ -79,6 +82,37 @@ pub trait Source<T: DeviceType> {
     fn is_lazy(&self) -> bool {
         true
     }
+
+    /// `reduce` folded over this source's values, delivered as `to` says, in one pass that
+    /// evaluates the producer chain per element (the MapReduce of the lazy Map's function
+    /// and `reduce`'s, grouped as `reduce` groups materialised values). `Ok(None)` where
+    /// the result was written to `to`'s container. A container (not lazy) has nothing to
+    /// fuse: the consumer runs it as it is (`Err` here, never reached by the skeletons).
+    #[doc(hidden)]
+    fn fold<R: crate::backends::BinaryFn<T>>(
+        &self,
+        reduce: &crate::Reduce<R, T>,
+        to: FoldTo<'_, T>,
+    ) -> Result<Option<T>> {
+        let _ = (reduce, to);
+        Err(crate::Error::InvalidArgument(
+            "internal: a fused fold of an input that is not lazy".into(),
+        ))
+    }
+}
+
+/// Where a fused fold of a lazy input ([`Source::fold`]) delivers its result.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum FoldTo<'o, T: DeviceType> {
+    /// Returned (`Reduce::run`).
+    Value,
+    /// Written to element 0 of a one-element container (`run_into`).
+    Into(crate::containers::ArgMut<'o, T>),
+    /// One result per row (`run_rows`).
+    Rows(crate::containers::ArgMut<'o, T>),
+    /// One result per column (`run_cols`).
+    Cols(crate::containers::ArgMut<'o, T>),
 }
 
 impl<T: DeviceType, X: Input<T> + ?Sized> Source<T> for X {
@@ -177,7 +211,33 @@ impl Spares {
     }
 }
 
+impl<T: DeviceType> Resolved<'static, T> {
+    /// A temporary of `shape` for one call (taken from [`Spares`], given back on drop): where
+    /// an executor materialises a lazy input itself.
+    pub(crate) fn scratch(shape: Shape) -> Self {
+        match shape {
+            Shape::Vector(n) => Resolved::Vector(Spares::vector(n)),
+            Shape::Matrix { rows, cols } => Resolved::Matrix(Spares::matrix(rows, cols)),
+            Shape::Tensor3 { d0, d1, d2 } => Resolved::Tensor3(Spares::tensor3((d0, d1, d2))),
+        }
+    }
+}
+
 impl<T: DeviceType> Resolved<'_, T> {
+    /// The temporary as a written operand (`Err` for a borrowed container, which is not
+    /// this call's to write).
+    pub(crate) fn arg_mut(&mut self) -> Result<crate::containers::ArgMut<'_, T>> {
+        use crate::containers::Output;
+        match self {
+            Resolved::Borrowed(_) => Err(crate::Error::InvalidArgument(
+                "internal: a borrowed input is not a temporary".into(),
+            )),
+            Resolved::Vector(v) => Ok(v.arg_mut()),
+            Resolved::Matrix(m) => Ok(m.arg_mut()),
+            Resolved::Tensor3(t) => Ok(t.arg_mut()),
+        }
+    }
+
     /// The operand a plan borrows.
     #[inline]
     pub fn arg(&self) -> Arg<'_, T> {
@@ -404,6 +464,14 @@ macro_rules! lazy_sources {
                     shape,
                     cols: shape.cols(),
                 })
+            }
+
+            fn fold<R: crate::backends::BinaryFn<F::Out>>(
+                &self,
+                reduce: &crate::Reduce<R, F::Out>,
+                to: FoldTo<'_, F::Out>,
+            ) -> Result<Option<F::Out>> {
+                crate::MapReduce::of_lazy(&self.map, reduce)?.fold_to($(self.inputs.$i,)+ to)
             }
 
             fn resolve(&self, backend: Option<Backend>) -> Result<Resolved<'_, F::Out>> {

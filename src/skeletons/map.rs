@@ -123,18 +123,17 @@ impl<F: ElementwiseFn, E, A> Map<F, E, A> {
             .ok_or_else(|| super::missing_uniforms(F::NAME))
     }
 
-    /// This Map with `uniforms` as bound (already in the function's own form).
-    pub(crate) fn with_uniforms(mut self, uniforms: Option<F::Uniforms>) -> Self {
-        self.uniforms = uniforms;
-        self
-    }
-
     /// This Map with its uniforms bound (`()` where it has none) and carrying its seed.
     fn seeded(mut self) -> Self {
         if let Ok(u) = uniforms_or_missing(F::NAME, &self.uniforms, &self.options) {
             self.uniforms = Some(u);
         }
         self
+    }
+
+    /// The `.seed(..)` given, if any (a fold of this Map, lazy, draws with it).
+    pub(super) fn seed_given(&self) -> Option<u64> {
+        self.options.seed
     }
 
     /// The bound container arguments.

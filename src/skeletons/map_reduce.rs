@@ -3,14 +3,14 @@
 use std::marker::PhantomData;
 
 use super::{
-    check_arrays, check_index_dims, check_inputs, check_one, common_options, uniforms_or_missing,
-    write_one, Options,
+    check_arrays, check_index_dims, check_inputs, check_one, check_shape, common_options,
+    uniforms_or_missing, FoldTo, Options,
 };
 use crate::backends::{self, BinaryFn};
 use crate::containers::{Output, Shape, Source};
-use crate::plan::{self, ArgTuple};
+use crate::plan::{self, ArgTuple, Axis};
 use crate::userfn::{BindArrays, ContainerArgs, ElementwiseFn, IndexKind};
-use crate::{DeviceType, Map, Reduce, Result};
+use crate::{DeviceType, Error, Map, Reduce, Result};
 
 /// `start ⊕ reduce(map(a[i], b[i], ..))` in one pass; `start` defaults to `T::default()`.
 ///
@@ -66,6 +66,25 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
     }
 }
 
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>, A: Clone> MapReduce<M, R, M::Elems, A> {
+    /// The MapReduce that folds the lazy Map `map`'s values with `reduce` (its function,
+    /// start and options): what a Reduce of a lazy input runs on the GPUs.
+    pub(crate) fn of_lazy(map: &Map<M, M::Elems, A>, reduce: &Reduce<R, M::Out>) -> Result<Self> {
+        let (r, start, mut options) = reduce.parts();
+        // The random streams are the producer's: its seed, not the fold's.
+        options.seed = map.seed_given();
+        Ok(MapReduce {
+            map: map.function(),
+            reduce: r,
+            start,
+            uniforms: Some(*map.bound_uniforms()?),
+            options,
+            elems: PhantomData,
+            arrays: map.bound_arrays().clone(),
+        })
+    }
+}
+
 impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A> {
     /// The value the fold starts from (default `T::default()`).
     pub fn start(mut self, start: M::Out) -> Self {
@@ -117,17 +136,6 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A> {
         (self.map, self.reduce)
     }
 
-    /// The map half as a [`Map`] with this call's function, arrays, uniforms and options.
-    fn as_map(&self) -> Map<M, M::Elems, A>
-    where
-        A: BindArrays<M::Arrays> + Clone,
-    {
-        let map = Map::new(self.map)
-            .arrays(self.arrays.clone())
-            .with_options(self.options);
-        map.with_uniforms(self.uniforms)
-    }
-
     fn execute<'a, I>(&self, inputs: I, index_only: Option<usize>) -> Result<M::Out>
     where
         I: ArgTuple<'a, Elems = M::Elems>,
@@ -166,6 +174,98 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A> {
     }
 }
 
+impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A: BindArrays<M::Arrays>> MapReduce<M, R, E, A> {
+    /// The fold of `inputs` delivered as `to` says; `as_reduce`: grouped as `Reduce` groups
+    /// materialised values (the map is a lazy input's producer).
+    fn execute_to<'a, I>(
+        &self,
+        inputs: I,
+        to: FoldTo<'_, M::Out>,
+        (as_reduce, index_only): (bool, Option<usize>),
+    ) -> Result<Option<M::Out>>
+    where
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        let (out, axis) = match to {
+            FoldTo::Value if !as_reduce => return self.execute(inputs, index_only).map(Some),
+            FoldTo::Value => (None, None),
+            FoldTo::Into(out) => (Some(out), None),
+            FoldTo::Rows(out) => (Some(out), Some(Axis::Rows)),
+            FoldTo::Cols(out) => (Some(out), Some(Axis::Cols)),
+        };
+        self.options.validate()?;
+        let uniforms = &uniforms_or_missing(M::NAME, &self.uniforms, &self.options)?;
+        let shapes = inputs.shapes();
+        let plan = plan::MapReduce::<(M, R, I)> {
+            arrays: self.arrays.bind(),
+            inputs,
+            shape: match index_only {
+                Some(n) => Shape::Vector(n),
+                None => shapes.first().copied().unwrap_or(Shape::Vector(0)),
+            },
+            uniforms,
+            start: self.start,
+        };
+        let checks = |plan: &plan::MapReduce<'_, 'a, (M, R, I)>| {
+            check_arrays(
+                "MapReduce",
+                M::NAME,
+                M::Arrays::KINDS,
+                &plan.arrays.shapes(),
+            )?;
+            check_inputs("MapReduce", &shapes, plan.shape)?;
+            check_index_dims(
+                "MapReduce",
+                M::NAME,
+                <M::Index as IndexKind>::DIMS,
+                plan.shape,
+            )
+        };
+        let Some(axis) = axis else {
+            let fold = plan::Fold {
+                as_reduce,
+                into: out,
+            };
+            return backends::map_reduce_fold(self.options, &self.arrays, plan, fold, checks);
+        };
+        let Some(out) = out else {
+            return Ok(None);
+        };
+        let plan = plan::MapReduceAxis {
+            map_reduce: plan,
+            out,
+            axis,
+        };
+        backends::map_reduce_axis(self.options, plan, |plan| {
+            checks(&plan.map_reduce)?;
+            let (global, global_out) = (plan.map_reduce.shape, plan.out.global_shape());
+            let Shape::Matrix { rows, cols } = global else {
+                return Err(Error::shape(
+                    format!("MapReduce {axis:?} input"),
+                    "a matrix",
+                    global,
+                ));
+            };
+            let (results, folded) = if axis == Axis::Rows {
+                (rows, cols)
+            } else {
+                (cols, rows)
+            };
+            if folded == 0 && results > 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "MapReduce {axis:?} of a {global}: every fold needs at least one element",
+                )));
+            }
+            check_shape(
+                format_args!("MapReduce {axis:?} output"),
+                Shape::Vector(results),
+                global_out,
+            )
+        })
+        .map(|()| None)
+    }
+}
+
 impl<M, R, Bound> MapReduce<M, R, (), Bound>
 where
     M: ElementwiseFn<Elems = ()>,
@@ -191,10 +291,12 @@ where
 
     /// [`run_index`](Self::run_index), with the result written to element 0 of a
     /// one-element `out`.
+    /// As `run_into`, the result is written where it is computed (on the device on CUDA
+    /// and OpenCL).
     pub fn run_index_into(&self, n: usize, out: &mut impl Output<M::Out>) -> Result<()> {
         check_one("MapReduce", out)?;
-        let value = crate::graph::into_container(|| self.run_index(n))?;
-        write_one(out, value)
+        self.execute_to((), FoldTo::Into(out.arg_mut()), (false, Some(n)))
+            .map(drop)
     }
 }
 
@@ -215,6 +317,20 @@ macro_rules! map_reduce_run {
                 self.execute(($($a.arg(),)+), None)
             }
 
+            /// The fold of a lazy input's producer (this MapReduce's map) delivered as `to`
+            /// says, grouped as `Reduce` groups materialised values (`Source::fold`).
+            pub(crate) fn fold_to(&self, $($a: &impl Source<$t>,)+ to: FoldTo<'_, M::Out>) -> Result<Option<M::Out>> {
+                self.run_to($($a,)+ to, true)
+            }
+
+            fn run_to(&self, $($a: &impl Source<$t>,)+ to: FoldTo<'_, M::Out>, as_reduce: bool) -> Result<Option<M::Out>> {
+                if ($($a.is_lazy())||+) && backends::fuses_lazy_inputs(&self.options) {
+                    return self.execute_to(($($a.operand()?,)+), to, (as_reduce, None));
+                }
+                $(let $a = $a.resolve(self.options.backend)?;)+
+                self.execute_to(($($a.arg(),)+), to, (as_reduce, None))
+            }
+
             /// [`run`](Self::run), with the result written to element 0 of `out`, a
             /// container of exactly one element (else `ShapeMismatch`), so that a later call
             /// can read it as an input or a container argument (a CG step's `alpha`).
@@ -231,10 +347,12 @@ macro_rules! map_reduce_run {
             /// assert_eq!(dot[0], 14.0);
             /// # Ok::<(), skel::Error>(())
             /// ```
+            ///
+            /// On CUDA and OpenCL the result is written on the device, where it is
+            /// computed: no host round trip, and `out`'s device copy is the valid one.
             pub fn run_into(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()> {
                 check_one("MapReduce", out)?;
-                let value = crate::graph::into_container(|| self.run($($a),+))?;
-                write_one(out, value)
+                self.run_to($($a,)+ FoldTo::Into(out.arg_mut()), false).map(drop)
             }
 
             /// `out[r]` = the `reduce` fold, from the row's first element, of `map` over row
@@ -258,8 +376,7 @@ macro_rules! map_reduce_run {
                 Bound: Clone,
                 M::Out: Default,
             {
-                let mapped = self.as_map().lazy($($a),+);
-                Reduce::new(self.reduce).with_options(self.options).run_rows(&mapped, out)
+                self.run_to($($a,)+ FoldTo::Rows(out.arg_mut()), true).map(drop)
             }
 
             /// `out[c]` = the `reduce` fold of `map` over column `c` (see
@@ -269,8 +386,7 @@ macro_rules! map_reduce_run {
                 Bound: Clone,
                 M::Out: Default,
             {
-                let mapped = self.as_map().lazy($($a),+);
-                Reduce::new(self.reduce).with_options(self.options).run_cols(&mapped, out)
+                self.run_to($($a,)+ FoldTo::Cols(out.arg_mut()), true).map(drop)
             }
         }
     )*};

@@ -20,7 +20,7 @@ mod update;
 pub use filter::Filter;
 pub use histogram::{Count, Histogram};
 #[doc(hidden)]
-pub use lazy::Resolved;
+pub use lazy::{FoldTo, Resolved};
 pub use lazy::{Lazy, Source};
 pub use map::Map;
 pub use map_array::MapArray;
@@ -387,14 +387,4 @@ pub(crate) fn check_one<T: crate::DeviceType>(
         Shape::Vector(1),
         Shape::Vector(shape.len()),
     )
-}
-
-/// Writes `value` to element 0 of a one-element `out` (see [`check_one`]), marking every
-/// other copy of it stale.
-pub(crate) fn write_one<T: crate::DeviceType>(
-    out: &mut impl crate::containers::Output<T>,
-    value: T,
-) -> Result<()> {
-    out.arg_mut().host_overwrite()?[0] = value;
-    Ok(())
 }

@@ -4,6 +4,7 @@ use super::{check_shape, common_options, Options};
 use crate::backends::{self, BinaryFn};
 use crate::containers::{Output, Shape, Source};
 use crate::plan::{self, Axis};
+use crate::skeletons::FoldTo;
 use crate::{DeviceType, Error, Result};
 
 /// Folds all elements (`run`), each row (`run_rows`) or each column (`run_cols`) with an
@@ -75,12 +76,6 @@ impl<T: DeviceType, F: BinaryFn<T>> Reduce<F, T> {
         }
     }
 
-    /// This Reduce with the options (backend, streams, ..) of another skeleton.
-    pub(super) fn with_options(mut self, options: Options) -> Self {
-        self.options = options;
-        self
-    }
-
     /// The value the 1D fold starts from (default `T::default()`).
     pub fn start(mut self, start: T) -> Self {
         self.start = start;
@@ -94,9 +89,28 @@ impl<T: DeviceType, F: BinaryFn<T>> Reduce<F, T> {
         self.f
     }
 
+    /// The function, start value and options, for a fold of a lazy input.
+    pub(crate) fn parts(&self) -> (F, T, Options) {
+        (self.f, self.start, self.options)
+    }
+
+    /// Whether `input` is lazy and this call's backend folds it fused (CUDA, OpenCL).
+    fn fused(&self, input: &impl Source<T>) -> bool {
+        input.is_lazy() && backends::fuses_lazy_folds(&self.options)
+    }
+
     /// Folds every element of `input` (a vector, view or matrix) into one value.
+    ///
+    /// A lazy input (`Map::new(f).lazy(..)`) is folded in one pass on CUDA and OpenCL (the
+    /// fold's kernel evaluates the producer chain per element), bit-identical to
+    /// materialising it and folding that.
     pub fn run(&self, input: &impl Source<T>) -> Result<T> {
         self.options.validate()?;
+        if self.fused(input) {
+            return input.fold(self, FoldTo::Value)?.ok_or_else(|| {
+                Error::InvalidArgument("internal: a fused Reduce returned no value".into())
+            });
+        }
         let input = input.resolve(self.options.backend)?;
         let input = input.arg();
         let start = self.start;
@@ -117,10 +131,21 @@ impl<T: DeviceType, F: BinaryFn<T>> Reduce<F, T> {
     /// assert_eq!(rr[0], 6.0);
     /// # Ok::<(), skel::Error>(())
     /// ```
+    ///
+    /// On CUDA and OpenCL the result is written on the device, where it is computed: no
+    /// host round trip, and `out`'s device copy is the valid one (reading it on the host
+    /// brings it back then).
     pub fn run_into(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
         super::check_one("Reduce", out)?;
-        let value = crate::graph::into_container(|| self.run(input))?;
-        super::write_one(out, value)
+        self.options.validate()?;
+        if self.fused(input) {
+            return input.fold(self, FoldTo::Into(out.arg_mut())).map(drop);
+        }
+        let input = input.resolve(self.options.backend)?;
+        let input = input.arg();
+        let start = self.start;
+        let plan = plan::Reduce::<(F, T)> { input, start };
+        backends::reduce_into(self.options, plan, out.arg_mut())
     }
 }
 
@@ -138,6 +163,13 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
 
     fn run_axis(&self, input: &impl Source<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
         self.options.validate()?;
+        if self.fused(input) {
+            let to = match axis {
+                Axis::Cols => FoldTo::Cols(out.arg_mut()),
+                _ => FoldTo::Rows(out.arg_mut()),
+            };
+            return input.fold(self, to).map(drop);
+        }
         let input = input.resolve(self.options.backend)?;
         let (input, out) = (input.arg(), out.arg_mut());
         let plan = plan::ReduceAxis::<(F, T)> { input, out, axis };

@@ -494,6 +494,150 @@ macro_rules! lazy_suite {
                 assert_eq!(out.to_vec(), vec![1.0; 4]);
             }
 
+            #[test]
+            fn fused_folds_of_chains_with_index_arrays_and_uniforms() {
+                if !available(B) {
+                    return;
+                }
+                let w = data(5, 3);
+                for &n in LAZY_SIZES {
+                    let x = data(n, 11);
+                    // A chain of two with #[index], a container argument and uniforms.
+                    let inner = Map::new(shifted).arrays((&w,)).lazy(&x);
+                    let outer = Map::new(affine).uniforms((0.5, -1.0)).lazy(&inner);
+                    let mut mid = Vector::zeroed(n);
+                    Map::new(shifted).arrays((&w,)).backend(B).run(&x, &mut mid).unwrap();
+                    let mut mid2 = Vector::zeroed(n);
+                    Map::new(affine).uniforms((0.5, -1.0)).backend(B).run(&mid, &mut mid2).unwrap();
+                    for start in [0.0f32, 2.5] {
+                        let got = Reduce::new(plus).start(start).backend(B).run(&outer).unwrap();
+                        let want = Reduce::new(plus).start(start).backend(B).run(&mid2).unwrap();
+                        assert_eq!(got.to_bits(), want.to_bits(), "Reduce of a chain, n={n}");
+                        let mut into = Vector::filled(1, 9.0f32);
+                        Reduce::new(plus).start(start).backend(B).run_into(&outer, &mut into).unwrap();
+                        assert_eq!(into[0].to_bits(), want.to_bits(), "run_into of a chain, n={n}");
+                    }
+                    let got = Reduce::new(biggest).start(f32::MIN).backend(B).run(&outer).unwrap();
+                    let want = Reduce::new(biggest).start(f32::MIN).backend(B).run(&mid2).unwrap();
+                    assert_eq!(got.to_bits(), want.to_bits(), "max of a chain, n={n}");
+                }
+                // Rows and columns of a chain over a matrix, wide and narrow, and
+                // MapReduce::run_rows / run_cols over a lazy input.
+                for (rows, cols) in [(1, 1), (2, 3), (5, 17), (7, 64), (3, 257), (31, 31)] {
+                    let m = Matrix::from_fn(rows, cols, |r, c| ((r * 13 + c * 5) % 23) as f32 * 0.25 - 2.0);
+                    let a = Map::new(at_cell).lazy(&m);
+                    let b = Map::new(halve).lazy(&a);
+                    let mut mid = Matrix::zeroed(rows, cols);
+                    Map::new(at_cell).backend(B).run(&m, &mut mid).unwrap();
+                    let mut mid2 = Matrix::zeroed(rows, cols);
+                    Map::new(halve).backend(B).run(&mid, &mut mid2).unwrap();
+                    let (mut got, mut want) = (Vector::zeroed(rows), Vector::zeroed(rows));
+                    Reduce::new(plus).backend(B).run_rows(&b, &mut got).unwrap();
+                    Reduce::new(plus).backend(B).run_rows(&mid2, &mut want).unwrap();
+                    assert_eq!(bits(&got), bits(&want), "rows of a chain {rows}x{cols}");
+                    let (mut got, mut want) = (Vector::zeroed(cols), Vector::zeroed(cols));
+                    Reduce::new(biggest).backend(B).run_cols(&b, &mut got).unwrap();
+                    Reduce::new(biggest).backend(B).run_cols(&mid2, &mut want).unwrap();
+                    assert_eq!(bits(&got), bits(&want), "cols of a chain {rows}x{cols}");
+                    let (mut got, mut want) = (Vector::zeroed(rows), Vector::zeroed(rows));
+                    MapReduce::new(times, plus).backend(B).run_rows(&a, &m, &mut got).unwrap();
+                    let mut sq = Matrix::zeroed(rows, cols);
+                    Map::new(times).backend(B).run(&mid, &m, &mut sq).unwrap();
+                    Reduce::new(plus).backend(B).run_rows(&sq, &mut want).unwrap();
+                    assert_eq!(bits(&got), bits(&want), "MapReduce rows of a lazy input {rows}x{cols}");
+                    let plain: Vec<f32> = (0..rows)
+                        .map(|r| (0..cols).map(|c| at_cell::call((r, c), m[(r, c)]) * m[(r, c)]).fold(None, |acc: Option<f32>, v| Some(acc.map_or(v, |a| a + v))).unwrap())
+                        .collect();
+                    for r in 0..rows {
+                        let tol = 1e-4 * plain[r].abs().max(1.0);
+                        assert!((got[r] - plain[r]).abs() <= tol, "row {r}: {} vs {}", got[r], plain[r]);
+                    }
+                }
+                // Errors: a matrix fold of a lazy vector, an output of the wrong length.
+                let v = data(6, 1);
+                let mut out = Vector::filled(2, 4.0f32);
+                let err = Reduce::new(plus).backend(B).run_rows(&Map::new(halve).lazy(&v), &mut out).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                let m = Matrix::from_fn(3, 4, |r, c| (r + c) as f32);
+                let err = MapReduce::new(halve, plus).backend(B).run_rows(&Map::new(halve).lazy(&m), &mut out).unwrap_err();
+                assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
+                assert_eq!(out.to_vec(), vec![4.0, 4.0]);
+            }
+
+            #[test]
+            fn run_into_results_are_coherent_where_they_go_next() {
+                if !available(B) {
+                    return;
+                }
+                for &n in LAZY_SIZES {
+                    let (p, q) = (data(n, 21), data(n, 22));
+                    let want = MapReduce::new(times, plus).backend(B).run(&p, &q).unwrap();
+                    let mut alpha = Vector::filled(1, 1.0f32);
+                    // Written on the device (GPUs), read next as a container argument.
+                    MapReduce::new(times, plus).backend(B).run_into(&p, &q, &mut alpha).unwrap();
+                    let mut o = Vector::zeroed(n);
+                    Map::new(shifted).arrays((&alpha,)).backend(B).run(&p, &mut o).unwrap();
+                    let plain: Vec<f32> = (0..n).map(|i| p[i] - want).collect();
+                    assert_eq!(o.to_vec(), plain, "Map after run_into, n={n}");
+                    // Then read on the host.
+                    assert_eq!(alpha[0].to_bits(), want.to_bits(), "host read, n={n}");
+                    // A host write after it wins over the device copy.
+                    alpha[0] = 3.0;
+                    Map::new(shifted).arrays((&alpha,)).backend(B).run(&p, &mut o).unwrap();
+                    let plain: Vec<f32> = (0..n).map(|i| p[i] - 3.0).collect();
+                    assert_eq!(o.to_vec(), plain, "Map after a host write, n={n}");
+                    // Written twice without a host read; the second result stands, also
+                    // for a Reduce into the same container.
+                    Reduce::new(plus).backend(B).run_into(&p, &mut alpha).unwrap();
+                    Reduce::new(biggest).start(f32::MIN).backend(B).run_into(&q, &mut alpha).unwrap();
+                    let m = Reduce::new(biggest).start(f32::MIN).backend(B).run(&q).unwrap();
+                    assert_eq!(alpha[0].to_bits(), m.to_bits(), "second run_into, n={n}");
+                }
+            }
+
+            proptest! {
+                #![proptest_config(ProptestConfig::with_cases(24))]
+                #[test]
+                fn random_lazy_folds_match_materialising(
+                    xs in proptest::collection::vec(-1000i32..1000, 1..600),
+                    cols in 1usize..40,
+                    len in 1usize..=4,
+                ) {
+                    if !available(B) {
+                        return Ok(());
+                    }
+                    let rows = xs.len().div_ceil(cols);
+                    let m = Matrix::from_fn(rows, cols, |r, c| xs[(r * cols + c) % xs.len()] as f32 * 0.125);
+                    let x = Vector::from_fn(rows * cols, |i| m[(i / cols, i % cols)]);
+                    let mid = chain_eager(B, &x, len);
+                    let want = Reduce::new(plus).backend(B).run(&mid).unwrap();
+                    let t1 = Map::new(halve).lazy(&x);
+                    let t2 = Map::new(cube).lazy(&t1);
+                    let got = if len == 1 {
+                        Reduce::new(plus).backend(B).run(&t1).unwrap()
+                    } else {
+                        let t3 = Map::new(twist).lazy(&t2);
+                        match len {
+                            2 => Reduce::new(plus).backend(B).run(&t2).unwrap(),
+                            3 => Reduce::new(plus).backend(B).run(&t3).unwrap(),
+                            _ => Reduce::new(plus).backend(B).run(&Map::new(halve).lazy(&t3)).unwrap(),
+                        }
+                    };
+                    prop_assert_eq!(got.to_bits(), want.to_bits());
+                    let lz = Map::new(halve).lazy(&m);
+                    let mut mh = Matrix::zeroed(rows, cols);
+                    Map::new(halve).backend(B).run(&m, &mut mh).unwrap();
+                    let (mut g, mut w) = (Vector::zeroed(rows), Vector::zeroed(rows));
+                    Reduce::new(plus).backend(B).run_rows(&lz, &mut g).unwrap();
+                    Reduce::new(plus).backend(B).run_rows(&mh, &mut w).unwrap();
+                    prop_assert_eq!(bits(&g), bits(&w));
+                    let (mut g, mut w) = (Vector::zeroed(cols), Vector::zeroed(cols));
+                    Reduce::new(plus).backend(B).run_cols(&lz, &mut g).unwrap();
+                    Reduce::new(plus).backend(B).run_cols(&mh, &mut w).unwrap();
+                    prop_assert_eq!(bits(&g), bits(&w));
+                }
+            }
+
             proptest! {
                 #![proptest_config(ProptestConfig::with_cases(24))]
                 #[test]

@@ -232,7 +232,7 @@ pub(crate) fn scan<F: BinaryFn<T>, T: DeviceType>(
 ) -> Result<()> {
     let heads = &parts[..parts.len().saturating_sub(1)];
     let totals = at_once(heads, |p| {
-        reduce::partial::<F, T>(one, input.sub(p.range.clone()))
+        reduce::partial::<F, T>(one, input.sub(p.range.clone()), None)
     })?;
     let carries = host_call(F::NAME, || {
         let mut acc = (mode == ScanMode::Exclusive).then_some(start);

@@ -1,21 +1,23 @@
 //! MapReduce on CUDA: the one-pass reduce kernel (`cuda/reduce.cu`) whose values are the
 //! map function's results, computed on the fly (nothing is materialised).
 
-use super::context::ctx;
+use std::sync::Arc;
+
+use super::context::{ctx, Ctx};
 use super::fault::{self, Record};
-use super::module_cache::module;
+use super::module_cache::{module, Module};
 use super::multistream::{self, Work};
-use super::reduce::{items, reduce_chunks, TEMPLATE};
+use super::reduce::{self, items, reduce_chunks, start_into, TEMPLATE};
 use super::{
-    arrays, assemble, chain, checked_call_expr, cty, input_params, inputs_read, push_inputs,
-    stage_operands, uniform_params, CallSite, Cuda, MissingBytes,
+    arrays, assemble, chain, checked_call_expr, cty, devices, input_params, inputs_read,
+    push_inputs, stage_operands, uniform_params, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::chain::Reads;
 use crate::backends::jit::ProgKey;
 use crate::backends::{BinaryFn, ContainerOps};
 use crate::codegen::{device_source_checked, Dialect};
-use crate::containers::Shape;
-use crate::plan::ArgTuple;
+use crate::containers::{ArgMut, Shape};
+use crate::plan::{ArgTuple, Axis};
 use crate::userfn::ElementwiseFn;
 use crate::Result;
 
@@ -71,15 +73,54 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
+/// The module of `M` mapped and `R` reducing over `reads`: MapReduce's own grouping
+/// (`as_reduce` false), or Reduce's values per lane (`as_reduce`: a lazy input's fold,
+/// grouped as `Reduce` groups the materialised values, rows and columns included).
+/// Returns the module and its values per lane.
+pub(crate) fn fold_module<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    ctx: &Ctx,
+    checked: bool,
+    reads: &Reads,
+    as_reduce: bool,
+) -> Result<(Arc<Module>, usize)> {
+    let (items, _) = items::<M::Out>(as_reduce);
+    let key = match (as_reduce, checked) {
+        (false, false) => "map_reduce",
+        (false, true) => "map_reduce_checked",
+        (true, false) => "map_reduce_as_reduce",
+        (true, true) => "map_reduce_as_reduce_checked",
+    };
+    let m = module(
+        ctx,
+        ProgKey::of::<(M, R)>(key, ctx.ordinal).chained(reads.key()),
+        "map_reduce",
+        &[
+            "skel_reduce",
+            "skel_reduce_parts",
+            "skel_reduce_rows",
+            "skel_reduce_cols",
+            "skel_reduce_into",
+        ],
+        || source::<M, R>(items, checked, reads),
+    )?;
+    Ok((m, items))
+}
+
 /// The `R`-reduce of `M(index(i), inputs[i], uniforms)` over all `i` (`None` when there is
 /// none), which the caller folds `start` with (on several device slots: each slot's part,
-/// `devices.rs`).
+/// `devices.rs`). `as_reduce`: grouped as `Reduce` groups the materialised values (see
+/// [`fold_module`]; one chunk unless streams are forced, as for a Reduce of a
+/// device-resident temporary). `into`: written, with the start value folded in, to the
+/// one-element output on the device (`None`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn partial<'a, 'c, M, R, I>(
     exec: &Cuda,
     arrays: ContainerOps<'c, M>,
     inputs: I,
     shape: Shape,
     uniforms: &M::Uniforms,
+    as_reduce: bool,
+    into: Option<(&mut ArgMut<'_, M::Out>, M::Out)>,
 ) -> Result<Option<M::Out>>
 where
     M: ElementwiseFn,
@@ -89,23 +130,11 @@ where
     let ctx = ctx()?;
     let n = shape.len();
     if n == 0 {
-        return Ok(None);
+        return start_into(into);
     }
-    let (items, _) = items::<M::Out>(false);
     let checked = exec.checked;
-    let key = if checked {
-        "map_reduce_checked"
-    } else {
-        "map_reduce"
-    };
     let reads = Reads::of(&inputs)?;
-    let m = module(
-        ctx,
-        ProgKey::of::<(M, R)>(key, ctx.ordinal).chained(reads.key()),
-        "map_reduce",
-        &["skel_reduce", "skel_reduce_parts"],
-        || source::<M, R>(items, checked, &reads),
-    )?;
+    let (m, items) = fold_module::<M, R>(ctx, checked, &reads, as_reduce)?;
     let mut missing = MissingBytes {
         ctx,
         bytes: 0,
@@ -114,7 +143,7 @@ where
     inputs.visit(&mut missing)?;
     arrays.visit(&mut missing)?;
     let work = Work {
-        up: missing.bytes,
+        up: if as_reduce { 0 } else { missing.bytes },
         kernel: missing.total,
         down: 0,
         follows: None,
@@ -123,7 +152,7 @@ where
         ctx,
         "map_reduce",
         n,
-        1,
+        if as_reduce { items } else { 1 },
         multistream::forced(exec.streams)?,
         work,
     )?;
@@ -155,5 +184,64 @@ where
             rec.as_ref(),
             &reads.with_defs(&[M::definition(), R::definition()]),
         ),
+        into,
     )
+}
+
+/// `MapReduce::run_rows` / `run_cols` (and a Reduce of a lazy input per row or column)
+/// fused: the axis kernels of [`fold_module`]'s module, grouped as `ReduceAxis` groups the
+/// materialised values, reading `M` over the inputs per element (rows split over device
+/// slots as `ReduceAxis` splits them; columns on one slot: the caller materialises a
+/// column fold split over several).
+pub(crate) fn axis<'a, 'c, M, R, I>(
+    exec: &Cuda,
+    (arrays, inputs, shape, uniforms): (ContainerOps<'c, M>, I, Shape, &M::Uniforms),
+    out: ArgMut<'_, M::Out>,
+    axis: Axis,
+) -> Result<()>
+where
+    M: ElementwiseFn,
+    R: BinaryFn<M::Out>,
+    I: ArgTuple<'a, Elems = M::Elems>,
+{
+    let ctx = ctx()?;
+    let (rows, cols) = shape.dims();
+    let reads = Reads::of(&inputs)?;
+    let defs = reads.with_defs(&[M::definition(), R::definition()]);
+    let mut missing = MissingBytes {
+        ctx,
+        bytes: 0,
+        total: 0,
+    };
+    inputs.visit(&mut missing)?;
+    arrays.visit(&mut missing)?;
+    let checked = exec.checked;
+    let module = |ctx: &Ctx| fold_module::<M, R>(ctx, checked, &reads, true).map(|(m, _)| m);
+    let band = |exec: &Cuda, out: ArgMut<'_, M::Out>, band: std::ops::Range<usize>| {
+        reduce::axis_band::<M::Out, _>(
+            exec,
+            (rows, cols),
+            (&module, &defs, missing.bytes),
+            (out, axis, band),
+            |ctx, elems, lane, tag| {
+                Ok((
+                    arrays::stage(ctx, &arrays, lane, tag)?,
+                    stage_operands(ctx, &inputs, elems, lane, tag)?,
+                ))
+            },
+            |staged, a| {
+                arrays::push(a, &staged.0, true);
+                push_inputs(a, &staged.1);
+                a.uniforms(uniforms);
+            },
+            |ctx, elems, lane, ev| {
+                arrays::read(ctx, &arrays, lane, ev)?;
+                inputs_read(ctx, &inputs, elems, lane, ev)
+            },
+        )
+    };
+    if axis == Axis::Rows {
+        return devices::by_lines(exec, (rows, cols), &inputs, out, band);
+    }
+    band(exec, out, 0..1)
 }

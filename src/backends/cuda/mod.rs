@@ -620,14 +620,14 @@ impl Execute for Cuda {
         if let Some(parts) = self.device_parts(input.shape(), &(input,))? {
             let one = self.on_one();
             let partials = devices::at_once(&parts, |p| {
-                reduce::partial::<S::F, S::T>(&one, input.sub(p.range.clone()))
+                reduce::partial::<S::F, S::T>(&one, input.sub(p.range.clone()), None)
             })?;
             let total = devices::fold::<S::F, S::T>(partials)?;
             return host_call(<S::F as UserFn>::NAME, || {
                 combine::<S::F, S::T>(start, total)
             });
         }
-        let total = reduce::partial::<S::F, S::T>(self, input)?;
+        let total = reduce::partial::<S::F, S::T>(self, input, None)?;
         host_call(<S::F as UserFn>::NAME, || {
             combine::<S::F, S::T>(start, total)
         })
@@ -653,12 +653,22 @@ impl Execute for Cuda {
             let partials = devices::at_once(&parts, |p| {
                 let (one, r) = (self.part_at(p), p.range.clone());
                 let part = shape.rows_part(p.rows(shape)).1;
-                map_reduce::partial::<S::M, S::R, S::I>(&one, arrays, inputs.sub(r), part, uniforms)
+                map_reduce::partial::<S::M, S::R, S::I>(
+                    &one,
+                    arrays,
+                    inputs.sub(r),
+                    part,
+                    uniforms,
+                    false,
+                    None,
+                )
             })?;
             let total = devices::fold::<S::R, _>(partials)?;
             return host_call(<S::R as UserFn>::NAME, || combine::<S::R, _>(start, total));
         }
-        let total = map_reduce::partial::<S::M, S::R, S::I>(self, arrays, inputs, shape, uniforms)?;
+        let total = map_reduce::partial::<S::M, S::R, S::I>(
+            self, arrays, inputs, shape, uniforms, false, None,
+        )?;
         host_call(<S::R as UserFn>::NAME, || combine::<S::R, _>(start, total))
     }
 
@@ -829,6 +839,74 @@ impl Execute for Cuda {
         let job = Job::two_d(dims, stencil.radius, stencil.edge, &cells, F::WINDOWS);
         let ops = (&inputs[..], &arrays);
         map_overlap_windows::run::<F>(self, job, ops, out, stencil.pad, uniforms)
+    }
+
+    fn map_reduce_fold<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduce<'_, 'a, S>,
+        fold: plan::Fold<'_, <S::M as UserFn>::Out>,
+    ) -> Result<Option<<S::M as UserFn>::Out>> {
+        // Split over device slots: each slot's part comes back to the host to be folded.
+        if self.device_parts(plan.shape, &plan.inputs)?.is_some() {
+            return super::fold_materialised(self, plan, fold);
+        }
+        let plan::MapReduce {
+            arrays,
+            inputs,
+            shape,
+            uniforms,
+            start,
+        } = plan;
+        let plan::Fold { as_reduce, into } = fold;
+        let mut into = into;
+        let total = map_reduce::partial::<S::M, S::R, S::I>(
+            self,
+            arrays,
+            inputs,
+            shape,
+            uniforms,
+            as_reduce,
+            into.as_mut().map(|out| (out, start)),
+        )?;
+        if into.is_some() {
+            return Ok(None);
+        }
+        host_call(<S::R as UserFn>::NAME, || combine::<S::R, _>(start, total)).map(Some)
+    }
+
+    fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduceAxis<'_, 'a, S>,
+    ) -> Result<()> {
+        let p = &plan.map_reduce;
+        if plan.axis != plan::Axis::Rows && self.device_parts(p.shape, &p.inputs)?.is_some() {
+            return super::axis_materialised(self, plan);
+        }
+        let plan::MapReduceAxis {
+            map_reduce: p,
+            out,
+            axis,
+        } = plan;
+        map_reduce::axis::<S::M, S::R, S::I>(
+            self,
+            (p.arrays, p.inputs, p.shape, p.uniforms),
+            out,
+            axis,
+        )
+    }
+
+    fn reduce_into<S: FoldSig>(
+        &self,
+        plan: plan::Reduce<'_, S>,
+        mut out: crate::containers::ArgMut<'_, S::T>,
+    ) -> Result<()> {
+        if self
+            .device_parts(plan.input.shape(), &(plan.input,))?
+            .is_some()
+        {
+            return super::reduce_into_host(self, plan, out);
+        }
+        reduce::partial::<S::F, S::T>(self, plan.input, Some((&mut out, plan.start))).map(drop)
     }
 }
 

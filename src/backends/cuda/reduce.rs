@@ -2,13 +2,15 @@
 //! block on the device (`cuda/reduce.cu`), the chunks' results folded in order by one final
 //! kernel; and row-wise / column-wise reductions of a matrix.
 
+use std::ops::Range;
 use std::sync::Arc;
 
-use super::context::{ctx, Ctx, STREAMS};
+use super::context::{ctx, Ctx, Lane, STREAMS};
 use super::fault::{self, Record};
-use super::memory::{self, from_bytes, CuEvent, ResultLease};
+use super::memory::{self, from_bytes, CuEvent, ResultLease, Scratch};
 use super::module_cache::{launch, module, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
+use super::trace::Tag;
 use super::{assemble, cty, devices, grid_for, Cuda};
 use crate::backends::jit::ProgKey;
 use crate::backends::BinaryFn;
@@ -52,7 +54,10 @@ pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>(checked: bool) -> Result<Str
     Ok(assemble(&user.source, &defines, TEMPLATE))
 }
 
-fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Result<Arc<Module>> {
+pub(crate) fn reduce_module<F: BinaryFn<T>, T: DeviceType>(
+    ctx: &Ctx,
+    checked: bool,
+) -> Result<Arc<Module>> {
     let key = if checked { "reduce_checked" } else { "reduce" };
     module(
         ctx,
@@ -63,6 +68,7 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Res
             "skel_reduce_parts",
             "skel_reduce_rows",
             "skel_reduce_cols",
+            "skel_reduce_into",
         ],
         || source::<F, T>(checked),
     )
@@ -84,6 +90,11 @@ fn reduce_module<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, checked: bool) -> Res
 /// A checked module (`fault`: its record, after every kernel's parameters, and the user
 /// functions of its program) reports a fault of any kernel instead of the value. The
 /// element at position `p` of the call has flat index `index_base + p` (rows of `cols`).
+///
+/// With `into` (`run_into`: a one-element output and the start value) nothing comes back:
+/// `skel_reduce_into` folds the start value with the result and writes it to the output's
+/// device copy, which becomes the valid one; the scratch is a stream-ordered allocation
+/// freed after the kernels, and the call returns without waiting (`Ok(None)`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce_chunks<T: DeviceType>(
     ctx: &Ctx,
@@ -94,6 +105,7 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     mut params: impl FnMut(usize, &mut KernelArgs),
     mut after: impl FnMut(usize, &Arc<CuEvent>) -> Result<()>,
     fault: (Option<&Record>, &[&'static FnDef]),
+    into: Option<(&mut ArgMut<'_, T>, T)>,
 ) -> Result<Option<T>> {
     let w = std::mem::size_of::<T>().div_ceil(4);
     // 8 warps x one tile of 32 * items.
@@ -115,12 +127,26 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
         .max()
         .unwrap_or(0);
     let k = split.len();
-    // Words: a ticket per stream of the pool (at the same place in every call, so they
-    // are zero whatever the previous call's layout), then the chunks' scratch.
-    let lease = ResultLease::take((STREAMS + k * stride) * 4, (1 + w) * 4)?;
-    let (tickets, result) = (lease.scratch()?, lease.result()?);
-    let scratch = |c: usize| tickets + ((STREAMS + c * stride) * 4) as u64;
     let lead = split.lanes[0];
+    // Words: a ticket per stream of the pool (at the same place in every call, so they
+    // are zero whatever the previous call's layout), then the chunks' scratch (then, for
+    // `into`, the result).
+    let words = STREAMS + k * stride;
+    let (lease, mut own) = match into {
+        None => (Some(ResultLease::take(words * 4, (1 + w) * 4)?), None),
+        Some(_) => {
+            let own = Scratch::new(lead, (words + 1 + w) * 4)?;
+            own.zero(0, STREAMS * 4)?;
+            own.share(&split.lanes)?;
+            (None, Some(own))
+        }
+    };
+    let (tickets, result) = match (&lease, &own) {
+        (Some(lease), _) => (lease.scratch()?, lease.result()?),
+        (None, Some(own)) => (own.ptr, own.ptr + (words * 4) as u64),
+        (None, None) => return Err(Error::Driver("internal: no reduce scratch".into())),
+    };
+    let scratch = |c: usize| tickets + ((STREAMS + c * stride) * 4) as u64;
     let func = m.func("skel_reduce")?;
     for ((c, part, lane, tag), &(blocks, per_block)) in split.parts().zip(&shapes) {
         let mut args = KernelArgs::default();
@@ -162,7 +188,28 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
         let func = m.func("skel_reduce_parts")?;
         launch(ctx, lead, split.tag, func, Dims::line(1, 32, 0), &mut args)?;
     }
+    if let (Some((out, start)), Some(own)) = (into, own.as_mut()) {
+        let dst = memory::output_part(ctx, out, 0..1, false, lead, split.tag)?;
+        let mut written = fault::Written::new(ctx, vec![&*out]);
+        let mut args = KernelArgs::default();
+        args.ptr(result).value(&start).ptr(dst);
+        if let Some(rec) = fault.0 {
+            args.ptr(rec.ptr());
+        }
+        let func = m.func("skel_reduce_into")?;
+        launch(ctx, lead, split.tag, func, Dims::line(1, 32, 0), &mut args)?;
+        let ev = CuEvent::record(lead)?;
+        if k == 1 {
+            // Nobody waits for this call: its one chunk's reads end with the event.
+            after(0, &ev)?;
+        }
+        own.used_until(&ev);
+        written.push(0..1, ev);
+        written.settle(fault.0, fault.1)?;
+        return Ok(None);
+    }
     let mut bytes = vec![0u8; (1 + w) * 4];
+    let lease = lease.ok_or_else(|| Error::Driver("internal: reduce result buffers".into()))?;
     lease.finish(lead, &mut bytes)?;
     // Every chunk's kernel was ordered before the last one, on `lead`, the record's stream.
     if let Some(rec) = fault.0 {
@@ -173,15 +220,17 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
 }
 
 /// Every element of `input` folded (`None` when it is empty), which the caller folds `start`
-/// with (on several device slots: each slot's part, `devices.rs`).
+/// with (on several device slots: each slot's part, `devices.rs`); with `into`, written
+/// with the start value folded in to the one-element output on the device (`None`).
 pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
     exec: &Cuda,
     input: Arg<'_, T>,
+    into: Option<(&mut ArgMut<'_, T>, T)>,
 ) -> Result<Option<T>> {
     let ctx = ctx()?;
     let n = input.shape().len();
     if n == 0 {
-        return Ok(None);
+        return start_into(into);
     }
     let m = reduce_module::<F, T>(ctx, exec.checked)?;
     let (items, _) = items::<T>(true);
@@ -216,7 +265,19 @@ pub(crate) fn partial<F: BinaryFn<T>, T: DeviceType>(
         },
         |c, ev| memory::read_by(ctx, &input, split.chunks[c].clone(), ev),
         (rec.as_ref(), &[F::definition()]),
+        into,
     )
+}
+
+/// An empty fold's result: nothing to return, or the start value written to the
+/// one-element output (on the host: there is no kernel to write it).
+pub(crate) fn start_into<T: DeviceType>(
+    into: Option<(&mut ArgMut<'_, T>, T)>,
+) -> Result<Option<T>> {
+    if let Some((out, start)) = into {
+        out.host_overwrite()?[0] = start;
+    }
+    Ok(None)
 }
 
 /// One result per row (`Axis::Rows`) or per column (`Axis::Cols`) of a matrix. Rows are
@@ -229,27 +290,56 @@ pub(crate) fn run_axis<F: BinaryFn<T>, T: DeviceType>(
     axis: Axis,
 ) -> Result<()> {
     let (rows, cols) = input.shape().dims();
+    let plain = |exec: &Cuda, out: ArgMut<'_, T>, band: Range<usize>| {
+        let up = memory::missing_bytes(ctx()?, &input, 0..rows * cols);
+        axis_band::<T, _>(
+            exec,
+            (rows, cols),
+            (
+                &|ctx| reduce_module::<F, T>(ctx, exec.checked),
+                &[F::definition()],
+                up,
+            ),
+            (out, axis, band),
+            |ctx, elems, lane, tag| memory::input_part(ctx, &input, elems, lane, tag),
+            |src, a| {
+                a.ptr(*src);
+            },
+            |ctx, elems, _, ev| memory::read_by(ctx, &input, elems, ev),
+        )
+    };
     if axis != Axis::Rows {
         return match exec.device_parts(input.shape(), &(input,))? {
             Some(parts) => devices::reduce_cols::<F, T>(exec, &parts, input, out),
-            None => axis_band::<F, T>(exec, input, out, axis, 0..1),
+            None => plain(exec, out, 0..1),
         };
     }
-    devices::by_lines(exec, (rows, cols), &(input,), out, |exec, out, band| {
-        axis_band::<F, T>(exec, input, out, axis, band)
-    })
+    devices::by_lines(exec, (rows, cols), &(input,), out, plain)
 }
 
-/// Rows `band` of a row reduction (one slot's part), or the one band of a column one.
-fn axis_band<F: BinaryFn<T>, T: DeviceType>(
+/// The module of an axis reduction on a device, the user functions it holds, and the
+/// bytes its operands still need uploaded.
+pub(crate) type AxisModule<'m> = (
+    &'m dyn Fn(&Ctx) -> Result<Arc<Module>>,
+    &'m [&'static FnDef],
+    usize,
+);
+
+/// Rows `band` of a row reduction (one slot's part), or the one band of a column one, of
+/// a `rows x cols` matrix read through the module's `SKEL_ELEM`: `stage` makes elements
+/// `elems` (flat, of the whole matrix) readable on a lane and returns what `push` passes
+/// to the kernel after its output; `read` records that the work before an event read them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn axis_band<T: DeviceType, X>(
     exec: &Cuda,
-    input: Arg<'_, T>,
-    out: ArgMut<'_, T>,
-    axis: Axis,
-    band: std::ops::Range<usize>,
+    (rows, cols): (usize, usize),
+    (module, defs, up): AxisModule<'_>,
+    (out, axis, band): (ArgMut<'_, T>, Axis, Range<usize>),
+    mut stage: impl FnMut(&Ctx, Range<usize>, Lane, Tag) -> Result<X>,
+    mut push: impl FnMut(&X, &mut KernelArgs),
+    mut read: impl FnMut(&Ctx, Range<usize>, (Lane, Tag), &Arc<CuEvent>) -> Result<()>,
 ) -> Result<()> {
     let ctx = ctx()?;
-    let (rows, cols) = input.shape().dims();
     if rows == 0 || cols == 0 || band.is_empty() {
         return Ok(());
     }
@@ -262,12 +352,12 @@ fn axis_band<F: BinaryFn<T>, T: DeviceType>(
             ))
         }
     };
-    let m = reduce_module::<F, T>(ctx, exec.checked)?;
+    let m = module(ctx)?;
     let eager = memory::eager_download(&out, exec.download);
     let size = std::mem::size_of::<T>();
     let out_bytes = out.shape().len() * size;
     let work = Work {
-        up: memory::missing_bytes(ctx, &input, 0..rows * cols),
+        up,
         kernel: rows * cols * size + out_bytes,
         down: if eager { out_bytes } else { 0 },
         follows: memory::busy_lane(ctx, &out.lock()),
@@ -280,13 +370,13 @@ fn axis_band<F: BinaryFn<T>, T: DeviceType>(
     split.shift(band.start);
     // A chunk of `lines` rows (or the one chunk of all columns): its input elements, its
     // outputs.
-    let parts = |part: &std::ops::Range<usize>| match axis {
+    let parts = |part: &Range<usize>| match axis {
         Axis::Rows => (part.start * cols..part.end * cols, part.clone()),
         _ => (0..rows * cols, 0..cols),
     };
     let mut srcs = Vec::with_capacity(split.len());
     for (_, part, lane, tag) in split.parts() {
-        srcs.push(memory::input_part(ctx, &input, parts(&part).0, lane, tag)?);
+        srcs.push(stage(ctx, parts(&part).0, lane, tag)?);
     }
     let rec = Record::new(exec.checked, &split.lanes)?;
     let mut written = fault::Written::new(ctx, vec![&out]);
@@ -297,8 +387,9 @@ fn axis_band<F: BinaryFn<T>, T: DeviceType>(
         let mut args = KernelArgs::default();
         args.u64(band_rows as u64)
             .u64(cols as u64)
-            .ptr(dst)
-            .ptr(src);
+            .u64((exec.index_base + elems.start) as u64)
+            .ptr(dst);
+        push(&src, &mut args);
         if let Some(rec) = &rec {
             args.ptr(rec.ptr());
         }
@@ -316,10 +407,10 @@ fn axis_band<F: BinaryFn<T>, T: DeviceType>(
             &mut args,
         )?;
         let ev = CuEvent::record(lane)?;
-        memory::read_by(ctx, &input, elems, &ev)?;
+        read(ctx, elems, (lane, tag), &ev)?;
         written.push(outs, ev);
     }
-    written.settle(rec.as_ref(), &[F::definition()])?;
+    written.settle(rec.as_ref(), defs)?;
     if eager {
         split.download(ctx, &out, |part| parts(&part).1)?;
     }

@@ -4,15 +4,18 @@
 
 use std::fmt::Write as _;
 
+use ocl::core as cl;
+
 use super::context::Ctx;
 use super::program_cache::{program, ProgKey};
 use super::{
-    arrays, chain, checked_call_expr, checked_source_head, cty, fault, push_uniforms, reduce,
-    uniform_params, CallShape, Inputs, KArg, OpenCl,
+    arrays, chain, checked_call_expr, checked_source_head, cty, fault, memory, push_uniforms,
+    reduce, uniform_params, CallShape, Inputs, KArg, OpenCl,
 };
 use crate::backends::chain::Reads;
 use crate::backends::{BinaryFn, ContainerOps};
-use crate::containers::Shape;
+use crate::codegen::FnDef;
+use crate::containers::{ArgMut, Shape};
 use crate::plan::ArgTuple;
 use crate::userfn::ElementwiseFn;
 use crate::Result;
@@ -55,6 +58,7 @@ fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     s.push_str(TEMPLATE);
     reduce::instantiate(&mut s, "skel_map_reduce", &load_params, &load);
     reduce::plain(&mut s, plan);
+    reduce::into_kernel(&mut s);
     Ok(s)
 }
 
@@ -72,12 +76,17 @@ where
     R: BinaryFn<M::Out>,
     I: ArgTuple<'a, Elems = M::Elems>,
 {
-    let (checked, index_base) = (exec.checked, exec.index_base);
-    let n = shape.len();
-    if n == 0 {
-        return Ok(start);
-    }
-    let reads = Reads::of(&inputs)?;
+    let total = run_to::<M, R, I>(ctx, (arrays, inputs, shape, uniforms), start, None, exec)?;
+    total.ok_or_else(|| crate::Error::Driver("internal: empty MapReduce result".into()))
+}
+
+/// The program of `M` mapped and `R` reducing over `reads` (also the rows of
+/// `MapReduce::run_rows`: one work-group per row, as `Reduce::run_rows` folds wide rows).
+fn prog<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    ctx: &Ctx,
+    reads: &Reads,
+    checked: bool,
+) -> Result<(cl::Program, reduce::Plan, Vec<&'static FnDef>)> {
     let defs = reads.with_defs(&[M::definition(), R::definition()]);
     let plan = reduce::plan_for::<M::Out>(ctx, "MapReduce", &defs)?;
     let kind = if checked {
@@ -87,8 +96,18 @@ where
     };
     let key = ProgKey::of::<(M, R)>(kind).chained(reads.key());
     let p = program(ctx, key, M::NAME, || {
-        source::<M, R>(ctx, &plan, checked, &reads)
+        source::<M, R>(ctx, &plan, checked, reads)
     })?;
+    Ok((p, plan, defs))
+}
+
+/// The load parameters of `skel_map_reduce` (after its first four): `cols`, the index
+/// base, the container arguments, the inputs (uploaded), the uniforms.
+fn load_args<'a, 'c, M: ElementwiseFn, I: ArgTuple<'a, Elems = M::Elems>>(
+    ctx: &Ctx,
+    (arrays, inputs, shape, uniforms): (ContainerOps<'c, M>, I, Shape, &M::Uniforms),
+    index_base: usize,
+) -> Result<Vec<KArg>> {
     let mut args = vec![
         KArg::U64(shape.cols().max(1) as u64),
         KArg::U64(index_base as u64),
@@ -98,8 +117,97 @@ where
     inputs.visit(&mut up)?;
     let mut args = up.args;
     push_uniforms(uniforms, &mut args);
+    Ok(args)
+}
+
+/// `MapReduce::run_rows` of rows wider than a work-item's share of a tile, fused: one
+/// work-group per row of `M` over the inputs, folded as `Reduce::run_rows` folds the
+/// materialised rows. `false` (nothing run) for narrower rows, which the caller
+/// materialises.
+pub(super) fn rows<'a, 'c, M, R, I>(
+    ctx: &Ctx,
+    call: (ContainerOps<'c, M>, I, Shape, &M::Uniforms),
+    out: &ArgMut<'_, M::Out>,
+    exec: &OpenCl,
+) -> Result<bool>
+where
+    M: ElementwiseFn,
+    R: BinaryFn<M::Out>,
+    I: ArgTuple<'a, Elems = M::Elems>,
+{
+    let (rows, cols) = call.2.dims();
+    let reads = Reads::of(&call.1)?;
+    let (p, plan, defs) = prog::<M, R>(ctx, &reads, exec.checked)?;
+    if cols <= plan.items {
+        return Ok(false);
+    }
+    if rows == 0 {
+        return Ok(true);
+    }
+    let mut args = load_args::<M, I>(ctx, call, exec.index_base)?;
+    let rec = fault::record_if(ctx, exec.checked)?;
+    args.extend(rec.iter().map(|r| KArg::Mem(r.clone())));
+    let out_mem = memory::output(ctx, out, false)?;
+    let split = (cols, rows);
+    let ev = reduce::pass(
+        ctx,
+        &plan,
+        &p,
+        "skel_map_reduce",
+        args,
+        rows * cols,
+        split,
+        &out_mem,
+        out.offset(),
+    )?;
+    fault::settle(ctx, rec.as_ref(), &defs, out, ev)?;
+    Ok(true)
+}
+
+/// [`run`]; with `into` the result, `start` folded in, is written to the one-element
+/// output on the device (`Ok(None)`).
+pub(super) fn run_to<'a, 'c, M, R, I>(
+    ctx: &Ctx,
+    call: (ContainerOps<'c, M>, I, Shape, &M::Uniforms),
+    start: M::Out,
+    into: Option<&mut ArgMut<'_, M::Out>>,
+    exec: &OpenCl,
+) -> Result<Option<M::Out>>
+where
+    M: ElementwiseFn,
+    R: BinaryFn<M::Out>,
+    I: ArgTuple<'a, Elems = M::Elems>,
+{
+    let (checked, index_base) = (exec.checked, exec.index_base);
+    let (_, inputs, shape, _) = call;
+    let n = shape.len();
+    if n == 0 {
+        return match into {
+            Some(out) => {
+                out.host_overwrite()?[0] = start;
+                Ok(None)
+            }
+            None => Ok(Some(start)),
+        };
+    }
+    let reads = Reads::of(&inputs)?;
+    let (p, plan, defs) = prog::<M, R>(ctx, &reads, checked)?;
+    let args = load_args::<M, I>(ctx, call, index_base)?;
     let rec = fault::record_if(ctx, checked)?;
     let fault = (rec.as_ref(), &defs[..]);
+    if let Some(out) = into {
+        let into = Some((&*out, start));
+        return reduce::two_pass_to::<M::Out>(
+            ctx,
+            &plan,
+            &p,
+            "skel_map_reduce",
+            args,
+            n,
+            fault,
+            into,
+        );
+    }
     let total = reduce::two_pass::<M::Out>(ctx, &plan, &p, "skel_map_reduce", args, n, fault)?;
-    crate::check::host_call(R::NAME, || R::apply((), (start, total), &()))
+    crate::check::host_call(R::NAME, || R::apply((), (start, total), &())).map(Some)
 }

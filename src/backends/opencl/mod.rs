@@ -632,6 +632,54 @@ impl Execute for OpenCl {
         let (pad, checked) = (&stencil.pad, self.checked);
         map_overlap_windows::run::<F>(ctx()?, job, &inputs, &arrays, out, pad, uniforms, checked)
     }
+
+    fn map_reduce_fold<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduce<'_, 'a, S>,
+        fold: plan::Fold<'_, <S::M as UserFn>::Out>,
+    ) -> Result<Option<<S::M as UserFn>::Out>> {
+        // Reduce's grouping is MapReduce's here (`reduce.cl` either way, one plan per
+        // element size), so `as_reduce` needs nothing else.
+        let plan::MapReduce {
+            arrays,
+            inputs,
+            shape,
+            uniforms,
+            start,
+        } = plan;
+        let mut into = fold.into;
+        map_reduce::run_to::<S::M, S::R, S::I>(
+            ctx()?,
+            (arrays, inputs, shape, uniforms),
+            start,
+            into.as_mut(),
+            self,
+        )
+    }
+
+    fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduceAxis<'_, 'a, S>,
+    ) -> Result<()> {
+        if plan.axis == plan::Axis::Rows {
+            let p = &plan.map_reduce;
+            let call = (p.arrays, p.inputs, p.shape, p.uniforms);
+            if map_reduce::rows::<S::M, S::R, S::I>(ctx()?, call, &plan.out, self)? {
+                return Ok(());
+            }
+        }
+        // Narrow rows and columns: the map materialised, then `reduce_axis`.
+        super::axis_materialised(self, plan)
+    }
+
+    fn reduce_into<S: FoldSig>(
+        &self,
+        plan: plan::Reduce<'_, S>,
+        out: crate::containers::ArgMut<'_, S::T>,
+    ) -> Result<()> {
+        let plan::Reduce { input, start } = plan;
+        reduce::run_into::<S::F, S::T>(ctx()?, input, start, out, self.checked)
+    }
 }
 
 #[cfg(test)]

@@ -210,6 +210,7 @@ fn source<F: BinaryFn<T>, T: DeviceType>(ctx: &Ctx, plan: &Plan, checked: bool) 
     plain(&mut s, plan);
     s.push_str(ROWS_TEMPLATE);
     s.push_str(COLS_TEMPLATE);
+    into_kernel(&mut s);
     Ok(s)
 }
 
@@ -300,6 +301,21 @@ impl Scratch {
     }
 }
 
+/// `skel_reduce_into`, which every program with `SKEL_F` and `SKEL_T` holds:
+/// `out[out_off] = start ⊕ res[0]` on the device (`run_into`).
+const INTO: &str = "
+__kernel void skel_reduce_into(__global const SKEL_T* res, SKEL_T start, __global SKEL_T* out,
+                               ulong out_off SKEL_FP)
+{
+    if (get_global_id(0) == 0) out[out_off] = SKEL_F(start, res[0]);
+}
+";
+
+/// [`INTO`], for a program source after its `SKEL_F`.
+pub(super) fn into_kernel(s: &mut String) {
+    s.push_str(INTO);
+}
+
 /// Runs `first` (a `reduce.cl` kernel whose load parameters are `load_args`) over `n > 0`
 /// positions, then `skel_reduce` of `prog` over its partials in one work-group; reads back
 /// only the value. A checked program (`rec`, its fault record, follows every kernel's
@@ -310,10 +326,28 @@ pub(super) fn two_pass<T: DeviceType>(
     plan: &Plan,
     prog: &cl::Program,
     first: &'static str,
+    load_args: Vec<KArg>,
+    n: usize,
+    fault: (Option<&cl::Mem>, &[&'static FnDef]),
+) -> Result<T> {
+    two_pass_to::<T>(ctx, plan, prog, first, load_args, n, fault, None)?
+        .ok_or_else(|| crate::Error::Driver("internal: empty reduction result".into()))
+}
+
+/// [`two_pass`]; with `into` (a one-element output and the start value) the value is not
+/// read back: `skel_reduce_into` writes the start value folded with it to the output on
+/// the device, whose copy there becomes the valid one (`Ok(None)`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn two_pass_to<T: DeviceType>(
+    ctx: &Ctx,
+    plan: &Plan,
+    prog: &cl::Program,
+    first: &'static str,
     mut load_args: Vec<KArg>,
     n: usize,
     (rec, defs): (Option<&cl::Mem>, &[&'static FnDef]),
-) -> Result<T> {
+    into: Option<(&ArgMut<'_, T>, T)>,
+) -> Result<Option<T>> {
     load_args.extend(rec.map(|r| KArg::Mem(r.clone())));
     let split = plan.split(ctx, n);
     let g = split.1;
@@ -327,11 +361,24 @@ pub(super) fn two_pass<T: DeviceType>(
         args.extend(rec.map(|r| KArg::Mem(r.clone())));
         pass(ctx, plan, prog, "skel_reduce", args, g, (g, 1), &s.mem, 0)?;
     }
+    if let Some((out, start)) = into {
+        let mut args = vec![
+            KArg::Mem(s.mem.clone()),
+            KArg::value(&start),
+            KArg::Mem(memory::output(ctx, out, false)?),
+            KArg::U64(out.offset() as u64),
+        ];
+        args.extend(rec.map(|r| KArg::Mem(r.clone())));
+        let ev = launch(ctx, prog, "skel_reduce_into", &args, 1, [1, 1, 1], None);
+        // The queue is in order: the next call may take the scratch once this is enqueued.
+        s.give_back();
+        fault::settle(ctx, rec, defs, out, ev?)?;
+        return Ok(None);
+    }
     let value = memory::read_elems::<T>(ctx, &s.mem, 1).map(|mut v| v.pop());
     s.give_back();
     fault::check(ctx, rec, defs)?;
-    let value = value?;
-    value.ok_or_else(|| crate::Error::Driver("internal: empty reduction result".into()))
+    value
 }
 
 pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
@@ -351,6 +398,37 @@ pub(super) fn run<F: BinaryFn<T>, T: DeviceType>(
     let fault = (rec.as_ref(), &[F::definition()][..]);
     let total = two_pass::<T>(ctx, &plan, &p, "skel_reduce", args, n, fault)?;
     crate::check::host_call(F::NAME, || F::apply((), (start, total), &()))
+}
+
+/// [`run`] with the result written to the one-element `out` on the device (`run_into`).
+pub(super) fn run_into<F: BinaryFn<T>, T: DeviceType>(
+    ctx: &Ctx,
+    input: Arg<'_, T>,
+    start: T,
+    mut out: ArgMut<'_, T>,
+    checked: bool,
+) -> Result<()> {
+    let n = input.shape().len();
+    if n == 0 {
+        out.host_overwrite()?[0] = start;
+        return Ok(());
+    }
+    let (p, plan) = prog::<F, T>(ctx, checked)?;
+    let mem = memory::input(ctx, &input)?;
+    let args = vec![KArg::Mem(mem), KArg::U64(input.offset() as u64)];
+    let rec = fault::record_if(ctx, checked)?;
+    let fault = (rec.as_ref(), &[F::definition()][..]);
+    two_pass_to::<T>(
+        ctx,
+        &plan,
+        &p,
+        "skel_reduce",
+        args,
+        n,
+        fault,
+        Some((&out, start)),
+    )
+    .map(drop)
 }
 
 /// `(blocks, rows per block)` of the first column pass over a `rows x cols` matrix: enough
