@@ -754,10 +754,7 @@ impl Execute for Cpu {
         Ok(())
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(
-        &self,
-        plan: plan::Histogram<'_, 'a, '_, S>,
-    ) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,

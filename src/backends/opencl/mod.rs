@@ -14,7 +14,7 @@
 
 mod arrays;
 mod chain;
-pub(super) mod context;
+mod context;
 mod fault;
 mod filter;
 mod histogram;
@@ -544,10 +544,7 @@ impl Execute for OpenCl {
         sort::run::<S::K, S::V>(ctx()?, keys, values)
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(
-        &self,
-        plan: plan::Histogram<'_, 'a, '_, S>,
-    ) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,
