@@ -170,26 +170,6 @@ fn fold_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
     }
 }
 
-/// Fewest bytes of results per row that one task of a column fold (`run_cols`) of a cheap
-/// pair function takes: four cache lines.
-const COLUMN_TASK_BYTES: usize = 256;
-
-/// Results per task of a MapPairsReduce `run_cols` with `cols` results: one range per
-/// thread, but for a cheap pair function at least [`COLUMN_TASK_BYTES`] of results. Each
-/// result folds its column in row order (bit-identical to `cpu`), so only the results can
-/// be spread, and every task streams all the rows of the pair matrix (and of any container
-/// argument read per pair) for its columns: on 16 cores, 262145 x 17 `f32` cut into nine
-/// tasks of two columns took 2.0 ms, no less than one thread folding all 17 (which reads
-/// the matrix once instead of nine times).
-fn column_task<M: ElementwiseFn>(cols: usize) -> usize {
-    let per_thread = cols.div_ceil(rayon::current_num_threads());
-    if classify(M::definition()) != Cost::Memory {
-        return per_thread.max(1);
-    }
-    let least = (COLUMN_TASK_BYTES / std::mem::size_of::<M::Out>().max(1)).max(1);
-    per_thread.max(least)
-}
-
 /// Fewest elements of a looping function without container arguments worth splitting.
 const MIN_COMPUTE: usize = 256;
 
@@ -528,9 +508,7 @@ impl Execute for Rayon {
         plan: plan::MapPairsReduce<'_, '_, S>,
     ) -> Result<()> {
         let pairs = plan.v.shape().len() * plan.h.shape().len();
-        let cols = plan.h.shape().len();
-        let one_task = plan.axis == Axis::Cols && column_task::<S::M>(cols) >= cols;
-        if sequential(pairs) || one_task {
+        if sequential(pairs) {
             return self.cpu().map_pairs_reduce(plan);
         }
         let plan::MapPairsReduce {
@@ -547,9 +525,9 @@ impl Execute for Rayon {
         let out = out.host_overwrite()?;
         // Each result folds its whole row (column) in order, as on `cpu`: only the results
         // are spread over the threads. A column fold walks rows shared by its neighbours
-        // (cpu::pairs_fold_cols): the columns are cut into ranges of `column_task`.
+        // (cpu::pairs_fold_cols): the columns are cut into one range per thread.
         let per = match axis {
-            Axis::Cols => column_task::<S::M>(cols),
+            Axis::Cols => out.len().div_ceil(rayon::current_num_threads()),
             _ => chunk_len(pairs).div_ceil(pairs / out.len()),
         };
         out.par_chunks_mut(per).enumerate().for_each(|(c, o)| {
