@@ -147,30 +147,43 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A> {
         let plan = plan::MapReduce::<(M, R, I)> {
             arrays: self.arrays.bind(),
             inputs,
-            // The first input's shape, which `checks` confirm is every input's (`run` takes
-            // at least one input); `run_index` names its length.
-            shape: match index_only {
-                Some(n) => Shape::Vector(n),
-                None => shapes.first().copied().unwrap_or(Shape::Vector(0)),
-            },
+            shape: Self::fold_shape(&shapes, index_only),
             uniforms,
             start: self.start,
         };
         backends::map_reduce(self.options, &self.arrays, plan, |plan| {
-            check_arrays(
-                "MapReduce",
-                M::NAME,
-                M::Arrays::KINDS,
-                &plan.arrays.shapes(),
-            )?;
-            check_inputs("MapReduce", &shapes, plan.shape)?;
-            check_index_dims(
-                "MapReduce",
-                M::NAME,
-                <M::Index as IndexKind>::DIMS,
-                plan.shape,
-            )
+            Self::check(&shapes, plan)
         })
+    }
+
+    /// The shape a fold runs over: the first input's, which [`Self::check`] confirms is
+    /// every input's (`run` takes at least one input); `run_index` names its length.
+    fn fold_shape(shapes: &[Shape], index_only: Option<usize>) -> Shape {
+        match index_only {
+            Some(n) => Shape::Vector(n),
+            None => shapes.first().copied().unwrap_or(Shape::Vector(0)),
+        }
+    }
+
+    /// The checks of a fold whose inputs have `shapes`: container arguments, inputs of one
+    /// shape, the `#[index]` rank.
+    fn check<'a, I>(shapes: &[Shape], plan: &plan::MapReduce<'_, 'a, (M, R, I)>) -> Result<()>
+    where
+        I: ArgTuple<'a, Elems = M::Elems>,
+    {
+        check_arrays(
+            "MapReduce",
+            M::NAME,
+            M::Arrays::KINDS,
+            &plan.arrays.shapes(),
+        )?;
+        check_inputs("MapReduce", shapes, plan.shape)?;
+        check_index_dims(
+            "MapReduce",
+            M::NAME,
+            <M::Index as IndexKind>::DIMS,
+            plan.shape,
+        )
     }
 }
 
@@ -199,28 +212,11 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A: BindArrays<M::Arrays>> MapRedu
         let plan = plan::MapReduce::<(M, R, I)> {
             arrays: self.arrays.bind(),
             inputs,
-            shape: match index_only {
-                Some(n) => Shape::Vector(n),
-                None => shapes.first().copied().unwrap_or(Shape::Vector(0)),
-            },
+            shape: Self::fold_shape(&shapes, index_only),
             uniforms,
             start: self.start,
         };
-        let checks = |plan: &plan::MapReduce<'_, 'a, (M, R, I)>| {
-            check_arrays(
-                "MapReduce",
-                M::NAME,
-                M::Arrays::KINDS,
-                &plan.arrays.shapes(),
-            )?;
-            check_inputs("MapReduce", &shapes, plan.shape)?;
-            check_index_dims(
-                "MapReduce",
-                M::NAME,
-                <M::Index as IndexKind>::DIMS,
-                plan.shape,
-            )
-        };
+        let checks = |plan: &plan::MapReduce<'_, 'a, (M, R, I)>| Self::check(&shapes, plan);
         let Some(axis) = axis else {
             let fold = plan::Fold {
                 as_reduce,
