@@ -334,11 +334,11 @@ where
 
 /// `counts[b] = #{i : F(inputs[i]..) == b}` over `shape`, `counts` overwritten; bins
 /// outside `0..counts.len()` are not counted (a checked call fails instead).
-pub(crate) struct Histogram<'c, 'a, S: HistogramSig<'a>> {
+pub(crate) struct Histogram<'c, 'a, 'k, S: HistogramSig<'a>> {
     pub arrays: ContainerOps<'c, S::F>,
     pub inputs: S::I,
     pub shape: Shape,
-    pub counts: ArgMut<'c, S::C>,
+    pub counts: ArgMut<'k, S::C>,
     pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
 }
 

@@ -112,7 +112,10 @@ pub(crate) trait Execute {
 
     fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()>;
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()>;
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()>;
 
     fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
         &self,
@@ -780,8 +783,33 @@ pub(crate) fn static_default() -> Backend {
         .unwrap_or(Backend::Cpu)
 }
 
+/// Whether the OpenCL device is a GPU, without opening a CPU device (see
+/// `opencl::context::device_is_gpu`).
+pub(crate) fn opencl_device_is_gpu() -> bool {
+    #[cfg(feature = "opencl")]
+    return opencl::context::device_is_gpu();
+    #[cfg(not(feature = "opencl"))]
+    false
+}
+
+/// Whether a CUDA device is open (something ran on the CUDA backend).
+pub(crate) fn cuda_opened() -> bool {
+    #[cfg(feature = "cuda")]
+    return cuda::context::opened().is_some();
+    #[cfg(not(feature = "cuda"))]
+    false
+}
+
+/// Whether the OpenCL device is open (something ran on the OpenCL backend).
+pub(crate) fn opencl_opened() -> bool {
+    #[cfg(feature = "opencl")]
+    return opencl::context::opened();
+    #[cfg(not(feature = "opencl"))]
+    false
+}
+
 /// Whether the OpenCL device is a GPU (only then is OpenCL a default choice).
-fn opencl_is_gpu() -> bool {
+pub(crate) fn opencl_is_gpu() -> bool {
     #[cfg(feature = "opencl")]
     return opencl::is_gpu();
     #[cfg(not(feature = "opencl"))]
@@ -814,8 +842,8 @@ pub(crate) fn fuses_lazy_inputs(options: &Options) -> bool {
 /// Histogram per rank and a sum of the counts, which `skel::dist` does not do yet).
 pub(crate) fn histogram<'a, S: HistogramSig<'a>>(
     options: Options,
-    plan: plan::Histogram<'_, 'a, S>,
-    checks: impl for<'k> FnOnce(&plan::Histogram<'k, 'a, S>) -> Result<()>,
+    plan: plan::Histogram<'_, 'a, '_, S>,
+    checks: impl for<'k, 'o> FnOnce(&plan::Histogram<'k, 'a, 'o, S>) -> Result<()>,
 ) -> Result<()> {
     #[cfg(feature = "mpi")]
     if plan.inputs.any_distributed()

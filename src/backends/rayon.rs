@@ -564,7 +564,10 @@ impl Execute for Rayon {
         Ok(())
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let n = plan.shape.len();
         if sequential(n) {
             return self.cpu().histogram(plan);

@@ -21,7 +21,7 @@
 
 mod arrays;
 mod chain;
-mod context;
+pub(super) mod context;
 mod devices;
 mod fault;
 mod filter;
@@ -752,7 +752,10 @@ impl Execute for Cuda {
 
     /// One device slot: a Histogram split over several devices (`.devices(n)`) runs on
     /// the first, whose counts the others would only have to be added to.
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,

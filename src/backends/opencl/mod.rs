@@ -14,7 +14,7 @@
 
 mod arrays;
 mod chain;
-mod context;
+pub(super) mod context;
 mod fault;
 mod filter;
 mod histogram;
@@ -544,7 +544,10 @@ impl Execute for OpenCl {
         sort::run::<S::K, S::V>(ctx()?, keys, values)
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,
