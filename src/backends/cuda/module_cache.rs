@@ -83,6 +83,7 @@ pub(crate) fn module(
         ])
     };
     let (key_here, opts) = (disk_key.clone(), options(ctx));
+    let opts_here = opts.clone();
     let here = name.clone();
     MODULES.get_or_compile(
         key,
@@ -94,13 +95,32 @@ pub(crate) fn module(
             jit::dump_source(&here, "cu", src);
             let found = disk_hit(&here, &key_here(src));
             if found.is_none() && behind {
-                let _ = ensure_nvrtc();
+                warm_up_nvrtc(&opts_here);
             }
             found
         },
         move |src| compiled(&name, src, &opts, &disk_key(src)),
         |image| load(ctx, &image, entries).map(Arc::new),
     )
+}
+
+/// Loads NVRTC for the process and runs one tiny compile on the calling thread, once: the
+/// compiler's exit code (C++ destructors registered as its objects are first made, during
+/// a first compile) must be registered before the exit hook that waits for background
+/// compiles (`kernel_cache::wait_for_background_compiles`), so that `exit` runs the hook
+/// first. Without it, a program ending while its first background compile ran crashed in
+/// libnvrtc (H200, greyscale on `Backend::Auto` over six photos).
+fn warm_up_nvrtc(opts: &[String]) {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        if ensure_nvrtc().is_ok() {
+            let _ = compile(
+                "skel_warm_up",
+                "extern \"C\" __global__ void skel_warm_up() {}\n",
+                opts,
+            );
+        }
+    });
 }
 
 /// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no
