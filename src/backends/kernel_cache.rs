@@ -158,6 +158,7 @@ extern "C" fn wait_for_background_compiles() {
 /// [`wait_for_background_compiles`]).
 fn compile_started() {
     *COMPILING.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+    guard_this_threads_exit();
     // SAFETY: registers a plain `extern "C"` function that cannot unwind (a lock taken
     // poison or not, a bounded wait). A failed registration (the C library's table full)
     // leaves the process as it was, without the hook.
@@ -170,6 +171,53 @@ fn compile_started() {
 fn compile_finished() {
     *COMPILING.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
     COMPILED.notify_all();
+}
+
+/// Runs `job` (work that loads or enters a GPU library: a compile, a device probe) on a
+/// thread of its own, counted like a background compile, so that a process exit waits for
+/// it ([`wait_for_background_compiles`]).
+pub(crate) fn spawn_background(
+    name: &str,
+    job: impl FnOnce() + Send + 'static,
+) -> std::io::Result<()> {
+    compile_started();
+    let counted = move || {
+        job();
+        compile_finished();
+    };
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(counted)
+        .map(drop)
+        .inspect_err(|_| compile_finished())
+}
+
+/// Waits for background work ([`wait_for_background_compiles`]) when its thread ends.
+struct ExitGuard;
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        wait_for_background_compiles();
+    }
+}
+
+thread_local! {
+    static EXIT_GUARD: ExitGuard = const { ExitGuard };
+}
+
+/// On the main thread, makes the process exit wait for background work before anything
+/// else runs: `exit` (which returning from `main` calls) runs the exiting thread's
+/// thread-local destructors first, ahead of every exit hook and C++ static destructor,
+/// whatever their registration order. The `atexit` hook alone ran after destructors that
+/// NVRTC registered while a compile was under way, which then crashed that compile. Other
+/// threads (whose end should not wait for a compile) rely on the hook.
+pub(crate) fn guard_this_threads_exit() {
+    thread_local! {
+        static SEEN: Cell<bool> = const { Cell::new(false) };
+    }
+    if !SEEN.with(|s| s.replace(true)) && std::thread::current().name() == Some("main") {
+        EXIT_GUARD.with(|_| ());
+    }
 }
 
 /// Says once per process that kernels compile in the background.
@@ -318,20 +366,14 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
             map.insert(key.clone(), behind.clone());
         }
         announce();
-        compile_started();
         let job = move || {
             let image = compile(&src);
             *behind.image() = Some(image);
             behind.done.notify_all();
-            compile_finished();
             crate::tune::kernel_ready();
         };
-        if let Err(e) = std::thread::Builder::new()
-            .name("skel-kernel-compile".into())
-            .spawn(job)
-        {
+        if let Err(e) = spawn_background("skel-kernel-compile", job) {
             // No thread: the next call compiles in place (nothing is left marked).
-            compile_finished();
             self.behind().remove(&key);
             return Err(Error::Driver(
                 format!("spawning a kernel compile thread: {e}").into(),

@@ -76,7 +76,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use model::Bucket;
@@ -720,20 +720,22 @@ pub(crate) fn kernel_ready() {
 /// installed implementation, and PoCL's starts worker threads that halve Rayon's speed on a
 /// small machine. Before that, the host backends and the devices something else opened.
 /// An OpenCL CPU device (PoCL) shares the cores with Rayon: it is a candidate only once
-/// something else opened it (a call on `Backend::OpenCl`). Probes run on the calling
-/// thread: a process that exits while a driver initialises on another thread can crash in
-/// the driver's exit code.
+/// something else opened it (a call on `Backend::OpenCl`). CUDA is opened on a thread of
+/// its own ([`probe_cuda_in_background`]): the calls run on the host meanwhile, so a short
+/// job never waits for the driver. The OpenCL probe runs on the calling thread: a process
+/// that exited while PoCL initialised on another thread crashed in PoCL's LLVM.
 fn probed(due: Due) -> Vec<Backend> {
-    let known = |cell: &'static OnceLock<bool>, due: bool, probe: fn() -> bool| match cell.get() {
+    if due.cuda && CUDA_PROBED.get().is_none() {
+        probe_cuda_in_background();
+    }
+    let cuda = CUDA_PROBED.get() == Some(&true) || crate::backends::cuda_opened();
+    let opencl = match OPENCL_PROBED.get() {
         Some(&found) => found,
-        None if due => *cell.get_or_init(probe),
+        None if due.opencl => *OPENCL_PROBED.get_or_init(|| {
+            crate::backends::opencl_device_is_gpu() && Backend::OpenCl.check().is_ok()
+        }),
         None => false,
-    };
-    let cuda = known(&CUDA_PROBED, due.cuda, || Backend::Cuda.check().is_ok())
-        || crate::backends::cuda_opened();
-    let opencl = known(&OPENCL_PROBED, due.opencl, || {
-        crate::backends::opencl_device_is_gpu() && Backend::OpenCl.check().is_ok()
-    }) || crate::backends::opencl_opened();
+    } || crate::backends::opencl_opened();
     Backend::ALL
         .into_iter()
         .filter(|&b| match b {
@@ -760,7 +762,25 @@ pub const PROBE_NS: f64 = 3.0e6;
 pub const PROBE_AFTER_NS: f64 = 0.3e9;
 
 static CUDA_PROBED: OnceLock<bool> = OnceLock::new();
+static CUDA_PROBING: AtomicBool = AtomicBool::new(false);
 static OPENCL_PROBED: OnceLock<bool> = OnceLock::new();
+
+/// Opens CUDA on a thread of its own, once; when it is open, decisions are made afresh
+/// (a new generation) with the GPU among the candidates. A process that ends meanwhile
+/// waits for it at exit, as for a background compile (opening a driver while its exit code
+/// runs can crash). Without a thread, the probe runs here.
+fn probe_cuda_in_background() {
+    if CUDA_PROBING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let probe = || {
+        CUDA_PROBED.get_or_init(|| Backend::Cuda.check().is_ok());
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    };
+    if crate::backends::kernel_cache::spawn_background("skel-device-probe", probe).is_err() {
+        probe();
+    }
+}
 
 /// Which device probes can pay for themselves now (see [`probed`]).
 fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
@@ -771,7 +791,7 @@ fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
         .fold(f64::INFINITY, f64::min);
     let due = |k: f64| elapsed >= k * PROBE_AFTER_NS || host >= k * PROBE_NS;
     Due {
-        cuda: CUDA_PROBED.get().is_none() && due(1.0),
+        cuda: CUDA_PROBED.get().is_none() && !CUDA_PROBING.load(Ordering::Acquire) && due(1.0),
         opencl: OPENCL_PROBED.get().is_none()
             && crate::config::OPENCL_DEVICE.value().is_some()
             && due(10.0),
@@ -842,6 +862,7 @@ fn holds_anywhere(t: &Tuner, call: &Call, rows: &[Candidate], decision: Decision
 /// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
 /// for [`remembered`] when it needs no measurement.
 pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
+    crate::backends::kernel_cache::guard_this_threads_exit();
     let mut t = tuner();
     let generation = GENERATION.load(Ordering::Acquire);
     t.started.get_or_insert_with(std::time::Instant::now);
