@@ -208,9 +208,12 @@ thread_local! {
 /// On the main thread, makes the process exit wait for background work before anything
 /// else runs: `exit` (which returning from `main` calls) runs the exiting thread's
 /// thread-local destructors first, ahead of every exit hook and C++ static destructor,
-/// whatever their registration order. The `atexit` hook alone ran after destructors that
-/// NVRTC registered while a compile was under way, which then crashed that compile. Other
-/// threads (whose end should not wait for a compile) rely on the hook.
+/// whatever their registration order. The `atexit` hook alone runs after the destructors
+/// NVRTC registers while a compile is under way, which then crashed that compile (SIGSEGV
+/// in `nvrtcCompileProgram`, the greyscale example on `Backend::Auto`, H100). Called where
+/// a main thread passes before any compile can start: making a container, checking a
+/// backend, an `Auto` decision. Other threads (whose end should not wait for a compile,
+/// and which rarely call `exit`) rely on the hook.
 pub(crate) fn guard_this_threads_exit() {
     thread_local! {
         static SEEN: Cell<bool> = const { Cell::new(false) };

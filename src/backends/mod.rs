@@ -686,6 +686,7 @@ impl Backend {
 
     /// `Ok` if this backend can run here, else [`Error::BackendUnavailable`] saying why.
     pub fn check(self) -> Result<()> {
+        kernel_cache::guard_this_threads_exit();
         let missing = |reason: &str| {
             Err(Error::BackendUnavailable {
                 backend: self,
