@@ -225,6 +225,9 @@ fn child(job: &str, backend: &str, arg: usize, reps: usize) -> Res<()> {
         }
         name => {
             skepu(name, fixed.unwrap_or(Backend::Auto), arg, reps)?;
+            if let (None, Some(e)) = (fixed, skel::tune::explain()) {
+                println!("  last call (skel): {} ({})", e.choice, e.reason);
+            }
             reps
         }
     };
@@ -328,7 +331,7 @@ fn main() -> Res<()> {
         for (b, r, placed) in &rows {
             println!("| {job} | {b} | {:.2} | {:.2} | {:.2} |", r[0], r[1], r[2]);
             if b == "auto" && !placed.is_empty() {
-                println!("|  | (auto's map, cold run: {placed}) | | | |");
+                println!("|  | (auto, cold run: {placed}) | | | |");
             }
         }
         let auto = rows[0].1;
