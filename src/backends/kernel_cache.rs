@@ -16,10 +16,11 @@
 //! (the disk cache) at once, and otherwise runs only the compile on a thread of its own;
 //! the call gets [`pending`] at once, before it has changed anything, so it can run on the
 //! host meanwhile. The load happens on a calling thread, the first call after the image is
-//! ready, so a background thread never enters a device driver. A process that ends while a
-//! compile runs waits for it at exit ([`wait_for_background_compiles`]): the compiler
-//! library's own exit code frees memory the compile still uses; the finished binary lands
-//! in the disk cache for the next run. A backend whose build needs the driver
+//! ready. A process that ends while a compile (or another background job,
+//! [`spawn_background`]: Auto's CUDA probe) runs waits for it at exit
+//! ([`wait_for_background_compiles`], [`guard_this_threads_exit`]): the compiler library's
+//! own exit code frees memory the compile still uses; the finished binary lands in the
+//! disk cache for the next run. A backend whose build needs the driver
 //! (`clBuildProgram`) builds in place ([`KernelCache::get_or_build`]), as without `Auto`.
 
 use std::cell::Cell;
