@@ -302,10 +302,11 @@ impl Auto {
         // Only a device predicted fastest is worth a compile; a trial of another one runs
         // only where its kernel is built already.
         let start = !d.explore;
+        let finished = kernel_cache::compiles_finished();
         match kernel_cache::deferred(start, || self.timed(call, d, backend, &mut f)) {
             Err(_) if kernel_cache::pending() => {
                 let host = tune::host_backend();
-                tune::compiling(call, backend, host, start);
+                tune::compiling(call, backend, host, start, finished);
                 tune::ran(host);
                 f(host, self.on(host))
             }

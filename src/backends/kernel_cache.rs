@@ -26,7 +26,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -137,11 +137,18 @@ extern "C" {
 /// this one is registered as each background compile starts, after the compiler library
 /// is loaded (`cached` loads it, see [`KernelCache::get_or_compile`]), so it runs first.
 extern "C" fn wait_for_background_compiles() {
+    // The hook is registered once per background job: after one wait ran out, the others
+    // do not wait again.
+    static GAVE_UP: AtomicBool = AtomicBool::new(false);
+    if GAVE_UP.load(Ordering::Acquire) {
+        return;
+    }
     let deadline = Instant::now() + EXIT_WAIT;
     let mut running = COMPILING.lock().unwrap_or_else(PoisonError::into_inner);
     while *running > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            GAVE_UP.store(true, Ordering::Release);
             log::warn!(
                 target: "skel::tune",
                 "process exit: a background kernel compile still runs after {EXIT_WAIT:?}"
@@ -174,6 +181,24 @@ fn compile_finished() {
     COMPILED.notify_all();
 }
 
+/// Background compiles finished so far in this process.
+static FINISHED: AtomicU64 = AtomicU64::new(0);
+
+/// How many background compiles have finished (a caller that saw a compile pending compares
+/// two readings to learn whether one finished meanwhile).
+pub(crate) fn compiles_finished() -> u64 {
+    FINISHED.load(Ordering::Acquire)
+}
+
+/// Counts a background job out when it ends, panicking or not.
+struct Counted;
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        compile_finished();
+    }
+}
+
 /// Runs `job` (work that loads or enters a GPU library: a compile, a device probe) on a
 /// thread of its own, counted like a background compile, so that a process exit waits for
 /// it ([`wait_for_background_compiles`]).
@@ -183,8 +208,8 @@ pub(crate) fn spawn_background(
 ) -> std::io::Result<()> {
     compile_started();
     let counted = move || {
+        let _counted = Counted;
         job();
-        compile_finished();
     };
     std::thread::Builder::new()
         .name(name.into())
@@ -371,17 +396,23 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
         }
         announce();
         let job = move || {
-            let image = compile(&src);
+            // A panicking compiler is a failed build, never a waiter left hanging.
+            let image = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile(&src)))
+                .unwrap_or_else(|_| {
+                    Err(Error::Driver(
+                        "the kernel compiler panicked on a background thread".into(),
+                    ))
+                });
             *behind.image() = Some(image);
             behind.done.notify_all();
+            FINISHED.fetch_add(1, Ordering::AcqRel);
             crate::tune::kernel_ready();
         };
         if let Err(e) = spawn_background("skel-kernel-compile", job) {
-            // No thread: the next call compiles in place (nothing is left marked).
+            // No thread: this call runs on the host, the next one tries again (nothing is
+            // left marked).
             self.behind().remove(&key);
-            return Err(Error::Driver(
-                format!("spawning a kernel compile thread: {e}").into(),
-            ));
+            log::warn!(target: "skel::tune", "spawning a kernel compile thread: {e}");
         }
         Err(pending_error())
     }

@@ -681,10 +681,22 @@ pub(crate) fn host_backend() -> Backend {
 /// compiling in the background (`started`), or is not built and not worth building for a
 /// trial, and that it ran on `host` instead: `backend` is no candidate for the call's
 /// function until a kernel build finishes ([`kernel_ready`]).
-pub(crate) fn compiling(call: Option<&Call>, backend: Backend, host: Backend, started: bool) {
-    if let Some(call) = call {
+pub(crate) fn compiling(
+    call: Option<&Call>,
+    backend: Backend,
+    host: Backend,
+    started: bool,
+    finished_before: u64,
+) {
+    // Only a compile under way rules the device out for the function (until a compile
+    // finishes, [`kernel_ready`]); a trial that was not worth a compile leaves it a
+    // candidate, and a compile that finished since the call began must not leave the mark.
+    if let Some(call) = call.filter(|_| started) {
         let mut t = tuner();
-        if t.compiling.insert((call.key.clone(), backend)) {
+        // Read under the tuner's lock: a compile finishing after this reading clears the
+        // mark ([`kernel_ready`] takes the lock after counting itself finished).
+        let none_finished = crate::backends::kernel_cache::compiles_finished() == finished_before;
+        if none_finished && t.compiling.insert((call.key.clone(), backend)) {
             GENERATION.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -774,7 +786,10 @@ fn probe_cuda_in_background() {
         return;
     }
     let probe = || {
-        CUDA_PROBED.get_or_init(|| Backend::Cuda.check().is_ok());
+        CUDA_PROBED.get_or_init(|| {
+            // A driver library that panics (cudarc on a missing symbol) means no CUDA.
+            std::panic::catch_unwind(|| Backend::Cuda.check().is_ok()).unwrap_or(false)
+        });
         GENERATION.fetch_add(1, Ordering::AcqRel);
     };
     if crate::backends::kernel_cache::spawn_background("skel-device-probe", probe).is_err() {
