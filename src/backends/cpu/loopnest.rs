@@ -7,15 +7,53 @@
 //! per-element call's bit for bit: only the order *between* elements changes, which
 //! lets LLVM vectorise the loop over a row.
 //!
-//! On x86-64 the loops are also compiled for AVX2 and that build runs where the CPU has
-//! it (the crate's baseline is SSE2); no FMA is enabled, so products stay separate
-//! multiplications and additions, as in the user function. (An AVX-512F build waits for
-//! the crate's minimum Rust version: the target feature is stable from 1.89.)
+//! On x86-64 the loops are also compiled for AVX2 and, with Rust 1.89 or later (the build
+//! script's `skel_avx512`; the crate's minimum is 1.80), for AVX-512F; the widest build the
+//! CPU has runs (the crate's baseline is SSE2). LLVM fuses a multiplication and an
+//! addition into an FMA only under fast-math flags, which Rust never sets, so products
+//! stay separate multiplications and additions, as in the user function, in every build
+//! (AVX-512F implies the FMA instructions; the AVX-512 build of the dev machine's bench
+//! contains none).
 //!
 //! Each returns `None` where an index the body would use leaves its container: the
 //! per-element path then runs and reports the fault as it always does.
 
 use crate::userfn::Mat;
+
+/// `$body` for `$r` in `0..$rows` (a constant, at most [`MR`]), written out row by row: a
+/// register tile's rows must be straight-line code for its accumulators to stay in
+/// registers, and a loop over them is unrolled or not at the optimiser's discretion. With
+/// the default 16 codegen units of a release build it was not: the accumulators lived on
+/// the stack and the product ran at a fifth of the rate (dev machine, one core, 384^3).
+macro_rules! each_row {
+    ($rows:expr, |$r:ident| $body:block) => {{
+        const _: () = assert!(MR <= 6, "each_row! writes out 6 rows");
+        if 0 < $rows {
+            let $r = 0;
+            $body
+        }
+        if 1 < $rows {
+            let $r = 1;
+            $body
+        }
+        if 2 < $rows {
+            let $r = 2;
+            $body
+        }
+        if 3 < $rows {
+            let $r = 3;
+            $body
+        }
+        if 4 < $rows {
+            let $r = 4;
+            $body
+        }
+        if 5 < $rows {
+            let $r = 5;
+            $body
+        }
+    }};
+}
 
 /// Defines the public `$name`, which runs `$loops` (an `#[inline(always)]` function of the
 /// same parameters) compiled for AVX2 where the CPU has it, else as the crate is built.
@@ -29,6 +67,21 @@ macro_rules! widest_build {
             init: O,
             step: impl Fn(O, A, B) -> O,
         ) -> Option<Vec<O>> {
+            #[cfg(all(target_arch = "x86_64", skel_avx512))]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn widest<A: Copy, B: Copy, O: Copy>(
+                    ops: $ops,
+                    k: usize,
+                    range: $range,
+                    init: O,
+                    step: impl Fn(O, A, B) -> O,
+                ) -> Option<Vec<O>> {
+                    $loops(ops, k, range, init, step)
+                }
+                // SAFETY: the CPU has AVX-512F, checked just above.
+                return unsafe { widest(ops, k, range, init, step) };
+            }
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 #[target_feature(enable = "avx2")]
@@ -197,7 +250,13 @@ fn tile<A: Copy, B: Copy, O: Copy, const R: usize>(
     init: O,
     step: &impl Fn(O, A, B) -> O,
 ) -> usize {
-    let Block { x, xc, y: (yd, yc, ypanels), steps, cols: js } = blk;
+    let Block {
+        x,
+        xc,
+        y: (yd, yc, ypanels),
+        steps,
+        cols: js,
+    } = blk;
     let kl = steps.len();
     xpanel.clear();
     for l in steps.clone() {
@@ -212,11 +271,14 @@ fn tile<A: Copy, B: Copy, O: Copy, const R: usize>(
         }
         let ys = &ypanels[(c - js.start) * kl..(c - js.start + NR) * kl];
         for (xv, yv) in xs.chunks_exact(R).zip(ys.chunks_exact(NR)) {
-            for (a, &x) in acc.iter_mut().zip(xv) {
-                for (o, &y) in a.iter_mut().zip(yv) {
-                    *o = step(*o, x, y);
+            let (Ok(xv), Ok(yv)) = (<&[A; R]>::try_from(xv), <&[B; NR]>::try_from(yv)) else {
+                continue; // never: the chunks are exact
+            };
+            each_row!(R, |r| {
+                for c in 0..NR {
+                    acc[r][c] = step(acc[r][c], xv[r], yv[c]);
                 }
-            }
+            });
         }
         for (r, a) in acc.iter().enumerate() {
             out[r * cols + c..r * cols + c + NR].copy_from_slice(a);
@@ -507,7 +569,11 @@ mod tests {
                     )
                     .unwrap();
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&got), bits(&want[first..end]), "{m}x{k}x{n} {first}+{len}");
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want[first..end]),
+                        "{m}x{k}x{n} {first}+{len}"
+                    );
                     let got = gemm(
                         (Mat::new(&ai, m, k), Mat::new(&bi, k, n)),
                         k,
@@ -526,13 +592,21 @@ mod tests {
                     )
                     .unwrap();
                     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&got), bits(&want_d[first..end]), "{m}x{k}x{n} {first}+{len}");
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want_d[first..end]),
+                        "{m}x{k}x{n} {first}+{len}"
+                    );
                 }
             }
             // matrix-vector: every group of 8 rows and the rows left over, from any row
             let x = floats(k, 7);
             let mv: Vec<u32> = (0..m)
-                .map(|i| (0..k).fold(0.0f32, |s, l| sum(s, a[i * k + l], x[l])).to_bits())
+                .map(|i| {
+                    (0..k)
+                        .fold(0.0f32, |s, l| sum(s, a[i * k + l], x[l]))
+                        .to_bits()
+                })
                 .collect();
             for first in 0..m.min(10) {
                 let got = gemv((Mat::new(&a, m, k), &x), k, (first, m - first), 0.0, sum).unwrap();
