@@ -19,7 +19,8 @@ mod sort;
 use super::cpu::{self, Cpu, OldValues};
 use super::{Execute, PredicateFn};
 use crate::codegen::cost::{classify, Cost};
-use crate::containers::{HostOut, OutArgs};
+use crate::codegen::loopnest::Nest;
+use crate::containers::{HostOut, OutArgs, Shape};
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
     PairsSig, ReduceByKeySig, SortSig,
@@ -157,6 +158,18 @@ fn map_chunk<F: ElementwiseFn>(n: usize) -> Option<usize> {
     }
 }
 
+/// Elements per chunk of a matrix product ([`cpu::loopnest::band_rows`] whole rows), or
+/// `None` where `F` is no product.
+fn product_chunk<F: ElementwiseFn>(shape: Shape) -> Option<usize> {
+    let nest = crate::codegen::loopnest::loop_nest(F::definition())?;
+    match (nest.nest, shape) {
+        (Nest::Gemm { .. }, Shape::Matrix { rows, cols }) if rows > 0 && cols > 0 => {
+            Some(cpu::loopnest::band_rows(rows, rayon::current_num_threads()) * cols)
+        }
+        _ => None,
+    }
+}
+
 /// [`map_chunk`] for a MapReduce, whose leaves are combined: as [`fold_len`] says, they
 /// stay independent of the thread count, except for the heavy functions with container
 /// arguments, which have been cut per thread from the start.
@@ -226,6 +239,7 @@ impl Execute for Rayon {
         let Some(chunk) = map_chunk::<S::F>(shape.len()) else {
             return self.cpu().map(plan);
         };
+        let chunk = product_chunk::<S::F>(shape).unwrap_or(chunk);
         let plan::Map {
             arrays,
             inputs,
