@@ -176,7 +176,7 @@ macro_rules! pairs_suite {
                 // Also long folds over few results (the GPU backends split those into
                 // segments, rayon folds few columns in blocks of rows while the next block
                 // is mapped: one block, several, a last one of one row) and many short ones.
-                let shapes = PAIR_SHAPES.iter().copied().chain([(3, 5000), (5000, 3), (2, 70_001), (20_000, 17), (70_001, 3), (65_537, 2)]);
+                let shapes = PAIR_SHAPES.iter().copied().chain([(3, 5000), (5000, 3), (2, 70_001), (61_953, 17), (70_001, 3), (65_537, 2)]);
                 for (rows, cols) in shapes {
                     let (hv, hh) = (ints_i64(rows, 7), ints_i64(cols, 8));
                     let (v, h) = (Vector::from(hv.clone()), Vector::from(hh.clone()));

@@ -30,19 +30,19 @@ const BAND_ROWS: usize = 256;
 /// runs side by side; at a stride of 4096 bytes they would share one set of L1).
 const RUN: usize = BAND_ROWS + 16;
 
-/// Bands per block: a block's folds (a chain of `BAND_ROWS * BAND_COUNT` operations per
-/// column, some tens of microseconds) outweigh a fork and join, and the block's pair
-/// elements (two buffers of them) stay in the cache of a many-core machine.
-const BAND_COUNT: usize = 128;
+/// Pair elements per block, about: a block's folds (for 17 columns, a chain of some 30000
+/// operations per column, tens of microseconds) outweigh a fork and join, and the block's
+/// pair elements (two buffers of them, a few MiB) stay in the cache of a many-core machine.
+const BLOCK: usize = 1 << 19;
 
 /// Whether `run_cols` over `cols` results of `size` bytes is better pipelined
 /// ([`fold_cols`]) than split into column ranges: when a thread's share of a row is less
-/// than a few cache lines, and there are more than two threads (on one or two, the
-/// column ranges read the matrix once or twice, and the pipeline's extra pass over the
-/// pair elements weighs).
+/// than a cache line (threads then read each other's lines, up to the whole matrix each),
+/// and there are more than two threads (on one or two, the column ranges read the matrix
+/// once or twice, and the pipeline's extra pass over the pair elements weighs).
 pub(super) fn pipelined(cols: usize, size: usize) -> bool {
     let threads = rayon::current_num_threads();
-    threads > 2 && cols.div_ceil(threads) * size < 256
+    threads > 2 && cols.div_ceil(threads) * size < 64
 }
 
 /// `out[j]` = the fold, in row order, of column `j` of the pair matrix `map(v[i], h[j])`
@@ -66,7 +66,10 @@ pub(super) fn fold_cols<M, R, A, B>(
     if rows == 0 {
         return;
     }
-    let block = (BAND_ROWS * BAND_COUNT).min(rows);
+    let block = (BLOCK / cols)
+        .next_multiple_of(BAND_ROWS)
+        .max(BAND_ROWS)
+        .min(rows);
     let blocks = rows.div_ceil(block);
     let per = cols.div_ceil(rayon::current_num_threads());
     let map_block = |b: usize, buf: &mut [M::Out]| {
@@ -235,16 +238,17 @@ mod tests {
         a + b
     }
 
-    /// `f32` sums (not associative) over one block, several, a last block of one row, and
-    /// one column, on more threads than the machine may have (the pipeline runs from three
-    /// threads on): bit-identical to the `cpu` oracle, and a fault is the same `Err`.
+    /// `f32` sums (not associative) over one block, several (61953 rows of 17: a last block
+    /// of one row), and one column, on more threads than the machine may have (the
+    /// pipeline runs from three threads on): bit-identical to the `cpu` oracle, and a fault
+    /// is the same `Err` with `out` as it was.
     #[test]
     fn run_cols_pipelined_is_the_cpu_fold() {
         let shapes = [
             (20_000, 17),
-            (70_001, 3),
-            (65_537, 2),
-            (40_000, 1),
+            (61_953, 17),
+            (200_003, 3),
+            (600_001, 1),
             (33_333, 9),
         ];
         for threads in [3, 16] {
