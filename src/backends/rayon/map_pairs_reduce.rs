@@ -215,6 +215,8 @@ fn fold_lanes<R: BinaryFn<T>, T: DeviceType, const N: usize>(
         if skip == 1 {
             acc = std::array::from_fn(|l| runs[l][0]);
         }
+        // Row k of all N runs per step, so that the N chains interleave.
+        #[allow(clippy::needless_range_loop)]
         for k in skip..n {
             for l in 0..N {
                 acc[l] = R::apply((), (acc[l], runs[l][k]), &());
