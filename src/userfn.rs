@@ -380,11 +380,14 @@ impl<T> Index<(usize, usize)> for Mat<'_, T> {
         if (row >= self.rows) | (col >= self.cols) {
             crate::check::mat_fault_at((row, col), (self.rows, self.cols));
         }
-        // `row < rows` and `col < cols`, so `k < rows * cols == len` (`new`): the clamp
-        // moves no index, but it bounds `k` in a way LLVM sees, which drops the slice's own
-        // bounds check (as `Window2` does; a read was three branches, now one).
         let k = row * self.cols + col;
-        &self.data[k.min(self.data.len().wrapping_sub(1))]
+        // SAFETY: `row < rows` and `col < cols` (checked above), so `k <= (rows - 1) * cols
+        // + cols - 1 < rows * cols`, which is `data.len()` (asserted by `new`; the fields
+        // are private and never change). The slice's own check stayed in the loop after a
+        // clamp meant to remove it (LLVM cannot tell that `data` is not empty): a heat
+        // stencil reading five elements per output took 1.5-1.7x the time of the same loop
+        // over a plain slice; without it, the time of that loop.
+        unsafe { self.data.get_unchecked(k) }
     }
 }
 

@@ -14,6 +14,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+mod map_pairs_reduce;
 mod sort;
 
 use super::cpu::{self, Cpu, OldValues};
@@ -537,6 +538,12 @@ impl Execute for Rayon {
         let operands = (v.host()?, h.host()?);
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
+        if axis == Axis::Cols
+            && map_pairs_reduce::pipelined(out.len(), size_of::<<S::M as UserFn>::Out>())
+        {
+            map_pairs_reduce::fold_cols::<S::M, S::R, S::A, S::B>(arrays, operands, out, uniforms);
+            return Ok(());
+        }
         // Each result folds its whole row (column) in order, as on `cpu`: only the results
         // are spread over the threads. A column fold walks rows shared by its neighbours
         // (cpu::pairs_fold_cols): the columns are cut into one range per thread.
