@@ -86,7 +86,8 @@ pub struct Histogram<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems, A = ()> 
 
 impl<F: ElementwiseFn + UserFn<Out = u32>> Histogram<F, F::Elems> {
     /// A Histogram whose bins `bin` computes.
-    pub fn new(bin: F) -> Self {
+    pub fn new(bin: impl crate::userfn::AsUserFn<F>) -> Self {
+        let bin = bin.user_fn();
         Histogram {
             f: bin,
             uniforms: None,

@@ -53,7 +53,8 @@ pub struct Map<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems, A = ()> {
 
 impl<F: ElementwiseFn> Map<F, F::Elems> {
     /// A Map of `f`.
-    pub fn new(f: F) -> Self {
+    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
+        let f = f.user_fn();
         Map {
             f,
             uniforms: None,

@@ -52,7 +52,8 @@ pub struct MapPairs<F: ElementwiseFn, C = ()> {
 
 impl<F: ElementwiseFn> MapPairs<F> {
     /// A MapPairs of `f`, a function of two elements (`v`'s, then `h`'s).
-    pub fn new(f: F) -> Self {
+    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
+        let f = f.user_fn();
         MapPairs {
             f,
             uniforms: None,

@@ -38,7 +38,8 @@ pub struct Scan<F: BinaryFn<T>, T: DeviceType = <F as crate::userfn::UserFn>::Ou
 
 impl<T: DeviceType + Default, F: BinaryFn<T>> Scan<F, T> {
     /// An inclusive Scan of `f`.
-    pub fn new(f: F) -> Self {
+    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
+        let f = f.user_fn();
         Scan {
             f,
             mode: ScanMode::Inclusive,

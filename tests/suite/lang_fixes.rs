@@ -114,3 +114,47 @@ fn results_without_default() {
         }
     }
 }
+
+/// SkePU programs name locals (and skeleton instances) after their user functions.
+#[userfn]
+pub fn intensity(r: u8, g: u8, b: u8) -> u32 {
+    (r as u32 * 299 + g as u32 * 587 + b as u32 * 114) / 1000
+}
+
+#[userfn]
+pub fn brighter(x: u32) -> u32 {
+    intensity(x as u8, x as u8, x as u8) + 1
+}
+
+#[test]
+fn locals_named_like_user_functions() {
+    // Before the fix `let intensity = ..` was error E0530 ("let bindings cannot shadow
+    // unit structs"): the test is that this compiles, and still means what it says.
+    let n = 37;
+    let (r, g, b) = (
+        Vector::from_fn(n, |i| (i * 7) as u8),
+        Vector::from_fn(n, |i| (i * 3 + 1) as u8),
+        Vector::from_fn(n, |i| (255 - i) as u8),
+    );
+    let want: Vec<u32> = (0..n)
+        .map(|i| ((i * 7) as u32 * 299 + (i * 3 + 1) as u32 * 587 + (255 - i) as u32 * 114) / 1000)
+        .collect();
+    for bk in backends() {
+        // SkePU's `auto intensity = skepu::Map(intensity);`.
+        let intensity = Map::new(intensity).backend(bk);
+        let mut out = Vector::zeroed(n);
+        intensity.run(&r, &g, &b, &mut out).unwrap();
+        let intensity: Vec<u32> = out.to_vec();
+        assert_eq!(intensity, want, "{bk:?}");
+        let brighter = {
+            let mut o = Vector::zeroed(n);
+            Map::new(brighter).backend(bk).run(&out, &mut o).unwrap();
+            o.to_vec()
+        };
+        let want_b: Vec<u32> = intensity
+            .iter()
+            .map(|&x| (x as u8 as u32 * 1000) / 1000 + 1)
+            .collect();
+        assert_eq!(brighter, want_b, "{bk:?}");
+    }
+}
