@@ -800,7 +800,7 @@ type Lanes<T> = fn(&[T], &mut [f32]);
 /// An element-wise Map of `f` (skel) against `g` (the same formula by hand) over `input`.
 fn elementwise_form<T, F>(
     cfg: &Config,
-    (form, f): (&'static str, impl skel::userfn::AsUserFn<F>),
+    (form, f): (&'static str, F),
     input: Vec<T>,
     (g, lanes): (impl Fn(T) -> f32 + Sync, Option<Lanes<T>>),
 ) -> Row
@@ -808,7 +808,6 @@ where
     T: DeviceType + Sync,
     F: ElementwiseFn<Elems = (T,), Out = f32, Uniforms = (), Arrays = ()> + Copy,
 {
-    let f = f.user_fn();
     let n = input.len();
     let v = Vector::from(input.clone());
     let mut skel_secs = [0.0; 2];

@@ -185,7 +185,7 @@ pub unsafe trait DeviceType: Copy + Send + Sync + 'static {
     label = "not a `#[userfn]`",
     note = "mark the function `#[userfn]`: skeletons, and user functions that call it, need its device-code description"
 )]
-pub trait UserFn: Copy + Send + Sync + 'static + AsUserFn<Self> {
+pub trait UserFn: Copy + Send + Sync + 'static {
     /// The return type.
     type Out: DeviceType;
     /// The function's name, also its C identifier.
@@ -213,58 +213,11 @@ pub trait UserFn: Copy + Send + Sync + 'static + AsUserFn<Self> {
     }
 }
 
-/// What a skeleton takes as its user function: the name of a `#[userfn]` in an expression
-/// (`Map::new(add)`), or a value of the user function's type.
-///
-/// `#[userfn] fn add` defines a type `add` (whose traits the skeletons use) and, in the
-/// namespace of values, a function `add` rather than a constant: a `let add = ..;` in a
-/// scope that sees the user function then shadows it as it would any function, where a
-/// unit struct would be error E0530 (SkePU code often names a local after a user function).
-///
-/// ```
-/// use skel::prelude::*;
-/// #[userfn]
-/// fn intensity(x: f32) -> f32 { x * 0.5 }
-/// let x = Vector::from(vec![2.0f32, 4.0]);
-/// let mut out = Vector::zeroed(2);
-/// Map::new(intensity).run(&x, &mut out)?;
-/// let intensity = out.to_vec();              // a local named after the user function
-/// assert_eq!(intensity, vec![1.0, 2.0]);
-/// # Ok::<(), skel::Error>(())
-/// ```
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a user function",
-    label = "not a `#[userfn]`",
-    note = "mark the function `#[userfn]`: skeletons, and user functions that call it, need its device-code description"
-)]
-pub trait AsUserFn<F>: Copy {
-    /// The user function.
-    fn user_fn(self) -> F;
-}
-
-/// The argument of the function that a `#[userfn]`'s name is in expressions; only skel
-/// makes one (so that the function cannot be called by mistake).
-// Named by the code `#[userfn]` generates.
-#[doc(hidden)]
-#[derive(Debug)]
-pub struct UserFnToken(());
-
-impl<G, F> AsUserFn<F> for G
-where
-    G: Fn(UserFnToken) -> F + Copy,
-    F: UserFn,
-{
-    #[inline(always)]
-    fn user_fn(self) -> F {
-        self(UserFnToken(()))
-    }
-}
-
 /// The definition of the user function `f`, for a call of it inside another user
 /// function's definition (a `const fn`, so that the caller's static tree can name it).
 // Called by the code `#[userfn]` generates.
 #[doc(hidden)]
-pub const fn definition_of<G: AsUserFn<F>, F: UserFn>(_f: G) -> fn() -> &'static FnDef {
+pub const fn definition_of<F: UserFn>(_f: F) -> fn() -> &'static FnDef {
     F::definition
 }
 

@@ -709,25 +709,10 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
         }
     };
     let span = name.span();
-    // The type is a struct with braces, which takes no place among values; there the name
-    // is a function (the value skeletons take, see `AsUserFn`), which a `let` of the same
-    // name shadows, where a unit struct's name would be error E0530.
     let struct_def = quote_spanned! {span=>
         #[allow(non_camel_case_types, dead_code)]
         #[derive(Clone, Copy, Debug, Default)]
-        #vis struct #name {}
-        #[doc(hidden)]
-        #[allow(non_snake_case, dead_code)]
-        #[inline(always)]
-        #vis fn #name(_: ::skel::userfn::UserFnToken) -> #name {
-            #name {}
-        }
-        impl ::skel::userfn::AsUserFn<#name> for #name {
-            #[inline(always)]
-            fn user_fn(self) -> Self {
-                self
-            }
-        }
+        #vis struct #name;
     };
     let stub_allow = def_error
         .is_some()

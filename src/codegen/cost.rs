@@ -445,7 +445,7 @@ mod tests {
         s
     }
 
-    fn class<F: UserFn>(_: impl crate::userfn::AsUserFn<F>) -> Cost {
+    fn class<F: UserFn>(_: F) -> Cost {
         classify(F::definition())
     }
 

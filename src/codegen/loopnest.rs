@@ -839,11 +839,11 @@ mod tests {
         d
     }
 
-    fn pick<F: UserFn>(_: impl crate::userfn::AsUserFn<F>) -> Option<Pick> {
+    fn pick<F: UserFn>(_: F) -> Option<Pick> {
         loop_nest(F::definition()).and_then(|n| n.pick.map(|(p, _)| p))
     }
 
-    fn nest<F: UserFn>(_: impl crate::userfn::AsUserFn<F>) -> Option<Nest> {
+    fn nest<F: UserFn>(_: F) -> Option<Nest> {
         loop_nest(F::definition()).map(|n| n.nest)
     }
 

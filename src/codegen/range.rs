@@ -186,7 +186,7 @@ mod tests {
         out
     }
 
-    fn of<F: UserFn>(_: impl crate::userfn::AsUserFn<F>) -> Vec<(String, bool)> {
+    fn of<F: UserFn>(_: F) -> Vec<(String, bool)> {
         proven(F::definition())
     }
 

@@ -703,7 +703,7 @@ mod tests {
         s
     }
 
-    fn tiles<F: UserFn>(_: impl crate::userfn::AsUserFn<F>) -> bool {
+    fn tiles<F: UserFn>(_: F) -> bool {
         tiled::<P>(F::definition()).is_some()
     }
 

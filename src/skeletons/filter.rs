@@ -53,8 +53,7 @@ pub struct Filter<F: PredicateFn<T>, T: DeviceType> {
 
 impl<T: DeviceType, F: PredicateFn<T>> Filter<F, T> {
     /// A Filter keeping the elements for which `f` returns `true`.
-    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
-        let f = f.user_fn();
+    pub fn new(f: F) -> Self {
         Filter {
             f,
             uniforms: None,

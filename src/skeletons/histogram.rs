@@ -86,8 +86,7 @@ pub struct Histogram<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems, A = ()> 
 
 impl<F: ElementwiseFn + UserFn<Out = u32>> Histogram<F, F::Elems> {
     /// A Histogram whose bins `bin` computes.
-    pub fn new(bin: impl crate::userfn::AsUserFn<F>) -> Self {
-        let bin = bin.user_fn();
+    pub fn new(bin: F) -> Self {
         Histogram {
             f: bin,
             uniforms: None,

@@ -53,8 +53,7 @@ pub struct Map<F: ElementwiseFn, E = <F as ElementwiseFn>::Elems, A = ()> {
 
 impl<F: ElementwiseFn> Map<F, F::Elems> {
     /// A Map of `f`.
-    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
-        let f = f.user_fn();
+    pub fn new(f: F) -> Self {
         Map {
             f,
             uniforms: None,

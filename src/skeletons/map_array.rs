@@ -35,8 +35,7 @@ pub struct MapArray<F: ArrayFn, E = <F as ArrayFn>::Elems> {
 
 impl<F: ArrayFn> MapArray<F, F::Elems> {
     /// A MapArray of `f`.
-    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
-        let f = f.user_fn();
+    pub fn new(f: F) -> Self {
         MapArray {
             f,
             uniforms: None,

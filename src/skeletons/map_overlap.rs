@@ -93,8 +93,7 @@ pub struct MapOverlap<
 
 impl<F: StencilFn> MapOverlap<F, F::Radius> {
     /// A MapOverlap of `f` with window radius `radius` (`usize` for 1D, `(rows, cols)` for 2D).
-    pub fn new(f: impl crate::userfn::AsUserFn<F>, radius: F::Radius) -> Self {
-        let f = f.user_fn();
+    pub fn new(f: F, radius: F::Radius) -> Self {
         MapOverlap {
             f,
             radius,

@@ -52,8 +52,7 @@ pub struct MapPairs<F: ElementwiseFn, C = ()> {
 
 impl<F: ElementwiseFn> MapPairs<F> {
     /// A MapPairs of `f`, a function of two elements (`v`'s, then `h`'s).
-    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
-        let f = f.user_fn();
+    pub fn new(f: F) -> Self {
         MapPairs {
             f,
             uniforms: None,

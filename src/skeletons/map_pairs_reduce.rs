@@ -54,11 +54,7 @@ pub struct MapPairsReduce<M: ElementwiseFn, R: BinaryFn<M::Out>, C = ()> {
 
 impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapPairsReduce<M, R> {
     /// A MapPairsReduce of `map` (a function of two elements) then `reduce`.
-    pub fn new(
-        map: impl crate::userfn::AsUserFn<M>,
-        reduce: impl crate::userfn::AsUserFn<R>,
-    ) -> Self {
-        let (map, reduce) = (map.user_fn(), reduce.user_fn());
+    pub fn new(map: M, reduce: R) -> Self {
         MapPairsReduce {
             map,
             reduce,

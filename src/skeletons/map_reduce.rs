@@ -45,10 +45,7 @@ where
     M::Out: Default,
 {
     /// A MapReduce of `map` then `reduce`, starting from `M::Out::default()`.
-    pub fn new(
-        map: impl crate::userfn::AsUserFn<M>,
-        reduce: impl crate::userfn::AsUserFn<R>,
-    ) -> Self {
+    pub fn new(map: M, reduce: R) -> Self {
         Self::with_start(map, reduce, M::Out::default())
     }
 }
@@ -56,12 +53,7 @@ where
 impl<M: ElementwiseFn, R: BinaryFn<M::Out>> MapReduce<M, R, M::Elems> {
     /// A MapReduce of `map` then `reduce` starting from `start`: also for result types
     /// without `Default` (arrays longer than 32, structs holding them).
-    pub fn with_start(
-        map: impl crate::userfn::AsUserFn<M>,
-        reduce: impl crate::userfn::AsUserFn<R>,
-        start: M::Out,
-    ) -> Self {
-        let (map, reduce) = (map.user_fn(), reduce.user_fn());
+    pub fn with_start(map: M, reduce: R, start: M::Out) -> Self {
         MapReduce {
             map,
             reduce,

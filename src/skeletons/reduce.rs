@@ -45,7 +45,7 @@ pub struct Reduce<F: BinaryFn<T>, T: DeviceType = <F as crate::userfn::UserFn>::
 
 impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     /// A Reduce of `f`, starting from `T::default()`.
-    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
+    pub fn new(f: F) -> Self {
         Self::with_start(f, T::default())
     }
 }
@@ -68,8 +68,7 @@ impl<T: DeviceType, F: BinaryFn<T>> Reduce<F, T> {
     /// assert_eq!(Reduce::with_start(or64, [0; 64]).run(&v)?, [1; 64]);
     /// # Ok::<(), skel::Error>(())
     /// ```
-    pub fn with_start(f: impl crate::userfn::AsUserFn<F>, start: T) -> Self {
-        let f = f.user_fn();
+    pub fn with_start(f: F, start: T) -> Self {
         Reduce {
             f,
             start,

@@ -81,11 +81,7 @@ where
     V: DeviceType + Default,
 {
     /// A ReduceByKey of the `(key, value)`s `keyval` computes, merged with `merge`.
-    pub fn new(
-        keyval: impl crate::userfn::AsUserFn<F>,
-        merge: impl crate::userfn::AsUserFn<R>,
-    ) -> Self {
-        let (keyval, merge) = (keyval.user_fn(), merge.user_fn());
+    pub fn new(keyval: F, merge: R) -> Self {
         ReduceByKey {
             keyval,
             merge,

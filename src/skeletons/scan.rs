@@ -38,8 +38,7 @@ pub struct Scan<F: BinaryFn<T>, T: DeviceType = <F as crate::userfn::UserFn>::Ou
 
 impl<T: DeviceType + Default, F: BinaryFn<T>> Scan<F, T> {
     /// An inclusive Scan of `f`.
-    pub fn new(f: impl crate::userfn::AsUserFn<F>) -> Self {
-        let f = f.user_fn();
+    pub fn new(f: F) -> Self {
         Scan {
             f,
             mode: ScanMode::Inclusive,

@@ -245,8 +245,7 @@ impl Default for Sort<ByValue> {
 impl<F: Copy> Sort<F> {
     /// A Sort of records by `key(record)`, a `#[userfn]` of one record returning an
     /// integer or a float.
-    pub fn by_key(key: impl crate::userfn::AsUserFn<F>) -> Self {
-        let key = key.user_fn();
+    pub fn by_key(key: F) -> Self {
         Sort {
             key,
             options: Options::default(),
