@@ -710,7 +710,7 @@ fn model_sweeps(
             r,
             edge,
             0,
-            &[snapshot.clone()],
+            std::slice::from_ref(&snapshot),
             &snapshot,
             |i, j, w| {
                 if (i + j) % 2 != parity {
