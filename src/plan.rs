@@ -628,3 +628,14 @@ pub(crate) struct MapReduceAxis<'c, 'a, S: MapReduceSig<'a>> {
     pub out: ArgMut<'c, <S::M as UserFn>::Out>,
     pub axis: Axis,
 }
+
+/// One colour sweep of a 2D stencil in place: the cells with `(i + j) % 2 == parity` of
+/// `m` computed from `m` itself, written back into it (its one windowed input; the
+/// function's element and result types are the same).
+pub(crate) struct MapOverlapInPlace<'p, F: OverlapFn> {
+    pub m: ArgMut<'p, F::Out>,
+    pub arrays: <F::Arrays as ContainerArgs>::Args<'p>,
+    pub stencil: Stencil<F::Elem, F::Radius>,
+    pub parity: usize,
+    pub uniforms: &'p F::Uniforms,
+}

@@ -178,6 +178,21 @@ pub(crate) trait Execute {
     {
         reduce_into_host(self, plan, out)
     }
+
+    /// One colour sweep of a 2D stencil in place: `Ok(true)` when done; `Ok(false)`, having
+    /// done nothing, where this backend has no in-place path for it, and the caller runs
+    /// the sweep through a second matrix. The GPU backends have one (no copy of the matrix
+    /// per sweep); on the host a second matrix costs little and keeps Rayon's rows apart.
+    fn map_overlap_in_place<F: Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapInPlace<'_, F>,
+    ) -> Result<bool>
+    where
+        Self: Sized,
+    {
+        let _ = plan;
+        Ok(false)
+    }
 }
 
 /// [`Execute::map_reduce_fold`] without fusion: the map materialised into a temporary on
@@ -987,4 +1002,19 @@ pub(crate) fn reduce_into<S: FoldSig>(
     }
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
         .reduce_into(plan, out))
+}
+
+/// [`reduce`] for one colour sweep of a 2D stencil in place, after `checks`: `Ok(false)`
+/// where the backend has no in-place path for it (see [`Execute::map_overlap_in_place`]).
+pub(crate) fn map_overlap_in_place<F: Overlap2Fn>(
+    options: Options,
+    plan: plan::MapOverlapInPlace<'_, F>,
+    checks: impl FnOnce(&plan::MapOverlapInPlace<'_, F>) -> Result<()>,
+) -> Result<bool> {
+    #[cfg(feature = "mpi")]
+    if plan.m.spread().is_some() || plan.arrays.any_distributed() {
+        return Ok(false);
+    }
+    checks(&plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap_in_place(plan))
 }

@@ -908,6 +908,22 @@ impl Execute for Cuda {
         }
         reduce::partial::<S::F, S::T>(self, plan.input, Some((&mut out, plan.start))).map(drop)
     }
+
+    fn map_overlap_in_place<F: crate::userfn::Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapInPlace<'_, F>,
+    ) -> Result<bool> {
+        let plan::MapOverlapInPlace {
+            m,
+            arrays,
+            stencil,
+            parity,
+            uniforms,
+        } = plan;
+        let dims = m.shape().dims();
+        let job = Job::in_place_sweep(dims, stencil.radius, stencil.edge, parity);
+        map_overlap_windows::run_in_place::<F>(self, job, &arrays, m, stencil.pad, uniforms)
+    }
 }
 
 #[cfg(test)]

@@ -680,6 +680,23 @@ impl Execute for OpenCl {
         let plan::Reduce { input, start } = plan;
         reduce::run_into::<S::F, S::T>(ctx()?, input, start, out, self.checked)
     }
+
+    fn map_overlap_in_place<F: crate::userfn::Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapInPlace<'_, F>,
+    ) -> Result<bool> {
+        let plan::MapOverlapInPlace {
+            m,
+            arrays,
+            stencil,
+            parity,
+            uniforms,
+        } = plan;
+        let dims = m.shape().dims();
+        let job = Job::in_place_sweep(dims, stencil.radius, stencil.edge, parity);
+        let (pad, checked) = (&stencil.pad, self.checked);
+        map_overlap_windows::run_in_place::<F>(ctx()?, job, &arrays, m, pad, uniforms, checked)
+    }
 }
 
 #[cfg(test)]
