@@ -412,6 +412,12 @@ pub trait ContainerArg: 'static {
     const KIND: ContainerKind;
     /// The parameter over `data`, which has shape `shape` (checked to be of [`Self::KIND`]).
     fn make(data: &[Self::Elem], shape: Shape) -> Self::Ref<'_>;
+    /// Whether `r[(row, col)]` is inside `r` (it has an element there): a `Mat`'s shape;
+    /// always for a slice, which checks its own reads. See [`ContainerArgs::inside`].
+    #[inline(always)]
+    fn inside(_r: Self::Ref<'_>, _at: (usize, usize)) -> bool {
+        true
+    }
 }
 
 /// A `Mat<T>` parameter.
@@ -434,6 +440,12 @@ impl<T: DeviceType> ContainerArg for MatArg<T> {
     fn make(data: &[T], shape: Shape) -> Mat<'_, T> {
         let (rows, cols) = shape.dims();
         Mat::new(data, rows, cols)
+    }
+    #[inline(always)]
+    fn inside(r: Mat<'_, T>, (row, col): (usize, usize)) -> bool {
+        // The flat position's bound follows from the other two (`new`), but stated it lets
+        // LLVM drop the clamp in `Index` as well (`row < rows`, so no overflow).
+        row < r.rows && col < r.cols && row * r.cols + col < r.data.len()
     }
 }
 
@@ -473,6 +485,14 @@ pub trait ContainerArgs: 'static {
     const KINDS: &'static [ContainerKind];
     /// The parameters over the operands' host slices `host` of shapes `shapes`.
     fn refs<'a>(host: <Self::Args<'a> as ArgTuple<'a>>::Host, shapes: &[Shape]) -> Self::Refs<'a>;
+    /// Whether every `Mat` of `refs` has an element at `(row, col)` ([`ContainerArg::inside`]).
+    /// A host loop over the outputs `(i, j)`, `j` rising, checks this once at its last
+    /// output and then tells LLVM it holds at each (`std::hint::assert_unchecked`): a read
+    /// `m[(i, j)]` at the output's own index then has no check and the loop vectorises.
+    #[inline(always)]
+    fn inside(_refs: Self::Refs<'_>, _at: (usize, usize)) -> bool {
+        true
+    }
 }
 
 impl ContainerArgs for () {
@@ -495,6 +515,10 @@ macro_rules! container_args {
                 shapes: &[Shape],
             ) -> Self::Refs<'a> {
                 ($($k::make(host.$i, shapes[$i]),)+)
+            }
+            #[inline(always)]
+            fn inside(refs: Self::Refs<'_>, at: (usize, usize)) -> bool {
+                true $(&& $k::inside(refs.$i, at))+
             }
         }
     )*};
