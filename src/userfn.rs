@@ -487,8 +487,8 @@ pub trait ContainerArgs: 'static {
     fn refs<'a>(host: <Self::Args<'a> as ArgTuple<'a>>::Host, shapes: &[Shape]) -> Self::Refs<'a>;
     /// Whether every `Mat` of `refs` has an element at `(row, col)` ([`ContainerArg::inside`]).
     /// A host loop over the outputs `(i, j)`, `j` rising, checks this once at its last
-    /// output and then tells LLVM it holds at each (`std::hint::assert_unchecked`): a read
-    /// `m[(i, j)]` at the output's own index then has no check and the loop vectorises.
+    /// output and then tells LLVM it holds at each (`unreachable_unchecked` where not): a
+    /// read `m[(i, j)]` at the output's own index then has no check and the loop vectorises.
     #[inline(always)]
     fn inside(_refs: Self::Refs<'_>, _at: (usize, usize)) -> bool {
         true

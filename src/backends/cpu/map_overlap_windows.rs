@@ -350,14 +350,14 @@ fn sweep<F: Overlap2Fn, const N: usize, const INSIDE: bool>(
                 (rr, rc),
             );
         }
-        if INSIDE {
-            // SAFETY: `INSIDE` is passed where `inside` holds at `(i, run.end - 1)`, and
-            // `j < run.end`. `inside` is `true` for a slice and, for a `Mat`, compares `i`
-            // and `j` with its shape and `i * cols + j` with its length: it holds at every
-            // smaller `j`. These two are the only container parameters `#[userfn]` makes.
-            unsafe {
-                std::hint::assert_unchecked(<F::Arrays as ContainerArgs>::inside(arrays, (i, j)))
-            };
+        // Tells LLVM `inside` holds here (`assert_unchecked` is newer than the MSRV).
+        if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (i, j)) {
+            // SAFETY: never reached. `INSIDE` is passed where `inside` holds at
+            // `(i, run.end - 1)`, and `j < run.end`. `inside` is `true` for a slice and,
+            // for a `Mat`, compares `i` and `j` with its shape and `i * cols + j` with its
+            // length: it holds at every smaller `j`. These two are the only container
+            // parameters `#[userfn]` makes.
+            unsafe { std::hint::unreachable_unchecked() }
         }
         let index = F::Index::from_parts(i * cols + j, (i, j), cols);
         // SAFETY: `j < run.end <= out_row.len()` (asserted in `interior_with`).
