@@ -400,6 +400,13 @@ pub enum ContainerKind {
     Slice,
 }
 
+/// A type other crates cannot name: a trait method taking it cannot be overridden there.
+pub(crate) mod sealed {
+    /// The token ([`super::ContainerArg::inside`]).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Only;
+}
+
 /// One container parameter's kind, as a type: [`MatArg`] or [`SliceArg`].
 // Documented in `skel::plumbing` (re-exported there); this path stays for existing code.
 #[doc(hidden)]
@@ -414,8 +421,11 @@ pub trait ContainerArg: 'static {
     fn make(data: &[Self::Elem], shape: Shape) -> Self::Ref<'_>;
     /// Whether `r[(row, col)]` is inside `r` (it has an element there): a `Mat`'s shape;
     /// always for a slice, which checks its own reads. See [`ContainerArgs::inside`].
+    /// Cannot be overridden outside this crate (its last parameter's type cannot be
+    /// named there): the host stencil loops rely on its answer being monotone in the
+    /// column (`unreachable_unchecked`), so only this crate's implementations may give it.
     #[inline(always)]
-    fn inside(_r: Self::Ref<'_>, _at: (usize, usize)) -> bool {
+    fn inside(_r: Self::Ref<'_>, _at: (usize, usize), _: sealed::Only) -> bool {
         true
     }
 }
@@ -442,7 +452,7 @@ impl<T: DeviceType> ContainerArg for MatArg<T> {
         Mat::new(data, rows, cols)
     }
     #[inline(always)]
-    fn inside(r: Mat<'_, T>, (row, col): (usize, usize)) -> bool {
+    fn inside(r: Mat<'_, T>, (row, col): (usize, usize), _: sealed::Only) -> bool {
         // The flat position's bound follows from the other two (`new`), but stated it lets
         // LLVM drop the clamp in `Index` as well (`row < rows`, so no overflow).
         row < r.rows && col < r.cols && row * r.cols + col < r.data.len()
@@ -489,8 +499,9 @@ pub trait ContainerArgs: 'static {
     /// A host loop over the outputs `(i, j)`, `j` rising, checks this once at its last
     /// output and then tells LLVM it holds at each (`unreachable_unchecked` where not): a
     /// read `m[(i, j)]` at the output's own index then has no check and the loop vectorises.
+    /// Not overridable outside this crate, as [`ContainerArg::inside`].
     #[inline(always)]
-    fn inside(_refs: Self::Refs<'_>, _at: (usize, usize)) -> bool {
+    fn inside(_refs: Self::Refs<'_>, _at: (usize, usize), _: sealed::Only) -> bool {
         true
     }
 }
@@ -517,8 +528,8 @@ macro_rules! container_args {
                 ($($k::make(host.$i, shapes[$i]),)+)
             }
             #[inline(always)]
-            fn inside(refs: Self::Refs<'_>, at: (usize, usize)) -> bool {
-                true $(&& $k::inside(refs.$i, at))+
+            fn inside(refs: Self::Refs<'_>, at: (usize, usize), _: sealed::Only) -> bool {
+                true $(&& $k::inside(refs.$i, at, sealed::Only))+
             }
         }
     )*};

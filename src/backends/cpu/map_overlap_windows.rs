@@ -9,6 +9,7 @@
 
 use super::{Edge, Stencil};
 use crate::plan::{Axis, Cells};
+use crate::userfn::sealed::Only;
 use crate::userfn::{ContainerArgs, IndexKind, Overlap1Fn, Overlap2Fn, Window, Window2};
 
 /// Most windowed inputs of one function.
@@ -290,7 +291,7 @@ fn interior_with<F: Overlap2Fn, const N: usize>(
     // a read at the output's own index (hotspot's `power[(i, j)]`) has no check and the
     // loop vectorises; the second (a `Mat` smaller than the output) keeps the checks.
     // Without `Mat`s the condition is `true` and the second copy folds away.
-    if <F::Arrays as ContainerArgs>::inside(arrays, (i, run.end - 1)) {
+    if <F::Arrays as ContainerArgs>::inside(arrays, (i, run.end - 1), Only) {
         sweep::<F, N, true>(
             blocks,
             (i, cols, stride),
@@ -351,12 +352,12 @@ fn sweep<F: Overlap2Fn, const N: usize, const INSIDE: bool>(
             );
         }
         // Tells LLVM `inside` holds here (`assert_unchecked` is newer than the MSRV).
-        if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (i, j)) {
+        if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (i, j), Only) {
             // SAFETY: never reached. `INSIDE` is passed where `inside` holds at
             // `(i, run.end - 1)`, and `j < run.end`. `inside` is `true` for a slice and,
             // for a `Mat`, compares `i` and `j` with its shape and `i * cols + j` with its
-            // length: it holds at every smaller `j`. These two are the only container
-            // parameters `#[userfn]` makes.
+            // length: it holds at every smaller `j`. No other crate can override `inside`
+            // (`sealed::Only`).
             unsafe { std::hint::unreachable_unchecked() }
         }
         let index = F::Index::from_parts(i * cols + j, (i, j), cols);
