@@ -69,6 +69,13 @@ pub fn hot(
         + (i * 100 + j) as i64
 }
 
+/// Hotspot's shape reading a container of any shape at the output's index, clamped to it.
+#[userfn]
+pub fn hot_clamped(#[index] (i, j): (usize, usize), t: Window2<i64>, p: Mat<i64>) -> i64 {
+    let (pi, pj) = (i.min(p.rows() - 1), j.min(p.cols() - 1));
+    t[(0, 0)] * 3 + p[(pi, pj)] * 5 - t[(1, 0)] + (i * 100 + j) as i64
+}
+
 /// Two windows (FDTD's curl).
 #[userfn]
 pub fn curl(e: Window2<i64>, h: Window2<i64>) -> i64 {
@@ -202,6 +209,50 @@ fn index_containers_and_uniforms_in_2d_every_edge() {
                     &want,
                     &format!("hot {rows}x{cols} {edge:?}"),
                 );
+            }
+        }
+    }
+}
+
+/// A container smaller, then larger, than the output in each dimension: the host loops
+/// read it unchecked where every output's index lies inside it (rows and whole runs of
+/// columns) and checked elsewhere; both give the model's result.
+#[test]
+fn containers_of_other_shapes_at_the_output_index() {
+    for (rows, cols) in SHAPES.iter().copied().filter(|&(r, c)| r >= 3 && c >= 3) {
+        let t = grid(rows, cols, 2);
+        let shapes = [
+            (rows - 2, cols),
+            (rows, cols - 2),
+            (rows - 1, cols - 2),
+            (rows + 3, cols + 1),
+        ];
+        for (pr, pc) in shapes {
+            let p = grid(pr, pc, 9);
+            for edge in [Edge::None, Edge::Duplicate] {
+                let old = vec![-7i64; rows * cols];
+                let want = model_2d(
+                    (rows, cols),
+                    (1, 1),
+                    edge,
+                    0,
+                    &[t.to_vec()],
+                    &old,
+                    |i, j, w| {
+                        w(0, 0, 0) * 3 + p[(i.min(pr - 1), j.min(pc - 1))] * 5 - w(0, 1, 0)
+                            + (i * 100 + j) as i64
+                    },
+                );
+                for b in backends() {
+                    let mut out = Matrix::filled(rows, cols, -7i64);
+                    let r = MapOverlap::new(hot_clamped, (1, 1))
+                        .edge(edge)
+                        .arrays((&p,))
+                        .backend(b)
+                        .run(&t, &mut out);
+                    let what = format!("hot_clamped {rows}x{cols}, Mat {pr}x{pc}, {edge:?}");
+                    expect(b, r, || out.to_vec(), &want, &what);
+                }
             }
         }
     }
