@@ -631,7 +631,8 @@ pub(crate) struct MapReduceAxis<'c, 'a, S: MapReduceSig<'a>> {
 
 /// One colour sweep of a 2D stencil in place: the cells with `(i + j) % 2 == parity` of
 /// `m` computed from `m` itself, written back into it (its one windowed input; the
-/// function's element and result types are the same).
+/// function's element and result types are the same). Only the GPU backends read all of it.
+#[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
 pub(crate) struct MapOverlapInPlace<'p, F: OverlapFn> {
     pub m: ArgMut<'p, F::Out>,
     pub arrays: <F::Arrays as ContainerArgs>::Args<'p>,
