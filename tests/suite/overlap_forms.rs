@@ -910,6 +910,7 @@ fn a_colour_sweep_on_a_gpu_updates_the_matrix_where_it_lies() {
                 "{b:?}: the sweep did not run in place"
             );
         }
+        let before = m.as_slice().as_ptr();
         MapOverlap::new(smooth, (1, 1))
             .update(Update::Red)
             .checked(false)
