@@ -15,7 +15,7 @@ use crate::backends::overlap_windows::{self as ow, Geometry, Job};
 use crate::codegen::Dialect;
 use crate::containers::{Arg, ArgMut};
 use crate::plan::ArgTuple;
-use crate::userfn::OverlapFn;
+use crate::userfn::{DeviceType, OverlapFn};
 use crate::Result;
 
 fn source<F: OverlapFn>(ctx: &Ctx, job: &Job, g: &Geometry, checked: bool) -> Result<String> {
@@ -57,17 +57,7 @@ pub(super) fn run<'c, F: OverlapFn>(
         args.push(KArg::U64(input.offset() as u64));
     }
     let (tiles_x, tiles_y) = g.tiles(job.rows, job.cols);
-    args.extend([
-        KArg::I64(job.rows as i64),
-        KArg::I64(job.cols as i64),
-        KArg::I32(job.edge_code()),
-        KArg::value(pad),
-        KArg::I32(job.parity_code()),
-        KArg::I64(0),
-        KArg::I64(job.rows as i64),
-        KArg::I64(tiles_x as i64),
-        KArg::I64(tiles_y as i64),
-    ]);
+    args.extend(grid_args(&job, pad, (tiles_x, tiles_y)));
     arrays::push(ctx, arrays, &mut args)?;
     push_uniforms(uniforms, &mut args);
     let rec = fault::record_if(ctx, checked)?;
@@ -115,19 +105,8 @@ pub(super) fn run_in_place<'c, F: OverlapFn>(
     // `keep`: the cells the sweep does not write, and the halo, are read from `m`.
     let mem = memory::output(ctx, &m, true)?;
     let (tiles_x, tiles_y) = g.tiles(job.rows, job.cols);
-    let mut args = vec![
-        KArg::Mem(mem),
-        KArg::U64(m.offset() as u64),
-        KArg::I64(job.rows as i64),
-        KArg::I64(job.cols as i64),
-        KArg::I32(job.edge_code()),
-        KArg::value(pad),
-        KArg::I32(job.parity_code()),
-        KArg::I64(0),
-        KArg::I64(job.rows as i64),
-        KArg::I64(tiles_x as i64),
-        KArg::I64(tiles_y as i64),
-    ];
+    let mut args = vec![KArg::Mem(mem), KArg::U64(m.offset() as u64)];
+    args.extend(grid_args(&job, pad, (tiles_x, tiles_y)));
     arrays::push(ctx, arrays, &mut args)?;
     push_uniforms(uniforms, &mut args);
     let ev = launch(
@@ -141,4 +120,21 @@ pub(super) fn run_in_place<'c, F: OverlapFn>(
     )?;
     fault::settle(ctx, None, &[F::definition()], &m, ev)?;
     Ok(true)
+}
+
+/// The kernel's arguments after its matrices, the same for a sweep in place and from a
+/// copy: the extent, the edge mode and pad, the colour, the rows of this launch (all of
+/// them: OpenCL runs one launch) and the tile grid.
+fn grid_args<T: DeviceType>(job: &Job, pad: &T, (tiles_x, tiles_y): (usize, usize)) -> [KArg; 9] {
+    [
+        KArg::I64(job.rows as i64),
+        KArg::I64(job.cols as i64),
+        KArg::I32(job.edge_code()),
+        KArg::value(pad),
+        KArg::I32(job.parity_code()),
+        KArg::I64(0),
+        KArg::I64(job.rows as i64),
+        KArg::I64(tiles_x as i64),
+        KArg::I64(tiles_y as i64),
+    ]
 }
