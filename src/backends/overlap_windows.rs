@@ -130,6 +130,15 @@ impl Job {
     }
 }
 
+/// Whether a device may sweep `job` (an [`Job::in_place_sweep`]) of `F` over the matrix
+/// itself: the window's and the output's element types are one (the matrix holds both)
+/// and the sweep gives the bits of a sweep from a copy ([`in_place_exact`]).
+pub(crate) fn sweeps_in_place<F: crate::userfn::OverlapFn>(job: &Job) -> bool {
+    use std::any::TypeId;
+    TypeId::of::<F::Elem>() == TypeId::of::<F::Out>()
+        && in_place_exact(F::definition(), (job.rows, job.cols), job.edge)
+}
+
 /// Whether a colour sweep of the one-window function `def` may read and write the same
 /// matrix and still give the bits of a sweep from a copy: every cell the sweep writes is
 /// read by its own output alone. That holds when the function reads its window only at

@@ -196,12 +196,7 @@ pub(crate) fn run_in_place<'c, F: OverlapFn>(
     pad: F::Elem,
     uniforms: &F::Uniforms,
 ) -> Result<bool> {
-    let same_type = std::any::TypeId::of::<F::Elem>() == std::any::TypeId::of::<F::Out>();
-    if !same_type
-        || exec.checked
-        || devices::count(exec.devices)? > 1
-        || !ow::in_place_exact(F::definition(), (job.rows, job.cols), job.edge)
-    {
+    if !ow::sweeps_in_place::<F>(&job) || exec.checked || devices::count(exec.devices)? > 1 {
         return Ok(false);
     }
     if job.rows == 0 || job.cols == 0 {

@@ -88,9 +88,7 @@ pub(super) fn run_in_place<'c, F: OverlapFn>(
     uniforms: &F::Uniforms,
     checked: bool,
 ) -> Result<bool> {
-    let same_type = std::any::TypeId::of::<F::Elem>() == std::any::TypeId::of::<F::Out>();
-    if !same_type || checked || !ow::in_place_exact(F::definition(), (job.rows, job.cols), job.edge)
-    {
+    if !ow::sweeps_in_place::<F>(&job) || checked {
         return Ok(false);
     }
     if job.rows == 0 || job.cols == 0 {
