@@ -119,10 +119,13 @@ impl Cg {
         MapReduce::new(mul, add)
             .backend(b)
             .run_into(&s.p, &ap, &mut *pap)?;
-        Map::new(step)
-            .arrays((&s.rr, &*pap))
-            .backend(b)
-            .run(&s.x, &s.r, &s.p, &ap, &mut (&mut t.x, &mut t.r))?;
+        Map::new(step).arrays((&s.rr, &*pap)).backend(b).run(
+            &s.x,
+            &s.r,
+            &s.p,
+            &ap,
+            &mut (&mut t.x, &mut t.r),
+        )?;
         MapReduce::new(square, add)
             .backend(b)
             .run_into(&t.r, &mut t.rr)?;

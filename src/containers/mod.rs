@@ -425,6 +425,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     /// The elements on the host, current (stale ranges brought back first); device copies
     /// of the range become invalid.
     pub(crate) fn host_mut(&mut self) -> Result<&mut [T]> {
+        crate::backends::device_graph::refuse("a call writes its result on the host");
         let range = self.range();
         self.store.write(range)
     }
@@ -432,6 +433,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     /// The elements on the host for a call that overwrites all of them: nothing is brought
     /// back; device copies of the range become invalid.
     pub(crate) fn host_overwrite(&mut self) -> Result<&mut [T]> {
+        crate::backends::device_graph::refuse("a call writes its result on the host");
         let range = self.range();
         self.store.overwrite(range)
     }

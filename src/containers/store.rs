@@ -26,7 +26,7 @@
 use std::any::Any;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::coherence::{Coherence, Location};
 use super::host::{HostBuf, HostKind};
@@ -139,7 +139,9 @@ pub(crate) const ELEMENT_BLOCK: usize = 4096;
 /// Storage plus coherence of one container of `T`.
 pub(crate) struct Store<T> {
     buf: HostBuf<T>,
-    state: Mutex<State>,
+    /// Shared only with a recorded device graph (`crate::graph`), which checks through it
+    /// that the container still exists and reads and marks its coherence on a launch.
+    state: Arc<Mutex<State>>,
     /// What host access may take without the lock ([`HostAccess`] as a `u8`): set under
     /// the lock from the coherence state, cleared by every `lock`/`state_mut` (whoever
     /// holds the state may change it), so element access in a host loop costs a load.
@@ -192,7 +194,9 @@ impl<T> Drop for Store<T> {
     fn drop(&mut self) {
         // Asynchronous copies may still read or write the host buffer: let them finish
         // before it is freed. Errors cannot be reported from drop.
-        let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        // Locked, not `get_mut`: a recorded graph may share the state (and keeps it, with
+        // the device buffers its kernels use, after the store is gone).
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let len = st.coherence.len();
         let _ = st.coherence.wait_all(0..len);
     }
@@ -208,7 +212,7 @@ impl<T: DeviceType> Store<T> {
         };
         Store {
             buf,
-            state: Mutex::new(state),
+            state: Arc::new(Mutex::new(state)),
             fast: AtomicU8::new(HostAccess::Locked as u8),
         }
     }
@@ -240,10 +244,16 @@ impl<T: DeviceType> Store<T> {
         st
     }
 
-    /// The state through `&mut`, without locking.
-    pub(crate) fn state_mut(&mut self) -> &mut State {
+    /// The state through `&mut` (locked all the same: a recorded graph may share it).
+    pub(crate) fn state_mut(&mut self) -> MutexGuard<'_, State> {
         *self.fast.get_mut() = HostAccess::Locked as u8;
-        self.state.get_mut().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The state, shared with a recorded device graph (see the field's docs): the graph
+    /// sees through it whether the store still exists and keeps the device buffers alive.
+    pub(crate) fn shared_state(&self) -> Arc<Mutex<State>> {
+        Arc::clone(&self.state)
     }
 
     /// Whether host access of `need` may skip the lock.
@@ -339,9 +349,10 @@ impl<T: DeviceType> Store<T> {
             return Ok(self.host_mut(range));
         }
         let Store { buf, state, .. } = self;
-        let st = state.get_mut().unwrap_or_else(PoisonError::into_inner);
-        bring_back(buf, st, range.clone())?;
+        let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
+        bring_back(buf, &mut st, range.clone())?;
         st.host_reads(range.len());
+        drop(st);
         self.overwrite(range)
     }
 
@@ -352,10 +363,12 @@ impl<T: DeviceType> Store<T> {
         if self.host_only() {
             return Ok(self.host_mut(range));
         }
-        let st = self.state_mut();
-        st.coherence.wait_all(range.clone())?;
-        st.coherence.write(Location::Host, range.clone(), None);
-        let access = HostAccess::of(st);
+        let access = {
+            let mut st = self.state_mut();
+            st.coherence.wait_all(range.clone())?;
+            st.coherence.write(Location::Host, range.clone(), None);
+            HostAccess::of(&st)
+        };
         *self.fast.get_mut() = access as u8;
         // SAFETY: range is in bounds; &mut self excludes every other slice of this buffer
         // and no asynchronous copy touches the range any more (waited above).

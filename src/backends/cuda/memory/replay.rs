@@ -1,0 +1,150 @@
+//! The operands of a recorded device graph (`cuda/graph.rs`): every container range a
+//! recorded kernel reads or writes, with the device address it had at the recording. A
+//! launch checks them (the container still exists, its device copy is the one the kernels
+//! were recorded with, what they read is current on the device), orders the graph's stream
+//! after other streams' conflicting work, and afterwards marks them as the eager calls'
+//! staging does (`staging.rs`): reads recorded against the graph's event, written ranges
+//! valid only on the device, ready after it.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cudarc::driver::sys;
+
+use super::super::context::{Ctx, Lane};
+use super::buffers::{device_buffer, free_after};
+use super::events::CuEvent;
+use crate::containers::store::Store;
+use crate::containers::{RangeSet, ReadyEvent, State};
+use crate::{DeviceType, Error, Result};
+
+/// One container range a recorded kernel reads or writes.
+pub(crate) struct Operand {
+    /// The container's state, shared with it (see `Store::shared_state`).
+    state: Arc<Mutex<State>>,
+    /// Absolute element range.
+    range: Range<usize>,
+    write: bool,
+    /// The device buffer's address when the kernels were recorded.
+    base: sys::CUdeviceptr,
+}
+
+impl Operand {
+    /// `range` of `store`, whose device buffer on `ctx` starts at `base`, read (or written).
+    pub(crate) fn new<T: DeviceType>(
+        store: &Store<T>,
+        range: Range<usize>,
+        write: bool,
+        base: sys::CUdeviceptr,
+    ) -> Operand {
+        Operand {
+            state: store.shared_state(),
+            range,
+            write,
+            base,
+        }
+    }
+
+    /// Whether the container was dropped (the state, with its device buffers, lives on in
+    /// the graph until the graph goes).
+    pub(crate) fn detached(&self) -> bool {
+        Arc::strong_count(&self.state) == 1
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a launch finds before replaying the graph.
+pub(crate) enum Found {
+    /// Every operand as recorded, every range the kernels read current on the device.
+    Ready,
+    /// Some range the kernels read is not current on the device (the host wrote it since):
+    /// the calls run eagerly this time, uploading it.
+    Stale,
+}
+
+/// Checks `ops` (in the order the kernels used them) before a launch on `lane` of `ctx`,
+/// making `lane` wait for other streams' work that conflicts with them; `Err` when the
+/// graph can no longer run (a container dropped, its device copy made again).
+pub(crate) fn prepare(ctx: &Ctx, ops: &[Operand], lane: Lane) -> Result<Found> {
+    let loc = ctx.location();
+    for (k, op) in ops.iter().enumerate() {
+        let mut st = op.lock();
+        // A container dropped after this check leaves its device buffer to the state,
+        // which this operand keeps: the graph's kernels never use freed memory.
+        if op.detached() {
+            return Err(Error::Recording(
+                "a container that the recorded graph uses was dropped or replaced since the recording: record the graph again with the containers it should use".into(),
+            ));
+        }
+        let buf = device_buffer(ctx, &mut st).map_err(|_| {
+            Error::Recording(
+                "the device copy of a container that the recorded graph uses was dropped since the recording: record the graph again".into(),
+            )
+        })?;
+        if buf.ptr != op.base {
+            return Err(Error::Recording(
+                "the device copy of a container that the recorded graph uses was made again since the recording (its kernels hold the old address): record the graph again".into(),
+            ));
+        }
+        // Waiting costs nothing when the launch then runs eagerly instead.
+        buf.order(lane, &op.range, op.write)?;
+        if op.write {
+            continue;
+        }
+        // What the graph's own earlier kernels write needs no upload.
+        let missing = st.coherence.missing(loc, op.range.clone());
+        if missing.is_empty() {
+            continue;
+        }
+        let mut missing = missing.into_iter().fold(RangeSet::new(), |mut m, r| {
+            m.insert(r);
+            m
+        });
+        for w in ops[..k]
+            .iter()
+            .filter(|w| w.write && Arc::ptr_eq(&w.state, &op.state))
+        {
+            missing.remove(w.range.clone());
+        }
+        if !missing.is_empty() {
+            return Ok(Found::Stale);
+        }
+    }
+    Ok(Found::Ready)
+}
+
+/// Records that the work before `event` (the graph) accessed `ops`: written ranges become
+/// valid only on the device, ready after it.
+pub(crate) fn mark(ctx: &Ctx, ops: &[Operand], event: &Arc<CuEvent>) -> Result<()> {
+    let loc = ctx.location();
+    for op in ops {
+        let mut st = op.lock();
+        device_buffer(ctx, &mut st)?.accessed(op.range.clone(), event, op.write);
+        if op.write {
+            let ready: Arc<dyn ReadyEvent> = event.clone();
+            st.coherence.write(loc, op.range.clone(), Some(ready));
+            st.device_written();
+        }
+    }
+    Ok(())
+}
+
+/// A temporary buffer (`Scratch`) that a recorded kernel uses, kept for the graph's
+/// launches instead of being freed after its call.
+pub(crate) struct Kept {
+    pub(crate) ptr: sys::CUdeviceptr,
+    pub(crate) lane: Lane,
+    /// The work on other streams that used it at the recording.
+    pub(crate) users: Vec<Arc<CuEvent>>,
+}
+
+impl Kept {
+    /// Frees the buffer once `after` (the graph's last launch) and its users are done.
+    pub(crate) fn free(mut self, after: Option<&Arc<CuEvent>>) {
+        self.users.extend(after.cloned());
+        free_after(self.ptr, self.lane.slot(), Some(self.lane), &self.users);
+    }
+}
