@@ -474,8 +474,10 @@ macro_rules! graph_suite {
                 })
                 .unwrap();
                 if g.device_graph() {
+                    // The closure (and its error) does not run again; its call is replayed.
                     g.launch().unwrap();
-                    assert!(!flaky.get() || g.calls() == 1);
+                    drop(g);
+                    assert_eq!(out.to_vec(), (0..31).map(|i| i + 3).collect::<Vec<_>>());
                 } else {
                     assert_eq!(g.launch().unwrap_err().to_string(), "second time");
                 }

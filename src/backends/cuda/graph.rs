@@ -151,7 +151,13 @@ pub(crate) fn memset(lane: Lane, dst: sys::CUdeviceptr, bytes: usize) {
 
 /// Logs a container range a call staged for its kernels.
 pub(crate) fn operand(op: Operand) {
-    with(|c| c.operands.push(op));
+    // The same access again (a Map chain reading one container in every call) needs no
+    // second check and mark on a launch.
+    with(|c| {
+        if !c.operands.iter().any(|o| o.same(&op)) {
+            c.operands.push(op)
+        }
+    });
 }
 
 /// Keeps a call's temporary buffer for the graph.

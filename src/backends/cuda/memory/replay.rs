@@ -51,6 +51,15 @@ impl Operand {
         Arc::strong_count(&self.state) == 1
     }
 
+    /// Whether `other` is the same access (container, range, read or write): checking and
+    /// marking it once does for both, wherever they fall in the graph.
+    pub(crate) fn same(&self, other: &Operand) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+            && self.range == other.range
+            && self.write == other.write
+            && self.base == other.base
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
