@@ -160,6 +160,36 @@ impl Cg {
         }
         Ok(())
     }
+
+    /// Seconds per iteration over `pairs` pairs of iterations, timed after a warm-up (the
+    /// recording, with `graph`) and ended by a synchronisation.
+    fn timed(&mut self, b: Backend, pairs: usize, graph: bool) -> skel::Result<f64> {
+        let Cg { now, pap, next } = self;
+        let mut pair = || -> skel::Result<()> {
+            Cg::iterate(b, now, pap, next)?;
+            Cg::iterate(b, next, pap, now)
+        };
+        let elapsed = if graph {
+            let g = skel::Graph::record(pair)?;
+            skel::tune::synchronize()?;
+            let start = Instant::now();
+            for _ in 0..pairs {
+                g.launch()?;
+            }
+            skel::tune::synchronize()?;
+            start.elapsed()
+        } else {
+            pair()?;
+            skel::tune::synchronize()?;
+            let start = Instant::now();
+            for _ in 0..pairs {
+                pair()?;
+            }
+            skel::tune::synchronize()?;
+            start.elapsed()
+        };
+        Ok(elapsed.as_secs_f64() / (2 * pairs) as f64)
+    }
 }
 
 /// The right-hand side: a smooth bump.
@@ -278,16 +308,12 @@ fn main() -> skel::Result<()> {
         println!("check: ok, the solution matches plain Rust CG");
     }
     if args.iter().any(|a| a == "--bench") {
-        // From the start again: the same iterations as above, timed.
-        let runs = iters.max(1);
-        // The warm-up builds the kernels (two iterations: one of each direction).
+        // From the start again: the same number of iterations as above (rounded up to
+        // pairs), timed after a warm-up pair.
+        let pairs = iters.div_ceil(2).max(1);
+        let runs = 2 * pairs;
         cg = Cg::new(backend, &b)?;
-        cg.run(backend, 2, graph)?;
-        skel::tune::synchronize()?;
-        let start = Instant::now();
-        cg.run(backend, runs, graph)?;
-        skel::tune::synchronize()?;
-        let per = start.elapsed().as_secs_f64() / runs as f64;
+        let per = cg.timed(backend, pairs, graph)?;
         println!(
             "bench: {:.1} us per iteration ({runs} iterations, {n} x {n}, {backend}, {how})",
             per * 1e6

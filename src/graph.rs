@@ -252,6 +252,8 @@ impl<'a> Graph<'a> {
     pub fn launch(&self) -> Result<()> {
         idle("Graph::launch")?;
         if let Some(d) = &self.device {
+            // Counted like a device call, so that `skel::tune::synchronize` waits for it.
+            let _counted = crate::backends::Issued;
             if d.launch()? {
                 return Ok(());
             }
