@@ -138,13 +138,16 @@ impl Cg {
     /// `k` iterations, each made eagerly (`graph`: `false`) or, in pairs, as launches of
     /// one recorded pair of iterations (`now -> next -> now`: the recording is the first
     /// launch; an odd last iteration is made eagerly).
-    fn run(&mut self, b: Backend, k: usize, graph: bool) -> skel::Result<()> {
+    /// Returns whether the launches replayed one device graph (a CUDA graph).
+    fn run(&mut self, b: Backend, k: usize, graph: bool) -> skel::Result<bool> {
         let Cg { now, pap, next } = self;
+        let mut device = false;
         if graph && k >= 2 {
             let g = skel::Graph::record(|| {
                 Cg::iterate(b, now, pap, next)?;
                 Cg::iterate(b, next, pap, now)
             })?;
+            device = g.device_graph();
             for _ in 1..k / 2 {
                 g.launch()?;
             }
@@ -158,7 +161,7 @@ impl Cg {
             Cg::iterate(b, now, pap, next)?;
             std::mem::swap(now, next);
         }
-        Ok(())
+        Ok(device)
     }
 
     /// Seconds per iteration over `pairs` pairs of iterations, timed after a warm-up (the
@@ -270,10 +273,13 @@ fn main() -> skel::Result<()> {
     };
     // `--graph`: pairs of iterations recorded once (`skel::Graph`) and launched.
     let graph = args.iter().any(|a| a == "--graph");
-    let how = if graph { "graph" } else { "eager" };
     let b = rhs(n);
     let mut cg = Cg::new(backend, &b)?;
-    cg.run(backend, iters, graph)?;
+    let how = match (graph, cg.run(backend, iters, graph)?) {
+        (false, _) => "eager",
+        (true, true) => "graph: one CUDA graph per launch",
+        (true, false) => "graph: the closure runs on every launch",
+    };
     println!(
         "cg {n} x {n} on {backend} ({how}): {iters} iterations, r·r = {:.3e} (from {:.3e})",
         cg.now.rr[0],
