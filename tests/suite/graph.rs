@@ -623,6 +623,49 @@ macro_rules! graph_suite {
                 }
             }
 
+            #[test]
+            fn checked_calls_and_closure_temporaries_run_the_closure_again() {
+                if !available(B) {
+                    return;
+                }
+                let x = Vector::from_fn(100, |i| i as i64);
+                let mut out = Vector::zeroed(100);
+                let want = |k: i64| (0..100).map(|i| i * k + 3).collect::<Vec<_>>();
+                let runs = Cell::new(0);
+                {
+                    // A checked call's fault record is read by the host after its kernel.
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        Map::new(g_step)
+                            .uniforms((3,))
+                            .checked(true)
+                            .backend(B)
+                            .run(&x, &mut out)
+                    })
+                    .unwrap();
+                    assert!(!g.device_graph(), "{B}");
+                    g.launch().unwrap();
+                }
+                assert_eq!(runs.get(), 2);
+                assert_eq!(out.to_vec(), want(3));
+                {
+                    // A container made inside the closure is a new one on every run.
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        let t = Vector::from_fn(100, |i| i as i64 + 1);
+                        Map::new(g_step).uniforms((4,)).backend(B).run(&t, &mut out)
+                    })
+                    .unwrap();
+                    assert!(!g.device_graph(), "{B}");
+                    g.launch().unwrap();
+                }
+                assert_eq!(runs.get(), 4);
+                assert_eq!(
+                    out.to_vec(),
+                    (0..100).map(|i| (i + 1) * 4 + 3).collect::<Vec<_>>()
+                );
+            }
+
             proptest! {
                 #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
                 #[test]
