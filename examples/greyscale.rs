@@ -91,7 +91,7 @@ pub fn luma_bin(px: Rgb8, #[uniform] luma: Pixel) -> u32 {
 
 #[derive(Parser, Debug)]
 #[command(about = "Colour -> greyscale over a stream of images: farms around skel's Map")]
-struct Args {
+pub struct Args {
     /// Image files or directories of them (.png, .jpg, .jpeg) [default: the sample photos]
     #[arg(long, num_args = 1.., value_name = "PATH")]
     input: Vec<PathBuf>,
@@ -165,7 +165,7 @@ fn main() -> ExitCode {
 }
 
 /// Runs the pipeline; `Ok(false)` when `--check` found wrong pixels.
-fn run(args: Args) -> Res<bool> {
+pub fn run(args: Args) -> Res<bool> {
     if args.stream {
         return Err("--stream moved: cargo run --release --example greyscale_stream".into());
     }
@@ -174,6 +174,13 @@ fn run(args: Args) -> Res<bool> {
     let out_dir = (args.output.clone()).unwrap_or_else(|| root.join("target/greyscale-out"));
     let backend = args.backend.map_or_else(skel::default_backend, Ok)?;
     backend.check()?; // before any frame exists: with CUDA in use, vectors get pinned memory
+    if backend == Backend::Auto {
+        // What a fixed device backend does in `check`, the default does here: a GPU is
+        // opened before any frame exists (its buffers pinned, the GPU a candidate from the
+        // first frame), outside the frame rate as for every backend. Without one, Auto
+        // runs on the host.
+        let _ = Backend::Cuda.check();
+    }
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let workers = args.workers.unwrap_or(cores);
 
@@ -224,12 +231,16 @@ fn run(args: Args) -> Res<bool> {
     );
     let bar = ProgressBar::new(n as u64);
     let (check, out_dir) = (args.check, out_dir.as_path());
+    let placed = io::Placed::default();
     let report = Pipeline::from_iter(jobs.into_iter().enumerate())
         .farm(workers, |job| load(job, &pool))
         .name("decode")
-        .stage(move |mut f: Frame| {
+        .stage(|mut f: Frame| {
             map.run(&f.rgb, &mut f.out)?;
-            hist.run(&f.rgb, &mut f.hist).map(|()| f)
+            placed.note("map", backend, &bar);
+            hist.run(&f.rgb, &mut f.hist)?;
+            placed.note("histogram", backend, &bar);
+            Ok(f)
         })
         .name("map+histogram (skel)")
         .farm(workers, |f| finish(f, check, out_dir, &bar))
@@ -238,6 +249,9 @@ fn run(args: Args) -> Res<bool> {
         .run()?;
     bar.finish_and_clear();
     println!("{report}");
+    println!("where each stage ran:");
+    println!("  decode, check+encode: host threads, {workers} per farm");
+    println!("  map+histogram (skel): {}", placed.line(backend));
     if let Some(s) = report.busiest() {
         let ms = s.busy_per_item().as_secs_f64() * 1e3 / s.workers() as f64;
         let name = s.name().unwrap_or("?");

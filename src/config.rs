@@ -28,6 +28,7 @@
 //! | `SKEL_FILTER_TUNE` | [`FILTER_TUNE`] | as `SKEL_SCAN_TUNE` | unset: `512,96,3` | The CUDA Filter kernel's shape (for benchmarking). Fixed at the first CUDA Filter |
 //! | `SKEL_SCAN_PACKED` | [`SCAN_PACKED`] | a boolean | on | CUDA Scan's look-back packs a tile's status and value into one 64-bit word for values of at most 4 bytes; off runs the general path (for benchmarking). Fixed at the first CUDA Scan |
 //! | `SKEL_OPENCL_TUNE` | [`OPENCL_TUNE`] | any of `wg=W` (a power of two, 16 to 1024), `items=K` (a power of two, 1 to 64), `groups=G` (1 to 1024), `vec=0` or `vec=1`, comma-separated | unset: the measured plan | The launch shape of OpenCL Reduce and Scan (for benchmarking). Fixed at the first OpenCL Reduce or Scan |
+//! | `SKEL_TUNE_BUDGET` | [`TUNE_BUDGET`] | 0 to 100 | `5` | The percentage of a job's time (since its first Auto call, at least 50 ms at 5 %) that [`Backend::Auto`] may spend trying backends other than the one it predicts fastest ([`crate::tune`]); `0`: only the predicted fastest is ever measured |
 //!
 //! A boolean is `1`, `true`, `yes` or `on`, or `0`, `false`, `no` or `off`, in any case.
 //! The library also reads, as given, through the `dirs` crate: `HOME` and
@@ -595,7 +596,7 @@ impl<T: Value> Check for Setting<T> {
 }
 
 /// Every setting, in the order of the table.
-fn all() -> [&'static dyn Check; 20] {
+fn all() -> [&'static dyn Check; 21] {
     [
         &BACKEND,
         &CHECK,
@@ -617,6 +618,7 @@ fn all() -> [&'static dyn Check; 20] {
         &FILTER_TUNE,
         &SCAN_PACKED,
         &OPENCL_TUNE,
+        &TUNE_BUDGET,
     ]
 }
 
@@ -935,6 +937,25 @@ pub static OPENCL_TUNE: Setting<OpenClTune> = Setting::new(
 .accepts(OpenClTune::valid)
 .fixed_by("OpenCL Reduce and Scan kernels were built with it");
 
+/// `SKEL_TUNE_BUDGET`: the percentage (0 to 100, default 5) of a job's time, counted from
+/// its first `Backend::Auto` call, that Auto may spend calibrating backends other than the
+/// one it predicts fastest (at least 50 ms at the default, in proportion otherwise); `0`
+/// measures only the predicted fastest. See [`crate::tune`].
+///
+/// ```
+/// skel::config::TUNE_BUDGET.set(10)?;
+/// assert_eq!(skel::config::TUNE_BUDGET.get()?, 10);
+/// # skel::config::TUNE_BUDGET.set(5)?;
+/// # Ok::<(), skel::Error>(())
+/// ```
+pub static TUNE_BUDGET: Setting<u32> = Setting::new(
+    "SKEL_TUNE_BUDGET",
+    "a percentage, 0 to 100",
+    parse_percent,
+    five,
+)
+.accepts(|p| *p <= 100);
+
 // ---- other variables ---------------------------------------------------------------------
 
 /// The CUDA toolkit's library directories from `$CUDA_HOME` and `$CUDA_PATH`, where set.
@@ -981,6 +1002,14 @@ fn parse_backend(s: &OsStr) -> Option<Backend> {
 
 fn parse_ordinal(s: &OsStr) -> Option<u32> {
     text(s)?.parse().ok()
+}
+
+fn parse_percent(s: &OsStr) -> Option<u32> {
+    text(s)?.parse().ok().filter(|p| *p <= 100)
+}
+
+fn five() -> u32 {
+    5
 }
 
 fn parse_ordinals(s: &OsStr) -> Option<Option<Vec<u32>>> {
@@ -1335,7 +1364,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let names: Vec<String> = all().iter().map(|s| s.name().to_string()).collect();
-        assert_eq!(names.len(), 20);
+        assert_eq!(names.len(), 21);
         assert_eq!(rows(docs), names, "the module docs' table");
         assert_eq!(rows(readme), names, "docs/configuration.md's table");
     }

@@ -334,11 +334,11 @@ where
 
 /// `counts[b] = #{i : F(inputs[i]..) == b}` over `shape`, `counts` overwritten; bins
 /// outside `0..counts.len()` are not counted (a checked call fails instead).
-pub(crate) struct Histogram<'c, 'a, S: HistogramSig<'a>> {
+pub(crate) struct Histogram<'c, 'a, 'k, S: HistogramSig<'a>> {
     pub arrays: ContainerOps<'c, S::F>,
     pub inputs: S::I,
     pub shape: Shape,
-    pub counts: ArgMut<'c, S::C>,
+    pub counts: ArgMut<'k, S::C>,
     pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
 }
 
@@ -627,4 +627,16 @@ pub(crate) struct MapReduceAxis<'c, 'a, S: MapReduceSig<'a>> {
     pub map_reduce: MapReduce<'c, 'a, S>,
     pub out: ArgMut<'c, <S::M as UserFn>::Out>,
     pub axis: Axis,
+}
+
+/// One colour sweep of a 2D stencil in place: the cells with `(i + j) % 2 == parity` of
+/// `m` computed from `m` itself, written back into it (its one windowed input; the
+/// function's element and result types are the same). Only the GPU backends read all of it.
+#[cfg_attr(not(any(feature = "opencl", feature = "cuda")), allow(dead_code))]
+pub(crate) struct MapOverlapInPlace<'p, F: OverlapFn> {
+    pub m: ArgMut<'p, F::Out>,
+    pub arrays: <F::Arrays as ContainerArgs>::Args<'p>,
+    pub stencil: Stencil<F::Elem, F::Radius>,
+    pub parity: usize,
+    pub uniforms: &'p F::Uniforms,
 }

@@ -1,10 +1,13 @@
 //! What the greyscale examples need around the pipeline: image files in, synthetic frames,
-//! and the per-pixel check against an f64 evaluation of the formula.
+//! the per-pixel check against an f64 evaluation of the formula, and where the skel stage ran.
 
 use std::path::{Path, PathBuf};
 
 use super::Pixel;
-use skel::{Matrix, Rgb8};
+use indicatif::ProgressBar;
+use skel::{Backend, Matrix, Rgb8};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// Errors of the examples' own, next to `skel::Error`.
 pub type Res<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -218,6 +221,53 @@ impl Checked {
             eprintln!("  {e}");
         }
         false
+    }
+}
+
+/// Where the skel stage's calls ran and why: each call's last [`skel::tune::explain`] on
+/// the default backend (`Backend::Auto`), noting once that a kernel compiles meanwhile.
+#[derive(Default)]
+pub struct Placed {
+    last: Mutex<Vec<(&'static str, skel::tune::Explanation)>>,
+    said_compiling: AtomicBool,
+}
+
+impl Placed {
+    /// Called on the stage's thread right after the call `what` (explanations are per
+    /// thread and per last call).
+    pub fn note(&self, what: &'static str, backend: Backend, bar: &ProgressBar) {
+        if backend != Backend::Auto {
+            return;
+        }
+        let Some(why) = skel::tune::explain() else {
+            return;
+        };
+        let compiling = why.reason.contains("compiling in the background");
+        if compiling && !self.said_compiling.swap(true, Ordering::Relaxed) {
+            let said = why.reason.split("; was:").next().unwrap_or_default();
+            bar.suspend(|| println!("{what}: {said}; the device takes over once it is built"));
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        match last.iter_mut().find(|(w, _)| *w == what) {
+            Some(slot) => slot.1 = why,
+            None => last.push((what, why)),
+        }
+    }
+
+    /// One line: where each call ran last and why.
+    pub fn line(&self, backend: Backend) -> String {
+        if backend != Backend::Auto {
+            return format!("{backend} (fixed by --backend or SKEL_BACKEND)");
+        }
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_empty() {
+            return "no call ran".into();
+        }
+        let each: Vec<String> = last
+            .iter()
+            .map(|(what, why)| format!("{what} on {} ({})", why.choice, why.reason))
+            .collect();
+        each.join("; ")
     }
 }
 

@@ -59,7 +59,8 @@ pub struct Stencil<'a> {
     /// The container kinds tuple (`(MatArg<T>, ..)`).
     pub kinds: &'a TokenStream,
     pub uniforms: &'a TokenStream,
-    /// `let (__skel_u<k>, ..) = *uniforms;`
+    /// `let (__skel_u<k>, ..) = *uniforms;` (and the generator `__skel_rng` of a
+    /// `&mut Random` parameter, from `index` and the seed).
     pub unpack_uniforms: &'a TokenStream,
     /// `__skel_c<k>` of each container parameter, in order.
     pub container_names: &'a [syn::Ident],
@@ -96,6 +97,7 @@ pub fn stencil_impls(s: &Stencil<'_>) -> TokenStream {
                 let n = format_ident!("__skel_c{}", pos);
                 quote!(#n)
             }
+            "Random" => quote!(&mut __skel_rng),
             _ => {
                 let n = format_ident!("__skel_u{}", pos);
                 quote!(#n)

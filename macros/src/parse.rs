@@ -316,10 +316,10 @@ fn analyse(func: &ItemFn) -> syn::Result<Vec<ParamInfo>> {
             "a user function takes at most four container parameters (`&[T]`, `Mat<T>`)",
         ));
     }
-    if windows + windows2 > 0 && params.iter().any(|p| p.kind == Kind::Random) {
+    if count(Kind::Window3) > 0 && params.iter().any(|p| p.kind == Kind::Random) {
         return Err(syn::Error::new_spanned(
             &sig.inputs,
-            "a stencil (Window) user function cannot take `&mut Random` yet: draw the numbers in a Map (e.g. into a noise container) and read them through the window",
+            "a 3D stencil (Window3) user function cannot take `&mut Random` yet: draw the numbers in a Map (e.g. into a noise Tensor3) and read them through the window; Window<T> and Window2<T> functions can",
         ));
     }
     if windows + windows2 > 0 {
@@ -611,6 +611,16 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 }
             }
         } else {
+            // A `&mut Random` draws from the stream of its output's index (the flat
+            // position where the function has no `#[index]`), as in a Map.
+            let unpack_stencil = if random {
+                quote! {
+                    let (#(#uni_names,)*) = uniforms.user;
+                    let mut __skel_rng = ::skel::plumbing::RandomIndex::stream(index, uniforms.seed);
+                }
+            } else {
+                unpack_u.clone()
+            };
             crate::overlap::stencil_impls(&crate::overlap::Stencil {
                 name,
                 two_d: kind == Kind::Window2,
@@ -619,7 +629,7 @@ fn generate(func: &ItemFn, params: &[ParamInfo]) -> syn::Result<TokenStream> {
                 index: &index_ty,
                 kinds: &kinds_t,
                 uniforms: &unis_t,
-                unpack_uniforms: &unpack_u,
+                unpack_uniforms: &unpack_stencil,
                 container_names: &container_names,
                 params: &params.iter().map(|p| kind_name(p.kind)).collect::<Vec<_>>(),
             })

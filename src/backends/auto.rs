@@ -9,7 +9,7 @@ use std::any::{type_name, TypeId};
 use std::ops::Range;
 use std::time::Instant;
 
-use super::{concrete, cpu, Execute};
+use super::{concrete, cpu, kernel_cache, Execute};
 use crate::containers::{Arg, Location, OutArgs, Shape};
 use crate::plan::{
     self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HistogramSig, HostSlices, MapArraySig,
@@ -129,6 +129,18 @@ impl Operands {
         call.splittable = splittable;
         call.total_bytes = self.total;
         call
+    }
+}
+
+/// Whether `out` may be borrowed again as all of its rows (an operand spread over MPI
+/// ranks is not: its parts keep their spread only as they are).
+fn whole_rows<'o, O: OutArgs<'o>>(out: &O) -> bool {
+    #[cfg(feature = "mpi")]
+    return !out.any_distributed();
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = out;
+        true
     }
 }
 
@@ -267,7 +279,50 @@ impl Auto {
             Choice::Split { gpu, .. } => gpu,
         };
         tune::ran(backend);
-        // Only a measured call reads the clock (the steady state does not pay for it).
+        self.timed(call, d, backend, f)
+    }
+
+    /// [`Auto::run`] for a call that may run again elsewhere: on a device, a kernel not
+    /// built yet is built in the background while the call runs on the best host backend
+    /// (the device call stops before it changed anything, so running it again is exact).
+    fn run_again<R>(
+        &self,
+        call: Option<&Call>,
+        d: Decision,
+        mut f: impl FnMut(Backend, Options) -> Result<R>,
+    ) -> Result<R> {
+        let backend = match d.choice {
+            Choice::Backend(b) => b,
+            Choice::Split { gpu, .. } => gpu,
+        };
+        tune::ran(backend);
+        if !matches!(backend, Backend::Cuda | Backend::OpenCl) {
+            return self.timed(call, d, backend, f);
+        }
+        // Only a device predicted fastest is worth a compile; a trial of another one runs
+        // only where its kernel is built already.
+        let start = !d.explore;
+        let finished = kernel_cache::compiles_finished();
+        match kernel_cache::deferred(start, || self.timed(call, d, backend, &mut f)) {
+            Err(_) if kernel_cache::pending() => {
+                let host = tune::host_backend();
+                tune::compiling(call, backend, host, start, finished);
+                tune::ran(host);
+                f(host, self.on(host))
+            }
+            done => done,
+        }
+    }
+
+    /// Runs `f` on `backend`; only a measured call reads the clock (the steady state does
+    /// not pay for it).
+    fn timed<R>(
+        &self,
+        call: Option<&Call>,
+        d: Decision,
+        backend: Backend,
+        f: impl FnOnce(Backend, Options) -> Result<R>,
+    ) -> Result<R> {
         let Some(call) = call.filter(|_| d.measure != Measure::No) else {
             return f(backend, self.on(backend));
         };
@@ -275,7 +330,7 @@ impl Auto {
         let result = f(backend, self.on(backend))?;
         finish(backend)?;
         let ns = start.elapsed().as_secs_f64() * 1e9;
-        tune::finish(call, backend, d.measure, ns);
+        tune::finish(call, backend, d, ns);
         Ok(result)
     }
 
@@ -340,8 +395,36 @@ impl Execute for Auto {
                 uniforms,
             }));
         }
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec.map(plan))
+        // Only a device call may run again elsewhere (its kernel still compiling): a host
+        // call keeps the plan as it is (no shapes looked at on the fast path).
+        let device = matches!(d.choice, Choice::Backend(Backend::Cuda | Backend::OpenCl));
+        if !device || !whole_rows(&plan.out) {
+            return self.run(call.as_ref(), d, |b, o| {
+                concrete!(b, o, self.name, |exec| exec.map(plan))
+            });
+        }
+        let plan::Map {
+            arrays,
+            inputs,
+            mut out,
+            uniforms,
+        } = plan;
+        let rows = match out.shapes()[0] {
+            Shape::Matrix { rows, .. } => rows,
+            Shape::Vector(len) => len,
+            Shape::Tensor3 { d0, d1, .. } => d0 * d1,
+        };
+        self.run_again(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.map(plan::Map::<(
+                S::F,
+                S::I,
+                _
+            )> {
+                arrays,
+                inputs,
+                out: out.rows(0..rows),
+                uniforms,
+            }))
         })
     }
 
@@ -400,7 +483,7 @@ impl Execute for Auto {
                 cpu::combine::<S::F, S::T>(head, Some(tail))
             });
         }
-        self.run(call.as_ref(), d, |b, o| {
+        self.run_again(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec
                 .reduce(plan::Reduce::<S> { input, start }))
         })
@@ -483,7 +566,7 @@ impl Execute for Auto {
                 cpu::combine::<S::R, _>(head, Some(tail))
             });
         }
-        self.run(call.as_ref(), d, |b, o| {
+        self.run_again(call.as_ref(), d, |b, o| {
             concrete!(b, o, self.name, |exec| exec.map_reduce(plan::MapReduce::<
                 S,
             > {
@@ -609,7 +692,10 @@ impl Execute for Auto {
         })
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let (d, call) = self.decide::<S::F, _, _>(
             &plan.inputs,
             &plan.arrays,
@@ -618,8 +704,25 @@ impl Execute for Auto {
             plan.shape.len(),
             false,
         )?;
-        self.run(call.as_ref(), d, |b, o| {
-            concrete!(b, o, self.name, |exec| exec.histogram(plan))
+        // As Map: a device call whose kernel still compiles runs again on the host (the
+        // CUDA Histogram looks its kernel up before it touches anything).
+        let plan::Histogram {
+            arrays,
+            inputs,
+            shape,
+            mut counts,
+            uniforms,
+        } = plan;
+        self.run_again(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.histogram(
+                plan::Histogram::<S> {
+                    arrays,
+                    inputs,
+                    shape,
+                    counts: counts.reborrow(),
+                    uniforms,
+                }
+            ))
         })
     }
 

@@ -113,7 +113,10 @@ pub(crate) trait Execute {
 
     fn sort<S: SortSig>(&self, plan: plan::Sort<'_, S>) -> Result<()>;
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()>;
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()>;
 
     fn reduce_by_key<'a, S: ReduceByKeySig<'a>>(
         &self,
@@ -175,6 +178,21 @@ pub(crate) trait Execute {
         Self: Sized,
     {
         reduce_into_host(self, plan, out)
+    }
+
+    /// One colour sweep of a 2D stencil in place: `Ok(true)` when done; `Ok(false)`, having
+    /// done nothing, where this backend has no in-place path for it, and the caller runs
+    /// the sweep through a second matrix. The GPU backends have one (no copy of the matrix
+    /// per sweep); on the host a second matrix costs little and keeps Rayon's rows apart.
+    fn map_overlap_in_place<F: Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapInPlace<'_, F>,
+    ) -> Result<bool>
+    where
+        Self: Sized,
+    {
+        let _ = plan;
+        Ok(false)
     }
 }
 
@@ -684,6 +702,7 @@ impl Backend {
 
     /// `Ok` if this backend can run here, else [`Error::BackendUnavailable`] saying why.
     pub fn check(self) -> Result<()> {
+        kernel_cache::guard_this_threads_exit();
         let missing = |reason: &str| {
             Err(Error::BackendUnavailable {
                 backend: self,
@@ -781,8 +800,33 @@ pub(crate) fn static_default() -> Backend {
         .unwrap_or(Backend::Cpu)
 }
 
+/// Whether the OpenCL device is a GPU, without opening a CPU device (see
+/// `opencl::context::device_is_gpu`).
+pub(crate) fn opencl_device_is_gpu() -> bool {
+    #[cfg(feature = "opencl")]
+    return opencl::context::device_is_gpu();
+    #[cfg(not(feature = "opencl"))]
+    false
+}
+
+/// Whether a CUDA device is open (something ran on the CUDA backend).
+pub(crate) fn cuda_opened() -> bool {
+    #[cfg(feature = "cuda")]
+    return cuda::context::opened().is_some();
+    #[cfg(not(feature = "cuda"))]
+    false
+}
+
+/// Whether the OpenCL device is open (something ran on the OpenCL backend).
+pub(crate) fn opencl_opened() -> bool {
+    #[cfg(feature = "opencl")]
+    return opencl::context::opened();
+    #[cfg(not(feature = "opencl"))]
+    false
+}
+
 /// Whether the OpenCL device is a GPU (only then is OpenCL a default choice).
-fn opencl_is_gpu() -> bool {
+pub(crate) fn opencl_is_gpu() -> bool {
     #[cfg(feature = "opencl")]
     return opencl::is_gpu();
     #[cfg(not(feature = "opencl"))]
@@ -815,8 +859,8 @@ pub(crate) fn fuses_lazy_inputs(options: &Options) -> bool {
 /// Histogram per rank and a sum of the counts, which `skel::dist` does not do yet).
 pub(crate) fn histogram<'a, S: HistogramSig<'a>>(
     options: Options,
-    plan: plan::Histogram<'_, 'a, S>,
-    checks: impl for<'k> FnOnce(&plan::Histogram<'k, 'a, S>) -> Result<()>,
+    plan: plan::Histogram<'_, 'a, '_, S>,
+    checks: impl for<'k, 'o> FnOnce(&plan::Histogram<'k, 'a, 'o, S>) -> Result<()>,
 ) -> Result<()> {
     #[cfg(feature = "mpi")]
     if plan.inputs.any_distributed()
@@ -959,4 +1003,19 @@ pub(crate) fn reduce_into<S: FoldSig>(
     }
     dispatch!(options, <S::F as UserFn>::NAME, |exec| exec
         .reduce_into(plan, out))
+}
+
+/// [`reduce`] for one colour sweep of a 2D stencil in place, after `checks`: `Ok(false)`
+/// where the backend has no in-place path for it (see [`Execute::map_overlap_in_place`]).
+pub(crate) fn map_overlap_in_place<F: Overlap2Fn>(
+    options: Options,
+    plan: plan::MapOverlapInPlace<'_, F>,
+    checks: impl FnOnce(&plan::MapOverlapInPlace<'_, F>) -> Result<()>,
+) -> Result<bool> {
+    #[cfg(feature = "mpi")]
+    if plan.m.spread().is_some() || plan.arrays.any_distributed() {
+        return Ok(false);
+    }
+    checks(&plan)?;
+    dispatch!(options, F::NAME, |exec| exec.map_overlap_in_place(plan))
 }

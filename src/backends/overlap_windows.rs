@@ -37,6 +37,8 @@ pub(crate) struct Job {
     pub keep: bool,
     /// Windowed inputs.
     pub windows: usize,
+    /// One colour sweep in place: input 0 is the output (see [`in_place_exact`]).
+    pub in_place: bool,
 }
 
 impl Job {
@@ -63,6 +65,7 @@ impl Job {
             parity: cells.parity,
             keep: cells.keep.is_some(),
             windows,
+            in_place: false,
         }
     }
 
@@ -83,6 +86,7 @@ impl Job {
             parity: cells.parity,
             keep: cells.keep.is_some(),
             windows,
+            in_place: false,
         }
     }
 
@@ -101,6 +105,85 @@ impl Job {
     pub(crate) fn parity_code(&self) -> i32 {
         self.parity.map_or(-1, |p| (p % 2) as i32)
     }
+}
+
+impl Job {
+    /// One colour sweep in place over a `rows x cols` matrix: the cells with
+    /// `(i + j) % 2 == parity` from the matrix itself, written into it.
+    pub(crate) fn in_place_sweep(
+        (rows, cols): (usize, usize),
+        radius: (usize, usize),
+        edge: Edge,
+        parity: usize,
+    ) -> Job {
+        Job {
+            rows,
+            cols,
+            radius,
+            cols_major: false,
+            edge,
+            parity: Some(parity % 2),
+            keep: false,
+            windows: 1,
+            in_place: true,
+        }
+    }
+}
+
+/// Whether a colour sweep of the one-window function `def` may read and write the same
+/// matrix and still give the bits of a sweep from a copy: every cell the sweep writes is
+/// read by its own output alone. That holds when the function reads its window only at
+/// constant offsets whose sum is odd (the other colour, which the sweep does not write) or
+/// at `(0, 0)` (its own cell, read before the same thread writes it), and the edge mode
+/// maps no such offset onto another cell of the sweep's colour: `None` and `Pad` map none,
+/// `Duplicate` only where no offset exceeds 1 (a clamped one lands on the cell itself),
+/// `Cyclic` only on a matrix of even extents (wrapping keeps the parity). Anything else
+/// (an offset computed at run time, the window passed on to another function) is not
+/// proven, and the sweep goes through a second matrix.
+pub(crate) fn in_place_exact(
+    def: &'static FnDef,
+    (rows, cols): (usize, usize),
+    edge: Edge,
+) -> bool {
+    use crate::codegen::ir::{visit_block, Expr, Node, UnOp};
+    let windows: Vec<&str> = def
+        .params
+        .iter()
+        .filter(|p| p.kind == ParamKind::Window2)
+        .map(|p| p.name)
+        .collect();
+    let [window] = windows[..] else {
+        return false;
+    };
+    fn constant(e: &Expr) -> Option<i128> {
+        match e {
+            Expr::Int { value, .. } => i128::try_from(*value).ok(),
+            Expr::Unary {
+                op: UnOp::Neg,
+                expr,
+            } => constant(expr).map(|v| -v),
+            _ => None,
+        }
+    }
+    let (mut uses, mut exact, mut widest) = (0usize, 0usize, 0i128);
+    visit_block(&def.body, &mut |node| match node {
+        Node::Expr(Expr::Var(name)) if *name == window => uses += 1,
+        Node::Expr(Expr::Index2 { base, row, col }) => {
+            if let (Expr::Var(name), Some(di), Some(dj)) = (base, constant(row), constant(col)) {
+                if *name == window && ((di + dj) % 2 != 0 || (di, dj) == (0, 0)) {
+                    exact += 1;
+                    widest = widest.max(di.abs()).max(dj.abs());
+                }
+            }
+        }
+        _ => {}
+    });
+    let edge_ok = match edge {
+        Edge::None | Edge::Pad => true,
+        Edge::Duplicate => widest <= 1,
+        Edge::Cyclic => rows % 2 == 0 && cols % 2 == 0,
+    };
+    uses == exact && edge_ok
 }
 
 /// The block shape of a call and the tiles it loads.
@@ -176,7 +259,7 @@ impl Geometry {
     /// The name of the kernel variant for `job` (what its module is cached under).
     pub(crate) fn variant(&self, job: &Job, checked: bool) -> String {
         format!(
-            "overlap_windows_{}x{}x{}_r{}_{}{}{}{}",
+            "overlap_windows_{}x{}x{}_r{}_{}{}{}{}{}",
             self.bx,
             self.by,
             self.iy,
@@ -184,6 +267,7 @@ impl Geometry {
             job.radius.1,
             if job.cols_major { "_cols" } else { "" },
             if job.keep { "_keep" } else { "" },
+            if job.in_place { "_inplace" } else { "" },
             if checked { "_checked" } else { "" }
         )
     }
@@ -204,7 +288,14 @@ pub(crate) fn defines(
     let n = job.windows;
     let (in_params, in_setup): (String, String) = (0..n)
         .map(|q| {
-            if ocl {
+            if job.in_place {
+                // Input 0 is the output itself (no `__restrict__` on either).
+                let space = if ocl { "__global " } else { "" };
+                (
+                    String::new(),
+                    format!("{space}const SKEL_OW_T* in{q} = ({space}const SKEL_OW_T*)out; "),
+                )
+            } else if ocl {
                 (
                     format!(", __global const SKEL_OW_T* in{q}_buf, ulong in{q}_off"),
                     format!("__global const SKEL_OW_T* in{q} = in{q}_buf + in{q}_off; "),
@@ -222,6 +313,8 @@ pub(crate) fn defines(
             "__global SKEL_OW_OUT_T* out_buf, ulong out_off",
             "__global SKEL_OW_OUT_T* out = out_buf + out_off;",
         )
+    } else if job.in_place {
+        ("SKEL_OW_OUT_T* out", "")
     } else {
         ("SKEL_OW_OUT_T* __restrict__ out", "")
     };
@@ -335,7 +428,61 @@ fn call(def: &'static FnDef, entry: &str, dialect: Dialect, checked: bool) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{Geometry, Job};
+    use super::{in_place_exact, Geometry, Job};
+    use crate::prelude::*;
+    use crate::userfn::UserFn;
+
+    #[userfn]
+    fn heat(w: Window2<f32>) -> f32 {
+        (w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)]) * 0.25 - w[(0, 0)]
+    }
+    #[userfn]
+    fn far(w: Window2<f32>) -> f32 {
+        w[(2, 1)] + w[(0, -3)]
+    }
+    #[userfn]
+    fn diagonal(w: Window2<f32>) -> f32 {
+        w[(1, 1)] + w[(1, 0)]
+    }
+    #[userfn]
+    fn computed(w: Window2<f32>) -> f32 {
+        let mut s = 0.0;
+        for d in 0..2 {
+            s += w[(d as isize, 1)];
+        }
+        s
+    }
+    #[userfn]
+    fn sized(w: Window2<f32>) -> f32 {
+        w[(1, 0)] * w.radius().0 as f32
+    }
+    #[userfn]
+    fn two(a: Window2<f32>, b: Window2<f32>) -> f32 {
+        a[(1, 0)] + b[(0, 1)]
+    }
+
+    #[test]
+    fn in_place_only_where_a_sweep_reads_the_other_colour() {
+        let (even, odd) = ((64, 66), (63, 66));
+        for edge in [Edge::None, Edge::Pad, Edge::Duplicate] {
+            assert!(in_place_exact(heat::definition(), odd, edge), "{edge:?}");
+        }
+        assert!(in_place_exact(heat::definition(), even, Edge::Cyclic));
+        // An odd extent: wrapping onto the other side changes the parity.
+        assert!(!in_place_exact(heat::definition(), odd, Edge::Cyclic));
+        // Offsets of the other colour, but past 1: clamping could land on the own colour.
+        assert!(in_place_exact(far::definition(), odd, Edge::Pad));
+        assert!(!in_place_exact(far::definition(), odd, Edge::Duplicate));
+        // The own colour, an offset computed at run time, the window used otherwise.
+        for def in [
+            diagonal::definition(),
+            computed::definition(),
+            sized::definition(),
+        ] {
+            assert!(!in_place_exact(def, even, Edge::None), "{}", def.name);
+        }
+        assert!(!in_place_exact(two::definition(), even, Edge::None));
+    }
     use crate::containers::Shape;
     use crate::plan::{Axis, Cells, Edge};
     use crate::Error;

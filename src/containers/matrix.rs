@@ -116,7 +116,11 @@ impl<T: DeviceType> Matrix<T> {
         }
     }
 
-    /// Every element `T::default()` (zero for numbers).
+    /// Every element `T::default()` (zero for numbers). Where that value is all zero bits
+    /// and host memory is pageable (no pinned allocator registered), the pages are left
+    /// untouched until written, as with `vec![0; n]`: a call that then writes the matrix
+    /// in parallel (an output) faults them in on every thread, rather than the caller
+    /// filling it alone first.
     ///
     /// # Panics
     /// If `rows * cols` overflows `usize`.
@@ -130,7 +134,14 @@ impl<T: DeviceType> Matrix<T> {
     where
         T: Default,
     {
-        Self::filled(rows, cols, T::default())
+        let zero = T::default();
+        let zero_bits = super::host::as_bytes(std::slice::from_ref(&zero))
+            .iter()
+            .all(|&b| b == 0);
+        if zero_bits && super::host::HostKind::default_kind() == super::host::HostKind::Pageable {
+            return Self::scratch(rows, cols);
+        }
+        Self::filled(rows, cols, zero)
     }
 
     /// Number of rows.

@@ -205,6 +205,9 @@ impl<T> Drop for Store<T> {
 impl<T: DeviceType> Store<T> {
     /// A store whose data is `buf`, valid on the host only.
     pub(crate) fn new(buf: HostBuf<T>) -> Self {
+        // A program's main thread makes containers: from then on its exit waits for
+        // background kernel compiles before anything else runs (see the function).
+        crate::backends::kernel_cache::guard_this_threads_exit();
         let state = State {
             coherence: Coherence::new_on_host(buf.len()),
             devices: Vec::new(),

@@ -444,10 +444,14 @@ where
     /// old values; `Red` only the cells with `(i + j)` even, `Black` only the odd ones;
     /// `RedBlack` the red cells from the old values, then the black cells from the matrix
     /// with the red ones updated (a Gauss-Seidel sweep). The function's first window reads
-    /// `m`; further windowed inputs are not allowed here (each sweep writes a new matrix
-    /// and swaps it in, so `m`'s storage changes: views of it are not updated). With
+    /// `m`; further windowed inputs are not allowed here (a sweep may write a new matrix
+    /// and swap it in, so `m`'s storage may change: views of it are not updated). With
     /// `.backend(Backend::Cpu)` or `Backend::Rayon` the other matrix is kept (one per
     /// thread) for the next call of the same shape, so a loop of sweeps allocates once.
+    /// On CUDA and OpenCL a colour sweep (`Red`, `Black`, each half of `RedBlack`) of a
+    /// function that reads its window only at `(0, 0)` and at constant offsets of the other
+    /// colour (odd `di + dj`, as a 5-point stencil) is one kernel that updates `m` where it
+    /// lies, with no second matrix and no copy; the result is the same bits.
     ///
     /// ```
     /// use skel::prelude::*;
@@ -470,10 +474,22 @@ where
                 F::WINDOWS
             )));
         }
+        let mut sweeps = update::sweeps(self.update);
+        // A colour sweep on a GPU reads and writes `m` itself where that gives the same
+        // bits (the backend decides; the same for both colours): no second matrix.
+        while let Some(&Some(parity)) = sweeps.first() {
+            if !self.sweep_in_place(m, parity)? {
+                break;
+            }
+            sweeps.remove(0);
+        }
+        if sweeps.is_empty() {
+            return Ok(());
+        }
         let (rows, cols) = (m.rows(), m.cols());
         let backend = self.options.backend;
         let mut next = update::scratch::<T>(rows, cols, backend);
-        for parity in update::sweeps(self.update) {
+        for parity in sweeps {
             let cells = Cells {
                 parity,
                 keep: Some(update::same::<T>),
@@ -483,6 +499,38 @@ where
         }
         update::give_back(next, backend);
         Ok(())
+    }
+
+    /// The cells of colour `parity` of `m` in place, where the backend has a path for it
+    /// (`Ok(false)`, `m` untouched, where not).
+    fn sweep_in_place(&self, m: &mut Matrix<T>, parity: usize) -> Result<bool> {
+        self.options.validate()?;
+        let uniforms = &uniforms_or_missing(F::NAME, &self.uniforms, &self.options)?;
+        let plan = plan::MapOverlapInPlace::<F> {
+            m: m.arg_mut(),
+            arrays: self.arrays.bind(),
+            stencil: self.stencil(Edge::None),
+            parity,
+            uniforms,
+        };
+        backends::map_overlap_in_place(self.options, plan, |plan| {
+            if self.axis.is_some() {
+                return Err(Error::InvalidArgument(
+                    "MapOverlap: .rowwise()/.colwise() apply to 1D window functions, not Window2"
+                        .into(),
+                ));
+            }
+            use crate::plan::ArgTuple as _;
+            let (rows, cols) = plan.m.shape().dims();
+            check_radius("each column", rows, self.radius.0)?;
+            check_radius("each row", cols, self.radius.1)?;
+            check_arrays(
+                "MapOverlap",
+                F::NAME,
+                <F::Arrays as ContainerArgs>::KINDS,
+                &plan.arrays.shapes(),
+            )
+        })
     }
 }
 

@@ -9,8 +9,22 @@
 //! The minimum wins; ties go to the earlier of CUDA, OpenCL, Rayon, Cpu.
 //!
 //! Models calibrate lazily: while a candidate has fewer than two measurements for a call's
-//! size bucket (and no measured buckets close on both sides to interpolate between), the
-//! call runs on that candidate and is timed. The first call of each size bucket on each
+//! size bucket (and no measured buckets close on both sides to interpolate between, nor a
+//! well-measured bucket within a factor of 16 in size to extrapolate from), the call runs
+//! on that candidate and is timed. Calibration pays for itself: before any measurement each
+//! candidate has a prediction, a roofline prior (the call's bytes over a default memory
+//! bandwidth per device class, plus a launch latency; a candidate measured on another
+//! backend scales that backend's measured time by the ratio of the priors); a candidate
+//! predicted more than [`SKIP`] times slower than the best is never calibrated, and trying
+//! a candidate other than the predicted best spends a job-wide budget of [`BUDGET_SHARE`]
+//! of the time since the first `Auto` call (at least [`BUDGET_FLOOR_NS`];
+//! [`crate::config::TUNE_BUDGET`] sets the share). While a CUDA kernel compiles (NVRTC on a
+//! thread of its own, started by the first call that needs it; the module is then loaded by
+//! the next call, on its own thread), CUDA is no candidate for that function: its calls run
+//! on the host until the kernel is ready. (OpenCL programs are built in place:
+//! `clBuildProgram` needs the driver, and no thread but a caller's enters a driver.)
+//! An OpenCL CPU device (PoCL) is a candidate only once a call on `Backend::OpenCl`
+//! opened it (its worker threads slow Rayon down on the same cores). The first call of each size bucket on each
 //! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
 //! nor is a call right after an `Auto` call on another backend (a switch between devices,
 //! or between host and device, costs the call after it; at most [`MAX_WARMUPS`] times per
@@ -62,7 +76,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 pub use model::Bucket;
@@ -93,6 +107,29 @@ const HYBRID_GAIN: f64 = 0.9;
 
 /// Bytes per second assumed for a host-device link before [`calibrate`] measured it.
 const DEFAULT_LINK: f64 = 1.0e10;
+
+/// A candidate predicted this many times slower than the best is never calibrated.
+pub const SKIP: f64 = 4.0;
+
+/// How many times its steady time a warm-up run is assumed to take at most.
+const WARMUP_FACTOR: f64 = 2.0;
+
+/// The default share of the job's time (since the first `Auto` call) that calibrating
+/// candidates other than the predicted best may take ([`crate::config::TUNE_BUDGET`]).
+pub const BUDGET_SHARE: f64 = 0.05;
+
+/// The calibration budget at the start of a job (ns) at the default share, before that
+/// share of its time exceeds it (in proportion at other shares).
+pub const BUDGET_FLOOR_NS: f64 = 50.0e6;
+
+/// Roofline priors: bytes per second one host core streams through a call.
+const CORE_BYTES_PER_S: f64 = 4.0e9;
+/// ... a GPU (CUDA, or an OpenCL GPU): a conservative figure for current cards.
+const GPU_BYTES_PER_S: f64 = 5.0e11;
+/// Launch latency (ns) of a Rayon call that splits, a CUDA launch, an OpenCL launch.
+const RAYON_LATENCY_NS: f64 = 5_000.0;
+const CUDA_LATENCY_NS: f64 = 10_000.0;
+const OPENCL_LATENCY_NS: f64 = 30_000.0;
 
 /// Fixed cost of one transfer (ns): driver call and synchronisation.
 const TRANSFER_LATENCY_NS: f64 = 10_000.0;
@@ -229,6 +266,9 @@ pub(crate) enum Measure {
 pub(crate) struct Decision {
     pub choice: Choice,
     pub measure: Measure,
+    /// A trial of a candidate other than the predicted best: its time spends the
+    /// calibration budget.
+    pub explore: bool,
 }
 
 /// One call as the tuner sees it.
@@ -279,6 +319,16 @@ struct Tuner {
     unsaved: bool,
     /// Warm-up runs per (function key, backend, size bucket) in this process.
     warmed: HashMap<(Key, Backend, u32), u32>,
+    /// Device backends whose kernel for a function is being compiled: no candidates for
+    /// it until a build finishes.
+    compiling: std::collections::HashSet<(Key, Backend)>,
+    /// When the first `Auto` call of the job was decided.
+    started: Option<std::time::Instant>,
+    /// Time spent trying candidates other than the predicted best (ns).
+    explore_ns: f64,
+    /// The fastest warm-up run seen per function and backend, as (elements, ns): an upper
+    /// bound on its steady time where no sample is recorded yet.
+    first_runs: HashMap<(Key, Backend), (usize, f64)>,
 }
 
 impl Tuner {
@@ -302,7 +352,57 @@ impl Tuner {
             unwritable: false,
             unsaved: false,
             warmed: HashMap::new(),
+            compiling: Default::default(),
+            started: None,
+            explore_ns: 0.0,
+            first_runs: HashMap::new(),
         }
+    }
+
+    /// Whether trying a candidate other than the predicted best, predicted to take
+    /// `cost_ns`, still fits the budget.
+    fn within_budget(&self, cost_ns: f64) -> bool {
+        let share = f64::from(crate::config::TUNE_BUDGET.value()) / 100.0;
+        if share == 0.0 {
+            return false;
+        }
+        let elapsed = self
+            .started
+            .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9);
+        let floor = BUDGET_FLOOR_NS * share / BUDGET_SHARE;
+        self.explore_ns + cost_ns <= floor.max(share * elapsed)
+    }
+
+    /// The predicted total time of `c` (compute and transfers): its model where it has
+    /// history, else its roofline prior scaled by the measured candidate's time over that
+    /// candidate's prior (the same function's cost on another backend), else the prior.
+    fn estimate(&self, call: &Call, c: &Candidate, rows: &[Candidate]) -> f64 {
+        let compute = c.predicted_ns.unwrap_or_else(|| {
+            let own = prior_ns(call, c.backend);
+            let scaled = rows
+                .iter()
+                .find_map(|r| Some((r.predicted_ns?, prior_ns(call, r.backend))))
+                .map_or(own, |(measured, prior)| measured * own / prior);
+            scaled
+        });
+        compute + c.transfer_ns
+    }
+
+    /// What trying `c` is predicted to cost: [`Tuner::estimate`], but at least the time of
+    /// its fastest warm-up run so far over [`WARMUP_FACTOR`] (a warm-up, with allocation
+    /// and first upload, takes at most a few times the steady time), so a candidate whose
+    /// warm-up showed it far slower is not tried again on a prior's optimism.
+    fn trial_cost(&self, call: &Call, c: &Candidate, rows: &[Candidate]) -> f64 {
+        let first = match c.predicted_ns {
+            Some(_) => 0.0,
+            None => self
+                .first_runs
+                .get(&(call.key.clone(), c.backend))
+                .map_or(0.0, |&(n, ns)| {
+                    ns * call.size.max(1) as f64 / n.max(1) as f64
+                }),
+        };
+        self.estimate(call, c, rows).max(first / WARMUP_FACTOR)
     }
 
     fn link(&self, backend: Backend) -> f64 {
@@ -323,10 +423,24 @@ impl Tuner {
             .fold(0.0, |a, b| a + b)
     }
 
+    /// The compute time of `call` on `backend` from its history: the measured or bracketed
+    /// bucket's interpolation, else the nearest measured bucket's time scaled along the
+    /// roofline prior (a launch latency plus bytes over bandwidth: a GPU measured on small
+    /// calls stays near its latency for larger ones, a host backend grows in proportion).
+    fn predicted(&self, call: &Call, backend: Backend) -> Option<f64> {
+        let (key, n) = (&call.key, call.size);
+        if self.models.bracketed(key, backend, n) {
+            return self.models.predict(key, backend, n);
+        }
+        let near = self.models.nearest(key, backend, n)?;
+        let at = |m: f64| prior_at(call, backend, m.max(1.0));
+        Some(near.mean_ns.max(1.0) * at(n as f64) / at(near.mean_n))
+    }
+
     fn candidate(&self, call: &Call, backend: Backend) -> Candidate {
         Candidate {
             backend,
-            predicted_ns: self.models.predict(&call.key, backend, call.size),
+            predicted_ns: self.predicted(call, backend),
             transfer_ns: self.transfer_ns(call, backend),
             history: self
                 .models
@@ -339,7 +453,7 @@ impl Tuner {
     /// A timed run of `call` on `b`: a warm-up, not recorded, where it is the first of its
     /// size bucket in this process or the last `Auto` call ran elsewhere (up to
     /// [`MAX_WARMUPS`] warm-ups).
-    fn trial(&self, call: &Call, b: Backend, why: &str) -> (Decision, String) {
+    fn trial(&self, call: &Call, b: Backend, why: &str, explore: bool) -> (Decision, String) {
         let warmups = self
             .warmed
             .get(&(call.key.clone(), b, bucket_of(call.size)))
@@ -363,6 +477,7 @@ impl Tuner {
             Decision {
                 choice: Choice::Backend(b),
                 measure,
+                explore,
             },
             why,
         )
@@ -380,8 +495,9 @@ impl Tuner {
     }
 }
 
+static TUNER: OnceLock<Mutex<Tuner>> = OnceLock::new();
+
 fn tuner() -> MutexGuard<'static, Tuner> {
-    static TUNER: OnceLock<Mutex<Tuner>> = OnceLock::new();
     TUNER
         .get_or_init(|| Mutex::new(Tuner::open(model::default_dir())))
         .lock()
@@ -511,13 +627,205 @@ pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
         Some(Decision {
             choice,
             measure: Measure::No,
+            explore: false,
         })
     })
 }
 
+/// The roofline prior of `call` on `backend` (ns, operands in place): its bytes (read, and
+/// about half as many written) over the device class's default bandwidth, plus a launch.
+fn prior_ns(call: &Call, backend: Backend) -> f64 {
+    prior_at(call, backend, call.size as f64)
+}
+
+/// [`prior_ns`] of a call like `call` but of `n` elements (bytes in proportion).
+fn prior_at(call: &Call, backend: Backend, n: f64) -> f64 {
+    let per_elem = call.total_bytes.max(call.size as u64) as f64 / call.size.max(1) as f64;
+    let bytes = per_elem * n * 1.5;
+    let cores = rayon_threads() as f64;
+    let one_core = bytes / CORE_BYTES_PER_S * 1e9;
+    let all_cores = one_core / cores + RAYON_LATENCY_NS;
+    match backend {
+        Backend::Cpu => one_core,
+        // Below its chunk size Rayon runs inline, as fast as `cpu`.
+        Backend::Rayon => one_core.min(all_cores),
+        Backend::Cuda => bytes / GPU_BYTES_PER_S * 1e9 + CUDA_LATENCY_NS,
+        Backend::OpenCl if crate::backends::opencl_is_gpu() => {
+            bytes / GPU_BYTES_PER_S * 1e9 + OPENCL_LATENCY_NS
+        }
+        // An OpenCL CPU device (PoCL) has the cores Rayon has.
+        _ => one_core / cores + OPENCL_LATENCY_NS,
+    }
+}
+
+/// The threads Rayon runs calls on (the machine's cores where Rayon is not built in).
+fn rayon_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map(std::num::NonZeroUsize::get)
+            .unwrap_or(1)
+    })
+}
+
+/// The best host backend: where calls run while their GPU kernel compiles.
+pub(crate) fn host_backend() -> Backend {
+    if Backend::Rayon.check().is_ok() {
+        Backend::Rayon
+    } else {
+        Backend::Cpu
+    }
+}
+
+/// Notes that `call` (where known) could not run on `backend` because its kernel is still
+/// compiling in the background (`started`), or is not built and not worth building for a
+/// trial, and that it ran on `host` instead: `backend` is no candidate for the call's
+/// function until a kernel build finishes ([`kernel_ready`]).
+pub(crate) fn compiling(
+    call: Option<&Call>,
+    backend: Backend,
+    host: Backend,
+    started: bool,
+    finished_before: u64,
+) {
+    // Only a compile under way rules the device out for the function (until a compile
+    // finishes, [`kernel_ready`]); a trial that was not worth a compile leaves it a
+    // candidate, and a compile that finished since the call began must not leave the mark.
+    if let Some(call) = call.filter(|_| started) {
+        let mut t = tuner();
+        // Read under the tuner's lock: a compile finishing after this reading clears the
+        // mark ([`kernel_ready`] takes the lock after counting itself finished).
+        let none_finished = crate::backends::kernel_cache::compiles_finished() == finished_before;
+        if none_finished && t.compiling.insert((call.key.clone(), backend)) {
+            GENERATION.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        if let Some((e, size, _)) = l.last.take() {
+            let mut e = Explanation::clone(&e);
+            let what = match started {
+                true => "kernel compiling in the background (first run)",
+                false => "not tried: its kernel is not built, and a compile is not worth a trial",
+            };
+            e.reason = format!("{backend} {what}, ran on {host}; was: {}", e.reason);
+            e.choice = Choice::Backend(host);
+            l.last = Some((Rc::new(e), size, Choice::Backend(host)));
+        }
+        l.hit = None;
+    });
+}
+
+/// A background kernel build finished: every device backend is a candidate again.
+pub(crate) fn kernel_ready() {
+    // Before any Auto call there is nothing to tell (and no model file to open for it).
+    let Some(t) = TUNER.get() else { return };
+    let mut t = t.lock().unwrap_or_else(PoisonError::into_inner);
+    t.compiling.clear();
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The backends found here. Probing a device (opening a driver takes 0.1 to 0.3 s) waits
+/// until it can pay: CUDA once a call is predicted (or seen in a warm-up) to take at least
+/// [`PROBE_NS`] on the host or the job is past [`PROBE_AFTER_NS`]; OpenCL at ten times that,
+/// and only where `SKEL_OPENCL_DEVICE` names a device: its platform enumeration loads every
+/// installed implementation, and PoCL's starts worker threads that halve Rayon's speed on a
+/// small machine. Before that, the host backends and the devices something else opened.
+/// An OpenCL CPU device (PoCL) shares the cores with Rayon: it is a candidate only once
+/// something else opened it (a call on `Backend::OpenCl`). CUDA is opened on a thread of
+/// its own ([`probe_cuda_in_background`]): the calls run on the host meanwhile, so a short
+/// job never waits for the driver. The OpenCL probe runs on the calling thread: a process
+/// that exited while PoCL initialised on another thread crashed in PoCL's LLVM.
+fn probed(due: Due) -> Vec<Backend> {
+    if due.cuda && CUDA_PROBED.get().is_none() {
+        probe_cuda_in_background();
+    }
+    let cuda = CUDA_PROBED.get() == Some(&true) || crate::backends::cuda_opened();
+    let opencl = match OPENCL_PROBED.get() {
+        Some(&found) => found,
+        None if due.opencl => *OPENCL_PROBED.get_or_init(|| {
+            crate::backends::opencl_device_is_gpu() && Backend::OpenCl.check().is_ok()
+        }),
+        None => false,
+    } || crate::backends::opencl_opened();
+    Backend::ALL
+        .into_iter()
+        .filter(|&b| match b {
+            Backend::Cuda => cuda,
+            Backend::OpenCl => opencl,
+            Backend::Rayon => b.check().is_ok(),
+            _ => b == Backend::Cpu,
+        })
+        .collect()
+}
+
+/// Which devices a decision probes ([`probed`]).
+#[derive(Clone, Copy, Default)]
+struct Due {
+    cuda: bool,
+    opencl: bool,
+}
+
+/// A call predicted to take this long on the host (ns) probes CUDA (OpenCL: ten times).
+pub const PROBE_NS: f64 = 3.0e6;
+
+/// A job running this long (ns, since its first `Auto` call) probes CUDA (OpenCL: ten
+/// times).
+pub const PROBE_AFTER_NS: f64 = 0.3e9;
+
+static CUDA_PROBED: OnceLock<bool> = OnceLock::new();
+static CUDA_PROBING: AtomicBool = AtomicBool::new(false);
+static OPENCL_PROBED: OnceLock<bool> = OnceLock::new();
+
+/// Opens CUDA on a thread of its own, once; when it is open, decisions are made afresh
+/// (a new generation) with the GPU among the candidates. A process that ends meanwhile
+/// waits for it at exit, as for a background compile (opening a driver while its exit code
+/// runs can crash). Without a thread, the probe runs here.
+fn probe_cuda_in_background() {
+    if CUDA_PROBING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let probe = || {
+        CUDA_PROBED.get_or_init(|| {
+            // A driver library that panics (cudarc on a missing symbol) means no CUDA.
+            std::panic::catch_unwind(|| Backend::Cuda.check().is_ok()).unwrap_or(false)
+        });
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    };
+    if crate::backends::kernel_cache::spawn_background("skel-device-probe", probe).is_err() {
+        probe();
+    }
+}
+
+/// Which device probes can pay for themselves now (see [`probed`]).
+fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
+    let elapsed = t.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9);
+    let host = rows
+        .iter()
+        .map(|c| t.trial_cost(call, c, rows))
+        .fold(f64::INFINITY, f64::min);
+    let due = |k: f64| elapsed >= k * PROBE_AFTER_NS || host >= k * PROBE_NS;
+    Due {
+        cuda: CUDA_PROBED.get().is_none() && !CUDA_PROBING.load(Ordering::Acquire) && due(1.0),
+        opencl: OPENCL_PROBED.get().is_none()
+            && crate::config::OPENCL_DEVICE.value().is_some()
+            && due(10.0),
+    }
+}
+
+/// The candidate rows of `call` (with the devices probed where `probe`), but for devices
+/// whose kernel for it is compiling.
+fn rows_of(t: &Tuner, call: &Call, due: Due) -> Vec<Candidate> {
+    candidates(call.size, due)
+        .into_iter()
+        .filter(|&b| !t.compiling.contains(&(call.key.clone(), b)))
+        .map(|b| t.candidate(call, b))
+        .collect()
+}
+
 /// The backends `Auto` chooses among for `size` elements, in tie-break order.
-fn candidates(size: usize) -> Vec<Backend> {
-    let available = Backend::available();
+fn candidates(size: usize, due: Due) -> Vec<Backend> {
+    let available = probed(due);
     let rayon = available.contains(&Backend::Rayon);
     available
         .into_iter()
@@ -569,11 +877,18 @@ fn holds_anywhere(t: &Tuner, call: &Call, rows: &[Candidate], decision: Decision
 /// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
 /// for [`remembered`] when it needs no measurement.
 pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
+    crate::backends::kernel_cache::guard_this_threads_exit();
     let mut t = tuner();
     let generation = GENERATION.load(Ordering::Acquire);
-    let cands = candidates(call.size);
-    let rows: Vec<Candidate> = cands.iter().map(|&b| t.candidate(call, b)).collect();
-    let (decision, reason) = choose(&t, call, &cands, &rows);
+    t.started.get_or_insert_with(std::time::Instant::now);
+    let mut rows = rows_of(&t, call, Due::default());
+    let due = probe_due(&t, call, &rows);
+    if due.cuda || due.opencl {
+        // The devices found may change remembered decisions: a new generation.
+        rows = rows_of(&t, call, due);
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+    let (decision, reason) = choose(&t, call, &rows);
     if decision.measure == Measure::No && t.unsaved {
         t.save();
     }
@@ -624,10 +939,11 @@ pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
     decision
 }
 
-fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Decision, String) {
+fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
     let run = |b, measure| Decision {
         choice: Choice::Backend(b),
         measure,
+        explore: false,
     };
     if let Some(why) = &t.unreadable {
         let b = crate::backends::static_default();
@@ -636,23 +952,40 @@ fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Dec
             format!("static order: model file unreadable: {why}"),
         );
     }
-    for &b in cands {
-        if t.models.needs_sample(&call.key, b, call.size) {
-            return t.trial(call, b, "no history for this size");
-        }
-    }
-    let total = |c: &Candidate| c.predicted_ns.unwrap_or(f64::INFINITY) + c.transfer_ns;
-    if let Some(again) = refine(t, call, rows, total) {
-        return again;
-    }
-    let Some(best) = rows
-        .iter()
-        .min_by(|a, b| total(a).total_cmp(&total(b)))
-        .filter(|c| total(c).is_finite())
-    else {
+    let total = |c: &Candidate| t.estimate(call, c, rows);
+    // Stable: equal times keep the tie-break order.
+    let mut order: Vec<&Candidate> = rows.iter().filter(|c| total(c).is_finite()).collect();
+    order.sort_by(|a, b| total(a).total_cmp(&total(b)));
+    let Some(&best) = order.first() else {
         let b = crate::backends::static_default();
         return (run(b, Measure::No), "static order: no candidate".into());
     };
+    let mut skipped = String::new();
+    for c in &order {
+        if !t.models.needs_sample(&call.key, c.backend, call.size) {
+            continue;
+        }
+        let explore = c.backend != best.backend;
+        let cost = t.trial_cost(call, c, rows);
+        let ratio = cost / total(best).max(1.0);
+        if explore && ratio > SKIP {
+            skipped += &format!(
+                "; {} not calibrated: predicted {ratio:.1}x slower",
+                c.backend
+            );
+        } else if explore && !t.within_budget(cost) {
+            skipped += &format!("; {} not calibrated: calibration budget spent", c.backend);
+        } else {
+            let why = match explore {
+                true => format!("no history for this size, predicted {ratio:.1}x the best"),
+                false => "no history for this size, predicted fastest".into(),
+            };
+            return t.trial(call, c.backend, &why, explore);
+        }
+    }
+    if let Some(again) = refine(t, call, rows, total) {
+        return again;
+    }
     if call.splittable {
         if let Some(split) = hybrid(t, call, rows, total(best)) {
             return split;
@@ -660,7 +993,7 @@ fn choose(t: &Tuner, call: &Call, cands: &[Backend], rows: &[Candidate]) -> (Dec
     }
     (
         run(best.backend, Measure::No),
-        format!("predicted fastest: {:.1} us", total(best) / 1e3),
+        format!("predicted fastest: {:.1} us{skipped}", total(best) / 1e3),
     )
 }
 
@@ -699,6 +1032,10 @@ fn refine(
         .clone()
         .find(|l| ran_last(l.0) && wide(l))
         .or_else(|| open.reduce(|x, y| if spread(&y) > spread(&x) { y } else { x }))?;
+    let explore = pick.0 != a.0;
+    if explore && !t.within_budget(pick.1) {
+        return None;
+    }
     Some(t.trial(
         call,
         pick.0,
@@ -711,6 +1048,7 @@ fn refine(
             b.1 / 1e3,
             b.2 / 1e3
         ),
+        explore,
     ))
 }
 
@@ -746,6 +1084,7 @@ fn hybrid(t: &Tuner, call: &Call, rows: &[Candidate], best: f64) -> Option<(Deci
                     cpu_elems,
                 },
                 measure: Measure::No,
+                explore: false,
             },
             format!(
                 "split predicted {:.1} us against {:.1} us on one backend",
@@ -758,11 +1097,22 @@ fn hybrid(t: &Tuner, call: &Call, rows: &[Candidate], best: f64) -> Option<(Deci
 
 /// Records how long `call` took on `backend` (its operands' transfers estimated and taken
 /// out), or that it ran once.
-pub(crate) fn finish(call: &Call, backend: Backend, measure: Measure, elapsed_ns: f64) {
+pub(crate) fn finish(call: &Call, backend: Backend, d: Decision, elapsed_ns: f64) {
     let mut t = tuner();
+    if d.explore {
+        t.explore_ns += elapsed_ns;
+    }
+    let measure = d.measure;
     match measure {
         Measure::No => {}
         Measure::Warmup => {
+            let first = t
+                .first_runs
+                .entry((call.key.clone(), backend))
+                .or_insert((call.size, elapsed_ns));
+            if elapsed_ns / (call.size.max(1) as f64) < first.1 / (first.0.max(1) as f64) {
+                *first = (call.size, elapsed_ns);
+            }
             *t.warmed
                 .entry((call.key.clone(), backend, bucket_of(call.size)))
                 .or_default() += 1;
@@ -871,7 +1221,7 @@ pub fn synchronize() -> Result<()> {
 /// ```
 pub fn calibrate() -> Result<Calibration> {
     let mut links = Vec::new();
-    for b in candidates(0).into_iter().filter(|&b| is_device(b)) {
+    for b in Backend::available().into_iter().filter(|&b| is_device(b)) {
         links.push((b, crate::backends::auto::measure_link(b)?));
     }
     let mut t = tuner();

@@ -116,6 +116,11 @@ const MIN_SAMPLES: u32 = 2;
 /// measurement of its own.
 const BRACKET: u32 = 2;
 
+/// How far (in buckets: a factor of 16 in size) one well-measured bucket may be for
+/// extrapolation from it to stand in for a measurement of its own (a job whose every call
+/// has a new size, photos, then calibrates each candidate once, not once per size).
+pub(crate) const EXTRAPOLATE: u32 = 4;
+
 /// Every model of the process: histories per key and backend, and the measured link
 /// bandwidth per device backend.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -152,8 +157,9 @@ impl Models {
     }
 
     /// Whether `n` needs a measurement on `backend` before a prediction can be trusted:
-    /// its bucket has none and is not bracketed by measured buckets at most [`BRACKET`]
-    /// away on both sides.
+    /// its bucket has none and is neither bracketed by measured buckets at most [`BRACKET`]
+    /// away on both sides nor at most [`EXTRAPOLATE`] away from a bucket of at least
+    /// [`MIN_SAMPLES`] measurements.
     pub(crate) fn needs_sample(&self, key: &Key, backend: Backend, n: usize) -> bool {
         let Some(h) = self.buckets(key, backend) else {
             return true;
@@ -164,7 +170,29 @@ impl Models {
         }
         let below = h.range(b.saturating_sub(BRACKET)..b).next_back().is_some();
         let above = h.range(b + 1..=b + BRACKET).next().is_some();
-        !(below && above)
+        let near = h
+            .range(b.saturating_sub(EXTRAPOLATE)..=b + EXTRAPOLATE)
+            .any(|(_, m)| m.count >= MIN_SAMPLES);
+        !(below && above || near)
+    }
+
+    /// Whether the bucket of `n` on `backend` is measured, or has measured buckets at most
+    /// [`BRACKET`] away on both sides (then [`Models::predict`] interpolates).
+    pub(crate) fn bracketed(&self, key: &Key, backend: Backend, n: usize) -> bool {
+        let Some(h) = self.buckets(key, backend) else {
+            return false;
+        };
+        let b = bucket_of(n);
+        h.contains_key(&b)
+            || h.range(b.saturating_sub(BRACKET)..b).next_back().is_some()
+                && h.range(b + 1..=b + BRACKET).next().is_some()
+    }
+
+    /// The measured bucket nearest to the bucket of `n` on `backend` (the smaller on a tie).
+    pub(crate) fn nearest(&self, key: &Key, backend: Backend, n: usize) -> Option<&Bucket> {
+        let b = bucket_of(n);
+        let h = self.buckets(key, backend)?;
+        h.iter().min_by_key(|(k, _)| k.abs_diff(b)).map(|(_, v)| v)
     }
 
     /// The predicted time of `n` elements on `backend` in nanoseconds (operands in
@@ -491,6 +519,9 @@ mod tests {
         assert!(!m.needs_sample(&key(), Backend::Rayon, 1 << 12));
         assert!(m.needs_sample(&key(), Backend::Rayon, 1 << 20));
         assert!(m.needs_sample(&key(), Backend::Cpu, 1 << 10));
+        // Up to four buckets beyond a well-measured one, extrapolation stands in.
+        assert!(!m.needs_sample(&key(), Backend::Rayon, 1 << 18));
+        assert!(m.needs_sample(&key(), Backend::Rayon, 1 << 19));
     }
 
     /// Warnings of `skel::tune`, captured for the tests that expect one.

@@ -24,6 +24,6 @@ fn main() {
 }
 
 #[userfn]
-fn noisy_blur(w: Window<f32>, rng: &mut Random) -> f32 {
-    w[0] + rng.next_f32()
+fn noisy3(w: Window3<f32>, rng: &mut Random) -> f32 {
+    w[(0, 0, 0)] + rng.next_f32()
 }

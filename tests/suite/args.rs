@@ -355,7 +355,7 @@ macro_rules! args_suite {
                 let want = |v: &Vector<u32>, h: &Vector<u32>, i: usize, j: usize| {
                     pair_cost::call((i, j), v[i], h[j], Mat::new(t.as_slice(), 5, 7), w.as_slice())
                 };
-                for (rows, cols) in [(1, 1), (2, 3), (7, 13), (33, 31), (300, 129)] {
+                for (rows, cols) in [(1, 1), (2, 3), (7, 13), (33, 31), (300, 129), (40_000, 3)] {
                     let v = Vector::from(words(rows, 3));
                     let h = Vector::from(words(cols, 4));
                     let mut m = Matrix::filled(rows, cols, i64::MIN);

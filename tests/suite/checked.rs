@@ -398,6 +398,12 @@ fn faults_of_every_skeleton_are_the_same_err_on_every_backend() {
                 .checked(checked)
                 .run_cols(&v, &h, &mut cols);
             expect(be, r, ("pair_div", 4, None), "division of 4 by zero");
+            // Long columns (rayon folds them in blocks while mapping the next block).
+            let r = MapPairsReduce::new(pair_div, add_i32)
+                .backend(be)
+                .checked(checked)
+                .run_cols(&Vector::from(vec![4; 40_000]), &h, &mut cols);
+            expect(be, r, ("pair_div", 4, None), "division of 4 by zero");
             let h2 = Vector::from(vec![0, 4]);
             for r in [
                 MapPairsReduce::new(pair_sub, ratio)

@@ -11,7 +11,7 @@ use super::{add_i64, available, where2d};
 const SIZES: &[usize] = &[0, 1, 2, 3, 7, 31, 257, 1009, 65537];
 
 /// The device slots `SKEL_CUDA_DEVICES` names (1 when it is not set).
-fn slots() -> usize {
+pub(super) fn slots() -> usize {
     std::env::var("SKEL_CUDA_DEVICES")
         .map_or(1, |s| s.split(',').count())
         .max(1)

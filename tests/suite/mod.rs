@@ -947,5 +947,6 @@ pub mod histogram;
 pub mod lang_fixes;
 pub mod lazy;
 pub mod random;
+pub mod random_windows;
 pub mod reduce_by_key;
 pub mod sort;

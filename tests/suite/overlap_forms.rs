@@ -69,6 +69,13 @@ pub fn hot(
         + (i * 100 + j) as i64
 }
 
+/// Hotspot's shape reading a container of any shape at the output's index, clamped to it.
+#[userfn]
+pub fn hot_clamped(#[index] (i, j): (usize, usize), t: Window2<i64>, p: Mat<i64>) -> i64 {
+    let (pi, pj) = (i.min(p.rows() - 1), j.min(p.cols() - 1));
+    t[(0, 0)] * 3 + p[(pi, pj)] * 5 - t[(1, 0)] + (i * 100 + j) as i64
+}
+
 /// Two windows (FDTD's curl).
 #[userfn]
 pub fn curl(e: Window2<i64>, h: Window2<i64>) -> i64 {
@@ -202,6 +209,50 @@ fn index_containers_and_uniforms_in_2d_every_edge() {
                     &want,
                     &format!("hot {rows}x{cols} {edge:?}"),
                 );
+            }
+        }
+    }
+}
+
+/// A container smaller, then larger, than the output in each dimension: the host loops
+/// read it unchecked where every output's index lies inside it (rows and whole runs of
+/// columns) and checked elsewhere; both give the model's result.
+#[test]
+fn containers_of_other_shapes_at_the_output_index() {
+    for (rows, cols) in SHAPES.iter().copied().filter(|&(r, c)| r >= 3 && c >= 3) {
+        let t = grid(rows, cols, 2);
+        let shapes = [
+            (rows - 2, cols),
+            (rows, cols - 2),
+            (rows - 1, cols - 2),
+            (rows + 3, cols + 1),
+        ];
+        for (pr, pc) in shapes {
+            let p = grid(pr, pc, 9);
+            for edge in [Edge::None, Edge::Duplicate] {
+                let old = vec![-7i64; rows * cols];
+                let want = model_2d(
+                    (rows, cols),
+                    (1, 1),
+                    edge,
+                    0,
+                    &[t.to_vec()],
+                    &old,
+                    |i, j, w| {
+                        w(0, 0, 0) * 3 + p[(i.min(pr - 1), j.min(pc - 1))] * 5 - w(0, 1, 0)
+                            + (i * 100 + j) as i64
+                    },
+                );
+                for b in backends() {
+                    let mut out = Matrix::filled(rows, cols, -7i64);
+                    let r = MapOverlap::new(hot_clamped, (1, 1))
+                        .edge(edge)
+                        .arrays((&p,))
+                        .backend(b)
+                        .run(&t, &mut out);
+                    let what = format!("hot_clamped {rows}x{cols}, Mat {pr}x{pc}, {edge:?}");
+                    expect(b, r, || out.to_vec(), &want, &what);
+                }
             }
         }
     }
@@ -663,5 +714,213 @@ fn checked_general_form_reports_the_bad_index_and_leaves_the_output() {
             })
             .collect();
         assert_eq!(out.to_vec(), want, "{b:?}");
+    }
+}
+
+/// A 5-point stencil with an index, a container and a uniform: it reads its window only at
+/// its own cell and at cells of the other colour, so a colour sweep on a GPU updates the
+/// matrix where it lies (no second matrix).
+#[userfn]
+pub fn five(#[index] (i, j): (usize, usize), w: Window2<i64>, v: &[i64], #[uniform] k: i64) -> i64 {
+    (w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)] - 3 * w[(0, 0)]) / 2
+        + k * v[(i + 2 * j) % v.len()]
+}
+
+/// Offsets of the other colour up to 2 away (in place on the GPUs except with
+/// `Edge::Duplicate`, whose clamping could map them onto cells of the sweep's colour).
+#[userfn]
+pub fn knight(w: Window2<i64>) -> i64 {
+    w[(2, -1)] - w[(-1, 2)] + 3 * w[(0, -1)] + w[(0, 0)] / 2
+}
+
+/// SkePU 3's heat: four neighbours of the other colour, in `f32`.
+#[userfn]
+pub fn heat4(w: Window2<f32>) -> f32 {
+    (w[(-1, 0)] + w[(1, 0)] + w[(0, -1)] + w[(0, 1)]) * 0.25
+}
+
+/// The model of the sweeps of an in-place update with window function `f` of radius `r`.
+fn model_sweeps(
+    m: &[i64],
+    dims: (usize, usize),
+    r: (usize, usize),
+    edge: Edge,
+    update: Update,
+    f: impl Fn(usize, usize, &dyn Fn(usize, isize, isize) -> i64) -> i64,
+) -> Vec<i64> {
+    let sweeps: &[usize] = match update {
+        Update::Red => &[0],
+        Update::Black => &[1],
+        _ => &[0, 1],
+    };
+    let mut cur = m.to_vec();
+    for &parity in sweeps {
+        let snapshot = cur.clone();
+        cur = model_2d(
+            dims,
+            r,
+            edge,
+            0,
+            std::slice::from_ref(&snapshot),
+            &snapshot,
+            |i, j, w| {
+                if (i + j) % 2 != parity {
+                    return snapshot[i * dims.1 + j];
+                }
+                f(i, j, w)
+            },
+        );
+    }
+    cur
+}
+
+#[test]
+fn colour_sweeps_in_place_match_the_model_every_edge() {
+    let v: Vec<i64> = (0..7).map(|x| x * 3 - 5).collect();
+    let vv = Vector::from(v.clone());
+    let shapes = [
+        (2, 2),
+        (2, 3),
+        (4, 6),
+        (7, 13),
+        (31, 17),
+        (64, 66),
+        (131, 257),
+    ];
+    for (rows, cols) in shapes {
+        for edge in EDGES {
+            for update in [Update::Red, Update::Black, Update::RedBlack] {
+                let m0 = grid(rows, cols, 5);
+                let what = format!("{update:?} {rows}x{cols} {edge:?}");
+                let want = model_sweeps(
+                    &m0.to_vec(),
+                    (rows, cols),
+                    (1, 1),
+                    edge,
+                    update,
+                    |i, j, w| {
+                        (w(0, -1, 0) + w(0, 1, 0) + w(0, 0, -1) + w(0, 0, 1) - 3 * w(0, 0, 0)) / 2
+                            + 4 * v[(i + 2 * j) % v.len()]
+                    },
+                );
+                for b in backends() {
+                    let mut m = m0.clone();
+                    let r = MapOverlap::new(five, (1, 1))
+                        .arrays((&vv,))
+                        .uniforms((4,))
+                        .edge(edge)
+                        .pad(0)
+                        .update(update)
+                        .checked(false)
+                        .backend(b)
+                        .run_in_place(&mut m);
+                    expect(b, r, || m.to_vec(), &want, &format!("five {what}"));
+                }
+                if rows < 4 || cols < 4 {
+                    continue;
+                }
+                let want = model_sweeps(
+                    &m0.to_vec(),
+                    (rows, cols),
+                    (2, 2),
+                    edge,
+                    update,
+                    |_, _, w| w(0, 2, -1) - w(0, -1, 2) + 3 * w(0, 0, -1) + w(0, 0, 0) / 2,
+                );
+                for b in backends() {
+                    let mut m = m0.clone();
+                    let r = MapOverlap::new(knight, (2, 2))
+                        .edge(edge)
+                        .update(update)
+                        .checked(false)
+                        .backend(b)
+                        .run_in_place(&mut m);
+                    expect(b, r, || m.to_vec(), &want, &format!("knight {what}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn heat_red_black_in_place_is_bit_identical_to_cpu() {
+    for (rows, cols) in [(3, 3), (17, 29), (130, 258)] {
+        let m0 = Matrix::from_fn(rows, cols, |i, j| {
+            ((i * 7 + j * 13) % 19) as f32 * 0.37 - 2.0
+        });
+        let sweeps = |b: Backend| -> Vec<u32> {
+            let mut m = m0.clone();
+            let sweep = MapOverlap::new(heat4, (1, 1))
+                .edge(Edge::None)
+                .update(Update::RedBlack)
+                .checked(false)
+                .backend(b);
+            for _ in 0..5 {
+                sweep
+                    .run_in_place(&mut m)
+                    .unwrap_or_else(|e| panic!("{b:?} {rows}x{cols}: {e}"));
+            }
+            m.to_vec().into_iter().map(f32::to_bits).collect()
+        };
+        let want = sweeps(Backend::Cpu);
+        for b in backends() {
+            assert_eq!(sweeps(b), want, "{b:?} {rows}x{cols}");
+        }
+    }
+}
+
+#[test]
+fn a_colour_sweep_on_a_gpu_updates_the_matrix_where_it_lies() {
+    // Through a second matrix, a `Red` sweep swaps that matrix in (the host buffer
+    // changes); in place it stays. `five` reads the other colour only, `smooth` does not.
+    // Unchecked: a checked sweep goes through a second matrix (a fault leaves `m` as it was).
+    let v = Vector::from(vec![1i64, 2, 3]);
+    for b in [Backend::OpenCl, Backend::Cuda]
+        .into_iter()
+        .filter(|&b| available(b))
+    {
+        let mut m = grid(40, 70, 1);
+        let before = m.as_slice().as_ptr();
+        let want = {
+            let mut c = m.clone();
+            MapOverlap::new(five, (1, 1))
+                .arrays((&v,))
+                .uniforms((2,))
+                .update(Update::Red)
+                .backend(Backend::Cpu)
+                .run_in_place(&mut c)
+                .unwrap();
+            c.to_vec()
+        };
+        MapOverlap::new(five, (1, 1))
+            .arrays((&v,))
+            .uniforms((2,))
+            .update(Update::Red)
+            .checked(false)
+            .backend(b)
+            .run_in_place(&mut m)
+            .unwrap_or_else(|e| panic!("{b:?}: {e}"));
+        assert_eq!(m.to_vec(), want, "{b:?}");
+        // A CUDA call split over several device slots (`SKEL_CUDA_DEVICES=0,0`) sweeps
+        // through a second matrix by design: only one slot updates in place.
+        if b == Backend::OpenCl || super::devices::slots() == 1 {
+            assert_eq!(
+                m.as_slice().as_ptr(),
+                before,
+                "{b:?}: the sweep did not run in place"
+            );
+        }
+        let before = m.as_slice().as_ptr();
+        MapOverlap::new(smooth, (1, 1))
+            .update(Update::Red)
+            .checked(false)
+            .backend(b)
+            .run_in_place(&mut m)
+            .unwrap_or_else(|e| panic!("{b:?}: {e}"));
+        assert_ne!(
+            m.as_slice().as_ptr(),
+            before,
+            "{b:?}: `smooth` reads its own colour"
+        );
     }
 }

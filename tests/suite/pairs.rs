@@ -174,8 +174,9 @@ macro_rules! pairs_suite {
             fn map_pairs_reduce_rows_and_cols_keep_the_order() {
                 require!();
                 // Also long folds over few results (the GPU backends split those into
-                // segments) and many short ones.
-                let shapes = PAIR_SHAPES.iter().copied().chain([(3, 5000), (5000, 3), (2, 70_001)]);
+                // segments, rayon folds few columns in blocks of rows while the next block
+                // is mapped: one block, several, a last one of one row) and many short ones.
+                let shapes = PAIR_SHAPES.iter().copied().chain([(3, 5000), (5000, 3), (2, 70_001), (61_953, 17), (70_001, 3), (65_537, 2)]);
                 for (rows, cols) in shapes {
                     let (hv, hh) = (ints_i64(rows, 7), ints_i64(cols, 8));
                     let (v, h) = (Vector::from(hv.clone()), Vector::from(hh.clone()));
@@ -222,7 +223,8 @@ macro_rules! pairs_suite {
             #[test]
             fn map_pairs_reduce_index_and_uniforms() {
                 require!();
-                for &(rows, cols) in PAIR_SHAPES.iter().filter(|s| s.0 > 0 && s.1 > 0) {
+                let shapes = PAIR_SHAPES.iter().copied().chain([(40_000, 17)]);
+                for (rows, cols) in shapes.filter(|s| s.0 > 0 && s.1 > 0) {
                     let v = Vector::from(ints_i64(rows, 9));
                     let h = Vector::from_fn(cols, |j| (j as i32 * 5) % 17 - 8);
                     let s = MapPairsReduce::new(pair_tag, add_i64).uniforms((-2, 1));

@@ -7,15 +7,53 @@
 //! per-element call's bit for bit: only the order *between* elements changes, which
 //! lets LLVM vectorise the loop over a row.
 //!
-//! On x86-64 the loops are also compiled for AVX2 and that build runs where the CPU has
-//! it (the crate's baseline is SSE2); no FMA is enabled, so products stay separate
-//! multiplications and additions, as in the user function. (An AVX-512F build waits for
-//! the crate's minimum Rust version: the target feature is stable from 1.89.)
+//! On x86-64 the loops are also compiled for AVX2 and, with Rust 1.89 or later (the build
+//! script's `skel_avx512`; the crate's minimum is 1.80), for AVX-512F; the widest build the
+//! CPU has runs (the crate's baseline is SSE2). LLVM fuses a multiplication and an
+//! addition into an FMA only under fast-math flags, which Rust never sets, so products
+//! stay separate multiplications and additions, as in the user function, in every build
+//! (AVX-512F implies the FMA instructions; the AVX-512 build of the dev machine's bench
+//! contains none).
 //!
 //! Each returns `None` where an index the body would use leaves its container: the
 //! per-element path then runs and reports the fault as it always does.
 
 use crate::userfn::Mat;
+
+/// `$body` for `$r` in `0..$rows` (a constant, at most [`MR`]), written out row by row: a
+/// register tile's rows must be straight-line code for its accumulators to stay in
+/// registers, and a loop over them is unrolled or not at the optimiser's discretion. With
+/// the default 16 codegen units of a release build it was not: the accumulators lived on
+/// the stack and the product ran at a fifth of the rate (dev machine, one core, 384^3).
+macro_rules! each_row {
+    ($rows:expr, |$r:ident| $body:block) => {{
+        const _: () = assert!(MR <= 6, "each_row! writes out 6 rows");
+        if 0 < $rows {
+            let $r = 0;
+            $body
+        }
+        if 1 < $rows {
+            let $r = 1;
+            $body
+        }
+        if 2 < $rows {
+            let $r = 2;
+            $body
+        }
+        if 3 < $rows {
+            let $r = 3;
+            $body
+        }
+        if 4 < $rows {
+            let $r = 4;
+            $body
+        }
+        if 5 < $rows {
+            let $r = 5;
+            $body
+        }
+    }};
+}
 
 /// Defines the public `$name`, which runs `$loops` (an `#[inline(always)]` function of the
 /// same parameters) compiled for AVX2 where the CPU has it, else as the crate is built.
@@ -29,6 +67,21 @@ macro_rules! widest_build {
             init: O,
             step: impl Fn(O, A, B) -> O,
         ) -> Option<Vec<O>> {
+            #[cfg(all(target_arch = "x86_64", skel_avx512))]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn widest<A: Copy, B: Copy, O: Copy>(
+                    ops: $ops,
+                    k: usize,
+                    range: $range,
+                    init: O,
+                    step: impl Fn(O, A, B) -> O,
+                ) -> Option<Vec<O>> {
+                    $loops(ops, k, range, init, step)
+                }
+                // SAFETY: the CPU has AVX-512F, checked just above.
+                return unsafe { widest(ops, k, range, init, step) };
+            }
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 #[target_feature(enable = "avx2")]
@@ -60,11 +113,22 @@ const MR: usize = 6;
 const NR: usize = 16;
 
 /// Output rows whose steps are interleaved in the matrix-vector loop: independent
-/// accumulations in flight instead of one dependent chain.
+/// accumulations in flight instead of one dependent chain (one add latency a step). 16
+/// rows measured 3x slower than 8 on the dev machine's EPYC (AVX2: the accumulators no
+/// longer fit the registers).
 const ROWS: usize = 8;
 
-/// Steps per block of the matrix-vector loop.
+/// Steps per block of the matrix-vector loop: each row's run of a block is one slice.
 const STEPS: usize = 8;
+
+/// Output rows per task of a product split over threads ([`crate::backends`]'s rayon
+/// Map): whole rows, a multiple of the register tile's, about one task per thread. Each
+/// task packs the whole of `b` it passes over, so a task of few rows spends as much time
+/// packing as multiplying (measured on the dev machine, one core, 1024^3: 16-row tasks
+/// at about half the rate of 64-row ones).
+pub(crate) fn band_rows(rows: usize, threads: usize) -> usize {
+    rows.div_ceil(threads.max(1)).next_multiple_of(MR)
+}
 
 widest_build! {
     /// `out[(i, j)] = step(.. step(init, x[(i, 0)], y[(0, j)]) .., x[(i, k - 1)], y[(k - 1, j)])`
@@ -102,14 +166,13 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
     // line a row of `y` apart (a page apart from 1024 columns of f32: a TLB miss a
     // step). Only the order between elements changes; each element's steps stay in
     // ascending `l`.
-    let pack = rows.len() >= MR;
+    let pack = rows.len() >= 2;
     let mut ypanels: Vec<B> = Vec::new();
     let mut xpanel: Vec<A> = Vec::new();
     for j0 in (0..cols).step_by(J_BLOCK) {
         let j1 = (j0 + J_BLOCK).min(cols);
         for l0 in (0..k).step_by(L_BLOCK) {
             let l1 = (l0 + L_BLOCK).min(k);
-            let kl = l1 - l0;
             if pack {
                 ypanels.clear();
                 for c in (j0..j1 - (j1 - j0) % NR).step_by(NR) {
@@ -120,46 +183,29 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
             }
             let mut row = rows.start;
             while row < rows.end {
-                // MR whole rows at once: a register tile of MR x NR outputs per pass
-                // over the block's steps.
-                if row + MR <= rows.end && full(row) && full(row + MR - 1) {
+                // Whole rows from here (only the range's first and last rows can be
+                // partial), taken by the widest register tile they fill.
+                let mut whole = 0;
+                while pack && whole < MR && row + whole < rows.end && full(row + whole) {
+                    whole += 1;
+                }
+                if whole > 0 {
                     let at = row * cols - first;
-                    let tile = &mut out[at..at + MR * cols];
-                    let xrows = &xd[row * xc..(row + MR) * xc];
-                    xpanel.clear();
-                    for l in l0..l1 {
-                        xpanel.extend((0..MR).map(|r| xrows[r * xc + l]));
-                    }
-                    let xs = &xpanel[..];
-                    let mut c = j0;
-                    while c + NR <= j1 {
-                        let mut acc = [[init; NR]; MR];
-                        for (r, a) in acc.iter_mut().enumerate() {
-                            a.copy_from_slice(&tile[r * cols + c..r * cols + c + NR]);
-                        }
-                        let ys = &ypanels[(c - j0) * kl..(c - j0 + NR) * kl];
-                        for (xv, yv) in xs.chunks_exact(MR).zip(ys.chunks_exact(NR)) {
-                            for (a, &x) in acc.iter_mut().zip(xv) {
-                                for (o, &y) in a.iter_mut().zip(yv) {
-                                    *o = step(*o, x, y);
-                                }
-                            }
-                        }
-                        for (r, a) in acc.iter().enumerate() {
-                            tile[r * cols + c..r * cols + c + NR].copy_from_slice(a);
-                        }
-                        c += NR;
-                    }
-                    for r in 0..MR {
-                        row_steps(
-                            &mut tile[r * cols + c..r * cols + j1],
-                            &xrows[r * xc..r * xc + k],
-                            (yd, yc, c),
-                            l0..l1,
-                            &step,
-                        );
-                    }
-                    row += MR;
+                    let block = Block {
+                        x: &xd[row * xc..(row + whole) * xc],
+                        xc,
+                        y: (yd, yc, &ypanels),
+                        steps: l0..l1,
+                        cols: j0..j1,
+                    };
+                    let o = &mut out[at..at + whole * cols];
+                    let taken = match whole {
+                        MR => tile::<_, _, _, MR>(o, cols, block, &mut xpanel, init, &step),
+                        4 | 5 => tile::<_, _, _, 4>(o, cols, block, &mut xpanel, init, &step),
+                        2 | 3 => tile::<_, _, _, 2>(o, cols, block, &mut xpanel, init, &step),
+                        _ => tile::<_, _, _, 1>(o, cols, block, &mut xpanel, init, &step),
+                    };
+                    row += taken;
                     continue;
                 }
                 // This row's columns inside the call and the block.
@@ -180,6 +226,75 @@ fn gemm_loops<A: Copy, B: Copy, O: Copy>(
         }
     }
     Some(out)
+}
+
+/// What a register tile reads: whole rows of `x` (`xc` apart), `y` with its packed
+/// panels of the block, and the block's steps and columns.
+struct Block<'a, A, B> {
+    x: &'a [A],
+    xc: usize,
+    y: (&'a [B], usize, &'a [B]),
+    steps: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+}
+
+/// The block's steps of the first `R` rows of `out` (rows of `cols` outputs): a register
+/// tile of `R x NR` outputs per pass over the steps, then the columns short of a panel
+/// row by row. Returns `R`.
+#[inline(always)]
+fn tile<A: Copy, B: Copy, O: Copy, const R: usize>(
+    out: &mut [O],
+    cols: usize,
+    blk: Block<'_, A, B>,
+    xpanel: &mut Vec<A>,
+    init: O,
+    step: &impl Fn(O, A, B) -> O,
+) -> usize {
+    let Block {
+        x,
+        xc,
+        y: (yd, yc, ypanels),
+        steps,
+        cols: js,
+    } = blk;
+    let kl = steps.len();
+    xpanel.clear();
+    for l in steps.clone() {
+        xpanel.extend((0..R).map(|r| x[r * xc + l]));
+    }
+    let xs = &xpanel[..R * kl];
+    let mut c = js.start;
+    while c + NR <= js.end {
+        let mut acc = [[init; NR]; R];
+        for (r, a) in acc.iter_mut().enumerate() {
+            a.copy_from_slice(&out[r * cols + c..r * cols + c + NR]);
+        }
+        let ys = &ypanels[(c - js.start) * kl..(c - js.start + NR) * kl];
+        for (xv, yv) in xs.chunks_exact(R).zip(ys.chunks_exact(NR)) {
+            let (Ok(xv), Ok(yv)) = (<&[A; R]>::try_from(xv), <&[B; NR]>::try_from(yv)) else {
+                continue; // never: the chunks are exact
+            };
+            each_row!(R, |r| {
+                for c in 0..NR {
+                    acc[r][c] = step(acc[r][c], xv[r], yv[c]);
+                }
+            });
+        }
+        for (r, a) in acc.iter().enumerate() {
+            out[r * cols + c..r * cols + c + NR].copy_from_slice(a);
+        }
+        c += NR;
+    }
+    for r in 0..R {
+        row_steps(
+            &mut out[r * cols + c..r * cols + js.end],
+            &x[r * xc..(r + 1) * xc],
+            (yd, yc, c),
+            steps.clone(),
+            step,
+        );
+    }
+    R
 }
 
 /// Steps `ls` of one output row segment `o` (columns from `c0`): `o[c] = step(o[c],
@@ -219,41 +334,53 @@ fn gemv_loops<A: Copy, B: Copy, O: Copy>(
         return None;
     }
     let (md, mc) = (m.data(), m.cols());
+    let v = &v[..k];
     let mut out = vec![init; n];
-    for (b, chunk) in out.chunks_mut(ROWS).enumerate() {
-        let i0 = first + b * ROWS;
-        if chunk.len() == ROWS {
-            // ROWS x STEPS blocks, each row's run read contiguously, then taken a step
-            // (a column of the block) at a time across the rows: each row's steps stay
-            // in ascending `l`, and the rows' accumulations are independent lanes.
-            let rows: [&[A]; ROWS] = std::array::from_fn(|r| &md[(i0 + r) * mc..(i0 + r) * mc + k]);
-            let mut acc = [init; ROWS];
-            for (b, ys) in v[..k].chunks_exact(STEPS).enumerate() {
-                let l0 = b * STEPS;
-                let blk: [[A; STEPS]; ROWS] =
-                    std::array::from_fn(|r| std::array::from_fn(|s| rows[r][l0 + s]));
-                for (s, &y) in ys.iter().enumerate() {
-                    for (a, run) in acc.iter_mut().zip(&blk) {
-                        *a = step(*a, run[s], y);
-                    }
-                }
-            }
-            for l in k - k % STEPS..k {
-                for (a, row) in acc.iter_mut().zip(&rows) {
-                    *a = step(*a, row[l], v[l]);
-                }
-            }
-            chunk.copy_from_slice(&acc);
-        } else {
-            for (r, o) in chunk.iter_mut().enumerate() {
-                let row = &md[(i0 + r) * mc..(i0 + r) * mc + k];
-                for (&a, &y) in row.iter().zip(v) {
-                    *o = step(*o, a, y);
-                }
-            }
-        }
+    let mut groups = out.chunks_exact_mut(ROWS);
+    for (g, chunk) in groups.by_ref().enumerate() {
+        let i0 = first + g * ROWS;
+        let rows: [&[A]; ROWS] = std::array::from_fn(|r| &md[(i0 + r) * mc..(i0 + r) * mc + k]);
+        chunk.copy_from_slice(&fold_rows(rows, v, init, &step));
+    }
+    let rest = groups.into_remainder();
+    let i0 = first + n - rest.len();
+    for (r, o) in rest.iter_mut().enumerate() {
+        let row = &md[(i0 + r) * mc..(i0 + r) * mc + k];
+        *o = fold_rows([row], v, init, &step)[0];
     }
     Some(out)
+}
+
+/// The folds of `R` rows over `v`, each in ascending `l`: each row's run of a block of
+/// steps is one slice (one bounds check a row a block), taken a step at a time across the
+/// rows, so `R` independent accumulations are in flight. (Copying the block into an
+/// array first, the earlier form, ran at 0.3x the rate in cache on the dev machine.)
+#[inline(always)]
+fn fold_rows<A: Copy, B: Copy, O: Copy, const R: usize>(
+    rows: [&[A]; R],
+    v: &[B],
+    init: O,
+    step: &impl Fn(O, A, B) -> O,
+) -> [O; R] {
+    let k = v.len();
+    let mut acc = [init; R];
+    let mut l0 = 0;
+    while l0 + STEPS <= k {
+        let ys = &v[l0..l0 + STEPS];
+        let blk: [&[A]; R] = std::array::from_fn(|r| &rows[r][l0..l0 + STEPS]);
+        for s in 0..STEPS {
+            for r in 0..R {
+                acc[r] = step(acc[r], blk[r][s], ys[s]);
+            }
+        }
+        l0 += STEPS;
+    }
+    for l in l0..k {
+        for r in 0..R {
+            acc[r] = step(acc[r], rows[r][l], v[l]);
+        }
+    }
+    acc
 }
 
 widest_build! {
@@ -378,5 +505,114 @@ mod tests {
             .map(|j| (0..m).fold(0.0, |s, l| step(s, a[l * k + j], r[l])))
             .collect();
         assert_eq!(gemv_t((am, &r), m, (0, k), 0.0, step).unwrap(), want);
+    }
+
+    /// `out[p] = (0..k).fold(init, step(_, a[(p / n, l)], b[(l, p % n)]))`, the oracle.
+    fn per_element<T: Copy, O: Copy>(
+        (a, b): (&[T], &[T]),
+        (m, k, n): (usize, usize, usize),
+        init: O,
+        step: impl Fn(O, T, T) -> O,
+    ) -> Vec<O> {
+        (0..m * n)
+            .map(|p| (0..k).fold(init, |s, l| step(s, a[(p / n) * k + l], b[l * n + p % n])))
+            .collect()
+    }
+
+    /// Every split a rayon Map makes (whole-row bands for 1-5 threads) and odd ones, at
+    /// sizes of 0 and 1, primes, and neither a multiple of the register tile (6 x 16) nor
+    /// of the blocks (128 steps, 512 columns): all rows' remainders take the narrower
+    /// tiles; f32 sums, integer min-plus and f64 products stay the per-element fold.
+    #[test]
+    fn every_split_of_a_product_keeps_each_elements_order() {
+        let shapes = [
+            (0, 3, 4),
+            (3, 4, 0),
+            (1, 1, 1),
+            (2, 0, 3),
+            (5, 7, 17),
+            (7, 131, 13),
+            (11, 129, 33),
+            (23, 37, 529),
+            (41, 5, 16),
+        ];
+        for (m, k, n) in shapes {
+            let (a, b) = (floats(m * k, 5), floats(k * n, 6));
+            let sum = |o: f32, x: f32, y: f32| o + x * y;
+            let want = per_element((&a, &b), (m, k, n), 0.0f32, sum);
+            let ai: Vec<i32> = a.iter().map(|v| (v * 1e9) as i32).collect();
+            let bi: Vec<i32> = b.iter().map(|v| (v * 2e9) as i32).collect();
+            let min_plus = |o: i32, x: i32, y: i32| o.min(x.wrapping_add(y));
+            let want_i = per_element((&ai, &bi), (m, k, n), i32::MAX, min_plus);
+            let ad: Vec<f64> = a.iter().map(|&v| v as f64 / 3.0).collect();
+            let bd: Vec<f64> = b.iter().map(|&v| v as f64 * 7.0).collect();
+            let prod = |o: f64, x: f64, y: f64| o + x * y;
+            let want_d = per_element((&ad, &bd), (m, k, n), 0.5f64, prod);
+            let mut splits: Vec<Vec<usize>> = (1..=5)
+                .map(|t| {
+                    let band = super::band_rows(m, t) * n;
+                    (0..m * n).step_by(band.max(1)).collect()
+                })
+                .collect();
+            splits.push((0..m * n).step_by(7).collect());
+            splits.push((0..m * n).step_by(n + 3).collect());
+            for starts in splits {
+                let ends = starts.iter().skip(1).copied().chain([m * n]);
+                for (first, end) in starts.iter().copied().zip(ends) {
+                    let len = end - first;
+                    let got = gemm(
+                        (Mat::new(&a, m, k), Mat::new(&b, k, n)),
+                        k,
+                        (first, len, n),
+                        0.0,
+                        sum,
+                    )
+                    .unwrap();
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want[first..end]),
+                        "{m}x{k}x{n} {first}+{len}"
+                    );
+                    let got = gemm(
+                        (Mat::new(&ai, m, k), Mat::new(&bi, k, n)),
+                        k,
+                        (first, len, n),
+                        i32::MAX,
+                        min_plus,
+                    )
+                    .unwrap();
+                    assert_eq!(got, want_i[first..end], "{m}x{k}x{n} {first}+{len}");
+                    let got = gemm(
+                        (Mat::new(&ad, m, k), Mat::new(&bd, k, n)),
+                        k,
+                        (first, len, n),
+                        0.5,
+                        prod,
+                    )
+                    .unwrap();
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want_d[first..end]),
+                        "{m}x{k}x{n} {first}+{len}"
+                    );
+                }
+            }
+            // matrix-vector: every group of 8 rows and the rows left over, from any row
+            let x = floats(k, 7);
+            let mv: Vec<u32> = (0..m)
+                .map(|i| {
+                    (0..k)
+                        .fold(0.0f32, |s, l| sum(s, a[i * k + l], x[l]))
+                        .to_bits()
+                })
+                .collect();
+            for first in 0..m.min(10) {
+                let got = gemv((Mat::new(&a, m, k), &x), k, (first, m - first), 0.0, sum).unwrap();
+                let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, mv[first..], "{m}x{k} from {first}");
+            }
+        }
     }
 }

@@ -9,6 +9,7 @@
 
 use super::{Edge, Stencil};
 use crate::plan::{Axis, Cells};
+use crate::userfn::sealed::Only;
 use crate::userfn::{ContainerArgs, IndexKind, Overlap1Fn, Overlap2Fn, Window, Window2};
 
 /// Most windowed inputs of one function.
@@ -285,6 +286,50 @@ fn interior_with<F: Overlap2Fn, const N: usize>(
     let last = run.end - 1 - run.shift + needed;
     assert!(run.first >= run.shift && run.end <= out_row.len().min(cols));
     assert!(blocks.iter().all(|b| last <= b.len()));
+    // Two copies of the loop where the function has `Mat` arguments: in the first every
+    // output's index lies inside every `Mat` (checked at the last one: `j` only rises), so
+    // a read at the output's own index (hotspot's `power[(i, j)]`) has no check and the
+    // loop vectorises; the second (a `Mat` smaller than the output) keeps the checks.
+    // Without `Mat`s the condition is `true` and the second copy folds away.
+    if <F::Arrays as ContainerArgs>::inside(arrays, (i, run.end - 1), Only) {
+        sweep::<F, N, true>(
+            blocks,
+            (i, cols, stride),
+            run,
+            (rr, rc),
+            step,
+            out_row,
+            arrays,
+            uniforms,
+        );
+    } else {
+        sweep::<F, N, false>(
+            blocks,
+            (i, cols, stride),
+            run,
+            (rr, rc),
+            step,
+            out_row,
+            arrays,
+            uniforms,
+        );
+    }
+}
+
+/// The loop of [`interior_with`], its checks done there.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn sweep<F: Overlap2Fn, const N: usize, const INSIDE: bool>(
+    blocks: &[&[F::Elem]; N],
+    (i, cols, stride): (usize, usize, usize),
+    run: Run,
+    (rr, rc): (usize, usize),
+    step: usize,
+    out_row: &mut [F::Out],
+    arrays: Refs<'_, F>,
+    uniforms: &F::Uniforms,
+) {
+    let needed = 2 * rr * stride + 2 * rc + 1;
     let mut j = run.first;
     // A plain loop: `step_by`'s `try_fold` kept the body out of line (measured: 37% of
     // fdtd2d's time in the closure call).
@@ -293,7 +338,7 @@ fn interior_with<F: Overlap2Fn, const N: usize>(
         // Written out, not in a closure: the closure stayed out of line (measured:
         // edgedetect 3x slower).
         // SAFETY: `run.shift <= run.first <= j < run.end`, so `s + needed <= last`, which
-        // is within every block (asserted above).
+        // is within every block (asserted in `interior_with`).
         let first = unsafe { blocks[0].get_unchecked(s..s + needed) };
         let mut ws = [Window2::new(first, stride, (rr, rc)); N];
         // By index, not zipped with `blocks`: `Zip::nth` (from `skip`) stayed out of line
@@ -306,8 +351,17 @@ fn interior_with<F: Overlap2Fn, const N: usize>(
                 (rr, rc),
             );
         }
+        // Tells LLVM `inside` holds here (`assert_unchecked` is newer than the MSRV).
+        if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (i, j), Only) {
+            // SAFETY: never reached. `INSIDE` is passed where `inside` holds at
+            // `(i, run.end - 1)`, and `j < run.end`. `inside` is `true` for a slice and,
+            // for a `Mat`, compares `i` and `j` with its shape and `i * cols + j` with its
+            // length: it holds at every smaller `j`. No other crate can override `inside`
+            // (`sealed::Only`).
+            unsafe { std::hint::unreachable_unchecked() }
+        }
         let index = F::Index::from_parts(i * cols + j, (i, j), cols);
-        // SAFETY: `j < run.end <= out_row.len()` (asserted above).
+        // SAFETY: `j < run.end <= out_row.len()` (asserted in `interior_with`).
         unsafe { *out_row.get_unchecked_mut(j) = F::apply_windows(index, &ws, arrays, uniforms) };
         j += step;
     }

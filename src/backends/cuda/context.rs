@@ -163,8 +163,7 @@ pub(crate) fn ensure_nvrtc() -> Result<()> {
     static FOUND: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     FOUND
         .get_or_init(|| {
-            // SAFETY: only tries to dlopen the library by its usual names.
-            if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            if load_for_process("nvrtc") {
                 return Ok(());
             }
             for dir in nvrtc_dirs() {
@@ -187,8 +186,7 @@ pub(crate) fn ensure_nvrtc() -> Result<()> {
                         // Keep it loaded for the process: cudarc's later dlopen by soname
                         // finds this copy.
                         std::mem::forget(lib);
-                        // SAFETY: as above.
-                        if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                        if load_for_process("nvrtc") {
                             return Ok(());
                         }
                     }
@@ -204,6 +202,29 @@ pub(crate) fn ensure_nvrtc() -> Result<()> {
         .map_err(|m| Error::Driver(m.into()))
 }
 
+/// Loads the CUDA library `lib` (`cuda`, `nvrtc`) by cudarc's names for it and keeps it
+/// loaded for the whole process; `false` where none loads. cudarc's own presence check
+/// (`is_culib_present`) unloads the library again at once: a library unloaded after its
+/// initialisers ran, then loaded again elsewhere by cudarc's first call, leaves the
+/// first copy's process-exit and thread-exit hooks pointing into unmapped code. Kept
+/// loaded, cudarc's later load by the same name finds this copy, and nothing of it is
+/// ever unloaded before the process ends (deliberately: the process's lifetime is
+/// theirs).
+fn load_for_process(lib: &str) -> bool {
+    cudarc::get_lib_name_candidates(lib)
+        .into_iter()
+        .any(|name| {
+            // SAFETY: loading NVIDIA's library runs its initialisers only.
+            match unsafe { libloading::Library::new(&name) } {
+                Ok(loaded) => {
+                    std::mem::forget(loaded);
+                    true
+                }
+                Err(_) => false,
+            }
+        })
+}
+
 fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32> {
     // SAFETY: `dev` is a valid device handle from cuDeviceGet.
     unsafe { result::device::get_attribute(dev, a) }.map_err(driver)
@@ -213,8 +234,7 @@ fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32> {
 fn slot_list() -> std::result::Result<&'static [u32], String> {
     static LIST: OnceLock<std::result::Result<Vec<u32>, String>> = OnceLock::new();
     LIST.get_or_init(|| {
-        // SAFETY: only tries to dlopen libcuda by its usual names.
-        if !unsafe { sys::is_culib_present() } {
+        if !load_for_process("cuda") {
             return Err("no CUDA driver (libcuda) found".into());
         }
         result::init().map_err(|e| format!("cuInit failed: {e}"))?;

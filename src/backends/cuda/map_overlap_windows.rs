@@ -178,3 +178,97 @@ fn rows_band<'c, F: OverlapFn>(
     }
     Ok(())
 }
+
+/// One colour sweep of `job` (an [`Job::in_place_sweep`]) over `m` in place, on the
+/// current slot and one stream: the kernel reads its window's tile from `m` and writes
+/// the sweep's cells into it, with no second matrix and no copy. `Ok(false)`, having done
+/// nothing, where that would not give the bits of a sweep from a copy
+/// ([`ow::in_place_exact`]), the call is split over several device slots (each would hold
+/// a stale halo of the others' cells), or it is checked (a fault would leave `m` half
+/// updated, where the sweep from a copy leaves it as it was).
+///
+/// [`Job::in_place_sweep`]: crate::backends::overlap_windows::Job::in_place_sweep
+pub(crate) fn run_in_place<'c, F: OverlapFn>(
+    exec: &Cuda,
+    job: Job,
+    arrays: &impl ArgTuple<'c>,
+    m: ArgMut<'_, F::Out>,
+    pad: F::Elem,
+    uniforms: &F::Uniforms,
+) -> Result<bool> {
+    let same_type = std::any::TypeId::of::<F::Elem>() == std::any::TypeId::of::<F::Out>();
+    if !same_type
+        || exec.checked
+        || devices::count(exec.devices)? > 1
+        || !ow::in_place_exact(F::definition(), (job.rows, job.cols), job.edge)
+    {
+        return Ok(false);
+    }
+    if job.rows == 0 || job.cols == 0 {
+        return Ok(true);
+    }
+    let ctx = ctx()?;
+    let g = Geometry::choose(
+        &job,
+        std::mem::size_of::<F::Elem>(),
+        MAX_THREADS,
+        STATIC_SHARED,
+    )?;
+    let module = module(
+        ctx,
+        ProgKey::of::<F>(interned(g.variant(&job, false)), ctx.ordinal),
+        "overlap_windows",
+        &[ow::KERNEL],
+        || source::<F>(&job, &g, false),
+    )?;
+    let (rows, cols) = (job.rows, job.cols);
+    let n = rows * cols;
+    let eager = memory::eager_download(&m, exec.download);
+    let bytes = n * std::mem::size_of::<F::Out>();
+    let work = Work {
+        up: 0,
+        kernel: 2 * bytes,
+        down: if eager { bytes } else { 0 },
+        // The previous sweep's stream, so that the sweeps run in order.
+        follows: memory::busy_lane(ctx, &m.lock()),
+    };
+    // One part: the sweep's cells read other cells of the whole matrix.
+    let split = multistream::split(ctx, "overlap_windows", rows, rows, Some(1), work)?;
+    let (lane, tag) = (split.lanes[0], split.tag);
+    let whole = arrays::stage(ctx, arrays, lane, tag)?;
+    // `keep`: the cells the sweep does not write, and the halo, are read from `m`.
+    let dst = memory::output_part(ctx, &m, 0..n, true, lane, tag)?;
+    let (tiles_x, tiles_y) = g.tiles(rows, cols);
+    let mut args = KernelArgs::default();
+    args.ptr(dst)
+        .i64(rows as i64)
+        .i64(cols as i64)
+        .i32(job.edge_code())
+        .value(&pad)
+        .i32(job.parity_code())
+        .i64(0)
+        .i64(rows as i64)
+        .i64(tiles_x as i64)
+        .i64(tiles_y as i64);
+    arrays::push(&mut args, &whole, true);
+    args.uniforms(uniforms);
+    let dims = Dims {
+        grid: (
+            tiles_x.min(i32::MAX as usize) as u32,
+            tiles_y.min(65535) as u32,
+            1,
+        ),
+        block: (g.bx as u32, g.by as u32, 1),
+        shared: 0,
+    };
+    launch(ctx, lane, tag, module.func(ow::KERNEL)?, dims, &mut args)?;
+    let ev = CuEvent::record(lane)?;
+    arrays::read(ctx, arrays, (lane, tag), &ev)?;
+    let mut written = fault::Written::new(ctx, vec![&m]);
+    written.push(0..n, ev);
+    written.settle(None, &[F::definition()])?;
+    if eager {
+        split.download(ctx, &m, |part| part.start * cols..part.end * cols)?;
+    }
+    Ok(true)
+}

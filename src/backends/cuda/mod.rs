@@ -21,7 +21,7 @@
 
 mod arrays;
 mod chain;
-mod context;
+pub(super) mod context;
 mod devices;
 mod fault;
 mod filter;
@@ -753,7 +753,10 @@ impl Execute for Cuda {
 
     /// One device slot: a Histogram split over several devices (`.devices(n)`) runs on
     /// the first, whose counts the others would only have to be added to.
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,
@@ -905,6 +908,22 @@ impl Execute for Cuda {
             return super::reduce_into_host(self, plan, out);
         }
         reduce::partial::<S::F, S::T>(self, plan.input, Some((&mut out, plan.start))).map(drop)
+    }
+
+    fn map_overlap_in_place<F: crate::userfn::Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapInPlace<'_, F>,
+    ) -> Result<bool> {
+        let plan::MapOverlapInPlace {
+            m,
+            arrays,
+            stencil,
+            parity,
+            uniforms,
+        } = plan;
+        let dims = m.shape().dims();
+        let job = Job::in_place_sweep(dims, stencil.radius, stencil.edge, parity);
+        map_overlap_windows::run_in_place::<F>(self, job, &arrays, m, stencil.pad, uniforms)
     }
 }
 

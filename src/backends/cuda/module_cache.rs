@@ -45,13 +45,17 @@ impl Module {
     }
 }
 
-/// Loaded modules per program (see [`crate::backends::kernel_cache`]).
-static MODULES: KernelCache<ProgKey, Arc<Module>> = KernelCache::new();
+/// Loaded modules per program, from CUBIN images (see [`crate::backends::kernel_cache`]).
+static MODULES: KernelCache<ProgKey, Arc<Module>, Vec<u8>> = KernelCache::new();
 
 /// The module for `key`, built from `source()` on first use, with kernels `entries`.
 /// Generation errors (an untranslatable user function) are returned, not cached; nor are
 /// driver failures (a module load out of device memory): the next call builds again. Only
 /// compile errors, which the next build would repeat, are remembered.
+///
+/// The compile (the disk cache or NVRTC: no driver, no context) may run on a thread of its
+/// own for `Backend::Auto`; the load into the device always runs on the calling thread, so
+/// no thread but a caller's ever enters the driver.
 pub(crate) fn module(
     ctx: &Ctx,
     key: ProgKey,
@@ -59,9 +63,64 @@ pub(crate) fn module(
     entries: &[&str],
     source: impl FnOnce() -> Result<String>,
 ) -> Result<Arc<Module>> {
-    MODULES.get_or_build(key, source, |src| {
-        build(ctx, name, entries, src).map(Arc::new)
-    })
+    // Every call asks: the built module costs one lookup, no build preparations.
+    if let Some(built) = MODULES.built(&key) {
+        return built;
+    }
+    let name = name.to_string();
+    let opts = options(ctx);
+    // The disk key does not include the NVRTC version, so a cache hit needs no NVRTC at
+    // all; the driver version and the architecture stand in for the toolchain.
+    let stable = (ctx.name.clone(), ctx.arch(), ctx.driver_version);
+    let disk_key = move |src: &str| {
+        jit::stable_hash(&[
+            src.as_bytes(),
+            opts.join(" ").as_bytes(),
+            stable.0.as_bytes(),
+            stable.1.as_bytes(),
+            &stable.2.to_le_bytes(),
+            env!("CARGO_PKG_VERSION").as_bytes(),
+        ])
+    };
+    let (key_here, opts) = (disk_key.clone(), options(ctx));
+    let opts_here = opts.clone();
+    let here = name.clone();
+    MODULES.get_or_compile(
+        key,
+        source,
+        // On the calling thread: a binary in the disk cache loads at once (no wait for a
+        // thread); a miss inside `Auto` loads NVRTC here, kept for the process, so that a
+        // compile thread never loads a library a process exit may be tearing down.
+        move |src, behind| {
+            jit::dump_source(&here, "cu", src);
+            let found = disk_hit(&here, &key_here(src));
+            if found.is_none() && behind {
+                warm_up_nvrtc(&opts_here);
+            }
+            found
+        },
+        move |src| compiled(&name, src, &opts, &disk_key(src)),
+        |image| load(ctx, &image, entries).map(Arc::new),
+    )
+}
+
+/// Loads NVRTC for the process and runs one tiny compile on the calling thread, once: the
+/// compiler's exit code (C++ destructors registered as its objects are first made, during
+/// a first compile) must be registered before the exit hook that waits for background
+/// compiles (`kernel_cache::wait_for_background_compiles`), so that `exit` runs the hook
+/// first. Without it, a program ending while its first background compile ran crashed in
+/// libnvrtc (H200, greyscale on `Backend::Auto` over six photos).
+fn warm_up_nvrtc(opts: &[String]) {
+    static DONE: std::sync::Once = std::sync::Once::new();
+    DONE.call_once(|| {
+        if ensure_nvrtc().is_ok() {
+            let _ = compile(
+                "skel_warm_up",
+                "extern \"C\" __global__ void skel_warm_up() {}\n",
+                opts,
+            );
+        }
+    });
 }
 
 /// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no
@@ -75,35 +134,15 @@ pub(crate) fn options(ctx: &Ctx) -> Vec<String> {
     ]
 }
 
-fn build(ctx: &Ctx, name: &str, entries: &[&str], src: &str) -> Result<Module> {
-    jit::dump_source(name, "cu", src);
-    let opts = options(ctx);
-    // The disk key does not include the NVRTC version, so a cache hit needs no NVRTC at
-    // all; the driver version and the architecture stand in for the toolchain.
-    let disk_key = jit::stable_hash(&[
-        src.as_bytes(),
-        opts.join(" ").as_bytes(),
-        ctx.name.as_bytes(),
-        ctx.arch().as_bytes(),
-        &ctx.driver_version.to_le_bytes(),
-        env!("CARGO_PKG_VERSION").as_bytes(),
-    ]);
-    let (image, _) = image(name, src, &opts, &disk_key)?;
-    load(ctx, &image, entries)
+/// The CUBIN stored under `disk_key`, if any.
+pub(crate) fn disk_hit(name: &str, disk_key: &str) -> Option<Vec<u8>> {
+    let bin = jit::cache_load("cuda", disk_key, "cubin")?;
+    jit::log(|| format!("cuda {name}: loaded from the disk cache ({disk_key}.cubin)"));
+    Some(bin)
 }
 
-/// The CUBIN for `src`: from the disk cache under `disk_key` (then `true`), else compiled
-/// and stored there.
-pub(crate) fn image(
-    name: &str,
-    src: &str,
-    opts: &[String],
-    disk_key: &str,
-) -> Result<(Vec<u8>, bool)> {
-    if let Some(bin) = jit::cache_load("cuda", disk_key, "cubin") {
-        jit::log(|| format!("cuda {name}: loaded from the disk cache ({disk_key}.cubin)"));
-        return Ok((bin, true));
-    }
+/// The CUBIN for `src` compiled by NVRTC, and stored in the disk cache under `disk_key`.
+pub(crate) fn compiled(name: &str, src: &str, opts: &[String], disk_key: &str) -> Result<Vec<u8>> {
     let t = std::time::Instant::now();
     let bin = compile(name, src, opts)?;
     jit::log(|| {
@@ -113,7 +152,7 @@ pub(crate) fn image(
         )
     });
     jit::cache_store("cuda", disk_key, "cubin", &bin);
-    Ok((bin, false))
+    Ok(bin)
 }
 
 fn compile(name: &str, src: &str, opts: &[String]) -> std::result::Result<Vec<u8>, Error> {

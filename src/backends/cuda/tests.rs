@@ -409,14 +409,17 @@ fn disk_cache_round_trip_in_process() {
     let src = format!("extern \"C\" __global__ void skel_probe_{nonce}(int* p) {{ p[0] = 1; }}\n");
     let opts = module_cache::options(ctx);
     let key = crate::backends::jit::stable_hash(&[src.as_bytes(), b"unit-test"]);
-    let (first, from_disk) = module_cache::image("probe", &src, &opts, &key).unwrap();
-    assert!(!from_disk, "a fresh source came from the disk cache");
-    let (second, from_disk) = module_cache::image("probe", &src, &opts, &key).unwrap();
     assert!(
-        from_disk,
-        "the second build did not come from the disk cache"
+        module_cache::disk_hit("probe", &key).is_none(),
+        "a fresh source came from the disk cache"
     );
-    assert_eq!(first, second);
+    let first = module_cache::compiled("probe", &src, &opts, &key).unwrap();
+    let second = module_cache::disk_hit("probe", &key);
+    assert_eq!(
+        second.as_ref(),
+        Some(&first),
+        "the compiled binary is not in the disk cache"
+    );
     let path = crate::backends::jit::cache_dir("cuda")
         .unwrap()
         .join(format!("{key}.cubin"));

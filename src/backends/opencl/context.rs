@@ -228,6 +228,25 @@ pub(crate) fn is_gpu() -> bool {
     ctx().map(|c| c.gpu).unwrap_or(false)
 }
 
+/// Whether the device [`ctx`] opens (or opened) is a GPU, found without opening it where
+/// it is not open yet (opening a CPU device such as PoCL starts its worker threads).
+pub(crate) fn device_is_gpu() -> bool {
+    if let Some(opened) = CTX.get() {
+        return opened.as_ref().is_ok_and(|c| c.gpu);
+    }
+    let Ok(cands) = candidates() else {
+        return false;
+    };
+    let named: Vec<(&str, bool)> = cands.iter().map(|c| (c.name.as_str(), c.gpu)).collect();
+    let wanted = crate::config::OPENCL_DEVICE.value();
+    choose(&named, wanted.as_deref()).is_ok_and(|i| cands[i].gpu)
+}
+
+/// Whether the device is open (something used the OpenCL backend).
+pub(crate) fn opened() -> bool {
+    CTX.get().is_some_and(|c| c.is_ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::choose;

@@ -14,7 +14,7 @@
 
 mod arrays;
 mod chain;
-mod context;
+pub(super) mod context;
 mod fault;
 mod filter;
 mod histogram;
@@ -544,7 +544,10 @@ impl Execute for OpenCl {
         sort::run::<S::K, S::V>(ctx()?, keys, values)
     }
 
-    fn histogram<'a, S: HistogramSig<'a>>(&self, plan: plan::Histogram<'_, 'a, S>) -> Result<()> {
+    fn histogram<'a, S: HistogramSig<'a>>(
+        &self,
+        plan: plan::Histogram<'_, 'a, '_, S>,
+    ) -> Result<()> {
         let plan::Histogram {
             arrays,
             inputs,
@@ -676,6 +679,23 @@ impl Execute for OpenCl {
     ) -> Result<()> {
         let plan::Reduce { input, start } = plan;
         reduce::run_into::<S::F, S::T>(ctx()?, input, start, out, self.checked)
+    }
+
+    fn map_overlap_in_place<F: crate::userfn::Overlap2Fn>(
+        &self,
+        plan: plan::MapOverlapInPlace<'_, F>,
+    ) -> Result<bool> {
+        let plan::MapOverlapInPlace {
+            m,
+            arrays,
+            stencil,
+            parity,
+            uniforms,
+        } = plan;
+        let dims = m.shape().dims();
+        let job = Job::in_place_sweep(dims, stencil.radius, stencil.edge, parity);
+        let (pad, checked) = (&stencil.pad, self.checked);
+        map_overlap_windows::run_in_place::<F>(ctx()?, job, &arrays, m, pad, uniforms, checked)
     }
 }
 
