@@ -215,7 +215,7 @@ impl<'a> Graph<'a> {
         };
         let on_cuda = |s: &Step| s.backend == Backend::Cuda;
         let cuda_only = !steps.is_empty() && steps.iter().all(on_cuda);
-        let device = match device_graph::end(log, cuda_only)? {
+        let device = match device_graph::end(log, cuda_only) {
             Ok(d) => {
                 log::debug!(
                     target: "skel::graph",
@@ -254,12 +254,12 @@ impl<'a> Graph<'a> {
         if let Some(d) = &self.device {
             // Counted like a device call, so that `skel::tune::synchronize` waits for it.
             let _counted = crate::backends::Issued;
-            if d.launch()? {
+            let Some(why) = d.launch()? else {
                 return Ok(());
-            }
+            };
             log::debug!(
                 target: "skel::graph",
-                "the host wrote what the graph reads since the last launch: this launch runs the calls eagerly"
+                "{why}: this launch runs the calls eagerly"
             );
         }
         let mut body = self

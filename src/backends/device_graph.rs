@@ -25,11 +25,8 @@ mod none {
     pub(crate) fn refuse(_why: &str) {}
 
     /// No device graph in this build.
-    pub(crate) fn end(
-        _: Logging,
-        _cuda_only: bool,
-    ) -> Result<std::result::Result<DeviceGraph, String>> {
-        Ok(Err("this build has no CUDA backend".into()))
+    pub(crate) fn end(_: Logging, _cuda_only: bool) -> std::result::Result<DeviceGraph, String> {
+        Err("this build has no CUDA backend".into())
     }
 
     /// Never made in this build.
@@ -40,7 +37,7 @@ mod none {
             match *self {}
         }
 
-        pub(crate) fn launch(&self) -> Result<bool> {
+        pub(crate) fn launch(&self) -> Result<Option<&'static str>> {
             match *self {}
         }
     }

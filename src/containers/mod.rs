@@ -55,7 +55,7 @@ pub(crate) use coherence::{Coherence, Location, RangeSet, ReadyEvent};
 #[allow(unused_imports)]
 pub(crate) use host::{register_pinned_allocator, HostKind, PinnedAllocator};
 #[allow(unused_imports)]
-pub(crate) use store::{DeviceCopy, State};
+pub(crate) use store::{DeviceCopy, Shared, State};
 
 use std::fmt;
 use std::ops::{Bound, Range, RangeBounds};
@@ -384,6 +384,9 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             offset + shape.len() <= store.len(),
             "operand outside its container"
         );
+        // No host view outlives this borrow: a recorded graph that writes the store may
+        // make its host elements stale again without running its closure.
+        store.exclusive();
         ArgMut {
             store,
             offset,

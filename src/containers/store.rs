@@ -25,7 +25,7 @@
 
 use std::any::Any;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::coherence::{Coherence, Location};
@@ -139,13 +139,69 @@ pub(crate) const ELEMENT_BLOCK: usize = 4096;
 /// Storage plus coherence of one container of `T`.
 pub(crate) struct Store<T> {
     buf: HostBuf<T>,
-    /// Shared only with a recorded device graph (`crate::graph`), which checks through it
-    /// that the container still exists and reads and marks its coherence on a launch.
-    state: Arc<Mutex<State>>,
+    /// The coherence state and the host-access flags, shared only with a recorded device
+    /// graph (`crate::graph`), which reads and marks them on a launch as an eager call
+    /// would, and sees through them whether the store still exists.
+    shared: Arc<Shared>,
+}
+
+/// The part of a container that a recorded device graph shares with it (see
+/// [`Store::shared`]).
+pub(crate) struct Shared {
+    state: Mutex<State>,
     /// What host access may take without the lock ([`HostAccess`] as a `u8`): set under
-    /// the lock from the coherence state, cleared by every `lock`/`state_mut` (whoever
-    /// holds the state may change it), so element access in a host loop costs a load.
+    /// the lock from the coherence state, cleared by every [`Shared::lock`] (whoever holds
+    /// the state may change it, a graph's launch included), so element access in a host
+    /// loop costs a load.
     fast: AtomicU8,
+    /// Whether the host may hold a view (`&[T]`, `&T`) of the elements: set when one is
+    /// handed out, cleared when the store is borrowed `&mut` (which no view outlives). A
+    /// launch that replays a graph without running its closure may make host elements
+    /// stale only while this is clear (module invariant 2).
+    viewed: AtomicBool,
+    /// Cleared when the store is dropped: a graph that outlives a container (through a
+    /// `RefCell` or a replacement) must not launch on its orphaned device buffer.
+    alive: AtomicBool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("state", &self.state)
+            .field("viewed", &self.viewed.load(Ordering::Relaxed))
+            .field("alive", &self.alive.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Shared {
+    /// Locks the state (a poisoned lock is taken over: the state is updated only after
+    /// each copy succeeded, so it is consistent). Host access takes the lock from now on,
+    /// until the holder publishes what it may skip it for.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.fast.store(HostAccess::Locked as u8, Ordering::Relaxed);
+        st
+    }
+
+    /// Whether the container was dropped.
+    pub(crate) fn dropped(&self) -> bool {
+        !self.alive.load(Ordering::Acquire)
+    }
+
+    /// Whether the host may still hold a view of the elements (see the field).
+    pub(crate) fn viewed(&self) -> bool {
+        self.viewed.load(Ordering::Acquire)
+    }
+
+    /// A view is handed out. Loaded first: host loops on several threads read the flag
+    /// without writing its cache line.
+    #[inline]
+    fn view(&self) {
+        if !self.viewed.load(Ordering::Relaxed) {
+            self.viewed.store(true, Ordering::Release);
+        }
+    }
 }
 
 /// How much of a container the host holds, for access that skips the lock.
@@ -185,7 +241,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Store<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("buf", &self.buf)
-            .field("state", &self.state)
+            .field("shared", &self.shared)
             .finish()
     }
 }
@@ -196,7 +252,8 @@ impl<T> Drop for Store<T> {
         // before it is freed. Errors cannot be reported from drop.
         // Locked, not `get_mut`: a recorded graph may share the state (and keeps it, with
         // the device buffers its kernels use, after the store is gone).
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.shared.lock();
+        self.shared.alive.store(false, Ordering::Release);
         let len = st.coherence.len();
         let _ = st.coherence.wait_all(0..len);
     }
@@ -215,8 +272,12 @@ impl<T: DeviceType> Store<T> {
         };
         Store {
             buf,
-            state: Arc::new(Mutex::new(state)),
-            fast: AtomicU8::new(HostAccess::Locked as u8),
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                fast: AtomicU8::new(HostAccess::Locked as u8),
+                viewed: AtomicBool::new(false),
+                alive: AtomicBool::new(true),
+            }),
         }
     }
 
@@ -242,34 +303,41 @@ impl<T: DeviceType> Store<T> {
     /// Locks the state (a poisoned lock is taken over: the state is updated only after
     /// each copy succeeded, so it is consistent).
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        self.fast.store(HostAccess::Locked as u8, Ordering::Relaxed);
-        st
+        self.shared.lock()
     }
 
     /// The state through `&mut` (locked all the same: a recorded graph may share it).
     pub(crate) fn state_mut(&mut self) -> MutexGuard<'_, State> {
-        *self.fast.get_mut() = HostAccess::Locked as u8;
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.exclusive();
+        self.shared.lock()
     }
 
-    /// The state, shared with a recorded device graph (see the field's docs): the graph
-    /// sees through it whether the store still exists and keeps the device buffers alive.
-    pub(crate) fn shared_state(&self) -> Arc<Mutex<State>> {
-        Arc::clone(&self.state)
+    /// The store is borrowed `&mut`: no host view of it is alive any more.
+    #[inline]
+    pub(crate) fn exclusive(&mut self) {
+        self.shared.viewed.store(false, Ordering::Relaxed);
+    }
+
+    /// The state and host-access flags, shared with a recorded device graph (see the
+    /// field's docs): the graph sees through them whether the store still exists and keeps
+    /// the device buffers alive.
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared)
     }
 
     /// Whether host access of `need` may skip the lock.
     #[inline]
     fn fast(&self, need: HostAccess) -> bool {
-        self.fast.load(Ordering::Acquire) >= need as u8
+        self.shared.fast.load(Ordering::Acquire) >= need as u8
     }
 
     /// Records, with the state `st` still locked (or borrowed `&mut`), what later host
     /// access may skip the lock for. `Release` publishes the copy-backs made under the lock
     /// to the readers that see the flag.
     fn publish(&self, st: &State) {
-        self.fast.store(HostAccess::of(st) as u8, Ordering::Release);
+        self.shared
+            .fast
+            .store(HostAccess::of(st) as u8, Ordering::Release);
     }
 
     /// Element `i` on the host: without the lock when the host holds every element,
@@ -289,6 +357,7 @@ impl<T: DeviceType> Store<T> {
             st.host_reads(1);
             self.publish(&st);
         }
+        self.shared.view();
         // SAFETY: `i` is in bounds and valid on the host (brought back above, or the whole
         // host copy is current); by the module invariant it stays so while &self is
         // borrowed.
@@ -338,6 +407,7 @@ impl<T: DeviceType> Store<T> {
             st.host_reads(range.len());
             self.publish(&st);
         }
+        self.shared.view();
         // SAFETY: range is in bounds and now valid on the host; by the module invariant it
         // stays valid and unwritten as long as &self is borrowed, which bounds the slice.
         Ok(unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) })
@@ -351,8 +421,8 @@ impl<T: DeviceType> Store<T> {
         if self.host_only() {
             return Ok(self.host_mut(range));
         }
-        let Store { buf, state, .. } = self;
-        let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Store { buf, shared } = self;
+        let mut st = shared.lock();
         bring_back(buf, &mut st, range.clone())?;
         st.host_reads(range.len());
         drop(st);
@@ -372,7 +442,7 @@ impl<T: DeviceType> Store<T> {
             st.coherence.write(Location::Host, range.clone(), None);
             HostAccess::of(&st)
         };
-        *self.fast.get_mut() = access as u8;
+        self.shared.fast.store(access as u8, Ordering::Release);
         // SAFETY: range is in bounds; &mut self excludes every other slice of this buffer
         // and no asynchronous copy touches the range any more (waited above).
         Ok(
@@ -386,7 +456,8 @@ impl<T: DeviceType> Store<T> {
     /// writing the host then changes no coherence state.
     #[inline]
     fn host_only(&mut self) -> bool {
-        *self.fast.get_mut() == HostAccess::Write as u8
+        self.exclusive();
+        self.shared.fast.load(Ordering::Acquire) == HostAccess::Write as u8
     }
 
     /// `range` of the host buffer, for the owner of `&mut self` to write, when the host

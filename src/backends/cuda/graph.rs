@@ -30,6 +30,9 @@ use super::module_cache::{Dims, KernelArgs};
 use crate::containers::ReadyEvent;
 use crate::{Error, Result};
 
+/// Why a launch is refused when a container the graph uses is gone.
+pub(crate) const DROPPED: &str = "a container that the recorded graph uses was dropped or replaced since the recording: record the graph again with the containers it should use";
+
 /// One node of the graph, in launch order.
 enum Node {
     Kernel {
@@ -174,21 +177,35 @@ pub(crate) fn refuse(why: &str) {
     }
 }
 
-/// Ends the logging: the device graph of the recording, or why there is none (`Err` only
-/// for a driver failure while building it). `cuda_only`: every recorded call ran on CUDA.
-pub(crate) fn end(
-    log: Logging,
-    cuda_only: bool,
-) -> Result<std::result::Result<DeviceGraph, String>> {
+/// Ends the logging: the device graph of the recording, or why there is none.
+/// `cuda_only`: every recorded call ran on CUDA. A driver that refuses the graph (a node,
+/// the instantiation) leaves the recording to run its closure on every launch, with a
+/// warning: the recording itself ran and its results are there.
+pub(crate) fn end(log: Logging, cuda_only: bool) -> std::result::Result<DeviceGraph, String> {
     CAPTURING.set(false);
     let c = CAPTURE.with_borrow_mut(Option::take);
     drop(log);
-    let Some(mut c) = c else {
-        return Ok(Err("nothing was logged".into()));
+    let Some(c) = c else {
+        return Err("nothing was logged".into());
     };
     if !cuda_only {
-        return Ok(Err("not every call ran on the CUDA backend".into()));
+        return Err("not every call ran on the CUDA backend".into());
     }
+    match graph_of(c) {
+        Ok(made) => made,
+        Err(e) => {
+            log::warn!(
+                target: "skel::graph",
+                "the CUDA driver did not build the recording's graph ({e}): its launches run the closure again"
+            );
+            Err(format!("the CUDA driver did not build the graph: {e}"))
+        }
+    }
+}
+
+/// The device graph of the log `c`, or why there is none (`Err`: the driver refused it;
+/// `c`'s kept buffers are then freed with it).
+fn graph_of(mut c: Capture) -> Result<std::result::Result<DeviceGraph, String>> {
     if let Some(why) = c.refused.take() {
         return Ok(Err(why));
     }
@@ -358,14 +375,21 @@ impl DeviceGraph {
         self.nodes
     }
 
-    /// Replays the recording with one graph launch: `Ok(true)`; `Ok(false)` when something
-    /// it reads is not current on the device (the host wrote it since the last launch): the
-    /// caller then runs the calls eagerly, which upload it. `Err` when the graph can no
-    /// longer run (a container dropped or its device copy made again, another device
-    /// current on this thread).
-    pub(crate) fn launch(&self) -> Result<bool> {
+    /// Replays the recording with one graph launch: `Ok(None)`; `Ok(Some(why))` when the
+    /// caller must run the calls eagerly this time: something the graph reads is not
+    /// current on the device (the host wrote it since the last launch; the eager calls
+    /// upload it), or the host may still view a container it writes (the eager calls'
+    /// `&mut` borrows prove the view gone). `Err` when the graph can no longer run (a
+    /// container dropped or its device copy made again, another device current on this
+    /// thread), or a driver error.
+    pub(crate) fn launch(&self) -> Result<Option<&'static str>> {
         let Some(lane) = self.lane else {
-            return Ok(true);
+            // No kernel; the operands are still checked (a dropped container is an error
+            // whatever the graph holds).
+            if self.operands.iter().any(Operand::detached) {
+                return Err(Error::Recording(DROPPED.into()));
+            }
+            return Ok(None);
         };
         let ctx = super::context::ctx()?;
         if ctx.slot != self.slot {
@@ -375,20 +399,42 @@ impl DeviceGraph {
             )));
         }
         ctx.bind()?;
-        if let Found::Stale = memory::replay::prepare(ctx, &self.operands, lane)? {
-            return Ok(false);
+        match memory::replay::prepare(ctx, &self.operands, lane)? {
+            Found::Ready => {}
+            Found::Stale => {
+                return Ok(Some(
+                    "the host wrote what the graph reads since the last launch",
+                ))
+            }
+            Found::Viewed => {
+                return Ok(Some(
+                    "the host read a container that the graph writes since a call last borrowed it `&mut` (a view of it may be alive)",
+                ))
+            }
         }
-        for ev in self.first.borrow_mut().drain(..) {
-            ev.order(lane)?;
+        {
+            let mut first = self.first.borrow_mut();
+            for ev in first.iter() {
+                ev.order(lane)?;
+            }
+            first.clear();
         }
         // SAFETY: an instantiated graph of this context; its kernels' operands are the
         // checked device buffers (ordered on `lane` above) and kept temporary buffers, all
         // alive while the graph is.
         unsafe { result::graph::launch(self.exec, lane.raw) }.map_err(driver)?;
-        let ev = CuEvent::record(lane)?;
-        memory::replay::mark(ctx, &self.operands, &ev)?;
-        *self.last.borrow_mut() = Some(ev);
-        Ok(true)
+        // From here on the graph may be running: an error waits for it before it returns,
+        // so that nothing the caller frees next (the kept buffers, when the graph drops with
+        // no event of this launch) is still in use.
+        let after = |e: Error| {
+            // SAFETY: a stream of this context, bound above.
+            let _ = unsafe { result::stream::synchronize(lane.raw) };
+            e
+        };
+        let ev = CuEvent::record(lane).map_err(after)?;
+        *self.last.borrow_mut() = Some(ev.clone());
+        memory::replay::mark(ctx, &self.operands, &ev).map_err(after)?;
+        Ok(None)
     }
 }
 

@@ -7,7 +7,7 @@
 //! valid only on the device, ready after it.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use cudarc::driver::sys;
 
@@ -15,13 +15,13 @@ use super::super::context::{Ctx, Lane};
 use super::buffers::{device_buffer, free_after};
 use super::events::CuEvent;
 use crate::containers::store::Store;
-use crate::containers::{RangeSet, ReadyEvent, State};
+use crate::containers::{RangeSet, ReadyEvent, Shared, State};
 use crate::{DeviceType, Error, Result};
 
 /// One container range a recorded kernel reads or writes.
 pub(crate) struct Operand {
-    /// The container's state, shared with it (see `Store::shared_state`).
-    state: Arc<Mutex<State>>,
+    /// The container's state and host-access flags, shared with it (see `Store::shared`).
+    state: Arc<Shared>,
     /// Absolute element range.
     range: Range<usize>,
     write: bool,
@@ -38,7 +38,7 @@ impl Operand {
         base: sys::CUdeviceptr,
     ) -> Operand {
         Operand {
-            state: store.shared_state(),
+            state: store.shared(),
             range,
             write,
             base,
@@ -46,9 +46,10 @@ impl Operand {
     }
 
     /// Whether the container was dropped (the state, with its device buffers, lives on in
-    /// the graph until the graph goes).
+    /// the graph until the graph goes). Told by the store's own flag, not by counting the
+    /// state's owners: one container is often several operands of a graph.
     pub(crate) fn detached(&self) -> bool {
-        Arc::strong_count(&self.state) == 1
+        self.state.dropped()
     }
 
     /// Whether `other` is the same access (container, range, read or write): checking and
@@ -60,8 +61,10 @@ impl Operand {
             && self.base == other.base
     }
 
+    /// The container's state, locked; host access takes the lock from now on (as after
+    /// an eager call's staging) until a host read publishes what it may skip it for.
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock()
     }
 }
 
@@ -72,6 +75,12 @@ pub(crate) enum Found {
     /// Some range the kernels read is not current on the device (the host wrote it since):
     /// the calls run eagerly this time, uploading it.
     Stale,
+    /// The host may still hold a view of a container the kernels write (it read the
+    /// container since a call last borrowed it `&mut`): replaying would make the viewed
+    /// elements stale under the view, and a later copy-back would write under it. The
+    /// calls run eagerly this time: their `&mut` borrows (a `RefCell::borrow_mut`, say)
+    /// are what proves the view gone.
+    Viewed,
 }
 
 /// Checks `ops` (in the order the kernels used them) before a launch on `lane` of `ctx`,
@@ -84,9 +93,10 @@ pub(crate) fn prepare(ctx: &Ctx, ops: &[Operand], lane: Lane) -> Result<Found> {
         // A container dropped after this check leaves its device buffer to the state,
         // which this operand keeps: the graph's kernels never use freed memory.
         if op.detached() {
-            return Err(Error::Recording(
-                "a container that the recorded graph uses was dropped or replaced since the recording: record the graph again with the containers it should use".into(),
-            ));
+            return Err(Error::Recording(super::super::graph::DROPPED.into()));
+        }
+        if op.write && op.state.viewed() {
+            return Ok(Found::Viewed);
         }
         let buf = device_buffer(ctx, &mut st).map_err(|_| {
             Error::Recording(
@@ -126,19 +136,27 @@ pub(crate) fn prepare(ctx: &Ctx, ops: &[Operand], lane: Lane) -> Result<Found> {
 }
 
 /// Records that the work before `event` (the graph) accessed `ops`: written ranges become
-/// valid only on the device, ready after it.
+/// valid only on the device, ready after it. Every operand is marked even when one's
+/// device buffer is gone (`prepare` checked them; the first such error is returned after):
+/// a written range left valid elsewhere would be read back stale.
 pub(crate) fn mark(ctx: &Ctx, ops: &[Operand], event: &Arc<CuEvent>) -> Result<()> {
     let loc = ctx.location();
+    let mut failed = None;
     for op in ops {
         let mut st = op.lock();
-        device_buffer(ctx, &mut st)?.accessed(op.range.clone(), event, op.write);
         if op.write {
             let ready: Arc<dyn ReadyEvent> = event.clone();
             st.coherence.write(loc, op.range.clone(), Some(ready));
             st.device_written();
         }
+        match device_buffer(ctx, &mut st) {
+            Ok(buf) => buf.accessed(op.range.clone(), event, op.write),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }
 
 /// A temporary buffer (`Scratch`) that a recorded kernel uses, kept for the graph's
