@@ -624,6 +624,137 @@ macro_rules! graph_suite {
             }
 
             #[test]
+            fn a_container_read_and_written_then_replaced_or_dropped_is_refused() {
+                if !available(B) {
+                    return;
+                }
+                for replace in [true, false] {
+                    // `y` is written by the first call and read by the second: two operands
+                    // of one container.
+                    let x = Vector::from_fn(100, |i| i as i64);
+                    let y = RefCell::new(Some(Vector::zeroed(100)));
+                    let mut out = Vector::zeroed(100);
+                    let runs = Cell::new(0);
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        let mut y = y.borrow_mut();
+                        let y = y.as_mut().ok_or_else(|| {
+                            Error::Recording("the test dropped y".into())
+                        })?;
+                        Map::new(g_step).uniforms((2,)).backend(B).run(&x, &mut *y)?;
+                        Map::new(g_id).backend(B).run(&*y, &mut out)
+                    })
+                    .unwrap();
+                    g.launch().unwrap();
+                    if replace {
+                        *y.borrow_mut() = Some(Vector::filled(100, -1));
+                    } else {
+                        *y.borrow_mut() = None;
+                    }
+                    let launched = g.launch();
+                    let want: Vec<i64> = (0..100).map(|i| i * 2 + 3).collect();
+                    if g.device_graph() {
+                        // The graph refuses before anything runs (not counting `y` as gone
+                        // while its two operands hold its state): the new container is
+                        // untouched.
+                        let err = launched.unwrap_err();
+                        assert!(matches!(err, Error::Recording(_)), "{B}: {err}");
+                        assert!(err.to_string().contains("record the graph again"), "{err}");
+                        assert_eq!(runs.get(), 1, "{B}");
+                        if replace {
+                            assert_eq!(y.borrow().as_ref().unwrap().to_vec(), vec![-1; 100]);
+                        }
+                    } else if replace {
+                        // Running the closure again writes the new container.
+                        launched.unwrap();
+                        assert_eq!(y.borrow().as_ref().unwrap().to_vec(), want, "{B}");
+                    } else {
+                        let err = launched.unwrap_err();
+                        assert!(err.to_string().contains("the test dropped y"), "{B}: {err}");
+                    }
+                    drop(g);
+                    assert_eq!(out.to_vec(), want, "{B}");
+                }
+            }
+
+            #[test]
+            fn host_reads_of_written_containers_between_launches_are_current() {
+                if !available(B) {
+                    return;
+                }
+                for &n in GRAPH_SIZES {
+                    let y = RefCell::new(Vector::from_fn(n, |i| i as i64));
+                    let mut t = Vector::zeroed(n);
+                    let g = Graph::record(|| {
+                        let mut y = y.borrow_mut();
+                        Map::new(g_step).uniforms((1,)).backend(B).run(&*y, &mut t)?;
+                        Map::new(g_id).backend(B).run(&t, &mut *y)
+                    })
+                    .unwrap();
+                    // Each launch maps y to y + 3; reads (whole, one element) come between.
+                    let want = |k: i64| (0..n as i64).map(|i| i + 3 * k).collect::<Vec<_>>();
+                    assert_eq!(y.borrow().to_vec(), want(1), "{B}: n={n}");
+                    for k in 2..8 {
+                        g.launch().unwrap();
+                        if k % 2 == 0 {
+                            assert_eq!(y.borrow().as_slice(), &want(k)[..], "{B}: n={n}");
+                        } else if n > 0 {
+                            assert_eq!(y.borrow()[n - 1], want(k)[n - 1], "{B}: n={n}");
+                        }
+                        // The first launch after a host read runs the calls (a view may be
+                        // alive); the ones after it replay.
+                        g.launch().unwrap();
+                        g.launch().unwrap();
+                        g.launch().unwrap();
+                        assert_eq!(y.borrow().to_vec(), want(k + 3), "{B}: n={n}");
+                        g.launch().unwrap();
+                        assert_eq!(y.borrow().to_vec(), want(k + 4), "{B}: n={n}");
+                        // Undo the extra launches on the host (a host write between launches).
+                        let mut yb = y.borrow_mut();
+                        yb.as_mut_slice().iter_mut().for_each(|v| *v -= 12);
+                    }
+                }
+            }
+
+            #[test]
+            fn a_host_view_alive_across_a_launch_is_never_aliased() {
+                if !available(B) {
+                    return;
+                }
+                let n = 5000;
+                let y = RefCell::new(Vector::from_fn(n, |i| i as i64));
+                let mut t = Vector::zeroed(n);
+                let g = Graph::record(|| {
+                    // The closure takes its borrow as a user would who wants an error, not
+                    // a panic, when the host still holds a view.
+                    let mut y = y
+                        .try_borrow_mut()
+                        .map_err(|_| Error::Recording("y is borrowed".into()))?;
+                    Map::new(g_step).uniforms((1,)).backend(B).run(&*y, &mut t)?;
+                    Map::new(g_id).backend(B).run(&t, &mut *y)
+                })
+                .unwrap();
+                g.launch().unwrap();
+                for _ in 0..3 {
+                    let view = y.borrow();
+                    let first = view.as_slice();
+                    let before = first.to_vec();
+                    // A replay would make the viewed elements stale, and the read below
+                    // would copy the graph's result back under `first`: the launch takes the
+                    // closure's borrow instead, which the view refuses.
+                    let err = g.launch().unwrap_err();
+                    assert!(err.to_string().contains("y is borrowed"), "{B}: {err}");
+                    assert_eq!(view[n - 1], before[n - 1], "{B}");
+                    assert_eq!(first, &before[..], "{B}");
+                    drop(view);
+                }
+                g.launch().unwrap();
+                drop(g);
+                let want: Vec<i64> = (0..n as i64).map(|i| i + 9).collect();
+                assert_eq!(y.borrow().to_vec(), want, "{B}");
+            }
+
+            #[test]
             fn checked_calls_and_closure_temporaries_run_the_closure_again() {
                 if !available(B) {
                     return;
