@@ -90,9 +90,15 @@ fn set_mode(mode: Mode) {
 /// `run_into` fold of the same graph can write. When the host wrote a container that the
 /// graph reads since the last launch (through a `RefCell`, say), that launch runs the
 /// closure again as eager calls (uploading what the host wrote); the next launch replays
-/// the graph. A launch is [`Error::Recording`] when the graph can no longer run: a
-/// container it uses was dropped or replaced, or another CUDA device is current on the
-/// thread; record it again.
+/// the graph. So does a launch after the host read a container that the graph writes: a
+/// view of it (`&[T]`, `&T`) may still be alive, which the graph's writes would make
+/// stale under it; the closure's own borrows (a `RefCell::borrow_mut` that panics, or a
+/// `try_borrow_mut` that returns your error) then decide, as for eager calls. Read results
+/// after the last launch of a batch, and the batch replays. A launch is
+/// [`Error::Recording`] when the graph can no longer run: a container it uses was dropped
+/// or replaced, or another CUDA device is current on the thread; record it again. When the
+/// CUDA driver refuses to build the graph, the recording stands and its launches run the
+/// closure (a warning in the log says why).
 ///
 /// A recording on CUDA is launched by running its closure again, as on the other backends,
 /// when a call cannot be repeated by the device alone: a checked call (its fault record is

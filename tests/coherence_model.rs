@@ -233,9 +233,8 @@ fn op() -> impl Strategy<Value = Op> {
                 launch
             }
         ),
-        (c.clone(), c.clone(), c.clone(), launch()).prop_map(|(a, b, dst, launch)| {
-            Op::LazyMap { a, b, dst, launch }
-        }),
+        (c.clone(), c.clone(), c.clone(), launch())
+            .prop_map(|(a, b, dst, launch)| { Op::LazyMap { a, b, dst, launch } }),
         (
             (any::<bool>(), c.clone(), c.clone(), c),
             (0..LEN, 0..LEN, 0..LEN, 0..LEN),

@@ -13,7 +13,10 @@
 //! 2. A host-valid range only becomes stale (or is written on the host) through `&mut
 //!    Store` (an `Output`/`ArgMut`, `as_mut_slice`, ...), which cannot coexist with any
 //!    live shared slice; through `&Store` backends only add valid ranges (uploads) on
-//!    devices.
+//!    devices. The one exception is the launch of a recorded device graph, which marks
+//!    what its kernels write through the state it shares ([`Shared`]) without a borrow:
+//!    it does so only while no view was handed out since the store was last borrowed
+//!    `&mut` ([`Shared::viewed`]), so no shared slice covers the range it makes stale.
 //! 3. Copy-back writes go only into host-**stale** ranges, through raw pointers, while
 //!    holding the lock.
 //!
@@ -758,6 +761,31 @@ pub(crate) mod tests {
         assert!(s.lock().remove_device(0).is_some());
         assert!(s.lock().device(0).is_none());
         assert!(s.lock().remove_device(0).is_none());
+    }
+
+    #[test]
+    fn a_graph_marking_through_the_shared_state_resets_host_access() {
+        // A recorded graph's launch marks a write through `Shared` only, never through the
+        // store: host reads after it must not take the lock-free path the store published.
+        let mut s = store(100);
+        let dev = attach(&s);
+        let shared = s.shared();
+        assert!(!shared.viewed());
+        assert_eq!(s.read(0..100).unwrap()[7], 7);
+        assert!(s.fast(HostAccess::Read));
+        assert!(shared.viewed());
+        // What `memory::replay::mark` does after the graph ran.
+        dev.put(0, &[77u32; 100]);
+        shared.lock().coherence.write(D0, 0..100, None);
+        assert!(!s.fast(HostAccess::Read));
+        assert_eq!(*s.element(7).unwrap(), 77);
+        assert_eq!(s.read(0..100).unwrap(), &[77; 100]);
+        // A `&mut` borrow ends every view; dropping the store tells the graph.
+        s.exclusive();
+        assert!(!shared.viewed());
+        assert!(!shared.dropped());
+        drop(s);
+        assert!(shared.dropped());
     }
 
     #[test]

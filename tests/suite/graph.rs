@@ -638,10 +638,13 @@ macro_rules! graph_suite {
                     let g = Graph::record(|| {
                         runs.set(runs.get() + 1);
                         let mut y = y.borrow_mut();
-                        let y = y.as_mut().ok_or_else(|| {
-                            Error::Recording("the test dropped y".into())
-                        })?;
-                        Map::new(g_step).uniforms((2,)).backend(B).run(&x, &mut *y)?;
+                        let y = y
+                            .as_mut()
+                            .ok_or_else(|| Error::Recording("the test dropped y".into()))?;
+                        Map::new(g_step)
+                            .uniforms((2,))
+                            .backend(B)
+                            .run(&x, &mut *y)?;
                         Map::new(g_id).backend(B).run(&*y, &mut out)
                     })
                     .unwrap();
@@ -687,7 +690,10 @@ macro_rules! graph_suite {
                     let mut t = Vector::zeroed(n);
                     let g = Graph::record(|| {
                         let mut y = y.borrow_mut();
-                        Map::new(g_step).uniforms((1,)).backend(B).run(&*y, &mut t)?;
+                        Map::new(g_step)
+                            .uniforms((1,))
+                            .backend(B)
+                            .run(&*y, &mut t)?;
                         Map::new(g_id).backend(B).run(&t, &mut *y)
                     })
                     .unwrap();
@@ -730,7 +736,10 @@ macro_rules! graph_suite {
                     let mut y = y
                         .try_borrow_mut()
                         .map_err(|_| Error::Recording("y is borrowed".into()))?;
-                    Map::new(g_step).uniforms((1,)).backend(B).run(&*y, &mut t)?;
+                    Map::new(g_step)
+                        .uniforms((1,))
+                        .backend(B)
+                        .run(&*y, &mut t)?;
                     Map::new(g_id).backend(B).run(&t, &mut *y)
                 })
                 .unwrap();
