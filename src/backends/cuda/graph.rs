@@ -254,6 +254,12 @@ fn build(ctx: &Ctx, nodes: &[Node]) -> Result<(sys::CUgraph, sys::CUgraphExec)> 
     };
     let mut prev: Option<sys::CUgraphNode> = None;
     for node in nodes {
+        // The driver checks a kernel node's launch as it adds it: an injected launch fault
+        // (`skel::debug::inject_fault`) fails here as that check would.
+        if let Err(e) = super::injected(crate::debug::Fault::Launch) {
+            destroy(graph);
+            return Err(driver(e));
+        }
         let mut made: sys::CUgraphNode = std::ptr::null_mut();
         let deps: Vec<sys::CUgraphNode> = prev.into_iter().collect();
         let status = match node {
