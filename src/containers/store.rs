@@ -183,7 +183,10 @@ impl Shared {
     /// until the holder publishes what it may skip it for.
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        self.fast.store(HostAccess::Locked as u8, Ordering::Relaxed);
+        // SeqCst, with the load in `viewed` after it, against the store in `view` and the
+        // load in `Store::fast` after it: a launch either sees a reader's view or the
+        // reader sees the lock flag (and waits for the launch's marks).
+        self.fast.store(HostAccess::Locked as u8, Ordering::SeqCst);
         st
     }
 
@@ -194,15 +197,16 @@ impl Shared {
 
     /// Whether the host may still hold a view of the elements (see the field).
     pub(crate) fn viewed(&self) -> bool {
-        self.viewed.load(Ordering::Acquire)
+        self.viewed.load(Ordering::SeqCst)
     }
 
-    /// A view is handed out. Loaded first: host loops on several threads read the flag
+    /// A view is about to be handed out: called before the host-access flag is read (see
+    /// [`Shared::lock`]). Loaded first: host loops on several threads read the flag
     /// without writing its cache line.
     #[inline]
     fn view(&self) {
-        if !self.viewed.load(Ordering::Relaxed) {
-            self.viewed.store(true, Ordering::Release);
+        if !self.viewed.load(Ordering::SeqCst) {
+            self.viewed.store(true, Ordering::SeqCst);
         }
     }
 }
@@ -331,7 +335,8 @@ impl<T: DeviceType> Store<T> {
     /// Whether host access of `need` may skip the lock.
     #[inline]
     fn fast(&self, need: HostAccess) -> bool {
-        self.shared.fast.load(Ordering::Acquire) >= need as u8
+        // SeqCst: see `Shared::lock` (a plain load on x86 and Arm).
+        self.shared.fast.load(Ordering::SeqCst) >= need as u8
     }
 
     /// Records, with the state `st` still locked (or borrowed `&mut`), what later host
@@ -353,6 +358,7 @@ impl<T: DeviceType> Store<T> {
     #[inline]
     pub(crate) fn element(&self, i: usize) -> Result<&T> {
         self.check(&(i..i + 1));
+        self.shared.view();
         if !self.fast(HostAccess::Read) {
             let mut st = self.lock();
             let first = i - i % ELEMENT_BLOCK;
@@ -360,7 +366,6 @@ impl<T: DeviceType> Store<T> {
             st.host_reads(1);
             self.publish(&st);
         }
-        self.shared.view();
         // SAFETY: `i` is in bounds and valid on the host (brought back above, or the whole
         // host copy is current); by the module invariant it stays so while &self is
         // borrowed.
@@ -404,16 +409,33 @@ impl<T: DeviceType> Store<T> {
     /// The host elements of `range`, stale parts brought back first.
     pub(crate) fn read(&self, range: Range<usize>) -> Result<&[T]> {
         self.check(&range);
+        self.shared.view();
         if !self.fast(HostAccess::Read) {
             let mut st = self.lock();
             self.bring_back(&mut st, range.clone())?;
             st.host_reads(range.len());
             self.publish(&st);
         }
-        self.shared.view();
         // SAFETY: range is in bounds and now valid on the host; by the module invariant it
         // stays valid and unwritten as long as &self is borrowed, which bounds the slice.
         Ok(unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) })
+    }
+
+    /// A copy of the host elements of `range`, stale parts brought back first. Made under
+    /// the lock and leaving no view behind, so it does not count as one
+    /// ([`Shared::viewed`]): a recorded graph that writes the store still replays after it.
+    pub(crate) fn copy_out(&self, range: Range<usize>) -> Result<Vec<T>> {
+        self.check(&range);
+        let mut st = self.lock();
+        self.bring_back(&mut st, range.clone())?;
+        st.host_reads(range.len());
+        self.publish(&st);
+        // SAFETY: range is in bounds and valid on the host (brought back above). The lock,
+        // held until the copy is made, keeps copy-backs and a graph's marks out of it, and
+        // host writes need `&mut Store`.
+        let host =
+            unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) };
+        Ok(host.to_vec())
     }
 
     /// The host elements of `range` for reading and writing: stale parts are brought back,

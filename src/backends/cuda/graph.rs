@@ -25,7 +25,7 @@ use cudarc::driver::{result, sys};
 
 use super::context::{slot_ctx, Ctx, Lane};
 use super::driver;
-use super::memory::{self, CuEvent, Found, Kept, Operand};
+use super::memory::{self, Containers, CuEvent, Found, Kept, Operand};
 use super::module_cache::{Dims, KernelArgs};
 use crate::containers::ReadyEvent;
 use crate::{Error, Result};
@@ -234,6 +234,7 @@ fn graph_of(mut c: Capture) -> Result<std::result::Result<DeviceGraph, String>> 
         slot,
         lane: Some(lane),
         nodes: c.nodes.len(),
+        containers: Containers::of(&c.operands),
         operands: std::mem::take(&mut c.operands),
         kept: std::mem::take(&mut c.kept),
         first: RefCell::new(first),
@@ -354,6 +355,8 @@ pub(crate) struct DeviceGraph {
     lane: Option<Lane>,
     nodes: usize,
     operands: Vec<Operand>,
+    /// The distinct containers of `operands`, locked together by a launch.
+    containers: Containers,
     kept: Vec<Kept>,
     /// Events the first launch waits for (the recording's work on other streams).
     first: RefCell<Vec<Arc<CuEvent>>>,
@@ -369,6 +372,7 @@ impl DeviceGraph {
             slot: 0,
             lane: None,
             nodes: 0,
+            containers: Containers::of(&operands),
             operands,
             kept: Vec::new(),
             first: RefCell::new(Vec::new()),
@@ -405,7 +409,12 @@ impl DeviceGraph {
             )));
         }
         ctx.bind()?;
-        match memory::replay::prepare(ctx, &self.operands, lane)? {
+        // Every container stays locked until the graph's writes are marked: a host read on
+        // another thread waits for the marks (and downloads), and one that formed a view
+        // before has set the flag that `prepare` reads (`Shared::viewed`).
+        let mut held = self.containers.lock(&self.operands);
+        let cs = &self.containers;
+        match memory::replay::prepare(ctx, &self.operands, cs, &mut held, lane)? {
             Found::Ready => {}
             Found::Stale => {
                 return Ok(Some(
@@ -439,7 +448,7 @@ impl DeviceGraph {
         };
         let ev = CuEvent::record(lane).map_err(after)?;
         *self.last.borrow_mut() = Some(ev.clone());
-        memory::replay::mark(ctx, &self.operands, &ev).map_err(after)?;
+        memory::replay::mark(ctx, &self.operands, cs, &mut held, &ev).map_err(after)?;
         Ok(None)
     }
 }

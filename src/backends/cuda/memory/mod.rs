@@ -40,7 +40,7 @@ mod staging;
 pub(crate) use buffers::{busy_lane, transfers};
 pub(crate) use events::{recorded, synced, CuEvent};
 pub(crate) use pinned::CudaPinned;
-pub(crate) use replay::{Found, Kept, Operand};
+pub(crate) use replay::{Containers, Found, Kept, Operand};
 pub(crate) use result_buffers::ResultLease;
 pub(crate) use scratch::Scratch;
 pub(crate) use staging::{

@@ -7,7 +7,7 @@
 //! valid only on the device, ready after it.
 
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
 use cudarc::driver::sys;
 
@@ -68,6 +68,45 @@ impl Operand {
     }
 }
 
+/// The distinct containers among a graph's operands, in one global order (by the address
+/// of their shared state), so that a launch can hold all their locks at once: from its
+/// checks through the graph launch to its marks, no host read can slip a view in between
+/// (and two launches on two threads take them in the same order).
+pub(crate) struct Containers {
+    /// For each distinct container, the index of one operand of it, in lock order.
+    first: Vec<usize>,
+    /// For each operand, the index of its container in `first`.
+    at: Vec<usize>,
+}
+
+impl Containers {
+    /// The containers of `ops`.
+    pub(crate) fn of(ops: &[Operand]) -> Containers {
+        let mut first: Vec<usize> = Vec::new();
+        for (k, op) in ops.iter().enumerate() {
+            if !first.iter().any(|&f| Arc::ptr_eq(&ops[f].state, &op.state)) {
+                first.push(k);
+            }
+        }
+        first.sort_by_key(|&f| Arc::as_ptr(&ops[f].state) as usize);
+        let at = ops
+            .iter()
+            .map(|op| {
+                first
+                    .iter()
+                    .position(|&f| Arc::ptr_eq(&ops[f].state, &op.state))
+                    .unwrap_or(0)
+            })
+            .collect();
+        Containers { first, at }
+    }
+
+    /// Locks every container of `ops` (in the global order).
+    pub(crate) fn lock<'g>(&self, ops: &'g [Operand]) -> Vec<MutexGuard<'g, State>> {
+        self.first.iter().map(|&f| ops[f].lock()).collect()
+    }
+}
+
 /// What a launch finds before replaying the graph.
 pub(crate) enum Found {
     /// Every operand as recorded, every range the kernels read current on the device.
@@ -85,11 +124,18 @@ pub(crate) enum Found {
 
 /// Checks `ops` (in the order the kernels used them) before a launch on `lane` of `ctx`,
 /// making `lane` wait for other streams' work that conflicts with them; `Err` when the
-/// graph can no longer run (a container dropped, its device copy made again).
-pub(crate) fn prepare(ctx: &Ctx, ops: &[Operand], lane: Lane) -> Result<Found> {
+/// graph can no longer run (a container dropped, its device copy made again). `held`: the
+/// containers' locks ([`Containers::lock`]), held until [`mark`] is done.
+pub(crate) fn prepare(
+    ctx: &Ctx,
+    ops: &[Operand],
+    cs: &Containers,
+    held: &mut [MutexGuard<'_, State>],
+    lane: Lane,
+) -> Result<Found> {
     let loc = ctx.location();
     for (k, op) in ops.iter().enumerate() {
-        let mut st = op.lock();
+        let st = &mut *held[cs.at[k]];
         // A container dropped after this check leaves its device buffer to the state,
         // which this operand keeps: the graph's kernels never use freed memory.
         if op.detached() {
@@ -98,7 +144,7 @@ pub(crate) fn prepare(ctx: &Ctx, ops: &[Operand], lane: Lane) -> Result<Found> {
         if op.write && op.state.viewed() {
             return Ok(Found::Viewed);
         }
-        let buf = device_buffer(ctx, &mut st).map_err(|_| {
+        let buf = device_buffer(ctx, st).map_err(|_| {
             Error::Recording(
                 "the device copy of a container that the recorded graph uses was dropped since the recording: record the graph again".into(),
             )
@@ -139,17 +185,23 @@ pub(crate) fn prepare(ctx: &Ctx, ops: &[Operand], lane: Lane) -> Result<Found> {
 /// valid only on the device, ready after it. Every operand is marked even when one's
 /// device buffer is gone (`prepare` checked them; the first such error is returned after):
 /// a written range left valid elsewhere would be read back stale.
-pub(crate) fn mark(ctx: &Ctx, ops: &[Operand], event: &Arc<CuEvent>) -> Result<()> {
+pub(crate) fn mark(
+    ctx: &Ctx,
+    ops: &[Operand],
+    cs: &Containers,
+    held: &mut [MutexGuard<'_, State>],
+    event: &Arc<CuEvent>,
+) -> Result<()> {
     let loc = ctx.location();
     let mut failed = None;
-    for op in ops {
-        let mut st = op.lock();
+    for (k, op) in ops.iter().enumerate() {
+        let st = &mut *held[cs.at[k]];
         if op.write {
             let ready: Arc<dyn ReadyEvent> = event.clone();
             st.coherence.write(loc, op.range.clone(), Some(ready));
             st.device_written();
         }
-        match device_buffer(ctx, &mut st) {
+        match device_buffer(ctx, st) {
             Ok(buf) => buf.accessed(op.range.clone(), event, op.write),
             Err(e) => {
                 failed.get_or_insert(e);
