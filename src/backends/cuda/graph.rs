@@ -446,7 +446,16 @@ impl DeviceGraph {
             let _ = unsafe { result::stream::synchronize(lane.raw) };
             e
         };
-        let ev = CuEvent::record(lane).map_err(after)?;
+        let ev = match CuEvent::record(lane) {
+            Ok(ev) => ev,
+            Err(e) => {
+                let e = after(e);
+                // The graph ran (or failed, which the next wait reports): what it wrote is
+                // on the device, which the coherence state must say.
+                memory::replay::mark_done(ctx, &self.operands, cs, &mut held);
+                return Err(e);
+            }
+        };
         *self.last.borrow_mut() = Some(ev.clone());
         memory::replay::mark(ctx, &self.operands, cs, &mut held, &ev).map_err(after)?;
         Ok(None)

@@ -211,6 +211,22 @@ pub(crate) fn mark(
     failed.map_or(Ok(()), Err)
 }
 
+/// [`mark`] for a launch whose stream was synchronised instead of followed by an event
+/// (recording the event failed): written ranges become valid only on the device, ready.
+pub(crate) fn mark_done(
+    ctx: &Ctx,
+    ops: &[Operand],
+    cs: &Containers,
+    held: &mut [MutexGuard<'_, State>],
+) {
+    let loc = ctx.location();
+    for (k, op) in ops.iter().enumerate().filter(|(_, op)| op.write) {
+        let st = &mut *held[cs.at[k]];
+        st.coherence.write(loc, op.range.clone(), None);
+        st.device_written();
+    }
+}
+
 /// A temporary buffer (`Scratch`) that a recorded kernel uses, kept for the graph's
 /// launches instead of being freed after its call.
 pub(crate) struct Kept {
