@@ -106,8 +106,8 @@ fn replay(calls: usize) -> skel::Result<()> {
     })?;
     println!("hand-written host loop: {host:.2} us");
     println!(
-        "{:<8} {:>10} {:>12} {:>14} {:>12} {:>10}",
-        "backend", "eager", "graph of 1", "graph of 10", "eager again", "eager/1"
+        "{:<8} {:>10} {:>12} {:>14} {:>12} {:>10} {:>11}",
+        "backend", "eager", "graph of 1", "graph of 10", "eager again", "eager/1", "replay"
     );
     for backend in backends()? {
         let map = Map::new(add).backend(backend);
@@ -117,9 +117,17 @@ fn replay(calls: usize) -> skel::Result<()> {
             let g = skel::Graph::record(|| map.run(&x, &y, &mut o))?;
             per_call(calls, || g.launch())?
         };
-        let ten = {
+        let (ten, device) = {
             let g = skel::Graph::record(|| (0..10).try_for_each(|_| map.run(&x, &y, &mut o)))?;
-            per_call(calls.div_ceil(10), || g.launch())? / 10.0
+            let t = per_call(calls.div_ceil(10), || g.launch())? / 10.0;
+            (
+                t,
+                if g.device_graph() {
+                    "cuda graph"
+                } else {
+                    "closure"
+                },
+            )
         };
         // Eager once more, after the replays: what changed between the rounds (a device
         // queue, a clock) shows as a difference from the first eager column.
@@ -135,7 +143,7 @@ fn replay(calls: usize) -> skel::Result<()> {
             )));
         }
         println!(
-            "{:<8} {eager:>10.2} {one:>12.2} {ten:>14.2} {again:>12.2} {:>10.2}",
+            "{:<8} {eager:>10.2} {one:>12.2} {ten:>14.2} {again:>12.2} {:>10.2} {device:>11}",
             backend.to_string(),
             eager / one
         );

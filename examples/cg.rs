@@ -5,11 +5,14 @@
 //! arguments (`.arrays`), so on a GPU nothing comes back to the host between iterations.
 //!
 //! ```text
-//! cargo run --release --example cg -- [n] [--iters k] [--backend cuda] [--check] [--bench]
+//! cargo run --release --example cg -- [n] [--iters k] [--backend cuda] [--graph] [--check] [--bench]
 //! ```
 //!
 //! `--check` runs the same iterations in plain Rust (f64) and compares the solutions;
 //! `--bench` reports the time per iteration (after a warm-up, ended by a synchronisation).
+//! `--graph` records a pair of iterations once (`skel::Graph`: the state is double
+//! buffered, so the pair leaves it where it was) and launches the recording for every
+//! further pair, as a solver that repeats one step would.
 
 use std::time::Instant;
 
@@ -62,15 +65,31 @@ fn direction(r: f32, p: f32, rr_new: &[f32], rr: &[f32]) -> f32 {
     r + rr_new[0] / rr[0] * p
 }
 
-/// The solver's state: solution, residual, direction, `r·r`, `p·Ap`, and the buffers the
-/// next values are written to.
-struct Cg {
+/// One copy of the solver's state: solution, residual, direction and `r·r`.
+struct State {
     x: Matrix<f32>,
     r: Matrix<f32>,
     p: Matrix<f32>,
     rr: Vector<f32>,
+}
+
+impl State {
+    fn zeroed(n: usize, m: usize) -> State {
+        State {
+            x: Matrix::zeroed(n, m),
+            r: Matrix::zeroed(n, m),
+            p: Matrix::zeroed(n, m),
+            rr: Vector::zeroed(1),
+        }
+    }
+}
+
+/// The solver: the current state, `p·Ap`, and the state the next iteration writes (the two
+/// swap roles every iteration, so that a pair of iterations leaves them where they were).
+struct Cg {
+    now: State,
     pap: Vector<f32>,
-    next: (Matrix<f32>, Matrix<f32>, Matrix<f32>, Vector<f32>),
+    next: State,
 }
 
 impl Cg {
@@ -82,43 +101,97 @@ impl Cg {
             .backend(b)
             .run_into(rhs, &mut rr)?;
         Ok(Cg {
-            x: Matrix::zeroed(n, m),
-            r: rhs.clone(),
-            p: rhs.clone(),
-            rr,
+            now: State {
+                x: Matrix::zeroed(n, m),
+                r: rhs.clone(),
+                p: rhs.clone(),
+                rr,
+            },
             pap: Vector::zeroed(1),
-            next: (
-                Matrix::zeroed(n, m),
-                Matrix::zeroed(n, m),
-                Matrix::zeroed(n, m),
-                Vector::zeroed(1),
-            ),
+            next: State::zeroed(n, m),
         })
     }
 
-    /// One iteration: four calls, `A p` never stored, no value read by the host.
-    fn iterate(&mut self, b: Backend) -> skel::Result<()> {
-        let (x2, r2, p2, rr2) = &mut self.next;
-        let ap = Map::new(laplace).arrays((&self.p,)).lazy(&self.p);
+    /// One iteration from `s` into `t`: four calls, `A p` never stored, no value read by
+    /// the host.
+    fn iterate(b: Backend, s: &State, pap: &mut Vector<f32>, t: &mut State) -> skel::Result<()> {
+        let ap = Map::new(laplace).arrays((&s.p,)).lazy(&s.p);
         MapReduce::new(mul, add)
             .backend(b)
-            .run_into(&self.p, &ap, &mut self.pap)?;
-        Map::new(step)
-            .arrays((&self.rr, &self.pap))
-            .backend(b)
-            .run(&self.x, &self.r, &self.p, &ap, &mut (&mut *x2, &mut *r2))?;
+            .run_into(&s.p, &ap, &mut *pap)?;
+        Map::new(step).arrays((&s.rr, &*pap)).backend(b).run(
+            &s.x,
+            &s.r,
+            &s.p,
+            &ap,
+            &mut (&mut t.x, &mut t.r),
+        )?;
         MapReduce::new(square, add)
             .backend(b)
-            .run_into(&*r2, &mut *rr2)?;
+            .run_into(&t.r, &mut t.rr)?;
         Map::new(direction)
-            .arrays((&*rr2, &self.rr))
+            .arrays((&t.rr, &s.rr))
             .backend(b)
-            .run(&*r2, &self.p, &mut *p2)?;
-        std::mem::swap(&mut self.x, x2);
-        std::mem::swap(&mut self.r, r2);
-        std::mem::swap(&mut self.p, p2);
-        std::mem::swap(&mut self.rr, rr2);
-        Ok(())
+            .run(&t.r, &s.p, &mut t.p)
+    }
+
+    /// `k` iterations, each made eagerly (`graph`: `false`) or, in pairs, as launches of
+    /// one recorded pair of iterations (`now -> next -> now`: the recording is the first
+    /// launch; an odd last iteration is made eagerly).
+    /// Returns whether the launches replayed one device graph (a CUDA graph).
+    fn run(&mut self, b: Backend, k: usize, graph: bool) -> skel::Result<bool> {
+        let Cg { now, pap, next } = self;
+        let mut device = false;
+        if graph && k >= 2 {
+            let g = skel::Graph::record(|| {
+                Cg::iterate(b, now, pap, next)?;
+                Cg::iterate(b, next, pap, now)
+            })?;
+            device = g.device_graph();
+            for _ in 1..k / 2 {
+                g.launch()?;
+            }
+        } else {
+            for _ in 0..k / 2 {
+                Cg::iterate(b, now, pap, next)?;
+                Cg::iterate(b, next, pap, now)?;
+            }
+        }
+        if k % 2 == 1 {
+            Cg::iterate(b, now, pap, next)?;
+            std::mem::swap(now, next);
+        }
+        Ok(device)
+    }
+
+    /// Seconds per iteration over `pairs` pairs of iterations, timed after a warm-up (the
+    /// recording, with `graph`) and ended by a synchronisation.
+    fn timed(&mut self, b: Backend, pairs: usize, graph: bool) -> skel::Result<f64> {
+        let Cg { now, pap, next } = self;
+        let mut pair = || -> skel::Result<()> {
+            Cg::iterate(b, now, pap, next)?;
+            Cg::iterate(b, next, pap, now)
+        };
+        let elapsed = if graph {
+            let g = skel::Graph::record(pair)?;
+            skel::tune::synchronize()?;
+            let start = Instant::now();
+            for _ in 0..pairs {
+                g.launch()?;
+            }
+            skel::tune::synchronize()?;
+            start.elapsed()
+        } else {
+            pair()?;
+            skel::tune::synchronize()?;
+            let start = Instant::now();
+            for _ in 0..pairs {
+                pair()?;
+            }
+            skel::tune::synchronize()?;
+            start.elapsed()
+        };
+        Ok(elapsed.as_secs_f64() / (2 * pairs) as f64)
     }
 }
 
@@ -198,20 +271,24 @@ fn main() -> skel::Result<()> {
         Some(None) => return Err(Error::InvalidArgument("--backend needs a name".into())),
         None => skel::default_backend()?,
     };
+    // `--graph`: pairs of iterations recorded once (`skel::Graph`) and launched.
+    let graph = args.iter().any(|a| a == "--graph");
     let b = rhs(n);
     let mut cg = Cg::new(backend, &b)?;
-    for _ in 0..iters {
-        cg.iterate(backend)?;
-    }
+    let how = match (graph, cg.run(backend, iters, graph)?) {
+        (false, _) => "eager",
+        (true, true) => "graph: one CUDA graph per launch",
+        (true, false) => "graph: the closure runs on every launch",
+    };
     println!(
-        "cg {n} x {n} on {backend}: {iters} iterations, r·r = {:.3e} (from {:.3e})",
-        cg.rr[0],
+        "cg {n} x {n} on {backend} ({how}): {iters} iterations, r·r = {:.3e} (from {:.3e})",
+        cg.now.rr[0],
         b.iter().map(|v| v * v).sum::<f32>()
     );
     if args.iter().any(|a| a == "--check") {
         let rhs64: Vec<f64> = b.iter().map(|&v| v as f64).collect();
         let want = reference(n, &rhs64, iters);
-        let got: Vec<f64> = cg.x.iter().map(|&v| v as f64).collect();
+        let got: Vec<f64> = cg.now.x.iter().map(|&v| v as f64).collect();
         let diff: Vec<f64> = got.iter().zip(&want).map(|(g, w)| g - w).collect();
         let rel = (dot(&diff, &diff) / dot(&want, &want).max(1e-300)).sqrt();
         let res: Vec<f64> = apply(n, &got)
@@ -237,19 +314,14 @@ fn main() -> skel::Result<()> {
         println!("check: ok, the solution matches plain Rust CG");
     }
     if args.iter().any(|a| a == "--bench") {
-        // From the start again: the same iterations as above, timed.
-        let runs = iters.max(1);
+        // From the start again: the same number of iterations as above (rounded up to
+        // pairs), timed after a warm-up pair.
+        let pairs = iters.div_ceil(2).max(1);
+        let runs = 2 * pairs;
         cg = Cg::new(backend, &b)?;
-        cg.iterate(backend)?;
-        skel::tune::synchronize()?;
-        let start = Instant::now();
-        for _ in 0..runs {
-            cg.iterate(backend)?;
-        }
-        skel::tune::synchronize()?;
-        let per = start.elapsed().as_secs_f64() / runs as f64;
+        let per = cg.timed(backend, pairs, graph)?;
         println!(
-            "bench: {:.1} us per iteration ({runs} iterations, {n} x {n}, {backend})",
+            "bench: {:.1} us per iteration ({runs} iterations, {n} x {n}, {backend}, {how})",
             per * 1e6
         );
     }

@@ -222,7 +222,8 @@ pub enum Fault {
     Upload,
     /// A device-to-host copy ([`crate::Error::Driver`]).
     Download,
-    /// A kernel launch ([`crate::Error::Driver`]).
+    /// A kernel launch ([`crate::Error::Driver`]), or the adding of a node to a recorded
+    /// CUDA graph (`skel::Graph`), which then launches by running its closure.
     Launch,
 }
 

@@ -5,6 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 
+use crate::backends::device_graph::{self, DeviceGraph};
 use crate::{Backend, Error, Result};
 
 /// One call of a recording: which user function, on which backend.
@@ -66,25 +67,59 @@ fn set_mode(mode: Mode) {
 /// container that a live graph writes (or to write one that it reads) — a recording can
 /// neither outlive nor alias its containers, with no `unsafe` and no shared handles.
 /// Read the results once the graph is dropped (or give it a scope, `{ let g = ..; for .. {
-/// g.launch()?; } }`). Because every launch runs the same calls on the same containers as
-/// eager code would, the containers' coherence state (which copies are valid where, which
-/// device events guard them) is exactly what the eager calls leave: uploads and downloads
-/// happen where they would have happened.
+/// g.launch()?; } }`). Every launch leaves the containers' coherence state (which copies
+/// are valid where, which device events guard them) as the eager calls would: what they
+/// wrote is valid where they ran, and uploads happen where they would have happened.
 ///
 /// A graph stays on the thread that recorded it (it is neither `Send` nor `Sync`): the
 /// recorder that tells its calls apart is per thread.
 ///
-/// # What a launch skips
+/// # What a launch runs
 ///
-/// Recording resolves each call's backend (the instance's `.backend(..)` or the process
-/// default, checked for a device) once; a launch takes the recorded backend of each call
-/// instead, and checks that the closure makes the calls it recorded (the same user
-/// functions, as many), else [`Error::Recording`]. Each call still builds its plan (a few
-/// borrows) and runs its shape checks: they cost tens of nanoseconds, and they are what
+/// **On CUDA** a recording whose calls all ran on CUDA becomes one CUDA graph
+/// ([`device_graph`](Graph::device_graph)): while the recording runs the calls eagerly, the
+/// kernels they launch are logged with their arguments, and the chain of them is built into
+/// a graph. A launch then makes one graph launch, after the coherence work the eager calls
+/// would do at that point: it checks that every container the kernels use still exists with
+/// the device copy they were recorded with, orders the graph after other work on those
+/// containers, and afterwards marks what the kernels wrote as valid on the device only (a
+/// host read downloads it, as after an eager call). The closure itself does not run again,
+/// so what it computes on the host, and the uniforms of its calls, are frozen at the
+/// recording: a value that changes between launches belongs in a one-element container
+/// that the calls read as a container argument (`.arrays((&alpha,))`), which a
+/// `run_into` fold of the same graph can write. When the host wrote a container that the
+/// graph reads since the last launch (through a `RefCell`, say), that launch runs the
+/// closure again as eager calls (uploading what the host wrote); the next launch replays
+/// the graph. So does a launch after the host read a container that the graph writes: a
+/// view of it (`&[T]`, `&T`) may still be alive, which the graph's writes would make
+/// stale under it; the closure's own borrows (a `RefCell::borrow_mut` that panics, or a
+/// `try_borrow_mut` that returns your error) then decide, as for eager calls. Read results
+/// after the last launch of a batch, and the batch replays. A launch is
+/// [`Error::Recording`] when the graph can no longer run: a container it uses was dropped
+/// or replaced, or another CUDA device is current on the thread; record it again. When the
+/// CUDA driver refuses to build the graph, the recording stands and its launches run the
+/// closure (a warning in the log says why).
+///
+/// A recording on CUDA is launched by running its closure again, as on the other backends,
+/// when a call cannot be repeated by the device alone: a checked call (its fault record is
+/// read by the host), a call that reads a count back (a `Sort`, a `Filter`) or copies a
+/// host value into its buffers, calls on several devices, or a container made and dropped
+/// inside the closure (make it outside). The log (target `skel::graph`, level info) says
+/// which. Calls that the closure hands to other threads are not part of a CUDA graph.
+///
+/// **On the other backends**, and for recordings that are not CUDA graphs, a launch runs
+/// the closure again: recording resolved each call's backend (the instance's `.backend(..)`
+/// or the process default, checked for a device) once; a launch takes the recorded backend
+/// of each call instead, and checks that the closure makes the calls it recorded (the same
+/// user functions, as many), else [`Error::Recording`]. Each call still builds its plan (a
+/// few borrows) and runs its shape checks: they cost tens of nanoseconds, and they are what
 /// keeps a closure that hands other containers to a call on a later launch from giving a
 /// kernel operands it was not built for. Under [`Backend::Auto`] each call of a launch is
 /// still chosen per call (where the operands are valid changes between the first
 /// iteration and the next); name a backend to fix it.
+///
+/// Write the closure as a fixed sequence of calls on containers made outside it, with no
+/// other effect, and a launch gives the same results on every backend.
 ///
 /// # Example
 ///
@@ -125,11 +160,19 @@ fn set_mode(mode: Mode) {
 pub struct Graph<'a> {
     body: RefCell<Box<dyn FnMut() -> Result<()> + 'a>>,
     steps: Rc<[Step]>,
+    /// The recording as one device graph (CUDA), when it can be one.
+    device: Option<DeviceGraph>,
 }
 
 impl fmt::Debug for Graph<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Graph").field("steps", &self.steps).finish()
+        f.debug_struct("Graph")
+            .field("steps", &self.steps)
+            .field(
+                "device_nodes",
+                &self.device.as_ref().map(DeviceGraph::nodes),
+            )
+            .finish()
     }
 }
 
@@ -166,6 +209,7 @@ impl<'a> Graph<'a> {
     pub fn record(calls: impl FnMut() -> Result<()> + 'a) -> Result<Graph<'a>> {
         idle("Graph::record")?;
         let mut body: Box<dyn FnMut() -> Result<()> + 'a> = Box::new(calls);
+        let log = device_graph::begin();
         let steps = {
             set_mode(Mode::Record(Vec::new()));
             let _restore = Restore;
@@ -175,9 +219,33 @@ impl<'a> Graph<'a> {
                 _ => Vec::new(),
             })
         };
+        let on_cuda = |s: &Step| s.backend == Backend::Cuda;
+        let cuda_only = !steps.is_empty() && steps.iter().all(on_cuda);
+        let device = match device_graph::end(log, cuda_only) {
+            Ok(d) => {
+                log::debug!(
+                    target: "skel::graph",
+                    "{} recorded calls as one CUDA graph of {} nodes",
+                    steps.len(),
+                    d.nodes()
+                );
+                Some(d)
+            }
+            Err(why) => {
+                if steps.iter().any(on_cuda) {
+                    log::info!(
+                        target: "skel::graph",
+                        "the recording of {} calls is launched by running its closure again, not as one CUDA graph: {why}",
+                        steps.len()
+                    );
+                }
+                None
+            }
+        };
         Ok(Graph {
             body: RefCell::new(body),
             steps: steps.into(),
+            device,
         })
     }
 
@@ -189,6 +257,17 @@ impl<'a> Graph<'a> {
     /// inside a recording or launch.
     pub fn launch(&self) -> Result<()> {
         idle("Graph::launch")?;
+        if let Some(d) = &self.device {
+            // Counted like a device call, so that `skel::tune::synchronize` waits for it.
+            let _counted = crate::backends::Issued;
+            let Some(why) = d.launch()? else {
+                return Ok(());
+            };
+            log::debug!(
+                target: "skel::graph",
+                "{why}: this launch runs the calls eagerly"
+            );
+        }
         let mut body = self
             .body
             .try_borrow_mut()
@@ -213,6 +292,26 @@ impl<'a> Graph<'a> {
     /// How many skeleton calls were recorded.
     pub fn calls(&self) -> usize {
         self.steps.len()
+    }
+
+    /// Whether launches replay one device graph (a CUDA graph: every recorded call ran on
+    /// CUDA and each can be repeated by the device alone) instead of running the closure
+    /// again. See "What a launch runs" in [`Graph`]'s docs; the log (target `skel::graph`)
+    /// says why a recording on CUDA is not one.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn twice(x: f32) -> f32 { 2.0 * x }
+    ///
+    /// let x = Vector::filled(8, 1.0f32);
+    /// let mut y = Vector::zeroed(8);
+    /// let g = skel::Graph::record(|| Map::new(twice).backend(Backend::Cpu).run(&x, &mut y))?;
+    /// assert!(!g.device_graph()); // the cpu backend runs the closure again
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn device_graph(&self) -> bool {
+        self.device.is_some()
     }
 }
 

@@ -9,6 +9,8 @@
 //! On CUDA each call also picks a random `.devices(k)` among the device slots
 //! `SKEL_CUDA_DEVICES` names (`0,0` gives two slots on one GPU), so consecutive calls split
 //! the same containers differently and the copies move between the slots' buffers.
+//! A sequence may also record a call as a `skel::Graph` and launch it several times (one
+//! CUDA graph on CUDA), so replays are checked against the model like eager calls.
 //! Backends that are not available print `skipped: ...`.
 
 mod common;
@@ -146,6 +148,19 @@ enum Op {
         dst: usize,
         launch: Launch,
     },
+    /// `Map` as above, recorded as a `skel::Graph` and launched `launches` more times
+    Replay {
+        f: bool,
+        a: usize,
+        b: usize,
+        dst: usize,
+        x: usize,
+        y: usize,
+        d: usize,
+        len: usize,
+        launch: Launch,
+        launches: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -218,12 +233,29 @@ fn op() -> impl Strategy<Value = Op> {
                 launch
             }
         ),
-        (c.clone(), c.clone(), c, launch()).prop_map(|(a, b, dst, launch)| Op::LazyMap {
-            a,
-            b,
-            dst,
-            launch
-        }),
+        (c.clone(), c.clone(), c.clone(), launch())
+            .prop_map(|(a, b, dst, launch)| { Op::LazyMap { a, b, dst, launch } }),
+        (
+            (any::<bool>(), c.clone(), c.clone(), c),
+            (0..LEN, 0..LEN, 0..LEN, 0..LEN),
+            launch(),
+            0usize..4
+        )
+            .prop_map(|((f, a, b, dst), (x, y, d, len), launch, launches)| {
+                let len = len.min(LEN - x).min(LEN - y).min(LEN - d);
+                Op::Replay {
+                    f,
+                    a,
+                    b,
+                    dst,
+                    x,
+                    y,
+                    d,
+                    len,
+                    launch,
+                    launches,
+                }
+            }),
     ]
 }
 
@@ -272,6 +304,42 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), TestCaseError> {
                 } else {
                     launched!(Map::new(twice_minus), backend, launch).run(&va, &vb, &mut vo)
                 };
+                vs[dst] = out;
+                prop_assert!(result.is_ok(), "step {step}: {result:?}");
+                let (ma, mb) = (model[a].clone(), model[b].clone());
+                for k in 0..len {
+                    model[dst][d + k] = if f {
+                        ma[x + k] + mb[y + k]
+                    } else {
+                        2 * ma[x + k] - mb[y + k]
+                    };
+                }
+            }
+            Op::Replay {
+                f,
+                a,
+                b,
+                dst,
+                x,
+                y,
+                d,
+                len,
+                launch,
+                launches,
+            } => {
+                let mut out = std::mem::replace(&mut vs[dst], Vector::zeroed(0));
+                let (mut fa, mut fb) = (None, None);
+                let va = source(&vs, &model, a, dst, &mut fa).view(x..x + len);
+                let vb = source(&vs, &model, b, dst, &mut fb).view(y..y + len);
+                let mut vo = out.view_mut(d..d + len);
+                let result = skel::Graph::record(|| {
+                    if f {
+                        launched!(Map::new(add), backend, launch).run(&va, &vb, &mut vo)
+                    } else {
+                        launched!(Map::new(twice_minus), backend, launch).run(&va, &vb, &mut vo)
+                    }
+                })
+                .and_then(|g| (0..launches).try_for_each(|_| g.launch()));
                 vs[dst] = out;
                 prop_assert!(result.is_ok(), "step {step}: {result:?}");
                 let (ma, mb) = (model[a].clone(), model[b].clone());

@@ -433,3 +433,82 @@ fn a_lost_device_is_device_lost_for_every_later_call() {
         .unwrap_or_else(|| panic!("child printed nothing:\n{out}\n{err}"));
     assert_eq!(line, "child: lost as expected", "{out}\n{err}");
 }
+
+/// A recording whose CUDA graph the driver refuses to build (an injected fault where the
+/// driver checks a kernel node) still stands: its launches run the closure, with the same
+/// results.
+#[test]
+fn a_graph_the_driver_refuses_launches_its_closure() {
+    let _g = lock();
+    if !common::available(Backend::Cuda) {
+        return;
+    }
+    use skel::debug::{clear_fault, inject_fault, Fault};
+    let x = Vector::from_fn(1000, |i| i as f32);
+    let mut y = Vector::filled(1000, 1.0f32);
+    let mut t = Vector::zeroed(1000);
+    // The recording's own kernel launches come first (as many as the calls make): the
+    // fault is moved one launch later each time until it falls on the graph's build.
+    let mut fell_back = false;
+    for after in 0..8 {
+        let runs = std::cell::Cell::new(0);
+        inject_fault(Fault::Launch, after);
+        // `Some(device_graph)` when the recording stood, `None` when the fault fell on one
+        // of its eager launches (a call's own error).
+        let stood = {
+            let recorded = skel::Graph::record(|| {
+                runs.set(runs.get() + 1);
+                Map::new(scale_add)
+                    .backend(Backend::Cuda)
+                    .run(&x, &y, &mut t)?;
+                Map::new(scale_add)
+                    .backend(Backend::Cuda)
+                    .run(&t, &x, &mut y)
+            });
+            let unfired = clear_fault().is_some();
+            match recorded {
+                Err(e) => {
+                    assert!(matches!(e, Error::Driver(_)), "after {after}: {e:?}");
+                    None
+                }
+                Ok(g) => {
+                    if !unfired && !g.device_graph() {
+                        for _ in 0..3 {
+                            g.launch().unwrap();
+                        }
+                    }
+                    Some((g.device_graph(), unfired))
+                }
+            }
+        };
+        match stood {
+            None => y = Vector::filled(1000, 1.0f32),
+            // Past the last launch: nothing failed, the graph was built.
+            Some((device, true)) => {
+                assert!(device, "after {after}");
+                break;
+            }
+            Some((device, false)) => {
+                assert!(!device, "after {after}: the graph was built");
+                assert_eq!(
+                    runs.get(),
+                    4,
+                    "after {after}: the closure runs on every launch"
+                );
+                // Four times: t = 3x + y, y = 3t + x (integers below 2^24: exact).
+                let mut ey: Vec<f32> = vec![1.0; 1000];
+                for _ in 0..4 {
+                    for (i, e) in ey.iter_mut().enumerate() {
+                        let xi = i as f32;
+                        *e = (xi * 3.0 + *e) * 3.0 + xi;
+                    }
+                }
+                assert_eq!(y.to_vec(), ey, "after {after}");
+                fell_back = true;
+                break;
+            }
+        }
+    }
+    assert!(fell_back, "no injected fault fell on the graph's build");
+    println!("a refused CUDA graph: the recording launches its closure");
+}

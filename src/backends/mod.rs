@@ -16,6 +16,7 @@ pub(crate) mod chain;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+pub(crate) mod device_graph;
 pub(crate) mod jit;
 #[cfg_attr(not(any(feature = "cuda", feature = "opencl")), allow(dead_code))]
 pub(crate) mod kernel_cache;

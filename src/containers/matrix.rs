@@ -267,7 +267,7 @@ impl<T: DeviceType> Matrix<T> {
     /// assert_eq!(Matrix::filled(2, 1, 5u8).to_vec(), vec![5, 5]);
     /// ```
     pub fn to_vec(&self) -> Vec<T> {
-        self.as_slice().to_vec()
+        self.try_to_vec().expect(COPY_BACK)
     }
 
     /// A copy of the elements in row-major order, or the device backend's error if copying
@@ -282,7 +282,7 @@ impl<T: DeviceType> Matrix<T> {
     /// # Ok::<(), skel::Error>(())
     /// ```
     pub fn try_to_vec(&self) -> Result<Vec<T>> {
-        Ok(self.try_as_slice()?.to_vec())
+        self.store.copy_out(0..self.len())
     }
 
     fn row_range(&self, i: usize) -> Range<usize> {

@@ -55,7 +55,7 @@ pub(crate) use coherence::{Coherence, Location, RangeSet, ReadyEvent};
 #[allow(unused_imports)]
 pub(crate) use host::{register_pinned_allocator, HostKind, PinnedAllocator};
 #[allow(unused_imports)]
-pub(crate) use store::{DeviceCopy, State};
+pub(crate) use store::{DeviceCopy, Shared, State};
 
 use std::fmt;
 use std::ops::{Bound, Range, RangeBounds};
@@ -384,6 +384,9 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             offset + shape.len() <= store.len(),
             "operand outside its container"
         );
+        // No host view outlives this borrow: a recorded graph that writes the store may
+        // make its host elements stale again without running its closure.
+        store.exclusive();
         ArgMut {
             store,
             offset,
@@ -425,6 +428,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     /// The elements on the host, current (stale ranges brought back first); device copies
     /// of the range become invalid.
     pub(crate) fn host_mut(&mut self) -> Result<&mut [T]> {
+        crate::backends::device_graph::refuse("a call writes its result on the host");
         let range = self.range();
         self.store.write(range)
     }
@@ -432,6 +436,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     /// The elements on the host for a call that overwrites all of them: nothing is brought
     /// back; device copies of the range become invalid.
     pub(crate) fn host_overwrite(&mut self) -> Result<&mut [T]> {
+        crate::backends::device_graph::refuse("a call writes its result on the host");
         let range = self.range();
         self.store.overwrite(range)
     }

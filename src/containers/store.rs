@@ -13,7 +13,10 @@
 //! 2. A host-valid range only becomes stale (or is written on the host) through `&mut
 //!    Store` (an `Output`/`ArgMut`, `as_mut_slice`, ...), which cannot coexist with any
 //!    live shared slice; through `&Store` backends only add valid ranges (uploads) on
-//!    devices.
+//!    devices. The one exception is the launch of a recorded device graph, which marks
+//!    what its kernels write through the state it shares ([`Shared`]) without a borrow:
+//!    it does so only while no view was handed out since the store was last borrowed
+//!    `&mut` ([`Shared::viewed`]), so no shared slice covers the range it makes stale.
 //! 3. Copy-back writes go only into host-**stale** ranges, through raw pointers, while
 //!    holding the lock.
 //!
@@ -25,8 +28,8 @@
 
 use std::any::Any;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::coherence::{Coherence, Location};
 use super::host::{HostBuf, HostKind};
@@ -139,11 +142,73 @@ pub(crate) const ELEMENT_BLOCK: usize = 4096;
 /// Storage plus coherence of one container of `T`.
 pub(crate) struct Store<T> {
     buf: HostBuf<T>,
+    /// The coherence state and the host-access flags, shared only with a recorded device
+    /// graph (`crate::graph`), which reads and marks them on a launch as an eager call
+    /// would, and sees through them whether the store still exists.
+    shared: Arc<Shared>,
+}
+
+/// The part of a container that a recorded device graph shares with it (see
+/// [`Store::shared`]).
+pub(crate) struct Shared {
     state: Mutex<State>,
     /// What host access may take without the lock ([`HostAccess`] as a `u8`): set under
-    /// the lock from the coherence state, cleared by every `lock`/`state_mut` (whoever
-    /// holds the state may change it), so element access in a host loop costs a load.
+    /// the lock from the coherence state, cleared by every [`Shared::lock`] (whoever holds
+    /// the state may change it, a graph's launch included), so element access in a host
+    /// loop costs a load.
     fast: AtomicU8,
+    /// Whether the host may hold a view (`&[T]`, `&T`) of the elements: set when one is
+    /// handed out, cleared when the store is borrowed `&mut` (which no view outlives). A
+    /// launch that replays a graph without running its closure may make host elements
+    /// stale only while this is clear (module invariant 2).
+    viewed: AtomicBool,
+    /// Cleared when the store is dropped: a graph that outlives a container (through a
+    /// `RefCell` or a replacement) must not launch on its orphaned device buffer.
+    alive: AtomicBool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("state", &self.state)
+            .field("viewed", &self.viewed.load(Ordering::Relaxed))
+            .field("alive", &self.alive.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Shared {
+    /// Locks the state (a poisoned lock is taken over: the state is updated only after
+    /// each copy succeeded, so it is consistent). Host access takes the lock from now on,
+    /// until the holder publishes what it may skip it for.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        // SeqCst, with the load in `viewed` after it, against the store in `view` and the
+        // load in `Store::fast` after it: a launch either sees a reader's view or the
+        // reader sees the lock flag (and waits for the launch's marks).
+        self.fast.store(HostAccess::Locked as u8, Ordering::SeqCst);
+        st
+    }
+
+    /// Whether the container was dropped.
+    pub(crate) fn dropped(&self) -> bool {
+        !self.alive.load(Ordering::Acquire)
+    }
+
+    /// Whether the host may still hold a view of the elements (see the field).
+    pub(crate) fn viewed(&self) -> bool {
+        self.viewed.load(Ordering::SeqCst)
+    }
+
+    /// A view is about to be handed out: called before the host-access flag is read (see
+    /// [`Shared::lock`]). Loaded first: host loops on several threads read the flag
+    /// without writing its cache line.
+    #[inline]
+    fn view(&self) {
+        if !self.viewed.load(Ordering::SeqCst) {
+            self.viewed.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 /// How much of a container the host holds, for access that skips the lock.
@@ -183,7 +248,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Store<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
             .field("buf", &self.buf)
-            .field("state", &self.state)
+            .field("shared", &self.shared)
             .finish()
     }
 }
@@ -192,7 +257,10 @@ impl<T> Drop for Store<T> {
     fn drop(&mut self) {
         // Asynchronous copies may still read or write the host buffer: let them finish
         // before it is freed. Errors cannot be reported from drop.
-        let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        // Locked, not `get_mut`: a recorded graph may share the state (and keeps it, with
+        // the device buffers its kernels use, after the store is gone).
+        let mut st = self.shared.lock();
+        self.shared.alive.store(false, Ordering::Release);
         let len = st.coherence.len();
         let _ = st.coherence.wait_all(0..len);
     }
@@ -211,8 +279,12 @@ impl<T: DeviceType> Store<T> {
         };
         Store {
             buf,
-            state: Mutex::new(state),
-            fast: AtomicU8::new(HostAccess::Locked as u8),
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                fast: AtomicU8::new(HostAccess::Locked as u8),
+                viewed: AtomicBool::new(false),
+                alive: AtomicBool::new(true),
+            }),
         }
     }
 
@@ -238,28 +310,42 @@ impl<T: DeviceType> Store<T> {
     /// Locks the state (a poisoned lock is taken over: the state is updated only after
     /// each copy succeeded, so it is consistent).
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        let st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        self.fast.store(HostAccess::Locked as u8, Ordering::Relaxed);
-        st
+        self.shared.lock()
     }
 
-    /// The state through `&mut`, without locking.
-    pub(crate) fn state_mut(&mut self) -> &mut State {
-        *self.fast.get_mut() = HostAccess::Locked as u8;
-        self.state.get_mut().unwrap_or_else(PoisonError::into_inner)
+    /// The state through `&mut` (locked all the same: a recorded graph may share it).
+    pub(crate) fn state_mut(&mut self) -> MutexGuard<'_, State> {
+        self.exclusive();
+        self.shared.lock()
+    }
+
+    /// The store is borrowed `&mut`: no host view of it is alive any more.
+    #[inline]
+    pub(crate) fn exclusive(&mut self) {
+        self.shared.viewed.store(false, Ordering::Relaxed);
+    }
+
+    /// The state and host-access flags, shared with a recorded device graph (see the
+    /// field's docs): the graph sees through them whether the store still exists and keeps
+    /// the device buffers alive.
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared)
     }
 
     /// Whether host access of `need` may skip the lock.
     #[inline]
     fn fast(&self, need: HostAccess) -> bool {
-        self.fast.load(Ordering::Acquire) >= need as u8
+        // SeqCst: see `Shared::lock` (a plain load on x86 and Arm).
+        self.shared.fast.load(Ordering::SeqCst) >= need as u8
     }
 
     /// Records, with the state `st` still locked (or borrowed `&mut`), what later host
     /// access may skip the lock for. `Release` publishes the copy-backs made under the lock
     /// to the readers that see the flag.
     fn publish(&self, st: &State) {
-        self.fast.store(HostAccess::of(st) as u8, Ordering::Release);
+        self.shared
+            .fast
+            .store(HostAccess::of(st) as u8, Ordering::Release);
     }
 
     /// Element `i` on the host: without the lock when the host holds every element,
@@ -272,6 +358,7 @@ impl<T: DeviceType> Store<T> {
     #[inline]
     pub(crate) fn element(&self, i: usize) -> Result<&T> {
         self.check(&(i..i + 1));
+        self.shared.view();
         if !self.fast(HostAccess::Read) {
             let mut st = self.lock();
             let first = i - i % ELEMENT_BLOCK;
@@ -322,6 +409,7 @@ impl<T: DeviceType> Store<T> {
     /// The host elements of `range`, stale parts brought back first.
     pub(crate) fn read(&self, range: Range<usize>) -> Result<&[T]> {
         self.check(&range);
+        self.shared.view();
         if !self.fast(HostAccess::Read) {
             let mut st = self.lock();
             self.bring_back(&mut st, range.clone())?;
@@ -333,6 +421,23 @@ impl<T: DeviceType> Store<T> {
         Ok(unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) })
     }
 
+    /// A copy of the host elements of `range`, stale parts brought back first. Made under
+    /// the lock and leaving no view behind, so it does not count as one
+    /// ([`Shared::viewed`]): a recorded graph that writes the store still replays after it.
+    pub(crate) fn copy_out(&self, range: Range<usize>) -> Result<Vec<T>> {
+        self.check(&range);
+        let mut st = self.lock();
+        self.bring_back(&mut st, range.clone())?;
+        st.host_reads(range.len());
+        self.publish(&st);
+        // SAFETY: range is in bounds and valid on the host (brought back above). The lock,
+        // held until the copy is made, keeps copy-backs and a graph's marks out of it, and
+        // host writes need `&mut Store`.
+        let host =
+            unsafe { std::slice::from_raw_parts(self.host_ptr().add(range.start), range.len()) };
+        Ok(host.to_vec())
+    }
+
     /// The host elements of `range` for reading and writing: stale parts are brought back,
     /// pending copies of the range are waited for, and device copies become invalid.
     #[inline]
@@ -341,10 +446,11 @@ impl<T: DeviceType> Store<T> {
         if self.host_only() {
             return Ok(self.host_mut(range));
         }
-        let Store { buf, state, .. } = self;
-        let st = state.get_mut().unwrap_or_else(PoisonError::into_inner);
-        bring_back(buf, st, range.clone())?;
+        let Store { buf, shared } = self;
+        let mut st = shared.lock();
+        bring_back(buf, &mut st, range.clone())?;
         st.host_reads(range.len());
+        drop(st);
         self.overwrite(range)
     }
 
@@ -355,11 +461,13 @@ impl<T: DeviceType> Store<T> {
         if self.host_only() {
             return Ok(self.host_mut(range));
         }
-        let st = self.state_mut();
-        st.coherence.wait_all(range.clone())?;
-        st.coherence.write(Location::Host, range.clone(), None);
-        let access = HostAccess::of(st);
-        *self.fast.get_mut() = access as u8;
+        let access = {
+            let mut st = self.state_mut();
+            st.coherence.wait_all(range.clone())?;
+            st.coherence.write(Location::Host, range.clone(), None);
+            HostAccess::of(&st)
+        };
+        self.shared.fast.store(access as u8, Ordering::Release);
         // SAFETY: range is in bounds; &mut self excludes every other slice of this buffer
         // and no asynchronous copy touches the range any more (waited above).
         Ok(
@@ -373,7 +481,8 @@ impl<T: DeviceType> Store<T> {
     /// writing the host then changes no coherence state.
     #[inline]
     fn host_only(&mut self) -> bool {
-        *self.fast.get_mut() == HostAccess::Write as u8
+        self.exclusive();
+        self.shared.fast.load(Ordering::Acquire) == HostAccess::Write as u8
     }
 
     /// `range` of the host buffer, for the owner of `&mut self` to write, when the host
@@ -674,6 +783,31 @@ pub(crate) mod tests {
         assert!(s.lock().remove_device(0).is_some());
         assert!(s.lock().device(0).is_none());
         assert!(s.lock().remove_device(0).is_none());
+    }
+
+    #[test]
+    fn a_graph_marking_through_the_shared_state_resets_host_access() {
+        // A recorded graph's launch marks a write through `Shared` only, never through the
+        // store: host reads after it must not take the lock-free path the store published.
+        let mut s = store(100);
+        let dev = attach(&s);
+        let shared = s.shared();
+        assert!(!shared.viewed());
+        assert_eq!(s.read(0..100).unwrap()[7], 7);
+        assert!(s.fast(HostAccess::Read));
+        assert!(shared.viewed());
+        // What `memory::replay::mark` does after the graph ran.
+        dev.put(0, &[77u32; 100]);
+        shared.lock().coherence.write(D0, 0..100, None);
+        assert!(!s.fast(HostAccess::Read));
+        assert_eq!(*s.element(7).unwrap(), 77);
+        assert_eq!(s.read(0..100).unwrap(), &[77; 100]);
+        // A `&mut` borrow ends every view; dropping the store tells the graph.
+        s.exclusive();
+        assert!(!shared.viewed());
+        assert!(!shared.dropped());
+        drop(s);
+        assert!(shared.dropped());
     }
 
     #[test]

@@ -286,7 +286,7 @@ impl<T: DeviceType> Tensor3<T> {
     /// assert_eq!(Tensor3::filled(2, 1, 1, 5u8).to_vec(), vec![5, 5]);
     /// ```
     pub fn to_vec(&self) -> Vec<T> {
-        self.as_slice().to_vec()
+        self.try_to_vec().expect(COPY_BACK)
     }
 
     /// A copy of the elements in row-major order, or the device backend's error if copying
@@ -301,7 +301,7 @@ impl<T: DeviceType> Tensor3<T> {
     /// # Ok::<(), skel::Error>(())
     /// ```
     pub fn try_to_vec(&self) -> Result<Vec<T>> {
-        Ok(self.try_as_slice()?.to_vec())
+        self.store.copy_out(0..self.len())
     }
 
     fn flat(&self, (i, j, k): (usize, usize, usize)) -> usize {

@@ -231,7 +231,7 @@ impl<T: DeviceType> Vector<T> {
     /// # Ok::<(), skel::Error>(())
     /// ```
     pub fn try_to_vec(&self) -> Result<Vec<T>> {
-        Ok(self.try_as_slice()?.to_vec())
+        self.store.copy_out(0..self.len())
     }
 
     /// A copy of the elements.
@@ -245,7 +245,7 @@ impl<T: DeviceType> Vector<T> {
     /// assert_eq!(Vector::filled(2, 7u8).to_vec(), vec![7, 7]);
     /// ```
     pub fn to_vec(&self) -> Vec<T> {
-        self.as_slice().to_vec()
+        self.try_to_vec().expect(COPY_BACK)
     }
 
     /// An iterator over the elements (on the host).

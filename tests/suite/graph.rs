@@ -4,7 +4,7 @@
 //! calls that return a value to the host are refused inside a recording; a closure that
 //! makes other calls on a launch than it recorded is an error, never a wrong answer.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use proptest::prelude::*;
 use skel::prelude::*;
@@ -59,6 +59,11 @@ pub fn g_idx(#[index] i: usize) -> i64 {
 #[userfn]
 pub fn g_fadd(a: f32, b: f32) -> f32 {
     a + b
+}
+
+#[userfn]
+pub fn g_fmul(a: f32, b: f32) -> f32 {
+    a * b
 }
 
 #[userfn]
@@ -425,12 +430,20 @@ macro_rules! graph_suite {
                     }
                 })
                 .unwrap();
-                for what in ["g_add", "made 0", "more skeleton calls"] {
-                    let err = g.launch().unwrap_err();
-                    assert!(
-                        matches!(err, Error::Recording(_)) && err.to_string().contains(what),
-                        "{what}: {err}"
-                    );
+                if g.device_graph() {
+                    // A device graph replays the recorded call; the closure does not run.
+                    for _ in 0..3 {
+                        g.launch().unwrap();
+                    }
+                    assert_eq!(launches.get(), 1);
+                } else {
+                    for what in ["g_add", "made 0", "more skeleton calls"] {
+                        let err = g.launch().unwrap_err();
+                        assert!(
+                            matches!(err, Error::Recording(_)) && err.to_string().contains(what),
+                            "{what}: {err}"
+                        );
+                    }
                 }
                 drop(g);
                 assert_eq!(out.to_vec(), (0..31).map(|i| i * 2 + 3).collect::<Vec<_>>());
@@ -460,7 +473,354 @@ macro_rules! graph_suite {
                     Ok(())
                 })
                 .unwrap();
-                assert_eq!(g.launch().unwrap_err().to_string(), "second time");
+                if g.device_graph() {
+                    // The closure (and its error) does not run again; its call is replayed.
+                    g.launch().unwrap();
+                    drop(g);
+                    assert_eq!(out.to_vec(), (0..31).map(|i| i + 3).collect::<Vec<_>>());
+                } else {
+                    assert_eq!(g.launch().unwrap_err().to_string(), "second time");
+                }
+            }
+
+            #[test]
+            fn lazy_chains_and_folds_replay_bit_identical_to_eager() {
+                if !available(B) {
+                    return;
+                }
+                for &n in GRAPH_SIZES {
+                    let x = Vector::from_fn(n, |i| (i % 17) as f32 * 0.25 - 2.0);
+                    let y0 = Vector::from_fn(n, |i| (i % 5) as f32 - 1.0);
+                    // t = (x + (x + y)) + y, both sums lazy; y = t * 0.5 + s[0] * 1e-6;
+                    // s = sum(y * x)
+                    let program = |y: &mut Vector<f32>,
+                                   s: &mut Vector<f32>,
+                                   t: &mut Vector<f32>|
+                     -> Result<()> {
+                        let inner = Map::new(g_fadd).lazy(&x, &*y);
+                        let outer = Map::new(g_fadd).lazy(&x, &inner);
+                        Map::new(g_fadd).backend(B).run(&outer, &*y, &mut *t)?;
+                        Map::new(g_fscale)
+                            .arrays((&*s,))
+                            .backend(B)
+                            .run(&*t, &mut *y)?;
+                        MapReduce::new(g_fmul, g_fadd)
+                            .backend(B)
+                            .run_into(&*y, &x, s)
+                    };
+                    let (mut ey, mut es, mut et) =
+                        (y0.clone(), Vector::from(vec![0.5f32]), Vector::zeroed(n));
+                    for _ in 0..4 {
+                        program(&mut ey, &mut es, &mut et).unwrap();
+                    }
+                    let (mut gy, mut gs, mut gt) =
+                        (y0.clone(), Vector::from(vec![0.5f32]), Vector::zeroed(n));
+                    {
+                        let g = Graph::record(|| program(&mut gy, &mut gs, &mut gt)).unwrap();
+                        assert_eq!(g.calls(), 3);
+                        // On CUDA every call of this program can be one CUDA graph (an
+                        // empty fold writes its start value on the host: not a kernel).
+                        assert_eq!(g.device_graph(), B == Backend::Cuda && n > 0, "{B}: n={n}");
+                        for _ in 1..4 {
+                            g.launch().unwrap();
+                        }
+                    }
+                    let bits = |v: &Vector<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&gy), bits(&ey), "{B}: n={n}");
+                    assert_eq!(bits(&gs), bits(&es), "{B}: n={n}");
+                    assert_eq!(bits(&gt), bits(&et), "{B}: n={n}");
+                }
+            }
+
+            #[test]
+            fn host_writes_and_reads_between_launches_are_seen() {
+                if !available(B) {
+                    return;
+                }
+                for &n in GRAPH_SIZES {
+                    // The host reaches `x` between launches through a `RefCell` (the graph
+                    // borrows it); the oracle is the program in plain Rust.
+                    let x = RefCell::new(Vector::from_fn(n, |i| (i % 11) as i64 - 4));
+                    let mut y = Vector::from_fn(n, |i| (i % 3) as i64);
+                    let (mut s, mut t, mut out) = (
+                        Vector::from(vec![1i64]),
+                        Vector::zeroed(n),
+                        Vector::zeroed(n),
+                    );
+                    let (mut ex, mut ey, mut es) = (x.borrow().to_vec(), y.to_vec(), 1i64);
+                    let step = |ex: &[i64], ey: &mut Vec<i64>, es: &mut i64| {
+                        for i in 0..n {
+                            let o = (ex[i] * 5 + 3) % 1_000_003;
+                            ey[i] = (ey[i] + *es % 7 * o) % 1_000_000_007;
+                        }
+                        *es = (0..n).map(|i| ey[i] * ex[i]).sum();
+                    };
+                    {
+                        let g = Graph::record(|| {
+                            let xs = x.borrow();
+                            Map::new(g_step)
+                                .uniforms((5,))
+                                .backend(B)
+                                .run(&*xs, &mut out)?;
+                            Map::new(g_axpy)
+                                .arrays((&s,))
+                                .backend(B)
+                                .run(&out, &y, &mut t)?;
+                            Map::new(g_id).backend(B).run(&t, &mut y)?;
+                            MapReduce::new(g_mul, g_add)
+                                .backend(B)
+                                .run_into(&y, &*xs, &mut s)
+                        })
+                        .unwrap();
+                        step(&ex, &mut ey, &mut es);
+                        for k in 0..7 {
+                            if k % 2 == 0 && n > 0 {
+                                let v = k as i64 * 3 - 1;
+                                x.borrow_mut().as_mut_slice()[k % n] = v;
+                                ex[k % n] = v;
+                            }
+                            if k % 3 == 1 {
+                                assert_eq!(x.borrow().to_vec(), ex, "{B}: n={n}, launch {k}");
+                            }
+                            g.launch().unwrap();
+                            step(&ex, &mut ey, &mut es);
+                        }
+                    }
+                    assert_eq!(y.to_vec(), ey, "{B}: n={n}");
+                    assert_eq!(s[0], es, "{B}: n={n}");
+                }
+            }
+
+            #[test]
+            fn a_container_replaced_since_the_recording_is_refused_on_a_device_graph() {
+                if !available(B) {
+                    return;
+                }
+                let x = Vector::from_fn(64, |i| i as i64);
+                let out = RefCell::new(Vector::zeroed(64));
+                let g = Graph::record(|| {
+                    Map::new(g_step)
+                        .uniforms((2,))
+                        .backend(B)
+                        .run(&x, &mut *out.borrow_mut())
+                })
+                .unwrap();
+                g.launch().unwrap();
+                // The container the graph wrote is dropped; a new one takes its place.
+                *out.borrow_mut() = Vector::filled(64, -1);
+                let launched = g.launch();
+                if g.device_graph() {
+                    // The device graph's kernels hold the old container's address.
+                    let err = launched.unwrap_err();
+                    assert!(matches!(err, Error::Recording(_)), "{err}");
+                    assert!(err.to_string().contains("record the graph again"), "{err}");
+                    assert_eq!(out.borrow().to_vec(), vec![-1; 64]);
+                } else {
+                    // Running the closure again writes the new container.
+                    launched.unwrap();
+                    let want: Vec<i64> = (0..64).map(|i| i * 2 + 3).collect();
+                    assert_eq!(out.borrow().to_vec(), want);
+                }
+            }
+
+            #[test]
+            fn a_container_read_and_written_then_replaced_or_dropped_is_refused() {
+                if !available(B) {
+                    return;
+                }
+                for replace in [true, false] {
+                    // `y` is written by the first call and read by the second: two operands
+                    // of one container.
+                    let x = Vector::from_fn(100, |i| i as i64);
+                    let y = RefCell::new(Some(Vector::zeroed(100)));
+                    let mut out = Vector::zeroed(100);
+                    let runs = Cell::new(0);
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        let mut y = y.borrow_mut();
+                        let y = y
+                            .as_mut()
+                            .ok_or_else(|| Error::Recording("the test dropped y".into()))?;
+                        Map::new(g_step)
+                            .uniforms((2,))
+                            .backend(B)
+                            .run(&x, &mut *y)?;
+                        Map::new(g_id).backend(B).run(&*y, &mut out)
+                    })
+                    .unwrap();
+                    g.launch().unwrap();
+                    if replace {
+                        *y.borrow_mut() = Some(Vector::filled(100, -1));
+                    } else {
+                        *y.borrow_mut() = None;
+                    }
+                    let launched = g.launch();
+                    let want: Vec<i64> = (0..100).map(|i| i * 2 + 3).collect();
+                    if g.device_graph() {
+                        // The graph refuses before anything runs (not counting `y` as gone
+                        // while its two operands hold its state): the new container is
+                        // untouched.
+                        let err = launched.unwrap_err();
+                        assert!(matches!(err, Error::Recording(_)), "{B}: {err}");
+                        assert!(err.to_string().contains("record the graph again"), "{err}");
+                        assert_eq!(runs.get(), 1, "{B}");
+                        if replace {
+                            assert_eq!(y.borrow().as_ref().unwrap().to_vec(), vec![-1; 100]);
+                        }
+                    } else if replace {
+                        // Running the closure again writes the new container.
+                        launched.unwrap();
+                        assert_eq!(y.borrow().as_ref().unwrap().to_vec(), want, "{B}");
+                    } else {
+                        let err = launched.unwrap_err();
+                        assert!(err.to_string().contains("the test dropped y"), "{B}: {err}");
+                    }
+                    drop(g);
+                    assert_eq!(out.to_vec(), want, "{B}");
+                }
+            }
+
+            #[test]
+            fn host_reads_of_written_containers_between_launches_are_current() {
+                if !available(B) {
+                    return;
+                }
+                for &n in GRAPH_SIZES {
+                    let y = RefCell::new(Vector::from_fn(n, |i| i as i64));
+                    let mut t = Vector::zeroed(n);
+                    let runs = Cell::new(0);
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        let mut y = y.borrow_mut();
+                        Map::new(g_step)
+                            .uniforms((1,))
+                            .backend(B)
+                            .run(&*y, &mut t)?;
+                        Map::new(g_id).backend(B).run(&t, &mut *y)
+                    })
+                    .unwrap();
+                    // Each launch maps y to y + 3. A device graph runs the closure only on
+                    // a launch after the host wrote y or took a view of it (a copy with
+                    // `to_vec` is none); the other backends run it on every launch.
+                    let (mut expected, device) = (1, g.device_graph());
+                    let launch = |eager: bool, expected: &mut usize| {
+                        g.launch().unwrap();
+                        *expected += usize::from(eager || !device);
+                        assert_eq!(runs.get(), *expected, "{B}: n={n}");
+                    };
+                    let want = |k: i64| (0..n as i64).map(|i| i + 3 * k).collect::<Vec<_>>();
+                    assert_eq!(y.borrow().to_vec(), want(1), "{B}: n={n}");
+                    let mut eager = false;
+                    for k in 2..8 {
+                        launch(eager, &mut expected);
+                        // A host read right after a replay downloads (the replay locked the
+                        // container's host access as an eager call does).
+                        if k % 2 == 0 {
+                            assert_eq!(y.borrow().as_slice(), &want(k)[..], "{B}: n={n}");
+                            eager = true;
+                        } else if n > 0 {
+                            assert_eq!(y.borrow()[n - 1], want(k)[n - 1], "{B}: n={n}");
+                            eager = true;
+                        } else {
+                            eager = false;
+                        }
+                        launch(eager, &mut expected);
+                        launch(false, &mut expected);
+                        launch(false, &mut expected);
+                        assert_eq!(y.borrow().to_vec(), want(k + 3), "{B}: n={n}");
+                        launch(false, &mut expected);
+                        assert_eq!(y.borrow().as_slice(), &want(k + 4)[..], "{B}: n={n}");
+                        // Undo the extra launches on the host (a host write between launches:
+                        // the next launch uploads it).
+                        let mut yb = y.borrow_mut();
+                        yb.as_mut_slice().iter_mut().for_each(|v| *v -= 12);
+                        eager = true;
+                    }
+                }
+            }
+
+            #[test]
+            fn a_host_view_alive_across_a_launch_is_never_aliased() {
+                if !available(B) {
+                    return;
+                }
+                let n = 5000;
+                let y = RefCell::new(Vector::from_fn(n, |i| i as i64));
+                let mut t = Vector::zeroed(n);
+                let g = Graph::record(|| {
+                    // The closure takes its borrow as a user would who wants an error, not
+                    // a panic, when the host still holds a view.
+                    let mut y = y
+                        .try_borrow_mut()
+                        .map_err(|_| Error::Recording("y is borrowed".into()))?;
+                    Map::new(g_step)
+                        .uniforms((1,))
+                        .backend(B)
+                        .run(&*y, &mut t)?;
+                    Map::new(g_id).backend(B).run(&t, &mut *y)
+                })
+                .unwrap();
+                g.launch().unwrap();
+                for _ in 0..3 {
+                    let view = y.borrow();
+                    let first = view.as_slice();
+                    let before = first.to_vec();
+                    // A replay would make the viewed elements stale, and the read below
+                    // would copy the graph's result back under `first`: the launch takes the
+                    // closure's borrow instead, which the view refuses.
+                    let err = g.launch().unwrap_err();
+                    assert!(err.to_string().contains("y is borrowed"), "{B}: {err}");
+                    assert_eq!(view[n - 1], before[n - 1], "{B}");
+                    assert_eq!(first, &before[..], "{B}");
+                    drop(view);
+                }
+                g.launch().unwrap();
+                drop(g);
+                let want: Vec<i64> = (0..n as i64).map(|i| i + 9).collect();
+                assert_eq!(y.borrow().to_vec(), want, "{B}");
+            }
+
+            #[test]
+            fn checked_calls_and_closure_temporaries_run_the_closure_again() {
+                if !available(B) {
+                    return;
+                }
+                let x = Vector::from_fn(100, |i| i as i64);
+                let mut out = Vector::zeroed(100);
+                let want = |k: i64| (0..100).map(|i| i * k + 3).collect::<Vec<_>>();
+                let runs = Cell::new(0);
+                {
+                    // A checked call's fault record is read by the host after its kernel.
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        Map::new(g_step)
+                            .uniforms((3,))
+                            .checked(true)
+                            .backend(B)
+                            .run(&x, &mut out)
+                    })
+                    .unwrap();
+                    assert!(!g.device_graph(), "{B}");
+                    g.launch().unwrap();
+                }
+                assert_eq!(runs.get(), 2);
+                assert_eq!(out.to_vec(), want(3));
+                {
+                    // A container made inside the closure is a new one on every run.
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        let t = Vector::from_fn(100, |i| i as i64 + 1);
+                        Map::new(g_step).uniforms((4,)).backend(B).run(&t, &mut out)
+                    })
+                    .unwrap();
+                    assert!(!g.device_graph(), "{B}");
+                    g.launch().unwrap();
+                }
+                assert_eq!(runs.get(), 4);
+                assert_eq!(
+                    out.to_vec(),
+                    (0..100).map(|i| (i + 1) * 4 + 3).collect::<Vec<_>>()
+                );
             }
 
             proptest! {

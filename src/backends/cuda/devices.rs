@@ -175,6 +175,9 @@ pub(crate) fn in_turn(
     parts: &[Part],
     mut f: impl FnMut(&Part) -> Result<()>,
 ) -> Result<()> {
+    if parts.len() > 1 {
+        super::graph::refuse("a call runs on several device slots");
+    }
     let mut all = || parts.iter().try_for_each(|p| on_slot(p.slot, || f(p)));
     if checked && parts.len() > 1 {
         super::fault::trial(&mut all)?;
@@ -189,6 +192,10 @@ pub(crate) fn at_once<R: Send>(
     parts: &[Part],
     f: impl Fn(&Part) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
+    if parts.len() > 1 {
+        // The other parts' launches are made on other threads, which no recording logs.
+        super::graph::refuse("a call runs on several device slots at once");
+    }
     let f = &f;
     std::thread::scope(|s| {
         let rest: Vec<_> = parts

@@ -25,6 +25,7 @@ pub(super) mod context;
 mod devices;
 mod fault;
 mod filter;
+pub(crate) mod graph;
 mod histogram;
 mod loopnest;
 mod map;

@@ -245,6 +245,11 @@ pub(crate) struct KernelArgs {
 }
 
 impl KernelArgs {
+    /// The argument words and where each argument starts among them.
+    pub(crate) fn parts(&self) -> (&[u64], &[usize]) {
+        (&self.words, &self.starts)
+    }
+
     /// Appends the bytes of one argument (a device pointer, an integer, a uniform struct).
     pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
         if self.words.capacity() == 0 {
@@ -367,5 +372,8 @@ pub(crate) fn launch(
     // copied by the driver during the call.
     unsafe { result::launch_kernel(func, dims.grid, dims.block, shared, lane.raw, &mut ptrs) }
         .map_err(driver)?;
+    if super::graph::capturing() {
+        super::graph::launched(ctx, lane, func, &dims, args);
+    }
     trace::end(span, lane)
 }

@@ -15,6 +15,9 @@
 //! - `pinned.rs`: [`CudaPinned`], the page-locked host allocator registered for containers
 //!   (`cuMemHostAlloc`, portable: cached, not write-combined, so host reads are fast, and
 //!   pinned for every device slot).
+//! - `replay.rs`: the operands of a recorded device graph (`cuda/graph.rs`), checked,
+//!   ordered and marked on a launch as `staging.rs` does for an eager call, and the
+//!   temporary buffers the graph keeps.
 //! - `events.rs`: [`CuEvent`], a point in one stream's work; also the `ReadyEvent` a
 //!   container waits on before host access, where a failed kernel surfaces
 //!   (`try_as_slice`).
@@ -29,6 +32,7 @@
 mod buffers;
 mod events;
 mod pinned;
+pub(crate) mod replay;
 mod result_buffers;
 mod scratch;
 mod staging;
@@ -36,6 +40,7 @@ mod staging;
 pub(crate) use buffers::{busy_lane, transfers};
 pub(crate) use events::{recorded, synced, CuEvent};
 pub(crate) use pinned::CudaPinned;
+pub(crate) use replay::{Containers, Found, Kept, Operand};
 pub(crate) use result_buffers::ResultLease;
 pub(crate) use scratch::Scratch;
 pub(crate) use staging::{

@@ -96,6 +96,7 @@ pub(crate) struct ResultLease(Option<ResultBuffers>);
 impl ResultLease {
     /// Buffers with at least `dev_bytes` zeroed device bytes and `host_bytes` of result.
     pub(crate) fn take(dev_bytes: usize, host_bytes: usize) -> Result<ResultLease> {
+        super::super::graph::refuse("a call returns its result to the host");
         // The calling thread's current slot's device (its context is bound).
         let ordinal = super::super::context::ctx()?.ordinal;
         let reused = {

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use cudarc::driver::{result, sys};
 
 use super::super::context::Lane;
-use super::super::{driver, injected};
+use super::super::{driver, graph, injected};
 use super::buffers::{alloc, free_after};
 use super::events::CuEvent;
+use super::replay::Kept;
 use crate::debug::Fault;
 use crate::{DeviceType, Result};
 
@@ -37,11 +38,16 @@ impl Scratch {
         }
         // SAFETY: the caller asks only for bytes inside this allocation.
         unsafe { result::memset_d8_async(self.ptr + offset as u64, 0, bytes, self.lane.raw) }
-            .map_err(driver)
+            .map_err(driver)?;
+        if graph::capturing() {
+            graph::memset(self.lane, self.ptr + offset as u64, bytes);
+        }
+        Ok(())
     }
 
     /// Writes `v` at byte `offset`, ordered on the scratch's stream.
     pub(crate) fn write_value<T: DeviceType>(&self, offset: usize, v: &T) -> Result<()> {
+        graph::refuse("a call copies a value from the host into its temporary buffer");
         // SAFETY: `v` is a plain value of `size_of::<T>()` bytes (DeviceType: no padding
         // that is read as data, any bytes valid); viewed as bytes only for the copy.
         let bytes = unsafe {
@@ -78,6 +84,9 @@ impl Scratch {
     /// fault record): `skel::debug::inject_fault` leaves it alone, so that checked and
     /// unchecked calls meet injected faults at the same operations.
     pub(crate) fn read_control(&self, offset: usize, dst: &mut [u8]) -> Result<()> {
+        graph::refuse(
+            "a call reads device words back to the host and waits for them (a checked call's fault record, a count)",
+        );
         // SAFETY: the caller asks only for bytes inside this allocation; `dst` outlives the
         // copy (synchronised before returning).
         unsafe {
@@ -90,6 +99,15 @@ impl Scratch {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
+        // A recorded graph's kernels use it again on every launch: the graph frees it.
+        if graph::capturing() {
+            graph::keep(Kept {
+                ptr: self.ptr,
+                lane: self.lane,
+                users: std::mem::take(&mut self.users),
+            });
+            return;
+        }
         // On its own stream: its work there is ordered before the free without an event.
         free_after(self.ptr, self.lane.slot(), Some(self.lane), &self.users);
     }

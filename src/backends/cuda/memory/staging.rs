@@ -10,10 +10,12 @@ use std::sync::Arc;
 use cudarc::driver::{result, sys};
 
 use super::super::context::{opened_slots, Ctx, Lane};
+use super::super::graph;
 use super::super::trace::{self, Op, Tag};
 use super::super::{driver, injected};
 use super::buffers::{buffer, device_buffer, CuBuffer};
 use super::events::CuEvent;
+use super::replay::Operand;
 use crate::containers::store::Store;
 use crate::containers::{Arg, ArgMut, Location, ReadyEvent, State};
 use crate::debug::Fault;
@@ -182,14 +184,11 @@ pub(crate) fn input_part<T: DeviceType>(
 ) -> Result<sys::CUdeviceptr> {
     let mut st = arg.lock();
     let off = arg.offset();
-    let base = stage_read::<T>(
-        ctx,
-        arg.store(),
-        &mut st,
-        off + part.start..off + part.end,
-        lane,
-        tag,
-    )?;
+    let range = off + part.start..off + part.end;
+    let base = stage_read::<T>(ctx, arg.store(), &mut st, range.clone(), lane, tag)?;
+    if graph::capturing() {
+        graph::operand(Operand::new(arg.store(), range, false, base));
+    }
     Ok(base + ((off + part.start) * std::mem::size_of::<T>()) as u64)
 }
 
@@ -212,6 +211,13 @@ pub(crate) fn output_part<T: DeviceType>(
     }
     let buf = buffer::<T>(ctx, &mut st, out.full_len(), lane)?;
     buf.order(lane, &range, true)?;
+    if graph::capturing() {
+        let base = buf.ptr;
+        if keep {
+            graph::operand(Operand::new(out.store(), range.clone(), false, base));
+        }
+        graph::operand(Operand::new(out.store(), range.clone(), true, base));
+    }
     Ok(buf.at(range.start))
 }
 
