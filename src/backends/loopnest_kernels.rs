@@ -357,8 +357,47 @@ pub(crate) fn instantiate(
                  #define SKEL_GR {band}\n#define SKEL_CH {ch}"
             );
             s.push_str(TEMPLATE);
-            s.push_str("\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_GR\n#undef SKEL_CH\n");
+            s.push_str(
+                "\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_GR\n#undef SKEL_CH\n",
+            );
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{choose, gpu_nest, Kernel};
+    use crate::prelude::*;
+    use crate::userfn::UserFn;
+
+    #[userfn]
+    fn mv(#[index] i: usize, a: Mat<f32>, x: &[f32]) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * x[l];
+        }
+        s
+    }
+
+    /// The tallest band that still gives each of 132 multiprocessors three blocks: 32 rows
+    /// at 16384 rows, 16 at 8192, 8 at 4096 and below (and for no rows at all); the band
+    /// sets the grid.
+    #[test]
+    fn a_matrix_vector_band_fills_every_multiprocessor() {
+        let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
+        let band = |rows: usize| match choose(&n, 4, (1, rows), 132) {
+            Kernel::Gemv { band } => band,
+            k => panic!("{k:?}"),
+        };
+        assert_eq!(band(16384), 32);
+        assert_eq!(band(12672), 32);
+        assert_eq!(band(12671), 16);
+        assert_eq!(band(8192), 16);
+        assert_eq!(band(4096), 8);
+        assert_eq!(band(1), 8);
+        assert_eq!(band(0), 8);
+        assert_eq!(Kernel::Gemv { band: 16 }.grid(&(100..8292), 1), (512, 1));
+        assert_eq!(Kernel::Gemv { band: 8 }.threads(), 32);
+    }
 }

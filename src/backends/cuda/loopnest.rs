@@ -162,6 +162,10 @@ mod tests {
         super::build::<mm_i32>(ctx, &n).unwrap();
         let n = gpu_nest(<mv_min as UserFn>::definition()).unwrap();
         super::build::<mv_min>(ctx, &n).unwrap();
+        let n = gpu_nest(<mv32 as UserFn>::definition()).unwrap();
+        super::build::<mv32>(ctx, &n).unwrap();
+        let n = gpu_nest(<mv_u8 as UserFn>::definition()).unwrap();
+        super::build::<mv_u8>(ctx, &n).unwrap();
     }
 
     /// A min/max step takes the select in the tiles and refolds what it may get wrong;
@@ -191,10 +195,19 @@ mod tests {
         let src = source::<mv>(&n).unwrap();
         // f64: two elements per 16-byte vector, chunks of 32 steps of the 32-row band
         // (8 KiB), 128 steps of the 8-row one.
-        assert!(src.contains("#define SKEL_VW 2\n#define SKEL_NS 4"), "{src}");
-        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv32\n#define SKEL_GR 32\n#define SKEL_CH 32"));
-        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv16\n#define SKEL_GR 16\n#define SKEL_CH 64"));
-        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv8\n#define SKEL_GR 8\n#define SKEL_CH 128"));
+        assert!(
+            src.contains("#define SKEL_VW 2\n#define SKEL_NS 4"),
+            "{src}"
+        );
+        assert!(src.contains(
+            "#define SKEL_LN_NAME skel_ln_gemv32\n#define SKEL_GR 32\n#define SKEL_CH 32"
+        ));
+        assert!(src.contains(
+            "#define SKEL_LN_NAME skel_ln_gemv16\n#define SKEL_GR 16\n#define SKEL_CH 64"
+        ));
+        assert!(src.contains(
+            "#define SKEL_LN_NAME skel_ln_gemv8\n#define SKEL_GR 8\n#define SKEL_CH 128"
+        ));
         assert!(!src.contains("#define SKEL_LN_GEMM"));
     }
 
@@ -214,17 +227,5 @@ mod tests {
             s = s.wrapping_add(a[(i, l)] as u32 * x[l] as u32);
         }
         s
-    }
-
-    #[test]
-    fn dump_tmp() {
-        for (name, src) in [
-            ("mv32", source::<mv32>(&gpu_nest(<mv32 as UserFn>::definition()).unwrap()).unwrap()),
-            ("mv", source::<mv>(&gpu_nest(<mv as UserFn>::definition()).unwrap()).unwrap()),
-            ("mv_min", source::<mv_min>(&gpu_nest(<mv_min as UserFn>::definition()).unwrap()).unwrap()),
-            ("mv_u8", source::<mv_u8>(&gpu_nest(<mv_u8 as UserFn>::definition()).unwrap()).unwrap()),
-        ] {
-            std::fs::write(format!("/tmp/mv4src/{name}.cu"), src).unwrap();
-        }
     }
 }
