@@ -614,10 +614,10 @@ pub fn mv_u8(#[index] i: usize, a: Mat<u8>, x: &[u8]) -> u32 {
     s
 }
 
-/// The GPUs' matrix-vector kernel reads rows in chunks of 64 steps (32 for f64), by
-/// 16-byte vectors where every row starts 16-byte aligned and element by element where
-/// not, a trip count below the row length or ending inside a chunk folding only its own
-/// steps: bands of rows past a multiple of 32, rows of a multiple of 4 elements and not,
+/// The GPUs' matrix-vector kernels read rows in chunks (8 KiB of a band: 64 to 256 steps
+/// of f32), by 16-byte vectors where every row starts 16-byte aligned and element by
+/// element where not, a trip count below the row length or ending inside a chunk folding
+/// only its own steps: bands of rows past a multiple of 32, rows of a multiple of 4 elements and not,
 /// several chunks and a tail, one-byte elements (16 to a vector) and f64.
 #[test]
 fn loopnest_matrix_vector_chunks_and_alignments_match_cpu() {
