@@ -95,7 +95,7 @@ pub(crate) fn gpu_nest(def: &'static FnDef) -> Option<LoopNest> {
 /// multiprocessors: 128 x 128 tiles where there are enough of them to fill the device
 /// (and the elements are at most 4 bytes: larger ones would not fit the registers),
 /// else 64 x 64; a matrix-vector product of `rows * cols` outputs takes the tallest band
-/// that gives every multiprocessor [`GEMV_BLOCKS_PER_SM`] blocks (8 rows where none does).
+/// that gives every multiprocessor `GEMV_BLOCKS_PER_SM` blocks (8 rows where none does).
 pub(crate) fn choose(
     nest: &LoopNest,
     elem: usize,
