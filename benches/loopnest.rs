@@ -13,7 +13,8 @@
 //! row of `b` scaled into the output row: contiguous and vectorised, and the same order of
 //! accumulation per element as the user function, so its results equal skel's bit for bit);
 //! on CUDA a naive kernel (one thread per output, the user function's loop) compiled with
-//! skel's NVRTC options. Peers (torch.mm / torch.mv, TF32 off; torch CPU) are
+//! skel's NVRTC options, and for matrix-vector products the memory bound (a hand kernel
+//! streaming the matrix once; skel's GPU rows give their ratio to it). Peers (torch.mm / torch.mv, TF32 off; torch CPU) are
 //! `benches/peers/loopnest_peers.py`, run beside this. GPU series are device-resident: the
 //! operands stay on the device and the output is not read inside the timed calls.
 //! Every skel result is compared with the hand loop's (or the cpu backend's) before timing.
@@ -272,7 +273,40 @@ extern "C" __global__ void naive_mv(float* out, const float* a, const float* x, 
     for (unsigned long long l = 0; l < k; ++l) s += a[i * k + l] * x[l];
     out[i] = s;
 }
+// The memory bound of a matrix-vector product: the matrix streamed once, 16-byte loads,
+// four in flight per thread; the sum is kept only so that the loads are not dropped.
+extern "C" __global__ void read_bound(float* out, const float4* a, unsigned long long n4) {
+    unsigned long long i = blockIdx.x * 1024ull + threadIdx.x;
+    float4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = i + u * 256 < n4 ? a[i + u * 256] : make_float4(0.f, 0.f, 0.f, 0.f);
+    float s = 0.0f;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) s += v[u].x + v[u].y + v[u].z + v[u].w;
+    if (s == 1234.5f) out[0] = s;
+}
 "#;
+
+/// The time to stream a `rows x cols` f32 matrix once (the memory bound of a
+/// matrix-vector product), by a hand kernel in the same process.
+#[cfg(feature = "cuda")]
+fn read_bound_cuda(cfg: &Config, a: &[f32]) -> Res<f64> {
+    use hand::{Args, DevBuf, Hand};
+    let h = Hand::new(NAIVE)?;
+    let da = DevBuf::from(a)?;
+    let out = DevBuf::new(4)?;
+    let n4 = a.len() / 4;
+    median(cfg.repeat, || {
+        let args = Args::default().push(out.ptr).push(da.ptr).push(n4 as u64);
+        h.launch(
+            "read_bound",
+            (n4.div_ceil(1024).max(1) as u32, 1),
+            (256, 1),
+            args,
+        )?;
+        h.sync()
+    })
+}
 
 /// The naive CUDA kernel's time for `(m, k, n)` (`n == 0`: matrix-vector), its result.
 #[cfg(feature = "cuda")]
@@ -475,6 +509,18 @@ fn matvec(cfg: &Config, rows: usize, cols: usize, transposed: bool) -> Res<()> {
     };
     #[cfg(not(feature = "cuda"))]
     let naive: Option<f64> = None;
+    // GPU rows of the matrix-vector product: the ratio to the read bound where it ran
+    // (the fraction of the memory bound reached), else to the naive kernel.
+    #[cfg(feature = "cuda")]
+    let gpu_base = if !transposed && Backend::Cuda.check().is_ok() {
+        let t = read_bound_cuda(cfg, am)?;
+        row(name, &size, "read-bound-cuda", t, bytes, "GB/s", naive);
+        Some(t)
+    } else {
+        naive
+    };
+    #[cfg(not(feature = "cuda"))]
+    let gpu_base = naive;
     for be in backends() {
         if be == Backend::Cpu && rows * cols > 1 << 26 {
             continue;
@@ -495,7 +541,7 @@ fn matvec(cfg: &Config, rows: usize, cols: usize, transposed: bool) -> Res<()> {
             sync()
         })?;
         let base = if matches!(be, Backend::Cuda | Backend::OpenCl) {
-            naive
+            gpu_base
         } else {
             Some(hand_t)
         };

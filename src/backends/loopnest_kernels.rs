@@ -20,8 +20,12 @@ pub(crate) enum Kernel {
         /// Output rows and columns per block (128 or 64).
         tile: usize,
     },
-    /// `skel_ln_gemv`: a band of 32 rows per block of one warp, a row per thread.
-    Gemv,
+    /// `skel_ln_gemv<band>`: a band of `band` rows (32, 16 or 8) per block of one warp,
+    /// a row per thread.
+    Gemv {
+        /// Rows per block.
+        band: usize,
+    },
 }
 
 impl Kernel {
@@ -30,7 +34,9 @@ impl Kernel {
         match self {
             Kernel::Gemm { tile: 128 } => "skel_ln_gemm128",
             Kernel::Gemm { .. } => "skel_ln_gemm64",
-            Kernel::Gemv => "skel_ln_gemv",
+            Kernel::Gemv { band: 32 } => "skel_ln_gemv32",
+            Kernel::Gemv { band: 16 } => "skel_ln_gemv16",
+            Kernel::Gemv { .. } => "skel_ln_gemv8",
         }
     }
 
@@ -38,7 +44,7 @@ impl Kernel {
     pub(crate) fn threads(self) -> usize {
         match self {
             Kernel::Gemm { .. } => 256,
-            Kernel::Gemv => GEMV_ROWS,
+            Kernel::Gemv { .. } => 32,
         }
     }
 
@@ -51,14 +57,24 @@ impl Kernel {
                 let rows = (part.end.max(1) - 1) / cols - part.start / cols + 1;
                 (cols.div_ceil(tile), rows.div_ceil(tile))
             }
-            Kernel::Gemv => (part.len().div_ceil(GEMV_ROWS), 1),
+            Kernel::Gemv { band } => (part.len().div_ceil(band), 1),
         }
     }
 }
 
-/// Rows per block of the matrix-vector kernel: one warp, a row per thread (a row's sum is
-/// one sequential fold, so it is never split between threads).
-const GEMV_ROWS: usize = 32;
+/// Rows per block of the matrix-vector kernels (one warp each, a row per folding thread:
+/// a row's sum is one sequential fold, so it is never split between threads), tallest
+/// first, with the steps of a chunk for elements of at most 4 and of 8 bytes: a chunk is
+/// 8 KiB of the matrix whatever the band.
+const GEMV_BANDS: [(usize, usize, usize); 3] = [(32, 64, 32), (16, 128, 64), (8, 256, 128)];
+
+/// Stages of the matrix-vector kernels' cp.async ring (CUDA sm_80+): three chunks in
+/// flight per block while the fourth is folded, 36 KiB of shared memory a block.
+const GEMV_STAGES: usize = 4;
+
+/// Blocks per multiprocessor a band height must give before it is taken: with fewer, a
+/// multiprocessor has too few bytes in flight (and the last wave leaves some idle).
+const GEMV_BLOCKS_PER_SM: usize = 3;
 
 /// The loop nest of `def` that the GPU kernels run: a recognised matrix product or
 /// matrix-vector product over primitive types. The transposed matrix-vector product reads
@@ -78,7 +94,8 @@ pub(crate) fn gpu_nest(def: &'static FnDef) -> Option<LoopNest> {
 /// The kernel for an output of `rows x cols` elements of `elem` bytes on a device of `sms`
 /// multiprocessors: 128 x 128 tiles where there are enough of them to fill the device
 /// (and the elements are at most 4 bytes: larger ones would not fit the registers),
-/// else 64 x 64; a matrix-vector product takes bands of 32 rows.
+/// else 64 x 64; a matrix-vector product of `rows * cols` outputs takes the tallest band
+/// that gives every multiprocessor `GEMV_BLOCKS_PER_SM` blocks (8 rows where none does).
 pub(crate) fn choose(
     nest: &LoopNest,
     elem: usize,
@@ -90,7 +107,15 @@ pub(crate) fn choose(
             Kernel::Gemm { tile: 128 }
         }
         Nest::Gemm { .. } => Kernel::Gemm { tile: 64 },
-        _ => Kernel::Gemv,
+        _ => {
+            let outs = rows * cols;
+            let band = GEMV_BANDS
+                .iter()
+                .map(|&(band, ..)| band)
+                .find(|&band| outs / band >= GEMV_BLOCKS_PER_SM * sms)
+                .unwrap_or(8);
+            Kernel::Gemv { band }
+        }
     }
 }
 
@@ -101,7 +126,7 @@ pub(crate) fn kernels(nest: &LoopNest, elem: usize) -> &'static [&'static str] {
     match nest.nest {
         Nest::Gemm { .. } if elem <= 4 => &["skel_ln_gemm128", "skel_ln_gemm64"],
         Nest::Gemm { .. } => &["skel_ln_gemm64"],
-        _ => &["skel_ln_gemv"],
+        _ => &["skel_ln_gemv32", "skel_ln_gemv16", "skel_ln_gemv8"],
     }
 }
 
@@ -315,22 +340,64 @@ pub(crate) fn instantiate(
         );
     }
     if tiles.is_empty() {
-        // Chunks of 256 bytes of a row for elements of up to 4 bytes (64 steps), 32 steps
-        // of 8: 32 rows x 256 bytes in each of two register sets, 8.5 KiB of local memory.
-        let ch = if elem <= 4 { 64 } else { 32 };
         let vw = 16 / containers[xk].ty.size().max(1);
         let _ = writeln!(
             s,
             "#define SKEL_LN_A_PTR {}\n#define SKEL_LN_A_ROWS ca{xk}_rows\n\
-             #define SKEL_LN_A_COLS ca{xk}_cols\n#define SKEL_LN_X_LEN ca{yk}_cols",
-            ptr(xk)
+             #define SKEL_LN_A_COLS ca{xk}_cols\n#define SKEL_LN_X_PTR {}\n\
+             #define SKEL_LN_X_LEN ca{yk}_cols\n#define SKEL_VW {vw}\n#define SKEL_NS {GEMV_STAGES}",
+            ptr(xk),
+            ptr(yk)
         );
-        let _ = writeln!(
-            s,
-            "#define SKEL_LN_GEMV 1\n#define SKEL_LN_NAME skel_ln_gemv\n#define SKEL_CH {ch}\n#define SKEL_VW {vw}"
-        );
-        s.push_str(TEMPLATE);
-        s.push_str("\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_CH\n#undef SKEL_VW\n");
+        for (band, ch4, ch8) in GEMV_BANDS {
+            let ch = if elem <= 4 { ch4 } else { ch8 };
+            let _ = writeln!(
+                s,
+                "#define SKEL_LN_GEMV 1\n#define SKEL_LN_NAME skel_ln_gemv{band}\n\
+                 #define SKEL_GR {band}\n#define SKEL_CH {ch}"
+            );
+            s.push_str(TEMPLATE);
+            s.push_str(
+                "\n#undef SKEL_LN_GEMV\n#undef SKEL_LN_NAME\n#undef SKEL_GR\n#undef SKEL_CH\n",
+            );
+        }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{choose, gpu_nest, Kernel};
+    use crate::prelude::*;
+    use crate::userfn::UserFn;
+
+    #[userfn]
+    fn mv(#[index] i: usize, a: Mat<f32>, x: &[f32]) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * x[l];
+        }
+        s
+    }
+
+    /// The tallest band that still gives each of 132 multiprocessors three blocks: 32 rows
+    /// at 16384 rows, 16 at 8192, 8 at 4096 and below (and for no rows at all); the band
+    /// sets the grid.
+    #[test]
+    fn a_matrix_vector_band_fills_every_multiprocessor() {
+        let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
+        let band = |rows: usize| match choose(&n, 4, (1, rows), 132) {
+            Kernel::Gemv { band } => band,
+            k => panic!("{k:?}"),
+        };
+        assert_eq!(band(16384), 32);
+        assert_eq!(band(12672), 32);
+        assert_eq!(band(12671), 16);
+        assert_eq!(band(8192), 16);
+        assert_eq!(band(4096), 8);
+        assert_eq!(band(1), 8);
+        assert_eq!(band(0), 8);
+        assert_eq!(Kernel::Gemv { band: 16 }.grid(&(100..8292), 1), (512, 1));
+        assert_eq!(Kernel::Gemv { band: 8 }.threads(), 32);
+    }
 }

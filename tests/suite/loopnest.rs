@@ -614,10 +614,10 @@ pub fn mv_u8(#[index] i: usize, a: Mat<u8>, x: &[u8]) -> u32 {
     s
 }
 
-/// The GPUs' matrix-vector kernel reads rows in chunks of 64 steps (32 for f64), by
-/// 16-byte vectors where every row starts 16-byte aligned and element by element where
-/// not, a trip count below the row length or ending inside a chunk folding only its own
-/// steps: bands of rows past a multiple of 32, rows of a multiple of 4 elements and not,
+/// The GPUs' matrix-vector kernels read rows in chunks (8 KiB of a band: 64 to 256 steps
+/// of f32), by 16-byte vectors where every row starts 16-byte aligned and element by
+/// element where not, a trip count below the row length or ending inside a chunk folding
+/// only its own steps: bands of rows past a multiple of 32, rows of a multiple of 4 elements and not,
 /// several chunks and a tail, one-byte elements (16 to a vector) and f64.
 #[test]
 fn loopnest_matrix_vector_chunks_and_alignments_match_cpu() {
@@ -638,6 +638,75 @@ fn loopnest_matrix_vector_chunks_and_alignments_match_cpu() {
         let run = |be: Backend| {
             let mut out = Vec::new();
             for k in [cols, cols - cols / 3, cols.min(129)] {
+                let mut y = Vector::filled(rows, f32::NAN);
+                Map::new(mv_k)
+                    .arrays((&a, &x))
+                    .uniforms((k as u32,))
+                    .backend(be)
+                    .run_index(&mut y)
+                    .unwrap();
+                out.push(bits(&y.to_vec(), |v: f32| v.to_bits() as u64));
+            }
+            let mut y = Vector::filled(rows, 0u32);
+            Map::new(mv_u8)
+                .arrays((&a8, &x8))
+                .backend(be)
+                .run_index(&mut y)
+                .unwrap();
+            out.push(bits(&y.to_vec(), u64::from));
+            let mut y = Vector::filled(rows, f64::NAN);
+            Map::new(mv_f64)
+                .arrays((&ad, &xd))
+                .backend(be)
+                .run_index(&mut y)
+                .unwrap();
+            out.push(bits(&y.to_vec(), f64::to_bits));
+            out
+        };
+        let want = run(Backend::Cpu);
+        for be in backends() {
+            assert_eq!(run(be), want, "{be} {rows}x{cols}");
+        }
+    }
+}
+
+/// The GPUs' matrix-vector kernels take bands of 32, 16 or 8 rows by the row count (the
+/// tallest that gives every multiprocessor three bands: 16 from about 6,300 rows and 32
+/// from about 12,700 on a 132-multiprocessor GPU, far lower on a 2-core CPU device) and a
+/// ring of chunks on CUDA: no rows, one, around a band, primes, row lengths not a
+/// multiple of a chunk or of a 16-byte vector, trip counts short of the row, tall and wide
+/// matrices, f32, f64 and bytes, all as the cpu backend folds them.
+#[test]
+fn loopnest_matrix_vector_edge_sizes_match_cpu() {
+    for &(rows, cols) in &[
+        (0, 5),
+        (4, 0),
+        (1, 1),
+        (31, 7),
+        (33, 63),
+        (127, 65),
+        (8, 4099),
+        (3, 10007),
+        (6361, 37),
+        (13007, 12),
+        (12800, 64),
+    ] {
+        let a = mat(rows, cols, 21);
+        let x = Vector::from(floats(cols, 22));
+        let a8 = Matrix::from_fn(rows, cols, |r, c| ((r * 7 + c * 13) % 253) as u8);
+        let x8 = Vector::from_fn(cols, |c| (c % 11) as u8);
+        let ad = Matrix::from_fn(rows, cols, |i, j| ((i * 5 + j) as f64 * 0.29).cos());
+        let xd = Vector::from_fn(cols, |j| 1.0 / (j as f64 + 2.0));
+        let run = |be: Backend| {
+            let mut out = Vec::new();
+            let mut y = Vector::filled(rows, f32::NAN);
+            Map::new(mv)
+                .arrays((&a, &x))
+                .backend(be)
+                .run_index(&mut y)
+                .unwrap();
+            out.push(bits(&y.to_vec(), |v: f32| v.to_bits() as u64));
+            for k in [cols - cols / 3, cols / 2] {
                 let mut y = Vector::filled(rows, f32::NAN);
                 Map::new(mv_k)
                     .arrays((&a, &x))

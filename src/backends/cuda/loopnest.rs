@@ -162,6 +162,10 @@ mod tests {
         super::build::<mm_i32>(ctx, &n).unwrap();
         let n = gpu_nest(<mv_min as UserFn>::definition()).unwrap();
         super::build::<mv_min>(ctx, &n).unwrap();
+        let n = gpu_nest(<mv32 as UserFn>::definition()).unwrap();
+        super::build::<mv32>(ctx, &n).unwrap();
+        let n = gpu_nest(<mv_u8 as UserFn>::definition()).unwrap();
+        super::build::<mv_u8>(ctx, &n).unwrap();
     }
 
     /// A min/max step takes the select in the tiles and refolds what it may get wrong;
@@ -189,12 +193,39 @@ mod tests {
         assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemm64"));
         let n = gpu_nest(<mv as UserFn>::definition()).unwrap();
         let src = source::<mv>(&n).unwrap();
-        assert!(src.contains("#define SKEL_LN_NAME skel_ln_gemv"));
-        // f64: chunks of 32 steps, two elements per 16-byte vector.
+        // f64: two elements per 16-byte vector, chunks of 32 steps of the 32-row band
+        // (8 KiB), 128 steps of the 8-row one.
         assert!(
-            src.contains("#define SKEL_CH 32\n#define SKEL_VW 2"),
+            src.contains("#define SKEL_VW 2\n#define SKEL_NS 4"),
             "{src}"
         );
+        assert!(src.contains(
+            "#define SKEL_LN_NAME skel_ln_gemv32\n#define SKEL_GR 32\n#define SKEL_CH 32"
+        ));
+        assert!(src.contains(
+            "#define SKEL_LN_NAME skel_ln_gemv16\n#define SKEL_GR 16\n#define SKEL_CH 64"
+        ));
+        assert!(src.contains(
+            "#define SKEL_LN_NAME skel_ln_gemv8\n#define SKEL_GR 8\n#define SKEL_CH 128"
+        ));
         assert!(!src.contains("#define SKEL_LN_GEMM"));
+    }
+
+    #[userfn]
+    fn mv32(#[index] i: usize, a: Mat<f32>, x: &[f32]) -> f32 {
+        let mut s = 0.0f32;
+        for l in 0..a.cols() {
+            s += a[(i, l)] * x[l];
+        }
+        s
+    }
+
+    #[userfn]
+    fn mv_u8(#[index] i: usize, a: Mat<u8>, x: &[u8]) -> u32 {
+        let mut s = 0u32;
+        for l in 0..x.len() {
+            s = s.wrapping_add(a[(i, l)] as u32 * x[l] as u32);
+        }
+        s
     }
 }
