@@ -35,7 +35,7 @@
 //! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
 //! fastest candidates' times overlap and one of them is wider than ±[`STABLE`] of its mean,
 //! one of them runs again (up to [`MAX_SAMPLES`] per bucket; a bucket of one measurement
-//! counts as ±[`ONE_RUN_SPREAD`]). Results are always those of
+//! counts as ±25 %). Results are always those of
 //! the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
 //! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
 //!
@@ -109,7 +109,7 @@ pub const STABLE: f64 = 0.04;
 /// The spread assumed for a bucket of one measurement (a fraction of its time), until a
 /// second one measures it: two candidates measured once each are told apart when they
 /// differ by more than that.
-pub const ONE_RUN_SPREAD: f64 = 0.25;
+pub(crate) const ONE_RUN_SPREAD: f64 = 0.25;
 
 /// Calls smaller than this are never split between CPU and GPU.
 pub const HYBRID_MIN: usize = 1 << 20;
@@ -1120,7 +1120,7 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
     // The backend that runs the call anyway is timed while its bucket has fewer than two
     // measurements: a free sample, no trial elsewhere.
     if t.models.thin(&call.key, best.backend, call.size) {
-        let why = format!("few measurements of this size{skipped}");
+        let why = format!("predicted fastest, timed: few measurements of this size{skipped}");
         return t.trial(call, best.backend, &why, false);
     }
     (
