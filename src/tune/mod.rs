@@ -578,6 +578,16 @@ impl Tuner {
         }
         let moved = self.transfer_ns(call, backend);
         let ns = (elapsed_ns - moved).max(0.1 * elapsed_ns);
+        let outlier = d.measure == Measure::FirstRun
+            && self
+                .predicted(call, backend)
+                .is_some_and(|p| ns > SKIP * p.max(1.0));
+        if outlier {
+            // A first run far slower than the function's other sizes predict built
+            // something (another kernel of the form): a warm-up after all.
+            *self.warmed.entry(bucket).or_default() += 1;
+            return false;
+        }
         if d.measure == Measure::FirstRun {
             self.models.record(&call.key, backend, call.size, ns);
             self.provisional.insert(bucket.clone());

@@ -277,3 +277,28 @@ fn a_first_run_counts_once_the_kernel_is_loaded() {
     let (d, _) = t.trial(&call, Backend::Rayon, "test", false);
     assert_eq!(d.measure, Measure::FirstRun);
 }
+
+/// A first run far slower than the function's other sizes predict (it built another
+/// kernel) is a warm-up after all: not recorded, and the next run of its size counts.
+#[test]
+fn an_outlying_first_run_is_not_recorded() {
+    let mut t = Tuner::open(None);
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let small = Job::call(1 << 16);
+    let (d, _) = t.trial(&small, Backend::Rayon, "test", false);
+    t.finish(&small, Backend::Rayon, d, 100_000.0);
+    let large = Job::call(1 << 18);
+    let (d, _) = t.trial(&large, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(!t.finish(&large, Backend::Rayon, d, 1.0e8), "an outlier");
+    assert!(t
+        .models
+        .own(&large.key, Backend::Rayon, large.size)
+        .is_none());
+    let (d, _) = t.trial(&large, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::Sample);
+    assert!(t.finish(&large, Backend::Rayon, d, 400_000.0));
+}
