@@ -1096,7 +1096,7 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
     };
     let mut skipped = String::new();
     // Each candidate is tried until the function has one measurement on it near this
-    // size; measurements at other sizes are shared (extrapolated along the prior).
+    // size; a measurement at another size up to 16x away is shared (`Tuner::predicted`).
     for c in &order {
         if t.models.known(&call.key, c.backend, call.size) {
             continue;
