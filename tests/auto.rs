@@ -329,9 +329,10 @@ fn lazy_calibration_tries_the_close_candidates_then_predicts() {
         }
         reasons.push(why.reason);
     }
-    // The first calls try the candidate predicted fastest: a warm-up, then two samples.
-    assert_eq!(ran[0..3], [ran[0]; 3], "{ran:?} {reasons:?}");
+    // The first call runs the candidate predicted fastest, and on a host backend (no
+    // kernel to load) its first run of the size counts as a measurement.
     assert!(reasons[0].contains("first run"), "{reasons:?}");
+    assert!(reasons[0].contains("counted"), "{reasons:?}");
     let last = reasons.last().unwrap();
     assert!(last.starts_with("predicted fastest"), "{reasons:?}");
     // Every other candidate was tried, or the final decision says why not (on this size
@@ -460,22 +461,26 @@ fn the_calibration_budget_bounds_trials_of_other_candidates() {
     set_model_dir(None);
 }
 
-/// Measurements at one size stand in for the buckets up to 16x away (extrapolated along
-/// the model); farther sizes are measured again.
+/// Measurements at one size stand in for the buckets up to 16x away (extrapolated from
+/// it); farther sizes are measured again.
 #[test]
 fn models_are_shared_across_nearby_size_buckets() {
     let _s = serial();
     let n = 1 << 12;
     let probe = probe_map(n);
+    // Every other backend far slower: the real times recorded by the calls below (the
+    // backend that runs is timed) keep Rayon the fastest.
     use_model("buckets", &probe, &[n], |b| match b {
         Backend::Rayon => 1e3,
-        _ => 1e5,
+        _ => 1e8,
     });
+    // The far size first: the calls record what they measure, and a measured bucket
+    // stands in for its neighbours too.
     for (size, predicted) in [
+        (n * 40, false),
         (n * 2, true),
         (n * 5, true),
         (n * 15, true),
-        (n * 40, false),
     ] {
         let x = Vector::from((0..size).map(|i| i as f32).collect::<Vec<_>>());
         let mut y = Vector::zeroed(size);
@@ -484,8 +489,10 @@ fn models_are_shared_across_nearby_size_buckets() {
             .run(&x, &mut y)
             .unwrap();
         let why = explain().unwrap();
+        // Shared: no candidate is tried for the new size (the backend predicted fastest
+        // runs it, timed while its own bucket has fewer than two measurements).
         assert_eq!(
-            why.reason.starts_with("predicted fastest"),
+            !why.reason.contains("no history for this size"),
             predicted,
             "{size}: {why}"
         );

@@ -167,12 +167,31 @@ extern "C" fn wait_for_background_compiles() {
 fn compile_started() {
     *COMPILING.lock().unwrap_or_else(PoisonError::into_inner) += 1;
     guard_this_threads_exit();
+    rearm_exit_hook();
+}
+
+/// Registers the exit hook that waits for background jobs once more, so that it runs
+/// ahead of every exit handler registered so far (`exit` runs them last-registered-first):
+/// called after a compiler library registered its own (the CUDA backend's NVRTC warm-up).
+pub(crate) fn rearm_exit_hook() {
     // SAFETY: registers a plain `extern "C"` function that cannot unwind (a lock taken
     // poison or not, a bounded wait). A failed registration (the C library's table full)
     // leaves the process as it was, without the hook.
     unsafe {
         atexit(wait_for_background_compiles);
     }
+}
+
+thread_local! {
+    /// Whether this thread is a background job's ([`spawn_background`]).
+    static BACKGROUND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread runs a background job ([`spawn_background`]): a compile or
+/// a warm-up there delays no call.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn in_background() -> bool {
+    BACKGROUND.with(Cell::get)
 }
 
 /// Counts a background compile out and wakes an exit waiting for it.
@@ -209,6 +228,7 @@ pub(crate) fn spawn_background(
     compile_started();
     let counted = move || {
         let _counted = Counted;
+        BACKGROUND.with(|b| b.set(true));
         job();
     };
     std::thread::Builder::new()
@@ -224,6 +244,9 @@ struct ExitGuard;
 impl Drop for ExitGuard {
     fn drop(&mut self) {
         wait_for_background_compiles();
+        // A job of varied sizes may never pause its calibration (where models are saved):
+        // what it measured is saved as the main thread exits.
+        crate::tune::save_at_exit();
     }
 }
 

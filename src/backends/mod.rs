@@ -817,6 +817,14 @@ pub(crate) fn cuda_opened() -> bool {
     false
 }
 
+/// Loads the CUDA kernel compiler (NVRTC) and runs its first compile here, where CUDA is
+/// open and the kernel cache holds no CUDA binary yet (so the first kernels will be
+/// compiled): called on `Backend::Auto`'s device-probe thread, off the calling threads.
+pub(crate) fn warm_up_cuda_compiler() {
+    #[cfg(feature = "cuda")]
+    cuda::warm_up_if_cold();
+}
+
 /// Whether the OpenCL device is open (something ran on the OpenCL backend).
 pub(crate) fn opencl_opened() -> bool {
     #[cfg(feature = "opencl")]

@@ -8,10 +8,11 @@
 //! the backend computes (a chain of calls on device-resident data stays on the device).
 //! The minimum wins; ties go to the earlier of CUDA, OpenCL, Rayon, Cpu.
 //!
-//! Models calibrate lazily: while a candidate has fewer than two measurements for a call's
-//! size bucket (and no measured buckets close on both sides to interpolate between, nor a
-//! well-measured bucket within a factor of 16 in size to extrapolate from), the call runs
-//! on that candidate and is timed. Calibration pays for itself: before any measurement each
+//! Models calibrate lazily: while a candidate has no measurement for a call's size bucket
+//! (and no measured buckets close on both sides to interpolate between, nor a measured
+//! bucket within a factor of 16 in size to extrapolate from), the call runs on that
+//! candidate and is timed; the backend a call runs on anyway is timed until its bucket has
+//! two measurements. Calibration pays for itself: before any measurement each
 //! candidate has a prediction, a roofline prior (the call's bytes over a default memory
 //! bandwidth per device class, plus a launch latency; a candidate measured on another
 //! backend scales that backend's measured time by the ratio of the priors); a candidate
@@ -24,14 +25,17 @@
 //! on the host until the kernel is ready. (OpenCL programs are built in place:
 //! `clBuildProgram` needs the driver, and no thread but a caller's enters a driver.)
 //! An OpenCL CPU device (PoCL) is a candidate only once a call on `Backend::OpenCl`
-//! opened it (its worker threads slow Rayon down on the same cores). The first call of each size bucket on each
-//! backend in a process is not recorded (it compiles the kernel, allocates and uploads),
-//! nor is a call right after an `Auto` call on another backend (a switch between devices,
-//! or between host and device, costs the call after it; at most [`MAX_WARMUPS`] times per
-//! bucket, for threads that keep switching), so the models hold the steady state. Then, as
+//! opened it (its worker threads slow Rayon down on the same cores). The first call of a
+//! function on a device in a process is not recorded (it compiles or loads the kernel);
+//! the first call of each later size bucket there is (pessimistic: it allocates; the
+//! bucket's next measurement replaces it), so a job whose every call has a new size leaves
+//! calibration. A call right after an `Auto` call on another backend is not recorded
+//! either (a switch between devices, or between host and device, costs the call after it;
+//! at most [`MAX_WARMUPS`] times per bucket, for threads that keep switching). Then, as
 //! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
 //! fastest candidates' times overlap and one of them is wider than ±[`STABLE`] of its mean,
-//! one of them runs again (up to [`MAX_SAMPLES`] per bucket). Results are always those of
+//! one of them runs again (up to [`MAX_SAMPLES`] per bucket; a bucket of one measurement
+//! counts as ±25 %). Results are always those of
 //! the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
 //! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
 //!
@@ -41,7 +45,8 @@
 //!
 //! The models persist in `model.json` (JSON, `serde_json`) in `$SKEL_TUNE_DIR`, else in
 //! `tune/` next to the compiled kernels (see [`crate::config::CACHE_DIR`]), written when a
-//! calibration pauses (the first decision after new samples that needs no measurement);
+//! calibration pauses (the first decision after new samples that needs no measurement)
+//! and, for a job that never pauses, as its main thread exits;
 //! deleting it only costs recalibration. A file that is damaged, of another version, or of
 //! the earlier text format (`model-v2.txt`) is reported in a log warning (the `log` crate,
 //! target `skel::tune`) and `Backend::Auto` calibrates afresh, replacing it on the next save.
@@ -69,6 +74,8 @@
 //! ```
 
 pub(crate) mod model;
+#[cfg(test)]
+mod tests;
 
 use std::any::TypeId;
 use std::cell::RefCell;
@@ -98,6 +105,11 @@ pub const MAX_WARMUPS: u32 = 3;
 /// Two candidates whose 95 % intervals overlap are still told apart once both intervals
 /// are within this fraction of their means (the choice is then good to about twice that).
 pub const STABLE: f64 = 0.04;
+
+/// The spread assumed for a bucket of one measurement (a fraction of its time), until a
+/// second one measures it: two candidates measured once each are told apart when they
+/// differ by more than that.
+pub(crate) const ONE_RUN_SPREAD: f64 = 0.25;
 
 /// Calls smaller than this are never split between CPU and GPU.
 pub const HYBRID_MIN: usize = 1 << 20;
@@ -259,6 +271,9 @@ pub(crate) enum Measure {
     Warmup,
     /// Timed and recorded.
     Sample,
+    /// The first run of a size bucket on a backend whose kernel is loaded: timed and
+    /// recorded (pessimistic: fresh allocations), replaced by the bucket's next sample.
+    FirstRun,
 }
 
 /// A decision: where the call runs and whether it is measured.
@@ -329,6 +344,24 @@ struct Tuner {
     /// The fastest warm-up run seen per function and backend, as (elements, ns): an upper
     /// bound on its steady time where no sample is recorded yet.
     first_runs: HashMap<(Key, Backend), (usize, f64)>,
+    /// Functions that ran on a device backend in this process: their kernel is loaded, so
+    /// the first run of a new size there is timed as a measurement (pessimistic: it
+    /// allocates), not as a warm-up. Host backends have no kernel to load.
+    loaded: std::collections::HashSet<(Key, Backend)>,
+    /// Buckets whose only measurement is such a first run: the first steady run replaces it.
+    provisional: std::collections::HashSet<(Key, Backend, u32)>,
+    /// The threads Rayon runs on, for the roofline priors.
+    cores: usize,
+    /// Decisions replayed by the unit tests: the job's elapsed time and the backend the
+    /// last call ran on, instead of the clock and the process-wide record.
+    sim: Option<Sim>,
+}
+
+/// What the unit tests inject into a [`Tuner`] (see `Tuner::sim`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Sim {
+    elapsed_ns: f64,
+    last: Option<Backend>,
 }
 
 impl Tuner {
@@ -356,7 +389,34 @@ impl Tuner {
             started: None,
             explore_ns: 0.0,
             first_runs: HashMap::new(),
+            loaded: Default::default(),
+            provisional: Default::default(),
+            cores: rayon_threads(),
+            sim: None,
         }
+    }
+
+    /// Nanoseconds since the job's first `Auto` call.
+    fn elapsed_ns(&self) -> f64 {
+        match self.sim {
+            Some(sim) => sim.elapsed_ns,
+            None => self
+                .started
+                .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9),
+        }
+    }
+
+    /// Whether the last `Auto` call ran on `backend`.
+    fn ran_last(&self, backend: Backend) -> bool {
+        match self.sim {
+            Some(sim) => sim.last == Some(backend),
+            None => ran_last(backend),
+        }
+    }
+
+    /// The roofline prior of `call` on `backend` ([`prior_at`]) at `n` elements.
+    fn prior(&self, call: &Call, backend: Backend, n: f64) -> f64 {
+        prior_at(call, backend, n, self.cores)
     }
 
     /// Whether trying a candidate other than the predicted best, predicted to take
@@ -366,9 +426,7 @@ impl Tuner {
         if share == 0.0 {
             return false;
         }
-        let elapsed = self
-            .started
-            .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9);
+        let elapsed = self.elapsed_ns();
         let floor = BUDGET_FLOOR_NS * share / BUDGET_SHARE;
         self.explore_ns + cost_ns <= floor.max(share * elapsed)
     }
@@ -378,10 +436,11 @@ impl Tuner {
     /// candidate's prior (the same function's cost on another backend), else the prior.
     fn estimate(&self, call: &Call, c: &Candidate, rows: &[Candidate]) -> f64 {
         let compute = c.predicted_ns.unwrap_or_else(|| {
-            let own = prior_ns(call, c.backend);
+            let n = call.size as f64;
+            let own = self.prior(call, c.backend, n);
             let scaled = rows
                 .iter()
-                .find_map(|r| Some((r.predicted_ns?, prior_ns(call, r.backend))))
+                .find_map(|r| Some((r.predicted_ns?, self.prior(call, r.backend, n))))
                 .map_or(own, |(measured, prior)| measured * own / prior);
             scaled
         });
@@ -424,17 +483,19 @@ impl Tuner {
     }
 
     /// The compute time of `call` on `backend` from its history: the measured or bracketed
-    /// bucket's interpolation, else the nearest measured bucket's time scaled along the
-    /// roofline prior (a launch latency plus bytes over bandwidth: a GPU measured on small
-    /// calls stays near its latency for larger ones, a host backend grows in proportion).
+    /// bucket's interpolation, else the nearest measured bucket's time as the backend's
+    /// launch latency plus a part in proportion to the size (a GPU measured near its
+    /// latency stays there for larger calls; a call measured far above it, compute-bound,
+    /// grows with the size).
     fn predicted(&self, call: &Call, backend: Backend) -> Option<f64> {
         let (key, n) = (&call.key, call.size);
         if self.models.bracketed(key, backend, n) {
             return self.models.predict(key, backend, n);
         }
         let near = self.models.nearest(key, backend, n)?;
-        let at = |m: f64| prior_at(call, backend, m.max(1.0));
-        Some(near.mean_ns.max(1.0) * at(n as f64) / at(near.mean_n))
+        let measured = near.mean_ns.max(1.0);
+        let fixed = latency_ns(backend).min(measured);
+        Some(fixed + (measured - fixed) * n.max(1) as f64 / near.mean_n.max(1.0))
     }
 
     fn candidate(&self, call: &Call, backend: Backend) -> Candidate {
@@ -460,7 +521,15 @@ impl Tuner {
             .copied()
             .unwrap_or(0);
         let warm = warmups > 0;
-        let (measure, why) = if warm && (ran_last(b) || warmups >= MAX_WARMUPS) {
+        let loaded = !is_device(b) || self.loaded.contains(&(call.key.clone(), b));
+        let unmeasured = self.models.own(&call.key, b, call.size).is_none();
+        let (measure, why) = if !warm && loaded && unmeasured {
+            // Without this, a job whose every call has a new size (photos) never records a
+            // device measurement: each first run of a size would be a warm-up.
+            let first = "first run of this size, counted (its kernel is loaded; allocation \
+                         included, replaced by the next run)";
+            (Measure::FirstRun, format!("calibrating: {why}; {first}"))
+        } else if warm && (self.ran_last(b) || warmups >= MAX_WARMUPS) {
             (Measure::Sample, format!("calibrating: {why}"))
         } else if warm {
             (
@@ -481,6 +550,56 @@ impl Tuner {
             },
             why,
         )
+    }
+
+    /// Records a run of `call` on `backend` as `d` asked; whether the models changed.
+    fn finish(&mut self, call: &Call, backend: Backend, d: Decision, elapsed_ns: f64) -> bool {
+        if d.explore {
+            self.explore_ns += elapsed_ns;
+        }
+        let bucket = (call.key.clone(), backend, bucket_of(call.size));
+        if is_device(backend) && d.measure != Measure::No {
+            self.loaded.insert((call.key.clone(), backend));
+        }
+        match d.measure {
+            Measure::No => return false,
+            Measure::Warmup => {
+                let first = self
+                    .first_runs
+                    .entry((call.key.clone(), backend))
+                    .or_insert((call.size, elapsed_ns));
+                if elapsed_ns / (call.size.max(1) as f64) < first.1 / (first.0.max(1) as f64) {
+                    *first = (call.size, elapsed_ns);
+                }
+                *self.warmed.entry(bucket).or_default() += 1;
+                return false;
+            }
+            Measure::Sample | Measure::FirstRun => {}
+        }
+        let moved = self.transfer_ns(call, backend);
+        let ns = (elapsed_ns - moved).max(0.1 * elapsed_ns);
+        let outlier = d.measure == Measure::FirstRun
+            && self
+                .predicted(call, backend)
+                .is_some_and(|p| ns > SKIP * p.max(1.0));
+        if outlier {
+            // A first run far slower than the function's other sizes predict built
+            // something (another kernel of the form): a warm-up after all.
+            *self.warmed.entry(bucket).or_default() += 1;
+            return false;
+        }
+        if d.measure == Measure::FirstRun {
+            self.models.record(&call.key, backend, call.size, ns);
+            self.provisional.insert(bucket.clone());
+        } else if self.provisional.remove(&bucket) {
+            self.models.replace(&call.key, backend, call.size, ns);
+        } else {
+            self.models.record(&call.key, backend, call.size, ns);
+        }
+        // The bucket has run here: its next run is no first run (not a warm-up count).
+        self.warmed.entry(bucket).or_insert(1);
+        self.unsaved = true;
+        true
     }
 
     fn save(&mut self) {
@@ -632,17 +751,13 @@ pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
     })
 }
 
-/// The roofline prior of `call` on `backend` (ns, operands in place): its bytes (read, and
-/// about half as many written) over the device class's default bandwidth, plus a launch.
-fn prior_ns(call: &Call, backend: Backend) -> f64 {
-    prior_at(call, backend, call.size as f64)
-}
-
-/// [`prior_ns`] of a call like `call` but of `n` elements (bytes in proportion).
-fn prior_at(call: &Call, backend: Backend, n: f64) -> f64 {
+/// The roofline prior of a call like `call` but of `n` elements on `backend` (ns, operands
+/// in place) with Rayon on `cores` threads: its bytes (read, and about half as many
+/// written) over the device class's default bandwidth, plus a launch.
+fn prior_at(call: &Call, backend: Backend, n: f64, cores: usize) -> f64 {
     let per_elem = call.total_bytes.max(call.size as u64) as f64 / call.size.max(1) as f64;
     let bytes = per_elem * n * 1.5;
-    let cores = rayon_threads() as f64;
+    let cores = cores.max(1) as f64;
     let one_core = bytes / CORE_BYTES_PER_S * 1e9;
     let all_cores = one_core / cores + RAYON_LATENCY_NS;
     match backend {
@@ -655,6 +770,16 @@ fn prior_at(call: &Call, backend: Backend, n: f64) -> f64 {
         }
         // An OpenCL CPU device (PoCL) has the cores Rayon has.
         _ => one_core / cores + OPENCL_LATENCY_NS,
+    }
+}
+
+/// The fixed cost of a call on `backend` in the roofline priors (ns).
+fn latency_ns(backend: Backend) -> f64 {
+    match backend {
+        Backend::Cpu => 0.0,
+        Backend::Rayon => RAYON_LATENCY_NS,
+        Backend::Cuda => CUDA_LATENCY_NS,
+        _ => OPENCL_LATENCY_NS,
     }
 }
 
@@ -786,20 +911,29 @@ fn probe_cuda_in_background() {
         return;
     }
     let probe = || {
-        CUDA_PROBED.get_or_init(|| {
+        let found = *CUDA_PROBED.get_or_init(|| {
             // A driver library that panics (cudarc on a missing symbol) means no CUDA.
             std::panic::catch_unwind(|| Backend::Cuda.check().is_ok()).unwrap_or(false)
         });
         GENERATION.fetch_add(1, Ordering::AcqRel);
+        if found {
+            // With a cold kernel cache the first kernels compile: NVRTC is loaded and
+            // warmed up here, off the calling threads, while the calls run on the host.
+            let _ = std::panic::catch_unwind(crate::backends::warm_up_cuda_compiler);
+        }
     };
     if crate::backends::kernel_cache::spawn_background("skel-device-probe", probe).is_err() {
-        probe();
+        // No thread: the probe runs here, the warm-up waits for the first compile thread.
+        CUDA_PROBED.get_or_init(|| {
+            std::panic::catch_unwind(|| Backend::Cuda.check().is_ok()).unwrap_or(false)
+        });
+        GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 }
 
 /// Which device probes can pay for themselves now (see [`probed`]).
 fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
-    let elapsed = t.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e9);
+    let elapsed = t.elapsed_ns();
     let host = rows
         .iter()
         .map(|c| t.trial_cost(call, c, rows))
@@ -961,8 +1095,10 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
         return (run(b, Measure::No), "static order: no candidate".into());
     };
     let mut skipped = String::new();
+    // Each candidate is tried until the function has one measurement on it near this
+    // size; a measurement at another size up to 16x away is shared (`Tuner::predicted`).
     for c in &order {
-        if !t.models.needs_sample(&call.key, c.backend, call.size) {
+        if t.models.known(&call.key, c.backend, call.size) {
             continue;
         }
         let explore = c.backend != best.backend;
@@ -991,6 +1127,12 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
             return split;
         }
     }
+    // The backend that runs the call anyway is timed while its bucket has fewer than two
+    // measurements: a free sample, no trial elsewhere.
+    if t.models.thin(&call.key, best.backend, call.size) {
+        let why = format!("predicted fastest, timed: few measurements of this size{skipped}");
+        return t.trial(call, best.backend, &why, false);
+    }
     (
         run(best.backend, Measure::No),
         format!("predicted fastest: {:.1} us{skipped}", total(best) / 1e3),
@@ -1016,7 +1158,12 @@ fn refine(
     };
     let leaders = [first, second].map(|c| {
         let own = t.models.own(&call.key, c.backend, call.size)?;
-        Some((c.backend, total(c), own.half_interval_ns(), own.count))
+        // One run (a first run of its size, maybe) has no spread of its own yet.
+        let half = match own.count {
+            0 | 1 => ONE_RUN_SPREAD * total(c),
+            _ => own.half_interval_ns(),
+        };
+        Some((c.backend, total(c), half, own.count))
     });
     let [Some(a), Some(b)] = leaders else {
         return None;
@@ -1030,7 +1177,7 @@ fn refine(
     let open = [a, b].into_iter().filter(|l| l.3 < MAX_SAMPLES);
     let pick = open
         .clone()
-        .find(|l| ran_last(l.0) && wide(l))
+        .find(|l| t.ran_last(l.0) && wide(l))
         .or_else(|| open.reduce(|x, y| if spread(&y) > spread(&x) { y } else { x }))?;
     let explore = pick.0 != a.0;
     if explore && !t.within_budget(pick.1) {
@@ -1098,32 +1245,8 @@ fn hybrid(t: &Tuner, call: &Call, rows: &[Candidate], best: f64) -> Option<(Deci
 /// Records how long `call` took on `backend` (its operands' transfers estimated and taken
 /// out), or that it ran once.
 pub(crate) fn finish(call: &Call, backend: Backend, d: Decision, elapsed_ns: f64) {
-    let mut t = tuner();
-    if d.explore {
-        t.explore_ns += elapsed_ns;
-    }
-    let measure = d.measure;
-    match measure {
-        Measure::No => {}
-        Measure::Warmup => {
-            let first = t
-                .first_runs
-                .entry((call.key.clone(), backend))
-                .or_insert((call.size, elapsed_ns));
-            if elapsed_ns / (call.size.max(1) as f64) < first.1 / (first.0.max(1) as f64) {
-                *first = (call.size, elapsed_ns);
-            }
-            *t.warmed
-                .entry((call.key.clone(), backend, bucket_of(call.size)))
-                .or_default() += 1;
-        }
-        Measure::Sample => {
-            let moved = t.transfer_ns(call, backend);
-            let ns = (elapsed_ns - moved).max(0.1 * elapsed_ns);
-            t.models.record(&call.key, backend, call.size, ns);
-            GENERATION.fetch_add(1, Ordering::AcqRel);
-            t.unsaved = true;
-        }
+    if tuner().finish(call, backend, d, elapsed_ns) {
+        GENERATION.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -1177,6 +1300,17 @@ pub fn set_model_dir(dir: Option<&Path>) {
     }
     *t = Tuner::open(dir.map(Path::to_path_buf));
     GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Saves models measured since the last save, as the main thread exits (its thread-local
+/// exit guard); skipped where another thread holds the tuner.
+pub(crate) fn save_at_exit() {
+    let Some(t) = TUNER.get() else { return };
+    if let Ok(mut t) = t.try_lock() {
+        if t.unsaved {
+            t.save();
+        }
+    }
 }
 
 /// The model file in use (`None`: in memory only).

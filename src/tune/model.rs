@@ -109,14 +109,15 @@ pub(crate) fn bucket_of(n: usize) -> u32 {
 }
 
 /// Measurements a bucket needs before its own history is trusted (one run can be an
-/// outlier: page faults of fresh buffers, another process).
+/// outlier: page faults of fresh buffers, another process); the backend a call runs on
+/// keeps being timed until its bucket has them.
 const MIN_SAMPLES: u32 = 2;
 
 /// How far (in buckets) a measured bucket may be for interpolation to stand in for a
 /// measurement of its own.
 const BRACKET: u32 = 2;
 
-/// How far (in buckets: a factor of 16 in size) one well-measured bucket may be for
+/// How far (in buckets: a factor of 16 in size) one measured bucket may be for
 /// extrapolation from it to stand in for a measurement of its own (a job whose every call
 /// has a new size, photos, then calibrates each candidate once, not once per size).
 pub(crate) const EXTRAPOLATE: u32 = 4;
@@ -156,24 +157,36 @@ impl Models {
         self.buckets(key, backend)?.get(&bucket_of(n))
     }
 
-    /// Whether `n` needs a measurement on `backend` before a prediction can be trusted:
-    /// its bucket has none and is neither bracketed by measured buckets at most [`BRACKET`]
-    /// away on both sides nor at most [`EXTRAPOLATE`] away from a bucket of at least
-    /// [`MIN_SAMPLES`] measurements.
-    pub(crate) fn needs_sample(&self, key: &Key, backend: Backend, n: usize) -> bool {
+    /// Whether `backend` has a measurement `n` can be predicted from: its own bucket, a
+    /// bracketing pair at most [`BRACKET`] away, or any measured bucket at most
+    /// [`EXTRAPOLATE`] away (one sample is enough: a job of varied sizes shares the first
+    /// measurements of a function across its size buckets instead of calibrating every
+    /// candidate again for each new size).
+    pub(crate) fn known(&self, key: &Key, backend: Backend, n: usize) -> bool {
         let Some(h) = self.buckets(key, backend) else {
-            return true;
+            return false;
         };
         let b = bucket_of(n);
-        if let Some(own) = h.get(&b) {
-            return own.count < MIN_SAMPLES;
+        self.bracketed(key, backend, n)
+            || h.range(b.saturating_sub(EXTRAPOLATE)..=b + EXTRAPOLATE)
+                .next()
+                .is_some()
+    }
+
+    /// Whether the bucket of `n` itself has fewer than [`MIN_SAMPLES`] measurements on
+    /// `backend` (the backend that runs such a call is timed: a free measurement).
+    pub(crate) fn thin(&self, key: &Key, backend: Backend, n: usize) -> bool {
+        self.own(key, backend, n)
+            .map_or(true, |own| own.count < MIN_SAMPLES)
+    }
+
+    /// Replaces the history of the bucket of `n` on `backend` with one measurement: a
+    /// steady run supersedes a pessimistic first run (see `Tuner::provisional`).
+    pub(crate) fn replace(&mut self, key: &Key, backend: Backend, n: usize, ns: f64) {
+        if let Some(h) = self.history.get_mut(&(key.clone(), backend)) {
+            h.remove(&bucket_of(n));
         }
-        let below = h.range(b.saturating_sub(BRACKET)..b).next_back().is_some();
-        let above = h.range(b + 1..=b + BRACKET).next().is_some();
-        let near = h
-            .range(b.saturating_sub(EXTRAPOLATE)..=b + EXTRAPOLATE)
-            .any(|(_, m)| m.count >= MIN_SAMPLES);
-        !(below && above || near)
+        self.record(key, backend, n, ns);
     }
 
     /// Whether the bucket of `n` on `backend` is measured, or has measured buckets at most
@@ -516,12 +529,20 @@ mod tests {
         assert!((p(1 << 12) - 8000.0).abs() < 1.0, "{}", p(1 << 12));
         assert!(p(1 << 20) > p(1 << 14));
         assert!(m.predict(&key(), Backend::Cpu, 10).is_none());
-        assert!(!m.needs_sample(&key(), Backend::Rayon, 1 << 12));
-        assert!(m.needs_sample(&key(), Backend::Rayon, 1 << 20));
-        assert!(m.needs_sample(&key(), Backend::Cpu, 1 << 10));
-        // Up to four buckets beyond a well-measured one, extrapolation stands in.
-        assert!(!m.needs_sample(&key(), Backend::Rayon, 1 << 18));
-        assert!(m.needs_sample(&key(), Backend::Rayon, 1 << 19));
+        assert!(m.known(&key(), Backend::Rayon, 1 << 12));
+        assert!(m.thin(&key(), Backend::Rayon, 1 << 12));
+        assert!(!m.thin(&key(), Backend::Rayon, 1 << 14));
+        assert!(!m.known(&key(), Backend::Rayon, 1 << 20));
+        assert!(!m.known(&key(), Backend::Cpu, 1 << 10));
+        // Up to four buckets beyond a measured one, extrapolation stands in.
+        assert!(m.known(&key(), Backend::Rayon, 1 << 18));
+        assert!(!m.known(&key(), Backend::Rayon, 1 << 19));
+        // One measurement is enough to extrapolate from; a steady run replaces it.
+        m.record(&key(), Backend::Cpu, 1 << 16, 9.0e6);
+        assert!(m.known(&key(), Backend::Cpu, 1 << 13));
+        m.replace(&key(), Backend::Cpu, 1 << 16, 3.0e6);
+        let own = m.own(&key(), Backend::Cpu, 1 << 16).unwrap();
+        assert_eq!((own.count, own.mean_ns), (1, 3.0e6));
     }
 
     /// Warnings of `skel::tune`, captured for the tests that expect one.

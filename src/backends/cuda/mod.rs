@@ -38,6 +38,7 @@ mod map_pairs_reduce;
 mod map_reduce;
 mod memory;
 mod module_cache;
+pub(crate) use module_cache::warm_up_if_cold;
 mod multistream;
 mod reduce;
 mod reduce_by_key;

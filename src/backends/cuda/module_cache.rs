@@ -83,33 +83,37 @@ pub(crate) fn module(
         ])
     };
     let (key_here, opts) = (disk_key.clone(), options(ctx));
-    let opts_here = opts.clone();
     let here = name.clone();
     MODULES.get_or_compile(
         key,
         source,
         // On the calling thread: a binary in the disk cache loads at once (no wait for a
-        // thread); a miss inside `Auto` loads NVRTC here, kept for the process, so that a
-        // compile thread never loads a library a process exit may be tearing down.
-        move |src, behind| {
+        // thread). A miss inside `Auto` touches no compiler here: the background compile
+        // thread warms NVRTC up first (or finds it warmed by the device-probe thread).
+        move |src, _behind| {
             jit::dump_source(&here, "cu", src);
-            let found = disk_hit(&here, &key_here(src));
-            if found.is_none() && behind {
-                warm_up_nvrtc(&opts_here);
-            }
-            found
+            disk_hit(&here, &key_here(src))
         },
-        move |src| compiled(&name, src, &opts, &disk_key(src)),
+        move |src| {
+            if crate::backends::kernel_cache::in_background() {
+                warm_up_nvrtc(&opts);
+            }
+            compiled(&name, src, &opts, &disk_key(src))
+        },
         |image| load(ctx, &image, entries).map(Arc::new),
     )
 }
 
-/// Loads NVRTC for the process and runs one tiny compile on the calling thread, once: the
+/// Loads NVRTC for the process and runs one tiny compile, once, on a background thread
+/// (the device-probe thread where the kernel cache is cold, else the first compile
+/// thread), then registers the exit hook that waits for background compiles again. The
 /// compiler's exit code (C++ destructors registered as its objects are first made, during
-/// a first compile) must be registered before the exit hook that waits for background
-/// compiles (`kernel_cache::wait_for_background_compiles`), so that `exit` runs the hook
-/// first. Without it, a program ending while its first background compile ran crashed in
-/// libnvrtc (H200, greyscale on `Backend::Auto` over six photos).
+/// a first compile) must be registered *before* that hook, so that an `exit` on a thread
+/// other than `main` (whose exit waits in a thread-local destructor, ahead of every hook)
+/// runs the hook first and waits for the compiles still running. Without it, a program
+/// ending while its first background compile ran crashed in libnvrtc (H200, greyscale on
+/// `Backend::Auto` over six photos). It ran on the calling thread before, which cost the
+/// first call NVRTC's load from disk (about 0.2 s on a fresh machine).
 fn warm_up_nvrtc(opts: &[String]) {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
@@ -120,7 +124,24 @@ fn warm_up_nvrtc(opts: &[String]) {
                 opts,
             );
         }
+        crate::backends::kernel_cache::rearm_exit_hook();
     });
+}
+
+/// [`warm_up_nvrtc`] for the open default device where the disk cache holds no CUDA
+/// binary (or is off): the first kernels will be compiled, so the device-probe thread
+/// warms the compiler up while the calls run on the host. With a warm cache nothing is
+/// loaded (a process that only loads binaries never needs NVRTC).
+pub(crate) fn warm_up_if_cold() {
+    let Some(ctx) = super::context::opened() else {
+        return;
+    };
+    let cold = jit::cache_dir("cuda").map_or(true, |dir| {
+        std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
+    });
+    if cold {
+        warm_up_nvrtc(&options(ctx));
+    }
 }
 
 /// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no

@@ -1,0 +1,304 @@
+//! The decision logic replayed on injected times: a [`Tuner`] with in-memory models, the
+//! job's clock and the last backend simulated, every run's time given by a model of the
+//! machine. Nothing here reads a clock or asserts a real speed.
+
+use super::*;
+
+/// A machine: each backend's steady time (ns) for `n` elements of the call, and what a
+/// device's first run of a function (kernel load) and of a size (allocation) add.
+struct Machine {
+    steady: fn(Backend, usize) -> f64,
+    load_ns: f64,
+    alloc_ns: f64,
+}
+
+/// One job: the tuner, the simulated machine, and what the decisions did.
+struct Job {
+    t: Tuner,
+    machine: Machine,
+    backends: Vec<Backend>,
+    ran_once: std::collections::HashSet<(Backend, u32)>,
+    loaded: std::collections::HashSet<Backend>,
+    decisions: Vec<(Backend, Decision, String)>,
+    spent_ns: f64,
+}
+
+impl Job {
+    fn new(cores: usize, backends: &[Backend], machine: Machine) -> Job {
+        let mut t = Tuner::open(None);
+        t.cores = cores;
+        t.sim = Some(Sim::default());
+        Job {
+            t,
+            machine,
+            backends: backends.to_vec(),
+            ran_once: Default::default(),
+            loaded: Default::default(),
+            decisions: Vec::new(),
+            spent_ns: 0.0,
+        }
+    }
+
+    /// A Map of `n` pixels of 3 bytes each, its input on the host.
+    fn call(n: usize) -> Call {
+        let mut call = Call::new("map", "app::grey8", "Rgb8->u8".into(), n);
+        let bytes = 3 * n as u64;
+        call.total_bytes = bytes;
+        call.moves = vec![
+            (Backend::Cpu, vec![(Backend::Cuda, 0)]),
+            (Backend::Rayon, vec![(Backend::Cuda, 0)]),
+            (Backend::Cuda, vec![(Backend::Cuda, bytes)]),
+        ];
+        call
+    }
+
+    /// Decides and "runs" a call of `n` elements; the backend it ran on.
+    fn run(&mut self, n: usize) -> Backend {
+        let call = Job::call(n);
+        let rows: Vec<Candidate> = self
+            .backends
+            .iter()
+            .filter(|&&b| !(b == Backend::Cpu && n > CPU_MAX))
+            .map(|&b| self.t.candidate(&call, b))
+            .collect();
+        let (d, why) = choose(&self.t, &call, &rows);
+        let Choice::Backend(b) = d.choice else {
+            panic!("no split expected: {why}")
+        };
+        let mut ns = (self.machine.steady)(b, n) + self.t.transfer_ns(&call, b);
+        if is_device(b) {
+            if self.loaded.insert(b) {
+                ns += self.machine.load_ns;
+            }
+            if self.ran_once.insert((b, bucket_of(n))) {
+                ns += self.machine.alloc_ns;
+            }
+        }
+        self.t.finish(&call, b, d, ns);
+        self.spent_ns += ns;
+        self.t.sim = Some(Sim {
+            elapsed_ns: self.spent_ns,
+            last: Some(b),
+        });
+        self.decisions.push((b, d, why));
+        b
+    }
+
+    /// Trials of a candidate other than the predicted best.
+    fn explored(&self) -> usize {
+        self.decisions.iter().filter(|(_, d, _)| d.explore).count()
+    }
+}
+
+/// The six sample photos' sizes (pixels), in the order the example reads them.
+const PHOTOS: [usize; 6] = [
+    512 * 512,
+    451 * 300,
+    600 * 400,
+    1000 * 872,
+    1411 * 1411,
+    640 * 427,
+];
+
+/// A 16-core host with a GPU that is 3 times faster than Rayon on the greyscale Map
+/// (compute-bound: 80 ns a pixel on one core).
+fn gpu_machine() -> Machine {
+    Machine {
+        steady: |b, n| match b {
+            Backend::Cpu => 80.0 * n as f64,
+            Backend::Rayon => 5.0 * n as f64 + 20_000.0,
+            _ => 1.6 * n as f64 + 15_000.0,
+        },
+        load_ns: 1.0e6,
+        alloc_ns: 200_000.0,
+    }
+}
+
+/// The photos (twice over) leave calibration: the GPU, fastest here, is found from the
+/// prior scaled by Rayon's first measurement, its first run of each later size counts as
+/// a measurement, and from the fourth photo on every call runs on it without a trial.
+#[test]
+fn photos_leave_calibration_on_the_best_backend() {
+    let mut job = Job::new(16, &[Backend::Cuda, Backend::Rayon], gpu_machine());
+    for n in PHOTOS.iter().chain(&PHOTOS) {
+        job.run(*n);
+    }
+    let log = format!("{:#?}", job.decisions);
+    assert!(job.explored() <= 1, "{log}");
+    for (b, d, why) in &job.decisions[3..] {
+        assert_eq!(*b, Backend::Cuda, "{why}\n{log}");
+        assert!(!d.explore && d.measure != Measure::Warmup, "{why}\n{log}");
+    }
+    // Rayon was measured once and never again: a new size shares that measurement.
+    let rayon = job.decisions.iter().filter(|(b, ..)| *b == Backend::Rayon);
+    assert!(rayon.count() <= 2, "{log}");
+}
+
+/// Where the host is fastest (a GPU behind a slow link), the device is tried at most once
+/// per function, and only while the budget allows.
+#[test]
+fn a_slower_device_is_tried_once_then_left() {
+    let machine = Machine {
+        steady: |b, n| match b {
+            Backend::Rayon => 5.0 * n as f64,
+            _ => 8.0 * n as f64 + 15_000.0,
+        },
+        load_ns: 1.0e6,
+        alloc_ns: 200_000.0,
+    };
+    let mut job = Job::new(16, &[Backend::Cuda, Backend::Rayon], machine);
+    for n in PHOTOS.iter().chain(&PHOTOS).chain(&PHOTOS) {
+        job.run(*n);
+    }
+    let log = format!("{:#?}", job.decisions);
+    let on_cuda = job
+        .decisions
+        .iter()
+        .filter(|(b, ..)| *b == Backend::Cuda)
+        .count();
+    assert!(on_cuda <= 2, "{log}");
+    assert!(
+        job.decisions[6..]
+            .iter()
+            .all(|(b, ..)| *b == Backend::Rayon),
+        "{log}"
+    );
+}
+
+/// The sequential backend is never calibrated where it is predicted several times slower
+/// than Rayon (16 cores, from 2^15 elements of 3 bytes); on 2 cores, where it is predicted
+/// as fast at small sizes and about twice as slow at large ones, it is tried once for the
+/// function, and the sizes after that share the measurement.
+#[test]
+fn cpu_is_calibrated_only_where_it_might_pay() {
+    let sixteen_cores = Machine {
+        steady: |b, n| match b {
+            Backend::Cpu => 2.0 * n as f64,
+            _ => 2.0 * n as f64 / 16.0 + 5_000.0,
+        },
+        load_ns: 0.0,
+        alloc_ns: 0.0,
+    };
+    let mut sixteen = Job::new(16, &[Backend::Rayon, Backend::Cpu], sixteen_cores);
+    for n in [1 << 15, (1 << 15) + 7, 1 << 16, 60_000, 50_000] {
+        sixteen.run(n);
+    }
+    let log = format!("{:#?}", sixteen.decisions);
+    let all_rayon = sixteen.decisions.iter().all(|(b, ..)| *b == Backend::Rayon);
+    assert!(all_rayon, "{log}");
+    assert!(log.contains("cpu not calibrated: predicted"), "{log}");
+
+    let two_cores = Machine {
+        steady: |b, n| match b {
+            Backend::Cpu => 3.0 * n as f64,
+            _ => n as f64 + 1_000.0,
+        },
+        load_ns: 0.0,
+        alloc_ns: 0.0,
+    };
+    let mut two = Job::new(2, &[Backend::Rayon, Backend::Cpu], two_cores);
+    let sizes: Vec<usize> = (12..=16).flat_map(|e| [1 << e, (1 << e) + 7]).collect();
+    for &n in sizes.iter().chain(&sizes) {
+        two.run(n);
+    }
+    let log = format!("{:#?}", two.decisions);
+    let on_cpu = two
+        .decisions
+        .iter()
+        .filter(|(b, ..)| *b == Backend::Cpu)
+        .count();
+    assert!(on_cpu <= 1, "{log}");
+    assert!(two.explored() <= 1, "{log}");
+    assert!(
+        two.decisions[2..]
+            .iter()
+            .all(|(b, ..)| *b == Backend::Rayon),
+        "{log}"
+    );
+}
+
+/// Trials of candidates other than the predicted best stop once they have spent the
+/// job's budget; the predicted best is still measured (for free: it runs anyway).
+#[test]
+fn the_budget_stops_trials_elsewhere() {
+    let mut job = Job::new(2, &[Backend::Rayon, Backend::Cpu], gpu_machine());
+    job.t.explore_ns = 1.0e12;
+    for n in [1 << 10, 1 << 12, 1 << 14, 1 << 16] {
+        job.run(n);
+    }
+    let log = format!("{:#?}", job.decisions);
+    assert_eq!(job.explored(), 0, "{log}");
+    assert!(log.contains("calibration budget spent"), "{log}");
+    assert!(
+        job.decisions.iter().all(|(b, ..)| *b == Backend::Rayon),
+        "{log}"
+    );
+}
+
+/// A device's first run of a function loads its kernel (a warm-up, not recorded); its
+/// first run of each later size is recorded, and the next run of that size replaces it.
+#[test]
+fn a_first_run_counts_once_the_kernel_is_loaded() {
+    let mut t = Tuner::open(None);
+    t.sim = Some(Sim::default());
+    let call = Job::call(1 << 18);
+    let (d, _) = t.trial(&call, Backend::Cuda, "test", false);
+    assert_eq!(d.measure, Measure::Warmup);
+    t.finish(&call, Backend::Cuda, d, 5.0e6);
+    assert!(t.models.own(&call.key, Backend::Cuda, call.size).is_none());
+    let other = Job::call(1 << 20);
+    let (d, why) = t.trial(&other, Backend::Cuda, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun, "{why}");
+    let moved = t.transfer_ns(&other, Backend::Cuda);
+    t.finish(&other, Backend::Cuda, d, 900_000.0 + moved);
+    let own = *t.models.own(&other.key, Backend::Cuda, other.size).unwrap();
+    assert_eq!(own.count, 1);
+    assert!((own.mean_ns - 900_000.0).abs() < 1e-3, "{own:?}");
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Cuda),
+    });
+    let (d, _) = t.trial(&other, Backend::Cuda, "test", false);
+    assert_eq!(d.measure, Measure::Sample);
+    t.finish(&other, Backend::Cuda, d, 300_000.0 + moved);
+    let own = *t.models.own(&other.key, Backend::Cuda, other.size).unwrap();
+    assert_eq!(own.count, 1, "replaced");
+    assert!((own.mean_ns - 300_000.0).abs() < 1e-3, "replaced: {own:?}");
+    let (d, _) = t.trial(&other, Backend::Cuda, "test", false);
+    t.finish(&other, Backend::Cuda, d, 320_000.0 + moved);
+    assert_eq!(
+        t.models
+            .own(&other.key, Backend::Cuda, other.size)
+            .unwrap()
+            .count,
+        2
+    );
+    // A host backend has no kernel: its first run of a size counts at once.
+    let (d, _) = t.trial(&call, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+}
+
+/// A first run far slower than the function's other sizes predict (it built another
+/// kernel) is a warm-up after all: not recorded, and the next run of its size counts.
+#[test]
+fn an_outlying_first_run_is_not_recorded() {
+    let mut t = Tuner::open(None);
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let small = Job::call(1 << 16);
+    let (d, _) = t.trial(&small, Backend::Rayon, "test", false);
+    t.finish(&small, Backend::Rayon, d, 100_000.0);
+    let large = Job::call(1 << 18);
+    let (d, _) = t.trial(&large, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(!t.finish(&large, Backend::Rayon, d, 1.0e8), "an outlier");
+    assert!(t
+        .models
+        .own(&large.key, Backend::Rayon, large.size)
+        .is_none());
+    let (d, _) = t.trial(&large, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::Sample);
+    assert!(t.finish(&large, Backend::Rayon, d, 400_000.0));
+}
