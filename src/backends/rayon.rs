@@ -780,6 +780,36 @@ impl Execute for Rayon {
             });
         Ok(())
     }
+
+    fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduceAxis<'_, 'a, S>,
+    ) -> Result<()> {
+        if plan.axis != Axis::Rows {
+            return super::axis_materialised(self, plan);
+        }
+        let (rows, cols) = plan.map_reduce.shape.dims();
+        // Whole rows per chunk, as many elements as a Map of the same function takes: each
+        // row is mapped and folded in one pass (the row's values never leave registers).
+        let Some(chunk) = map_chunk::<S::M>(rows * cols).filter(|_| cols > 0) else {
+            return self.cpu().map_reduce_axis(plan);
+        };
+        let per = chunk.div_ceil(cols);
+        let plan::MapReduceAxis {
+            map_reduce: p,
+            mut out,
+            ..
+        } = plan;
+        let arrays = cpu::container_refs::<S::M>(&p.arrays)?;
+        let inputs = p.inputs.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
+        let out = out.host_overwrite()?;
+        out.par_chunks_mut(per).enumerate().for_each(|(c, o)| {
+            let at = (c * per, self.base, cols);
+            cpu::map_fold_rows::<S::M, S::R>(arrays, inputs, o, at, p.uniforms);
+        });
+        Ok(())
+    }
 }
 
 /// Rows per band of a general 2D stencil: about 16 bands per thread (of [`MIN_LEAF`] to
