@@ -447,10 +447,19 @@ fn overlap_interior<F: WindowFn, const R: usize>(
 
 /// Folds the rows of `block` (whole rows of `cols` elements) column by column.
 pub(crate) fn fold_columns<F: BinaryFn<T>, T: DeviceType>(block: &[T], cols: usize) -> Vec<T> {
+    fold_column_range::<F, T>(block, cols, 0..cols)
+}
+
+/// [`fold_columns`] of the columns `range` only (each folded in the same order).
+pub(crate) fn fold_column_range<F: BinaryFn<T>, T: DeviceType>(
+    block: &[T],
+    cols: usize,
+    range: Range<usize>,
+) -> Vec<T> {
     if cols == 0 {
         return Vec::new();
     }
-    let mut rows = block.chunks(cols);
+    let mut rows = block.chunks(cols).map(|row| &row[range.clone()]);
     let mut acc = rows.next().map(<[T]>::to_vec).unwrap_or_default();
     for row in rows {
         for (a, &x) in acc.iter_mut().zip(row) {

@@ -129,6 +129,9 @@ fn cols_band(rows: usize, cols: usize) -> usize {
     chunk_len(rows * cols).div_ceil(cols).max(share).max(1)
 }
 
+/// Fewest columns in a stripe of a column Reduce's block (a few cache lines per row).
+const MIN_STRIPE: usize = 32;
+
 /// Whether `n` elements are too few to split.
 fn sequential(n: usize) -> bool {
     n <= MIN_CHUNK
@@ -332,10 +335,26 @@ impl Execute for Rayon {
         let out = out.host_overwrite()?;
         if axis == Axis::Cols {
             let rows_per_chunk = fold_len(data.len()).div_ceil(cols);
-            let partials: Vec<Vec<S::T>> = data
-                .par_chunks(rows_per_chunk * cols)
-                .map(|block| cpu::fold_columns::<S::F, S::T>(block, cols))
+            let blocks: Vec<&[S::T]> = data.chunks(rows_per_chunk * cols).collect();
+            // The blocks decide the order of the combines (fixed by the size); fewer blocks
+            // than the threads want (512 x 512: four) are also cut into column stripes,
+            // each folded in the same order (512 x 512 on 16 cores took 1.5x the time of a
+            // hand-written Rayon loop with four threads busy).
+            let want = CHUNKS_PER_THREAD * rayon::current_num_threads();
+            let stripes = want
+                .div_ceil(blocks.len())
+                .min(cols.div_ceil(MIN_STRIPE))
+                .max(1);
+            let width = cols.div_ceil(stripes);
+            let parts: Vec<Vec<S::T>> = (0..blocks.len() * stripes)
+                .into_par_iter()
+                .map(|t| {
+                    let (block, first) = (blocks[t / stripes], t % stripes * width);
+                    let range = first.min(cols)..(first + width).min(cols);
+                    cpu::fold_column_range::<S::F, S::T>(block, cols, range)
+                })
                 .collect();
+            let partials: Vec<Vec<S::T>> = parts.chunks(stripes).map(<[_]>::concat).collect();
             // Each column combines the blocks' partials in block order, as before; the
             // columns are independent, so they are combined in stripes on all threads
             // (2048 x 2048: 64 blocks, so 131072 combines, which on one thread weigh half
