@@ -178,9 +178,8 @@ pub(crate) fn map_range<F: ElementwiseFn>(
         let segment = (k, (row, col), len);
         // Two copies of the loop where the function has `Mat` arguments: in the first every
         // output's index lies inside every `Mat` (checked at the segment's last: the column
-        // only rises), so the reads' row and column checks that follow from it and from the
-        // function's own tests (heat's `i + 1 == a.rows()`) fold away and the loop can
-        // vectorise; the second (a `Mat` smaller than the output) keeps them. Without
+        // only rises), so a read at the output's own index has no check and the loop can
+        // vectorise; the second (a `Mat` smaller than the output) keeps the checks. Without
         // `Mat`s the condition is `true` and the second copy folds away.
         if <F::Arrays as ContainerArgs>::inside(arrays, (row, col + len - 1), Only) {
             map_segment::<F, true>(arrays, inputs, &mut out, segment, (first, cols), uniforms);
