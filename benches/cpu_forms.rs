@@ -565,7 +565,11 @@ fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
     }
 }
 
-fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
+/// A row softmax as a user writes it: with `lazy`, the three calls of the lazy form (the
+/// row maxima; the row sums of the lazy exponentials, mapped and folded in one pass; the
+/// quotients of the same lazy exponentials: no intermediate matrix, each exponential
+/// computed twice), else four eager calls (the exponentials stored once, read twice).
+fn softmax_form(cfg: &Config, (rows, cols): (usize, usize), lazy: bool) -> Row {
     let a = data(rows * cols, 7);
     let input = Matrix::from_vec(rows, cols, a.clone()).expect("shape");
     let mut skel_secs = [0.0; 2];
@@ -580,17 +584,18 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         let row_sum = Reduce::new(add).backend(b);
         skel_secs[k] = cfg.time(|| {
             row_max.run_rows(&input, &mut m).expect("skel");
-            Map::new(exp_shifted)
-                .arrays((&m,))
-                .backend(b)
-                .run(&input, &mut e)
-                .expect("skel");
-            row_sum.run_rows(&e, &mut s).expect("skel");
-            Map::new(divide_row)
-                .arrays((&s,))
-                .backend(b)
-                .run(&e, &mut out)
-                .expect("skel");
+            let exp = Map::new(exp_shifted).arrays((&m,)).backend(b);
+            if lazy {
+                let e = exp.lazy(&input);
+                row_sum.run_rows(&e, &mut s).expect("skel");
+                let divide = Map::new(divide_row).arrays((&s,)).backend(b);
+                divide.run(&e, &mut out).expect("skel");
+            } else {
+                exp.run(&input, &mut e).expect("skel");
+                row_sum.run_rows(&e, &mut s).expect("skel");
+                let divide = Map::new(divide_row).arrays((&s,)).backend(b);
+                divide.run(&e, &mut out).expect("skel");
+            }
         });
         results.push(out.to_vec());
     }
@@ -624,7 +629,11 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
     }
     same("softmax hand-rayon", &hand_par, &hand);
     Row {
-        form: "softmax rows (4 calls vs 1 fused)",
+        form: if lazy {
+            "softmax rows (3 lazy vs 1 fused)"
+        } else {
+            "softmax rows (4 calls vs 1 fused)"
+        },
         size: format!("{rows}x{cols}"),
         secs: [skel_secs[0], skel_secs[1], plain, par],
         simd: None,
@@ -891,7 +900,8 @@ fn main() {
         run("backprop", &|| backprop_form(&cfg, (rows, 17)));
     }
     for n in [cfg.size(512, 3), cfg.size(2048, 29)] {
-        run("softmax", &|| softmax_form(&cfg, (n, n)));
+        run("softmax", &|| softmax_form(&cfg, (n, n), false));
+        run("softmax_lazy", &|| softmax_form(&cfg, (n, n), true));
     }
     for n in [cfg.size(512, 3), cfg.size(2048, 41)] {
         run("reduce_rows", &|| reduce_rows_form(&cfg, n));

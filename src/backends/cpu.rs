@@ -32,6 +32,7 @@ use crate::plan::{
     PairsSig, ReduceByKeySig, SortSig,
 };
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
+use crate::userfn::sealed::Only;
 use crate::userfn::{
     ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, UserFn, Window, Window2Fn, WindowFn,
 };
@@ -174,18 +175,51 @@ pub(crate) fn map_range<F: ElementwiseFn>(
     while k < n {
         let (row, col) = ((first + k) / cols, (first + k) % cols);
         let len = (cols - col).min(n - k);
-        for (j, col) in (col..col + len).enumerate() {
-            out.set(
-                k + j,
-                F::apply_with(
-                    F::Index::from_parts(first + k + j, (row, col), cols),
-                    arrays,
-                    inputs.at_cell(k + j, (row, col)),
-                    uniforms,
-                ),
-            );
+        let segment = (k, (row, col), len);
+        // Two copies of the loop where the function has `Mat` arguments: in the first every
+        // output's index lies inside every `Mat` (checked at the segment's last: the column
+        // only rises), so a read at the output's own index has no check and the loop can
+        // vectorise; the second (a `Mat` smaller than the output) keeps the checks. Without
+        // `Mat`s the condition is `true` and the second copy folds away.
+        if <F::Arrays as ContainerArgs>::inside(arrays, (row, col + len - 1), Only) {
+            map_segment::<F, true>(arrays, inputs, &mut out, segment, (first, cols), uniforms);
+        } else {
+            map_segment::<F, false>(arrays, inputs, &mut out, segment, (first, cols), uniforms);
         }
         k += len;
+    }
+}
+
+/// The outputs `k..k + len` of [`map_range`]'s 2D loop, which lie on row `row` from column
+/// `col` on; `INSIDE`: every one's index lies inside every `Mat` argument.
+#[inline(always)]
+fn map_segment<F: ElementwiseFn, const INSIDE: bool>(
+    arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
+    inputs: impl HostSlices<Elems = F::Elems>,
+    out: &mut impl HostOut<Elems = F::Out>,
+    (k, (row, col), len): (usize, (usize, usize), usize),
+    (first, cols): (usize, usize),
+    uniforms: &F::Uniforms,
+) {
+    for (j, col) in (col..col + len).enumerate() {
+        // Tells LLVM `inside` holds here (`assert_unchecked` is newer than the MSRV).
+        if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (row, col), Only) {
+            // SAFETY: never reached. `INSIDE` is passed where `inside` holds at `(row,
+            // c)` for the segment's last column `c`, and `col <= c`. `inside` is `true` for
+            // a slice and, for a `Mat`, compares the row and column with its shape and
+            // `row * cols + col` with its length: it holds at every smaller column. No
+            // other crate can override `inside` (`sealed::Only`).
+            unsafe { std::hint::unreachable_unchecked() }
+        }
+        out.set(
+            k + j,
+            F::apply_with(
+                F::Index::from_parts(first + k + j, (row, col), cols),
+                arrays,
+                inputs.at_cell(k + j, (row, col)),
+                uniforms,
+            ),
+        );
     }
 }
 
@@ -231,16 +265,60 @@ pub(crate) fn map_fold<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     let (first, n) = (positions.start, positions.len());
     // Re-slicing to exactly `n` lets the compiler drop the bounds checks in `at`.
     let inputs = inputs.slice(0..n);
-    let mut mapped = (0..n).map(|k| {
+    if M::Index::DIMS < 2 || n == 0 {
+        let mut mapped = (0..n).map(|k| {
+            M::apply_with(
+                M::Index::from_flat(first + k, cols),
+                arrays,
+                inputs.at(k),
+                uniforms,
+            )
+        });
+        let head = mapped.next()?;
+        return Some(mapped.fold(head, |acc, x| R::apply((), (acc, x), &())));
+    }
+    // A 2D index: one division per row segment, then the column counts up (as in
+    // `map_range`; a division per element cost more than a cheap map itself).
+    let value = |k: usize, cell: (usize, usize)| {
         M::apply_with(
-            M::Index::from_flat(first + k, cols),
+            M::Index::from_parts(first + k, cell, cols),
             arrays,
-            inputs.at(k),
+            inputs.at_cell(k, cell),
             uniforms,
         )
-    });
-    let head = mapped.next()?;
-    Some(mapped.fold(head, |acc, x| R::apply((), (acc, x), &())))
+    };
+    let mut acc = value(0, (first / cols, first % cols));
+    let mut k = 1;
+    while k < n {
+        let (row, col) = ((first + k) / cols, (first + k) % cols);
+        let len = (cols - col).min(n - k);
+        for (j, col) in (col..col + len).enumerate() {
+            acc = R::apply((), (acc, value(k + j, (row, col))), &());
+        }
+        k += len;
+    }
+    Some(acc)
+}
+
+/// `out[r]` = the fold of `map` over row `first_row + r` of `inputs` (rows of `cols`
+/// elements; `base` is added to every position), each from the row's first element, as
+/// `reduce_axis` folds a materialised map: the map is evaluated inside the fold, so the
+/// intermediate matrix never exists.
+pub(crate) fn map_fold_rows<M: ElementwiseFn, R: BinaryFn<M::Out>>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
+    inputs: impl HostSlices<Elems = M::Elems>,
+    out: &mut [M::Out],
+    (first_row, base, cols): (usize, usize, usize),
+    uniforms: &M::Uniforms,
+) {
+    for (r, o) in out.iter_mut().enumerate() {
+        let at = (first_row + r) * cols;
+        let row = inputs.slice(at..at + cols);
+        if let Some(v) = map_fold::<M, R>(arrays, row, base + at..base + at + cols, cols, uniforms)
+        {
+            *o = v;
+        }
+    }
 }
 
 /// Folds `value` into an optional accumulator.
@@ -368,10 +446,19 @@ fn overlap_interior<F: WindowFn, const R: usize>(
 
 /// Folds the rows of `block` (whole rows of `cols` elements) column by column.
 pub(crate) fn fold_columns<F: BinaryFn<T>, T: DeviceType>(block: &[T], cols: usize) -> Vec<T> {
+    fold_column_range::<F, T>(block, cols, 0..cols)
+}
+
+/// [`fold_columns`] of the columns `range` only (each folded in the same order).
+pub(crate) fn fold_column_range<F: BinaryFn<T>, T: DeviceType>(
+    block: &[T],
+    cols: usize,
+    range: Range<usize>,
+) -> Vec<T> {
     if cols == 0 {
         return Vec::new();
     }
-    let mut rows = block.chunks(cols);
+    let mut rows = block.chunks(cols).map(|row| &row[range.clone()]);
     let mut acc = rows.next().map(<[T]>::to_vec).unwrap_or_default();
     for row in rows {
         for (a, &x) in acc.iter_mut().zip(row) {
@@ -881,6 +968,27 @@ impl Execute for Cpu {
             arrays,
             plan.uniforms,
         );
+        Ok(())
+    }
+
+    fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
+        &self,
+        plan: plan::MapReduceAxis<'_, 'a, S>,
+    ) -> Result<()> {
+        if plan.axis != Axis::Rows {
+            return super::axis_materialised(self, plan);
+        }
+        let plan::MapReduceAxis {
+            map_reduce: p,
+            mut out,
+            ..
+        } = plan;
+        let arrays = container_refs::<S::M>(&p.arrays)?;
+        let inputs = p.inputs.host()?;
+        let _old = OldValues::of(self.checked, &mut out)?;
+        let out = out.host_overwrite()?;
+        let at = (0, self.base, p.shape.cols());
+        map_fold_rows::<S::M, S::R>(arrays, inputs, out, at, p.uniforms);
         Ok(())
     }
 }

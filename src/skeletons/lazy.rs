@@ -13,7 +13,9 @@
 //! consumer's `checked` setting applies to the whole chain. A Reduce (`run`, `run_into`,
 //! `run_rows`, `run_cols`) of a lazy input on CUDA or OpenCL runs as the MapReduce of the
 //! producer's function and the Reduce's, grouped as the Reduce groups materialised values
-//! ([`Source::fold`]). Other consumers (Reduce on the host backends, Scan, Filter, MapArray,
+//! ([`Source::fold`]); on the host backends a Reduce `run_rows` of one folds each row as
+//! it maps it (`Execute::map_reduce_axis`). Other consumers (the other Reduce calls on the
+//! host backends, Scan, Filter, MapArray,
 //! MapOverlap) and calls on `Auto` get each lazy input materialised into
 //! a temporary by the consumer's backend (the backend named on the consumer, else the one
 //! named on the lazy Map, else the default) immediately before they run, reused from call

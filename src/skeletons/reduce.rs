@@ -152,6 +152,28 @@ impl<T: DeviceType, F: BinaryFn<T>> Reduce<F, T> {
 // The row and column folds of a distributed matrix need `Default` (see `dist::reduce`).
 impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
+    ///
+    /// A lazy input is mapped and folded in one pass on every backend but `Auto` (each
+    /// row's values are folded as they are computed; the intermediate matrix never exists),
+    /// bit-identical to materialising it and folding that:
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn add(a: f32, b: f32) -> f32 { a + b }
+    /// #[userfn]
+    /// fn exp_shifted(#[index] (i, _j): (usize, usize), x: f32, m: &[f32]) -> f32 {
+    ///     (x - m[i]).exp()
+    /// }
+    /// let x = Matrix::from_vec(2, 2, vec![1.0f32, 2.0, 3.0, 5.0])?;
+    /// let m = Vector::from(vec![2.0f32, 5.0]);
+    /// let mut sums = Vector::zeroed(2);
+    /// let e = Map::new(exp_shifted).arrays((&m,)).lazy(&x);
+    /// Reduce::new(add).backend(Backend::Rayon).run_rows(&e, &mut sums)?;
+    /// assert_eq!(sums[0], (-1.0f32).exp() + 1.0);
+    /// assert_eq!(sums[1], (-2.0f32).exp() + 1.0);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
     pub fn run_rows(&self, input: &impl Source<T>, out: &mut impl Output<T>) -> Result<()> {
         self.run_axis(input, out, Axis::Rows)
     }
@@ -163,7 +185,11 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
 
     fn run_axis(&self, input: &impl Source<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
         self.options.validate()?;
-        if self.fused(input) {
+        // The host backends fold each row of a lazy input as they map it (one pass, no
+        // intermediate matrix); a column fold of one still gets it materialised.
+        let host_rows =
+            axis == Axis::Rows && input.is_lazy() && backends::fuses_lazy_inputs(&self.options);
+        if self.fused(input) || host_rows {
             let to = match axis {
                 Axis::Cols => FoldTo::Cols(out.arg_mut()),
                 _ => FoldTo::Rows(out.arg_mut()),

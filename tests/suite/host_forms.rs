@@ -24,6 +24,35 @@ pub fn cross_sum(#[index] (i, j): (usize, usize), x: i64, a: Mat<i64>) -> i64 {
     s
 }
 
+/// Heat's explicit step: the border copied, the interior a 5-point update of `a` (the
+/// reads' checks follow from the tests and from the output lying inside `a`).
+#[userfn]
+pub fn heat_step(#[index] (i, j): (usize, usize), a: Mat<f64>) -> f64 {
+    if i == 0 || j == 0 || i + 1 == a.rows() || j + 1 == a.cols() {
+        a[(i, j)]
+    } else {
+        let c = a[(i, j)];
+        c + 0.125 * (a[(i - 1, j)] - 2.0 * c + a[(i + 1, j)])
+            + 0.125 * (a[(i, j - 1)] - 2.0 * c + a[(i, j + 1)])
+    }
+}
+
+/// Reads `a` at the output's own index where `a` has an element there.
+#[userfn]
+pub fn read_where_inside(#[index] (i, j): (usize, usize), x: i64, a: Mat<i64>) -> i64 {
+    if i < a.rows() && j < a.cols() {
+        3 * a[(i, j)] + x
+    } else {
+        x - 1
+    }
+}
+
+/// Reads `a` at the output's own index, wherever that is.
+#[userfn]
+pub fn read_at(#[index] (i, j): (usize, usize), x: i64, a: Mat<i64>) -> i64 {
+    a[(i, j)] + x
+}
+
 /// A pair with a 2D index and a `Mat` read at it (the backprop shape).
 #[userfn]
 pub fn weigh(#[index] (i, j): (usize, usize), x: i64, q: i64, w: Mat<i64>) -> i64 {
@@ -258,6 +287,99 @@ macro_rules! host_forms_suite {
                                 w2[(i, j)],
                                 (i * 1000 + j) as i32 + xi[(i, j)],
                                 "where2d {rows}x{cols}"
+                            );
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn index_maps_2d_with_a_mat_of_any_shape() {
+                require!();
+                // Rows of a prime length, Rayon chunks that start inside rows, one long row.
+                for (rows, cols) in [
+                    (0, 0),
+                    (1, 1),
+                    (2, 2),
+                    (3, 3),
+                    (13, 1),
+                    (1, 13),
+                    (131, 127),
+                    (257, 67),
+                    (1, 16411),
+                ] {
+                    let a: Vec<f64> = (0..rows * cols)
+                        .map(|k| ((k * 37) % 101) as f64 * 0.25)
+                        .collect();
+                    let am = Matrix::from_vec(rows, cols, a.clone()).unwrap();
+                    let mut got = Matrix::filled(rows, cols, 7.0f64);
+                    Map::new(heat_step)
+                        .arrays((&am,))
+                        .backend(B)
+                        .run_index(&mut got)
+                        .unwrap();
+                    for i in 0..rows {
+                        for j in 0..cols {
+                            let k = i * cols + j;
+                            let want = if i == 0 || j == 0 || i + 1 == rows || j + 1 == cols {
+                                a[k]
+                            } else {
+                                let c = a[k];
+                                c + 0.125 * (a[k - cols] - 2.0 * c + a[k + cols])
+                                    + 0.125 * (a[k - 1] - 2.0 * c + a[k + 1])
+                            };
+                            assert_eq!(
+                                got[(i, j)].to_bits(),
+                                want.to_bits(),
+                                "heat {rows}x{cols} at ({i}, {j})"
+                            );
+                        }
+                    }
+                    // A `Mat` of another shape: only part of each row lies inside it.
+                    let x = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 4)).unwrap();
+                    let host = matches!(B, Backend::Cpu | Backend::Rayon);
+                    let shapes = [
+                        (rows + 1, cols.saturating_sub(1)),
+                        (rows.saturating_sub(1), cols + 2),
+                        (rows, cols / 2),
+                    ];
+                    // Empty `Mat`s on the host only (the devices' suites cover empty buffers).
+                    for (ar, ac) in shapes.into_iter().filter(|&(ar, ac)| host || ar * ac > 0) {
+                        let small = Matrix::from_vec(ar, ac, ints_i64(ar * ac, 5)).unwrap();
+                        let mut got = Matrix::filled(rows, cols, 9i64);
+                        Map::new(read_where_inside)
+                            .arrays((&small,))
+                            .backend(B)
+                            .run(&x, &mut got)
+                            .unwrap();
+                        for i in 0..rows {
+                            for j in 0..cols {
+                                let want = if i < ar && j < ac {
+                                    3 * small[(i, j)] + x[(i, j)]
+                                } else {
+                                    x[(i, j)] - 1
+                                };
+                                assert_eq!(
+                                    got[(i, j)],
+                                    want,
+                                    "{rows}x{cols} with a {ar}x{ac} Mat at ({i}, {j})"
+                                );
+                            }
+                        }
+                        // The same read without the test: outside the `Mat` is an error
+                        // (checked on every backend; unchecked too on the host's).
+                        let outside = rows * cols > 0 && (ar < rows || ac < cols);
+                        for checked in [true, false].into_iter().filter(|&c| c || host) {
+                            let mut out = Matrix::filled(rows, cols, 9i64);
+                            let map = Map::new(read_at)
+                                .arrays((&small,))
+                                .backend(B)
+                                .checked(checked);
+                            let r = map.run(&x, &mut out);
+                            assert_eq!(
+                                r.is_err(),
+                                outside,
+                                "{rows}x{cols} reading a {ar}x{ac} Mat: {r:?}"
                             );
                         }
                     }

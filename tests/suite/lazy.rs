@@ -70,6 +70,24 @@ pub fn row_shift(#[index] (r, _c): (usize, usize), x: f32, mx: &[f32]) -> f32 {
 }
 
 #[userfn]
+pub fn exp_shift(#[index] (r, _c): (usize, usize), x: f32, mx: &[f32]) -> f32 {
+    (x - mx[r]).exp()
+}
+
+/// Row folds of lazy inputs on every side of the host backends' cuts (Rayon takes whole
+/// rows, about 2^14 elements a chunk): empty, one, primes, one long row, rows across chunks.
+pub const ROW_FOLD_SHAPES: &[(usize, usize)] = &[
+    (0, 3),
+    (1, 1),
+    (2, 1),
+    (7, 13),
+    (1, 16411),
+    (131, 257),
+    (1031, 67),
+    (16411, 2),
+];
+
+#[userfn]
 pub fn positive(x: f32) -> bool {
     x > 0.0
 }
@@ -386,6 +404,51 @@ macro_rules! lazy_suite {
                         }
                     }
                 }
+            }
+
+            #[test]
+            fn row_folds_of_lazy_inputs_across_the_cuts() {
+                if !available(B) {
+                    return;
+                }
+                for &(rows, cols) in ROW_FOLD_SHAPES {
+                    let m = Matrix::from_fn(rows, cols, |r, c| ((r * 31 + c * 7) % 17) as f32 - 8.0);
+                    let mut mx = Vector::zeroed(rows);
+                    Reduce::new(biggest).backend(B).run_rows(&m, &mut mx).unwrap();
+                    // Whole numbers: exact in any order, so against plain Rust too.
+                    let shift = Map::new(row_shift).arrays((&mx,));
+                    let (mut got, mut via_map_reduce) = (Vector::zeroed(rows), Vector::zeroed(rows));
+                    Reduce::new(plus).backend(B).run_rows(&shift.lazy(&m), &mut got).unwrap();
+                    MapReduce::new(row_shift, plus).arrays((&mx,)).backend(B).run_rows(&m, &mut via_map_reduce).unwrap();
+                    for r in 0..rows {
+                        let want = (1..cols).fold(m[(r, 0)] - mx[r], |s, c| s + (m[(r, c)] - mx[r]));
+                        assert_eq!((got[r], via_map_reduce[r]), (want, want), "row {r} of {rows}x{cols}");
+                    }
+                    // Softmax sums: bit-identical to folding the materialised exponentials,
+                    // and on the host backends to the cpu oracle's.
+                    let exp = Map::new(exp_shift).arrays((&mx,)).backend(B);
+                    let mut mid = Matrix::zeroed(rows, cols);
+                    exp.run(&m, &mut mid).unwrap();
+                    let (mut got, mut want) = (Vector::zeroed(rows), Vector::zeroed(rows));
+                    Reduce::new(plus).backend(B).run_rows(&exp.lazy(&m), &mut got).unwrap();
+                    Reduce::new(plus).backend(B).run_rows(&mid, &mut want).unwrap();
+                    assert_eq!(bits(&got), bits(&want), "softmax sums {rows}x{cols}");
+                    let mut fused = Vector::zeroed(rows);
+                    MapReduce::new(exp_shift, plus).arrays((&mx,)).backend(B).run_rows(&m, &mut fused).unwrap();
+                    assert_eq!(bits(&fused), bits(&want), "MapReduce softmax sums {rows}x{cols}");
+                    if matches!(B, Backend::Cpu | Backend::Rayon) {
+                        let mut oracle = Vector::zeroed(rows);
+                        let exp = Map::new(exp_shift).arrays((&mx,)).backend(Backend::Cpu);
+                        exp.run(&m, &mut mid).unwrap();
+                        Reduce::new(plus).backend(Backend::Cpu).run_rows(&mid, &mut oracle).unwrap();
+                        assert_eq!(bits(&got), bits(&oracle), "softmax sums {rows}x{cols} against cpu");
+                    }
+                }
+                // A row of no elements has no fold: an error, not a value.
+                let empty_rows = Matrix::<f32>::zeroed(3, 0);
+                let mut out = Vector::zeroed(3);
+                let lazy = Map::new(halve).lazy(&empty_rows);
+                assert!(Reduce::new(plus).backend(B).run_rows(&lazy, &mut out).is_err());
             }
 
             #[test]
