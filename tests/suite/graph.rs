@@ -781,6 +781,48 @@ macro_rules! graph_suite {
             }
 
             #[test]
+            fn a_mutable_host_view_alive_across_a_launch_is_never_aliased() {
+                if !available(B) {
+                    return;
+                }
+                let n = 5000;
+                let y = RefCell::new(Vector::from_fn(n, |i| i as i64));
+                let mut t = Vector::zeroed(n);
+                let g = Graph::record(|| {
+                    let mut y = y
+                        .try_borrow_mut()
+                        .map_err(|_| Error::Recording("y is borrowed".into()))?;
+                    Map::new(g_step)
+                        .uniforms((1,))
+                        .backend(B)
+                        .run(&*y, &mut t)?;
+                    Map::new(g_id).backend(B).run(&t, &mut *y)
+                })
+                .unwrap();
+                g.launch().unwrap();
+                for _ in 0..3 {
+                    let mut held = y.borrow_mut();
+                    // A `&mut [T]` outlives the `&mut` borrow that made it: a replay would
+                    // make `s[1]` stale and the next host read would copy the graph's
+                    // result back over `s[0]`.
+                    let s = held.as_mut_slice();
+                    let before = s.to_vec();
+                    let err = g.launch().unwrap_err();
+                    assert!(err.to_string().contains("y is borrowed"), "{B}: {err}");
+                    s[0] = -1;
+                    assert_eq!(s[1], before[1], "{B}");
+                    assert_eq!(&s[1..], &before[1..], "{B}");
+                    drop(held);
+                    assert_eq!(y.borrow()[0], -1, "{B}");
+                    y.borrow_mut().as_mut_slice()[0] = before[0];
+                }
+                g.launch().unwrap();
+                drop(g);
+                let want: Vec<i64> = (0..n as i64).map(|i| i + 9).collect();
+                assert_eq!(y.borrow().to_vec(), want, "{B}");
+            }
+
+            #[test]
             fn checked_calls_and_closure_temporaries_run_the_closure_again() {
                 if !available(B) {
                     return;
