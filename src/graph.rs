@@ -119,7 +119,12 @@ fn set_mode(mode: Mode) {
 /// `try_borrow_mut` that returns your error) then decide, as for eager calls. Read results
 /// after the last launch of a batch, and the batch replays. A launch is
 /// [`Error::Recording`] when the graph can no longer run: a container it uses was dropped
-/// or replaced, or another CUDA device is current on the thread; record it again. When the
+/// or replaced, or another CUDA device is current on the thread; record it again. What is
+/// **not** detected: two containers exchanged (`std::mem::swap` of two `RefCell`'d
+/// vectors between launches, for double buffering) while both stay alive. The graph's
+/// kernels keep the device buffers they were recorded with, so a launch replays the old
+/// roles (the closure, which would read the swapped cells, does not run). Record a pair
+/// of iterations instead, one per role (`examples/cg.rs` does), and swap nothing. When the
 /// CUDA driver refuses to build the graph, the recording stands and its launches run the
 /// closure (a warning in the log says why).
 ///
