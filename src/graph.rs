@@ -192,6 +192,8 @@ pub struct Graph<'a> {
     steps: Rc<[Step]>,
     /// The recording as one device graph (CUDA), when it can be one.
     device: Option<DeviceGraph>,
+    /// Launches of the device graph that ran the closure instead ([`Graph::eager_launches`]).
+    eager: Cell<u64>,
 }
 
 impl fmt::Debug for Graph<'_> {
@@ -202,6 +204,7 @@ impl fmt::Debug for Graph<'_> {
                 "device_nodes",
                 &self.device.as_ref().map(DeviceGraph::nodes),
             )
+            .field("eager_launches", &self.eager.get())
             .finish()
     }
 }
@@ -290,6 +293,7 @@ impl<'a> Graph<'a> {
             body: RefCell::new(body),
             steps: steps.into(),
             device,
+            eager: Cell::new(0),
         })
     }
 
@@ -307,10 +311,20 @@ impl<'a> Graph<'a> {
             let Some(why) = d.launch()? else {
                 return Ok(());
             };
-            log::debug!(
-                target: "skel::graph",
-                "{why}: this launch runs the calls eagerly"
-            );
+            let eager = self.eager.get() + 1;
+            self.eager.set(eager);
+            // Once per graph at info: a batch that never replays is worth knowing about.
+            if eager == 1 {
+                log::info!(
+                    target: "skel::graph",
+                    "{why}: this launch runs the calls eagerly (later ones that do are logged at debug; see Graph::eager_launches)"
+                );
+            } else {
+                log::debug!(
+                    target: "skel::graph",
+                    "{why}: this launch runs the calls eagerly"
+                );
+            }
         }
         let mut body = self
             .body
@@ -356,6 +370,27 @@ impl<'a> Graph<'a> {
     /// ```
     pub fn device_graph(&self) -> bool {
         self.device.is_some()
+    }
+
+    /// How many launches of the device graph ran the closure as eager calls instead of
+    /// replaying it (the host wrote a container the graph reads, or read one it writes,
+    /// since the last launch). Always 0 for a graph that is no device graph
+    /// ([`device_graph`](Graph::device_graph) false): its launches all run the closure.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn twice(x: f32) -> f32 { 2.0 * x }
+    ///
+    /// let x = Vector::filled(8, 1.0f32);
+    /// let mut y = Vector::zeroed(8);
+    /// let g = skel::Graph::record(|| Map::new(twice).run(&x, &mut y))?;
+    /// g.launch()?;
+    /// assert!(g.device_graph() || g.eager_launches() == 0);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn eager_launches(&self) -> u64 {
+        self.eager.get()
     }
 }
 

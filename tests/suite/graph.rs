@@ -712,6 +712,10 @@ macro_rules! graph_suite {
                         g.launch().unwrap();
                         *expected += usize::from(eager || !device);
                         assert_eq!(runs.get(), *expected, "{B}: n={n}");
+                        // The recording's own run is no launch; without a device graph
+                        // no launch falls back.
+                        let fell_back = if device { *expected - 1 } else { 0 };
+                        assert_eq!(g.eager_launches(), fell_back as u64, "{B}: n={n}");
                     };
                     let want = |k: i64| (0..n as i64).map(|i| i + 3 * k).collect::<Vec<_>>();
                     assert_eq!(y.borrow().to_vec(), want(1), "{B}: n={n}");
