@@ -449,10 +449,21 @@ impl DeviceGraph {
         let ev = match CuEvent::record(lane) {
             Ok(ev) => ev,
             Err(e) => {
-                let e = after(e);
-                // The graph ran (or failed, which the next wait reports): what it wrote is
-                // on the device, which the coherence state must say.
-                memory::replay::mark_done(ctx, &self.operands, cs, &mut held);
+                // SAFETY: a stream of this context, bound above.
+                match unsafe { result::stream::synchronize(lane.raw) } {
+                    // The graph ran (or failed, which the next wait reports): what it
+                    // wrote is on the device, which the coherence state must say.
+                    Ok(()) => memory::replay::mark_done(ctx, &self.operands, cs, &mut held),
+                    // Not known to have run: the device copy of what it writes is lost.
+                    Err(s) => {
+                        memory::replay::mark_lost(ctx, &self.operands, cs, &mut held);
+                        log::warn!(
+                            target: "skel::graph",
+                            "recording the event after a graph launch failed ({e}), and so did waiting for its stream"
+                        );
+                        return Err(driver(s));
+                    }
+                }
                 return Err(e);
             }
         };

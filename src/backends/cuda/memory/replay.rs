@@ -227,6 +227,21 @@ pub(crate) fn mark_done(
     }
 }
 
+/// [`mark`] for a launch whose stream could not even be synchronised after a failure: what
+/// the graph wrote may be half done on the device, so the device copy of the written ranges
+/// becomes invalid (a host copy still valid stays the current one).
+pub(crate) fn mark_lost(
+    ctx: &Ctx,
+    ops: &[Operand],
+    cs: &Containers,
+    held: &mut [MutexGuard<'_, State>],
+) {
+    let loc = ctx.location();
+    for (k, op) in ops.iter().enumerate().filter(|(_, op)| op.write) {
+        held[cs.at[k]].coherence.invalidate(loc, op.range.clone());
+    }
+}
+
 /// A temporary buffer (`Scratch`) that a recorded kernel uses, kept for the graph's
 /// launches instead of being freed after its call.
 pub(crate) struct Kept {
