@@ -389,7 +389,8 @@ impl DeviceGraph {
     /// caller must run the calls eagerly this time: something the graph reads is not
     /// current on the device (the host wrote it since the last launch; the eager calls
     /// upload it), or the host may still view a container it writes (the eager calls'
-    /// `&mut` borrows prove the view gone). `Err` when the graph can no longer run (a
+    /// `&mut` borrows prove the view gone), or a container's device copy is gone (the eager
+    /// calls make one). `Err` when the graph can no longer run (a
     /// container dropped or its device copy made again, another device current on this
     /// thread), or a driver error.
     pub(crate) fn launch(&self) -> Result<Option<&'static str>> {
@@ -419,6 +420,11 @@ impl DeviceGraph {
             Found::Stale => {
                 return Ok(Some(
                     "the host wrote what the graph reads since the last launch",
+                ))
+            }
+            Found::Gone => {
+                return Ok(Some(
+                    "the device copy of a container that the graph uses was dropped since the recording",
                 ))
             }
             Found::Viewed => {
