@@ -4,6 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::backends::device_graph::{self, DeviceGraph};
 use crate::{Backend, Error, Result};
@@ -37,6 +38,28 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     /// Whether [`MODE`] is not `Off`: what an eager call reads, one thread-local load.
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Recordings in progress on any thread, and the skeleton calls made outside a recording
+/// or launch (on other threads) while one was: a recording during which the count grew may
+/// have handed calls to threads of its own, which a device graph would not repeat.
+static RECORDINGS: AtomicUsize = AtomicUsize::new(0);
+static CALLS_ELSEWHERE: AtomicU64 = AtomicU64::new(0);
+
+/// A recording in progress (see [`RECORDINGS`]), ended when dropped, by return or unwind.
+struct Recording;
+
+impl Recording {
+    fn begin() -> Recording {
+        RECORDINGS.fetch_add(1, Ordering::SeqCst);
+        Recording
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        RECORDINGS.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// One skeleton call of a recording or launch (see [`DEPTH`]), ended when dropped; an
@@ -96,7 +119,12 @@ fn set_mode(mode: Mode) {
 /// `try_borrow_mut` that returns your error) then decide, as for eager calls. Read results
 /// after the last launch of a batch, and the batch replays. A launch is
 /// [`Error::Recording`] when the graph can no longer run: a container it uses was dropped
-/// or replaced, or another CUDA device is current on the thread; record it again. When the
+/// or replaced, or another CUDA device is current on the thread; record it again. What is
+/// **not** detected: two containers exchanged (`std::mem::swap` of two `RefCell`'d
+/// vectors between launches, for double buffering) while both stay alive. The graph's
+/// kernels keep the device buffers they were recorded with, so a launch replays the old
+/// roles (the closure, which would read the swapped cells, does not run). Record a pair
+/// of iterations instead, one per role (`examples/cg.rs` does), and swap nothing. When the
 /// CUDA driver refuses to build the graph, the recording stands and its launches run the
 /// closure (a warning in the log says why).
 ///
@@ -104,8 +132,10 @@ fn set_mode(mode: Mode) {
 /// when a call cannot be repeated by the device alone: a checked call (its fault record is
 /// read by the host), a call that reads a count back (a `Sort`, a `Filter`) or copies a
 /// host value into its buffers, calls on several devices, or a container made and dropped
-/// inside the closure (make it outside). The log (target `skel::graph`, level info) says
-/// which. Calls that the closure hands to other threads are not part of a CUDA graph.
+/// inside the closure (make it outside), or skeleton calls made on other threads while it
+/// was recorded (calls the closure hands to threads it joins, or unrelated calls of other
+/// threads at the same time: the recorder cannot tell them apart, so it keeps the closure,
+/// which repeats them). The log (target `skel::graph`, level info) says which.
 ///
 /// **On the other backends**, and for recordings that are not CUDA graphs, a launch runs
 /// the closure again: recording resolved each call's backend (the instance's `.backend(..)`
@@ -162,6 +192,8 @@ pub struct Graph<'a> {
     steps: Rc<[Step]>,
     /// The recording as one device graph (CUDA), when it can be one.
     device: Option<DeviceGraph>,
+    /// Launches of the device graph that ran the closure instead ([`Graph::eager_launches`]).
+    eager: Cell<u64>,
 }
 
 impl fmt::Debug for Graph<'_> {
@@ -172,6 +204,7 @@ impl fmt::Debug for Graph<'_> {
                 "device_nodes",
                 &self.device.as_ref().map(DeviceGraph::nodes),
             )
+            .field("eager_launches", &self.eager.get())
             .finish()
     }
 }
@@ -204,24 +237,38 @@ impl<'a> Graph<'a> {
     /// `run_index`, `Filter::run`) is [`Error::Recording`]: write the value into a
     /// one-element container with `run_into` / `run_index_into`, which a later call of the
     /// recording reads as an input or container argument. Calls run on the thread that
-    /// records (and later launches); calls that the closure hands to other threads run
-    /// eagerly on every launch.
+    /// records (and later launches); calls that the closure hands to other threads (and
+    /// joins before it returns) run eagerly on every launch: a skeleton call on another
+    /// thread during the recording keeps the recording from becoming a device graph.
     pub fn record(calls: impl FnMut() -> Result<()> + 'a) -> Result<Graph<'a>> {
         idle("Graph::record")?;
         let mut body: Box<dyn FnMut() -> Result<()> + 'a> = Box::new(calls);
         let log = device_graph::begin();
-        let steps = {
+        let (steps, elsewhere) = {
+            let _recording = Recording::begin();
+            // SeqCst: a thread the closure spawns sees the count raised (the spawn orders
+            // it), and its calls are seen below once the closure joined it.
+            let before = CALLS_ELSEWHERE.load(Ordering::SeqCst);
             set_mode(Mode::Record(Vec::new()));
             let _restore = Restore;
             body()?;
-            MODE.with_borrow_mut(|m| match m {
+            let steps = MODE.with_borrow_mut(|m| match m {
                 Mode::Record(steps) => std::mem::take(steps),
                 _ => Vec::new(),
-            })
+            });
+            (steps, CALLS_ELSEWHERE.load(Ordering::SeqCst) - before)
         };
         let on_cuda = |s: &Step| s.backend == Backend::Cuda;
         let cuda_only = !steps.is_empty() && steps.iter().all(on_cuda);
-        let device = match device_graph::end(log, cuda_only) {
+        let built = if elsewhere > 0 {
+            drop(log);
+            Err(format!(
+                "{elsewhere} skeleton calls ran on other threads while it was recorded (the closure may hand calls to threads, which a device graph would not repeat)"
+            ))
+        } else {
+            device_graph::end(log, cuda_only)
+        };
+        let device = match built {
             Ok(d) => {
                 log::debug!(
                     target: "skel::graph",
@@ -246,6 +293,7 @@ impl<'a> Graph<'a> {
             body: RefCell::new(body),
             steps: steps.into(),
             device,
+            eager: Cell::new(0),
         })
     }
 
@@ -263,10 +311,20 @@ impl<'a> Graph<'a> {
             let Some(why) = d.launch()? else {
                 return Ok(());
             };
-            log::debug!(
-                target: "skel::graph",
-                "{why}: this launch runs the calls eagerly"
-            );
+            let eager = self.eager.get() + 1;
+            self.eager.set(eager);
+            // Once per graph at info: a batch that never replays is worth knowing about.
+            if eager == 1 {
+                log::info!(
+                    target: "skel::graph",
+                    "{why}: this launch runs the calls eagerly (later ones that do are logged at debug; see Graph::eager_launches)"
+                );
+            } else {
+                log::debug!(
+                    target: "skel::graph",
+                    "{why}: this launch runs the calls eagerly"
+                );
+            }
         }
         let mut body = self
             .body
@@ -313,6 +371,27 @@ impl<'a> Graph<'a> {
     pub fn device_graph(&self) -> bool {
         self.device.is_some()
     }
+
+    /// How many launches of the device graph ran the closure as eager calls instead of
+    /// replaying it (the host wrote a container the graph reads, or read one it writes,
+    /// since the last launch). Always 0 for a graph that is no device graph
+    /// ([`device_graph`](Graph::device_graph) false): its launches all run the closure.
+    ///
+    /// ```
+    /// use skel::prelude::*;
+    /// #[userfn]
+    /// fn twice(x: f32) -> f32 { 2.0 * x }
+    ///
+    /// let x = Vector::filled(8, 1.0f32);
+    /// let mut y = Vector::zeroed(8);
+    /// let g = skel::Graph::record(|| Map::new(twice).run(&x, &mut y))?;
+    /// g.launch()?;
+    /// assert!(g.device_graph() || g.eager_launches() == 0);
+    /// # Ok::<(), skel::Error>(())
+    /// ```
+    pub fn eager_launches(&self) -> u64 {
+        self.eager.get()
+    }
 }
 
 /// The backend a call of user function `name` that asked for `choice` runs on: resolved
@@ -320,6 +399,10 @@ impl<'a> Graph<'a> {
 /// The call counts as running until the returned guard drops.
 pub(crate) fn backend(choice: Option<Backend>, name: &'static str) -> Result<(Backend, Running)> {
     if !ACTIVE.get() {
+        // A load of a line that is rarely written: eager calls stay cheap.
+        if RECORDINGS.load(Ordering::SeqCst) != 0 {
+            CALLS_ELSEWHERE.fetch_add(1, Ordering::SeqCst);
+        }
         return Ok((crate::backends::resolve(choice)?, Running(false)));
     }
     let depth = DEPTH.get();

@@ -430,7 +430,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     pub(crate) fn host_mut(&mut self) -> Result<&mut [T]> {
         crate::backends::device_graph::refuse("a call writes its result on the host");
         let range = self.range();
-        self.store.write(range)
+        self.store.write_lent(range)
     }
 
     /// The elements on the host for a call that overwrites all of them: nothing is brought
@@ -438,7 +438,7 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
     pub(crate) fn host_overwrite(&mut self) -> Result<&mut [T]> {
         crate::backends::device_graph::refuse("a call writes its result on the host");
         let range = self.range();
-        self.store.overwrite(range)
+        self.store.overwrite_lent(range)
     }
 
     /// Number of elements of the whole container (device buffers cover all of it).

@@ -15,8 +15,10 @@
 //!    live shared slice; through `&Store` backends only add valid ranges (uploads) on
 //!    devices. The one exception is the launch of a recorded device graph, which marks
 //!    what its kernels write through the state it shares ([`Shared`]) without a borrow:
-//!    it does so only while no view was handed out since the store was last borrowed
-//!    `&mut` ([`Shared::viewed`]), so no shared slice covers the range it makes stale.
+//!    it does so only while no view was handed out since a skeleton call last borrowed the
+//!    store `&mut` ([`Shared::viewed`]), so no slice covers the range it makes stale. A
+//!    user's `&mut [T]` (`as_mut_slice`, `row_mut`, ...) counts as a view: it stays alive
+//!    after the `&mut` borrow that made it, across a launch on a `RefCell`'d container.
 //! 3. Copy-back writes go only into host-**stale** ranges, through raw pointers, while
 //!    holding the lock.
 //!
@@ -157,8 +159,9 @@ pub(crate) struct Shared {
     /// the state may change it, a graph's launch included), so element access in a host
     /// loop costs a load.
     fast: AtomicU8,
-    /// Whether the host may hold a view (`&[T]`, `&T`) of the elements: set when one is
-    /// handed out, cleared when the store is borrowed `&mut` (which no view outlives). A
+    /// Whether the host may hold a view (`&[T]`, `&T`, `&mut [T]`, `&mut T`) of the
+    /// elements: set when one is handed out, cleared when a skeleton call borrows the store
+    /// `&mut` ([`super::ArgMut`], which no view outlives). A
     /// launch that replays a graph without running its closure may make host elements
     /// stale only while this is clear (module invariant 2).
     viewed: AtomicBool,
@@ -313,13 +316,9 @@ impl<T: DeviceType> Store<T> {
         self.shared.lock()
     }
 
-    /// The state through `&mut` (locked all the same: a recorded graph may share it).
-    pub(crate) fn state_mut(&mut self) -> MutexGuard<'_, State> {
-        self.exclusive();
-        self.shared.lock()
-    }
-
-    /// The store is borrowed `&mut`: no host view of it is alive any more.
+    /// A skeleton call borrows the store `&mut` ([`super::ArgMut`]): no host view of it is
+    /// alive any more. User-facing `&mut` access hands out a slice that outlives its start,
+    /// so it sets the flag instead ([`Store::write`]).
     #[inline]
     pub(crate) fn exclusive(&mut self) {
         self.shared.viewed.store(false, Ordering::Relaxed);
@@ -438,59 +437,71 @@ impl<T: DeviceType> Store<T> {
         Ok(host.to_vec())
     }
 
-    /// The host elements of `range` for reading and writing: stale parts are brought back,
-    /// pending copies of the range are waited for, and device copies become invalid.
+    /// The host elements of `range` for the user to read and write: stale parts are brought
+    /// back, pending copies of the range are waited for, and device copies become invalid.
+    /// The slice outlives the borrow's start, so it counts as a view ([`Shared::viewed`]).
     #[inline]
     pub(crate) fn write(&mut self, range: Range<usize>) -> Result<&mut [T]> {
+        self.host_write(range, true, true)
+    }
+
+    /// The host elements of `range` for the user to overwrite every one: nothing is brought
+    /// back; pending copies of the range are waited for, and device copies become invalid.
+    /// Counts as a view, as [`Store::write`].
+    pub(crate) fn overwrite(&mut self, range: Range<usize>) -> Result<&mut [T]> {
+        self.host_write(range, false, true)
+    }
+
+    /// [`Store::write`] for a skeleton call's operand ([`super::ArgMut`]), whose slice dies
+    /// with the call: no view.
+    pub(crate) fn write_lent(&mut self, range: Range<usize>) -> Result<&mut [T]> {
+        self.host_write(range, true, false)
+    }
+
+    /// [`Store::overwrite`] for a skeleton call's operand: no view.
+    pub(crate) fn overwrite_lent(&mut self, range: Range<usize>) -> Result<&mut [T]> {
+        self.host_write(range, false, false)
+    }
+
+    /// `range` of the host buffer for writing: its stale parts brought back first when
+    /// `keep`; `view`: the slice is handed to the user and may stay alive across a graph
+    /// launch, which must then not replay (module invariant 2).
+    #[inline]
+    fn host_write(&mut self, range: Range<usize>, keep: bool, view: bool) -> Result<&mut [T]> {
         self.check(&range);
-        if self.host_only() {
+        if view {
+            // Before the host-access flag is read, as for shared views (see `Shared::lock`).
+            self.shared.view();
+        } else {
+            self.exclusive();
+        }
+        if self.fast(HostAccess::Write) {
             return Ok(self.host_mut(range));
         }
         let Store { buf, shared } = self;
+        // One lock from the copy-back to the published flag: a graph launch in between
+        // would leave a flag that no longer says what the host holds.
         let mut st = shared.lock();
-        bring_back(buf, &mut st, range.clone())?;
-        st.host_reads(range.len());
-        drop(st);
-        self.overwrite(range)
-    }
-
-    /// The host elements of `range` for a write of every element: nothing is brought back;
-    /// pending copies of the range are waited for, and device copies become invalid.
-    pub(crate) fn overwrite(&mut self, range: Range<usize>) -> Result<&mut [T]> {
-        self.check(&range);
-        if self.host_only() {
-            return Ok(self.host_mut(range));
+        if keep {
+            bring_back(buf, &mut st, range.clone())?;
+            st.host_reads(range.len());
         }
-        let access = {
-            let mut st = self.state_mut();
-            st.coherence.wait_all(range.clone())?;
-            st.coherence.write(Location::Host, range.clone(), None);
-            HostAccess::of(&st)
-        };
-        self.shared.fast.store(access as u8, Ordering::Release);
-        // SAFETY: range is in bounds; &mut self excludes every other slice of this buffer
-        // and no asynchronous copy touches the range any more (waited above).
-        Ok(
-            unsafe {
-                std::slice::from_raw_parts_mut(self.host_ptr().add(range.start), range.len())
-            },
-        )
+        st.coherence.wait_all(range.clone())?;
+        st.coherence.write(Location::Host, range.clone(), None);
+        shared
+            .fast
+            .store(HostAccess::of(&st) as u8, Ordering::Release);
+        drop(st);
+        Ok(self.host_mut(range))
     }
 
-    /// Whether the host holds the only copy of every element and no copy is pending:
-    /// writing the host then changes no coherence state.
-    #[inline]
-    fn host_only(&mut self) -> bool {
-        self.exclusive();
-        self.shared.fast.load(Ordering::Acquire) == HostAccess::Write as u8
-    }
-
-    /// `range` of the host buffer, for the owner of `&mut self` to write, when the host
-    /// holds the only copy (see [`Store::host_only`]).
+    /// `range` of the host buffer, for the owner of `&mut self` to write once it is current
+    /// there and no copy of it is pending (see [`Store::host_write`]).
     #[inline]
     fn host_mut(&mut self, range: Range<usize>) -> &mut [T] {
-        // SAFETY: range is in bounds (checked by the callers); &mut self excludes every other
-        // slice of this buffer and no copy is pending (the callers checked `host_only`).
+        // SAFETY: range is in bounds (checked by the caller); &mut self excludes every other
+        // slice of this buffer and no copy of the range is pending (the caller checked the
+        // host-access flag or waited under the lock).
         unsafe { std::slice::from_raw_parts_mut(self.host_ptr().add(range.start), range.len()) }
     }
 
@@ -802,8 +813,17 @@ pub(crate) mod tests {
         assert!(!s.fast(HostAccess::Read));
         assert_eq!(*s.element(7).unwrap(), 77);
         assert_eq!(s.read(0..100).unwrap(), &[77; 100]);
-        // A `&mut` borrow ends every view; dropping the store tells the graph.
+        // A skeleton call's `&mut` borrow ends every view; a user's `&mut [T]` is one (it
+        // outlives the borrow that made it); dropping the store tells the graph.
         s.exclusive();
+        assert!(!shared.viewed());
+        s.write(0..1).unwrap()[0] = 1;
+        assert!(shared.viewed());
+        s.exclusive();
+        s.overwrite(5..6).unwrap()[0] = 1;
+        assert!(shared.viewed());
+        s.write_lent(0..1).unwrap()[0] = 2;
+        s.overwrite_lent(1..2).unwrap()[0] = 2;
         assert!(!shared.viewed());
         assert!(!shared.dropped());
         drop(s);

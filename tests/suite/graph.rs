@@ -519,8 +519,13 @@ macro_rules! graph_suite {
                         let g = Graph::record(|| program(&mut gy, &mut gs, &mut gt)).unwrap();
                         assert_eq!(g.calls(), 3);
                         // On CUDA every call of this program can be one CUDA graph (an
-                        // empty fold writes its start value on the host: not a kernel).
-                        assert_eq!(g.device_graph(), B == Backend::Cuda && n > 0, "{B}: n={n}");
+                        // empty fold writes its start value on the host: not a kernel),
+                        // unless another test's calls ran on other threads meanwhile (the
+                        // recorder keeps the closure then); `--test-threads=1` makes it one.
+                        assert!(
+                            !g.device_graph() || (B == Backend::Cuda && n > 0),
+                            "{B}: n={n}"
+                        );
                         for _ in 1..4 {
                             g.launch().unwrap();
                         }
@@ -707,6 +712,10 @@ macro_rules! graph_suite {
                         g.launch().unwrap();
                         *expected += usize::from(eager || !device);
                         assert_eq!(runs.get(), *expected, "{B}: n={n}");
+                        // The recording's own run is no launch; without a device graph
+                        // no launch falls back.
+                        let fell_back = if device { *expected - 1 } else { 0 };
+                        assert_eq!(g.eager_launches(), fell_back as u64, "{B}: n={n}");
                     };
                     let want = |k: i64| (0..n as i64).map(|i| i + 3 * k).collect::<Vec<_>>();
                     assert_eq!(y.borrow().to_vec(), want(1), "{B}: n={n}");
@@ -781,6 +790,48 @@ macro_rules! graph_suite {
             }
 
             #[test]
+            fn a_mutable_host_view_alive_across_a_launch_is_never_aliased() {
+                if !available(B) {
+                    return;
+                }
+                let n = 5000;
+                let y = RefCell::new(Vector::from_fn(n, |i| i as i64));
+                let mut t = Vector::zeroed(n);
+                let g = Graph::record(|| {
+                    let mut y = y
+                        .try_borrow_mut()
+                        .map_err(|_| Error::Recording("y is borrowed".into()))?;
+                    Map::new(g_step)
+                        .uniforms((1,))
+                        .backend(B)
+                        .run(&*y, &mut t)?;
+                    Map::new(g_id).backend(B).run(&t, &mut *y)
+                })
+                .unwrap();
+                g.launch().unwrap();
+                for _ in 0..3 {
+                    let mut held = y.borrow_mut();
+                    // A `&mut [T]` outlives the `&mut` borrow that made it: a replay would
+                    // make `s[1]` stale and the next host read would copy the graph's
+                    // result back over `s[0]`.
+                    let s = held.as_mut_slice();
+                    let before = s.to_vec();
+                    let err = g.launch().unwrap_err();
+                    assert!(err.to_string().contains("y is borrowed"), "{B}: {err}");
+                    s[0] = -1;
+                    assert_eq!(s[1], before[1], "{B}");
+                    assert_eq!(&s[1..], &before[1..], "{B}");
+                    drop(held);
+                    assert_eq!(y.borrow()[0], -1, "{B}");
+                    y.borrow_mut().as_mut_slice()[0] = before[0];
+                }
+                g.launch().unwrap();
+                drop(g);
+                let want: Vec<i64> = (0..n as i64).map(|i| i + 9).collect();
+                assert_eq!(y.borrow().to_vec(), want, "{B}");
+            }
+
+            #[test]
             fn checked_calls_and_closure_temporaries_run_the_closure_again() {
                 if !available(B) {
                     return;
@@ -821,6 +872,46 @@ macro_rules! graph_suite {
                     out.to_vec(),
                     (0..100).map(|i| (i + 1) * 4 + 3).collect::<Vec<_>>()
                 );
+            }
+
+            #[test]
+            fn calls_on_threads_of_the_closure_run_on_every_launch() {
+                if !available(B) {
+                    return;
+                }
+                let n = 1009;
+                let x = Vector::from_fn(n, |i| i as i64);
+                let mut a = Vector::zeroed(n);
+                let mut c = Vector::from_fn(n, |i| i as i64);
+                let mut t = Vector::zeroed(n);
+                let runs = Cell::new(0);
+                {
+                    let g = Graph::record(|| {
+                        runs.set(runs.get() + 1);
+                        // On CUDA this call alone would make a device graph.
+                        Map::new(g_step).uniforms((2,)).backend(B).run(&x, &mut a)?;
+                        let (c, t) = (&mut c, &mut t);
+                        std::thread::scope(|s| {
+                            s.spawn(|| -> Result<()> {
+                                Map::new(g_step).uniforms((1,)).backend(B).run(&*c, t)?;
+                                Map::new(g_id).backend(B).run(&*t, c)
+                            })
+                            .join()
+                            .map_err(|_| Error::Recording("the thread panicked".into()))?
+                        })
+                    })
+                    .unwrap();
+                    // The thread's calls would be lost on a replay of the device graph.
+                    assert!(!g.device_graph(), "{B}");
+                    for _ in 0..3 {
+                        g.launch().unwrap();
+                    }
+                }
+                assert_eq!(runs.get(), 4, "{B}");
+                let want: Vec<i64> = (0..n as i64).map(|i| i + 12).collect();
+                assert_eq!(c.to_vec(), want, "{B}");
+                let want: Vec<i64> = (0..n as i64).map(|i| 2 * i + 3).collect();
+                assert_eq!(a.to_vec(), want, "{B}");
             }
 
             proptest! {

@@ -389,7 +389,8 @@ impl DeviceGraph {
     /// caller must run the calls eagerly this time: something the graph reads is not
     /// current on the device (the host wrote it since the last launch; the eager calls
     /// upload it), or the host may still view a container it writes (the eager calls'
-    /// `&mut` borrows prove the view gone). `Err` when the graph can no longer run (a
+    /// `&mut` borrows prove the view gone), or a container's device copy is gone (the eager
+    /// calls make one). `Err` when the graph can no longer run (a
     /// container dropped or its device copy made again, another device current on this
     /// thread), or a driver error.
     pub(crate) fn launch(&self) -> Result<Option<&'static str>> {
@@ -421,6 +422,11 @@ impl DeviceGraph {
                     "the host wrote what the graph reads since the last launch",
                 ))
             }
+            Found::Gone => {
+                return Ok(Some(
+                    "the device copy of a container that the graph uses was dropped since the recording",
+                ))
+            }
             Found::Viewed => {
                 return Ok(Some(
                     "the host read a container that the graph writes since a call last borrowed it `&mut` (a view of it may be alive)",
@@ -449,10 +455,21 @@ impl DeviceGraph {
         let ev = match CuEvent::record(lane) {
             Ok(ev) => ev,
             Err(e) => {
-                let e = after(e);
-                // The graph ran (or failed, which the next wait reports): what it wrote is
-                // on the device, which the coherence state must say.
-                memory::replay::mark_done(ctx, &self.operands, cs, &mut held);
+                // SAFETY: a stream of this context, bound above.
+                match unsafe { result::stream::synchronize(lane.raw) } {
+                    // The graph ran (or failed, which the next wait reports): what it
+                    // wrote is on the device, which the coherence state must say.
+                    Ok(()) => memory::replay::mark_done(ctx, &self.operands, cs, &mut held),
+                    // Not known to have run: the device copy of what it writes is lost.
+                    Err(s) => {
+                        memory::replay::mark_lost(ctx, &self.operands, cs, &mut held);
+                        log::warn!(
+                            target: "skel::graph",
+                            "recording the event after a graph launch failed ({e}), and so did waiting for its stream"
+                        );
+                        return Err(driver(s));
+                    }
+                }
                 return Err(e);
             }
         };

@@ -120,6 +120,9 @@ pub(crate) enum Found {
     /// calls run eagerly this time: their `&mut` borrows (a `RefCell::borrow_mut`, say)
     /// are what proves the view gone.
     Viewed,
+    /// A container the kernels use has no device copy on this device any more: the calls
+    /// run eagerly this time, making one (at a new address, which a later launch refuses).
+    Gone,
 }
 
 /// Checks `ops` (in the order the kernels used them) before a launch on `lane` of `ctx`,
@@ -144,11 +147,9 @@ pub(crate) fn prepare(
         if op.write && op.state.viewed() {
             return Ok(Found::Viewed);
         }
-        let buf = device_buffer(ctx, st).map_err(|_| {
-            Error::Recording(
-                "the device copy of a container that the recorded graph uses was dropped since the recording: record the graph again".into(),
-            )
-        })?;
+        let Ok(buf) = device_buffer(ctx, st) else {
+            return Ok(Found::Gone);
+        };
         if buf.ptr != op.base {
             return Err(Error::Recording(
                 "the device copy of a container that the recorded graph uses was made again since the recording (its kernels hold the old address): record the graph again".into(),
@@ -224,6 +225,21 @@ pub(crate) fn mark_done(
         let st = &mut *held[cs.at[k]];
         st.coherence.write(loc, op.range.clone(), None);
         st.device_written();
+    }
+}
+
+/// [`mark`] for a launch whose stream could not even be synchronised after a failure: what
+/// the graph wrote may be half done on the device, so the device copy of the written ranges
+/// becomes invalid (a host copy still valid stays the current one).
+pub(crate) fn mark_lost(
+    ctx: &Ctx,
+    ops: &[Operand],
+    cs: &Containers,
+    held: &mut [MutexGuard<'_, State>],
+) {
+    let loc = ctx.location();
+    for (k, op) in ops.iter().enumerate().filter(|(_, op)| op.write) {
+        held[cs.at[k]].coherence.invalidate(loc, op.range.clone());
     }
 }
 
