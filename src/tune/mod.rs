@@ -29,7 +29,9 @@
 //! function on a device in a process is not recorded (it compiles or loads the kernel);
 //! the first call of each later size bucket there is (pessimistic: it allocates; the
 //! bucket's next measurement replaces it), so a job whose every call has a new size leaves
-//! calibration. A call right after an `Auto` call on another backend is not recorded
+//! calibration (Rayon's thread pool is created before anything is timed; a first run more
+//! than [`SKIP`] times slower than another backend's measurement predicts is dropped, and
+//! its backend runs again). A call right after an `Auto` call on another backend is not recorded
 //! either (a switch between devices, or between host and device, costs the call after it;
 //! at most [`MAX_WARMUPS`] times per bucket, for threads that keep switching). Then, as
 //! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
@@ -582,9 +584,18 @@ impl Tuner {
             && self
                 .predicted(call, backend)
                 .is_some_and(|p| ns > SKIP * p.max(1.0));
+        // Without a prediction of its own, a first run is held against the other backends'
+        // measurements (a host backend's first run of a function in the process may pay
+        // for more than its call: page faults of fresh memory, a thread pool).
+        let outlier = outlier
+            || d.measure == Measure::FirstRun
+                && self.predicted(call, backend).is_none()
+                && self
+                    .from_others(call, backend)
+                    .is_some_and(|e| ns > SKIP * e.max(1.0));
         if outlier {
-            // A first run far slower than the function's other sizes predict built
-            // something (another kernel of the form): a warm-up after all.
+            // A first run far slower than the function's other sizes (or backends) predict
+            // built something (another kernel of the form): a warm-up after all.
             *self.warmed.entry(bucket).or_default() += 1;
             return false;
         }
@@ -598,8 +609,57 @@ impl Tuner {
         }
         // The bucket has run here: its next run is no first run (not a warm-up count).
         self.warmed.entry(bucket).or_insert(1);
+        self.drop_outlying_first_runs(call, backend);
         self.unsaved = true;
         true
+    }
+
+    /// The compute time of `call` on `backend` predicted from the other backends'
+    /// measurements of the function (each scaled by the ratio of the priors; the most
+    /// generous of them), if any has one.
+    fn from_others(&self, call: &Call, backend: Backend) -> Option<f64> {
+        let n = call.size as f64;
+        let own = self.prior(call, backend, n);
+        self.models
+            .history
+            .keys()
+            .filter(|(k, b)| *k == call.key && *b != backend)
+            .filter_map(|&(_, b)| Some(self.predicted(call, b)? * own / self.prior(call, b, n)))
+            .reduce(f64::max)
+    }
+
+    /// Drops the first runs (provisional buckets, the only history of their backend) of
+    /// `call`'s size bucket that a measurement just recorded on `measured` shows more
+    /// than [`SKIP`] times too slow: such a run paid for something else (a host backend's
+    /// first call creates its thread pool), and kept, it would make its backend lose
+    /// every later decision without another trial. The bucket's next run is then a
+    /// warm-up or a sample, never a first run again.
+    fn drop_outlying_first_runs(&mut self, call: &Call, measured: Backend) {
+        let b = bucket_of(call.size);
+        let suspects: Vec<Backend> = self
+            .provisional
+            .iter()
+            .filter(|(k, other, pb)| *k == call.key && *other != measured && *pb == b)
+            .map(|&(_, other, _)| other)
+            .collect();
+        for other in suspects {
+            let only = self
+                .models
+                .buckets(&call.key, other)
+                .is_some_and(|h| h.len() == 1);
+            let (Some(own), Some(expected)) = (
+                self.models
+                    .own(&call.key, other, call.size)
+                    .map(|h| h.mean_ns),
+                self.from_others(call, other),
+            ) else {
+                continue;
+            };
+            if only && own > SKIP * expected.max(1.0) {
+                self.models.history.remove(&(call.key.clone(), other));
+                self.provisional.remove(&(call.key.clone(), other, b));
+            }
+        }
     }
 
     fn save(&mut self) {
@@ -618,7 +678,10 @@ static TUNER: OnceLock<Mutex<Tuner>> = OnceLock::new();
 
 fn tuner() -> MutexGuard<'static, Tuner> {
     TUNER
-        .get_or_init(|| Mutex::new(Tuner::open(model::default_dir())))
+        .get_or_init(|| {
+            crate::backends::start_host_pool();
+            Mutex::new(Tuner::open(model::default_dir()))
+        })
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
 }
