@@ -48,7 +48,8 @@
 //! The models persist in `model.json` (JSON, `serde_json`) in `$SKEL_TUNE_DIR`, else in
 //! `tune/` next to the compiled kernels (see [`crate::config::CACHE_DIR`]), written when a
 //! calibration pauses (the first decision after new samples that needs no measurement)
-//! and, for a job that never pauses, as its main thread exits;
+//! and, for a job that never pauses, as its main thread exits (a bucket measured only by a
+//! first run is not saved);
 //! deleting it only costs recalibration. A file that is damaged, of another version, or of
 //! the earlier text format (`model-v2.txt`) is reported in a log warning (the `log` crate,
 //! target `skel::tune`) and `Backend::Auto` calibrates afresh, replacing it on the next save.
@@ -662,10 +663,27 @@ impl Tuner {
         }
     }
 
+    /// The models as saved: without the buckets whose only measurement is a first run (a
+    /// file keeps no such mark, and the next process would average the pessimistic run in
+    /// as a normal sample).
+    fn to_save(&self) -> Models {
+        let mut models = self.models.clone();
+        for (key, backend, bucket) in &self.provisional {
+            let k = (key.clone(), *backend);
+            if let Some(h) = models.history.get_mut(&k) {
+                h.remove(bucket);
+                if h.is_empty() {
+                    models.history.remove(&k);
+                }
+            }
+        }
+        models
+    }
+
     fn save(&mut self) {
         self.unsaved = false;
         let Some(dir) = &self.dir else { return };
-        if let Err(why) = model::save(dir, &self.models) {
+        if let Err(why) = model::save(dir, &self.to_save()) {
             if !self.unwritable {
                 log::warn!("the tune model cannot be saved ({why}): models stay in memory");
             }

@@ -343,3 +343,34 @@ fn a_slow_first_host_run_is_measured_again() {
         "the first run is gone: {rayon:?}\n{log}"
     );
 }
+
+/// A bucket whose only measurement is a first run is not saved (the file keeps no mark
+/// of it, and the next process would take it for a steady sample); once a steady run
+/// replaces it, it is.
+#[test]
+fn a_first_run_alone_is_not_saved() {
+    let dir = std::env::temp_dir().join(format!("skel-tune-provisional-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut t = Tuner::open(Some(dir.clone()));
+    t.sim = Some(Sim::default());
+    let call = Job::call(1 << 12);
+    let (d, _) = t.trial(&call, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(t.finish(&call, Backend::Rayon, d, 90_000.0));
+    t.save();
+    let saved = model::load(&dir).unwrap();
+    assert!(saved.own(&call.key, Backend::Rayon, call.size).is_none());
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let (d, _) = t.trial(&call, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::Sample);
+    assert!(t.finish(&call, Backend::Rayon, d, 30_000.0));
+    t.save();
+    let saved = model::load(&dir).unwrap();
+    let own = saved.own(&call.key, Backend::Rayon, call.size).unwrap();
+    assert_eq!(own.count, 1);
+    assert!((own.mean_ns - 30_000.0).abs() < 1e-3, "{own:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
