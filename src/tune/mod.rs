@@ -681,9 +681,25 @@ impl Tuner {
     }
 
     fn save(&mut self) {
+        self.save_with(true);
+    }
+
+    /// Saves the models; where `wait` is false, only if no other process is saving (else
+    /// skipped, logged at `debug`).
+    fn save_with(&mut self, wait: bool) {
         self.unsaved = false;
         let Some(dir) = &self.dir else { return };
-        if let Err(why) = model::save(dir, &self.to_save()) {
+        let saved = match wait {
+            true => model::save(dir, &self.to_save()).map(|()| true),
+            false => model::save_if_unlocked(dir, &self.to_save()),
+        };
+        if let Ok(false) = saved {
+            log::debug!(
+                "the tune model is not saved at exit: another process holds {}",
+                dir.join(model::LOCK).display()
+            );
+        }
+        if let Err(why) = saved {
             if !self.unwritable {
                 log::warn!("the tune model cannot be saved ({why}): models stay in memory");
             }
@@ -1384,12 +1400,13 @@ pub fn set_model_dir(dir: Option<&Path>) {
 }
 
 /// Saves models measured since the last save, as the main thread exits (its thread-local
-/// exit guard); skipped where another thread holds the tuner.
+/// exit guard); skipped where another thread holds the tuner or another process the
+/// model file's lock (a thread-local destructor must not wait).
 pub(crate) fn save_at_exit() {
     let Some(t) = TUNER.get() else { return };
     if let Ok(mut t) = t.try_lock() {
         if t.unsaved {
-            t.save();
+            t.save_with(false);
         }
     }
 }
