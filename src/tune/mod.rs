@@ -592,7 +592,7 @@ impl Tuner {
             || d.measure == Measure::FirstRun
                 && self.predicted(call, backend).is_none()
                 && self
-                    .from_others(call, backend)
+                    .predicted_by_others(call, backend)
                     .is_some_and(|e| ns > SKIP * e.max(1.0));
         if outlier {
             // A first run far slower than the function's other sizes (or backends) predict
@@ -618,7 +618,7 @@ impl Tuner {
     /// The compute time of `call` on `backend` predicted from the other backends'
     /// measurements of the function (each scaled by the ratio of the priors; the most
     /// generous of them), if any has one.
-    fn from_others(&self, call: &Call, backend: Backend) -> Option<f64> {
+    fn predicted_by_others(&self, call: &Call, backend: Backend) -> Option<f64> {
         let n = call.size as f64;
         let own = self.prior(call, backend, n);
         self.models
@@ -652,7 +652,7 @@ impl Tuner {
                 self.models
                     .own(&call.key, other, call.size)
                     .map(|h| h.mean_ns),
-                self.from_others(call, other),
+                self.predicted_by_others(call, other),
             ) else {
                 continue;
             };
