@@ -353,6 +353,10 @@ struct Tuner {
     loaded: std::collections::HashSet<(Key, Backend)>,
     /// Buckets whose only measurement is such a first run: the first steady run replaces it.
     provisional: std::collections::HashSet<(Key, Backend, u32)>,
+    /// Functions and backends whose first run was dropped as far slower than another
+    /// backend's measurement predicted: once only (a backend truly that much slower than
+    /// the priors say would otherwise never be recorded in a job of ever new sizes).
+    doubted: std::collections::HashSet<(Key, Backend)>,
     /// The threads Rayon runs on, for the roofline priors.
     cores: usize,
     /// Decisions replayed by the unit tests: the job's elapsed time and the backend the
@@ -394,6 +398,7 @@ impl Tuner {
             first_runs: HashMap::new(),
             loaded: Default::default(),
             provisional: Default::default(),
+            doubted: Default::default(),
             cores: rayon_threads(),
             sim: None,
         }
@@ -588,12 +593,16 @@ impl Tuner {
         // Without a prediction of its own, a first run is held against the other backends'
         // measurements (a host backend's first run of a function in the process may pay
         // for more than its call: page faults of fresh memory, a thread pool).
-        let outlier = outlier
-            || d.measure == Measure::FirstRun
-                && self.predicted(call, backend).is_none()
-                && self
-                    .predicted_by_others(call, backend)
-                    .is_some_and(|e| ns > SKIP * e.max(1.0));
+        let doubted = d.measure == Measure::FirstRun
+            && self.predicted(call, backend).is_none()
+            && !self.doubted.contains(&(call.key.clone(), backend))
+            && self
+                .predicted_by_others(call, backend)
+                .is_some_and(|e| ns > SKIP * e.max(1.0));
+        if doubted {
+            self.doubted.insert((call.key.clone(), backend));
+        }
+        let outlier = outlier || doubted;
         if outlier {
             // A first run far slower than the function's other sizes (or backends) predict
             // built something (another kernel of the form): a warm-up after all.
@@ -631,7 +640,7 @@ impl Tuner {
 
     /// Drops the first runs (provisional buckets, the only history of their backend) of
     /// `call`'s size bucket that a measurement just recorded on `measured` shows more
-    /// than [`SKIP`] times too slow: such a run paid for something else (a host backend's
+    /// than [`SKIP`] times too slow (once per function and backend): such a run paid for something else (a host backend's
     /// first call creates its thread pool), and kept, it would make its backend lose
     /// every later decision without another trial. The bucket's next run is then a
     /// warm-up or a sample, never a first run again.
@@ -656,7 +665,10 @@ impl Tuner {
             ) else {
                 continue;
             };
-            if only && own > SKIP * expected.max(1.0) {
+            if only
+                && own > SKIP * expected.max(1.0)
+                && self.doubted.insert((call.key.clone(), other))
+            {
                 self.models.history.remove(&(call.key.clone(), other));
                 self.provisional.remove(&(call.key.clone(), other, b));
             }

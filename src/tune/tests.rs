@@ -374,3 +374,24 @@ fn a_first_run_alone_is_not_saved() {
     assert!((own.mean_ns - 30_000.0).abs() < 1e-3, "{own:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A host backend's first run is doubted once per function: one truly far slower than the
+/// other backend's measurement predicts is recorded at the next new size, not dropped at
+/// every size of a job whose sizes all differ.
+#[test]
+fn a_first_run_is_doubted_once() {
+    let mut t = Tuner::open(None);
+    t.cores = 16;
+    t.sim = Some(Sim::default());
+    let first = Job::call(1 << 12);
+    let (d, _) = t.trial(&first, Backend::Cpu, "test", false);
+    assert!(t.finish(&first, Backend::Cpu, d, 20_000.0));
+    let (d, _) = t.trial(&first, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(!t.finish(&first, Backend::Rayon, d, 2.0e6), "doubted");
+    let next = Job::call(1 << 14);
+    let (d, _) = t.trial(&next, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(t.finish(&next, Backend::Rayon, d, 8.0e6), "recorded");
+    assert!(t.models.own(&next.key, Backend::Rayon, next.size).is_some());
+}
