@@ -791,6 +791,14 @@ pub fn default_backend() -> Result<Backend> {
     Ok(backend)
 }
 
+/// Creates Rayon's global thread pool (a no-op once it exists, or without the `rayon`
+/// feature): `Backend::Auto` calls it before timing anything, so that spawning the
+/// pool's threads is not counted as the first Rayon call's time.
+pub(crate) fn start_host_pool() {
+    #[cfg(feature = "rayon")]
+    let _ = ::rayon::current_num_threads();
+}
+
 /// The best available backend in the static order: CUDA, then OpenCL on a GPU, then Rayon,
 /// then Cpu (what `Backend::Auto` falls back to without a usable model).
 pub(crate) fn static_default() -> Backend {

@@ -29,7 +29,9 @@
 //! function on a device in a process is not recorded (it compiles or loads the kernel);
 //! the first call of each later size bucket there is (pessimistic: it allocates; the
 //! bucket's next measurement replaces it), so a job whose every call has a new size leaves
-//! calibration. A call right after an `Auto` call on another backend is not recorded
+//! calibration (Rayon's thread pool is created before anything is timed; a first run more
+//! than [`SKIP`] times slower than another backend's measurement predicts is dropped, and
+//! its backend runs again). A call right after an `Auto` call on another backend is not recorded
 //! either (a switch between devices, or between host and device, costs the call after it;
 //! at most [`MAX_WARMUPS`] times per bucket, for threads that keep switching). Then, as
 //! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
@@ -46,7 +48,8 @@
 //! The models persist in `model.json` (JSON, `serde_json`) in `$SKEL_TUNE_DIR`, else in
 //! `tune/` next to the compiled kernels (see [`crate::config::CACHE_DIR`]), written when a
 //! calibration pauses (the first decision after new samples that needs no measurement)
-//! and, for a job that never pauses, as its main thread exits;
+//! and, for a job that never pauses, as its main thread exits (a bucket measured only by a
+//! first run is not saved);
 //! deleting it only costs recalibration. A file that is damaged, of another version, or of
 //! the earlier text format (`model-v2.txt`) is reported in a log warning (the `log` crate,
 //! target `skel::tune`) and `Backend::Auto` calibrates afresh, replacing it on the next save.
@@ -350,6 +353,10 @@ struct Tuner {
     loaded: std::collections::HashSet<(Key, Backend)>,
     /// Buckets whose only measurement is such a first run: the first steady run replaces it.
     provisional: std::collections::HashSet<(Key, Backend, u32)>,
+    /// Functions and backends whose first run was dropped as far slower than another
+    /// backend's measurement predicted: once only (a backend truly that much slower than
+    /// the priors say would otherwise never be recorded in a job of ever new sizes).
+    doubted: std::collections::HashSet<(Key, Backend)>,
     /// The threads Rayon runs on, for the roofline priors.
     cores: usize,
     /// Decisions replayed by the unit tests: the job's elapsed time and the backend the
@@ -391,6 +398,7 @@ impl Tuner {
             first_runs: HashMap::new(),
             loaded: Default::default(),
             provisional: Default::default(),
+            doubted: Default::default(),
             cores: rayon_threads(),
             sim: None,
         }
@@ -582,9 +590,22 @@ impl Tuner {
             && self
                 .predicted(call, backend)
                 .is_some_and(|p| ns > SKIP * p.max(1.0));
+        // Without a prediction of its own, a first run is held against the other backends'
+        // measurements (a host backend's first run of a function in the process may pay
+        // for more than its call: page faults of fresh memory, a thread pool).
+        let doubted = d.measure == Measure::FirstRun
+            && self.predicted(call, backend).is_none()
+            && !self.doubted.contains(&(call.key.clone(), backend))
+            && self
+                .predicted_by_others(call, backend)
+                .is_some_and(|e| ns > SKIP * e.max(1.0));
+        if doubted {
+            self.doubted.insert((call.key.clone(), backend));
+        }
+        let outlier = outlier || doubted;
         if outlier {
-            // A first run far slower than the function's other sizes predict built
-            // something (another kernel of the form): a warm-up after all.
+            // A first run far slower than the function's other sizes (or backends) predict
+            // built something (another kernel of the form): a warm-up after all.
             *self.warmed.entry(bucket).or_default() += 1;
             return false;
         }
@@ -598,14 +619,99 @@ impl Tuner {
         }
         // The bucket has run here: its next run is no first run (not a warm-up count).
         self.warmed.entry(bucket).or_insert(1);
+        self.drop_outlying_first_runs(call, backend);
         self.unsaved = true;
         true
     }
 
+    /// The compute time of `call` on `backend` predicted from the other backends'
+    /// measurements of the function (each scaled by the ratio of the priors; the most
+    /// generous of them), if any has one.
+    fn predicted_by_others(&self, call: &Call, backend: Backend) -> Option<f64> {
+        let n = call.size as f64;
+        let own = self.prior(call, backend, n);
+        self.models
+            .history
+            .keys()
+            .filter(|(k, b)| *k == call.key && *b != backend)
+            .filter_map(|&(_, b)| Some(self.predicted(call, b)? * own / self.prior(call, b, n)))
+            .reduce(f64::max)
+    }
+
+    /// Drops the first runs (provisional buckets, the only history of their backend) of
+    /// `call`'s size bucket that a measurement just recorded on `measured` shows more
+    /// than [`SKIP`] times too slow (once per function and backend): such a run paid for something else (a host backend's
+    /// first call creates its thread pool), and kept, it would make its backend lose
+    /// every later decision without another trial. The bucket's next run is then a
+    /// warm-up or a sample, never a first run again.
+    fn drop_outlying_first_runs(&mut self, call: &Call, measured: Backend) {
+        let b = bucket_of(call.size);
+        let suspects: Vec<Backend> = self
+            .provisional
+            .iter()
+            .filter(|(k, other, pb)| *k == call.key && *other != measured && *pb == b)
+            .map(|&(_, other, _)| other)
+            .collect();
+        for other in suspects {
+            let only = self
+                .models
+                .buckets(&call.key, other)
+                .is_some_and(|h| h.len() == 1);
+            let (Some(own), Some(expected)) = (
+                self.models
+                    .own(&call.key, other, call.size)
+                    .map(|h| h.mean_ns),
+                self.predicted_by_others(call, other),
+            ) else {
+                continue;
+            };
+            if only
+                && own > SKIP * expected.max(1.0)
+                && self.doubted.insert((call.key.clone(), other))
+            {
+                self.models.history.remove(&(call.key.clone(), other));
+                self.provisional.remove(&(call.key.clone(), other, b));
+            }
+        }
+    }
+
+    /// The models as saved: without the buckets whose only measurement is a first run (a
+    /// file keeps no such mark, and the next process would average the pessimistic run in
+    /// as a normal sample).
+    fn to_save(&self) -> Models {
+        let mut models = self.models.clone();
+        for (key, backend, bucket) in &self.provisional {
+            let k = (key.clone(), *backend);
+            if let Some(h) = models.history.get_mut(&k) {
+                h.remove(bucket);
+                if h.is_empty() {
+                    models.history.remove(&k);
+                }
+            }
+        }
+        models
+    }
+
     fn save(&mut self) {
+        self.save_with(true);
+    }
+
+    /// Saves the models; where `wait` is false, only if no other process is saving (else
+    /// skipped, logged at `debug`).
+    fn save_with(&mut self, wait: bool) {
         self.unsaved = false;
         let Some(dir) = &self.dir else { return };
-        if let Err(why) = model::save(dir, &self.models) {
+        let saved = match wait {
+            true => model::save(dir, &self.to_save()).map(|()| true),
+            false => model::save_if_unlocked(dir, &self.to_save()),
+        };
+        if let Ok(false) = saved {
+            log::debug!(
+                "the tune model is not saved at exit: another process holds {}",
+                dir.join(model::LOCK).display()
+            );
+        }
+        if let Err(why) = saved {
             if !self.unwritable {
                 log::warn!("the tune model cannot be saved ({why}): models stay in memory");
             }
@@ -618,7 +724,10 @@ static TUNER: OnceLock<Mutex<Tuner>> = OnceLock::new();
 
 fn tuner() -> MutexGuard<'static, Tuner> {
     TUNER
-        .get_or_init(|| Mutex::new(Tuner::open(model::default_dir())))
+        .get_or_init(|| {
+            crate::backends::start_host_pool();
+            Mutex::new(Tuner::open(model::default_dir()))
+        })
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
 }
@@ -1303,12 +1412,13 @@ pub fn set_model_dir(dir: Option<&Path>) {
 }
 
 /// Saves models measured since the last save, as the main thread exits (its thread-local
-/// exit guard); skipped where another thread holds the tuner.
+/// exit guard); skipped where another thread holds the tuner or another process the
+/// model file's lock (a thread-local destructor must not wait).
 pub(crate) fn save_at_exit() {
     let Some(t) = TUNER.get() else { return };
     if let Ok(mut t) = t.try_lock() {
         if t.unsaved {
-            t.save();
+            t.save_with(false);
         }
     }
 }

@@ -468,6 +468,16 @@ pub(crate) fn load(dir: &Path) -> Result<Models> {
 /// damaged file is replaced. `Err` ([`Error::Io`], the operating system's error as its
 /// source) when the directory, the lock or the file cannot be written.
 pub(crate) fn save(dir: &Path, models: &Models) -> Result<()> {
+    save_locked(dir, models, true).map(|_| ())
+}
+
+/// [`save`] only where no other process holds the lock: whether it saved. For the save at
+/// the main thread's exit, which must not wait on another process.
+pub(crate) fn save_if_unlocked(dir: &Path, models: &Models) -> Result<bool> {
+    save_locked(dir, models, false)
+}
+
+fn save_locked(dir: &Path, models: &Models, wait: bool) -> Result<bool> {
     let path = dir.join(FILE);
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let lock_path = dir.join(LOCK);
@@ -477,7 +487,11 @@ pub(crate) fn save(dir: &Path, models: &Models) -> Result<()> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| Error::io(&lock_path, e))?;
-    FileExt::lock_exclusive(&lock).map_err(|e| Error::io(&lock_path, e))?;
+    if wait {
+        FileExt::lock_exclusive(&lock).map_err(|e| Error::io(&lock_path, e))?;
+    } else if !FileExt::try_lock_exclusive(&lock).map_err(|e| Error::io(&lock_path, e))? {
+        return Ok(false);
+    }
     let mut merged = models.clone();
     if let Ok(Read::Models(on_disk)) = read(dir) {
         merged.merge(&on_disk);
@@ -485,11 +499,12 @@ pub(crate) fn save(dir: &Path, models: &Models) -> Result<()> {
     let written = crate::backends::jit::write_atomic(&path, merged.to_json().as_bytes());
     // Closing the file releases the lock too; unlocking first says when it ends.
     let _ = FileExt::unlock(&lock);
-    written.map_err(|e| Error::io(path, e))
+    written.map_err(|e| Error::io(path, e))?;
+    Ok(true)
 }
 
 /// The lock file beside [`FILE`], held while a save reads, merges and writes.
-const LOCK: &str = "model.lock";
+pub(crate) const LOCK: &str = "model.lock";
 
 #[cfg(test)]
 mod tests {
@@ -641,6 +656,28 @@ mod tests {
         std::fs::write(dir.join(FILE), [0xff, 0xfe, 0x7b]).unwrap();
         assert_eq!(load(&dir).unwrap(), Models::default());
         assert!(warned_about(&dir).is_some_and(|w| w.contains("UTF-8")));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The exit save does not wait for another process's lock: it skips, and saves once
+    /// the lock is free.
+    #[test]
+    fn the_exit_save_skips_a_held_lock() {
+        let dir = scratch("held-lock");
+        let held = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK))
+            .unwrap();
+        FileExt::lock_exclusive(&held).unwrap();
+        let mut m = Models::default();
+        m.record(&key(), Backend::Cpu, 10, 1.0);
+        assert!(!save_if_unlocked(&dir, &m).unwrap());
+        assert!(!dir.join(FILE).exists());
+        FileExt::unlock(&held).unwrap();
+        assert!(save_if_unlocked(&dir, &m).unwrap());
+        assert_eq!(load(&dir).unwrap(), m);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

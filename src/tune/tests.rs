@@ -21,6 +21,8 @@ struct Job {
     loaded: std::collections::HashSet<Backend>,
     decisions: Vec<(Backend, Decision, String)>,
     spent_ns: f64,
+    /// What a host backend's first run in the process adds (Rayon creating its pool).
+    cold_host_ns: f64,
 }
 
 impl Job {
@@ -36,6 +38,7 @@ impl Job {
             loaded: Default::default(),
             decisions: Vec::new(),
             spent_ns: 0.0,
+            cold_host_ns: 0.0,
         }
     }
 
@@ -66,6 +69,9 @@ impl Job {
             panic!("no split expected: {why}")
         };
         let mut ns = (self.machine.steady)(b, n) + self.t.transfer_ns(&call, b);
+        if !is_device(b) && self.loaded.insert(b) {
+            ns += self.cold_host_ns;
+        }
         if is_device(b) {
             if self.loaded.insert(b) {
                 ns += self.machine.load_ns;
@@ -301,4 +307,91 @@ fn an_outlying_first_run_is_not_recorded() {
     let (d, _) = t.trial(&large, Backend::Rayon, "test", false);
     assert_eq!(d.measure, Measure::Sample);
     assert!(t.finish(&large, Backend::Rayon, d, 400_000.0));
+}
+
+/// A host backend whose first run in the process takes 100 times its steady time (Rayon
+/// creating its thread pool inside the first timed call) is not left for a slower one:
+/// the first run is dropped once the other backend's measurement shows it far too slow,
+/// Rayon runs again, and every later call, at this size and larger ones, runs on it.
+#[test]
+fn a_slow_first_host_run_is_measured_again() {
+    let machine = Machine {
+        steady: |b, n| match b {
+            Backend::Cpu => 2.0 * n as f64,
+            _ => 2.0 * n as f64 / 16.0 + 2_000.0,
+        },
+        load_ns: 0.0,
+        alloc_ns: 0.0,
+    };
+    let mut job = Job::new(16, &[Backend::Rayon, Backend::Cpu], machine);
+    job.cold_host_ns = 100.0 * (2.0 * 8192.0 / 16.0 + 2_000.0);
+    let sizes = [
+        8192, 8192, 8192, 8192, 8192, 9000, 20_000, 40_000, 60_000, 65_536,
+    ];
+    for n in sizes {
+        job.run(n);
+    }
+    let log = format!("{:#?}", job.decisions);
+    assert_eq!(job.decisions[0].0, Backend::Rayon, "{log}");
+    for (b, _, why) in &job.decisions[4..] {
+        assert_eq!(*b, Backend::Rayon, "{why}\n{log}");
+    }
+    let key = Job::call(8192).key;
+    let rayon = job.t.models.own(&key, Backend::Rayon, 8192).unwrap();
+    assert!(
+        rayon.mean_ns < 10_000.0,
+        "the first run is gone: {rayon:?}\n{log}"
+    );
+}
+
+/// A bucket whose only measurement is a first run is not saved (the file keeps no mark
+/// of it, and the next process would take it for a steady sample); once a steady run
+/// replaces it, it is.
+#[test]
+fn a_first_run_alone_is_not_saved() {
+    let dir = std::env::temp_dir().join(format!("skel-tune-provisional-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut t = Tuner::open(Some(dir.clone()));
+    t.sim = Some(Sim::default());
+    let call = Job::call(1 << 12);
+    let (d, _) = t.trial(&call, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(t.finish(&call, Backend::Rayon, d, 90_000.0));
+    t.save();
+    let saved = model::load(&dir).unwrap();
+    assert!(saved.own(&call.key, Backend::Rayon, call.size).is_none());
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let (d, _) = t.trial(&call, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::Sample);
+    assert!(t.finish(&call, Backend::Rayon, d, 30_000.0));
+    t.save();
+    let saved = model::load(&dir).unwrap();
+    let own = saved.own(&call.key, Backend::Rayon, call.size).unwrap();
+    assert_eq!(own.count, 1);
+    assert!((own.mean_ns - 30_000.0).abs() < 1e-3, "{own:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A host backend's first run is doubted once per function: one truly far slower than the
+/// other backend's measurement predicts is recorded at the next new size, not dropped at
+/// every size of a job whose sizes all differ.
+#[test]
+fn a_first_run_is_doubted_once() {
+    let mut t = Tuner::open(None);
+    t.cores = 16;
+    t.sim = Some(Sim::default());
+    let first = Job::call(1 << 12);
+    let (d, _) = t.trial(&first, Backend::Cpu, "test", false);
+    assert!(t.finish(&first, Backend::Cpu, d, 20_000.0));
+    let (d, _) = t.trial(&first, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(!t.finish(&first, Backend::Rayon, d, 2.0e6), "doubted");
+    let next = Job::call(1 << 14);
+    let (d, _) = t.trial(&next, Backend::Rayon, "test", false);
+    assert_eq!(d.measure, Measure::FirstRun);
+    assert!(t.finish(&next, Backend::Rayon, d, 8.0e6), "recorded");
+    assert!(t.models.own(&next.key, Backend::Rayon, next.size).is_some());
 }

@@ -117,12 +117,24 @@ pub(crate) fn module(
 fn warm_up_nvrtc(opts: &[String]) {
     static DONE: std::sync::Once = std::sync::Once::new();
     DONE.call_once(|| {
-        if ensure_nvrtc().is_ok() {
-            let _ = compile(
-                "skel_warm_up",
-                "extern \"C\" __global__ void skel_warm_up() {}\n",
-                opts,
-            );
+        // A panic escaping `call_once` would poison `DONE` (every later compile thread
+        // panicking at it) and skip the exit hook: the warm-up is only an optimisation.
+        let warmed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if ensure_nvrtc().is_ok() {
+                let _ = compile(
+                    "skel_warm_up",
+                    "extern \"C\" __global__ void skel_warm_up() {}\n",
+                    opts,
+                );
+            }
+        }));
+        if let Err(payload) = warmed {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            log::error!("the NVRTC warm-up panicked ({message}): kernels compile without it");
         }
         crate::backends::kernel_cache::rearm_exit_hook();
     });
