@@ -452,6 +452,11 @@ macro_rules! lazy_suite {
                 let mut out = Vector::zeroed(3);
                 let lazy = Map::new(halve).lazy(&empty_rows);
                 assert!(Reduce::new(plus).backend(B).run_rows(&lazy, &mut out).is_err());
+                // A wrong output length is named as the Reduce the user called.
+                let m = Matrix::<f32>::zeroed(3, 4);
+                let err = Reduce::new(plus).backend(B).run_rows(&Map::new(halve).lazy(&m), &mut Vector::zeroed(4));
+                let err = err.unwrap_err().to_string();
+                assert!(err.contains("Reduce Rows output") && !err.contains("MapReduce"), "{err}");
             }
 
             #[test]
