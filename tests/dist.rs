@@ -455,6 +455,33 @@ fn matrices(world: &World) -> Check {
             (&lm),
             &mut want_rows
         );
+        // A lazy Map's row fold on a host backend into a distributed output, or over
+        // distributed container arguments, takes the materialised path (the one-pass row
+        // fold is for local operands), whose own errors name what the user called: a local
+        // matrix into a DistVector is refused as a Reduce's, a distributed table over local
+        // keys as a Map's.
+        let placed = Map::new(place);
+        let refused = Reduce::new(add)
+            .backend(Backend::Rayon)
+            .run_rows(&placed.lazy(&lm), &mut per_row);
+        match refused {
+            Err(Error::InvalidArgument(e)) if e.contains("Reduce rows") => {}
+            other => return Err(format!("lazy rows into a DistVector {shape}: {other:?}")),
+        }
+        let keys = Matrix::from_fn(rows, cols, |r, c| ((r * cols + c) % 5) as u32);
+        let table = DistVector::from_fn(world, 5, val);
+        let looked = Map::new(lookup).arrays((&table,));
+        let refused = Reduce::new(add)
+            .backend(Backend::Rayon)
+            .run_rows(&looked.lazy(&keys), &mut want_rows);
+        match refused {
+            Err(Error::InvalidArgument(e)) if e.contains("Map(lookup)") => {}
+            other => {
+                return Err(format!(
+                    "lazy rows over a distributed .arrays {shape}: {other:?}"
+                ))
+            }
+        }
         // Columns fold across the ranks' blocks: an order-sensitive function shows the order.
         let mm_m = DistMatrix::from_fn(world, rows, cols, |r, c| m2(r * cols + c));
         let mm_l = Matrix::from_fn(rows, cols, |r, c| m2(r * cols + c));

@@ -202,6 +202,11 @@ fn map_segment<F: ElementwiseFn, const INSIDE: bool>(
     uniforms: &F::Uniforms,
 ) {
     for (j, col) in (col..col + len).enumerate() {
+        // A debug build checks the hint below.
+        debug_assert!(
+            !INSIDE || <F::Arrays as ContainerArgs>::inside(arrays, (row, col), Only),
+            "a Mat check fails at ({row}, {col}), inside its segment's last",
+        );
         // Tells LLVM `inside` holds here (`assert_unchecked` is newer than the MSRV).
         if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (row, col), Only) {
             // SAFETY: never reached. `INSIDE` is passed where `inside` holds at `(row,

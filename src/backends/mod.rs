@@ -870,6 +870,54 @@ pub(crate) fn fuses_lazy_inputs(options: &Options) -> bool {
     )
 }
 
+/// Whether a `Reduce::run_rows` of the lazy `input` into `out` folds each row as it maps
+/// it on a host backend ([`Execute::map_reduce_axis`]): on Cpu and Rayon, where nothing the
+/// call reads or writes is distributed (`skel::dist` runs those materialised, the Map then
+/// the Reduce).
+pub(crate) fn folds_lazy_rows<T: crate::DeviceType>(
+    options: &Options,
+    input: &impl crate::skeletons::Source<T>,
+    out: &ArgMut<'_, T>,
+) -> bool {
+    matches!(
+        resolve(options.backend_choice()),
+        Ok(Backend::Cpu | Backend::Rayon)
+    ) && all_local(input, out)
+}
+
+/// Whether no container `input`'s chain reads, and not `out`, is distributed (a lazy Map
+/// over a distributed container refuses its operand: not local either).
+#[cfg(feature = "mpi")]
+fn all_local<T: crate::DeviceType>(
+    input: &impl crate::skeletons::Source<T>,
+    out: &ArgMut<'_, T>,
+) -> bool {
+    use crate::plan::{ArgVisitor, Operand};
+    struct AnySpread(bool);
+    impl ArgVisitor for AnySpread {
+        fn visit<E: crate::DeviceType>(
+            &mut self,
+            arg: crate::containers::Arg<'_, E>,
+        ) -> Result<()> {
+            self.0 |= arg.spread().is_some();
+            Ok(())
+        }
+    }
+    let mut spread = AnySpread(out.spread().is_some());
+    input
+        .operand()
+        .and_then(|op| op.visit(&mut spread))
+        .is_ok_and(|()| !spread.0)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn all_local<T: crate::DeviceType>(
+    _: &impl crate::skeletons::Source<T>,
+    _: &ArgMut<'_, T>,
+) -> bool {
+    true
+}
+
 /// The route of a Histogram plan: `checks`, then the executor `options` resolve to.
 /// Distributed operands are refused (a histogram of a distributed container is a local
 /// Histogram per rank and a sum of the counts, which `skel::dist` does not do yet).
@@ -981,10 +1029,12 @@ where
 }
 
 /// [`map_reduce`] per row or column, after `checks`; distributed operands are refused
-/// (fold the rows of each rank's block instead).
+/// (fold the rows of each rank's block instead). `skeleton`: the one the user called
+/// (`MapReduce`, or `Reduce` of a lazy input), as the error names it.
 pub(crate) fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
     options: Options,
     plan: plan::MapReduceAxis<'_, 'a, S>,
+    skeleton: &str,
     checks: impl for<'k> FnOnce(&plan::MapReduceAxis<'k, 'a, S>) -> Result<()>,
 ) -> Result<()> {
     #[cfg(feature = "mpi")]
@@ -993,11 +1043,13 @@ pub(crate) fn map_reduce_axis<'a, S: MapReduceSig<'a>>(
         || plan.out.spread().is_some()
     {
         return Err(Error::InvalidArgument(format!(
-            "MapReduce::run_rows/run_cols of `{}`: distributed operands are not supported; \
+            "{skeleton}::run_rows/run_cols over `{}`: distributed operands are not supported; \
              run the Map into a distributed matrix, then Reduce::run_rows",
             <S::M as UserFn>::NAME
         )));
     }
+    #[cfg(not(feature = "mpi"))]
+    let _ = skeleton; // only the refusal of distributed operands names it
     checks(&plan)?;
     dispatch!(options, <S::M as UserFn>::NAME, |exec| exec
         .map_reduce_axis(plan))

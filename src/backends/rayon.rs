@@ -836,6 +836,12 @@ impl Execute for Rayon {
         let Some(chunk) = map_split::<S::M>(rows * cols).filter(|_| cols > 0) else {
             return self.cpu().map_reduce_axis(plan);
         };
+        // Fewer rows than threads (a 1 x N or 2 x 8M softmax) would map on only `rows`
+        // threads: the map materialised first runs on every core (an expensive `exp`), and
+        // each row is still folded in order by one thread, so the bits are the same.
+        if rows < rayon::current_num_threads() {
+            return super::axis_materialised(self, plan);
+        }
         let per = chunk.div_ceil(cols);
         let plan::MapReduceAxis {
             map_reduce: p,

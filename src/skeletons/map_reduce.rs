@@ -189,12 +189,14 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A> MapReduce<M, R, E, A> {
 
 impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A: BindArrays<M::Arrays>> MapReduce<M, R, E, A> {
     /// The fold of `inputs` delivered as `to` says; `as_reduce`: grouped as `Reduce` groups
-    /// materialised values (the map is a lazy input's producer).
+    /// materialised values (the map is a lazy input's producer); `skeleton`: the one the
+    /// user called, as errors name it.
     fn execute_to<'a, I>(
         &self,
         inputs: I,
         to: FoldTo<'_, M::Out>,
         (as_reduce, index_only): (bool, Option<usize>),
+        skeleton: &'static str,
     ) -> Result<Option<M::Out>>
     where
         I: ArgTuple<'a, Elems = M::Elems>,
@@ -232,12 +234,12 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A: BindArrays<M::Arrays>> MapRedu
             out,
             axis,
         };
-        backends::map_reduce_axis(self.options, plan, |plan| {
+        backends::map_reduce_axis(self.options, plan, skeleton, |plan| {
             checks(&plan.map_reduce)?;
             let (global, global_out) = (plan.map_reduce.shape, plan.out.global_shape());
             let Shape::Matrix { rows, cols } = global else {
                 return Err(Error::shape(
-                    format!("MapReduce {axis:?} input"),
+                    format!("{skeleton} {axis:?} input"),
                     "a matrix",
                     global,
                 ));
@@ -249,11 +251,11 @@ impl<M: ElementwiseFn, R: BinaryFn<M::Out>, E, A: BindArrays<M::Arrays>> MapRedu
             };
             if folded == 0 && results > 0 {
                 return Err(Error::InvalidArgument(format!(
-                    "MapReduce {axis:?} of a {global}: every fold needs at least one element",
+                    "{skeleton} {axis:?} of a {global}: every fold needs at least one element",
                 )));
             }
             check_shape(
-                format_args!("MapReduce {axis:?} output"),
+                format_args!("{skeleton} {axis:?} output"),
                 Shape::Vector(results),
                 global_out,
             )
@@ -291,8 +293,13 @@ where
     /// and OpenCL).
     pub fn run_index_into(&self, n: usize, out: &mut impl Output<M::Out>) -> Result<()> {
         check_one("MapReduce", out)?;
-        self.execute_to((), FoldTo::Into(out.arg_mut()), (false, Some(n)))
-            .map(drop)
+        self.execute_to(
+            (),
+            FoldTo::Into(out.arg_mut()),
+            (false, Some(n)),
+            "MapReduce",
+        )
+        .map(drop)
     }
 }
 
@@ -316,15 +323,15 @@ macro_rules! map_reduce_run {
             /// The fold of a lazy input's producer (this MapReduce's map) delivered as `to`
             /// says, grouped as `Reduce` groups materialised values (`Source::fold`).
             pub(crate) fn fold_to(&self, $($a: &impl Source<$t>,)+ to: FoldTo<'_, M::Out>) -> Result<Option<M::Out>> {
-                self.run_to($($a,)+ to, true)
+                self.run_to($($a,)+ to, (true, "Reduce"))
             }
 
-            fn run_to(&self, $($a: &impl Source<$t>,)+ to: FoldTo<'_, M::Out>, as_reduce: bool) -> Result<Option<M::Out>> {
+            fn run_to(&self, $($a: &impl Source<$t>,)+ to: FoldTo<'_, M::Out>, (as_reduce, skeleton): (bool, &'static str)) -> Result<Option<M::Out>> {
                 if ($($a.is_lazy())||+) && backends::fuses_lazy_inputs(&self.options) {
-                    return self.execute_to(($($a.operand()?,)+), to, (as_reduce, None));
+                    return self.execute_to(($($a.operand()?,)+), to, (as_reduce, None), skeleton);
                 }
                 $(let $a = $a.resolve(self.options.backend)?;)+
-                self.execute_to(($($a.arg(),)+), to, (as_reduce, None))
+                self.execute_to(($($a.arg(),)+), to, (as_reduce, None), skeleton)
             }
 
             /// [`run`](Self::run), with the result written to element 0 of `out`, a
@@ -348,7 +355,7 @@ macro_rules! map_reduce_run {
             /// computed: no host round trip, and `out`'s device copy is the valid one.
             pub fn run_into(&self, $($a: &impl Source<$t>,)+ out: &mut impl Output<M::Out>) -> Result<()> {
                 check_one("MapReduce", out)?;
-                self.run_to($($a,)+ FoldTo::Into(out.arg_mut()), false).map(drop)
+                self.run_to($($a,)+ FoldTo::Into(out.arg_mut()), (false, "MapReduce")).map(drop)
             }
 
             /// `out[r]` = the `reduce` fold, from the row's first element, of `map` over row
@@ -372,7 +379,7 @@ macro_rules! map_reduce_run {
                 Bound: Clone,
                 M::Out: Default,
             {
-                self.run_to($($a,)+ FoldTo::Rows(out.arg_mut()), true).map(drop)
+                self.run_to($($a,)+ FoldTo::Rows(out.arg_mut()), (true, "MapReduce")).map(drop)
             }
 
             /// `out[c]` = the `reduce` fold of `map` over column `c` (see
@@ -382,7 +389,7 @@ macro_rules! map_reduce_run {
                 Bound: Clone,
                 M::Out: Default,
             {
-                self.run_to($($a,)+ FoldTo::Cols(out.arg_mut()), true).map(drop)
+                self.run_to($($a,)+ FoldTo::Cols(out.arg_mut()), (true, "MapReduce")).map(drop)
             }
         }
     )*};

@@ -154,7 +154,8 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     /// `out[r]` = fold of row `r` of `input`; `out` has one element per row.
     ///
     /// A lazy input is mapped and folded in one pass on every backend but `Auto` (each
-    /// row's values are folded as they are computed; the intermediate matrix never exists),
+    /// row's values are folded as they are computed; the intermediate matrix never exists;
+    /// on the host backends a call with distributed operands still materialises it),
     /// bit-identical to materialising it and folding that:
     ///
     /// ```
@@ -186,9 +187,11 @@ impl<T: DeviceType + Default, F: BinaryFn<T>> Reduce<F, T> {
     fn run_axis(&self, input: &impl Source<T>, out: &mut impl Output<T>, axis: Axis) -> Result<()> {
         self.options.validate()?;
         // The host backends fold each row of a lazy input as they map it (one pass, no
-        // intermediate matrix); a column fold of one still gets it materialised.
-        let host_rows =
-            axis == Axis::Rows && input.is_lazy() && backends::fuses_lazy_inputs(&self.options);
+        // intermediate matrix); a column fold of one, or a distributed call, still gets it
+        // materialised.
+        let host_rows = axis == Axis::Rows
+            && input.is_lazy()
+            && backends::folds_lazy_rows(&self.options, input, &out.arg_mut());
         if self.fused(input) || host_rows {
             let to = match axis {
                 Axis::Cols => FoldTo::Cols(out.arg_mut()),

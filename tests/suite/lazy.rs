@@ -75,13 +75,16 @@ pub fn exp_shift(#[index] (r, _c): (usize, usize), x: f32, mx: &[f32]) -> f32 {
 }
 
 /// Row folds of lazy inputs on every side of the host backends' cuts (Rayon takes whole
-/// rows, about 2^14 elements a chunk): empty, one, primes, one long row, rows across chunks.
+/// rows, about 2^14 elements a chunk): empty, one, primes, one long row, rows across chunks,
+/// and fewer long rows than threads (Rayon maps those on every core first).
 pub const ROW_FOLD_SHAPES: &[(usize, usize)] = &[
     (0, 3),
     (1, 1),
     (2, 1),
     (7, 13),
     (1, 16411),
+    (1, 65537),
+    (2, 100003),
     (131, 257),
     (1031, 67),
     (16411, 2),
@@ -449,6 +452,11 @@ macro_rules! lazy_suite {
                 let mut out = Vector::zeroed(3);
                 let lazy = Map::new(halve).lazy(&empty_rows);
                 assert!(Reduce::new(plus).backend(B).run_rows(&lazy, &mut out).is_err());
+                // A wrong output length is named as the Reduce the user called.
+                let m = Matrix::<f32>::zeroed(3, 4);
+                let err = Reduce::new(plus).backend(B).run_rows(&Map::new(halve).lazy(&m), &mut Vector::zeroed(4));
+                let err = err.unwrap_err().to_string();
+                assert!(err.contains("Reduce Rows output") && !err.contains("MapReduce"), "{err}");
             }
 
             #[test]

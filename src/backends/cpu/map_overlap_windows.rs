@@ -351,6 +351,11 @@ fn sweep<F: Overlap2Fn, const N: usize, const INSIDE: bool>(
                 (rr, rc),
             );
         }
+        // A debug build checks the hint below.
+        debug_assert!(
+            !INSIDE || <F::Arrays as ContainerArgs>::inside(arrays, (i, j), Only),
+            "a Mat check fails at ({i}, {j}), inside its run's last",
+        );
         // Tells LLVM `inside` holds here (`assert_unchecked` is newer than the MSRV).
         if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (i, j), Only) {
             // SAFETY: never reached. `INSIDE` is passed where `inside` holds at
