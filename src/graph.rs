@@ -261,7 +261,8 @@ impl<'a> Graph<'a> {
         let on_cuda = |s: &Step| s.backend == Backend::Cuda;
         let cuda_only = !steps.is_empty() && steps.iter().all(on_cuda);
         let built = if elsewhere > 0 {
-            drop(log);
+            // Ends the kernel log; a graph is not built.
+            let _ = device_graph::end(log, false);
             Err(format!(
                 "{elsewhere} skeleton calls ran on other threads while it was recorded (the closure may hand calls to threads, which a device graph would not repeat)"
             ))
