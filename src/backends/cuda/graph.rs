@@ -389,10 +389,10 @@ impl DeviceGraph {
     /// caller must run the calls eagerly this time: something the graph reads is not
     /// current on the device (the host wrote it since the last launch; the eager calls
     /// upload it), or the host may still view a container it writes (the eager calls'
-    /// `&mut` borrows prove the view gone), or a container's device copy is gone (the eager
-    /// calls make one). `Err` when the graph can no longer run (a
-    /// container dropped or its device copy made again, another device current on this
-    /// thread), or a driver error.
+    /// `&mut` borrows prove the view gone), a container's device copy is gone (the eager
+    /// calls make one), or another device slot is current on this thread. `Err` when the
+    /// graph can no longer run (a container dropped or its device copy made again), or a
+    /// driver error.
     pub(crate) fn launch(&self) -> Result<Option<&'static str>> {
         let Some(lane) = self.lane else {
             // No kernel; the operands are still checked (a dropped container is an error
@@ -404,10 +404,11 @@ impl DeviceGraph {
         };
         let ctx = super::context::ctx()?;
         if ctx.slot != self.slot {
-            return Err(Error::Recording(format!(
-                "the graph was recorded on CUDA device slot {}, and slot {} is current on this thread now: launch it where it was recorded, or record it again",
-                self.slot, ctx.slot
-            )));
+            // The eager calls run on the current slot; a later launch on the graph's own
+            // slot finds what they wrote stale there and runs them again too.
+            return Ok(Some(
+                "another CUDA device slot than the recording's is current on this thread",
+            ));
         }
         ctx.bind()?;
         // Every container stays locked until the graph's writes are marked: a host read on
