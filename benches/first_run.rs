@@ -19,10 +19,16 @@
 //! Every line ends with `auto/best`, Auto's rate over the best fixed backend's in the same
 //! column (the target is at least 0.9).
 //!
+//! With `SKEL_TUNE_LOG=1` every Auto decision of a child is shown: the child logs the
+//! library's records to its stderr (a logger of its own, below), and the parent prints
+//! them after the table, per job and state, or with `--log DIR` writes them to
+//! `DIR/<job>-<state>.log` instead.
+//!
 //! ```text
 //! cargo bench --features opencl --bench first_run -- --short
 //! cargo bench --features "cuda opencl" --bench first_run -- --frames 240
 //! cargo bench --features opencl --bench first_run -- --jobs photos,dot --backends rayon
+//! SKEL_TUNE_LOG=1 cargo bench --features opencl --bench first_run -- --jobs coulombic
 //! ```
 
 // Every example is a crate of its own with `mod common;`: one copy of the helpers each.
@@ -66,6 +72,49 @@ examples! {
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// The child's logger where `SKEL_TUNE_LOG` is on: every record of the library (Auto's
+/// decisions at `info`) to stderr, each line marked, with the time since the child began,
+/// for the parent to pick out.
+struct StderrLog(Instant);
+
+/// What marks a log line of a child on its stderr.
+const LOG_MARK: &str = "skel-log ";
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.target().starts_with("skel") && m.level() <= log::Level::Info
+    }
+
+    fn log(&self, r: &log::Record<'_>) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let at = self.0.elapsed().as_secs_f64() * 1e3;
+        let text = r.args().to_string();
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or_default();
+        // One write per record: the lines of a decision stay together.
+        let mut out = format!("{LOG_MARK}{at:9.3} ms {} {first}\n", r.level());
+        for line in lines {
+            out += &format!("{LOG_MARK}{:>18}{line}\n", "");
+        }
+        eprint!("{out}");
+    }
+
+    fn flush(&self) {}
+}
+
+/// Installs [`StderrLog`] where `SKEL_TUNE_LOG` is on (read through `skel::config`).
+fn log_to_stderr(start: Instant) {
+    if !skel::config::TUNE_LOG.value() {
+        return;
+    }
+    let logger: &'static StderrLog = Box::leak(Box::new(StderrLog(start)));
+    if log::set_logger(logger).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
+}
 
 /// One SkePU program: name, size (full, short), calls per run (full, short).
 const SKEPU: [(&str, [usize; 2], [usize; 2]); 13] = [
@@ -197,6 +246,9 @@ fn child(job: &str, backend: &str, arg: usize, reps: usize) -> Res<()> {
         .then(|| backend.parse::<Backend>())
         .transpose()?;
     let start = Instant::now();
+    if fixed.is_none() {
+        log_to_stderr(start);
+    }
     let items = match job {
         "photos" | "frames" => {
             let out = std::env::temp_dir().join(format!("skel-first-run-{}", std::process::id()));
@@ -236,7 +288,8 @@ fn child(job: &str, backend: &str, arg: usize, reps: usize) -> Res<()> {
 }
 
 /// Runs the child for `job` on `backend` with the given model and kernel-cache
-/// directories: items per second, and Auto's one-line placement if printed.
+/// directories: items per second, Auto's one-line placement if printed, and the child's
+/// log lines (`SKEL_TUNE_LOG`).
 fn spawn(
     job: &str,
     backend: &str,
@@ -244,7 +297,7 @@ fn spawn(
     reps: usize,
     tune: &Path,
     cache: &Path,
-) -> Res<(f64, String)> {
+) -> Res<(f64, String, Vec<String>)> {
     let exe = std::env::current_exe()?;
     let out = Command::new(exe)
         .args(["--child", job, backend, &arg.to_string(), &reps.to_string()])
@@ -269,7 +322,31 @@ fn spawn(
         .find_map(|l| l.trim().split_once("(skel): ").map(|(_, r)| r))
         .unwrap_or_default()
         .to_string();
-    Ok((items / secs.max(1e-9), placed))
+    let logged = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| l.strip_prefix(LOG_MARK))
+        .map(String::from)
+        .collect();
+    Ok((items / secs.max(1e-9), placed, logged))
+}
+
+/// Shows the log lines of the Auto child `name` (`<job>-<state>`): written to
+/// `dir/<name>.log` where `--log DIR` names one, else printed under a heading.
+fn show_log(dir: Option<&Path>, name: &str, lines: &[String]) -> Res<()> {
+    match dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            let file = dir.join(format!("{name}.log"));
+            std::fs::write(&file, lines.join("\n") + "\n")?;
+            println!("auto's decisions, {name}: {}", file.display());
+        }
+        None => {
+            println!("\n## auto's decisions, {name}\n\n```text");
+            lines.iter().for_each(|l| println!("{l}"));
+            println!("```");
+        }
+    }
+    Ok(())
 }
 
 fn main() -> Res<()> {
@@ -289,6 +366,7 @@ fn main() -> Res<()> {
     let listed =
         |name: &str| option(name).map(|l| l.split(',').map(String::from).collect::<Vec<_>>());
     let (only_jobs, only_backends) = (listed("--jobs"), listed("--backends"));
+    let log_dir = option("--log").map(PathBuf::from);
     let k = usize::from(short);
     let mut jobs: Vec<(String, usize, usize)> =
         vec![("photos".into(), 0, 1), ("frames".into(), frames, 1)];
@@ -313,6 +391,8 @@ fn main() -> Res<()> {
     println!("\n| job | backend | cold items/s | warm-cache items/s | warm items/s |");
     println!("|---|---|---|---|---|");
     let mut worst = f64::INFINITY;
+    // Per job and state, Auto's log lines (`SKEL_TUNE_LOG`), shown after the table.
+    let mut logs: Vec<(String, Vec<String>)> = Vec::new();
     for (job, arg, reps) in &jobs {
         let mut rows: Vec<(String, [f64; 3], String)> = Vec::new();
         for b in &backends {
@@ -323,6 +403,15 @@ fn main() -> Res<()> {
             let warm_cache = spawn(job, b, *arg, *reps, &dir.join("tune-warm"), &cache)?;
             let warm = spawn(job, b, *arg, *reps, &dir.join("tune-warm"), &cache)?;
             let _ = std::fs::remove_dir_all(&dir);
+            for (state, run) in [
+                ("cold", &cold),
+                ("warm-cache", &warm_cache),
+                ("warm", &warm),
+            ] {
+                if !run.2.is_empty() {
+                    logs.push((format!("{job}-{state}"), run.2.clone()));
+                }
+            }
             rows.push((b.clone(), [cold.0, warm_cache.0, warm.0], cold.1));
         }
         let best: Vec<f64> = (0..3)
@@ -343,6 +432,9 @@ fn main() -> Res<()> {
         );
     }
     println!("\nworst auto/best: {worst:.2} (target >= 0.9)");
+    for (name, lines) in &logs {
+        show_log(log_dir.as_deref(), name, lines)?;
+    }
     let _ = std::fs::remove_dir_all(&root);
     Ok(())
 }

@@ -31,13 +31,17 @@
 //! bucket's next measurement replaces it), so a job whose every call has a new size leaves
 //! calibration (Rayon's thread pool is created before anything is timed; a first run more
 //! than [`SKIP`] times slower than another backend's measurement predicts is dropped, and
-//! its backend runs again). A call right after an `Auto` call on another backend is not recorded
-//! either (a switch between devices, or between host and device, costs the call after it;
-//! at most [`MAX_WARMUPS`] times per bucket, for threads that keep switching). Then, as
+//! its backend runs again). A call right after an `Auto` call on another backend is not
+//! recorded either where a device is on either side of the switch (a switch between
+//! devices, or between host and device, costs the call after it; at most [`MAX_WARMUPS`]
+//! times per bucket, for threads that keep switching); between `cpu` and Rayon it is. Then, as
 //! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
 //! fastest candidates' times overlap and one of them is wider than ±[`STABLE`] of its mean,
 //! one of them runs again (up to [`MAX_SAMPLES`] per bucket; a bucket of one measurement
-//! counts as ±25 %). Results are always those of
+//! counts as ±25 %). Between the two host backends a candidate's prediction from the
+//! other's measurement scales only the part above the launch cost (a compute-bound call
+//! measured on Rayon is about as many times slower on `cpu` as Rayon has threads).
+//! Results are always those of
 //! the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
 //! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
 //!
@@ -49,7 +53,8 @@
 //! `tune/` next to the compiled kernels (see [`crate::config::CACHE_DIR`]), written when a
 //! calibration pauses (the first decision after new samples that needs no measurement)
 //! and, for a job that never pauses, as its main thread exits (a bucket measured only by a
-//! first run is not saved);
+//! first run is saved as such, and the next steady run replaces it, in a later process
+//! too, so a job of a few calls does not try the same candidates again in every process);
 //! deleting it only costs recalibration. A file that is damaged, of another version, or of
 //! the earlier text format (`model-v2.txt`) is reported in a log warning (the `log` crate,
 //! target `skel::tune`) and `Backend::Auto` calibrates afresh, replacing it on the next save.
@@ -351,8 +356,6 @@ struct Tuner {
     /// the first run of a new size there is timed as a measurement (pessimistic: it
     /// allocates), not as a warm-up. Host backends have no kernel to load.
     loaded: std::collections::HashSet<(Key, Backend)>,
-    /// Buckets whose only measurement is such a first run: the first steady run replaces it.
-    provisional: std::collections::HashSet<(Key, Backend, u32)>,
     /// Functions and backends whose first run was dropped as far slower than another
     /// backend's measurement predicted: once only (a backend truly that much slower than
     /// the priors say would otherwise never be recorded in a job of ever new sizes).
@@ -397,7 +400,6 @@ impl Tuner {
             explore_ns: 0.0,
             first_runs: HashMap::new(),
             loaded: Default::default(),
-            provisional: Default::default(),
             doubted: Default::default(),
             cores: rayon_threads(),
             sim: None,
@@ -420,6 +422,18 @@ impl Tuner {
             Some(sim) => sim.last == Some(backend),
             None => ran_last(backend),
         }
+    }
+
+    /// Whether a run on `backend` now is timed as a steady run would be: the last `Auto`
+    /// call ran there too, or both are host backends (a switch between `cpu` and Rayon
+    /// moves nothing and loads nothing; only one to or from a device costs the call after
+    /// it, which is then a warm-up).
+    fn switch_free(&self, backend: Backend) -> bool {
+        let last = match self.sim {
+            Some(sim) => sim.last,
+            None => last_ran(),
+        };
+        last == Some(backend) || last.is_some_and(|l| !is_device(l)) && !is_device(backend)
     }
 
     /// The roofline prior of `call` on `backend` ([`prior_at`]) at `n` elements.
@@ -445,14 +459,28 @@ impl Tuner {
     fn estimate(&self, call: &Call, c: &Candidate, rows: &[Candidate]) -> f64 {
         let compute = c.predicted_ns.unwrap_or_else(|| {
             let n = call.size as f64;
-            let own = self.prior(call, c.backend, n);
-            let scaled = rows
-                .iter()
-                .find_map(|r| Some((r.predicted_ns?, self.prior(call, r.backend, n))))
-                .map_or(own, |(measured, prior)| measured * own / prior);
-            scaled
+            rows.iter()
+                .find_map(|r| Some(self.scaled(call, r.backend, r.predicted_ns?, c.backend)))
+                .unwrap_or_else(|| self.prior(call, c.backend, n))
         });
         compute + c.transfer_ns
+    }
+
+    /// The compute time of `call` on `to` predicted from `measured` on `from`: the measured
+    /// time scaled by the ratio of their roofline priors; but between the two host
+    /// backends, which share one model of the cores, a measurement above `from`'s prior is
+    /// read as its launch cost plus work, and only the work is scaled (a compute-bound call
+    /// measured at 2.6 ms on 16 cores' Rayon is about 16 times that on `cpu`, not the 4
+    /// times a prior dominated by Rayon's launch cost says).
+    fn scaled(&self, call: &Call, from: Backend, measured: f64, to: Backend) -> f64 {
+        let n = call.size as f64;
+        let (from_fixed, from_work) = prior_parts(call, from, n, self.cores);
+        let (to_fixed, to_work) = prior_parts(call, to, n, self.cores);
+        let host = |b| matches!(b, Backend::Cpu | Backend::Rayon);
+        if host(from) && host(to) && from_work > 0.0 && measured >= from_fixed + from_work {
+            return to_fixed + (measured - from_fixed) * to_work / from_work;
+        }
+        measured * (to_fixed + to_work) / (from_fixed + from_work).max(1e-9)
     }
 
     /// What trying `c` is predicted to cost: [`Tuner::estimate`], but at least the time of
@@ -537,7 +565,7 @@ impl Tuner {
             let first = "first run of this size, counted (its kernel is loaded; allocation \
                          included, replaced by the next run)";
             (Measure::FirstRun, format!("calibrating: {why}; {first}"))
-        } else if warm && (self.ran_last(b) || warmups >= MAX_WARMUPS) {
+        } else if warm && (self.switch_free(b) || warmups >= MAX_WARMUPS) {
             (Measure::Sample, format!("calibrating: {why}"))
         } else if warm {
             (
@@ -611,8 +639,8 @@ impl Tuner {
         }
         if d.measure == Measure::FirstRun {
             self.models.record(&call.key, backend, call.size, ns);
-            self.provisional.insert(bucket.clone());
-        } else if self.provisional.remove(&bucket) {
+            self.models.provisional.insert(bucket.clone());
+        } else if self.models.provisional.remove(&bucket) {
             self.models.replace(&call.key, backend, call.size, ns);
         } else {
             self.models.record(&call.key, backend, call.size, ns);
@@ -625,16 +653,14 @@ impl Tuner {
     }
 
     /// The compute time of `call` on `backend` predicted from the other backends'
-    /// measurements of the function (each scaled by the ratio of the priors; the most
+    /// measurements of the function (each scaled as [`Tuner::scaled`] says; the most
     /// generous of them), if any has one.
     fn predicted_by_others(&self, call: &Call, backend: Backend) -> Option<f64> {
-        let n = call.size as f64;
-        let own = self.prior(call, backend, n);
         self.models
             .history
             .keys()
             .filter(|(k, b)| *k == call.key && *b != backend)
-            .filter_map(|&(_, b)| Some(self.predicted(call, b)? * own / self.prior(call, b, n)))
+            .filter_map(|&(_, b)| Some(self.scaled(call, b, self.predicted(call, b)?, backend)))
             .reduce(f64::max)
     }
 
@@ -647,6 +673,7 @@ impl Tuner {
     fn drop_outlying_first_runs(&mut self, call: &Call, measured: Backend) {
         let b = bucket_of(call.size);
         let suspects: Vec<Backend> = self
+            .models
             .provisional
             .iter()
             .filter(|(k, other, pb)| *k == call.key && *other != measured && *pb == b)
@@ -670,26 +697,11 @@ impl Tuner {
                 && self.doubted.insert((call.key.clone(), other))
             {
                 self.models.history.remove(&(call.key.clone(), other));
-                self.provisional.remove(&(call.key.clone(), other, b));
+                self.models
+                    .provisional
+                    .remove(&(call.key.clone(), other, b));
             }
         }
-    }
-
-    /// The models as saved: without the buckets whose only measurement is a first run (a
-    /// file keeps no such mark, and the next process would average the pessimistic run in
-    /// as a normal sample).
-    fn to_save(&self) -> Models {
-        let mut models = self.models.clone();
-        for (key, backend, bucket) in &self.provisional {
-            let k = (key.clone(), *backend);
-            if let Some(h) = models.history.get_mut(&k) {
-                h.remove(bucket);
-                if h.is_empty() {
-                    models.history.remove(&k);
-                }
-            }
-        }
-        models
     }
 
     fn save(&mut self) {
@@ -702,8 +714,8 @@ impl Tuner {
         self.unsaved = false;
         let Some(dir) = &self.dir else { return };
         let saved = match wait {
-            true => model::save(dir, &self.to_save()).map(|()| true),
-            false => model::save_if_unlocked(dir, &self.to_save()),
+            true => model::save(dir, &self.models).map(|()| true),
+            false => model::save_if_unlocked(dir, &self.models),
         };
         if let Ok(false) = saved {
             log::debug!(
@@ -791,6 +803,12 @@ fn ran_last(backend: Backend) -> bool {
     LAST_RAN.load(Ordering::Relaxed) == backend as u8 + 1
 }
 
+/// The backend the last `Auto` call ran on, if any.
+fn last_ran() -> Option<Backend> {
+    let v = LAST_RAN.load(Ordering::Relaxed);
+    Backend::ALL.into_iter().find(|&b| b as u8 + 1 == v)
+}
+
 /// What each thread keeps: one thread-local, so the fast path pays one access.
 #[derive(Default)]
 struct Local {
@@ -864,21 +882,29 @@ pub(crate) fn remembered(fast: &FastKey, size: usize) -> Option<Decision> {
 /// in place) with Rayon on `cores` threads: its bytes (read, and about half as many
 /// written) over the device class's default bandwidth, plus a launch.
 fn prior_at(call: &Call, backend: Backend, n: f64, cores: usize) -> f64 {
+    let (latency, work) = prior_parts(call, backend, n, cores);
+    latency + work
+}
+
+/// [`prior_at`] as its two parts: the fixed cost of a launch, and the part in proportion to
+/// the bytes (ns).
+fn prior_parts(call: &Call, backend: Backend, n: f64, cores: usize) -> (f64, f64) {
     let per_elem = call.total_bytes.max(call.size as u64) as f64 / call.size.max(1) as f64;
     let bytes = per_elem * n * 1.5;
     let cores = cores.max(1) as f64;
     let one_core = bytes / CORE_BYTES_PER_S * 1e9;
     let all_cores = one_core / cores + RAYON_LATENCY_NS;
     match backend {
-        Backend::Cpu => one_core,
+        Backend::Cpu => (0.0, one_core),
         // Below its chunk size Rayon runs inline, as fast as `cpu`.
-        Backend::Rayon => one_core.min(all_cores),
-        Backend::Cuda => bytes / GPU_BYTES_PER_S * 1e9 + CUDA_LATENCY_NS,
+        Backend::Rayon if one_core <= all_cores => (0.0, one_core),
+        Backend::Rayon => (RAYON_LATENCY_NS, one_core / cores),
+        Backend::Cuda => (CUDA_LATENCY_NS, bytes / GPU_BYTES_PER_S * 1e9),
         Backend::OpenCl if crate::backends::opencl_is_gpu() => {
-            bytes / GPU_BYTES_PER_S * 1e9 + OPENCL_LATENCY_NS
+            (OPENCL_LATENCY_NS, bytes / GPU_BYTES_PER_S * 1e9)
         }
         // An OpenCL CPU device (PoCL) has the cores Rayon has.
-        _ => one_core / cores + OPENCL_LATENCY_NS,
+        _ => (OPENCL_LATENCY_NS, one_core / cores),
     }
 }
 

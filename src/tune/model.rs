@@ -12,7 +12,7 @@
 //! samples. A file that is damaged or of another version is reported in a log warning and
 //! replaced on the next save; the models start afresh.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt;
@@ -127,6 +127,10 @@ pub(crate) const EXTRAPOLATE: u32 = 4;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Models {
     pub history: BTreeMap<(Key, Backend), BTreeMap<u32, Bucket>>,
+    /// Buckets whose only measurement is a device's (or a host backend's) first run of the
+    /// size in a process: pessimistic (fresh allocations), replaced by the bucket's next
+    /// steady run, in this process or a later one (saved with a `first_run` mark).
+    pub provisional: BTreeSet<(Key, Backend, u32)>,
     /// Bytes per second between host and device, per device backend.
     pub link: BTreeMap<Backend, f64>,
 }
@@ -181,7 +185,7 @@ impl Models {
     }
 
     /// Replaces the history of the bucket of `n` on `backend` with one measurement: a
-    /// steady run supersedes a pessimistic first run (see `Tuner::provisional`).
+    /// steady run supersedes a pessimistic first run (see [`Models::provisional`]).
     pub(crate) fn replace(&mut self, key: &Key, backend: Backend, n: usize, ns: f64) {
         if let Some(h) = self.history.get_mut(&(key.clone(), backend)) {
             h.remove(&bucket_of(n));
@@ -220,14 +224,27 @@ impl Models {
     }
 
     /// Merges `other` into these models: per bucket the history with more samples wins
-    /// (both are usually the same samples, one saved earlier); links from `self` win.
+    /// (both are usually the same samples, one saved earlier), and of two as long a steady
+    /// one over a first run; links from `self` win.
     pub(crate) fn merge(&mut self, other: &Models) {
         for (k, buckets) in &other.history {
             let mine = self.history.entry(k.clone()).or_default();
             for (b, theirs) in buckets {
-                let keep = mine.get(b).is_some_and(|m| m.count >= theirs.count);
+                let at = (k.0.clone(), k.1, *b);
+                let (mine_first, theirs_first) = (
+                    self.provisional.contains(&at),
+                    other.provisional.contains(&at),
+                );
+                let keep = mine.get(b).is_some_and(|m| {
+                    m.count > theirs.count
+                        || m.count == theirs.count && (!mine_first || theirs_first)
+                });
                 if !keep {
                     mine.insert(*b, *theirs);
+                    match theirs_first {
+                        true => self.provisional.insert(at),
+                        false => self.provisional.remove(&at),
+                    };
                 }
             }
         }
@@ -313,6 +330,10 @@ struct BucketRecord {
     mean_n: f64,
     mean_ns: f64,
     m2_ns: f64,
+    /// Only a first run measured it ([`Models::provisional`]); written only where true, so
+    /// files without such buckets read as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    first_run: bool,
 }
 
 impl Models {
@@ -337,11 +358,13 @@ impl Models {
                     buckets: buckets
                         .iter()
                         .map(|(b, h)| {
+                            let at = (key.clone(), *backend, *b);
                             let record = BucketRecord {
                                 count: h.count,
                                 mean_n: h.mean_n,
                                 mean_ns: h.mean_ns,
                                 m2_ns: h.m2_ns,
+                                first_run: self.provisional.contains(&at),
                             };
                             (*b, record)
                         })
@@ -389,7 +412,7 @@ impl Models {
                 types: h.types,
                 function: h.function,
             };
-            let buckets = m.history.entry((key, backend)).or_default();
+            let buckets = m.history.entry((key.clone(), backend)).or_default();
             for (b, r) in h.buckets {
                 let sane = r.count > 0
                     && r.mean_ns.is_finite()
@@ -407,6 +430,9 @@ impl Models {
                     m2_ns: r.m2_ns,
                 };
                 buckets.insert(b, bucket);
+                if r.first_run {
+                    m.provisional.insert((key.clone(), backend, b));
+                }
             }
         }
         Ok(m)
@@ -605,9 +631,17 @@ mod tests {
         m.record(&key(), Backend::Cuda, 4000, 0.1 + 0.2);
         m.record(&key(), Backend::Rayon, 1 << 20, 7.0e6);
         m.link.insert(Backend::Cuda, 2.5e10);
+        m.provisional
+            .insert((key(), Backend::Rayon, bucket_of(1 << 20)));
         let text = m.to_json();
         let back = Models::from_json(&text).unwrap();
-        assert_eq!(back, m, "floats round-trip exactly");
+        assert_eq!(back, m, "floats and first-run marks round-trip exactly");
+        assert_eq!(text.matches("\"first_run\": true").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("first_run").count(),
+            1,
+            "only where true: {text}"
+        );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["format"], "skel-tune");
         assert_eq!(v["version"], VERSION);
@@ -705,6 +739,19 @@ mod tests {
         b.record(&key(), Backend::Rayon, 100, 5.0);
         a.merge(&b);
         assert_eq!(a, b);
+        // Of two buckets of one run each, a steady one wins over a first run, either way.
+        let first = (key(), Backend::Cuda, bucket_of(100));
+        let mut early = Models::default();
+        early.record(&key(), Backend::Cuda, 100, 90.0);
+        early.provisional.insert(first.clone());
+        let mut steady = Models::default();
+        steady.record(&key(), Backend::Cuda, 100, 30.0);
+        let mut merged = early.clone();
+        merged.merge(&steady);
+        assert_eq!(merged, steady);
+        merged = steady.clone();
+        merged.merge(&early);
+        assert_eq!(merged, steady);
     }
 
     /// Without the lock, two saves that read the file before either wrote it lose one
