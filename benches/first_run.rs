@@ -105,9 +105,10 @@ impl log::Log for StderrLog {
     fn flush(&self) {}
 }
 
-/// Installs [`StderrLog`] where `SKEL_TUNE_LOG` is on (read through `skel::config`).
+/// Installs [`StderrLog`] where `SKEL_TUNE_LOG` is on (read through `skel::config`; a
+/// malformed value is the library's to report, and logs nothing here).
 fn log_to_stderr(start: Instant) {
-    if !skel::config::TUNE_LOG.value() {
+    if !skel::config::TUNE_LOG.get().unwrap_or(false) {
         return;
     }
     let logger: &'static StderrLog = Box::leak(Box::new(StderrLog(start)));

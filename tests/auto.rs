@@ -514,10 +514,52 @@ fn fresh_kernel(x: f32) -> f32 {
     x * x * 0.25 - x + 3.0
 }
 
+#[userfn]
+fn fresh_window(w: Window2<f32>) -> f32 {
+    0.5 * w[(0, 0)] + 0.25 * (w[(-1, 0)] + w[(0, 1)]) - 0.125 * w[(1, -1)]
+}
+
+/// Calls `auto` (one Auto call of a function whose kernel is not built yet, after a model
+/// that makes `gpu` far faster) until one runs on `gpu`: each result must be `want`. On
+/// CUDA the calls run on the host while the kernel compiles in the background (unless the
+/// disk cache has it), then on the device; OpenCL builds in place (the first call runs
+/// there).
+fn host_then_device(gpu: Backend, want: &[f32], mut auto: impl FnMut() -> Vec<f32>) {
+    let (mut on_host, mut then_device) = (0, false);
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(120) {
+        let got = auto();
+        let why = explain().unwrap();
+        assert_eq!(got, want, "{why}");
+        match why.choice {
+            Choice::Backend(b) if b == gpu => {
+                then_device = true;
+                break;
+            }
+            Choice::Backend(b) => {
+                assert!(!skel::Backend::available().is_empty() && b != gpu);
+                if on_host == 0 {
+                    assert!(why.reason.contains("compiling in the background"), "{why}");
+                }
+                on_host += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // CUDA: a compile runs behind while the host serves (a binary in the disk cache from
+    // an earlier run loads at once, the first call then on the device); OpenCL builds in
+    // place, on the calling thread.
+    if gpu != Backend::Cuda {
+        assert_eq!(on_host, 0, "OpenCL builds in place, on the calling thread");
+    }
+    assert!(then_device, "the device never took over");
+}
+
 /// A device whose kernel is not built yet: on CUDA the calls run on the host while it
-/// compiles in the background (unless the disk cache has it), then on the device (OpenCL
-/// builds in place: the first call runs there); every result is the oracle's, also for operands that are valid on the
-/// device only when the host runs the call.
+/// compiles in the background, then on the device ([`host_then_device`]); every result is
+/// the oracle's, also for operands that are valid on the device only when the host runs
+/// the call.
 #[test]
 fn calls_run_on_the_host_while_the_kernel_compiles_then_on_the_device() {
     let _s = serial();
@@ -557,39 +599,60 @@ fn calls_run_on_the_host_while_the_kernel_compiles_then_on_the_device() {
         .backend(Backend::Cpu)
         .run(&want_dev, &mut want)
         .unwrap();
-    let (mut on_host, mut then_device) = (0, false);
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(120) {
+    host_then_device(gpu, &want.to_vec(), || {
         let mut y = Vector::zeroed(n);
         Map::new(fresh_kernel)
             .backend(Backend::Auto)
             .run(&on_device, &mut y)
             .unwrap();
-        let why = explain().unwrap();
-        assert_eq!(y.to_vec(), want.to_vec(), "{why}");
-        match why.choice {
-            Choice::Backend(b) if b == gpu => {
-                then_device = true;
-                break;
-            }
-            Choice::Backend(b) => {
-                assert!(!skel::Backend::available().is_empty() && b != gpu);
-                if on_host == 0 {
-                    assert!(why.reason.contains("compiling in the background"), "{why}");
-                }
-                on_host += 1;
-            }
-            other => panic!("{other:?}"),
+        y.to_vec()
+    });
+    set_model_dir(None);
+}
+
+/// The same for a 2D MapOverlap (SkePU's median is one): its CUDA kernel compiles in the
+/// background too, the calls on the host meanwhile, on an input valid on the device only.
+#[test]
+fn a_stencil_runs_on_the_host_while_its_kernel_compiles() {
+    let _s = serial();
+    let Some(gpu) = device() else { return };
+    let (rows, cols) = (96, 130);
+    set_model_dir(None);
+    let stencil = || MapOverlap::new(fresh_window, (1, 1)).edge(Edge::Duplicate);
+    let mut tmp = Matrix::zeroed(3, 3);
+    stencil()
+        .backend(Backend::Auto)
+        .run(&Matrix::from_fn(3, 3, |r, c| (r + c) as f32), &mut tmp)
+        .unwrap();
+    let probe = explain().unwrap();
+    use_model("background-stencil", &probe, &[rows * cols], |b| {
+        if b == gpu {
+            1e3
+        } else {
+            1e7
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    // CUDA: a compile runs behind while the host serves (a binary in the disk cache from
-    // an earlier run loads at once, the first call then on the device); OpenCL builds in
-    // place, on the calling thread.
-    if gpu != Backend::Cuda {
-        assert_eq!(on_host, 0, "OpenCL builds in place, on the calling thread");
-    }
-    assert!(then_device, "the device never took over");
+    });
+    let x = Matrix::from_fn(rows, cols, |r, c| ((r * 31 + c * 7) % 53) as f32);
+    let mut on_device = Matrix::zeroed(rows, cols);
+    let mut want_dev = Matrix::zeroed(rows, cols);
+    Map::new(poly).backend(gpu).run(&x, &mut on_device).unwrap();
+    Map::new(poly)
+        .backend(Backend::Cpu)
+        .run(&x, &mut want_dev)
+        .unwrap();
+    let mut want = Matrix::zeroed(rows, cols);
+    stencil()
+        .backend(Backend::Cpu)
+        .run(&want_dev, &mut want)
+        .unwrap();
+    host_then_device(gpu, &want.to_vec(), || {
+        let mut y = Matrix::zeroed(rows, cols);
+        stencil()
+            .backend(Backend::Auto)
+            .run(&on_device, &mut y)
+            .unwrap();
+        y.to_vec()
+    });
     set_model_dir(None);
 }
 

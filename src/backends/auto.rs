@@ -429,16 +429,26 @@ impl Execute for Auto {
     }
 
     fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()> {
-        let inputs = plan.inputs;
-        self.single::<S::F, _, _, _>(
-            &inputs,
-            &(plan.array,),
-            "map_array",
-            type_name::<<S::F as UserFn>::Out>(),
-            plan.out.shape().len(),
-            false,
-            |b, o| concrete!(b, o, self.name, |exec| exec.map_array(plan)),
-        )
+        let plan::MapArray {
+            array,
+            inputs,
+            mut out,
+            uniforms,
+        } = plan;
+        let n = out.shape().len();
+        let out_type = type_name::<<S::F as UserFn>::Out>();
+        let (d, call) =
+            self.decide::<S::F, _, _>(&inputs, &(array,), "map_array", out_type, n, false)?;
+        // As a stencil: a device asks for its kernel before it moves or writes anything.
+        self.run_again(call.as_ref(), d, |b, o| {
+            let plan = plan::MapArray::<S> {
+                array,
+                inputs,
+                out: out.reborrow(),
+                uniforms,
+            };
+            concrete!(b, o, self.name, |exec| exec.map_array(plan))
+        })
     }
 
     fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
@@ -592,32 +602,55 @@ impl Execute for Auto {
     }
 
     fn map_overlap<F: WindowFn>(&self, plan: plan::MapOverlap<'_, F>) -> Result<()> {
-        let skeleton = match plan.axis {
+        let plan::MapOverlap {
+            input,
+            mut out,
+            stencil,
+            axis,
+            uniforms,
+        } = plan;
+        let skeleton = match axis {
             Axis::Rows => "map_overlap_rows",
             Axis::Cols => "map_overlap_cols",
             Axis::Flat => "map_overlap",
         };
-        self.single::<F, _, _, _>(
-            &(plan.input,),
-            &(),
-            skeleton,
-            type_name::<F::Out>(),
-            plan.input.shape().len(),
-            false,
-            |b, o| concrete!(b, o, self.name, |exec| exec.map_overlap(plan)),
-        )
+        let n = input.shape().len();
+        let out_type = type_name::<F::Out>();
+        let (d, call) = self.decide::<F, _, _>(&(input,), &(), skeleton, out_type, n, false)?;
+        // A device whose stencil kernel is not built yet asks for it before it moves or
+        // writes anything: the call runs on the host while it compiles (`run_again`).
+        self.run_again(call.as_ref(), d, |b, o| {
+            let plan = plan::MapOverlap::<F> {
+                input,
+                out: out.reborrow(),
+                stencil,
+                axis,
+                uniforms,
+            };
+            concrete!(b, o, self.name, |exec| exec.map_overlap(plan))
+        })
     }
 
     fn map_overlap_2d<F: Window2Fn>(&self, plan: plan::MapOverlap2d<'_, F>) -> Result<()> {
-        self.single::<F, _, _, _>(
-            &(plan.input,),
-            &(),
-            "map_overlap_2d",
-            type_name::<F::Out>(),
-            plan.input.shape().len(),
-            false,
-            |b, o| concrete!(b, o, self.name, |exec| exec.map_overlap_2d(plan)),
-        )
+        let plan::MapOverlap2d {
+            input,
+            mut out,
+            stencil,
+            uniforms,
+        } = plan;
+        let n = input.shape().len();
+        let out_type = type_name::<F::Out>();
+        let (d, call) =
+            self.decide::<F, _, _>(&(input,), &(), "map_overlap_2d", out_type, n, false)?;
+        self.run_again(call.as_ref(), d, |b, o| {
+            let plan = plan::MapOverlap2d::<F> {
+                input,
+                out: out.reborrow(),
+                stencil,
+                uniforms,
+            };
+            concrete!(b, o, self.name, |exec| exec.map_overlap_2d(plan))
+        })
     }
 
     fn map_pairs<S: PairsSig>(&self, plan: plan::MapPairs<'_, '_, S>) -> Result<()> {

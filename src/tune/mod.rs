@@ -34,16 +34,16 @@
 //! its backend runs again). A call right after an `Auto` call on another backend is not
 //! recorded either where a device is on either side of the switch (a switch between
 //! devices, or between host and device, costs the call after it; at most [`MAX_WARMUPS`]
-//! times per bucket, for threads that keep switching); between `cpu` and Rayon it is. Then, as
-//! StarPU keeps calibrating until a model is stable: while the 95 % intervals of the two
-//! fastest candidates' times overlap and one of them is wider than ±[`STABLE`] of its mean,
-//! one of them runs again (up to [`MAX_SAMPLES`] per bucket; a bucket of one measurement
-//! counts as ±25 %). Between the two host backends a candidate's prediction from the
-//! other's measurement scales only the part above the launch cost (a compute-bound call
-//! measured on Rayon is about as many times slower on `cpu` as Rayon has threads).
-//! Results are always those of
-//! the backend that ran. [`calibrate`] measures the host-device links. The sequential `cpu`
-//! backend is a candidate up to [`CPU_MAX`] elements only, where Rayon is available.
+//! times per bucket, for threads that keep switching); between `cpu` and Rayon it is.
+//! Then, as StarPU keeps calibrating until a model is stable: while the 95 % intervals of
+//! the two fastest candidates' times overlap and one of them is wider than ±[`STABLE`] of
+//! its mean, one of them runs again (up to [`MAX_SAMPLES`] per bucket; a bucket of one
+//! measurement counts as ±25 %). Between the two host backends a candidate's prediction
+//! from the other's measurement scales only the part above the launch cost (a
+//! compute-bound call measured on Rayon is about as many times slower on `cpu` as Rayon
+//! has threads). Results are always those of the backend that ran. [`calibrate`] measures
+//! the host-device links. The sequential `cpu` backend is a candidate up to [`CPU_MAX`]
+//! elements only, where Rayon is available.
 //!
 //! Map, Reduce and MapReduce calls large enough that both Rayon and a GPU pay are split
 //! between them in proportion to their predicted throughput (SkePU's hybrid backend):
@@ -572,10 +572,15 @@ impl Tuner {
                 Measure::Warmup,
                 "calibrating: first run after a call elsewhere".into(),
             )
-        } else {
+        } else if is_device(b) {
             (
                 Measure::Warmup,
                 "calibrating: first run of this size (kernel build, allocation, upload)".into(),
+            )
+        } else {
+            (
+                Measure::Warmup,
+                "calibrating: first run of this size in this process (fresh memory)".into(),
             )
         };
         (

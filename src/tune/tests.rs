@@ -12,6 +12,9 @@ struct Machine {
     alloc_ns: f64,
 }
 
+/// A job's decisions: where each call ran, how it was measured, and why.
+type Decisions = Vec<(Backend, Decision, String)>;
+
 /// One job: the tuner, the simulated machine, and what the decisions did.
 struct Job {
     t: Tuner,
@@ -19,7 +22,7 @@ struct Job {
     backends: Vec<Backend>,
     ran_once: std::collections::HashSet<(Backend, u32)>,
     loaded: std::collections::HashSet<Backend>,
-    decisions: Vec<(Backend, Decision, String)>,
+    decisions: Decisions,
     spent_ns: f64,
     /// What a host backend's first run in the process adds (Rayon creating its pool).
     cold_host_ns: f64,
@@ -52,7 +55,7 @@ impl Job {
     }
 
     /// The process exits: its models are saved as at the main thread's exit.
-    fn exit(mut self) -> Vec<(Backend, Decision, String)> {
+    fn exit(mut self) -> Decisions {
         if self.t.unsaved {
             self.t.save_with(false);
         }
@@ -443,7 +446,7 @@ fn coulombic_machine(cores: usize) -> Machine {
 
 /// The bench's coulombic job (three calls a process) in three processes sharing the
 /// model file: cold, then warm twice. Each job's time, and its decisions.
-fn coulombic_processes(cores: usize, dir: &Path) -> Vec<(f64, Vec<(Backend, Decision, String)>)> {
+fn coulombic_processes(cores: usize, dir: &Path) -> Vec<(f64, Decisions)> {
     let _ = std::fs::remove_dir_all(dir);
     let runs = (0..3)
         .map(|_| {
