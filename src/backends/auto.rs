@@ -429,26 +429,16 @@ impl Execute for Auto {
     }
 
     fn map_array<'a, S: MapArraySig<'a>>(&self, plan: plan::MapArray<'_, 'a, S>) -> Result<()> {
-        let plan::MapArray {
-            array,
-            inputs,
-            mut out,
-            uniforms,
-        } = plan;
-        let n = out.shape().len();
-        let out_type = type_name::<<S::F as UserFn>::Out>();
-        let (d, call) =
-            self.decide::<S::F, _, _>(&inputs, &(array,), "map_array", out_type, n, false)?;
-        // As a stencil: a device asks for its kernel before it moves or writes anything.
-        self.run_again(call.as_ref(), d, |b, o| {
-            let plan = plan::MapArray::<S> {
-                array,
-                inputs,
-                out: out.reborrow(),
-                uniforms,
-            };
-            concrete!(b, o, self.name, |exec| exec.map_array(plan))
-        })
+        let inputs = plan.inputs;
+        self.single::<S::F, _, _, _>(
+            &inputs,
+            &(plan.array,),
+            "map_array",
+            type_name::<<S::F as UserFn>::Out>(),
+            plan.out.shape().len(),
+            false,
+            |b, o| concrete!(b, o, self.name, |exec| exec.map_array(plan)),
+        )
     }
 
     fn reduce<S: FoldSig>(&self, plan: plan::Reduce<'_, S>) -> Result<S::T> {
