@@ -22,7 +22,10 @@
 //! [`crate::config::TUNE_BUDGET`] sets the share). While a CUDA kernel compiles (NVRTC on a
 //! thread of its own, started by the first call that needs it; the module is then loaded by
 //! the next call, on its own thread), CUDA is no candidate for that function: its calls run
-//! on the host until the kernel is ready. (OpenCL programs are built in place:
+//! on the host until the kernel is ready. Only a call CUDA is predicted fastest for starts
+//! a compile; a trial of CUDA as another candidate runs only where the kernel is built, and
+//! where it is not, CUDA is tried no more for the function until a build finishes. (OpenCL
+//! programs are built in place:
 //! `clBuildProgram` needs the driver, and no thread but a caller's enters a driver.)
 //! An OpenCL CPU device (PoCL) is a candidate only once a call on `Backend::OpenCl`
 //! opened it (its worker threads slow Rayon down on the same cores). The first call of a
@@ -345,6 +348,10 @@ struct Tuner {
     /// Device backends whose kernel for a function is being compiled: no candidates for
     /// it until a build finishes.
     compiling: std::collections::HashSet<(Key, Backend)>,
+    /// Device backends whose kernel for a function is not built, and whose trial was not
+    /// worth a compile: no trials of them until a build finishes (they still run where
+    /// predicted fastest, which compiles).
+    unbuilt: std::collections::HashSet<(Key, Backend)>,
     /// When the first `Auto` call of the job was decided.
     started: Option<std::time::Instant>,
     /// Time spent trying candidates other than the predicted best (ns).
@@ -396,6 +403,7 @@ impl Tuner {
             unsaved: false,
             warmed: HashMap::new(),
             compiling: Default::default(),
+            unbuilt: Default::default(),
             started: None,
             explore_ns: 0.0,
             first_runs: HashMap::new(),
@@ -945,7 +953,9 @@ pub(crate) fn host_backend() -> Backend {
 /// Notes that `call` (where known) could not run on `backend` because its kernel is still
 /// compiling in the background (`started`), or is not built and not worth building for a
 /// trial, and that it ran on `host` instead: `backend` is no candidate for the call's
-/// function until a kernel build finishes ([`kernel_ready`]).
+/// function until a kernel build finishes ([`kernel_ready`]), or in the second case no
+/// candidate for a trial (it still runs the calls it is predicted fastest for, which start
+/// the compile).
 pub(crate) fn compiling(
     call: Option<&Call>,
     backend: Backend,
@@ -955,13 +965,19 @@ pub(crate) fn compiling(
 ) {
     // Only a compile under way rules the device out for the function (until a compile
     // finishes, [`kernel_ready`]); a trial that was not worth a compile leaves it a
-    // candidate, and a compile that finished since the call began must not leave the mark.
-    if let Some(call) = call.filter(|_| started) {
+    // candidate where it is predicted fastest, but no more trials elsewhere (each would
+    // run on the host again, untimed, and keep the calls off the remembered decisions);
+    // a compile that finished since the call began must not leave either mark.
+    if let Some(call) = call {
         let mut t = tuner();
         // Read under the tuner's lock: a compile finishing after this reading clears the
         // mark ([`kernel_ready`] takes the lock after counting itself finished).
         let none_finished = crate::backends::kernel_cache::compiles_finished() == finished_before;
-        if none_finished && t.compiling.insert((call.key.clone(), backend)) {
+        let marks = match started {
+            true => &mut t.compiling,
+            false => &mut t.unbuilt,
+        };
+        if none_finished && marks.insert((call.key.clone(), backend)) {
             GENERATION.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -987,6 +1003,7 @@ pub(crate) fn kernel_ready() {
     let Some(t) = TUNER.get() else { return };
     let mut t = t.lock().unwrap_or_else(PoisonError::into_inner);
     t.compiling.clear();
+    t.unbuilt.clear();
     GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
@@ -1244,7 +1261,9 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
         let explore = c.backend != best.backend;
         let cost = t.trial_cost(call, c, rows);
         let ratio = cost / total(best).max(1.0);
-        if explore && ratio > SKIP {
+        if explore && t.unbuilt.contains(&(call.key.clone(), c.backend)) {
+            skipped += &format!("; {} not calibrated: its kernel is not built", c.backend);
+        } else if explore && ratio > SKIP {
             skipped += &format!(
                 "; {} not calibrated: predicted {ratio:.1}x slower",
                 c.backend

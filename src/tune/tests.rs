@@ -537,3 +537,43 @@ fn a_first_run_is_doubted_once() {
     assert!(t.finish(&next, Backend::Rayon, d, 8.0e6), "recorded");
     assert!(t.models.own(&next.key, Backend::Rayon, next.size).is_some());
 }
+
+/// A device trial that was not worth a compile (its kernel is not built) ran on the host,
+/// untimed: the device is tried no more for that function (each trial would run on the
+/// host again and keep the calls from a remembered decision), but where it is predicted
+/// fastest it still runs, which starts the compile.
+#[test]
+fn a_device_not_worth_a_compile_is_not_tried_again() {
+    let mut t = Tuner::open(None);
+    t.cores = 16;
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let call = coulombic_call(256 * 256);
+    for _ in 0..2 {
+        t.models.record(&call.key, Backend::Rayon, call.size, 2.5e6);
+    }
+    let rows =
+        |t: &Tuner, call: &Call| [Backend::Cuda, Backend::Rayon].map(|b| t.candidate(call, b));
+    let (d, why) = choose(&t, &call, &rows(&t, &call));
+    assert_eq!(d.choice, Choice::Backend(Backend::Cuda), "{why}");
+    assert!(d.explore, "{why}");
+    t.unbuilt.insert((call.key.clone(), Backend::Cuda));
+    let (d, why) = choose(&t, &call, &rows(&t, &call));
+    assert_eq!(d.choice, Choice::Backend(Backend::Rayon), "{why}");
+    assert_eq!(d.measure, Measure::No, "{why}");
+    assert!(
+        why.contains("cuda not calibrated: its kernel is not built"),
+        "{why}"
+    );
+    // A call the device is predicted fastest for (3 bytes a pixel, a million pixels).
+    let big = Job::call(1 << 20);
+    for _ in 0..2 {
+        t.models.record(&big.key, Backend::Rayon, big.size, 5.0e6);
+    }
+    t.unbuilt.insert((big.key.clone(), Backend::Cuda));
+    let (d, why) = choose(&t, &big, &rows(&t, &big));
+    assert_eq!(d.choice, Choice::Backend(Backend::Cuda), "{why}");
+    assert!(!d.explore, "{why}");
+}
