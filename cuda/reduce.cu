@@ -153,23 +153,86 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
     out[0] = (unsigned)th;
 }
 
-// out[r] = fold of row r (cols >= 1 values), one warp per row, in order.
+// out[r] = fold of row r (cols >= 1 values), one warp per row, in order: lane l folds the
+// SKEL_ITEMS values of tile t at l * SKEL_ITEMS, an ordered warp fold gives the tile's value,
+// lane 0 folds the tiles in order. Whole tiles go SKEL_UNROLL at a time with every load
+// issued first (16-byte loads where SKEL_VEC allows) and without "has" flags, partial tiles
+// one at a time with them: the same values and folds either way, so a row's result does not
+// depend on the path its tiles took. SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the
+// element's row and column (index parameters), which follow the row's first element: an add
+// and a compare per element, not a division.
+#ifndef SKEL_ELEM_RC
+#define SKEL_ELEM_RC(i, row, col) SKEL_ELEM(i)
+#endif
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
-    (void)skel_base;  // index parameters of SKEL_ELEM: the flat index of the band's first element
     const unsigned lane = threadIdx.x & 31;
     const skel_u64 warps = (skel_u64)gridDim.x * SKEL_NWARPS;
+    const skel_u64 base_row = skel_base / cols;
+    const skel_u64 base_col = skel_base - base_row * cols;
+    (void)base_row;
+    (void)base_col;
+#if SKEL_VEC
+    const bool aligned = ((((size_t)in0) | (size_t)(cols * sizeof(SKEL_T))) & 15) == 0;
+#else
+    const bool aligned = false;
+#endif
+    (void)aligned;
     for (skel_u64 r = (skel_u64)blockIdx.x * SKEL_NWARPS + (threadIdx.x >> 5); r < rows; r += warps) {
         SKEL_T acc = skel_zero<SKEL_T>();
         bool has = false;
         const skel_u64 row0 = r * cols;
-        for (skel_u64 c = 0; c < cols; c += SKEL_TILE) {
+        skel_u64 c = 0;
+        for (; c + SKEL_UNROLL * SKEL_TILE <= cols; c += SKEL_UNROLL * SKEL_TILE) {
+            SKEL_T x[SKEL_UNROLL][SKEL_ITEMS];
+#if SKEL_VEC
+            if (aligned) {
+#pragma unroll
+                for (int u = 0; u < SKEL_UNROLL; ++u) {
+                    union { uint4 q; SKEL_T t[SKEL_ITEMS]; } ld;
+                    ld.q = __ldg(reinterpret_cast<const uint4*>(in0 + row0 + c + u * SKEL_TILE + lane * SKEL_ITEMS));
+#pragma unroll
+                    for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = ld.t[k];
+                }
+            } else
+#endif
+            {
+#pragma unroll
+                for (int u = 0; u < SKEL_UNROLL; ++u)
+#pragma unroll
+                    for (int k = 0; k < SKEL_ITEMS; ++k) {
+                        const skel_u64 j = c + u * SKEL_TILE + lane * SKEL_ITEMS + k;
+                        skel_u64 row = base_row + r, col = base_col + j;
+                        if (col >= cols) {
+                            col -= cols;
+                            ++row;
+                        }
+                        x[u][k] = (SKEL_T)(SKEL_ELEM_RC(row0 + j, row, col));
+                    }
+            }
+#pragma unroll
+            for (int u = 0; u < SKEL_UNROLL; ++u) {
+                SKEL_T v = x[u][0];
+#pragma unroll
+                for (int k = 1; k < SKEL_ITEMS; ++k) v = SKEL_OP(v, x[u][k]);
+                skel_warp_reduce_full(v SKEL_FA);
+                if (lane == 0) skel_fold(acc, has, v SKEL_FA);
+            }
+        }
+        for (; c < cols; c += SKEL_TILE) {
             SKEL_T v = skel_zero<SKEL_T>();
             bool h = false;
 #pragma unroll
             for (int k = 0; k < SKEL_ITEMS; ++k) {
                 const skel_u64 j = c + lane * SKEL_ITEMS + k;
-                if (j < cols) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(row0 + j)) SKEL_FA);
+                if (j < cols) {
+                    skel_u64 row = base_row + r, col = base_col + j;
+                    if (col >= cols) {
+                        col -= cols;
+                        ++row;
+                    }
+                    skel_fold(v, h, (SKEL_T)(SKEL_ELEM_RC(row0 + j, row, col)) SKEL_FA);
+                }
             }
             h = skel_warp_reduce(v, h SKEL_FA);
             if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);

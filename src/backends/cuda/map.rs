@@ -195,11 +195,31 @@ pub(crate) fn map_source(
         ("SKEL_CALL(SKEL_I)", call),
         ("SKEL_CALL2(SKEL_I, SKEL_ROW, SKEL_COL)", call2),
     ];
-    if reads.fused() {
-        defines.extend(chain::vector_defines(def, reads, fused, checked));
+    let mut vector = if reads.fused() {
+        chain::vector_defines(def, reads, fused, checked)
     } else {
-        defines.extend(vector_defines(user.entry(), def, checked));
+        vector_defines(user.entry(), def, checked)
+    };
+    // The vectorised loop keeps each element's row and column (`SKEL_RC`): a 2D index
+    // (the consumer's or a lazy input's) takes them instead of a division and a remainder.
+    let mut rc = false;
+    for (name, value) in &mut vector {
+        if *name == "SKEL_CALLV(SKEL_I, SKEL_V)" {
+            let by_rc = value
+                .replace(
+                    "((skel_base + (SKEL_I) + (SKEL_V)) / cols)",
+                    "(skel_r[SKEL_V])",
+                )
+                .replace(
+                    "((skel_base + (SKEL_I) + (SKEL_V)) % cols)",
+                    "(skel_c[SKEL_V])",
+                );
+            rc = by_rc != *value;
+            *value = by_rc;
+        }
     }
+    defines.extend(vector);
+    defines.push(("SKEL_RC", u8::from(rc).to_string()));
     assemble(&user.source, &defines, TEMPLATE)
 }
 
