@@ -2,7 +2,8 @@
 // Defines: SKEL_T (the value type), SKEL_OP(a, b) (the reduce function), SKEL_ELEM(i)
 // (the value at flat position i: in0[i] for Reduce, the map call for MapReduce),
 // SKEL_PARAMS (inputs and uniforms, each preceded by a comma), SKEL_ITEMS (values per lane
-// and tile), SKEL_VEC (1: SKEL_ITEMS values of in0 are one aligned 16-byte load).
+// and tile), SKEL_RITEMS (the same in long rows, skel_reduce_rows), SKEL_VEC (1: in0 may be
+// read as aligned 16-byte words; SKEL_ITEMS values are one).
 //
 // One pass: block b folds elements [b*chunk, (b+1)*chunk) in order (each warp a contiguous
 // part of it, tile by tile: lane l takes SKEL_ITEMS consecutive values, then an ordered
@@ -153,90 +154,105 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
     out[0] = (unsigned)th;
 }
 
-// out[r] = fold of row r (cols >= 1 values), one warp per row, in order: lane l folds the
-// SKEL_ITEMS values of tile t at l * SKEL_ITEMS, an ordered warp fold gives the tile's value,
-// lane 0 folds the tiles in order. Whole tiles go SKEL_UNROLL at a time with every load
-// issued first (16-byte loads where SKEL_VEC allows) and without "has" flags, partial tiles
-// one at a time with them: the same values and folds either way, so a row's result does not
-// depend on the path its tiles took. SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the
+// Folds one row of `cols` values (`elem(j)`: value j; `vp`: the row's first value where
+// SKEL_VEC loads may read it as 16-byte words, else null) into acc/has of lane 0, in order:
+// lane l folds the V values of tile t at l * V, an ordered warp fold gives the tile's value,
+// lane 0 folds the tiles in order. Whole tiles go U at a time with every load issued first
+// and without "has" flags, the rest one tile at a time with them: the same values and folds
+// either way, so the result does not depend on the path a tile took.
+template <int V, int U, typename E>
+__device__ __forceinline__ void skel_fold_row(E elem, const SKEL_T* __restrict__ vp, skel_u64 cols,
+                                              SKEL_T& acc, bool& has SKEL_FP) {
+    const unsigned lane = threadIdx.x & 31;
+    constexpr int tile = 32 * V;
+    constexpr bool quads = (sizeof(SKEL_T) * V) % 16 == 0;
+    (void)vp;
+    skel_u64 c = 0;
+    for (; c + U * tile <= cols; c += U * tile) {
+        SKEL_T x[U][V];
+        bool loaded = false;
+        if constexpr (quads) {
+            if (vp != nullptr) {
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    union { uint4 q[sizeof(SKEL_T) * V / 16]; SKEL_T t[V]; } ld;
+                    const uint4* p = reinterpret_cast<const uint4*>(vp + c + u * tile + lane * V);
+#pragma unroll
+                    for (int w = 0; w < (int)(sizeof(SKEL_T) * V / 16); ++w) ld.q[w] = __ldg(p + w);
+#pragma unroll
+                    for (int k = 0; k < V; ++k) x[u][k] = ld.t[k];
+                }
+                loaded = true;
+            }
+        }
+        if (!loaded) {
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int k = 0; k < V; ++k) x[u][k] = elem(c + u * tile + lane * V + k);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            SKEL_T v = x[u][0];
+#pragma unroll
+            for (int k = 1; k < V; ++k) v = SKEL_OP(v, x[u][k]);
+            skel_warp_reduce_full(v SKEL_FA);
+            if (lane == 0) skel_fold(acc, has, v SKEL_FA);
+        }
+    }
+    for (; c < cols; c += tile) {
+        SKEL_T v = skel_zero<SKEL_T>();
+        bool h = false;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+            const skel_u64 j = c + lane * V + k;
+            if (j < cols) skel_fold(v, h, elem(j) SKEL_FA);
+        }
+        h = skel_warp_reduce(v, h SKEL_FA);
+        if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
+    }
+}
+
+// out[r] = fold of row r (cols >= 1 values), one warp per row, in order (skel_fold_row):
+// SKEL_ITEMS values per lane and tile in rows shorter than SKEL_RUNROLL tiles of
+// SKEL_RITEMS, SKEL_RITEMS in longer ones (fewer warp folds per value; the grouping is a
+// function of the type and the row length alone, so a fold of a lazy input and of the
+// materialised values agree bit for bit). SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the
 // element's row and column (index parameters), which follow the row's first element: an add
 // and a compare per element, not a division.
 #ifndef SKEL_ELEM_RC
 #define SKEL_ELEM_RC(i, row, col) SKEL_ELEM(i)
 #endif
+#define SKEL_RUNROLL 2
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
     const unsigned lane = threadIdx.x & 31;
     const skel_u64 warps = (skel_u64)gridDim.x * SKEL_NWARPS;
     const skel_u64 base_row = skel_base / cols;
     const skel_u64 base_col = skel_base - base_row * cols;
-    (void)base_row;
-    (void)base_col;
+    const SKEL_T* vbase = nullptr;
 #if SKEL_VEC
-    const bool aligned = ((((size_t)in0) | (size_t)(cols * sizeof(SKEL_T))) & 15) == 0;
-#else
-    const bool aligned = false;
+    if (((((size_t)in0) | (size_t)(cols * sizeof(SKEL_T))) & 15) == 0) vbase = in0;
 #endif
-    (void)aligned;
     for (skel_u64 r = (skel_u64)blockIdx.x * SKEL_NWARPS + (threadIdx.x >> 5); r < rows; r += warps) {
+        const skel_u64 row0 = r * cols;
+        auto elem = [&](skel_u64 j) -> SKEL_T {
+            skel_u64 row = base_row + r, col = base_col + j;
+            if (col >= cols) {
+                col -= cols;
+                ++row;
+            }
+            (void)row;
+            (void)col;
+            return (SKEL_T)(SKEL_ELEM_RC(row0 + j, row, col));
+        };
+        const SKEL_T* vp = vbase == nullptr ? nullptr : vbase + row0;
         SKEL_T acc = skel_zero<SKEL_T>();
         bool has = false;
-        const skel_u64 row0 = r * cols;
-        skel_u64 c = 0;
-        for (; c + SKEL_UNROLL * SKEL_TILE <= cols; c += SKEL_UNROLL * SKEL_TILE) {
-            SKEL_T x[SKEL_UNROLL][SKEL_ITEMS];
-#if SKEL_VEC
-            if (aligned) {
-#pragma unroll
-                for (int u = 0; u < SKEL_UNROLL; ++u) {
-                    union { uint4 q; SKEL_T t[SKEL_ITEMS]; } ld;
-                    ld.q = __ldg(reinterpret_cast<const uint4*>(in0 + row0 + c + u * SKEL_TILE + lane * SKEL_ITEMS));
-#pragma unroll
-                    for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = ld.t[k];
-                }
-            } else
-#endif
-            {
-#pragma unroll
-                for (int u = 0; u < SKEL_UNROLL; ++u)
-#pragma unroll
-                    for (int k = 0; k < SKEL_ITEMS; ++k) {
-                        const skel_u64 j = c + u * SKEL_TILE + lane * SKEL_ITEMS + k;
-                        skel_u64 row = base_row + r, col = base_col + j;
-                        if (col >= cols) {
-                            col -= cols;
-                            ++row;
-                        }
-                        x[u][k] = (SKEL_T)(SKEL_ELEM_RC(row0 + j, row, col));
-                    }
-            }
-#pragma unroll
-            for (int u = 0; u < SKEL_UNROLL; ++u) {
-                SKEL_T v = x[u][0];
-#pragma unroll
-                for (int k = 1; k < SKEL_ITEMS; ++k) v = SKEL_OP(v, x[u][k]);
-                skel_warp_reduce_full(v SKEL_FA);
-                if (lane == 0) skel_fold(acc, has, v SKEL_FA);
-            }
-        }
-        for (; c < cols; c += SKEL_TILE) {
-            SKEL_T v = skel_zero<SKEL_T>();
-            bool h = false;
-#pragma unroll
-            for (int k = 0; k < SKEL_ITEMS; ++k) {
-                const skel_u64 j = c + lane * SKEL_ITEMS + k;
-                if (j < cols) {
-                    skel_u64 row = base_row + r, col = base_col + j;
-                    if (col >= cols) {
-                        col -= cols;
-                        ++row;
-                    }
-                    skel_fold(v, h, (SKEL_T)(SKEL_ELEM_RC(row0 + j, row, col)) SKEL_FA);
-                }
-            }
-            h = skel_warp_reduce(v, h SKEL_FA);
-            if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
-        }
+        if (cols >= (skel_u64)SKEL_RUNROLL * 32 * SKEL_RITEMS)
+            skel_fold_row<SKEL_RITEMS, SKEL_RUNROLL>(elem, vp, cols, acc, has SKEL_FA);
+        else
+            skel_fold_row<SKEL_ITEMS, SKEL_UNROLL>(elem, vp, cols, acc, has SKEL_FA);
         if (lane == 0 && has) out[r] = acc;
     }
 }
