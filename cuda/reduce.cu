@@ -2,8 +2,7 @@
 // Defines: SKEL_T (the value type), SKEL_OP(a, b) (the reduce function), SKEL_ELEM(i)
 // (the value at flat position i: in0[i] for Reduce, the map call for MapReduce),
 // SKEL_PARAMS (inputs and uniforms, each preceded by a comma), SKEL_ITEMS (values per lane
-// and tile), SKEL_RITEMS (the same in long rows, skel_reduce_rows), SKEL_VEC (1: in0 may be
-// read as aligned 16-byte words; SKEL_ITEMS values are one).
+// and tile), SKEL_VEC (1: SKEL_ITEMS values of in0 are one aligned 16-byte load).
 //
 // One pass: block b folds elements [b*chunk, (b+1)*chunk) in order (each warp a contiguous
 // part of it, tile by tile: lane l takes SKEL_ITEMS consecutive values, then an ordered
@@ -154,58 +153,100 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
     out[0] = (unsigned)th;
 }
 
+// Any plain type from lane `lane ^ m`, word by word.
+template <typename T>
+__device__ __forceinline__ T skel_shfl_xor(T v, unsigned m) {
+    union { T t; unsigned w[SKEL_WORDS(T)]; } u;
+    u.t = v;
+    const unsigned src = (threadIdx.x & 31) ^ m;
+#pragma unroll
+    for (int k = 0; k < (int)SKEL_WORDS(T); ++k) u.w[k] = __shfl_sync(SKEL_FULL_MASK, u.w[k], src);
+    return u.t;
+}
+
+// The ordered warp folds of four values per lane at once (p[u]: this lane's part of tile
+// u), each combining exactly the pairs skel_warp_reduce_full combines, so each result is
+// bit-identical to four calls of it; returns tile (lane & 3)'s result in lanes 0..3. The
+// first two levels trade halves (after them lane l holds tile l & 3 of its group of four),
+// so four trees cost one user call per lane and level where four calls would cost four.
+__device__ __forceinline__ SKEL_T skel_warp_reduce4(const SKEL_T (&p)[4] SKEL_FP) {
+    const unsigned lane = threadIdx.x & 31;
+    // Level 1: even lanes keep tiles 0 and 2, odd lanes 1 and 3; each sends the others.
+    const bool odd = (lane & 1) != 0;
+    const SKEL_T r0 = skel_shfl_xor(odd ? p[0] : p[1], 1);
+    const SKEL_T r1 = skel_shfl_xor(odd ? p[2] : p[3], 1);
+    const SKEL_T q0 = SKEL_OP(odd ? r0 : p[0], odd ? p[1] : r0);
+    const SKEL_T q1 = SKEL_OP(odd ? r1 : p[2], odd ? p[3] : r1);
+    // Level 2: lanes with bit 1 clear keep q0's tile, the others q1's.
+    const bool up = (lane & 2) != 0;
+    const SKEL_T r = skel_shfl_xor(up ? q0 : q1, 2);
+    SKEL_T v = SKEL_OP(up ? r : q0, up ? q1 : r);
+    // Levels 4, 8, 16: lane l (one of the first four of its group) and lane l + off hold
+    // the same tile.
+#pragma unroll
+    for (unsigned off = 4; off < 32; off <<= 1) {
+        const SKEL_T o = skel_shfl_down(v, off);
+        if ((lane & (2 * off - 1)) < 4) v = SKEL_OP(v, o);
+    }
+    return v;
+}
+
 // Folds one row of `cols` values (`elem(j)`: value j; `vp`: the row's first value where
 // SKEL_VEC loads may read it as 16-byte words, else null) into acc/has of lane 0, in order:
-// lane l folds the V values of tile t at l * V, an ordered warp fold gives the tile's value,
-// lane 0 folds the tiles in order. Whole tiles go U at a time with every load issued first
-// and without "has" flags, the rest one tile at a time with them: the same values and folds
-// either way, so the result does not depend on the path a tile took.
-template <int V, int U, typename E>
+// lane l folds the SKEL_ITEMS values of tile t at l * SKEL_ITEMS, an ordered warp fold gives
+// the tile's value, lane 0 folds the tiles in order. Whole tiles go four at a time, every
+// load issued first, their warp folds together (skel_warp_reduce4) and without "has" flags;
+// the rest one tile at a time with them: the same values and folds either way, so the result
+// does not depend on the path a tile took.
+template <typename E>
 __device__ __forceinline__ void skel_fold_row(E elem, const SKEL_T* __restrict__ vp, skel_u64 cols,
                                               SKEL_T& acc, bool& has SKEL_FP) {
     const unsigned lane = threadIdx.x & 31;
-    constexpr int tile = 32 * V;
-    constexpr bool quads = (sizeof(SKEL_T) * V) % 16 == 0;
     (void)vp;
     skel_u64 c = 0;
-    for (; c + U * tile <= cols; c += U * tile) {
-        SKEL_T x[U][V];
+    for (; c + 4 * SKEL_TILE <= cols; c += 4 * SKEL_TILE) {
+        SKEL_T x[4][SKEL_ITEMS];
         bool loaded = false;
-        if constexpr (quads) {
-            if (vp != nullptr) {
+#if SKEL_VEC
+        if (vp != nullptr) {
 #pragma unroll
-                for (int u = 0; u < U; ++u) {
-                    union { uint4 q[sizeof(SKEL_T) * V / 16]; SKEL_T t[V]; } ld;
-                    const uint4* p = reinterpret_cast<const uint4*>(vp + c + u * tile + lane * V);
+            for (int u = 0; u < 4; ++u) {
+                union { uint4 q; SKEL_T t[SKEL_ITEMS]; } ld;
+                ld.q = __ldg(reinterpret_cast<const uint4*>(vp + c + u * SKEL_TILE + lane * SKEL_ITEMS));
 #pragma unroll
-                    for (int w = 0; w < (int)(sizeof(SKEL_T) * V / 16); ++w) ld.q[w] = __ldg(p + w);
-#pragma unroll
-                    for (int k = 0; k < V; ++k) x[u][k] = ld.t[k];
-                }
-                loaded = true;
+                for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = ld.t[k];
             }
+            loaded = true;
         }
+#endif
         if (!loaded) {
 #pragma unroll
-            for (int u = 0; u < U; ++u)
+            for (int u = 0; u < 4; ++u)
 #pragma unroll
-                for (int k = 0; k < V; ++k) x[u][k] = elem(c + u * tile + lane * V + k);
+                for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = elem(c + u * SKEL_TILE + lane * SKEL_ITEMS + k);
         }
+        SKEL_T p[4];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            SKEL_T v = x[u][0];
+        for (int u = 0; u < 4; ++u) {
+            p[u] = x[u][0];
 #pragma unroll
-            for (int k = 1; k < V; ++k) v = SKEL_OP(v, x[u][k]);
-            skel_warp_reduce_full(v SKEL_FA);
-            if (lane == 0) skel_fold(acc, has, v SKEL_FA);
+            for (int k = 1; k < SKEL_ITEMS; ++k) p[u] = SKEL_OP(p[u], x[u][k]);
+        }
+        const SKEL_T v = skel_warp_reduce4(p SKEL_FA);
+        const SKEL_T t1 = skel_shfl_down(v, 1), t2 = skel_shfl_down(v, 2), t3 = skel_shfl_down(v, 3);
+        if (lane == 0) {
+            skel_fold(acc, has, v SKEL_FA);
+            skel_fold(acc, has, t1 SKEL_FA);
+            skel_fold(acc, has, t2 SKEL_FA);
+            skel_fold(acc, has, t3 SKEL_FA);
         }
     }
-    for (; c < cols; c += tile) {
+    for (; c < cols; c += SKEL_TILE) {
         SKEL_T v = skel_zero<SKEL_T>();
         bool h = false;
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-            const skel_u64 j = c + lane * V + k;
+        for (int k = 0; k < SKEL_ITEMS; ++k) {
+            const skel_u64 j = c + lane * SKEL_ITEMS + k;
             if (j < cols) skel_fold(v, h, elem(j) SKEL_FA);
         }
         h = skel_warp_reduce(v, h SKEL_FA);
@@ -213,17 +254,13 @@ __device__ __forceinline__ void skel_fold_row(E elem, const SKEL_T* __restrict__
     }
 }
 
-// out[r] = fold of row r (cols >= 1 values), one warp per row, in order (skel_fold_row):
-// SKEL_ITEMS values per lane and tile in rows shorter than SKEL_RUNROLL tiles of
-// SKEL_RITEMS, SKEL_RITEMS in longer ones (fewer warp folds per value; the grouping is a
-// function of the type and the row length alone, so a fold of a lazy input and of the
-// materialised values agree bit for bit). SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the
-// element's row and column (index parameters), which follow the row's first element: an add
-// and a compare per element, not a division.
+// out[r] = fold of row r (cols >= 1 values), one warp per row, in order (skel_fold_row).
+// SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the element's row and column (index
+// parameters), which follow the row's first element: an add and a compare per element, not
+// a division.
 #ifndef SKEL_ELEM_RC
 #define SKEL_ELEM_RC(i, row, col) SKEL_ELEM(i)
 #endif
-#define SKEL_RUNROLL 2
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
     const unsigned lane = threadIdx.x & 31;
@@ -236,7 +273,7 @@ skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __res
 #endif
     for (skel_u64 r = (skel_u64)blockIdx.x * SKEL_NWARPS + (threadIdx.x >> 5); r < rows; r += warps) {
         const skel_u64 row0 = r * cols;
-        auto elem = [&](skel_u64 j) -> SKEL_T {
+        auto elem = [=](skel_u64 j) -> SKEL_T {
             skel_u64 row = base_row + r, col = base_col + j;
             if (col >= cols) {
                 col -= cols;
@@ -249,10 +286,7 @@ skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __res
         const SKEL_T* vp = vbase == nullptr ? nullptr : vbase + row0;
         SKEL_T acc = skel_zero<SKEL_T>();
         bool has = false;
-        if (cols >= (skel_u64)SKEL_RUNROLL * 32 * SKEL_RITEMS)
-            skel_fold_row<SKEL_RITEMS, SKEL_RUNROLL>(elem, vp, cols, acc, has SKEL_FA);
-        else
-            skel_fold_row<SKEL_ITEMS, SKEL_UNROLL>(elem, vp, cols, acc, has SKEL_FA);
+        skel_fold_row(elem, vp, cols, acc, has SKEL_FA);
         if (lane == 0 && has) out[r] = acc;
     }
 }

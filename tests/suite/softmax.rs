@@ -2,9 +2,9 @@
 //! structs (`Reduce::run_rows` of a struct matrix, `MapReduce::run_rows` into a struct
 //! accumulator, the online softmax statistic), and 2D-index Maps that read a per-row
 //! container argument, plain and over lazy inputs. Shapes cover empty, one, primes, rows
-//! shorter than a GPU tile (128 values), around the lengths where CUDA's row fold unrolls
-//! (512) and takes longer tiles (1024 for 4- and 8-byte values, 512 for 16-byte ones), and
-//! fewer columns than a vector load; several chunks start inside a row. Integer results
+//! shorter than a GPU tile (128 values of 4 bytes), around the lengths where CUDA's row fold
+//! takes four tiles at once (512 for 4- and 8-byte values, 128 for 16-byte ones) and
+//! longer, and fewer columns than a vector load; several chunks start inside a row. Integer results
 //! are compared exactly with plain Rust and the cpu oracle; float ones with plain Rust
 //! within rounding, and bit for bit with the cpu oracle on the host backends.
 

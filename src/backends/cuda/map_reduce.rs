@@ -71,7 +71,6 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
             ),
         ),
         ("SKEL_ITEMS", items.to_string()),
-        ("SKEL_RITEMS", reduce::row_items::<M::Out>().to_string()),
         ("SKEL_VEC", "0".to_string()),
     ];
     defines.extend(fault::defines(checked));

@@ -37,13 +37,6 @@ pub(crate) fn items<T>(vector: bool) -> (usize, bool) {
     }
 }
 
-/// Values per lane and tile in long rows (`SKEL_RITEMS`, `skel_reduce_rows`): up to 128
-/// bytes, at most 16 values. Fewer warp folds per value than [`items`]; a function of the
-/// type's size alone, so Reduce, MapReduce and folds of lazy inputs group a row alike.
-pub(crate) fn row_items<T>() -> usize {
-    (128 / std::mem::size_of::<T>().max(1)).clamp(1, 16)
-}
-
 /// The kernel source for reducing `T`s with `F`, the checked variant with `checked`.
 pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>(checked: bool) -> Result<String> {
     let (items, vec) = items::<T>(true);
@@ -55,7 +48,6 @@ pub(crate) fn source<F: BinaryFn<T>, T: DeviceType>(checked: bool) -> Result<Str
         ("SKEL_ELEM(i)", "in0[i]".to_string()),
         ("SKEL_PARAMS", format!(", const {t}* __restrict__ in0")),
         ("SKEL_ITEMS", items.to_string()),
-        ("SKEL_RITEMS", row_items::<T>().to_string()),
         ("SKEL_VEC", u8::from(vec).to_string()),
     ];
     defines.extend(fault::defines(checked));
