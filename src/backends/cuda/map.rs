@@ -10,7 +10,7 @@ use super::context::Lane;
 use super::context::{ctx, Ctx};
 use super::fault::{Record, Settle, Written};
 use super::memory::{self, CuEvent};
-use super::module_cache::{launch, module, Dims, KernelArgs};
+use super::module_cache::{launch, module, resident_blocks, Dims, KernelArgs};
 use super::multistream::{self, Split, Work};
 use super::trace::Tag;
 use super::{
@@ -492,7 +492,12 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         }
         // A 2D index map's grid covers the rows of the part's global positions.
         let global = exec.index_base + part.start..exec.index_base + part.end;
-        let grid = kernel.launch.dims(ctx, &global, out_shape.cols())?;
+        let mut grid = kernel.launch.dims(ctx, &global, out_shape.cols())?;
+        if kernel.launch == Launch::Vector {
+            // The grid-stride loop in one wave: as many blocks as the device holds.
+            let fits = ctx.sms * resident_blocks(kernel.func, grid.block.0);
+            grid.grid.0 = grid.grid.0.min(fits.max(1));
+        }
         launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
         let ev = CuEvent::record(lane)?;
         arrays::read(ctx, arrays, (lane, tag), &ev)?;
