@@ -69,6 +69,40 @@ fn divide_row(#[index] (i, _j): (usize, usize), x: f32, s: &[f32]) -> f32 {
     x / s[i]
 }
 
+/// A row's online softmax statistic: its maximum and the sum of `exp(x - max)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct RowStat {
+    max: f32,
+    sum: f32,
+}
+
+#[userfn]
+fn to_stat(x: f32) -> RowStat {
+    RowStat { max: x, sum: 1.0 }
+}
+
+/// Two statistics as one: the smaller maximum's sum rescaled to the larger.
+#[userfn]
+fn merge(a: RowStat, b: RowStat) -> RowStat {
+    let mut hi = a;
+    let mut lo = b;
+    if b.max > a.max {
+        hi = b;
+        lo = a;
+    }
+    RowStat {
+        max: hi.max,
+        sum: hi.sum + lo.sum * (lo.max - hi.max).exp(),
+    }
+}
+
+#[userfn]
+fn normalise(#[index] (i, _j): (usize, usize), x: f32, stats: &[RowStat]) -> f32 {
+    let s = stats[i];
+    (x - s.max).exp() / s.sum
+}
+
 /// `(A p)[i, j]` of the 5-point Laplacian, zero outside the grid (`c` is `p[i, j]`).
 #[userfn]
 fn laplace(#[index] (i, j): (usize, usize), c: f32, p: Mat<f32>) -> f32 {
@@ -295,7 +329,8 @@ fn chain_sum(
 }
 
 /// Row softmax of an `n x n` matrix: four calls (Reduce rows, Map, Reduce rows, Map), the
-/// same with lazy inputs (the exponentials never stored), and with `MapReduce::run_rows`.
+/// same with lazy inputs (the exponentials never stored), with `MapReduce::run_rows`, and
+/// online (one row fold of `(max, sum)` pairs, then one Map: two passes).
 fn softmax(
     b: Backend,
     n: usize,
@@ -375,12 +410,40 @@ fn softmax(
             "softmax on {b}: MapReduce::run_rows differs from four calls"
         ));
     }
+    // Online: one row fold of (max, sum) pairs and one Map, two passes over `m`. Other
+    // arithmetic than the four calls' (the sums rescaled as the maximum grows): checked
+    // against them within rounding.
+    let mut online_out = Matrix::zeroed(n, n);
+    let mut stats = Vector::zeroed(n);
+    let online = median(repeat, b, probe, || {
+        MapReduce::new(to_stat, merge)
+            .backend(b)
+            .run_rows(&m, &mut stats)
+            .map_err(e)?;
+        Map::new(normalise)
+            .arrays((&stats,))
+            .backend(b)
+            .run(&m, &mut online_out)
+            .map_err(e)
+    })?;
+    if let Some((k, (got, want))) = online_out
+        .as_slice()
+        .iter()
+        .zip(&want)
+        .enumerate()
+        .find(|(_, (g, w))| (**g - **w).abs() > 1e-5 * w.abs() + 1e-9)
+    {
+        return Err(format!(
+            "softmax on {b}: the online form differs from four calls at {k}: {got} vs {want}"
+        ));
+    }
     let program = format!("row softmax, {n} x {n}");
     // No single skel call computes a softmax: the ratio column compares with four calls.
     for (form, seconds) in [
         ("four calls", four),
         ("lazy inputs", lazy),
         ("MapReduce::run_rows + lazy", map_reduce),
+        ("online: MapReduce::run_rows of (max, sum) + Map", online),
     ] {
         rows.push(Row {
             program: program.clone(),

@@ -19,8 +19,13 @@
 #define SKEL_STORE(i, r) out[i] = (r)
 #endif
 
+#ifndef SKEL_RC
+#define SKEL_RC 0
+#endif
+
 #if SKEL_LAUNCH == 0
 // Grid-stride loop, four independent elements per thread and iteration in flight.
+// SKEL_RC (1: SKEL_CALLV reads the row and column of element v as skel_r[v], skel_c[v]).
 extern "C" __global__ void __launch_bounds__(256)
 skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_base SKEL_PARAMS) {
     (void)skel_base;
@@ -28,8 +33,41 @@ skel_map(SKEL_OUT_T* __restrict__ out, skel_u64 n, skel_u64 cols, skel_u64 skel_
     skel_u64 i = (skel_u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (SKEL_ALIGNED) {
         const skel_u64 nq = n / 4;
+#if SKEL_RC
+        // The row and column of the thread's first element, advanced by whole strides: two
+        // divisions per thread instead of two per element.
+        skel_u64 rc_row = 0, rc_col = 0, rc_drow = 0, rc_dcol = 0;
+        if (i < nq) {
+            const skel_u64 first = skel_base + i * 4, step = stride * 4;
+            rc_row = first / cols;
+            rc_col = first - rc_row * cols;
+            rc_drow = step / cols;
+            rc_dcol = step - rc_drow * cols;
+        }
+#endif
         for (skel_u64 q = i; q < nq; q += stride) {
             const skel_u64 b = q * 4;
+#if SKEL_RC
+            skel_u64 skel_r[4], skel_c[4];
+            {
+                skel_u64 row = rc_row, col = rc_col;
+#pragma unroll
+                for (int v = 0; v < 4; ++v) {
+                    skel_r[v] = row;
+                    skel_c[v] = col;
+                    if (++col == cols) {
+                        col = 0;
+                        ++row;
+                    }
+                }
+                rc_row += rc_drow;
+                rc_col += rc_dcol;
+                if (rc_col >= cols) {
+                    rc_col -= cols;
+                    ++rc_row;
+                }
+            }
+#endif
             SKEL_VLOAD(b)
             SKEL_OUT_T r[4];
 #pragma unroll

@@ -153,27 +153,140 @@ extern "C" __global__ void skel_reduce_parts(const unsigned* scratch,
     out[0] = (unsigned)th;
 }
 
-// out[r] = fold of row r (cols >= 1 values), one warp per row, in order.
+// Any plain type from lane `lane ^ m`, word by word.
+template <typename T>
+__device__ __forceinline__ T skel_shfl_xor(T v, unsigned m) {
+    union { T t; unsigned w[SKEL_WORDS(T)]; } u;
+    u.t = v;
+    const unsigned src = (threadIdx.x & 31) ^ m;
+#pragma unroll
+    for (int k = 0; k < (int)SKEL_WORDS(T); ++k) u.w[k] = __shfl_sync(SKEL_FULL_MASK, u.w[k], src);
+    return u.t;
+}
+
+// The ordered warp folds of four values per lane at once (p[u]: this lane's part of tile
+// u), each combining exactly the pairs skel_warp_reduce_full combines, so each result is
+// bit-identical to four calls of it; returns tile (lane & 3)'s result in lanes 0..3. The
+// first two levels trade halves (after them lane l holds tile l & 3 of its group of four),
+// so four trees cost one user call per lane and level where four calls would cost four.
+__device__ __forceinline__ SKEL_T skel_warp_reduce4(const SKEL_T (&p)[4] SKEL_FP) {
+    const unsigned lane = threadIdx.x & 31;
+    // Level 1: even lanes keep tiles 0 and 2, odd lanes 1 and 3; each sends the others.
+    const bool odd = (lane & 1) != 0;
+    const SKEL_T r0 = skel_shfl_xor(odd ? p[0] : p[1], 1);
+    const SKEL_T r1 = skel_shfl_xor(odd ? p[2] : p[3], 1);
+    const SKEL_T q0 = SKEL_OP(odd ? r0 : p[0], odd ? p[1] : r0);
+    const SKEL_T q1 = SKEL_OP(odd ? r1 : p[2], odd ? p[3] : r1);
+    // Level 2: lanes with bit 1 clear keep q0's tile, the others q1's.
+    const bool up = (lane & 2) != 0;
+    const SKEL_T r = skel_shfl_xor(up ? q0 : q1, 2);
+    SKEL_T v = SKEL_OP(up ? r : q0, up ? q1 : r);
+    // Levels 4, 8, 16: lane l (one of the first four of its group) and lane l + off hold
+    // the same tile.
+#pragma unroll
+    for (unsigned off = 4; off < 32; off <<= 1) {
+        const SKEL_T o = skel_shfl_down(v, off);
+        if ((lane & (2 * off - 1)) < 4) v = SKEL_OP(v, o);
+    }
+    return v;
+}
+
+// Folds one row of `cols` values (`elem(j)`: value j; `vp`: the row's first value where
+// SKEL_VEC loads may read it as 16-byte words, else null) into acc/has of lane 0, in order:
+// lane l folds the SKEL_ITEMS values of tile t at l * SKEL_ITEMS, an ordered warp fold gives
+// the tile's value, lane 0 folds the tiles in order. Whole tiles go four at a time, every
+// load issued first, their warp folds together (skel_warp_reduce4) and without "has" flags;
+// the rest one tile at a time with them: the same values and folds either way, so the result
+// does not depend on the path a tile took.
+template <typename E>
+__device__ __forceinline__ void skel_fold_row(E elem, const SKEL_T* __restrict__ vp, skel_u64 cols,
+                                              SKEL_T& acc, bool& has SKEL_FP) {
+    const unsigned lane = threadIdx.x & 31;
+    (void)vp;
+    skel_u64 c = 0;
+    for (; c + 4 * SKEL_TILE <= cols; c += 4 * SKEL_TILE) {
+        SKEL_T x[4][SKEL_ITEMS];
+        bool loaded = false;
+#if SKEL_VEC
+        if (vp != nullptr) {
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+                union { uint4 q; SKEL_T t[SKEL_ITEMS]; } ld;
+                ld.q = __ldg(reinterpret_cast<const uint4*>(vp + c + u * SKEL_TILE + lane * SKEL_ITEMS));
+#pragma unroll
+                for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = ld.t[k];
+            }
+            loaded = true;
+        }
+#endif
+        if (!loaded) {
+#pragma unroll
+            for (int u = 0; u < 4; ++u)
+#pragma unroll
+                for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = elem(c + u * SKEL_TILE + lane * SKEL_ITEMS + k);
+        }
+        SKEL_T p[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            p[u] = x[u][0];
+#pragma unroll
+            for (int k = 1; k < SKEL_ITEMS; ++k) p[u] = SKEL_OP(p[u], x[u][k]);
+        }
+        const SKEL_T v = skel_warp_reduce4(p SKEL_FA);
+        const SKEL_T t1 = skel_shfl_down(v, 1), t2 = skel_shfl_down(v, 2), t3 = skel_shfl_down(v, 3);
+        if (lane == 0) {
+            skel_fold(acc, has, v SKEL_FA);
+            skel_fold(acc, has, t1 SKEL_FA);
+            skel_fold(acc, has, t2 SKEL_FA);
+            skel_fold(acc, has, t3 SKEL_FA);
+        }
+    }
+    for (; c < cols; c += SKEL_TILE) {
+        SKEL_T v = skel_zero<SKEL_T>();
+        bool h = false;
+#pragma unroll
+        for (int k = 0; k < SKEL_ITEMS; ++k) {
+            const skel_u64 j = c + lane * SKEL_ITEMS + k;
+            if (j < cols) skel_fold(v, h, elem(j) SKEL_FA);
+        }
+        h = skel_warp_reduce(v, h SKEL_FA);
+        if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
+    }
+}
+
+// out[r] = fold of row r (cols >= 1 values), one warp per row, in order (skel_fold_row).
+// SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the element's row and column (index
+// parameters), which follow the row's first element: an add and a compare per element, not
+// a division.
+#ifndef SKEL_ELEM_RC
+#define SKEL_ELEM_RC(i, row, col) SKEL_ELEM(i)
+#endif
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
-    (void)skel_base;  // index parameters of SKEL_ELEM: the flat index of the band's first element
     const unsigned lane = threadIdx.x & 31;
     const skel_u64 warps = (skel_u64)gridDim.x * SKEL_NWARPS;
+    const skel_u64 base_row = skel_base / cols;
+    const skel_u64 base_col = skel_base - base_row * cols;
+    const SKEL_T* vbase = nullptr;
+#if SKEL_VEC
+    if (((((size_t)in0) | (size_t)(cols * sizeof(SKEL_T))) & 15) == 0) vbase = in0;
+#endif
     for (skel_u64 r = (skel_u64)blockIdx.x * SKEL_NWARPS + (threadIdx.x >> 5); r < rows; r += warps) {
+        const skel_u64 row0 = r * cols;
+        auto elem = [=](skel_u64 j) -> SKEL_T {
+            skel_u64 row = base_row + r, col = base_col + j;
+            if (col >= cols) {
+                col -= cols;
+                ++row;
+            }
+            (void)row;
+            (void)col;
+            return (SKEL_T)(SKEL_ELEM_RC(row0 + j, row, col));
+        };
+        const SKEL_T* vp = vbase == nullptr ? nullptr : vbase + row0;
         SKEL_T acc = skel_zero<SKEL_T>();
         bool has = false;
-        const skel_u64 row0 = r * cols;
-        for (skel_u64 c = 0; c < cols; c += SKEL_TILE) {
-            SKEL_T v = skel_zero<SKEL_T>();
-            bool h = false;
-#pragma unroll
-            for (int k = 0; k < SKEL_ITEMS; ++k) {
-                const skel_u64 j = c + lane * SKEL_ITEMS + k;
-                if (j < cols) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(row0 + j)) SKEL_FA);
-            }
-            h = skel_warp_reduce(v, h SKEL_FA);
-            if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
-        }
+        skel_fold_row(elem, vp, cols, acc, has SKEL_FA);
         if (lane == 0 && has) out[r] = acc;
     }
 }

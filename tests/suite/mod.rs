@@ -949,4 +949,5 @@ pub mod lazy;
 pub mod random;
 pub mod random_windows;
 pub mod reduce_by_key;
+pub mod softmax;
 pub mod sort;

@@ -10,7 +10,7 @@ use super::context::Lane;
 use super::context::{ctx, Ctx};
 use super::fault::{Record, Settle, Written};
 use super::memory::{self, CuEvent};
-use super::module_cache::{launch, module, Dims, KernelArgs};
+use super::module_cache::{launch, module, resident_blocks, Dims, KernelArgs};
 use super::multistream::{self, Split, Work};
 use super::trace::Tag;
 use super::{
@@ -195,11 +195,31 @@ pub(crate) fn map_source(
         ("SKEL_CALL(SKEL_I)", call),
         ("SKEL_CALL2(SKEL_I, SKEL_ROW, SKEL_COL)", call2),
     ];
-    if reads.fused() {
-        defines.extend(chain::vector_defines(def, reads, fused, checked));
+    let mut vector = if reads.fused() {
+        chain::vector_defines(def, reads, fused, checked)
     } else {
-        defines.extend(vector_defines(user.entry(), def, checked));
+        vector_defines(user.entry(), def, checked)
+    };
+    // The vectorised loop keeps each element's row and column (`SKEL_RC`): a 2D index
+    // (the consumer's or a lazy input's) takes them instead of a division and a remainder.
+    let mut rc = false;
+    for (name, value) in &mut vector {
+        if *name == "SKEL_CALLV(SKEL_I, SKEL_V)" {
+            let by_rc = value
+                .replace(
+                    "((skel_base + (SKEL_I) + (SKEL_V)) / cols)",
+                    "(skel_r[SKEL_V])",
+                )
+                .replace(
+                    "((skel_base + (SKEL_I) + (SKEL_V)) % cols)",
+                    "(skel_c[SKEL_V])",
+                );
+            rc = by_rc != *value;
+            *value = by_rc;
+        }
     }
+    defines.extend(vector);
+    defines.push(("SKEL_RC", u8::from(rc).to_string()));
     assemble(&user.source, &defines, TEMPLATE)
 }
 
@@ -472,7 +492,12 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         }
         // A 2D index map's grid covers the rows of the part's global positions.
         let global = exec.index_base + part.start..exec.index_base + part.end;
-        let grid = kernel.launch.dims(ctx, &global, out_shape.cols())?;
+        let mut grid = kernel.launch.dims(ctx, &global, out_shape.cols())?;
+        if kernel.launch == Launch::Vector {
+            // The grid-stride loop in one wave: as many blocks as the device holds.
+            let fits = ctx.sms * resident_blocks(kernel.func, grid.block.0);
+            grid.grid.0 = grid.grid.0.min(fits.max(1));
+        }
         launch(ctx, lane, tag, kernel.func, grid, &mut args)?;
         let ev = CuEvent::record(lane)?;
         arrays::read(ctx, arrays, (lane, tag), &ev)?;

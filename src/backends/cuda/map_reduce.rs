@@ -37,22 +37,26 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
         window: "",
         stride: "",
     };
+    let elem = chain::fuse_call(
+        &checked_call_expr(&user.entries[0], def, &site, checked),
+        reads,
+        &site,
+        (&defs, &user.entries),
+        checked,
+    );
+    // The row fold knows each element's row and column: index parameters take them as
+    // they are (`cuda/reduce.cu`, `skel_reduce_rows`).
+    let elem_rc = elem
+        .replace("((skel_base + (SKEL_I)) / cols)", "(SKEL_ROW)")
+        .replace("((skel_base + (SKEL_I)) % cols)", "(SKEL_COL)");
     let mut defines = vec![
         ("SKEL_T", cty::<M::Out>()),
         (
             "SKEL_OP(a, b)",
             format!("{}(SKEL_FARG a, b)", user.entries[1]),
         ),
-        (
-            "SKEL_ELEM(SKEL_I)",
-            chain::fuse_call(
-                &checked_call_expr(&user.entries[0], def, &site, checked),
-                reads,
-                &site,
-                (&defs, &user.entries),
-                checked,
-            ),
-        ),
+        ("SKEL_ELEM(SKEL_I)", elem),
+        ("SKEL_ELEM_RC(SKEL_I, SKEL_ROW, SKEL_COL)", elem_rc),
         (
             "SKEL_PARAMS",
             format!(

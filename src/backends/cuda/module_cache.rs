@@ -268,6 +268,47 @@ fn load(ctx: &Ctx, image: &[u8], entries: &[&str]) -> Result<Module> {
     })
 }
 
+/// Blocks of `threads` threads of `func` that one multiprocessor holds at once, from the
+/// driver's occupancy calculator (its registers and shared memory decide), remembered per
+/// kernel; 1 where the driver cannot say. A grid-stride kernel launched with more blocks
+/// than the device holds runs a second, partly filled wave, too few loads in flight to
+/// keep memory busy: its grid is capped at what fits instead.
+pub(crate) fn resident_blocks(func: sys::CUfunction, threads: u32) -> u32 {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    static KNOWN: OnceLock<Mutex<HashMap<(usize, u32), u32>>> = OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    let key = (func as usize, threads);
+    if let Some(&n) = known
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+    {
+        return n;
+    }
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: `func` is a kernel of a loaded module (modules stay loaded for the process)
+    // and `n` outlives the call, which only writes it.
+    let r = unsafe {
+        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &mut n,
+            func,
+            threads as std::ffi::c_int,
+            0,
+        )
+    };
+    let n = if r == sys::CUresult::CUDA_SUCCESS && n > 0 {
+        n as u32
+    } else {
+        1
+    };
+    known
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(key, n);
+    n
+}
+
 /// Kernel arguments, kept alive until the launch: each value in its own 8-byte-aligned
 /// run of words of one buffer (two allocations per launch, whatever the arguments).
 #[derive(Default)]

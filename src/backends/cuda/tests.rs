@@ -222,6 +222,88 @@ fn fused_lazy_inputs_are_valid_cpp() {
     }
 }
 
+/// Softmax's row statistic (`examples/softmax.rs`): a struct folded along rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct RowStat {
+    max: f32,
+    sum: f32,
+}
+
+#[userfn]
+fn to_stat(x: f32) -> RowStat {
+    RowStat { max: x, sum: 1.0 }
+}
+
+#[userfn]
+fn merge_stat(a: RowStat, b: RowStat) -> RowStat {
+    let mut hi = a;
+    let mut lo = b;
+    if b.max > a.max {
+        hi = b;
+        lo = a;
+    }
+    RowStat {
+        max: hi.max,
+        sum: hi.sum + lo.sum * (lo.max - hi.max).exp(),
+    }
+}
+
+#[userfn]
+fn normalise(#[index] (i, _j): (usize, usize), x: f32, stats: &[RowStat]) -> f32 {
+    let s = stats[i];
+    (x - s.max).exp() / s.sum
+}
+
+#[userfn]
+fn shift_row(#[index] (i, _j): (usize, usize), x: f32, row_max: &[f32]) -> f32 {
+    (x - row_max[i]).exp()
+}
+
+#[test]
+fn row_and_column_kernels_take_the_index_without_division() {
+    use crate::codegen::{Prim, Ty};
+    use crate::userfn::UserFn;
+    for c in [false, true] {
+        let name = |n: &str| format!("{n}{}", if c { "_checked" } else { "" });
+        // The vectorised Map: each element's row and column from the loop.
+        let src = map::source::<normalise>(1, c).unwrap();
+        assert!(src.contains("#define SKEL_RC 1"), "{src}");
+        check(&name("map_normalise"), &src);
+        // A lazy 2D-index input of a 2D-index consumer: both take them.
+        let f32t = Ty::Prim(Prim::F32);
+        let lazy = Reads(vec![chain(shift_row::definition(), vec![Read::Leaf(f32t)])]);
+        let src = map::fused_source::<normalise>(1, c, &lazy).unwrap();
+        let callv = src
+            .lines()
+            .find(|l| l.starts_with("#define SKEL_CALLV"))
+            .unwrap_or_default();
+        assert!(
+            callv.contains("skel_r[SKEL_V]") && !callv.contains("/ cols"),
+            "{callv}"
+        );
+        check(&name("map_fused_rc"), &src);
+        // Row folds: a struct accumulator, and a 2D index read through the row and column.
+        check(
+            &name("map_reduce_stat"),
+            &map_reduce::source::<to_stat, merge_stat>(4, c, &Default::default()).unwrap(),
+        );
+        let src = map_reduce::source::<shift_row, add>(4, c, &Default::default()).unwrap();
+        assert!(
+            src.contains("SKEL_ELEM_RC(SKEL_I, SKEL_ROW, SKEL_COL)"),
+            "{src}"
+        );
+        check(&name("map_reduce_rc"), &src);
+        let pair = Reads(vec![
+            chain(shift_row::definition(), vec![Read::Leaf(f32t)]),
+            Read::Leaf(f32t),
+        ]);
+        let src = map_reduce::source::<add, add>(4, c, &pair).unwrap();
+        assert!(src.contains("(skel_u64)(SKEL_ROW)"), "{src}");
+        check(&name("map_reduce_lazy_rc"), &src);
+    }
+}
+
 #[test]
 fn every_template_is_valid_cpp() {
     check("map_add", &map::source::<add>(1, false).unwrap());

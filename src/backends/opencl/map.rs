@@ -84,10 +84,20 @@ fn source<F: ElementwiseFn>(
     Ok(s)
 }
 
-/// Whether `def` is a 2D index map that runs long enough per element to launch as a 2D
-/// range (its cost class is not memory-bound).
+/// Whether `def` is a 2D index map, launched as a 2D range: each work-item's row and
+/// column are its coordinates, where the flat range would divide per element.
 fn grid_2d(def: &'static FnDef) -> bool {
-    def.params.iter().any(|p| p.kind == ParamKind::IndexRow) && classify(def) != Cost::Memory
+    def.params.iter().any(|p| p.kind == ParamKind::IndexRow)
+}
+
+/// Work-items per row of a 2D index map's work-group, of `wg`: 16 for a compute-bound
+/// function (compact patches, see `opencl/map.cl`); a memory-bound one reads and writes
+/// along rows, so its work-group spans as much of a row as the row has.
+fn grid_2d_width(def: &'static FnDef, wg: usize, cols: usize) -> usize {
+    match classify(def) {
+        Cost::Memory => cols.next_power_of_two().clamp(1, wg),
+        _ => 16.min(wg),
+    }
 }
 
 /// `out[i] = F(index(i), inputs[i], uniforms)`, `out` one buffer or one per element of a
@@ -188,7 +198,7 @@ where
         let (which, global) = super::loopnest::launch_shape::<F>(ctx, nest, shape.dims(), whole);
         (which.name(), 2, global, [which.threads(), 1, 1])
     } else if grid_2d(F::definition()) {
-        let wide = 16.min(wg);
+        let wide = grid_2d_width(F::definition(), wg, cols);
         let tall = wg / wide;
         let rows = n.div_ceil(cols);
         (

@@ -1,0 +1,376 @@
+//! Row-wise programs (a row softmax and its parts) on every backend: row folds of user
+//! structs (`Reduce::run_rows` of a struct matrix, `MapReduce::run_rows` into a struct
+//! accumulator, the online softmax statistic), and 2D-index Maps that read a per-row
+//! container argument, plain and over lazy inputs. Shapes cover empty, one, primes, rows
+//! shorter than a GPU tile (128 values of 4 bytes), around the lengths where CUDA's row fold
+//! takes four tiles at once (512 for 4- and 8-byte values, 128 for 16-byte ones) and
+//! longer, and fewer columns than a vector load; several chunks start inside a row. Integer results
+//! are compared exactly with plain Rust and the cpu oracle; float ones with plain Rust
+//! within rounding, and bit for bit with the cpu oracle on the host backends.
+
+use proptest::prelude::*;
+use skel::prelude::*;
+
+use super::available;
+
+/// `(rows, cols)`: empty, one, primes, around the GPU tiles, long rows and short ones.
+pub const ROW_SHAPES: &[(usize, usize)] = &[
+    (0, 3),
+    (1, 1),
+    (2, 1),
+    (1, 2),
+    (3, 3),
+    (5, 4),
+    (7, 5),
+    (7, 13),
+    (3, 127),
+    (3, 128),
+    (3, 129),
+    (2, 511),
+    (2, 512),
+    (2, 513),
+    (2, 1023),
+    (3, 1024),
+    (2, 1031),
+    (1, 2560),
+    (1, 4099),
+    (131, 67),
+    (1031, 2),
+];
+
+/// A composable affine map `x -> m x + c` of whole numbers: associative, not commutative,
+/// so a fold that regroups keeps the result but one that reorders does not.
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct Step {
+    pub m: i64,
+    pub c: i64,
+}
+
+#[userfn]
+pub fn to_step(x: i64) -> Step {
+    Step {
+        m: 1 - 2 * (x & 1),
+        c: x,
+    }
+}
+
+#[userfn]
+pub fn then(a: Step, b: Step) -> Step {
+    Step {
+        m: a.m * b.m,
+        c: a.c * b.m + b.c,
+    }
+}
+
+/// The online softmax statistic of a row: its maximum and the sum of `exp(x - max)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+pub struct RowStat {
+    pub max: f32,
+    pub sum: f32,
+}
+
+#[userfn]
+pub fn to_stat(x: f32) -> RowStat {
+    RowStat { max: x, sum: 1.0 }
+}
+
+#[userfn]
+pub fn merge(a: RowStat, b: RowStat) -> RowStat {
+    let mut hi = a;
+    let mut lo = b;
+    if b.max > a.max {
+        hi = b;
+        lo = a;
+    }
+    RowStat {
+        max: hi.max,
+        sum: hi.sum + lo.sum * (lo.max - hi.max).exp(),
+    }
+}
+
+#[userfn]
+pub fn normalise(#[index] (i, _j): (usize, usize), x: f32, stats: &[RowStat]) -> f32 {
+    let s = stats[i];
+    (x - s.max).exp() / s.sum
+}
+
+/// Whole numbers (exact in f32): the element, its row's value and its column.
+#[userfn]
+pub fn cell(#[index] (i, j): (usize, usize), x: f32, per_row: &[f32]) -> f32 {
+    x * 3.0 + per_row[i] * 1000.0 + (j % 1000) as f32
+}
+
+#[userfn]
+pub fn cell_i64(#[index] (i, j): (usize, usize), x: i64, per_row: &[i64]) -> i64 {
+    x * 3 + per_row[i] * 100_000 + j as i64
+}
+
+#[userfn]
+pub fn wrap_add_u8(a: u8, b: u8) -> u8 {
+    a + b
+}
+
+/// `(rows, cols)` whole numbers in `-8..=8`.
+pub fn ints(rows: usize, cols: usize, seed: u64) -> Matrix<f32> {
+    Matrix::from_fn(rows, cols, |r, c| {
+        (((r * cols + c) as u64 * 2_654_435_761 + seed) % 17) as f32 - 8.0
+    })
+}
+
+pub fn ints_i64(rows: usize, cols: usize, seed: u64) -> Matrix<i64> {
+    Matrix::from_fn(rows, cols, |r, c| {
+        (((r * cols + c) as u64 * 2_654_435_761 + seed) % 1001) as i64 - 500
+    })
+}
+
+/// `then` folded along each row from its first element, as plain Rust.
+pub fn steps_plain(m: &Matrix<i64>) -> Vec<Step> {
+    let step = |x: i64| Step {
+        m: 1 - 2 * (x & 1),
+        c: x,
+    };
+    (0..m.rows())
+        .map(|r| {
+            m.row(r).iter().skip(1).fold(step(m.row(r)[0]), |a, &x| {
+                let b = step(x);
+                Step {
+                    m: a.m.wrapping_mul(b.m),
+                    c: a.c.wrapping_mul(b.m).wrapping_add(b.c),
+                }
+            })
+        })
+        .collect()
+}
+
+/// Checks `cell` and `cell_i64` over `rows x cols` on `b` (forced into `streams` chunks
+/// where the backend splits calls), plain and over a lazy input, against plain Rust.
+pub fn check_index_maps(b: Backend, rows: usize, cols: usize, streams: usize) {
+    let m = ints(rows, cols, 3);
+    let per_row = Vector::from_fn(rows, |r| (r % 97) as f32);
+    let mut got = Matrix::zeroed(rows, cols);
+    Map::new(cell)
+        .arrays((&per_row,))
+        .backend(b)
+        .streams(streams)
+        .run(&m, &mut got)
+        .unwrap();
+    let want = |x: f32, r: usize, c: usize| x * 3.0 + (r % 97) as f32 * 1000.0 + (c % 1000) as f32;
+    for r in 0..rows {
+        for c in 0..cols {
+            assert_eq!(
+                got[(r, c)],
+                want(m[(r, c)], r, c),
+                "cell ({r}, {c}) of {rows}x{cols}, {streams} streams"
+            );
+        }
+    }
+    // The same Map over a lazy one: both read (row, column) from the consumer's loop.
+    let lazy = Map::new(cell).arrays((&per_row,)).lazy(&m);
+    let mut twice = Matrix::zeroed(rows, cols);
+    Map::new(cell)
+        .arrays((&per_row,))
+        .backend(b)
+        .streams(streams)
+        .run(&lazy, &mut twice)
+        .unwrap();
+    for r in 0..rows {
+        for c in 0..cols {
+            let once = want(m[(r, c)], r, c);
+            assert_eq!(
+                twice[(r, c)],
+                want(once, r, c),
+                "lazy cell ({r}, {c}) of {rows}x{cols}"
+            );
+        }
+    }
+    let mi = ints_i64(rows, cols, 5);
+    let per_row_i = Vector::from_fn(rows, |r| r as i64 * 7 - 40);
+    let mut got = Matrix::zeroed(rows, cols);
+    Map::new(cell_i64)
+        .arrays((&per_row_i,))
+        .backend(b)
+        .streams(streams)
+        .run(&mi, &mut got)
+        .unwrap();
+    for r in 0..rows {
+        for c in 0..cols {
+            let want = mi[(r, c)] * 3 + (r as i64 * 7 - 40) * 100_000 + c as i64;
+            assert_eq!(got[(r, c)], want, "cell_i64 ({r}, {c}) of {rows}x{cols}");
+        }
+    }
+}
+
+/// Checks the struct row folds over `rows x cols` on `b` against plain Rust and the oracle.
+pub fn check_struct_folds(b: Backend, rows: usize, cols: usize) {
+    let m = ints_i64(rows, cols, 11);
+    let want = steps_plain(&m);
+    let mut got = Vector::zeroed(rows);
+    MapReduce::new(to_step, then)
+        .backend(b)
+        .run_rows(&m, &mut got)
+        .unwrap();
+    assert_eq!(
+        got.to_vec(),
+        want,
+        "MapReduce::run_rows of Steps, {rows}x{cols}"
+    );
+    // The same over a lazy input, and Reduce::run_rows of the materialised structs.
+    let lazy = Map::new(to_step).lazy(&m);
+    let mut via_lazy = Vector::zeroed(rows);
+    Reduce::new(then)
+        .backend(b)
+        .run_rows(&lazy, &mut via_lazy)
+        .unwrap();
+    assert_eq!(
+        via_lazy.to_vec(),
+        want,
+        "Reduce::run_rows of lazy Steps, {rows}x{cols}"
+    );
+    let mut steps = Matrix::zeroed(rows, cols);
+    Map::new(to_step).backend(b).run(&m, &mut steps).unwrap();
+    let mut direct = Vector::zeroed(rows);
+    Reduce::new(then)
+        .backend(b)
+        .run_rows(&steps, &mut direct)
+        .unwrap();
+    assert_eq!(
+        direct.to_vec(),
+        want,
+        "Reduce::run_rows of Steps, {rows}x{cols}"
+    );
+    // One-byte values: sixteen to a vector load, wrapping.
+    let bytes = Matrix::from_fn(rows, cols, |r, c| ((r * 31 + c * 7) % 251) as u8);
+    let mut sums = Vector::zeroed(rows);
+    Reduce::new(wrap_add_u8)
+        .backend(b)
+        .run_rows(&bytes, &mut sums)
+        .unwrap();
+    for r in 0..rows {
+        let want = bytes.row(r).iter().fold(0u8, |s, &x| s.wrapping_add(x));
+        assert_eq!(sums[r], want, "u8 row {r} of {rows}x{cols}");
+    }
+}
+
+/// The online softmax (`examples/softmax.rs`) over `rows x cols` on `b`: the statistics
+/// and the result against plain Rust within rounding, and on the host backends bit for bit
+/// against the cpu oracle.
+pub fn check_online_softmax(b: Backend, rows: usize, cols: usize) {
+    let m = Matrix::from_fn(rows, cols, |r, c| {
+        ((r * 31 + c * 17) % 101) as f32 * 0.05 - 2.5
+    });
+    let softmax = |b: Backend| {
+        let mut stats = Vector::zeroed(rows);
+        MapReduce::new(to_stat, merge)
+            .backend(b)
+            .run_rows(&m, &mut stats)
+            .unwrap();
+        let mut out = Matrix::zeroed(rows, cols);
+        Map::new(normalise)
+            .arrays((&stats,))
+            .backend(b)
+            .run(&m, &mut out)
+            .unwrap();
+        (stats, out)
+    };
+    let (stats, out) = softmax(b);
+    for r in 0..rows {
+        let row = m.row(r);
+        let mx = row.iter().copied().fold(f32::MIN, f32::max);
+        let sum: f64 = row.iter().map(|&x| ((x - mx) as f64).exp()).sum();
+        assert_eq!(stats[r].max, mx, "row {r} max of {rows}x{cols}");
+        let rel = (stats[r].sum as f64 - sum).abs() / sum;
+        assert!(
+            rel < 1e-5,
+            "row {r} sum of {rows}x{cols}: {} vs {sum}",
+            stats[r].sum
+        );
+        for c in 0..cols {
+            let want = ((row[c] - mx) as f64).exp() / sum;
+            let got = out[(r, c)] as f64;
+            assert!(
+                (got - want).abs() <= 2e-5 * want + 1e-9,
+                "({r}, {c}) of {rows}x{cols}: {got} vs {want}"
+            );
+        }
+    }
+    if matches!(b, Backend::Cpu | Backend::Rayon) {
+        let (oracle_stats, oracle) = softmax(Backend::Cpu);
+        assert_eq!(
+            stats.to_vec(),
+            oracle_stats.to_vec(),
+            "stats against cpu, {rows}x{cols}"
+        );
+        let bits = |m: &Matrix<f32>| m.as_slice().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&out),
+            bits(&oracle),
+            "softmax against cpu, {rows}x{cols}"
+        );
+    }
+}
+
+macro_rules! softmax_suite {
+    ($name:ident, $backend:expr) => {
+        mod $name {
+            use super::*;
+
+            const B: Backend = $backend;
+
+            #[test]
+            fn struct_row_folds_match_plain_rust() {
+                if !available(B) {
+                    return;
+                }
+                for &(rows, cols) in ROW_SHAPES {
+                    check_struct_folds(B, rows, cols);
+                }
+                // A row of no elements has no fold: an error, and the output is untouched.
+                let empty = Matrix::<i64>::zeroed(2, 0);
+                let mut out = Vector::filled(2, Step { m: 9, c: 9 });
+                assert!(MapReduce::new(to_step, then).backend(B).run_rows(&empty, &mut out).is_err());
+                assert_eq!(out.to_vec(), vec![Step { m: 9, c: 9 }; 2]);
+            }
+
+            #[test]
+            fn index_maps_with_per_row_arrays_match_plain_rust() {
+                if !available(B) {
+                    return;
+                }
+                for &(rows, cols) in ROW_SHAPES {
+                    check_index_maps(B, rows, cols, 1);
+                    check_index_maps(B, rows, cols, 3);
+                }
+            }
+
+            #[test]
+            fn online_softmax_matches_plain_rust() {
+                if !available(B) {
+                    return;
+                }
+                for &(rows, cols) in ROW_SHAPES {
+                    check_online_softmax(B, rows, cols);
+                }
+            }
+
+            proptest! {
+                #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+                #[test]
+                fn prop_row_forms_of_any_shape(rows in 0usize..40, cols in 1usize..700, streams in 1usize..4) {
+                    if available(B) {
+                        check_struct_folds(B, rows, cols);
+                        check_index_maps(B, rows, cols, streams);
+                        check_online_softmax(B, rows, cols);
+                    }
+                }
+            }
+        }
+    };
+}
+
+softmax_suite!(cpu, Backend::Cpu);
+softmax_suite!(rayon, Backend::Rayon);
+softmax_suite!(opencl, Backend::OpenCl);
+softmax_suite!(cuda, Backend::Cuda);
