@@ -15,6 +15,8 @@
 #define SKEL_NWARPS (SKEL_BLOCK / 32)
 #define SKEL_TILE (32 * SKEL_ITEMS)
 #define SKEL_UNROLL 4
+// Groups of 32 partials the last block folds per round (shared memory: one value each).
+#define SKEL_GROUPS 32
 
 // `ticket` is zero at the start and zero again at the end (the last block resets it), so
 // scratch can be reused without clearing. Scratch layout (words): [0] unused, [1] chunk
@@ -115,11 +117,19 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    if (warp == 0) {
-        SKEL_T total = skel_zero<SKEL_T>();
-        bool th = false;
-        for (unsigned b = 0; b < gridDim.x; b += 32) {
-            const unsigned j = b + lane;
+    // The partials in groups of 32, each group a warp's ordered fold, then the groups in
+    // order by one thread: the same operations as one warp walking the groups, but every
+    // warp loads and folds groups of its own at once (one warp alone waited for the L2
+    // once per group: ~7 us of a 20 us reduction of 4M values with 512 blocks).
+    __shared__ SKEL_T s_grp[SKEL_GROUPS];
+    __shared__ int s_grp_has[SKEL_GROUPS];
+    const unsigned groups = (gridDim.x + 31) / 32;
+    SKEL_T total = skel_zero<SKEL_T>();
+    bool th = false;
+    for (unsigned g0 = 0; g0 < groups; g0 += SKEL_GROUPS) {
+        const unsigned gn = min(groups - g0, (unsigned)SKEL_GROUPS);
+        for (unsigned g = warp; g < gn; g += SKEL_NWARPS) {
+            const unsigned j = (g0 + g) * 32 + lane;
             SKEL_T v = skel_zero<SKEL_T>();
             bool h = false;
             if (j < gridDim.x && __ldcg(part_has + j)) {
@@ -127,13 +137,21 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
                 h = true;
             }
             h = skel_warp_reduce(v, h SKEL_FA);
-            if (lane == 0 && h) skel_fold(total, th, v SKEL_FA);
+            if (lane == 0) {
+                s_grp[g] = v;
+                s_grp_has[g] = h;
+            }
         }
-        if (lane == 0) {
-            if (th) skel_put_cg(result + 1, total);
-            __stcg(result, (unsigned)th);
-            *ticket = 0u;
-        }
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (unsigned g = 0; g < gn; ++g)
+                if (s_grp_has[g]) skel_fold(total, th, s_grp[g] SKEL_FA);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        if (th) skel_put_cg(result + 1, total);
+        __stcg(result, (unsigned)th);
+        *ticket = 0u;
     }
 }
 

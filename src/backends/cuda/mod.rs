@@ -286,8 +286,8 @@ pub(crate) fn prefixed_call_expr(
         .iter()
         .map(|param| match param.kind {
             ParamKind::Index => format!("(skel_u64)({index})"),
-            ParamKind::IndexRow => format!("(skel_u64)(({index}) / cols)"),
-            ParamKind::IndexCol => format!("(skel_u64)(({index}) % cols)"),
+            ParamKind::IndexRow => args::index_part(index, "/", "skel_u64", "unsigned"),
+            ParamKind::IndexCol => args::index_part(index, "%", "skel_u64", "unsigned"),
             ParamKind::Array if single => {
                 let name = format!("{p}arr");
                 args::call_args(def, param, &name, &name, checked)

@@ -328,13 +328,14 @@ pub(crate) fn checked_call_expr(
 ) -> String {
     let (mut e, mut u, mut k) = (0, 0, 0);
     let single = args::single_array(def);
+    let flat = format!("{} + ({})", c.base, c.pos);
     let args: Vec<String> = def
         .params
         .iter()
         .map(|p| match p.kind {
             ParamKind::Index => format!("(ulong)({} + ({}))", c.base, c.pos),
-            ParamKind::IndexRow => format!("(ulong)(({} + ({})) / cols)", c.base, c.pos),
-            ParamKind::IndexCol => format!("(ulong)(({} + ({})) % cols)", c.base, c.pos),
+            ParamKind::IndexRow => args::index_part(&flat, "/", "ulong", "uint"),
+            ParamKind::IndexCol => args::index_part(&flat, "%", "ulong", "uint"),
             ParamKind::Elem => {
                 e += 1;
                 format!("{prefix}in{0}[{prefix}in{0}_off + ({1})]", e - 1, c.pos)
