@@ -285,10 +285,26 @@ impl Auto {
     /// [`Auto::run`] for a call that may run again elsewhere: on a device, a kernel not
     /// built yet is built in the background while the call runs on the best host backend
     /// (the device call stops before it changed anything, so running it again is exact).
+    ///
+    /// Only a device predicted fastest is worth a compile; a trial of another one runs only
+    /// where its kernel is built already (a Map's explored trial, mostly a memory-bound
+    /// call, would compile for nothing).
     fn run_again<R>(
         &self,
         call: Option<&Call>,
         d: Decision,
+        f: impl FnMut(Backend, Options) -> Result<R>,
+    ) -> Result<R> {
+        self.run_again_compiling(call, d, !d.explore, f)
+    }
+
+    /// [`Auto::run_again`], where `start` says whether a device whose kernel is not built
+    /// starts its compile (in the background; the call runs on the host meanwhile).
+    fn run_again_compiling<R>(
+        &self,
+        call: Option<&Call>,
+        d: Decision,
+        start: bool,
         mut f: impl FnMut(Backend, Options) -> Result<R>,
     ) -> Result<R> {
         let backend = match d.choice {
@@ -299,9 +315,6 @@ impl Auto {
         if !matches!(backend, Backend::Cuda | Backend::OpenCl) {
             return self.timed(call, d, backend, f);
         }
-        // Only a device predicted fastest is worth a compile; a trial of another one runs
-        // only where its kernel is built already.
-        let start = !d.explore;
         let finished = kernel_cache::compiles_finished();
         match kernel_cache::deferred(start, || self.timed(call, d, backend, &mut f)) {
             Err(_) if kernel_cache::pending() => {
@@ -608,8 +621,10 @@ impl Execute for Auto {
         let out_type = type_name::<F::Out>();
         let (d, call) = self.decide::<F, _, _>(&(input,), &(), skeleton, out_type, n, false)?;
         // A device whose stencil kernel is not built yet asks for it before it moves or
-        // writes anything: the call runs on the host while it compiles (`run_again`).
-        self.run_again(call.as_ref(), d, |b, o| {
+        // writes anything: the call runs on the host while it compiles. A trial compiles
+        // too (it passed the tuner's checks): a compute-bound stencil (a median) may be
+        // fastest on the device, which it would otherwise never reach.
+        self.run_again_compiling(call.as_ref(), d, true, |b, o| {
             let plan = plan::MapOverlap::<F> {
                 input,
                 out: out.reborrow(),
@@ -632,7 +647,8 @@ impl Execute for Auto {
         let out_type = type_name::<F::Out>();
         let (d, call) =
             self.decide::<F, _, _>(&(input,), &(), "map_overlap_2d", out_type, n, false)?;
-        self.run_again(call.as_ref(), d, |b, o| {
+        // As `map_overlap`: a trial compiles too.
+        self.run_again_compiling(call.as_ref(), d, true, |b, o| {
             let plan = plan::MapOverlap2d::<F> {
                 input,
                 out: out.reborrow(),

@@ -153,6 +153,9 @@ const GPU_BYTES_PER_S: f64 = 5.0e11;
 const RAYON_LATENCY_NS: f64 = 5_000.0;
 const CUDA_LATENCY_NS: f64 = 10_000.0;
 const OPENCL_LATENCY_NS: f64 = 30_000.0;
+/// A Rayon call right after a `cpu` one, predicted under this many times
+/// [`RAYON_LATENCY_NS`], is a warm-up: waking the parked workers is much of its time.
+const WAKE_FACTOR: f64 = 10.0;
 
 /// Fixed cost of one transfer (ns): driver call and synchronisation.
 const TRANSFER_LATENCY_NS: f64 = 10_000.0;
@@ -432,16 +435,27 @@ impl Tuner {
         }
     }
 
-    /// Whether a run on `backend` now is timed as a steady run would be: the last `Auto`
-    /// call ran there too, or both are host backends (a switch between `cpu` and Rayon
-    /// moves nothing and loads nothing; only one to or from a device costs the call after
-    /// it, which is then a warm-up).
-    fn switch_free(&self, backend: Backend) -> bool {
+    /// Whether a run of `call` on `backend` now is timed as a steady run would be: the
+    /// last `Auto` call ran there too, or both are host backends (a switch between `cpu`
+    /// and Rayon moves nothing and loads nothing; only one to or from a device costs the
+    /// call after it, which is then a warm-up). But Rayon right after `cpu` wakes its
+    /// parked workers first: a call predicted under [`WAKE_FACTOR`] times Rayon's launch
+    /// cost would take that for its own time, so it is a warm-up.
+    fn switch_free(&self, call: &Call, backend: Backend) -> bool {
         let last = match self.sim {
             Some(sim) => sim.last,
             None => last_ran(),
         };
-        last == Some(backend) || last.is_some_and(|l| !is_device(l)) && !is_device(backend)
+        if last == Some(backend) {
+            return true;
+        }
+        let host = last.is_some_and(|l| !is_device(l)) && !is_device(backend);
+        let waking = backend == Backend::Rayon && last == Some(Backend::Cpu) && {
+            let n = call.size as f64;
+            let rayon = self.predicted(call, backend);
+            rayon.unwrap_or_else(|| self.prior(call, backend, n)) < WAKE_FACTOR * RAYON_LATENCY_NS
+        };
+        host && !waking
     }
 
     /// The roofline prior of `call` on `backend` ([`prior_at`]) at `n` elements.
@@ -476,16 +490,20 @@ impl Tuner {
 
     /// The compute time of `call` on `to` predicted from `measured` on `from`: the measured
     /// time scaled by the ratio of their roofline priors; but between the two host
-    /// backends, which share one model of the cores, a measurement above `from`'s prior is
-    /// read as its launch cost plus work, and only the work is scaled (a compute-bound call
-    /// measured at 2.6 ms on 16 cores' Rayon is about 16 times that on `cpu`, not the 4
-    /// times a prior dominated by Rayon's launch cost says).
+    /// backends, which share one model of the cores, a measurement [`SKIP`] times above
+    /// `from`'s prior or more is read as its launch cost plus work, and only the work is
+    /// scaled (a compute-bound call measured at 2.6 ms on 16 cores' Rayon is about 16 times
+    /// that on `cpu`, not the 4 times a prior dominated by Rayon's launch cost says). A
+    /// measurement nearer its prior is mostly launch cost and noise (Rayon waking its
+    /// workers): read as work, a 25 us Map of 8192 `f32` would predict `cpu` 13 times
+    /// slower, never tried, where it takes about as long.
     fn scaled(&self, call: &Call, from: Backend, measured: f64, to: Backend) -> f64 {
         let n = call.size as f64;
         let (from_fixed, from_work) = prior_parts(call, from, n, self.cores);
         let (to_fixed, to_work) = prior_parts(call, to, n, self.cores);
         let host = |b| matches!(b, Backend::Cpu | Backend::Rayon);
-        if host(from) && host(to) && from_work > 0.0 && measured >= from_fixed + from_work {
+        let compute_bound = measured >= SKIP * (from_fixed + from_work);
+        if host(from) && host(to) && from_work > 0.0 && compute_bound {
             return to_fixed + (measured - from_fixed) * to_work / from_work;
         }
         measured * (to_fixed + to_work) / (from_fixed + from_work).max(1e-9)
@@ -573,7 +591,7 @@ impl Tuner {
             let first = "first run of this size, counted (its kernel is loaded; allocation \
                          included, replaced by the next run)";
             (Measure::FirstRun, format!("calibrating: {why}; {first}"))
-        } else if warm && (self.switch_free(b) || warmups >= MAX_WARMUPS) {
+        } else if warm && (self.switch_free(call, b) || warmups >= MAX_WARMUPS) {
             (Measure::Sample, format!("calibrating: {why}"))
         } else if warm {
             (
@@ -1317,8 +1335,17 @@ fn refine(
     };
     let leaders = [first, second].map(|c| {
         let own = t.models.own(&call.key, c.backend, call.size)?;
-        // One run (a first run of its size, maybe) has no spread of its own yet.
+        // One run (a first run of its size, maybe) has no spread of its own yet. A device's
+        // first run alone (allocation, first upload) may be up to [`WARMUP_FACTOR`] times
+        // its steady time: it reaches down that far, so one steady run replaces it, in a
+        // later process too (else a device that lost on its first run would lose in every
+        // process). A host backend's first run allocates little: its mark stays as it is.
+        let first =
+            t.models
+                .provisional
+                .contains(&(call.key.clone(), c.backend, bucket_of(call.size)));
         let half = match own.count {
+            1 if first && is_device(c.backend) => (1.0 - 1.0 / WARMUP_FACTOR) * total(c),
             0 | 1 => ONE_RUN_SPREAD * total(c),
             _ => own.half_interval_ns(),
         };
@@ -1333,7 +1360,12 @@ fn refine(
         return None;
     }
     let spread = |l: &(Backend, f64, f64, u32)| l.2 / l.1.max(1.0);
-    let open = [a, b].into_iter().filter(|l| l.3 < MAX_SAMPLES);
+    // A trial of a device whose kernel is not built would run on the host, untimed.
+    let unbuilt =
+        |l: &(Backend, f64, f64, u32)| l.0 != a.0 && t.unbuilt.contains(&(call.key.clone(), l.0));
+    let open = [a, b]
+        .into_iter()
+        .filter(|l| l.3 < MAX_SAMPLES && !unbuilt(l));
     let pick = open
         .clone()
         .find(|l| t.ran_last(l.0) && wide(l))

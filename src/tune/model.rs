@@ -23,9 +23,14 @@ use crate::{Backend, Error, Result};
 /// The `format` field of a model file.
 const FORMAT: &str = "skel-tune";
 
-/// The `version` field this code reads and writes; a file of another version is reported
-/// and replaced on the next save.
-const VERSION: u32 = 3;
+/// The `version` field this code writes; a file of another version than this or
+/// [`READS`] is reported and replaced on the next save. Version 4 added a bucket's
+/// `first_run` mark: a reader of version 3 refuses the field, so the version changed
+/// rather than let an older skel take such a file for a damaged one.
+const VERSION: u32 = 4;
+
+/// The versions this code reads: version 3 is version 4 without `first_run` marks.
+const READS: [u32; 2] = [3, VERSION];
 
 /// The file name of the models inside the tune directory.
 pub(crate) const FILE: &str = "model.json";
@@ -386,10 +391,11 @@ impl Models {
         if header.format.as_deref() != Some(FORMAT) {
             return Err(format!("not a model file (format {:?})", header.format));
         }
-        if header.version != Some(VERSION) {
+        if !header.version.is_some_and(|v| READS.contains(&v)) {
             let found = header.version.map_or("none".into(), |v| v.to_string());
             return Err(format!(
-                "model file version {found}; this version of skel reads version {VERSION}"
+                "model file version {found}; this version of skel reads versions 3 and \
+                 {VERSION}"
             ));
         }
         let file: ModelFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
@@ -644,13 +650,22 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["format"], "skel-tune");
-        assert_eq!(v["version"], VERSION);
+        // A reader of version 3 refuses `first_run`: a file with it has another version.
+        assert_eq!(v["version"], 4);
         assert_eq!(v["histories"][0]["function"], "app::square fn");
+        // A version-3 file (an older skel's, no marks) reads as before.
+        let mut steady = m.clone();
+        steady.provisional.clear();
+        let v3 = steady
+            .to_json()
+            .replacen("\"version\": 4", "\"version\": 3", 1);
+        assert!(v3.contains("\"version\": 3"), "{v3}");
+        assert_eq!(Models::from_json(&v3).unwrap(), steady);
         let bad = |t: &str| Models::from_json(t).unwrap_err();
         assert!(bad("skel-tune 2\nh cuda 3 1 2 3 0 map f32 f").contains("not a model file"));
         assert!(bad(r#"{"format": "other", "version": 3}"#).contains("format"));
-        let newer = bad(r#"{"format": "skel-tune", "version": 4, "links": {}}"#);
-        assert!(newer.contains("version 4;"), "{newer}");
+        let newer = bad(r#"{"format": "skel-tune", "version": 5, "links": {}}"#);
+        assert!(newer.contains("version 5;"), "{newer}");
         let truncated = &text[..text.len() / 2];
         assert!(!bad(truncated).is_empty());
         let negative = text.replacen("\"count\": 1", "\"count\": 0", 1);

@@ -577,3 +577,161 @@ fn a_device_not_worth_a_compile_is_not_tried_again() {
     assert_eq!(d.choice, Choice::Backend(Backend::Cuda), "{why}");
     assert!(!d.explore, "{why}");
 }
+
+/// A small Map of 8192 `f32` (4 bytes read, 4 written an element) measured at 25 us on 16
+/// cores' Rayon, a few times its prior (launch cost, waking the workers): that is no
+/// compute-bound call, and `cpu` (about as fast here) is predicted by the ratio of the
+/// priors, under [`SKIP`] times Rayon, so it is tried. Read as launch plus work it would
+/// be predicted 12.8 times slower and never tried.
+#[test]
+fn a_small_rayon_run_near_its_prior_still_lets_cpu_be_tried() {
+    let mut t = Tuner::open(None);
+    t.cores = 16;
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let n = 8192;
+    let mut call = Call::new("map", "app::scale", "f32->f32".into(), n);
+    call.total_bytes = 8 * n as u64;
+    t.models.record(&call.key, Backend::Rayon, n, 25_000.0);
+    let rows = [Backend::Rayon, Backend::Cpu].map(|b| t.candidate(&call, b));
+    let cpu = t.estimate(&call, &rows[1], &rows);
+    assert!(cpu < SKIP * 25_000.0, "cpu predicted {:.0} us", cpu / 1e3);
+    let (d, why) = choose(&t, &call, &rows);
+    assert_eq!(d.choice, Choice::Backend(Backend::Cpu), "{why}");
+    assert!(d.explore, "{why}");
+}
+
+/// A CUDA bucket from the model file, within noise of Rayon, whose kernel is not built in
+/// this process: refining the two would run the CUDA trial on the host, untimed, again at
+/// every call; so it is left out of the refinement (Rayon, the leader, is refined alone).
+#[test]
+fn an_unbuilt_device_is_not_refined() {
+    let mut t = Tuner::open(None);
+    t.cores = 16;
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let call = coulombic_call(256 * 256);
+    for _ in 0..2 {
+        t.models.record(&call.key, Backend::Rayon, call.size, 2.5e6);
+    }
+    t.models.record(&call.key, Backend::Cuda, call.size, 2.55e6);
+    let rows =
+        |t: &Tuner, call: &Call| [Backend::Cuda, Backend::Rayon].map(|b| t.candidate(call, b));
+    let (d, why) = choose(&t, &call, &rows(&t, &call));
+    assert_eq!(d.choice, Choice::Backend(Backend::Cuda), "{why}");
+    assert!(d.explore, "{why}");
+    t.unbuilt.insert((call.key.clone(), Backend::Cuda));
+    let (d, why) = choose(&t, &call, &rows(&t, &call));
+    assert_eq!(d.choice, Choice::Backend(Backend::Rayon), "{why}");
+    assert!(!d.explore, "{why}");
+}
+
+/// A device whose only run of a size was its first (allocation and first upload, here 1.6
+/// times Rayon) is measured once more in a later process, a steady run that replaces it:
+/// the device, 0.7 times Rayon once warm, then wins. A host backend's first-run mark is
+/// not measured again (`a_trial_is_not_repeated_in_the_next_process`).
+#[test]
+fn a_device_first_run_is_measured_again_once() {
+    let mut t = Tuner::open(None);
+    t.cores = 16;
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Rayon),
+    });
+    let call = Job::call(1 << 20);
+    for _ in 0..2 {
+        t.models.record(&call.key, Backend::Rayon, call.size, 1.0e6);
+    }
+    t.models.record(&call.key, Backend::Cuda, call.size, 1.6e6);
+    let at = (call.key.clone(), Backend::Cuda, bucket_of(call.size));
+    t.models.provisional.insert(at.clone());
+    t.loaded.insert((call.key.clone(), Backend::Cuda));
+    let rows =
+        |t: &Tuner, call: &Call| [Backend::Cuda, Backend::Rayon].map(|b| t.candidate(call, b));
+    let mut ran = Vec::new();
+    for _ in 0..4 {
+        let (d, why) = choose(&t, &call, &rows(&t, &call));
+        let Choice::Backend(b) = d.choice else {
+            panic!("{why}")
+        };
+        let ns = match b {
+            Backend::Cuda if d.measure == Measure::Warmup => 1.6e6,
+            Backend::Cuda => 0.7e6,
+            _ => 1.0e6,
+        };
+        t.finish(&call, b, d, ns);
+        t.sim.as_mut().unwrap().last = Some(b);
+        ran.push((b, d.measure, why));
+    }
+    assert!(!t.models.provisional.contains(&at), "{ran:#?}");
+    let own = t.models.own(&call.key, Backend::Cuda, call.size).unwrap();
+    // Its transfers are taken out of each measurement.
+    let steady = 0.7e6 - t.transfer_ns(&call, Backend::Cuda);
+    assert!(
+        (own.mean_ns - steady).abs() < 1.0,
+        "replaced: {own:?}\n{ran:#?}"
+    );
+    assert_eq!(ran.last().unwrap().0, Backend::Cuda, "{ran:#?}");
+}
+
+/// The marks `compiling` leaves: a trial not worth a compile marks the device unbuilt for
+/// the function, a compile under way marks it compiling, a compile that finished since
+/// the call began leaves neither, and a finished build (`kernel_ready`) clears both.
+#[test]
+fn compiling_and_kernel_ready_mark_and_clear() {
+    use crate::backends::kernel_cache::compiles_finished;
+    let call = Call::new("map", "tests::marks", "f32->f32".into(), 1000);
+    let at = (call.key.clone(), Backend::Cuda);
+    let marked = |unbuilt: bool| {
+        let t = tuner();
+        match unbuilt {
+            true => t.unbuilt.contains(&at),
+            false => t.compiling.contains(&at),
+        }
+    };
+    // Another test's background compile may finish meanwhile: then the mark is rightly
+    // not left (or cleared), and the step is tried again. A mark missing while none
+    // finished fails.
+    for started in [false, true] {
+        let left = (0..100).find_map(|_| {
+            let before = compiles_finished();
+            compiling(Some(&call), Backend::Cuda, Backend::Rayon, started, before);
+            let left = marked(!started);
+            (left || compiles_finished() == before).then_some(left)
+        });
+        assert_eq!(left, Some(true), "started {started}");
+    }
+    kernel_ready();
+    assert!(!marked(true) && !marked(false));
+    let stale = compiles_finished().wrapping_sub(1);
+    compiling(Some(&call), Backend::Cuda, Backend::Rayon, false, stale);
+    assert!(!marked(true), "a compile finished since the call began");
+}
+
+/// A small Rayon call right after a `cpu` one includes waking Rayon's parked workers: a
+/// warm-up, not a sample; a large one (coulombic's 2.5 ms) is a sample.
+#[test]
+fn a_small_rayon_run_after_cpu_is_a_warm_up() {
+    let mut t = Tuner::open(None);
+    t.cores = 16;
+    t.sim = Some(Sim {
+        elapsed_ns: 0.0,
+        last: Some(Backend::Cpu),
+    });
+    let small = Job::call(8192);
+    let big = coulombic_call(256 * 256);
+    for (call, ns, want) in [
+        (&small, 20_000.0, Measure::Warmup),
+        (&big, 2.5e6, Measure::Sample),
+    ] {
+        t.models.record(&call.key, Backend::Rayon, call.size, ns);
+        t.warmed
+            .insert((call.key.clone(), Backend::Rayon, bucket_of(call.size)), 1);
+        let (d, why) = t.trial(call, Backend::Rayon, "test", false);
+        assert_eq!(d.measure, want, "{why}");
+    }
+}
