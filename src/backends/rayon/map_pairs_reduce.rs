@@ -35,6 +35,17 @@ const RUN: usize = BAND_ROWS + 16;
 /// pair elements (two buffers of them, a few MiB) stay in the cache of a many-core machine.
 const BLOCK: usize = 1 << 19;
 
+/// Columns folded by one task of a block's folds: a fold is a chain of dependent operations
+/// (an `f32` add every four cycles or so), and four chains side by side still run at the
+/// chains' pace (four loads and four adds every four cycles, half of what a core issues),
+/// so a task of four columns takes as long as a task of one, and leaves more threads to
+/// map the next block. With one task per thread's share of the columns (262145 x 17 on 16
+/// threads: nine tasks of two columns, five times the time of a hand-written Rayon loop,
+/// round 7), seven threads were left to map a block while nine folded the last; by the
+/// count of operations (a block's mapping is some ten times its folds' chain), the mapping
+/// was the bottleneck. Four columns: five tasks fold, eleven threads map.
+const FOLD_COLUMNS: usize = 4;
+
 /// Whether `run_cols` over `cols` results of `size` bytes is better pipelined
 /// ([`fold_cols`]) than split into column ranges: when a thread's share of a row is less
 /// than a cache line (threads then read each other's lines, up to the whole matrix each),
@@ -71,7 +82,7 @@ pub(super) fn fold_cols<M, R, A, B>(
         .max(BAND_ROWS)
         .min(rows);
     let blocks = rows.div_ceil(block);
-    let per = cols.div_ceil(rayon::current_num_threads());
+    let per = FOLD_COLUMNS;
     let map_block = |b: usize, buf: &mut [M::Out]| {
         let at = b * block..rows.min((b + 1) * block);
         buf[..at.len().div_ceil(BAND_ROWS) * RUN * cols]
