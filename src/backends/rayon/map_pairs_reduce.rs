@@ -16,6 +16,7 @@ use std::sync::{Mutex, PoisonError};
 use rayon::prelude::*;
 
 use crate::backends::BinaryFn;
+use crate::userfn::sealed::Only;
 use crate::userfn::{ContainerArgs, ElementwiseFn, IndexKind};
 use crate::DeviceType;
 
@@ -145,9 +146,34 @@ impl Scratch {
     }
 }
 
-/// The pair elements of rows `first..first + n`, column by column:
+/// The pair elements of rows `first..first + n` (`n >= 1`), column by column:
 /// `band[j * RUN + k]` = `map(v[first + k], h[j])`.
 fn map_band<M, A, B>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
+    (v, h): (&[A], &[B]),
+    (band, n): (&mut [M::Out], usize),
+    first: usize,
+    uniforms: &M::Uniforms,
+) where
+    M: ElementwiseFn<Elems = (A, B)>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    // Two copies of the loop, as `cpu::map_range` has: where the band's last cell is inside
+    // every `Mat` argument, so is every cell of the band, and a read at the pair's own
+    // index has no check (a backprop weight `w[(i, j)]`: a compare and a branch less per
+    // pair, in the mapping that the other threads do while a block is folded).
+    let last = (first + n - 1, h.len() - 1);
+    if <M::Arrays as ContainerArgs>::inside(arrays, last, Only) {
+        map_band_cells::<M, A, B, true>(arrays, (v, h), (band, n), first, uniforms);
+    } else {
+        map_band_cells::<M, A, B, false>(arrays, (v, h), (band, n), first, uniforms);
+    }
+}
+
+/// [`map_band`]'s loop; `INSIDE`: every cell of the band is inside every `Mat` argument.
+#[inline(always)]
+fn map_band_cells<M, A, B, const INSIDE: bool>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
     (band, n): (&mut [M::Out], usize),
@@ -165,6 +191,21 @@ fn map_band<M, A, B>(
     for (j, (run, &q)) in band.chunks_mut(RUN).zip(h).enumerate() {
         for (k, (o, &p)) in run[..n].iter_mut().zip(&v[first..first + n]).enumerate() {
             let i = first + k;
+            // A debug build checks the hint below.
+            debug_assert!(
+                !INSIDE || <M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only),
+                "a Mat check fails at ({i}, {j}), inside its band's last cell",
+            );
+            if INSIDE && !<M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only) {
+                // SAFETY: never reached. `INSIDE` is passed where `inside` holds at the
+                // band's last cell `(first + n - 1, cols - 1)`, and `i <= first + n - 1`,
+                // `j <= cols - 1`. `inside` is `true` for a slice and, for a `Mat`, compares
+                // the row and the column with its shape and `row * cols + col` with its
+                // length, each of which holds at every smaller row and column (a tuple of
+                // arguments: all of them). No other crate can override `inside`
+                // (`sealed::Only`).
+                unsafe { std::hint::unreachable_unchecked() }
+            }
             *o = M::apply_with(
                 M::Index::from_parts(i * cols + j, (i, j), cols),
                 arrays,
