@@ -221,6 +221,58 @@ macro_rules! pairs_suite {
             }
 
             #[test]
+            fn map_pairs_reduce_f32_keeps_the_order_on_many_threads() {
+                require!();
+                // f32 sums (not associative) on pools of 3 to 17 threads, where rayon
+                // pipelines `run_cols` (blocks of rows mapped on all threads while the last
+                // one is folded, a few columns per fold task): column counts below, at and
+                // above a task's, primes, one row, a last block of one row (61_953), and
+                // few long rows for `run_rows`. The host backends give the bits of the
+                // in-order fold of `cpu`; the device backends may regroup long folds
+                // (within a relative 1e-4 here).
+                let host = matches!(B, Backend::Cpu | Backend::Rayon);
+                let shapes = [(1, 17), (16_411, 13), (61_953, 17), (31_013, 5), (40_961, 4), (24_593, 1), (7, 70_001)];
+                for threads in [3, 7, 17] {
+                    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                    pool.install(|| {
+                        for (rows, cols) in shapes {
+                            let v = Vector::from_fn(rows, |i| ((i * 37) % 101) as f32 * 0.013 - 0.6);
+                            let h = Vector::from_fn(cols, |j| ((j * 11) % 23) as f32 * 0.07 + 0.3);
+                            let s = MapPairsReduce::new(mul_add_pair, add_f32);
+                            for cols_wise in [true, false] {
+                                let n = if cols_wise { cols } else { rows };
+                                let (mut got, mut oracle) = (Vector::filled(n, f32::NAN), Vector::filled(n, f32::NAN));
+                                if cols_wise {
+                                    s.backend(B).run_cols(&v, &h, &mut got).unwrap();
+                                    s.backend(Backend::Cpu).run_cols(&v, &h, &mut oracle).unwrap();
+                                } else {
+                                    s.backend(B).run_rows(&v, &h, &mut got).unwrap();
+                                    s.backend(Backend::Cpu).run_rows(&v, &h, &mut oracle).unwrap();
+                                }
+                                let what = format!("{rows}x{cols} cols={cols_wise} on {threads} threads");
+                                for (k, (g, o)) in got.to_vec().into_iter().zip(oracle.to_vec()).enumerate() {
+                                    if host {
+                                        assert_eq!(g.to_bits(), o.to_bits(), "{what}: result {k}: {g} != {o}");
+                                    } else {
+                                        assert!((g - o).abs() <= 1e-4 * o.abs().max(1.0), "{what}: result {k}: {g} vs {o}");
+                                    }
+                                }
+                            }
+                        }
+                    });
+                }
+                // The oracle against a plain in-order fold.
+                let (v, h) = (Vector::from_fn(300, |i| i as f32 * 0.37 - 5.0), Vector::from(vec![0.1f32, 3.0]));
+                let mut per = Vector::zeroed(2);
+                MapPairsReduce::new(mul_add_pair, add_f32).backend(Backend::Cpu).run_cols(&v, &h, &mut per).unwrap();
+                for j in 0..2 {
+                    let mut pairs = (0..300).map(|i| mul_add_pair::call(v[i], h[j]));
+                    let first = pairs.next().unwrap();
+                    assert_eq!(per[j].to_bits(), pairs.fold(first, |a, b| a + b).to_bits());
+                }
+            }
+
+            #[test]
             fn map_pairs_reduce_index_and_uniforms() {
                 require!();
                 let shapes = PAIR_SHAPES.iter().copied().chain([(40_000, 17)]);

@@ -16,6 +16,7 @@ use std::sync::{Mutex, PoisonError};
 use rayon::prelude::*;
 
 use crate::backends::BinaryFn;
+use crate::userfn::sealed::Only;
 use crate::userfn::{ContainerArgs, ElementwiseFn, IndexKind};
 use crate::DeviceType;
 
@@ -34,6 +35,17 @@ const RUN: usize = BAND_ROWS + 16;
 /// operations per column, tens of microseconds) outweigh a fork and join, and the block's
 /// pair elements (two buffers of them, a few MiB) stay in the cache of a many-core machine.
 const BLOCK: usize = 1 << 19;
+
+/// Columns folded by one task of a block's folds: a fold is a chain of dependent operations
+/// (an `f32` add every four cycles or so), and four chains side by side still run at the
+/// chains' pace (four loads and four adds every four cycles, half of what a core issues),
+/// so a task of four columns takes as long as a task of one, and leaves more threads to
+/// map the next block. With one task per thread's share of the columns (262145 x 17 on 16
+/// threads: nine tasks of two columns, five times the time of a hand-written Rayon loop,
+/// round 7), seven threads were left to map a block while nine folded the last; by the
+/// count of operations (a block's mapping is some ten times its folds' chain), the mapping
+/// was the bottleneck. Four columns: five tasks fold, eleven threads map.
+const FOLD_COLUMNS: usize = 4;
 
 /// Whether `run_cols` over `cols` results of `size` bytes is better pipelined
 /// ([`fold_cols`]) than split into column ranges: when a thread's share of a row is less
@@ -71,7 +83,7 @@ pub(super) fn fold_cols<M, R, A, B>(
         .max(BAND_ROWS)
         .min(rows);
     let blocks = rows.div_ceil(block);
-    let per = cols.div_ceil(rayon::current_num_threads());
+    let per = FOLD_COLUMNS;
     let map_block = |b: usize, buf: &mut [M::Out]| {
         let at = b * block..rows.min((b + 1) * block);
         buf[..at.len().div_ceil(BAND_ROWS) * RUN * cols]
@@ -134,9 +146,34 @@ impl Scratch {
     }
 }
 
-/// The pair elements of rows `first..first + n`, column by column:
+/// The pair elements of rows `first..first + n` (`n >= 1`), column by column:
 /// `band[j * RUN + k]` = `map(v[first + k], h[j])`.
 fn map_band<M, A, B>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
+    (v, h): (&[A], &[B]),
+    (band, n): (&mut [M::Out], usize),
+    first: usize,
+    uniforms: &M::Uniforms,
+) where
+    M: ElementwiseFn<Elems = (A, B)>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    // Two copies of the loop, as `cpu::map_range` has: where the band's last cell is inside
+    // every `Mat` argument, so is every cell of the band, and a read at the pair's own
+    // index has no check (a backprop weight `w[(i, j)]`: a compare and a branch less per
+    // pair, in the mapping that the other threads do while a block is folded).
+    let last = (first + n - 1, h.len() - 1);
+    if <M::Arrays as ContainerArgs>::inside(arrays, last, Only) {
+        map_band_cells::<M, A, B, true>(arrays, (v, h), (band, n), first, uniforms);
+    } else {
+        map_band_cells::<M, A, B, false>(arrays, (v, h), (band, n), first, uniforms);
+    }
+}
+
+/// [`map_band`]'s loop; `INSIDE`: every cell of the band is inside every `Mat` argument.
+#[inline(always)]
+fn map_band_cells<M, A, B, const INSIDE: bool>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
     (band, n): (&mut [M::Out], usize),
@@ -154,6 +191,21 @@ fn map_band<M, A, B>(
     for (j, (run, &q)) in band.chunks_mut(RUN).zip(h).enumerate() {
         for (k, (o, &p)) in run[..n].iter_mut().zip(&v[first..first + n]).enumerate() {
             let i = first + k;
+            // A debug build checks the hint below.
+            debug_assert!(
+                !INSIDE || <M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only),
+                "a Mat check fails at ({i}, {j}), inside its band's last cell",
+            );
+            if INSIDE && !<M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only) {
+                // SAFETY: never reached. `INSIDE` is passed where `inside` holds at the
+                // band's last cell `(first + n - 1, cols - 1)`, and `i <= first + n - 1`,
+                // `j <= cols - 1`. `inside` is `true` for a slice and, for a `Mat`, compares
+                // the row and the column with its shape and `row * cols + col` with its
+                // length, each of which holds at every smaller row and column (a tuple of
+                // arguments: all of them). No other crate can override `inside`
+                // (`sealed::Only`).
+                unsafe { std::hint::unreachable_unchecked() }
+            }
             *o = M::apply_with(
                 M::Index::from_parts(i * cols + j, (i, j), cols),
                 arrays,
