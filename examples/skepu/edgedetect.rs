@@ -6,7 +6,8 @@
 //! `--size` columns) where it exists, else a generated one.
 //!
 //! `cargo run --release --example skepu_edgedetect -- --backend rayon --size 512 [--check] [--bench]`
-//! `--bench` times it next to the same filter written by hand with Rayon.
+//! `--bench` times it next to the same filter written by hand with Rayon and as a plain
+//! sequential loop.
 
 use rayon::prelude::*;
 use skel::prelude::*;
@@ -83,6 +84,19 @@ pub fn hand_rayon(image: &Matrix<f32>, filter: &[f32]) -> Matrix<f32> {
     Matrix::from_vec(rows, cols, out).expect("rows * cols pixels")
 }
 
+/// The same filter as a plain sequential loop.
+pub fn sequential(image: &Matrix<f32>, filter: &[f32]) -> Matrix<f32> {
+    let (rows, cols) = (image.rows(), image.cols());
+    let img = image.as_slice();
+    let mut out = vec![0.0f32; rows * cols];
+    for i in 1..rows.saturating_sub(1) {
+        for j in 1..cols.saturating_sub(1) {
+            out[i * cols + j] = pixel(filter, |a, b| img[(i + a - 1) * cols + j + b - 1]);
+        }
+    }
+    Matrix::from_vec(rows, cols, out).expect("rows * cols pixels")
+}
+
 /// The greyscale image: the sample photo scaled to `n` columns, or a generated one.
 pub fn inputs(n: usize) -> Matrix<f32> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/images/coffee.png");
@@ -138,12 +152,23 @@ fn main() -> std::process::ExitCode {
             Ok(vec![
                 (
                     format!("skel {backend} (filter as &[f32], w.radius())"),
-                    common::best_of(|| compute(backend, &img, &filter).map(drop))?,
+                    common::best_of(|| {
+                        compute(backend, &img, &filter)?;
+                        // The result stays on a device: wait for it.
+                        skel::tune::synchronize()
+                    })?,
                 ),
                 (
                     "hand-written Rayon".into(),
                     common::best_of(|| {
                         hand_rayon(&img, &SOBEL);
+                        Ok(())
+                    })?,
+                ),
+                (
+                    "sequential loop".into(),
+                    common::best_of(|| {
+                        sequential(&img, &SOBEL);
                         Ok(())
                     })?,
                 ),
