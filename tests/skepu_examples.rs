@@ -372,9 +372,16 @@ fn backprop_port() {
     for n in [0, 1, 7, 1000] {
         let net = backprop::inputs(n);
         let want = backprop::reference(&net, 4);
-        assert_ne!(want, backprop::reference(&net, 0), "training changes the weights");
+        assert_ne!(
+            want,
+            backprop::reference(&net, 0),
+            "training changes the weights"
+        );
         let hand = backprop::hand_rayon(&net, 4);
-        assert!(check::max_rel_diff(&hand, &want) <= 1e-4, "hand-written {n}");
+        assert!(
+            check::max_rel_diff(&hand, &want) <= 1e-4,
+            "hand-written {n}"
+        );
         for b in backends() {
             let tol = if matches!(b, Backend::Cpu | Backend::Rayon) {
                 0.0
@@ -402,7 +409,11 @@ fn needleman_wunsch_port() {
         assert_eq!(nw::hand_rayon(&pair), want, "hand-written {n}");
         for b in backends() {
             assert_eq!(nw::compute(b, &pair).unwrap(), want, "{b} nw {n}");
-            assert_eq!(nw::compute_graph(b, &pair).unwrap(), want, "{b} nw Graph {n}");
+            assert_eq!(
+                nw::compute_graph(b, &pair).unwrap(),
+                want,
+                "{b} nw Graph {n}"
+            );
         }
     }
 }
