@@ -287,6 +287,8 @@ impl Plain {
 
     /// One step; `parallel`: the hidden sums and the input weights' update by hand with
     /// Rayon (the sums in bands of rows, added band after band).
+    // Rodinia's loops, index for index, so the reference reads like the original.
+    #[allow(clippy::needless_range_loop)]
     pub fn step(&mut self, parallel: bool) {
         const H: usize = HIDDEN + 1;
         const O: usize = OUTPUTS + 1;

@@ -248,6 +248,9 @@ pub fn best_of(mut f: impl FnMut() -> skel::Result<()>) -> skel::Result<f64> {
     Ok(best)
 }
 
+/// `(label, result)` of each way a [`Program`] runs on one backend.
+pub type Runs = Vec<(String, Vec<f64>)>;
+
 /// What a program of many calls (backprop, nw) gives [`program_main`]: like [`Port`], but
 /// its results are checked against its plain sequential reference, within a tolerance
 /// where a device may fold in another order or round a transcendental otherwise.
@@ -256,7 +259,7 @@ pub struct Program<'a> {
     pub default_size: usize,
     /// `(label, result)` of each way the program runs on one backend (eager calls, a
     /// recorded `skel::Graph`, ...).
-    pub results: &'a dyn Fn(Backend, usize) -> skel::Result<Vec<(String, Vec<f64>)>>,
+    pub results: &'a dyn Fn(Backend, usize) -> skel::Result<Runs>,
     /// The plain sequential program's result.
     pub reference: &'a dyn Fn(usize) -> Vec<f64>,
     /// How far a result may be from the reference, relative to `max(|want|, 1)` (0: equal).

@@ -146,8 +146,8 @@ pub fn compute_graph(backend: Backend, pair: &Pair) -> skel::Result<Vec<f64>> {
 fn plain(pair: &Pair, m: &mut [i32]) {
     let n1 = pair.b.len();
     let (b, score) = (pair.b.as_slice(), pair.score.as_slice());
-    for j in 0..n1 {
-        m[j] = -(j as i32) * PENALTY;
+    for (j, x) in m[..n1].iter_mut().enumerate() {
+        *x = -(j as i32) * PENALTY;
     }
     for i in 1..n1 {
         m[i * n1] = -(i as i32) * PENALTY;
