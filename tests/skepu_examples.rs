@@ -358,6 +358,11 @@ fn edgedetect_port() {
             assert_eq!(plain, want, "sequential {n}");
             let got = edgedetect::compute(b, &img, &filter).map(|m| m.to_vec());
             ported(b, got, &want, &format!("edgedetect {n}"));
+            let mut out = Matrix::zeroed(n, n);
+            for _ in 0..2 {
+                edgedetect::compute_into(b, &img, &filter, &mut out).unwrap();
+            }
+            assert_eq!(out.to_vec(), want, "{b} edgedetect into one output {n}");
         }
     }
 }

@@ -43,12 +43,23 @@ pub fn compute(
     filter: &Vector<f32>,
 ) -> skel::Result<Matrix<f32>> {
     let mut out = Matrix::zeroed(image.rows(), image.cols());
+    compute_into(backend, image, filter, &mut out)?;
+    Ok(out)
+}
+
+/// The same into `out` (its border left as it is): a program filtering frame after frame
+/// reuses one output.
+pub fn compute_into(
+    backend: Backend,
+    image: &Matrix<f32>,
+    filter: &Vector<f32>,
+    out: &mut Matrix<f32>,
+) -> skel::Result<()> {
     MapOverlap::new(edge, (1, 1))
         .edge(Edge::None)
         .arrays((filter,))
         .backend(backend)
-        .run(image, &mut out)?;
-    Ok(out)
+        .run(image, out)
 }
 
 /// One pixel's gradient magnitude; `at(a, b)` the window's element, top-left `(0, 0)`.
@@ -149,12 +160,20 @@ fn main() -> std::process::ExitCode {
         result: &|backend, n| Ok(compute(backend, &inputs(n), &filter)?.to_vec()),
         timings: &|backend, n| {
             let img = inputs(n);
+            let mut out = Matrix::zeroed(img.rows(), img.cols());
             Ok(vec![
                 (
                     format!("skel {backend} (filter as &[f32], w.radius())"),
                     common::best_of(|| {
                         compute(backend, &img, &filter)?;
                         // The result stays on a device: wait for it.
+                        skel::tune::synchronize()
+                    })?,
+                ),
+                (
+                    format!("skel {backend}, one output reused"),
+                    common::best_of(|| {
+                        compute_into(backend, &img, &filter, &mut out)?;
                         skel::tune::synchronize()
                     })?,
                 ),
