@@ -11,13 +11,20 @@
 //! view of `W`: 2n calls.
 //!
 //! `cargo run --release --example skepu_nw -- --backend cuda [--size N] [--check] [--bench]`
-//! `--check` compares every backend's score matrix (eager, and the whole sweep recorded as
-//! a `skel::Graph` and launched again) with the plain sequential loop, exactly. `--bench`
-//! times one alignment: skel's eager calls; the recorded sweep launched again (the same
-//! input: a graph freezes its calls' uniforms, and a new input written from the host makes
-//! a launch run the calls eagerly, so this row is what a program that re-runs one sweep
-//! would see, not a new alignment); a hand-written Rayon wavefront over blocks; and the
+//! The sequences are container arguments, so the whole sweep can be recorded once as a
+//! `skel::Graph` and launched for every new pair: the pair is copied into the graph's
+//! sequence containers by two eager Maps first (a device write, which a launch replays
+//! after; a host write into a container the graph reads would make that launch run the
+//! calls eagerly), and the uniforms a graph freezes (row number, penalty) are the same for
+//! every pair.
+//!
+//! `--check` compares every backend's score matrix (eager, and a second pair aligned by
+//! launching the sweep recorded on a first) with the plain sequential loop, exactly.
+//! `--bench` times one alignment: skel's eager calls; the recorded sweep for a new pair
+//! (the two copies and one launch); a hand-written Rayon wavefront over blocks; and the
 //! plain sequential loop, in one run.
+
+use std::cell::RefCell;
 
 use rayon::prelude::*;
 use skel::prelude::*;
@@ -36,16 +43,16 @@ const BLOCK: usize = 64;
 fn cell(
     #[index] j: usize,
     prev: &[i32],
+    a: &[i32],
     b: &[i32],
     score: &[i32],
-    #[uniform] row: i32,
-    #[uniform] a: i32,
+    #[uniform] row: u32,
     #[uniform] penalty: i32,
 ) -> i32 {
     if j == 0 {
-        -row * penalty
+        -(row as i32) * penalty
     } else {
-        let s = score[a as usize * ALPHABET + b[j] as usize];
+        let s = score[a[row as usize] as usize * ALPHABET + b[j] as usize];
         (prev[j - 1] + s + penalty).max(prev[j] - penalty)
     }
 }
@@ -55,9 +62,14 @@ fn max(x: i32, y: i32) -> i32 {
     x.max(y)
 }
 
+#[userfn]
+fn same(x: i32) -> i32 {
+    x
+}
+
 /// Two sequences of `n` residues (index 0 unused, as in Rodinia) and a substitution table.
 pub struct Pair {
-    pub a: Vec<i32>,
+    pub a: Vector<i32>,
     pub b: Vector<i32>,
     pub score: Vector<i32>,
 }
@@ -65,9 +77,17 @@ pub struct Pair {
 /// A deterministic pair of sequences of `n` residues and a BLOSUM-like table (symmetric,
 /// +4..+11 on the diagonal, -4..+3 elsewhere).
 pub fn inputs(n: usize) -> Pair {
+    inputs_seeded(n, 21)
+}
+
+/// Another pair of the same length (`seed` picks it), the same table.
+pub fn inputs_seeded(n: usize, seed: u64) -> Pair {
     let residue = |x: f32| ((x * ALPHABET as f32) as i32).min(ALPHABET as i32 - 1);
-    let mut a: Vec<i32> = common::data(n + 1, 21).into_iter().map(residue).collect();
-    let mut b: Vec<i32> = common::data(n + 1, 22).into_iter().map(residue).collect();
+    let mut a: Vec<i32> = common::data(n + 1, seed).into_iter().map(residue).collect();
+    let mut b: Vec<i32> = common::data(n + 1, seed + 1000)
+        .into_iter()
+        .map(residue)
+        .collect();
     a[0] = 0;
     b[0] = 0;
     let r = common::data(ALPHABET * ALPHABET, 23);
@@ -84,27 +104,28 @@ pub fn inputs(n: usize) -> Pair {
         })
         .collect::<Vec<_>>();
     Pair {
-        a,
+        a: Vector::from(a),
         b: Vector::from(b),
         score: Vector::from(score),
     }
 }
 
-/// The sweep: rows `1..=n` of `w` (row 0 is all 0), two calls each.
+/// The sweep over sequences `a` and `b`: rows `1..=n` of `w` (row 0 is all 0), two calls
+/// each.
 fn sweep(
     backend: Backend,
-    pair: &Pair,
+    (a, b, score): (&Vector<i32>, &Vector<i32>, &Vector<i32>),
     w: &mut Vector<i32>,
     u: &mut Vector<i32>,
 ) -> skel::Result<()> {
-    let n1 = pair.b.len();
+    let n1 = b.len();
     let prefix = Scan::new(max).backend(backend);
     for i in 1..n1 {
         {
             let prev = w.view((i - 1) * n1..i * n1);
             Map::new(cell)
-                .arrays((&prev, &pair.b, &pair.score))
-                .uniforms((i as i32, pair.a[i], PENALTY))
+                .arrays((&prev, a, b, score))
+                .uniforms((i as u32, PENALTY))
                 .backend(backend)
                 .run_index(u)?;
         }
@@ -126,17 +147,55 @@ pub fn compute(backend: Backend, pair: &Pair) -> skel::Result<Vec<f64>> {
     let n1 = pair.b.len();
     let mut w = Vector::zeroed(n1 * n1);
     let mut u = Vector::zeroed(n1);
-    sweep(backend, pair, &mut w, &mut u)?;
+    sweep(backend, (&pair.a, &pair.b, &pair.score), &mut w, &mut u)?;
     Ok(unshift(w.as_slice(), n1))
 }
 
-/// The same, the sweep recorded once as a [`skel::Graph`] and launched a second time.
-pub fn compute_graph(backend: Backend, pair: &Pair) -> skel::Result<Vec<f64>> {
-    let n1 = pair.b.len();
+/// The sequences a recorded sweep reads, each in a cell: loading a new pair (by eager
+/// copies on the device) borrows them mutably while the graph holds them.
+pub struct Loaded {
+    a: RefCell<Vector<i32>>,
+    b: RefCell<Vector<i32>>,
+}
+
+impl Loaded {
+    fn new(n1: usize) -> Loaded {
+        Loaded {
+            a: RefCell::new(Vector::zeroed(n1)),
+            b: RefCell::new(Vector::zeroed(n1)),
+        }
+    }
+
+    /// Copies `pair`'s sequences in on `backend`.
+    fn load(&self, backend: Backend, pair: &Pair) -> skel::Result<()> {
+        let copy = Map::new(same).backend(backend);
+        copy.run(&pair.a, &mut *self.a.borrow_mut())?;
+        copy.run(&pair.b, &mut *self.b.borrow_mut())
+    }
+
+    fn sweep(
+        &self,
+        backend: Backend,
+        score: &Vector<i32>,
+        w: &mut Vector<i32>,
+        u: &mut Vector<i32>,
+    ) -> skel::Result<()> {
+        sweep(backend, (&self.a.borrow(), &self.b.borrow(), score), w, u)
+    }
+}
+
+/// The score matrix of `second`, by launching the sweep recorded (as a [`skel::Graph`])
+/// on `first` (of the same length).
+pub fn compute_graph(backend: Backend, first: &Pair, second: &Pair) -> skel::Result<Vec<f64>> {
+    let n1 = first.b.len();
+    common::same_len("nw: the second pair", n1, second.b.len())?;
     let mut w = Vector::zeroed(n1 * n1);
     let mut u = Vector::zeroed(n1);
+    let seqs = Loaded::new(n1);
+    seqs.load(backend, first)?;
     {
-        let g = skel::Graph::record(|| sweep(backend, pair, &mut w, &mut u))?;
+        let g = skel::Graph::record(|| seqs.sweep(backend, &first.score, &mut w, &mut u))?;
+        seqs.load(backend, second)?;
         g.launch()?;
     }
     Ok(unshift(w.as_slice(), n1))
@@ -145,13 +204,13 @@ pub fn compute_graph(backend: Backend, pair: &Pair) -> skel::Result<Vec<f64>> {
 /// The plain sequential loop (Rodinia's recurrence, row by row) into `m`, row-major.
 fn plain(pair: &Pair, m: &mut [i32]) {
     let n1 = pair.b.len();
-    let (b, score) = (pair.b.as_slice(), pair.score.as_slice());
+    let (a, b, score) = (pair.a.as_slice(), pair.b.as_slice(), pair.score.as_slice());
     for (j, x) in m[..n1].iter_mut().enumerate() {
         *x = -(j as i32) * PENALTY;
     }
     for i in 1..n1 {
         m[i * n1] = -(i as i32) * PENALTY;
-        let row = pair.a[i] as usize * ALPHABET;
+        let row = a[i] as usize * ALPHABET;
         for j in 1..n1 {
             let s = score[row + b[j] as usize];
             m[i * n1 + j] = (m[(i - 1) * n1 + j - 1] + s)
@@ -178,11 +237,11 @@ fn block(
     top: &[i32],
     left: &[i32],
 ) -> Vec<i32> {
-    let (b, score) = (pair.b.as_slice(), pair.score.as_slice());
+    let (a, b, score) = (pair.a.as_slice(), pair.b.as_slice(), pair.score.as_slice());
     let w = c.len();
     let mut out = vec![0i32; r.len() * w];
     for (bi, i) in r.enumerate() {
-        let row = pair.a[i] as usize * ALPHABET;
+        let row = a[i] as usize * ALPHABET;
         let mut west = left[bi];
         for (bj, j) in c.clone().enumerate() {
             let (nw, north) = if bi == 0 {
@@ -246,28 +305,37 @@ pub fn hand_rayon(pair: &Pair) -> Vec<f64> {
 /// Seconds per alignment: skel eager and replayed, by hand with Rayon, sequential.
 fn timings(backend: Backend, n: usize) -> skel::Result<Vec<(String, f64)>> {
     let pair = inputs(n);
+    let pairs = [inputs_seeded(n, 31), inputs_seeded(n, 32)];
     let n1 = n + 1;
     let mut rows = Vec::new();
     {
         let mut w = Vector::zeroed(n1 * n1);
         let mut u = Vector::zeroed(n1);
+        let io = (&pair.a, &pair.b, &pair.score);
         let eager = common::best_of(|| {
-            sweep(backend, &pair, &mut w, &mut u)?;
+            sweep(backend, io, &mut w, &mut u)?;
             skel::tune::synchronize()
         })?;
         rows.push((format!("skel {backend} eager ({} calls)", 2 * n), eager));
-        let g = skel::Graph::record(|| sweep(backend, &pair, &mut w, &mut u))?;
+        let seqs = Loaded::new(n1);
+        seqs.load(backend, &pair)?;
+        let g = skel::Graph::record(|| seqs.sweep(backend, &pair.score, &mut w, &mut u))?;
+        let mut next = 0;
         let replay = common::best_of(|| {
+            seqs.load(backend, &pairs[next])?;
+            next = 1 - next;
             g.launch()?;
             skel::tune::synchronize()
         })?;
-        let how = if g.device_graph() {
-            "CUDA graph"
+        let how = if g.device_graph() && g.eager_launches() == 0 {
+            "a CUDA graph"
+        } else if g.device_graph() {
+            "CUDA graph, some launches eager"
         } else {
             "closure"
         };
         rows.push((
-            format!("skel {backend} Graph replay ({how}, same input)"),
+            format!("skel {backend} Graph, a new pair each ({how})"),
             replay,
         ));
     }
@@ -297,7 +365,10 @@ fn main() -> std::process::ExitCode {
             let pair = inputs(n);
             Ok(vec![
                 ("eager".into(), compute(backend, &pair)?),
-                ("skel::Graph".into(), compute_graph(backend, &pair)?),
+                (
+                    "skel::Graph recorded on another pair".into(),
+                    compute_graph(backend, &inputs_seeded(n, 99), &pair)?,
+                ),
             ])
         },
         reference: &|n| reference(&inputs(n)),
