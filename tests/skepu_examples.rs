@@ -40,6 +40,8 @@ examples! {
     fdtd2d: "../examples/skepu/fdtd2d.rs"
     heat: "../examples/skepu/heat.rs"
     edgedetect: "../examples/skepu/edgedetect.rs"
+    backprop: "../examples/skepu/backprop.rs"
+    nw: "../examples/skepu/nw.rs"
 }
 
 #[path = "../examples/skepu/common.rs"]
@@ -352,8 +354,70 @@ fn edgedetect_port() {
         for n in [2, 3, 31, 64] {
             let img = edgedetect::synthetic(n);
             let want = edgedetect::hand_rayon(&img, &edgedetect::SOBEL).to_vec();
+            let plain = edgedetect::sequential(&img, &edgedetect::SOBEL).to_vec();
+            assert_eq!(plain, want, "sequential {n}");
             let got = edgedetect::compute(b, &img, &filter).map(|m| m.to_vec());
             ported(b, got, &want, &format!("edgedetect {n}"));
+            let mut out = Matrix::zeroed(n, n);
+            for _ in 0..2 {
+                edgedetect::compute_into(b, &img, &filter, &mut out).unwrap();
+            }
+            assert_eq!(out.to_vec(), want, "{b} edgedetect into one output {n}");
+        }
+    }
+}
+
+/// Rodinia's backprop training steps (7 calls a step), eager and replayed as a recorded
+/// `skel::Graph`, against the plain sequential program: exactly on the CPU backends (the
+/// same folds in the same order), within a tolerance on the devices (their `exp` and the
+/// order of the column folds may differ); the hand-written Rayon step adds its bands' sums
+/// in another order, so within a tolerance too.
+#[test]
+fn backprop_port() {
+    for n in [0, 1, 7, 1000] {
+        let net = backprop::inputs(n);
+        let want = backprop::reference(&net, 4);
+        assert_ne!(
+            want,
+            backprop::reference(&net, 0),
+            "training changes the weights"
+        );
+        let hand = backprop::hand_rayon(&net, 4);
+        assert!(
+            check::max_rel_diff(&hand, &want) <= 1e-4,
+            "hand-written {n}"
+        );
+        for b in backends() {
+            let tol = if matches!(b, Backend::Cpu | Backend::Rayon) {
+                0.0
+            } else {
+                1e-4
+            };
+            let got = backprop::compute(b, &net, 4).unwrap();
+            let diff = check::max_rel_diff(&got, &want);
+            assert!(diff <= tol, "{b} backprop {n}: {diff}");
+            let got = backprop::compute_graph(b, &net, 4).unwrap();
+            let diff = check::max_rel_diff(&got, &want);
+            assert!(diff <= tol, "{b} backprop Graph {n}: {diff}");
+        }
+    }
+}
+
+/// Needleman-Wunsch row by row (an index Map and a max Scan per row), eager and the whole
+/// sweep recorded on another pair and launched on this one, exactly against the plain
+/// sequential loop; the
+/// hand-written block wavefront too (block edges and a partial last block: 64 + 1, 130).
+#[test]
+fn needleman_wunsch_port() {
+    for n in [0, 1, 2, 17, 65, 130] {
+        let pair = nw::inputs(n);
+        let want = nw::reference(&pair);
+        assert_eq!(nw::hand_rayon(&pair), want, "hand-written {n}");
+        for b in backends() {
+            assert_eq!(nw::compute(b, &pair).unwrap(), want, "{b} nw {n}");
+            let other = nw::inputs_seeded(n, 5);
+            let got = nw::compute_graph(b, &other, &pair).unwrap();
+            assert_eq!(got, want, "{b} nw Graph {n}");
         }
     }
 }

@@ -171,15 +171,7 @@ pub fn ported_main(port: Port<'_>) -> ExitCode {
     if bench {
         return match (port.timings)(backend, size) {
             Ok(rows) => {
-                println!("{name}: size {size}, best of {REPS} runs");
-                let base = rows.first().map_or(1.0, |r| r.1);
-                for (label, secs) in rows {
-                    println!(
-                        "  {label:<44} {:>10.3} ms  {:>6.2}x",
-                        secs * 1e3,
-                        secs / base
-                    );
-                }
+                print_timings(name, size, &rows);
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -254,4 +246,135 @@ pub fn best_of(mut f: impl FnMut() -> skel::Result<()>) -> skel::Result<f64> {
         best = best.min(t.elapsed().as_secs_f64());
     }
     Ok(best)
+}
+
+/// `(label, result)` of each way a [`Program`] runs on one backend.
+pub type Runs = Vec<(String, Vec<f64>)>;
+
+/// What a program of many calls (backprop, nw) gives [`program_main`]: like [`Port`], but
+/// its results are checked against its plain sequential reference, within a tolerance
+/// where a device may fold in another order or round a transcendental otherwise.
+pub struct Program<'a> {
+    pub name: &'a str,
+    pub default_size: usize,
+    /// `(label, result)` of each way the program runs on one backend (eager calls, a
+    /// recorded `skel::Graph`, ...).
+    pub results: &'a dyn Fn(Backend, usize) -> skel::Result<Runs>,
+    /// The plain sequential program's result.
+    pub reference: &'a dyn Fn(usize) -> Vec<f64>,
+    /// How far a result may be from the reference, relative to `max(|want|, 1)` (0: equal).
+    pub tolerance: f64,
+    /// `(label, seconds)` of the program on one backend and of its hand-written peers
+    /// (`--bench`), in one run.
+    pub timings: &'a dyn Fn(Backend, usize) -> skel::Result<Vec<(String, f64)>>,
+}
+
+/// The largest difference between `got` and `want`, relative to `max(|want|, 1)`
+/// (infinite where the lengths differ or a value is NaN).
+pub fn max_rel_diff(got: &[f64], want: &[f64]) -> f64 {
+    if got.len() != want.len() {
+        return f64::INFINITY;
+    }
+    got.iter().zip(want).fold(0.0, |m: f64, (&g, &w)| {
+        if g == w {
+            m
+        } else if g.is_nan() || w.is_nan() {
+            f64::INFINITY
+        } else {
+            m.max((g - w).abs() / w.abs().max(1.0))
+        }
+    })
+}
+
+/// The shared command line for a [`Program`]: by default its results on the chosen
+/// backend against the reference; `--check`, every available backend's; `--bench`, the
+/// timing report with each skel row's ratio to the hand-written Rayon one.
+pub fn program_main(program: Program<'_>) -> ExitCode {
+    let name = program.name;
+    let cli: PortCli = match parse_cli(name) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let size = cli.common.size.unwrap_or(program.default_size);
+    let (backend, size) = match resolve(cli.common.backend, size) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if cli.bench {
+        return match (program.timings)(backend, size) {
+            Ok(rows) => {
+                print_timings(name, size, &rows);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let backends = if cli.check {
+        vec![Backend::Cpu, Backend::Rayon, Backend::OpenCl, Backend::Cuda]
+    } else {
+        vec![backend]
+    };
+    let want = (program.reference)(size);
+    let mut ok = true;
+    for b in backends {
+        if b.check().is_err() {
+            println!("{name} --check: {b}: no device");
+            continue;
+        }
+        match (program.results)(b, size) {
+            Ok(runs) => {
+                for (label, got) in runs {
+                    let diff = max_rel_diff(&got, &want);
+                    let good = diff <= program.tolerance;
+                    ok &= good;
+                    println!(
+                        "{name}: {b} {label}: {} (largest relative difference {diff:.2e}, allowed {:.0e})",
+                        if good { "ok" } else { "FAILED" },
+                        program.tolerance
+                    );
+                }
+            }
+            Err(e) => {
+                ok = false;
+                println!("{name}: {b}: FAILED: {e}");
+            }
+        }
+    }
+    println!(
+        "check against the plain sequential reference: {}",
+        if ok { "ok" } else { "FAILED" }
+    );
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The `--bench` report: milliseconds per row, the ratio to the first row, and for every
+/// skel row its ratio to the hand-written Rayon row (below 1: skel is faster).
+pub fn print_timings(name: &str, size: usize, rows: &[(String, f64)]) {
+    println!("{name}: size {size}, best of {REPS} runs");
+    let base = rows.first().map_or(1.0, |r| r.1);
+    let rayon = rows
+        .iter()
+        .find(|(label, _)| label.starts_with("hand-written Rayon"))
+        .map(|r| r.1);
+    for (label, secs) in rows {
+        let vs = match rayon {
+            Some(r) if label.starts_with("skel") => format!("  skel/hand-Rayon {:.2}", secs / r),
+            _ => String::new(),
+        };
+        println!(
+            "  {label:<52} {:>10.3} ms  {:>6.2}x{vs}",
+            secs * 1e3,
+            secs / base
+        );
+    }
 }

@@ -6,7 +6,8 @@
 //! `--size` columns) where it exists, else a generated one.
 //!
 //! `cargo run --release --example skepu_edgedetect -- --backend rayon --size 512 [--check] [--bench]`
-//! `--bench` times it next to the same filter written by hand with Rayon.
+//! `--bench` times it next to the same filter written by hand with Rayon and as a plain
+//! sequential loop.
 
 use rayon::prelude::*;
 use skel::prelude::*;
@@ -42,12 +43,23 @@ pub fn compute(
     filter: &Vector<f32>,
 ) -> skel::Result<Matrix<f32>> {
     let mut out = Matrix::zeroed(image.rows(), image.cols());
+    compute_into(backend, image, filter, &mut out)?;
+    Ok(out)
+}
+
+/// The same into `out` (its border left as it is): a program filtering frame after frame
+/// reuses one output.
+pub fn compute_into(
+    backend: Backend,
+    image: &Matrix<f32>,
+    filter: &Vector<f32>,
+    out: &mut Matrix<f32>,
+) -> skel::Result<()> {
     MapOverlap::new(edge, (1, 1))
         .edge(Edge::None)
         .arrays((filter,))
         .backend(backend)
-        .run(image, &mut out)?;
-    Ok(out)
+        .run(image, out)
 }
 
 /// One pixel's gradient magnitude; `at(a, b)` the window's element, top-left `(0, 0)`.
@@ -79,6 +91,19 @@ pub fn hand_rayon(image: &Matrix<f32>, filter: &[f32]) -> Matrix<f32> {
                     *o = pixel(filter, |a, b| img[(i + a - 1) * cols + j + b - 1]);
                 }
             });
+    }
+    Matrix::from_vec(rows, cols, out).expect("rows * cols pixels")
+}
+
+/// The same filter as a plain sequential loop.
+pub fn sequential(image: &Matrix<f32>, filter: &[f32]) -> Matrix<f32> {
+    let (rows, cols) = (image.rows(), image.cols());
+    let img = image.as_slice();
+    let mut out = vec![0.0f32; rows * cols];
+    for i in 1..rows.saturating_sub(1) {
+        for j in 1..cols.saturating_sub(1) {
+            out[i * cols + j] = pixel(filter, |a, b| img[(i + a - 1) * cols + j + b - 1]);
+        }
     }
     Matrix::from_vec(rows, cols, out).expect("rows * cols pixels")
 }
@@ -135,15 +160,34 @@ fn main() -> std::process::ExitCode {
         result: &|backend, n| Ok(compute(backend, &inputs(n), &filter)?.to_vec()),
         timings: &|backend, n| {
             let img = inputs(n);
+            let mut out = Matrix::zeroed(img.rows(), img.cols());
             Ok(vec![
                 (
                     format!("skel {backend} (filter as &[f32], w.radius())"),
-                    common::best_of(|| compute(backend, &img, &filter).map(drop))?,
+                    common::best_of(|| {
+                        compute(backend, &img, &filter)?;
+                        // The result stays on a device: wait for it.
+                        skel::tune::synchronize()
+                    })?,
+                ),
+                (
+                    format!("skel {backend}, one output reused"),
+                    common::best_of(|| {
+                        compute_into(backend, &img, &filter, &mut out)?;
+                        skel::tune::synchronize()
+                    })?,
                 ),
                 (
                     "hand-written Rayon".into(),
                     common::best_of(|| {
                         hand_rayon(&img, &SOBEL);
+                        Ok(())
+                    })?,
+                ),
+                (
+                    "sequential loop".into(),
+                    common::best_of(|| {
+                        sequential(&img, &SOBEL);
                         Ok(())
                     })?,
                 ),

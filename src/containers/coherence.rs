@@ -38,6 +38,12 @@ pub(crate) enum Location {
 pub(crate) trait ReadyEvent: Send + Sync {
     /// Blocks until the operation behind the event has completed; its error otherwise.
     fn wait(&self) -> Result<()>;
+
+    /// Whether the operation is known to have completed without error, asked of no driver
+    /// (`false` where unknown): such an event is forgotten, as after a [`wait`](Self::wait).
+    fn known_ready(&self) -> bool {
+        false
+    }
 }
 
 /// A set of `usize` indices stored as sorted, disjoint, non-adjacent, non-empty ranges.
@@ -215,22 +221,49 @@ struct LocState {
 }
 
 impl LocState {
-    /// Forgets the events of `range` (they are replaced or the data is gone).
+    /// Forgets the events of `range` (they are replaced or the data is gone). In place:
+    /// a program writing a container a row at a time (a wavefront) keeps one entry per row
+    /// here, and this runs on every call.
     fn drop_events(&mut self, range: &Range<usize>) {
-        let mut kept = Vec::with_capacity(self.pending.len());
-        for (r, ev) in self.pending.drain(..) {
+        let mut k = 0;
+        while k < self.pending.len() {
+            let r = self.pending[k].0.clone();
             if r.end <= range.start || range.end <= r.start {
-                kept.push((r, ev));
+                k += 1;
                 continue;
             }
-            if r.start < range.start {
-                kept.push((r.start..range.start, ev.clone()));
+            match (r.start < range.start, range.end < r.end) {
+                (false, false) => {
+                    // The entry moved into `k` is looked at next.
+                    self.pending.swap_remove(k);
+                    continue;
+                }
+                (true, false) => self.pending[k].0 = r.start..range.start,
+                (false, true) => self.pending[k].0 = range.end..r.end,
+                (true, true) => {
+                    self.pending[k].0 = r.start..range.start;
+                    let ev = self.pending[k].1.clone();
+                    // After `range`: skipped when the loop reaches it.
+                    self.pending.push((range.end..r.end, ev));
+                }
             }
-            if range.end < r.end {
-                kept.push((range.end..r.end, ev));
+            k += 1;
+        }
+    }
+
+    /// Records that `range` is ready after `ev`. Entries whose event is known to be over
+    /// are forgotten first, and a range next to the last entry's, with the same event
+    /// (a graph launch marks its kernels' writes one by one), extends that entry: every
+    /// later write scans this list.
+    fn push_event(&mut self, range: Range<usize>, ev: Arc<dyn ReadyEvent>) {
+        self.pending.retain(|(_, e)| !e.known_ready());
+        if let Some((r, e)) = self.pending.last_mut() {
+            if Arc::ptr_eq(e, &ev) && (r.end == range.start || range.end == r.start) {
+                *r = r.start.min(range.start)..r.end.max(range.end);
+                return;
             }
         }
-        self.pending = kept;
+        self.pending.push((range, ev));
     }
 }
 
@@ -353,7 +386,7 @@ impl Coherence {
         st.valid.insert(range.clone());
         st.drop_events(&range);
         if let Some(ev) = event {
-            st.pending.push((range, ev));
+            st.push_event(range, ev);
         }
     }
 
@@ -720,6 +753,57 @@ mod tests {
         c.wait_all(0..100).unwrap();
         assert_eq!(e3.0.load(Ordering::SeqCst), 1);
         assert_eq!(e2.0.load(Ordering::SeqCst), 0);
+        assert!(!c.has_pending());
+    }
+
+    #[test]
+    fn a_write_inside_an_entry_splits_it_and_rows_of_one_event_share_an_entry() {
+        let mut c = Coherence::new_on_host(100);
+        let e1: Arc<dyn ReadyEvent> = Arc::new(Counter(AtomicUsize::new(0)));
+        let e2: Arc<dyn ReadyEvent> = Arc::new(Counter(AtomicUsize::new(0)));
+        c.write(D0, 0..100, Some(e1.clone()));
+        c.write(D0, 40..60, Some(e2.clone()));
+        let only = |c: &Coherence, r: Range<usize>, e: &Arc<dyn ReadyEvent>| {
+            let evs = c.events(D0, r);
+            evs.len() == 1 && Arc::ptr_eq(&evs[0], e)
+        };
+        assert!(only(&c, 0..40, &e1) && only(&c, 60..100, &e1) && only(&c, 40..60, &e2));
+        assert_eq!(c.get(D0).map(|s| s.pending.len()), Some(3));
+        // Rows written one by one after one event (a graph launch's marks): one entry.
+        let e3: Arc<dyn ReadyEvent> = Arc::new(Counter(AtomicUsize::new(0)));
+        let mut c = Coherence::new_on_host(100);
+        for row in 0..10 {
+            c.write(D0, row * 10..(row + 1) * 10, Some(e3.clone()));
+        }
+        assert_eq!(c.get(D0).map(|s| s.pending.len()), Some(1));
+        assert!(only(&c, 0..100, &e3));
+        // Not next to each other, or another event: entries of their own.
+        let mut c = Coherence::new_on_host(100);
+        c.write(D0, 0..10, Some(e3.clone()));
+        c.write(D0, 20..30, Some(e3.clone()));
+        c.write(D0, 30..40, Some(e1.clone()));
+        assert_eq!(c.get(D0).map(|s| s.pending.len()), Some(3));
+    }
+
+    #[test]
+    fn events_known_to_be_over_are_forgotten_on_the_next_write() {
+        struct Over;
+        impl ReadyEvent for Over {
+            fn wait(&self) -> Result<()> {
+                panic!("an event known to be over is not waited for")
+            }
+            fn known_ready(&self) -> bool {
+                true
+            }
+        }
+        let mut c = Coherence::new_on_host(100);
+        for row in 0..5 {
+            c.write(D0, row * 20..row * 20 + 10, Some(Arc::new(Over)));
+        }
+        let e: Arc<dyn ReadyEvent> = Arc::new(Counter(AtomicUsize::new(0)));
+        c.write(D0, 10..20, Some(e.clone()));
+        assert_eq!(c.get(D0).map(|s| s.pending.len()), Some(1));
+        c.wait_all(0..100).unwrap();
         assert!(!c.has_pending());
     }
 

@@ -56,6 +56,34 @@ pub fn g_idx(#[index] i: usize) -> i64 {
     (i % 5) as i64
 }
 
+/// Element `j` of a wavefront's next row from the previous one (`nw`'s shape).
+#[userfn]
+pub fn g_row(#[index] j: usize, prev: &[i64], #[uniform] r: i64) -> i64 {
+    let left = if j == 0 { r } else { prev[j - 1] };
+    (prev[j] * 3 + left + j as i64) % 1_000_003
+}
+
+/// A sweep over the rows of `w` (`cols` elements each), every row written through a view:
+/// an index Map from the previous row into `u`, a Scan of `u` into the row; the last row
+/// then becomes row 0, so every sweep goes on from the one before.
+pub fn wavefront(b: Backend, cols: usize, w: &mut Vector<i64>, u: &mut Vector<i64>) -> Result<()> {
+    let rows = w.len() / cols.max(1);
+    for i in 1..rows {
+        {
+            let prev = w.view((i - 1) * cols..i * cols);
+            Map::new(g_row)
+                .arrays((&prev,))
+                .uniforms((i as i64,))
+                .backend(b)
+                .run_index(u)?;
+        }
+        Scan::new(g_add)
+            .backend(b)
+            .run(&*u, &mut w.view_mut(i * cols..(i + 1) * cols))?;
+    }
+    Map::new(g_id).backend(b).run(&*u, &mut w.view_mut(0..cols))
+}
+
 #[userfn]
 pub fn g_fadd(a: f32, b: f32) -> f32 {
     a + b
@@ -286,6 +314,36 @@ macro_rules! graph_suite {
                 for &n in GRAPH_SIZES {
                     for launches in [1, 2, 5] {
                         replay_against_eager(B, n, PROGRAM, launches);
+                    }
+                }
+            }
+
+            #[test]
+            fn rows_written_through_views_replay_like_eager_sweeps() {
+                if !available(B) {
+                    return;
+                }
+                for (rows, cols) in [(2, 1), (5, 7), (40, 257), (300, 33)] {
+                    let w0 = Vector::from_fn(rows * cols, |k| (k % 11) as i64);
+                    let (mut w, mut u) = (w0.clone(), Vector::zeroed(cols));
+                    let (mut ew, mut eu) = (w0.clone(), Vector::zeroed(cols));
+                    let (mut ow, mut ou) = (w0, Vector::zeroed(cols));
+                    for batch in 0..2 {
+                        {
+                            let g = Graph::record(|| wavefront(B, cols, &mut w, &mut u)).unwrap();
+                            // Back to back, nothing waited for in between.
+                            for _ in 0..3 {
+                                g.launch().unwrap();
+                            }
+                        }
+                        for _ in 0..4 {
+                            wavefront(B, cols, &mut ew, &mut eu).unwrap();
+                            wavefront(Backend::Cpu, cols, &mut ow, &mut ou).unwrap();
+                        }
+                        let what = format!("{rows}x{cols}, batch {batch}");
+                        assert_eq!(w.to_vec(), ew.to_vec(), "{what}: replay vs eager");
+                        assert_eq!(w.to_vec(), ow.to_vec(), "{what}: replay vs cpu");
+                        assert_eq!(u.to_vec(), ou.to_vec(), "{what}");
                     }
                 }
             }

@@ -149,6 +149,19 @@ impl CuBuffer {
         // calls on one stream keeps this list short.
         self.accesses
             .retain(|a| !(covered(a) && (write || (!a.write && a.event.lane() == lane))));
+        // A range next to one of the same kind that the same event follows (a graph launch
+        // marks its kernels' accesses one by one: a wavefront's rows) extends that entry,
+        // or this list, which every access scans, grows by one per row. Only among the
+        // newest entries, all of this event, so which access is the latest stays the same.
+        for a in self.accesses.iter_mut().rev() {
+            if !Arc::ptr_eq(&a.event, event) {
+                break;
+            }
+            if a.write == write && (a.range.end == range.start || range.end == a.range.start) {
+                a.range = a.range.start.min(range.start)..a.range.end.max(range.end);
+                return;
+            }
+        }
         self.accesses.push(Access {
             range,
             event: event.clone(),

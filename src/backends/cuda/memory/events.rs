@@ -180,4 +180,8 @@ impl ReadyEvent for CuEvent {
         synced(self.lane, self.seq);
         Ok(())
     }
+
+    fn known_ready(&self) -> bool {
+        self.known_done()
+    }
 }
