@@ -50,7 +50,9 @@ pub(crate) fn recorded(lane: usize) -> u64 {
 
 /// Stream `lane` finished every event up to number `upto`.
 pub(crate) fn synced(lane: usize, upto: u64) {
-    MARKS.done[lane % LANES].fetch_max(upto, Ordering::Relaxed);
+    // Release/Acquire: a thread that sees the mark also sees what the sync made visible
+    // (host bytes a device-to-host copy wrote), also on weakly ordered CPUs.
+    MARKS.done[lane % LANES].fetch_max(upto, Ordering::Release);
 }
 
 // SAFETY: an event handle is a driver object usable from any thread of the process.
@@ -123,7 +125,7 @@ impl CuEvent {
 
     /// Whether the work before the event is known to be done, without asking the driver.
     pub(super) fn known_done(&self) -> bool {
-        MARKS.done[self.lane % LANES].load(Ordering::Relaxed) >= self.seq
+        MARKS.done[self.lane % LANES].load(Ordering::Acquire) >= self.seq
     }
 }
 
