@@ -495,7 +495,8 @@ pub(crate) fn chunked<'a, 'c, 'o, I: ArgTuple<'a>, C: ArgTuple<'c>, O: OutArgs<'
         let mut grid = kernel.launch.dims(ctx, &global, out_shape.cols())?;
         if kernel.launch == Launch::Vector {
             // The grid-stride loop in one wave: as many blocks as the device holds.
-            let fits = ctx.sms * resident_blocks(kernel.func, grid.block.0);
+            let per_sm = resident_blocks(kernel.func, grid.block.0, grid.shared)?;
+            let fits = ctx.sms.saturating_mul(per_sm);
             grid.grid.0 = grid.grid.0.min(fits.max(1));
         }
         launch(ctx, lane, tag, kernel.func, grid, &mut args)?;

@@ -268,45 +268,43 @@ fn load(ctx: &Ctx, image: &[u8], entries: &[&str]) -> Result<Module> {
     })
 }
 
-/// Blocks of `threads` threads of `func` that one multiprocessor holds at once, from the
-/// driver's occupancy calculator (its registers and shared memory decide), remembered per
-/// kernel; 1 where the driver cannot say. A grid-stride kernel launched with more blocks
-/// than the device holds runs a second, partly filled wave, too few loads in flight to
-/// keep memory busy: its grid is capped at what fits instead.
-pub(crate) fn resident_blocks(func: sys::CUfunction, threads: u32) -> u32 {
+/// Blocks of `threads` threads of `func`, each with `shared` bytes of dynamic shared
+/// memory, that one multiprocessor holds at once, from the driver's occupancy calculator
+/// (its registers and shared memory decide), remembered per kernel and shape once known.
+/// `u32::MAX` (no cap) where the calculator answers 0, as it may before a launch raises
+/// the kernel's shared memory limit. A grid-stride kernel launched with more blocks than
+/// the device holds runs a second, partly filled wave, too few loads in flight to keep
+/// memory busy: its grid is capped at what fits instead.
+pub(crate) fn resident_blocks(func: sys::CUfunction, threads: u32, shared: u32) -> Result<u32> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock, PoisonError};
-    static KNOWN: OnceLock<Mutex<HashMap<(usize, u32), u32>>> = OnceLock::new();
+    type Known = Mutex<HashMap<(usize, u32, u32), u32>>;
+    static KNOWN: OnceLock<Known> = OnceLock::new();
     let known = KNOWN.get_or_init(Default::default);
-    let key = (func as usize, threads);
+    let key = (func as usize, threads, shared);
     if let Some(&n) = known
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .get(&key)
     {
-        return n;
+        return Ok(n);
     }
-    let mut n: std::ffi::c_int = 0;
-    // SAFETY: `func` is a kernel of a loaded module (modules stay loaded for the process)
-    // and `n` outlives the call, which only writes it.
-    let r = unsafe {
-        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-            &mut n,
+    // SAFETY: `func` is a kernel of a loaded module (modules stay loaded for the process).
+    let n = unsafe {
+        result::occupancy::max_active_block_per_multiprocessor(
             func,
             threads as std::ffi::c_int,
-            0,
+            shared as usize,
         )
-    };
-    let n = if r == sys::CUresult::CUDA_SUCCESS && n > 0 {
-        n as u32
-    } else {
-        1
-    };
+    }
+    .map_err(driver)?;
+    // Failures return above and are never remembered; only the driver's answer is.
+    let n = u32::try_from(n).ok().filter(|&n| n > 0).unwrap_or(u32::MAX);
     known
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(key, n);
-    n
+    Ok(n)
 }
 
 /// Kernel arguments, kept alive until the launch: each value in its own 8-byte-aligned

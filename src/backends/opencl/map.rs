@@ -198,6 +198,12 @@ where
         let (which, global) = super::loopnest::launch_shape::<F>(ctx, nest, shape.dims(), whole);
         (which.name(), 2, global, [which.threads(), 1, 1])
     } else if grid_2d(F::definition()) {
+        // `opencl/map.cl` takes the row of its first work-item as `skel_base / cols`: a
+        // part must start at a whole row.
+        debug_assert!(
+            cols == 0 || index_base % cols == 0,
+            "a 2D index map's part starts inside a row ({index_base} of {cols} columns)"
+        );
         let wide = grid_2d_width(F::definition(), wg, cols);
         let tall = wg / wide;
         let rows = n.div_ceil(cols);
