@@ -27,8 +27,9 @@ use crate::DeviceType;
 const BAND_ROWS: usize = 256;
 
 /// Elements from the start of one run of a band to the next: a run of [`BAND_ROWS`] and 16
-/// more, so that the runs' starts fall in different cache sets (the folds read up to eight
-/// runs side by side; at a stride of 4096 bytes they would share one set of L1).
+/// more, so that the runs' starts fall in different cache sets (a fold task reads up to
+/// [`FOLD_COLUMNS`] runs side by side; at a stride of 4096 bytes they would share one set of
+/// L1).
 const RUN: usize = BAND_ROWS + 16;
 
 /// Pair elements per block, about: a block's folds (for 17 columns, a chain of some 30000
@@ -227,16 +228,15 @@ fn fold_band_columns<R: BinaryFn<T>, T: DeviceType>(
 ) {
     let mut j = 0;
     while j < out.len() {
-        // Up to eight columns' folds at once: independent chains that fill the pipeline.
+        // Up to four columns' folds at once (a task holds at most [`FOLD_COLUMNS`]):
+        // independent chains that fill the pipeline.
         let lanes = match out.len() - j {
-            8.. => 8,
-            4..=7 => 4,
+            4.. => 4,
             2..=3 => 2,
             _ => 1,
         };
         let o = &mut out[j..j + lanes];
         match lanes {
-            8 => fold_lanes::<R, T, 8>(buf, (len, cols), first + j, o, start),
             4 => fold_lanes::<R, T, 4>(buf, (len, cols), first + j, o, start),
             2 => fold_lanes::<R, T, 2>(buf, (len, cols), first + j, o, start),
             _ => fold_lanes::<R, T, 1>(buf, (len, cols), first + j, o, start),
