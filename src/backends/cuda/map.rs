@@ -15,7 +15,8 @@ use super::multistream::{self, Split, Work};
 use super::trace::Tag;
 use super::{
     arrays, assemble, chain, checked_call_expr, cty, grid_for, input_params, inputs_read,
-    push_inputs, stage_operands, uniform_params, vector_defines, CallSite, Cuda, MissingBytes,
+    push_inputs, stage_operands, uniform_params, vector_defines, with_row_col, CallSite, Cuda,
+    MissingBytes,
 };
 use crate::backends::chain::Reads;
 use crate::backends::jit::ProgKey;
@@ -169,9 +170,7 @@ pub(crate) fn map_source(
     let call = checked_call_expr(user.entry(), def, &site, checked);
     let call = chain::fuse_call(&call, reads, &site, fused, checked);
     // The 2D grid knows each element's row and column: the call takes them as they are.
-    let call2 = call
-        .replace("((skel_base + (SKEL_I)) / cols)", "(SKEL_ROW)")
-        .replace("((skel_base + (SKEL_I)) % cols)", "(SKEL_COL)");
+    let call2 = with_row_col(&call, site.index, ("(SKEL_ROW)", "(SKEL_COL)"));
     let mut defines = vec![
         ("SKEL_LAUNCH", launch.form().to_string()),
         ("SKEL_OUT_T", out_ty),
@@ -205,15 +204,11 @@ pub(crate) fn map_source(
     let mut rc = false;
     for (name, value) in &mut vector {
         if *name == "SKEL_CALLV(SKEL_I, SKEL_V)" {
-            let by_rc = value
-                .replace(
-                    "((skel_base + (SKEL_I) + (SKEL_V)) / cols)",
-                    "(skel_r[SKEL_V])",
-                )
-                .replace(
-                    "((skel_base + (SKEL_I) + (SKEL_V)) % cols)",
-                    "(skel_c[SKEL_V])",
-                );
+            let by_rc = with_row_col(
+                value,
+                "skel_base + (SKEL_I) + (SKEL_V)",
+                ("(skel_r[SKEL_V])", "(skel_c[SKEL_V])"),
+            );
             rc = by_rc != *value;
             *value = by_rc;
         }

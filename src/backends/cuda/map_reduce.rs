@@ -10,7 +10,7 @@ use super::multistream::{self, Work};
 use super::reduce::{self, items, reduce_chunks, start_into, TEMPLATE};
 use super::{
     arrays, assemble, chain, checked_call_expr, cty, devices, input_params, inputs_read,
-    push_inputs, stage_operands, uniform_params, CallSite, Cuda, MissingBytes,
+    push_inputs, stage_operands, uniform_params, with_row_col, CallSite, Cuda, MissingBytes,
 };
 use crate::backends::chain::Reads;
 use crate::backends::jit::ProgKey;
@@ -46,9 +46,7 @@ pub(crate) fn source<M: ElementwiseFn, R: BinaryFn<M::Out>>(
     );
     // The row fold knows each element's row and column: index parameters take them as
     // they are (`cuda/reduce.cu`, `skel_reduce_rows`).
-    let elem_rc = elem
-        .replace("((skel_base + (SKEL_I)) / cols)", "(SKEL_ROW)")
-        .replace("((skel_base + (SKEL_I)) % cols)", "(SKEL_COL)");
+    let elem_rc = with_row_col(&elem, site.index, ("(SKEL_ROW)", "(SKEL_COL)"));
     let mut defines = vec![
         ("SKEL_T", cty::<M::Out>()),
         (

@@ -255,6 +255,19 @@ pub(crate) struct CallSite<'s> {
     pub stride: &'s str,
 }
 
+/// Row (`op` `/`) or column (`%`) of flat position `index`, as the calls write it.
+fn index_part(index: &str, op: &str) -> String {
+    args::index_part(index, op, "skel_u64", "unsigned")
+}
+
+/// `call` (from [`checked_call_expr`] or `chain::fuse_call`) with the row and column of
+/// flat position `index` taken as `row` and `col`: for kernels that keep them as they go
+/// (a 2D grid, the vectorised Map's loop, a row fold), where a division would cost more.
+pub(crate) fn with_row_col(call: &str, index: &str, (row, col): (&str, &str)) -> String {
+    call.replace(&index_part(index, "/"), row)
+        .replace(&index_part(index, "%"), col)
+}
+
 /// `entry(args...)` for user function `def`: index parameters from the flat position (2D:
 /// row and column through `cols`), the array as `arr`, element `k` as `in<k>[pos]`,
 /// uniform `k` as `u<k>`, windows as given; in the checked variant (with `checked`) the
@@ -286,8 +299,8 @@ pub(crate) fn prefixed_call_expr(
         .iter()
         .map(|param| match param.kind {
             ParamKind::Index => format!("(skel_u64)({index})"),
-            ParamKind::IndexRow => args::index_part(index, "/", "skel_u64", "unsigned"),
-            ParamKind::IndexCol => args::index_part(index, "%", "skel_u64", "unsigned"),
+            ParamKind::IndexRow => index_part(index, "/"),
+            ParamKind::IndexCol => index_part(index, "%"),
             ParamKind::Array if single => {
                 let name = format!("{p}arr");
                 args::call_args(def, param, &name, &name, checked)

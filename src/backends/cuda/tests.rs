@@ -299,7 +299,14 @@ fn row_and_column_kernels_take_the_index_without_division() {
             Read::Leaf(f32t),
         ]);
         let src = map_reduce::source::<add, add>(4, c, &pair).unwrap();
-        assert!(src.contains("(skel_u64)(SKEL_ROW)"), "{src}");
+        let elem_rc = src
+            .lines()
+            .find(|l| l.starts_with("#define SKEL_ELEM_RC"))
+            .unwrap_or_default();
+        assert!(
+            elem_rc.contains("(SKEL_ROW)") && !elem_rc.contains("/ cols"),
+            "{elem_rc}"
+        );
         check(&name("map_reduce_lazy_rc"), &src);
     }
 }
