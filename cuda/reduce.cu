@@ -4,10 +4,15 @@
 // SKEL_PARAMS (inputs and uniforms, each preceded by a comma), SKEL_ITEMS (values per lane
 // and tile), SKEL_VEC (1: SKEL_ITEMS values of in0 are one aligned 16-byte load).
 //
-// One pass: block b folds elements [b*chunk, (b+1)*chunk) in order (each warp a contiguous
-// part of it, tile by tile: lane l takes SKEL_ITEMS consecutive values, then an ordered
-// warp fold), writes its partial; the last block to finish (atomic ticket) folds the
-// partials in order and writes the result. No identity: partial tiles use "has" flags.
+// One pass: the positions are cut into parts of `chunk` (part p: [p*chunk, (p+1)*chunk));
+// block b folds parts b, b + gridDim.x, ..., each in order (each warp a contiguous piece of
+// it, tile by tile: lane l takes SKEL_ITEMS consecutive values, then an ordered warp fold)
+// into the part's partial; the last block to finish (atomic ticket) folds the partials in
+// part order and writes the result. No identity: partial tiles use "has" flags. The
+// grouping depends on n and chunk only, not on the grid, so the host sizes the grid to the
+// blocks the device holds at once (a kernel that needs more registers gets fewer blocks
+// and the same bits), and neighbouring parts are folded at about the same time (a lazy
+// stencil's rows are read once from DRAM, not once per neighbour).
 // A MultiStream chunk passes its positions base .. base + n (pointers at `skel_base`); the
 // chunks' results are then folded in order by skel_reduce_parts.
 
@@ -21,7 +26,7 @@
 // `ticket` is zero at the start and zero again at the end (the last block resets it), so
 // scratch can be reused without clearing. Scratch layout (words): [0] unused, [1] chunk
 // result has-flag, [2..2+W) chunk result (where skel_reduce_parts reads them),
-// [2+W .. 2+W+nblocks) partial has-flags, then nblocks partial slots of W words. The
+// [2+W .. 2+W+nparts) partial has-flags, then nparts partial slots of W words. The
 // result goes to `result`: has-flag word, then the value (host-mapped memory for a call
 // of one chunk, else the chunk's result words of its scratch).
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
@@ -29,90 +34,97 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
             unsigned* __restrict__ scratch, unsigned* result SKEL_PARAMS SKEL_FP) {
     const unsigned W = SKEL_WORDS(SKEL_T);
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const unsigned nparts = (unsigned)((n + chunk - 1) / chunk);
     unsigned* part_has = scratch + 2 + W;
-    unsigned* parts = part_has + gridDim.x;
+    unsigned* parts = part_has + nparts;
     (void)cols;
     (void)skel_base;
-
-    const skel_u64 b0 = (skel_u64)blockIdx.x * chunk;
-    const skel_u64 b1 = min(n, b0 + chunk);
-    const skel_u64 wchunk = chunk / SKEL_NWARPS;
-    const skel_u64 w0 = min(b1, b0 + warp * wchunk);
-    const skel_u64 w1 = min(b1, w0 + wchunk);
-
-    SKEL_T acc = skel_zero<SKEL_T>();
-    bool has = false;
-    skel_u64 base = w0;
+    __shared__ SKEL_T s_val[SKEL_NWARPS];
+    __shared__ int s_has[SKEL_NWARPS];
+    __shared__ int s_last;
 #if SKEL_VEC
     const bool aligned = (((size_t)in0) & 15) == 0;
 #else
     const bool aligned = false;
 #endif
-    for (; base + SKEL_UNROLL * SKEL_TILE <= w1; base += SKEL_UNROLL * SKEL_TILE) {
-        SKEL_T x[SKEL_UNROLL][SKEL_ITEMS];
+    (void)aligned;
+
+    for (unsigned p = blockIdx.x; p < nparts; p += gridDim.x) {
+        const skel_u64 b0 = (skel_u64)p * chunk;
+        const skel_u64 b1 = min(n, b0 + chunk);
+        const skel_u64 wchunk = chunk / SKEL_NWARPS;
+        const skel_u64 w0 = min(b1, b0 + warp * wchunk);
+        const skel_u64 w1 = min(b1, w0 + wchunk);
+
+        SKEL_T acc = skel_zero<SKEL_T>();
+        bool has = false;
+        skel_u64 base = w0;
+        for (; base + SKEL_UNROLL * SKEL_TILE <= w1; base += SKEL_UNROLL * SKEL_TILE) {
+            SKEL_T x[SKEL_UNROLL][SKEL_ITEMS];
 #if SKEL_VEC
-        if (aligned) {
+            if (aligned) {
+#pragma unroll
+                for (int u = 0; u < SKEL_UNROLL; ++u) {
+                    union { uint4 q; SKEL_T t[SKEL_ITEMS]; } ld;
+                    ld.q = __ldg(reinterpret_cast<const uint4*>(in0 + base + u * SKEL_TILE + lane * SKEL_ITEMS));
+#pragma unroll
+                    for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = ld.t[k];
+                }
+            } else
+#endif
+            {
+#pragma unroll
+                for (int u = 0; u < SKEL_UNROLL; ++u)
+#pragma unroll
+                    for (int k = 0; k < SKEL_ITEMS; ++k)
+                        x[u][k] = SKEL_ELEM(base + u * SKEL_TILE + lane * SKEL_ITEMS + k);
+            }
 #pragma unroll
             for (int u = 0; u < SKEL_UNROLL; ++u) {
-                union { uint4 q; SKEL_T t[SKEL_ITEMS]; } ld;
-                ld.q = __ldg(reinterpret_cast<const uint4*>(in0 + base + u * SKEL_TILE + lane * SKEL_ITEMS));
+                SKEL_T v = x[u][0];
 #pragma unroll
-                for (int k = 0; k < SKEL_ITEMS; ++k) x[u][k] = ld.t[k];
+                for (int k = 1; k < SKEL_ITEMS; ++k) v = SKEL_OP(v, x[u][k]);
+                skel_warp_reduce_full(v SKEL_FA);
+                if (lane == 0) skel_fold(acc, has, v SKEL_FA);
             }
-        } else
-#endif
-        {
-#pragma unroll
-            for (int u = 0; u < SKEL_UNROLL; ++u)
-#pragma unroll
-                for (int k = 0; k < SKEL_ITEMS; ++k)
-                    x[u][k] = SKEL_ELEM(base + u * SKEL_TILE + lane * SKEL_ITEMS + k);
         }
+        for (; base < w1; base += SKEL_TILE) {
+            SKEL_T v = skel_zero<SKEL_T>();
+            bool h = false;
 #pragma unroll
-        for (int u = 0; u < SKEL_UNROLL; ++u) {
-            SKEL_T v = x[u][0];
-#pragma unroll
-            for (int k = 1; k < SKEL_ITEMS; ++k) v = SKEL_OP(v, x[u][k]);
-            skel_warp_reduce_full(v SKEL_FA);
-            if (lane == 0) skel_fold(acc, has, v SKEL_FA);
+            for (int k = 0; k < SKEL_ITEMS; ++k) {
+                const skel_u64 i = base + lane * SKEL_ITEMS + k;
+                if (i < w1) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(i)) SKEL_FA);
+            }
+            h = skel_warp_reduce(v, h SKEL_FA);
+            if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
         }
-    }
-    (void)aligned;
-    for (; base < w1; base += SKEL_TILE) {
-        SKEL_T v = skel_zero<SKEL_T>();
-        bool h = false;
-#pragma unroll
-        for (int k = 0; k < SKEL_ITEMS; ++k) {
-            const skel_u64 i = base + lane * SKEL_ITEMS + k;
-            if (i < w1) skel_fold(v, h, (SKEL_T)(SKEL_ELEM(i)) SKEL_FA);
-        }
-        h = skel_warp_reduce(v, h SKEL_FA);
-        if (lane == 0 && h) skel_fold(acc, has, v SKEL_FA);
-    }
 
-    __shared__ SKEL_T s_val[SKEL_NWARPS];
-    __shared__ int s_has[SKEL_NWARPS];
-    __shared__ int s_last;
-    if (lane == 0) {
-        s_val[warp] = acc;
-        s_has[warp] = has;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        SKEL_T v = skel_zero<SKEL_T>();
-        bool h = false;
-        if (lane < SKEL_NWARPS && s_has[lane]) {
-            v = s_val[lane];
-            h = true;
-        }
-        h = skel_warp_reduce(v, h SKEL_FA);
         if (lane == 0) {
-            if (h) skel_put_cg(parts + (skel_u64)blockIdx.x * W, v);
-            __stcg(part_has + blockIdx.x, (unsigned)h);
-            __threadfence();
-            const unsigned t = atomicAdd(ticket, 1u);
-            s_last = (t == gridDim.x - 1);
+            s_val[warp] = acc;
+            s_has[warp] = has;
         }
+        __syncthreads();
+        if (warp == 0) {
+            SKEL_T v = skel_zero<SKEL_T>();
+            bool h = false;
+            if (lane < SKEL_NWARPS && s_has[lane]) {
+                v = s_val[lane];
+                h = true;
+            }
+            h = skel_warp_reduce(v, h SKEL_FA);
+            if (lane == 0) {
+                if (h) skel_put_cg(parts + (skel_u64)p * W, v);
+                __stcg(part_has + p, (unsigned)h);
+            }
+        }
+        // s_val and s_has are the next part's.
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        __threadfence();
+        const unsigned t = atomicAdd(ticket, 1u);
+        s_last = (t == gridDim.x - 1);
     }
     __syncthreads();
     if (!s_last) return;
@@ -123,7 +135,7 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
     // once per group: ~7 us of a 20 us reduction of 4M values with 512 blocks).
     __shared__ SKEL_T s_grp[SKEL_GROUPS];
     __shared__ int s_grp_has[SKEL_GROUPS];
-    const unsigned groups = (gridDim.x + 31) / 32;
+    const unsigned groups = (nparts + 31) / 32;
     SKEL_T total = skel_zero<SKEL_T>();
     bool th = false;
     for (unsigned g0 = 0; g0 < groups; g0 += SKEL_GROUPS) {
@@ -132,7 +144,7 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
             const unsigned j = (g0 + g) * 32 + lane;
             SKEL_T v = skel_zero<SKEL_T>();
             bool h = false;
-            if (j < gridDim.x && __ldcg(part_has + j)) {
+            if (j < nparts && __ldcg(part_has + j)) {
                 v = skel_get_cg<SKEL_T>(parts + (skel_u64)j * W);
                 h = true;
             }

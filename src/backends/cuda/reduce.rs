@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::context::{ctx, Ctx, Lane, STREAMS};
 use super::fault::{self, Record};
 use super::memory::{self, from_bytes, CuEvent, ResultLease, Scratch};
-use super::module_cache::{launch, module, Dims, KernelArgs, Module};
+use super::module_cache::{launch, module, resident_blocks, Dims, KernelArgs, Module};
 use super::multistream::{self, Split, Work};
 use super::trace::Tag;
 use super::{assemble, cty, devices, grid_for, Cuda};
@@ -110,15 +110,23 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     let w = std::mem::size_of::<T>().div_ceil(4);
     // 8 warps x one tile of 32 * items.
     let unit = BLOCK * items;
-    // Per chunk: blocks and positions per block; every chunk's scratch has `stride` words.
+    // Per chunk: parts (each folded into a partial) and positions per part; every chunk's
+    // scratch has `stride` words. Four parts per multiprocessor up to 16 units of positions
+    // a part, more parts above (up to 16 per multiprocessor): the grid is sized to the
+    // blocks the device holds at once and walks the parts, so long inputs keep every
+    // multiprocessor busy whatever the kernel's registers, and the grouping (the bits)
+    // depends on the length alone.
+    let sms = ctx.sms as usize;
     let shapes: Vec<(usize, usize)> = split
         .chunks
         .iter()
         .map(|part| {
             let n = part.len().max(1);
-            let blocks = grid_for(ctx, n, unit, 4) as usize;
-            let per_block = n.div_ceil(blocks).div_ceil(unit) * unit;
-            (n.div_ceil(per_block), per_block)
+            let parts = n
+                .div_ceil(unit)
+                .min(n.div_ceil(16 * unit).clamp(4 * sms, 16 * sms));
+            let per_part = n.div_ceil(parts).div_ceil(unit) * unit;
+            (n.div_ceil(per_part), per_part)
         })
         .collect();
     let stride = shapes
@@ -148,10 +156,12 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     };
     let scratch = |c: usize| tickets + ((STREAMS + c * stride) * 4) as u64;
     let func = m.func("skel_reduce")?;
-    for ((c, part, lane, tag), &(blocks, per_block)) in split.parts().zip(&shapes) {
+    let resident = resident_blocks(func, BLOCK as u32, 0)? as usize;
+    for ((c, part, lane, tag), &(parts, per_part)) in split.parts().zip(&shapes) {
+        let blocks = parts.min(resident.saturating_mul(sms)).max(1);
         let mut args = KernelArgs::default();
         args.u64(part.len() as u64)
-            .u64(per_block as u64)
+            .u64(per_part as u64)
             .u64(cols as u64)
             .u64((index_base + part.start) as u64)
             .ptr(tickets + (c * 4) as u64)
