@@ -19,7 +19,27 @@
 #define SKEL_BLOCK 256
 #define SKEL_NWARPS (SKEL_BLOCK / 32)
 #define SKEL_TILE (32 * SKEL_ITEMS)
+// Tiles whose values a lane loads before folding them (a lazy 5-point stencil ran as fast
+// with 1, 2 or 4 on an H100: 451-466 us at 8192^2, instruction-bound either way).
 #define SKEL_UNROLL 4
+// SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the element's row and column (the index
+// parameters of a 2D element take them as they are, not through a division per value).
+#ifndef SKEL_ELEM_RC
+#define SKEL_ELEM_RC(i, row, col) SKEL_ELEM(i)
+#endif
+
+// Row and column of flat position g in rows of `cols` values (32-bit division where both
+// fit, as the index parameters' own division does).
+__device__ __forceinline__ void skel_row_col(skel_u64 g, skel_u64 cols, skel_u64& row, skel_u64& col) {
+    if ((g | cols) >> 32) {
+        row = g / cols;
+        col = g - row * cols;
+    } else {
+        const unsigned q = (unsigned)g / (unsigned)cols;
+        row = q;
+        col = (unsigned)g - q * (unsigned)cols;
+    }
+}
 // Groups of 32 partials the last block folds per round (shared memory: one value each).
 #define SKEL_GROUPS 32
 
@@ -37,7 +57,6 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
     const unsigned nparts = (unsigned)((n + chunk - 1) / chunk);
     unsigned* part_has = scratch + 2 + W;
     unsigned* parts = part_has + nparts;
-    (void)cols;
     (void)skel_base;
     __shared__ SKEL_T s_val[SKEL_NWARPS];
     __shared__ int s_has[SKEL_NWARPS];
@@ -74,10 +93,19 @@ skel_reduce(skel_u64 n, skel_u64 chunk, skel_u64 cols, skel_u64 skel_base, unsig
 #endif
             {
 #pragma unroll
-                for (int u = 0; u < SKEL_UNROLL; ++u)
+                for (int u = 0; u < SKEL_UNROLL; ++u) {
+                    const skel_u64 i0 = base + u * SKEL_TILE + lane * SKEL_ITEMS;
+                    skel_u64 row, col;
+                    skel_row_col(skel_base + i0, cols, row, col);
 #pragma unroll
-                    for (int k = 0; k < SKEL_ITEMS; ++k)
-                        x[u][k] = SKEL_ELEM(base + u * SKEL_TILE + lane * SKEL_ITEMS + k);
+                    for (int k = 0; k < SKEL_ITEMS; ++k) {
+                        x[u][k] = SKEL_ELEM_RC(i0 + k, row, col);
+                        if (++col == cols) {
+                            col = 0;
+                            ++row;
+                        }
+                    }
+                }
             }
 #pragma unroll
             for (int u = 0; u < SKEL_UNROLL; ++u) {
@@ -285,12 +313,8 @@ __device__ __forceinline__ void skel_fold_row(E elem, const SKEL_T* __restrict__
 }
 
 // out[r] = fold of row r (cols >= 1 values), one warp per row, in order (skel_fold_row).
-// SKEL_ELEM_RC(i, row, col) is SKEL_ELEM(i) given the element's row and column (index
-// parameters), which follow the row's first element: an add and a compare per element, not
-// a division.
-#ifndef SKEL_ELEM_RC
-#define SKEL_ELEM_RC(i, row, col) SKEL_ELEM(i)
-#endif
+// The row's elements follow its first one (skel_row_col, then an add and a compare per
+// element).
 extern "C" __global__ void __launch_bounds__(SKEL_BLOCK)
 skel_reduce_rows(skel_u64 rows, skel_u64 cols, skel_u64 skel_base, SKEL_T* __restrict__ out SKEL_PARAMS SKEL_FP) {
     const unsigned lane = threadIdx.x & 31;

@@ -158,7 +158,10 @@ pub(crate) fn reduce_chunks<T: DeviceType>(
     let func = m.func("skel_reduce")?;
     let resident = resident_blocks(func, BLOCK as u32, 0)? as usize;
     for ((c, part, lane, tag), &(parts, per_part)) in split.parts().zip(&shapes) {
-        let blocks = parts.min(resident.saturating_mul(sms)).max(1);
+        // As many blocks as the device holds, each walking the same number of parts (a
+        // block left with one part fewer idles its multiprocessor's share at the end).
+        let cap = resident.saturating_mul(sms).max(1);
+        let blocks = parts.div_ceil(parts.div_ceil(cap));
         let mut args = KernelArgs::default();
         args.u64(part.len() as u64)
             .u64(per_part as u64)
