@@ -46,7 +46,7 @@
 //! compute-bound call measured on Rayon is about as many times slower on `cpu` as Rayon
 //! has threads). Results are always those of the backend that ran. [`calibrate`] measures
 //! the host-device links. The sequential `cpu` backend is a candidate up to [`CPU_MAX`]
-//! elements only, where Rayon is available.
+//! elements only, where Rayon is available on [`SKIP`] threads or more.
 //!
 //! Map, Reduce and MapReduce calls large enough that both Rayon and a GPU pay are split
 //! between them in proportion to their predicted throughput (SkePU's hybrid backend):
@@ -106,7 +106,11 @@ use model::{bucket_of, Key, Models};
 use crate::{Backend, Result};
 
 /// Beyond this many elements the sequential `cpu` backend is no candidate when Rayon is
-/// available (Rayon runs calls below its chunk size inline, so it is never slower there).
+/// available on at least [`SKIP`] threads (Rayon runs calls below its chunk size inline,
+/// so it is never slower there, and above it the priors rule `cpu` out anyway). With fewer
+/// threads `cpu` stays a candidate at every size: on 2 cores a parallel scan, which does
+/// twice the work, or a call beside busy farm threads may be faster sequentially (SkePU's
+/// cma: 8.2 runs/s on `cpu` against 6.9 on Rayon), and the priors leave it within [`SKIP`].
 pub const CPU_MAX: usize = 1 << 16;
 
 /// The most measurements a size bucket takes while the two fastest candidates cannot be
@@ -1199,8 +1203,17 @@ fn candidates(size: usize, due: Due) -> Vec<Backend> {
     let rayon = available.contains(&Backend::Rayon);
     available
         .into_iter()
-        .filter(|&b| b != Backend::Auto && !(b == Backend::Cpu && rayon && size > CPU_MAX))
+        .filter(|&b| {
+            b != Backend::Auto
+                && (b != Backend::Cpu || !rayon || cpu_competes(size, rayon_threads()))
+        })
         .collect()
+}
+
+/// Whether the sequential `cpu` backend is a candidate next to Rayon on `cores` threads
+/// for `size` elements (see [`CPU_MAX`]).
+fn cpu_competes(size: usize, cores: usize) -> bool {
+    size <= CPU_MAX || (cores as f64) < SKIP
 }
 
 fn is_device(b: Backend) -> bool {

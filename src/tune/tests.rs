@@ -109,7 +109,7 @@ impl Job {
     fn rows(&self, call: &Call) -> Vec<Candidate> {
         self.backends
             .iter()
-            .filter(|&&b| !(b == Backend::Cpu && call.size > CPU_MAX))
+            .filter(|&&b| b != Backend::Cpu || cpu_competes(call.size, self.t.cores))
             .map(|&b| self.t.candidate(call, b))
             .collect()
     }
@@ -840,4 +840,38 @@ fn a_host_call_is_watched_from_its_start() {
     s.end(); // no underflow
     s.begin(t0 + after);
     assert_eq!(s.due(), Some(t0 + 2 * after));
+}
+
+/// SkePU's cma on the 2-core dev machine: a Scan of 4M elements, which Rayon does in two
+/// passes (twice the work), is faster on `cpu`. With 2 threads `cpu` stays a candidate
+/// above [`CPU_MAX`]: it is tried once and then takes the calls; with 16 it is none.
+#[test]
+fn cpu_competes_at_every_size_on_two_cores() {
+    let machine = Machine {
+        steady: |b, n| match b {
+            Backend::Cpu => 2.5 * n as f64,
+            _ => 3.0 * n as f64 + 20_000.0,
+        },
+        load_ns: 0.0,
+        alloc_ns: 0.0,
+    };
+    let mut job = Job::new(2, &[Backend::Rayon, Backend::Cpu], machine);
+    job.make = |n| {
+        let mut call = Call::new("scan", "skepu::add", "f32->f32".into(), n);
+        call.total_bytes = 4 * n as u64;
+        call
+    };
+    for _ in 0..12 {
+        job.run(1 << 22);
+    }
+    // Within each other's noise at first (20 % apart): a few more samples of each, then
+    // `cpu` for good.
+    let log = format!("{:#?}", job.decisions);
+    assert_eq!(job.decisions[1].0, Backend::Cpu, "{log}");
+    assert!(
+        job.decisions[8..].iter().all(|(b, ..)| *b == Backend::Cpu),
+        "{log}"
+    );
+    assert!(cpu_competes(1 << 22, 2) && cpu_competes(1 << 22, 3));
+    assert!(!cpu_competes(1 << 22, 4) && cpu_competes(CPU_MAX, 16));
 }

@@ -100,7 +100,8 @@ fn start_watcher() {
                 Some(at) => {
                     let now = Instant::now();
                     if now >= at {
-                        drop(s);
+                        // Started under the lock: the call cannot end meanwhile, so a main
+                        // thread returning from `main` finds the probe counted and waits.
                         super::probe_cuda_now();
                         return;
                     }
