@@ -173,14 +173,11 @@ pub fn run(args: Args) -> Res<bool> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out_dir = (args.output.clone()).unwrap_or_else(|| root.join("target/greyscale-out"));
     let backend = args.backend.map_or_else(skel::default_backend, Ok)?;
-    backend.check()?; // before any frame exists: with CUDA in use, vectors get pinned memory
-    if backend == Backend::Auto {
-        // What a fixed device backend does in `check`, the default does here: a GPU is
-        // opened before any frame exists (its buffers pinned, the GPU a candidate from the
-        // first frame), outside the frame rate as for every backend. Without one, Auto
-        // runs on the host.
-        let _ = Backend::Cuda.check();
-    }
+    // Before any frame exists: on a fixed CUDA backend, vectors get pinned memory. The
+    // default (Auto) opens nothing here: it opens a GPU in the background once the calls
+    // show it can pay (0.1-0.3 s of driver set-up), running them on the host meanwhile, so
+    // a job shorter than that (the sample photos) never waits for a device.
+    backend.check()?;
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let workers = args.workers.unwrap_or(cores);
 
@@ -275,7 +272,10 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
     };
     let (mut rgb, mut out, hist) = pool.1.recv().map_err(Error::other)?;
     let (rows, cols) = (img.height() as usize, img.width() as usize);
-    if (rgb.rows(), rgb.cols()) == (rows, cols) {
+    // A pooled buffer made before a GPU opened (Auto opens it in the background) is
+    // pageable: replaced once by a pinned one, whose uploads are faster.
+    let repin = || !rgb.is_pinned() && Vector::<u8>::zeroed(1).is_pinned();
+    if (rgb.rows(), rgb.cols()) == (rows, cols) && !repin() {
         rgb.copy_from_image(&*img)?; // the pooled (pinned with CUDA) buffer
     } else {
         (rgb, out) = (Matrix::from_image(&*img), Matrix::zeroed(rows, cols));

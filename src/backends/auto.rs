@@ -336,11 +336,20 @@ impl Auto {
         backend: Backend,
         f: impl FnOnce(Backend, Options) -> Result<R>,
     ) -> Result<R> {
+        // A decided call on the host (not a remembered one) is watched: one that runs long
+        // opens the GPU meanwhile (`tune::host_call`).
+        let host = matches!(backend, Backend::Cpu | Backend::Rayon);
         let Some(call) = call.filter(|_| d.measure != Measure::No) else {
-            return f(backend, self.on(backend));
+            return match call.is_some() && host {
+                true => tune::host_call(|| f(backend, self.on(backend))),
+                false => f(backend, self.on(backend)),
+            };
         };
         let start = Instant::now();
-        let result = f(backend, self.on(backend))?;
+        let result = match host {
+            true => tune::host_call(|| f(backend, self.on(backend)))?,
+            false => f(backend, self.on(backend))?,
+        };
         finish(backend)?;
         let ns = start.elapsed().as_secs_f64() * 1e9;
         tune::finish(call, backend, d, ns);

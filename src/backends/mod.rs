@@ -799,15 +799,6 @@ pub(crate) fn start_host_pool() {
     let _ = ::rayon::current_num_threads();
 }
 
-/// The best available backend in the static order: CUDA, then OpenCL on a GPU, then Rayon,
-/// then Cpu (what `Backend::Auto` falls back to without a usable model).
-pub(crate) fn static_default() -> Backend {
-    Backend::available()
-        .into_iter()
-        .find(|&b| b != Backend::OpenCl || opencl_is_gpu())
-        .unwrap_or(Backend::Cpu)
-}
-
 /// Whether the OpenCL device is a GPU, without opening a CPU device (see
 /// `opencl::context::device_is_gpu`).
 pub(crate) fn opencl_device_is_gpu() -> bool {

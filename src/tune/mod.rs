@@ -46,7 +46,7 @@
 //! compute-bound call measured on Rayon is about as many times slower on `cpu` as Rayon
 //! has threads). Results are always those of the backend that ran. [`calibrate`] measures
 //! the host-device links. The sequential `cpu` backend is a candidate up to [`CPU_MAX`]
-//! elements only, where Rayon is available.
+//! elements only, where Rayon is available on [`SKIP`] threads or more.
 //!
 //! Map, Reduce and MapReduce calls large enough that both Rayon and a GPU pay are split
 //! between them in proportion to their predicted throughput (SkePU's hybrid backend):
@@ -87,6 +87,9 @@
 pub(crate) mod model;
 #[cfg(test)]
 mod tests;
+mod watch;
+
+pub(crate) use watch::host_call;
 
 use std::any::TypeId;
 use std::cell::RefCell;
@@ -103,7 +106,11 @@ use model::{bucket_of, Key, Models};
 use crate::{Backend, Result};
 
 /// Beyond this many elements the sequential `cpu` backend is no candidate when Rayon is
-/// available (Rayon runs calls below its chunk size inline, so it is never slower there).
+/// available on at least [`SKIP`] threads (Rayon runs calls below its chunk size inline,
+/// so it is never slower there, and above it the priors rule `cpu` out anyway). With fewer
+/// threads `cpu` stays a candidate at every size: on 2 cores a parallel scan, which does
+/// twice the work, or a call beside busy farm threads may be faster sequentially (SkePU's
+/// cma: 8.2 runs/s on `cpu` against 6.9 on Rayon), and the priors leave it within [`SKIP`].
 pub const CPU_MAX: usize = 1 << 16;
 
 /// The most measurements a size bucket takes while the two fastest candidates cannot be
@@ -931,7 +938,9 @@ fn prior_parts(call: &Call, backend: Backend, n: f64, cores: usize) -> (f64, f64
         Backend::Rayon if one_core <= all_cores => (0.0, one_core),
         Backend::Rayon => (RAYON_LATENCY_NS, one_core / cores),
         Backend::Cuda => (CUDA_LATENCY_NS, bytes / GPU_BYTES_PER_S * 1e9),
-        Backend::OpenCl if crate::backends::opencl_is_gpu() => {
+        // Asked of an open device only: a prior (of a backend in the model file, say)
+        // must not open one on the calling thread.
+        Backend::OpenCl if crate::backends::opencl_opened() && crate::backends::opencl_is_gpu() => {
             (OPENCL_LATENCY_NS, bytes / GPU_BYTES_PER_S * 1e9)
         }
         // An OpenCL CPU device (PoCL) has the cores Rayon has.
@@ -1027,7 +1036,9 @@ pub(crate) fn kernel_ready() {
 
 /// The backends found here. Probing a device (opening a driver takes 0.1 to 0.3 s) waits
 /// until it can pay: CUDA once a call is predicted (or seen in a warm-up) to take at least
-/// [`PROBE_NS`] on the host or the job is past [`PROBE_AFTER_NS`]; OpenCL at ten times that,
+/// [`PROBE_NS`] on the host, a decided host call has run that long ([`watch`]), the job is
+/// past [`PROBE_AFTER_NS`], or the model file says the GPU wins the call clearly
+/// ([`DEVICE_WINS`]); OpenCL at ten times the first two,
 /// and only where `SKEL_OPENCL_DEVICE` names a device: its platform enumeration loads every
 /// installed implementation, and PoCL's starts worker threads that halve Rayon's speed on a
 /// small machine. Before that, the host backends and the devices something else opened.
@@ -1085,6 +1096,7 @@ fn probe_cuda_in_background() {
     if CUDA_PROBING.swap(true, Ordering::AcqRel) {
         return;
     }
+    watch::stop();
     let probe = || {
         let found = *CUDA_PROBED.get_or_init(|| {
             // A driver library that panics (cudarc on a missing symbol) means no CUDA.
@@ -1106,19 +1118,72 @@ fn probe_cuda_in_background() {
     }
 }
 
-/// Which device probes can pay for themselves now (see [`probed`]).
+/// Starts opening CUDA in the background now, unless it is open or opening (a host call
+/// has run for [`PROBE_NS`]: [`watch`]).
+fn probe_cuda_now() {
+    if CUDA_PROBED.get().is_none() {
+        probe_cuda_in_background();
+    }
+    watch::stop();
+}
+
+/// Which device probes can pay for themselves now (see [`probed`], [`Tuner::opens_cuda`]).
 fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
-    let elapsed = t.elapsed_ns();
-    let host = rows
-        .iter()
-        .map(|c| t.trial_cost(call, c, rows))
-        .fold(f64::INFINITY, f64::min);
-    let due = |k: f64| elapsed >= k * PROBE_AFTER_NS || host >= k * PROBE_NS;
     Due {
-        cuda: CUDA_PROBED.get().is_none() && !CUDA_PROBING.load(Ordering::Acquire) && due(1.0),
+        cuda: CUDA_PROBED.get().is_none()
+            && !CUDA_PROBING.load(Ordering::Acquire)
+            && t.opens_cuda(call, rows),
         opencl: OPENCL_PROBED.get().is_none()
             && crate::config::OPENCL_DEVICE.value().is_some()
-            && due(10.0),
+            && t.probe_pays(call, rows, 10.0),
+    }
+}
+
+/// A device the models predict at most this share of the best host backend's time for a
+/// call (its own measurements of the function, saved by an earlier process) is opened at
+/// that call, whatever the call's size: it wins clearly, so the sooner it is open the more
+/// calls it takes.
+pub const DEVICE_WINS: f64 = 0.8;
+
+impl Tuner {
+    /// Whether `call` opens CUDA (in the background: the calls run on the host meanwhile):
+    /// the model file says it wins clearly ([`Tuner::device_wins`]), or the call or the job
+    /// is long enough ([`Tuner::probe_pays`]), or the model file is unreadable (the static
+    /// order then prefers the GPU).
+    fn opens_cuda(&self, call: &Call, rows: &[Candidate]) -> bool {
+        self.unreadable.is_some()
+            || self.device_wins(call, rows, Backend::Cuda)
+            || self.probe_pays(call, rows, 1.0)
+    }
+
+    /// Whether opening a device can pay for itself now: the call is predicted (or seen in
+    /// a warm-up) to take `k` times [`PROBE_NS`] on the best of `rows`, or the job has run
+    /// for `k` times [`PROBE_AFTER_NS`].
+    fn probe_pays(&self, call: &Call, rows: &[Candidate], k: f64) -> bool {
+        let host = rows
+            .iter()
+            .map(|c| self.trial_cost(call, c, rows))
+            .fold(f64::INFINITY, f64::min);
+        self.elapsed_ns() >= k * PROBE_AFTER_NS || host >= k * PROBE_NS
+    }
+
+    /// Whether `device`, not among `rows` (not open yet), has measurements of `call`'s
+    /// function near its size (from the model file) that predict it, transfers included,
+    /// at most [`DEVICE_WINS`] of the best of `rows`.
+    fn device_wins(&self, call: &Call, rows: &[Candidate], device: Backend) -> bool {
+        if rows.iter().any(|c| c.backend == device)
+            || !self.models.known(&call.key, device, call.size)
+        {
+            return false;
+        }
+        let Some(compute) = self.predicted(call, device) else {
+            return false;
+        };
+        let host = rows
+            .iter()
+            .map(|c| self.estimate(call, c, rows))
+            .fold(f64::INFINITY, f64::min);
+        compute + self.transfer_ns(call, device) <= DEVICE_WINS * host
     }
 }
 
@@ -1138,8 +1203,17 @@ fn candidates(size: usize, due: Due) -> Vec<Backend> {
     let rayon = available.contains(&Backend::Rayon);
     available
         .into_iter()
-        .filter(|&b| b != Backend::Auto && !(b == Backend::Cpu && rayon && size > CPU_MAX))
+        .filter(|&b| {
+            b != Backend::Auto
+                && (b != Backend::Cpu || !rayon || cpu_competes(size, rayon_threads()))
+        })
         .collect()
+}
+
+/// Whether the sequential `cpu` backend is a candidate next to Rayon on `cores` threads
+/// for `size` elements (see [`CPU_MAX`]).
+fn cpu_competes(size: usize, cores: usize) -> bool {
+    size <= CPU_MAX || (cores as f64) < SKIP
 }
 
 fn is_device(b: Backend) -> bool {
@@ -1255,7 +1329,7 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
         explore: false,
     };
     if let Some(why) = &t.unreadable {
-        let b = crate::backends::static_default();
+        let b = static_choice(rows);
         return (
             run(b, Measure::No),
             format!("static order: model file unreadable: {why}"),
@@ -1266,7 +1340,7 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
     let mut order: Vec<&Candidate> = rows.iter().filter(|c| total(c).is_finite()).collect();
     order.sort_by(|a, b| total(a).total_cmp(&total(b)));
     let Some(&best) = order.first() else {
-        let b = crate::backends::static_default();
+        let b = static_choice(rows);
         return (run(b, Measure::No), "static order: no candidate".into());
     };
     let mut skipped = String::new();
@@ -1314,6 +1388,17 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
         run(best.backend, Measure::No),
         format!("predicted fastest: {:.1} us{skipped}", total(best) / 1e3),
     )
+}
+
+/// The first of `rows` in the static order (CUDA, then an OpenCL GPU, then Rayon, then
+/// `cpu`): among the backends open now, so that no call waits for a device to open (a
+/// device not open yet is opened in the background, [`probe_due`], and a later call
+/// takes it).
+fn static_choice(rows: &[Candidate]) -> Backend {
+    rows.iter()
+        .map(|c| c.backend)
+        .find(|&b| b != Backend::OpenCl || crate::backends::opencl_is_gpu())
+        .unwrap_or(Backend::Cpu)
 }
 
 /// Another measurement while the two fastest candidates are within each other's noise

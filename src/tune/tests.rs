@@ -78,12 +78,7 @@ impl Job {
     /// Decides and "runs" a call of `n` elements; the backend it ran on.
     fn run(&mut self, n: usize) -> Backend {
         let call = (self.make)(n);
-        let rows: Vec<Candidate> = self
-            .backends
-            .iter()
-            .filter(|&&b| !(b == Backend::Cpu && n > CPU_MAX))
-            .map(|&b| self.t.candidate(&call, b))
-            .collect();
+        let rows = self.rows(&call);
         let (d, why) = choose(&self.t, &call, &rows);
         let Choice::Backend(b) = d.choice else {
             panic!("no split expected: {why}")
@@ -108,6 +103,15 @@ impl Job {
         });
         self.decisions.push((b, d, why));
         b
+    }
+
+    /// The candidates of `call`: the job's backends (`cpu` up to [`CPU_MAX`]).
+    fn rows(&self, call: &Call) -> Vec<Candidate> {
+        self.backends
+            .iter()
+            .filter(|&&b| b != Backend::Cpu || cpu_competes(call.size, self.t.cores))
+            .map(|&b| self.t.candidate(call, b))
+            .collect()
     }
 
     /// Trials of a candidate other than the predicted best.
@@ -734,4 +738,140 @@ fn a_small_rayon_run_after_cpu_is_a_warm_up() {
         let (d, why) = t.trial(call, Backend::Rayon, "test", false);
         assert_eq!(d.measure, want, "{why}");
     }
+}
+
+/// The photos twice on a machine with a GPU, in a process that saves its models in `dir`.
+fn photos_with_a_gpu(machine: Machine, dir: &Path) {
+    let mut job = Job::process(16, &[Backend::Cuda, Backend::Rayon], machine, Some(dir));
+    for n in PHOTOS.iter().chain(&PHOTOS) {
+        job.run(*n);
+    }
+    job.exit();
+}
+
+/// Issue 29, the median job warm: where the model file says the GPU wins a function
+/// clearly, a process whose GPU is not open yet opens it (in the background) at its first
+/// call of that function, also where that call is too short on the host to open it
+/// otherwise; not where the GPU lost, nor without a model file.
+#[test]
+fn a_device_the_model_file_says_wins_is_opened_at_the_first_call() {
+    let dir = std::env::temp_dir().join(format!("skel-tune-wins-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    photos_with_a_gpu(gpu_machine(), &dir);
+    // The next process: the GPU not open yet, so not among the candidates.
+    let job = Job::process(16, &[Backend::Rayon], gpu_machine(), Some(&dir));
+    let call = Job::call(512 * 512);
+    let rows = job.rows(&call);
+    assert!(!job.t.probe_pays(&call, &rows, 1.0), "a short call");
+    assert!(job.t.device_wins(&call, &rows, Backend::Cuda));
+    assert!(job.t.opens_cuda(&call, &rows));
+    // A function the model file does not know opens nothing at that size.
+    let other = Call {
+        key: Key {
+            function: "app::other".into(),
+            ..call.key.clone()
+        },
+        ..call.clone()
+    };
+    assert!(!job.t.opens_cuda(&other, &job.rows(&other)));
+    // Without a model file: nothing known, nothing opened for a short call.
+    let fresh = Job::process(16, &[Backend::Rayon], gpu_machine(), None);
+    assert!(!fresh.t.opens_cuda(&call, &fresh.rows(&call)));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Where the GPU lost (behind a slow link), the model file opens nothing early.
+    let slower = Machine {
+        steady: |b, n| match b {
+            Backend::Rayon => 5.0 * n as f64,
+            _ => 8.0 * n as f64 + 15_000.0,
+        },
+        load_ns: 1.0e6,
+        alloc_ns: 200_000.0,
+    };
+    photos_with_a_gpu(slower, &dir);
+    let job = Job::process(16, &[Backend::Rayon], gpu_machine(), Some(&dir));
+    assert!(!job.t.device_wins(&call, &job.rows(&call), Backend::Cuda));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An unreadable model file: the static order among the backends open now (CUDA when it
+/// is open, else Rayon, never a CPU OpenCL device), and CUDA is opened in the background.
+#[test]
+fn the_static_order_takes_only_open_backends() {
+    let t = Tuner::open(None);
+    let call = Job::call(1 << 10);
+    let rows = |bs: &[Backend]| {
+        bs.iter()
+            .map(|&b| t.candidate(&call, b))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        static_choice(&rows(&[Backend::Rayon, Backend::Cpu])),
+        Backend::Rayon
+    );
+    assert_eq!(
+        static_choice(&rows(&[Backend::Cuda, Backend::Rayon])),
+        Backend::Cuda
+    );
+    assert_eq!(static_choice(&rows(&[])), Backend::Cpu);
+    let mut broken = Tuner::open(None);
+    broken.unreadable = Some("a FIFO".into());
+    assert!(broken.opens_cuda(&call, &rows(&[Backend::Rayon])));
+    assert!(!t.opens_cuda(&call, &rows(&[Backend::Rayon])));
+}
+
+/// The host-call watch: the probe is due `PROBE_NS` after the host became busy with
+/// decided calls, and not while none runs.
+#[test]
+fn a_host_call_is_watched_from_its_start() {
+    let mut s = watch::InFlight::default();
+    assert_eq!(s.due(), None);
+    let t0 = std::time::Instant::now();
+    s.begin(t0);
+    let after = std::time::Duration::from_nanos(PROBE_NS as u64);
+    assert_eq!(s.due(), Some(t0 + after));
+    // A second call on another thread keeps the first one's start.
+    s.begin(t0 + after / 2);
+    assert_eq!(s.due(), Some(t0 + after));
+    s.end();
+    assert_eq!(s.due(), Some(t0 + after));
+    s.end();
+    assert_eq!(s.due(), None);
+    s.end(); // no underflow
+    s.begin(t0 + after);
+    assert_eq!(s.due(), Some(t0 + 2 * after));
+}
+
+/// SkePU's cma on the 2-core dev machine: a Scan of 4M elements, which Rayon does in two
+/// passes (twice the work), is faster on `cpu`. With 2 threads `cpu` stays a candidate
+/// above [`CPU_MAX`]: it is tried once and then takes the calls; with 16 it is none.
+#[test]
+fn cpu_competes_at_every_size_on_two_cores() {
+    let machine = Machine {
+        steady: |b, n| match b {
+            Backend::Cpu => 2.5 * n as f64,
+            _ => 3.0 * n as f64 + 20_000.0,
+        },
+        load_ns: 0.0,
+        alloc_ns: 0.0,
+    };
+    let mut job = Job::new(2, &[Backend::Rayon, Backend::Cpu], machine);
+    job.make = |n| {
+        let mut call = Call::new("scan", "skepu::add", "f32->f32".into(), n);
+        call.total_bytes = 4 * n as u64;
+        call
+    };
+    for _ in 0..12 {
+        job.run(1 << 22);
+    }
+    // Within each other's noise at first (20 % apart): a few more samples of each, then
+    // `cpu` for good.
+    let log = format!("{:#?}", job.decisions);
+    assert_eq!(job.decisions[1].0, Backend::Cpu, "{log}");
+    assert!(
+        job.decisions[8..].iter().all(|(b, ..)| *b == Backend::Cpu),
+        "{log}"
+    );
+    assert!(cpu_competes(1 << 22, 2) && cpu_competes(1 << 22, 3));
+    assert!(!cpu_competes(1 << 22, 4) && cpu_competes(CPU_MAX, 16));
 }

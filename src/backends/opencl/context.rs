@@ -244,7 +244,12 @@ pub(crate) fn device_is_gpu() -> bool {
 
 /// Whether the device is open (something used the OpenCL backend).
 pub(crate) fn opened() -> bool {
-    CTX.get().is_some_and(|c| c.is_ok())
+    opened_ctx().is_some()
+}
+
+/// The device's context where something opened it already (never opens it).
+pub(crate) fn opened_ctx() -> Option<&'static Ctx> {
+    CTX.get()?.as_ref().ok()
 }
 
 #[cfg(test)]

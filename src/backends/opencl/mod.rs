@@ -71,11 +71,13 @@ pub(crate) fn location() -> crate::containers::Location {
     crate::containers::Location::Device(context::LOCATION_ID)
 }
 
-/// Waits until everything enqueued on the OpenCL queue is done (`Ok` if it never opened).
+/// Waits until everything enqueued on the OpenCL queue is done (`Ok` if it never opened:
+/// `skel::tune::synchronize` after CUDA work must not open the OpenCL device, which takes
+/// 0.1 s or more and on a CPU device starts worker threads).
 pub(crate) fn finish() -> Result<()> {
-    match context::ctx() {
-        Ok(ctx) => cl::finish(&ctx.queue).map_err(driver),
-        Err(_) => Ok(()),
+    match context::opened_ctx() {
+        Some(ctx) => cl::finish(&ctx.queue).map_err(driver),
+        None => Ok(()),
     }
 }
 
