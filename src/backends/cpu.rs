@@ -209,8 +209,9 @@ const OWN: u8 = 1;
 const AROUND: u8 = 2;
 
 /// The columns `lo..hi` of the segment of `len` outputs from `(row, col)` whose 3 x 3
-/// neighbourhoods lie inside every `Mat` argument of `F`, where there are any and `F` has
-/// `Mat`s (without, every index is inside and one copy of the loop does).
+/// neighbourhoods lie inside every `Mat` argument of `F`, where there are at least
+/// [`MIN_INTERIOR`] and `F` has `Mat`s (without, every index is inside and one copy of the
+/// loop does).
 #[inline(always)]
 fn interior<F: ElementwiseFn>(
     arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
@@ -230,8 +231,12 @@ fn interior<F: ElementwiseFn>(
         _ => return None,
     };
     let lo = col.max(1);
-    (lo < hi).then_some((lo, hi))
+    // A short interior is not worth three loops' entries (narrow matrices: a row of 17).
+    (hi >= lo + MIN_INTERIOR).then_some((lo, hi))
 }
+
+/// Fewest columns of a segment's interior run by their own copy of the loop.
+const MIN_INTERIOR: usize = 16;
 
 /// The outputs `k..k + len` of [`map_range`]'s 2D loop, which lie on row `row` from column
 /// `col` on; `REACH`: which indices around each output lie inside every `Mat` argument
