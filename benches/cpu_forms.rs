@@ -24,6 +24,10 @@
 //! code (stable Rust has no `std::simd`), and both bit-identical to the scalar loop. The
 //! transcendental chain has none: `sin`, `cos`, `exp`, `ln` are scalar libm calls, and a
 //! vector version is a different approximation (different results).
+//! The softmax rows' hand loops are one fused pass per row (what a hand-written softmax
+//! does); `form-ray` is skel's own form written by hand, the same passes over the matrix as
+//! separate Rayon loops, so that `ray/form` is the backend's speed on its form and
+//! `ray/hand` what the form costs against the fused program.
 //! `SKEL_CPU_FORMS_SHORT=1` is the same as `--short`.
 
 // The hand loops index like the formulas they transcribe.
@@ -85,6 +89,40 @@ fn exp_shifted(#[index] (i, _j): (usize, usize), x: f32, m: &[f32]) -> f32 {
 #[userfn]
 fn divide_row(#[index] (i, _j): (usize, usize), x: f32, s: &[f32]) -> f32 {
     x / s[i]
+}
+
+/// What the online softmax keeps per row: the largest value so far and the sum of
+/// `exp(x - max)` over the values so far (as in `examples/softmax.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct RowStat {
+    max: f32,
+    sum: f32,
+}
+
+#[userfn]
+fn to_stat(x: f32) -> RowStat {
+    RowStat { max: x, sum: 1.0 }
+}
+
+#[userfn]
+fn merge(a: RowStat, b: RowStat) -> RowStat {
+    let mut hi = a;
+    let mut lo = b;
+    if b.max > a.max {
+        hi = b;
+        lo = a;
+    }
+    RowStat {
+        max: hi.max,
+        sum: hi.sum + lo.sum * (lo.max - hi.max).exp(),
+    }
+}
+
+#[userfn]
+fn normalise(#[index] (i, _j): (usize, usize), x: f32, stats: &[RowStat]) -> f32 {
+    let s = stats[i];
+    (x - s.max).exp() / s.sum
 }
 
 /// Hotspot's constants: `(cap, rx, ry, rz, ambient)`.
@@ -293,13 +331,17 @@ impl Config {
     }
 }
 
-/// One line of the report: seconds of skel cpu, skel rayon, hand plain, hand rayon, and of
-/// the hand-written SIMD Rayon loop where the form has one.
+/// One line of the report: seconds of skel cpu, skel rayon, hand plain, hand rayon, of the
+/// hand-written SIMD Rayon loop where the form has one, and of a hand-written Rayon
+/// version of skel's own form where the hand loops are a different (fused) program: the
+/// softmax rows, whose hand loops make one pass per row where skel's calls make two to
+/// four passes over the matrix.
 struct Row {
     form: &'static str,
     size: String,
     secs: [f64; 4],
     simd: Option<f64>,
+    form_par: Option<f64>,
 }
 
 fn print_header(cfg: &Config) {
@@ -315,7 +357,7 @@ fn print_header(cfg: &Config) {
         }
     );
     println!(
-        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9}",
+        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>10} {:>9}",
         "form",
         "size",
         "skel-cpu",
@@ -325,17 +367,23 @@ fn print_header(cfg: &Config) {
         "ray/hand",
         "cpu/hand",
         "simd-ray",
-        "ray/simd"
+        "ray/simd",
+        "form-ray",
+        "ray/form"
     );
 }
 
 fn print_row(r: &Row) {
     let ms = |s: f64| format!("{:.3}", s * 1e3);
-    let (simd, ratio) = r.simd.map_or(("-".into(), "-".into()), |s| {
-        (ms(s), format!("{:.2}", r.secs[1] / s))
-    });
+    let peer = |t: Option<f64>| -> (String, String) {
+        t.map_or(("-".into(), "-".into()), |s| {
+            (ms(s), format!("{:.2}", r.secs[1] / s))
+        })
+    };
+    let (simd, ratio) = peer(r.simd);
+    let (form_par, form_ratio) = peer(r.form_par);
     println!(
-        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9.2} {:>9.2} {:>10} {:>9}",
+        "{:<34} {:>13} {:>10} {:>10} {:>10} {:>10} {:>9.2} {:>9.2} {:>10} {:>9} {:>10} {:>9}",
         r.form,
         r.size,
         ms(r.secs[0]),
@@ -346,6 +394,8 @@ fn print_row(r: &Row) {
         r.secs[0] / r.secs[2],
         simd,
         ratio,
+        form_par,
+        form_ratio,
     );
 }
 
@@ -410,6 +460,7 @@ where
         size,
         secs: [skel_secs[0], skel_secs[1], plain, par],
         simd: None,
+        form_par: None,
     }
 }
 
@@ -562,6 +613,7 @@ fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         size: format!("{rows}x{cols}"),
         secs: [skel_secs[0], skel_secs[1], plain, par],
         simd: None,
+        form_par: None,
     }
 }
 
@@ -624,10 +676,62 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize), lazy: bool) -> Row {
             .zip(a.par_chunks(cols))
             .for_each(|(o, x)| row(x, o));
     });
+    // skel's own form by hand: the same passes over the matrix, each a Rayon loop over rows
+    // (the row maxima; the exponentials stored, or with `lazy` recomputed in the passes that
+    // read them; the row sums; the quotients).
+    let row_max = |x: &[f32]| x[1..].iter().fold(x[0], |m, &v| m.max(v));
+    let row_sum = |x: &[f32]| x[1..].iter().fold(x[0], |s, &v| s + v);
+    let (mut fm, mut fs) = (vec![0.0f32; rows], vec![0.0f32; rows]);
+    let (mut fe, mut form_out) = (vec![0.0f32; rows * cols], vec![0.0f32; rows * cols]);
+    let form_par = cfg.time(|| {
+        fm.par_iter_mut()
+            .zip(a.par_chunks(cols))
+            .for_each(|(m, x)| *m = row_max(x));
+        if lazy {
+            fs.par_iter_mut()
+                .zip(a.par_chunks(cols))
+                .zip(&fm)
+                .for_each(|((s, x), &m)| {
+                    let e0 = (x[0] - m).exp();
+                    *s = x[1..].iter().fold(e0, |s, &v| s + (v - m).exp());
+                });
+            form_out
+                .par_chunks_mut(cols)
+                .zip(a.par_chunks(cols))
+                .zip(fm.par_iter().zip(&fs))
+                .for_each(|((o, x), (&m, &s))| {
+                    for (o, &v) in o.iter_mut().zip(x) {
+                        *o = (v - m).exp() / s;
+                    }
+                });
+        } else {
+            fe.par_chunks_mut(cols)
+                .zip(a.par_chunks(cols))
+                .zip(&fm)
+                .for_each(|((e, x), &m)| {
+                    for (e, &v) in e.iter_mut().zip(x) {
+                        *e = (v - m).exp();
+                    }
+                });
+            fs.par_iter_mut()
+                .zip(fe.par_chunks(cols))
+                .for_each(|(s, e)| *s = row_sum(e));
+            form_out
+                .par_chunks_mut(cols)
+                .zip(fe.par_chunks(cols))
+                .zip(&fs)
+                .for_each(|((o, e), &s)| {
+                    for (o, &v) in o.iter_mut().zip(e) {
+                        *o = v / s;
+                    }
+                });
+        }
+    });
     for r in &results {
         same("softmax", r, &hand);
     }
     same("softmax hand-rayon", &hand_par, &hand);
+    same("softmax hand-rayon of skel's form", &form_out, &hand);
     Row {
         form: if lazy {
             "softmax rows (3 lazy vs 1 fused)"
@@ -637,6 +741,82 @@ fn softmax_form(cfg: &Config, (rows, cols): (usize, usize), lazy: bool) -> Row {
         size: format!("{rows}x{cols}"),
         secs: [skel_secs[0], skel_secs[1], plain, par],
         simd: None,
+        form_par: Some(form_par),
+    }
+}
+
+/// The online row softmax (`examples/softmax.rs --form online`): `MapReduce::run_rows` of a
+/// `(max, sum)` statistic per row, then one Map over the matrix: two passes. The hand loops
+/// make both passes row by row (the row still in cache for the second); the same-form
+/// Rayon loop makes them as skel does, one parallel pass over the matrix after the other.
+fn softmax_online_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
+    let a = data(rows * cols, 14);
+    let input = Matrix::from_vec(rows, cols, a.clone()).expect("shape");
+    let mut skel_secs = [0.0; 2];
+    let mut results = Vec::new();
+    for (k, b) in BACKENDS.into_iter().enumerate() {
+        let mut stats = Vector::<RowStat>::zeroed(rows);
+        let mut out = Matrix::<f32>::zeroed(rows, cols);
+        let fold = MapReduce::new(to_stat, merge).backend(b);
+        skel_secs[k] = cfg.time(|| {
+            fold.run_rows(&input, &mut stats).expect("skel");
+            Map::new(normalise)
+                .arrays((&stats,))
+                .backend(b)
+                .run(&input, &mut out)
+                .expect("skel");
+        });
+        results.push(out.to_vec());
+    }
+    let stat = |x: &[f32]| {
+        x[1..].iter().fold(to_stat::call(x[0]), |s, &v| {
+            merge::call(s, to_stat::call(v))
+        })
+    };
+    let divide = |x: &[f32], s: RowStat, o: &mut [f32]| {
+        for (o, &v) in o.iter_mut().zip(x) {
+            *o = (v - s.max).exp() / s.sum;
+        }
+    };
+    let row = |x: &[f32], o: &mut [f32]| divide(x, stat(x), o);
+    let mut hand = vec![0.0f32; rows * cols];
+    let plain = cfg.time(|| {
+        for (x, o) in a.chunks(cols).zip(hand.chunks_mut(cols)) {
+            row(x, o);
+        }
+        black_box(&hand);
+    });
+    let mut hand_par = vec![0.0f32; rows * cols];
+    let par = cfg.time(|| {
+        hand_par
+            .par_chunks_mut(cols)
+            .zip(a.par_chunks(cols))
+            .for_each(|(o, x)| row(x, o));
+    });
+    let mut stats = vec![RowStat::default(); rows];
+    let mut form_out = vec![0.0f32; rows * cols];
+    let form_par = cfg.time(|| {
+        stats
+            .par_iter_mut()
+            .zip(a.par_chunks(cols))
+            .for_each(|(s, x)| *s = stat(x));
+        form_out
+            .par_chunks_mut(cols)
+            .zip(a.par_chunks(cols))
+            .zip(&stats)
+            .for_each(|((o, x), &s)| divide(x, s, o));
+    });
+    for r in &results {
+        same("online softmax", r, &hand);
+    }
+    same("online softmax hand-rayon", &hand_par, &hand);
+    same("online softmax hand-rayon of skel's form", &form_out, &hand);
+    Row {
+        form: "softmax rows (online: 2 calls)",
+        size: format!("{rows}x{cols}"),
+        secs: [skel_secs[0], skel_secs[1], plain, par],
+        simd: None,
+        form_par: Some(form_par),
     }
 }
 
@@ -719,6 +899,7 @@ fn reduce_cols_form(cfg: &Config, n: usize) -> Row {
         size: format!("{n}x{n}"),
         secs: [skel_secs[0], skel_secs[1], plain, par],
         simd: None,
+        form_par: None,
     }
 }
 
@@ -873,6 +1054,7 @@ where
         size: n.to_string(),
         secs: [skel_secs[0], skel_secs[1], plain, par],
         simd,
+        form_par: None,
     }
 }
 
@@ -902,6 +1084,7 @@ fn main() {
     for n in [cfg.size(512, 3), cfg.size(2048, 29)] {
         run("softmax", &|| softmax_form(&cfg, (n, n), false));
         run("softmax_lazy", &|| softmax_form(&cfg, (n, n), true));
+        run("softmax_online", &|| softmax_online_form(&cfg, (n, n)));
     }
     for n in [cfg.size(512, 3), cfg.size(2048, 41)] {
         run("reduce_rows", &|| reduce_rows_form(&cfg, n));

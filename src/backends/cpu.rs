@@ -34,7 +34,8 @@ use crate::plan::{
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::sealed::Only;
 use crate::userfn::{
-    ArrayFn, ContainerArgs, ElementwiseFn, IndexKind, UserFn, Window, Window2Fn, WindowFn,
+    ArrayFn, ContainerArgs, ContainerKind, ElementwiseFn, IndexKind, UserFn, Window, Window2Fn,
+    WindowFn,
 };
 use crate::{DeviceType, Result};
 
@@ -181,19 +182,67 @@ pub(crate) fn map_range<F: ElementwiseFn>(
         // only rises), so a read at the output's own index has no check and the loop can
         // vectorise; the second (a `Mat` smaller than the output) keeps the checks. Without
         // `Mat`s the condition is `true` and the second copy folds away.
-        if <F::Arrays as ContainerArgs>::inside(arrays, (row, col + len - 1), Only) {
-            map_segment::<F, true>(arrays, inputs, &mut out, segment, (first, cols), uniforms);
+        let at = (first, cols);
+        if !<F::Arrays as ContainerArgs>::inside(arrays, (row, col + len - 1), Only) {
+            map_segment::<F, CHECKED>(arrays, inputs, &mut out, segment, at, uniforms);
+        } else if let Some((lo, hi)) = interior::<F>(arrays, (row, col), len) {
+            // A third copy for the columns whose 3 x 3 neighbourhood lies inside every
+            // `Mat` (a stencil's interior): reads at the neighbours' indices lose their
+            // checks too (heat's five reads: three checks per element fewer), and the
+            // loads of a border test's both branches can be done unconditionally.
+            let part = |c: usize, end: usize| (k + c - col, (row, c), end - c);
+            map_segment::<F, OWN>(arrays, inputs, &mut out, part(col, lo), at, uniforms);
+            map_segment::<F, AROUND>(arrays, inputs, &mut out, part(lo, hi), at, uniforms);
+            map_segment::<F, OWN>(arrays, inputs, &mut out, part(hi, col + len), at, uniforms);
         } else {
-            map_segment::<F, false>(arrays, inputs, &mut out, segment, (first, cols), uniforms);
+            map_segment::<F, OWN>(arrays, inputs, &mut out, segment, at, uniforms);
         }
         k += len;
     }
 }
 
-/// The outputs `k..k + len` of [`map_range`]'s 2D loop, which lie on row `row` from column
-/// `col` on; `INSIDE`: every one's index lies inside every `Mat` argument.
+/// [`map_segment`]'s reach: no index is known to be inside the `Mat` arguments.
+const CHECKED: u8 = 0;
+/// Every output's own index is inside every `Mat`.
+const OWN: u8 = 1;
+/// Every output's index and its eight neighbours' are inside every `Mat`.
+const AROUND: u8 = 2;
+
+/// The columns `lo..hi` of the segment of `len` outputs from `(row, col)` whose 3 x 3
+/// neighbourhoods lie inside every `Mat` argument of `F`, where there are at least
+/// [`MIN_INTERIOR`] and `F` has `Mat`s (without, every index is inside and one copy of the
+/// loop does).
 #[inline(always)]
-fn map_segment<F: ElementwiseFn, const INSIDE: bool>(
+fn interior<F: ElementwiseFn>(
+    arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
+    (row, col): (usize, usize),
+    len: usize,
+) -> Option<(usize, usize)> {
+    if !<F::Arrays as ContainerArgs>::KINDS.contains(&ContainerKind::Mat) || row == 0 {
+        return None;
+    }
+    let end = col + len;
+    let inside = |c: usize| <F::Arrays as ContainerArgs>::inside(arrays, (row + 1, c), Only);
+    // The far corner of the last column's neighbourhood (`inside` is monotone in the row
+    // and the column: every index above and left of an inside one is inside).
+    let hi = match () {
+        _ if inside(end) => end,
+        _ if inside(end - 1) => end - 1,
+        _ => return None,
+    };
+    let lo = col.max(1);
+    // A short interior is not worth three loops' entries (narrow matrices: a row of 17).
+    (hi >= lo + MIN_INTERIOR).then_some((lo, hi))
+}
+
+/// Fewest columns of a segment's interior run by their own copy of the loop.
+const MIN_INTERIOR: usize = 16;
+
+/// The outputs `k..k + len` of [`map_range`]'s 2D loop, which lie on row `row` from column
+/// `col` on; `REACH`: which indices around each output lie inside every `Mat` argument
+/// ([`CHECKED`], [`OWN`], [`AROUND`]).
+#[inline(always)]
+fn map_segment<F: ElementwiseFn, const REACH: u8>(
     arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
     inputs: impl HostSlices<Elems = F::Elems>,
     out: &mut impl HostOut<Elems = F::Out>,
@@ -201,20 +250,43 @@ fn map_segment<F: ElementwiseFn, const INSIDE: bool>(
     (first, cols): (usize, usize),
     uniforms: &F::Uniforms,
 ) {
-    for (j, col) in (col..col + len).enumerate() {
-        // A debug build checks the hint below.
+    // One check per segment instead of one per store (`map_range` cuts every segment
+    // inside `out`): with it and one counter for the loop, LLVM drops the store's check.
+    assert!(k + len <= out.len(), "a segment past the output's end");
+    let first_col = col;
+    for j in 0..len {
+        let col = first_col + j;
+        let inside = |at| <F::Arrays as ContainerArgs>::inside(arrays, at, Only);
+        // A debug build checks the hints below.
         debug_assert!(
-            !INSIDE || <F::Arrays as ContainerArgs>::inside(arrays, (row, col), Only),
+            REACH < OWN || inside((row, col)),
             "a Mat check fails at ({row}, {col}), inside its segment's last",
         );
         // Tells LLVM `inside` holds here (`assert_unchecked` is newer than the MSRV).
-        if INSIDE && !<F::Arrays as ContainerArgs>::inside(arrays, (row, col), Only) {
-            // SAFETY: never reached. `INSIDE` is passed where `inside` holds at `(row,
-            // c)` for the segment's last column `c`, and `col <= c`. `inside` is `true` for
-            // a slice and, for a `Mat`, compares the row and column with its shape and
-            // `row * cols + col` with its length: it holds at every smaller column. No
+        if REACH >= OWN && !inside((row, col)) {
+            // SAFETY: never reached. `OWN` is passed where `inside` holds at `(row, c)`
+            // for the segment's last column `c`, and `col <= c`. `inside` is `true` for a
+            // slice and, for a `Mat`, compares the row and column with its shape and `row *
+            // cols + col` with its length: it holds at every smaller row and column. No
             // other crate can override `inside` (`sealed::Only`).
             unsafe { std::hint::unreachable_unchecked() }
+        }
+        if REACH == AROUND {
+            // SAFETY (of each `assume_inside` below): `AROUND` is passed (by `map_range`,
+            // from `interior`) for columns `col` with `1 <= col` and `col + 1 <= c` on a
+            // row `row >= 1`, where `inside` holds at `(row + 1, c)`: every neighbour lies
+            // at a row <= `row + 1` and a column <= `col + 1` (none below 0), where
+            // `inside` holds as well (monotone, above).
+            unsafe {
+                assume_inside::<F>(arrays, (row - 1, col - 1));
+                assume_inside::<F>(arrays, (row - 1, col));
+                assume_inside::<F>(arrays, (row - 1, col + 1));
+                assume_inside::<F>(arrays, (row, col - 1));
+                assume_inside::<F>(arrays, (row, col + 1));
+                assume_inside::<F>(arrays, (row + 1, col - 1));
+                assume_inside::<F>(arrays, (row + 1, col));
+                assume_inside::<F>(arrays, (row + 1, col + 1));
+            }
         }
         out.set(
             k + j,
@@ -225,6 +297,23 @@ fn map_segment<F: ElementwiseFn, const INSIDE: bool>(
                 uniforms,
             ),
         );
+    }
+}
+
+/// Tells LLVM that `at` is inside every `Mat` argument of `F` (checked in debug builds).
+///
+/// # Safety
+/// `ContainerArgs::inside(arrays, at)` must hold.
+#[inline(always)]
+unsafe fn assume_inside<F: ElementwiseFn>(
+    arrays: <F::Arrays as ContainerArgs>::Refs<'_>,
+    at: (usize, usize),
+) {
+    let inside = <F::Arrays as ContainerArgs>::inside(arrays, at, Only);
+    debug_assert!(inside, "a Mat check fails at {at:?}, in an interior");
+    if !inside {
+        // SAFETY: the caller's contract.
+        unsafe { std::hint::unreachable_unchecked() }
     }
 }
 

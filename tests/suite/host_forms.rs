@@ -53,6 +53,34 @@ pub fn read_at(#[index] (i, j): (usize, usize), x: i64, a: Mat<i64>) -> i64 {
     a[(i, j)] + x
 }
 
+/// The eight neighbours of `(i, j)` in `a`, weighted, where all of them exist; minus the
+/// own element on `a`'s border; 0 outside `a`. On the host backends the interior's nine
+/// reads lose their checks (the neighbourhood is known to lie inside every `Mat`).
+#[userfn]
+pub fn ring_sum(#[index] (i, j): (usize, usize), x: i64, a: Mat<i64>) -> i64 {
+    if i > 0 && j > 0 && i + 1 < a.rows() && j + 1 < a.cols() {
+        x + a[(i - 1, j - 1)]
+            + 2 * a[(i - 1, j)]
+            + 3 * a[(i - 1, j + 1)]
+            + 5 * a[(i, j - 1)]
+            + 7 * a[(i, j)]
+            + 11 * a[(i, j + 1)]
+            + 13 * a[(i + 1, j - 1)]
+            + 17 * a[(i + 1, j)]
+            + 19 * a[(i + 1, j + 1)]
+    } else if i < a.rows() && j < a.cols() {
+        x - a[(i, j)]
+    } else {
+        x
+    }
+}
+
+/// Reads `a` below and right of the output's index, unguarded: outside `a`, an error.
+#[userfn]
+pub fn below_right(#[index] (i, j): (usize, usize), a: Mat<i64>) -> i64 {
+    a[(i + 1, j + 1)] * 3 - a[(i, j)]
+}
+
 /// A pair with a 2D index and a `Mat` read at it (the backprop shape).
 #[userfn]
 pub fn weigh(#[index] (i, j): (usize, usize), x: i64, q: i64, w: Mat<i64>) -> i64 {
@@ -381,6 +409,91 @@ macro_rules! host_forms_suite {
                                 outside,
                                 "{rows}x{cols} reading a {ar}x{ac} Mat: {r:?}"
                             );
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn index_maps_2d_reading_neighbours_of_mats_of_any_shape() {
+                require!();
+                let host = matches!(B, Backend::Cpu | Backend::Rayon);
+                // Prime sides, rows of one or two columns, Rayon chunks inside rows.
+                for (rows, cols) in [
+                    (1, 1),
+                    (2, 2),
+                    (3, 3),
+                    (3, 7),
+                    (7, 2),
+                    (131, 5),
+                    (5, 131),
+                    (257, 129),
+                ] {
+                    let x = Matrix::from_vec(rows, cols, ints_i64(rows * cols, 6)).unwrap();
+                    let shapes = [
+                        (rows, cols),
+                        (rows + 1, cols + 1),
+                        (rows + 2, cols.saturating_sub(1)),
+                        (rows.saturating_sub(1), cols + 3),
+                        (rows, 1),
+                        (2, cols),
+                    ];
+                    for (ar, ac) in shapes.into_iter().filter(|&(ar, ac)| host || ar * ac > 0) {
+                        let a = Matrix::from_vec(ar, ac, ints_i64(ar * ac, 7)).unwrap();
+                        let mut got = Matrix::filled(rows, cols, 9i64);
+                        Map::new(ring_sum)
+                            .arrays((&a,))
+                            .backend(B)
+                            .run(&x, &mut got)
+                            .unwrap();
+                        for i in 0..rows {
+                            for j in 0..cols {
+                                let xv = x[(i, j)];
+                                let want = if i > 0 && j > 0 && i + 1 < ar && j + 1 < ac {
+                                    let w = [1, 2, 3, 5, 7, 11, 13, 17, 19];
+                                    let mut s = xv;
+                                    for (n, (di, dj)) in (0..3)
+                                        .flat_map(|di| (0..3).map(move |dj| (di, dj)))
+                                        .enumerate()
+                                    {
+                                        s += w[n] * a[(i + di - 1, j + dj - 1)];
+                                    }
+                                    s
+                                } else if i < ar && j < ac {
+                                    xv - a[(i, j)]
+                                } else {
+                                    xv
+                                };
+                                assert_eq!(
+                                    got[(i, j)],
+                                    want,
+                                    "{rows}x{cols} ring of a {ar}x{ac} Mat at ({i}, {j})"
+                                );
+                            }
+                        }
+                        // Unguarded reads below and right: an error exactly where they
+                        // leave `a` somewhere (the last row's and column's outputs), checked
+                        // on every backend, unchecked too on the host's; a good call's values.
+                        let fits = rows < ar && cols < ac;
+                        for checked in [true, false].into_iter().filter(|&c| c || host) {
+                            let mut out = Matrix::filled(rows, cols, 9i64);
+                            let r = Map::new(below_right)
+                                .arrays((&a,))
+                                .backend(B)
+                                .checked(checked)
+                                .run_index(&mut out);
+                            assert_eq!(r.is_ok(), fits, "{rows}x{cols} below-right of {ar}x{ac}");
+                            if checked && !fits && host {
+                                assert_eq!(out.to_vec(), vec![9i64; rows * cols]);
+                            }
+                            if fits {
+                                for i in 0..rows {
+                                    for j in 0..cols {
+                                        let want = a[(i + 1, j + 1)] * 3 - a[(i, j)];
+                                        assert_eq!(out[(i, j)], want, "below-right ({i}, {j})");
+                                    }
+                                }
+                            }
                         }
                     }
                 }

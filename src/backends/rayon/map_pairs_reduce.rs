@@ -54,8 +54,16 @@ const FOLD_COLUMNS: usize = 4;
 /// and there are more than two threads (on one or two, the column ranges read the matrix
 /// once or twice, and the pipeline's extra pass over the pair elements weighs).
 pub(super) fn pipelined(cols: usize, size: usize) -> bool {
-    let threads = rayon::current_num_threads();
-    threads > 2 && cols.div_ceil(threads) * size < 64
+    rayon::current_num_threads() > 2 && narrow(cols, size)
+}
+
+/// Whether a thread's share of a row of `cols` results of `size` bytes is less than a
+/// cache line. On one or two threads such a `run_cols` runs on the calling thread: split
+/// into column ranges, each thread streams the whole matrix for half the folds, which on
+/// 2 threads of the GPU host took 1.5x (16385 x 17) and 1.6x (262145 x 17) the time of the
+/// sequential fold; pipelined ([`fold_cols`]), 3x here.
+pub(super) fn narrow(cols: usize, size: usize) -> bool {
+    cols.div_ceil(rayon::current_num_threads()) * size < 64
 }
 
 /// `out[j]` = the fold, in row order, of column `j` of the pair matrix `map(v[i], h[j])`
@@ -347,6 +355,49 @@ mod tests {
                     .unwrap_err();
                 assert!(matches!(err, Error::UserFunction { .. }), "{err}");
                 assert_eq!(out.to_vec(), vec![7.0; cols]);
+            });
+        }
+    }
+
+    /// On one or two threads a narrow `run_cols` runs as `cpu` does (its own route, not
+    /// the pipeline, not column ranges): the same bits, and a fault leaves `out` as it was.
+    #[test]
+    fn run_cols_narrow_on_two_threads_is_the_cpu_fold() {
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("pool");
+            pool.install(|| {
+                assert!(!super::pipelined(17, 4));
+                for (rows, cols) in [(16_385, 17), (40_001, 5), (5, 3)] {
+                    let x = Vector::from_fn(rows, |i| (i % 89) as f32 * 0.41 - 9.0);
+                    let h = Vector::from_fn(cols, |j| j as f32 * 0.25);
+                    let w = Matrix::from_fn(rows, cols, |i, j| ((i * 5 + j) % 29) as f32 * 0.3);
+                    let (mut got, mut want) = (Vector::zeroed(cols), Vector::zeroed(cols));
+                    let s = MapPairsReduce::new(weight, add).arrays((&w,));
+                    s.backend(Backend::Rayon)
+                        .run_cols(&x, &h, &mut got)
+                        .expect("rayon");
+                    s.backend(Backend::Cpu)
+                        .run_cols(&x, &h, &mut want)
+                        .expect("cpu");
+                    let bits = |v: &Vector<f32>| {
+                        v.to_vec().iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+                    };
+                    assert_eq!(bits(&got), bits(&want), "{rows}x{cols} on {threads}");
+                }
+                let (x, h) = (Vector::filled(30_000, 1.0f32), Vector::filled(17, 1.0f32));
+                let short = Matrix::filled(29_999, 17, 1.0f32);
+                let mut out = Vector::filled(17, 7.0f32);
+                let err = MapPairsReduce::new(weight, add)
+                    .arrays((&short,))
+                    .backend(Backend::Rayon)
+                    .checked(true)
+                    .run_cols(&x, &h, &mut out)
+                    .unwrap_err();
+                assert!(matches!(err, Error::UserFunction { .. }), "{err}");
+                assert_eq!(out.to_vec(), vec![7.0; 17]);
             });
         }
     }
