@@ -254,6 +254,7 @@ pub use graph::Graph;
 pub use interop::{Rgb8, Rgba8};
 pub use random::Random;
 pub use skel_macros::{userfn, DeviceType};
+pub use skeletons::Wavefront;
 pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
     Count, Devices, Edge, Filter, Histogram, Lazy, Map, MapArray, MapOverlap, MapPairs,
@@ -266,6 +267,7 @@ pub use userfn::{DeviceType, Mat, Window, Window2};
 pub mod prelude {
     pub use crate::Random;
     pub use crate::Update;
+    pub use crate::Wavefront;
     pub use crate::{
         userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
         MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, ReduceByKey, Result,
