@@ -41,8 +41,9 @@
 //!    ([`containers`]).
 //! 3. **Skeletons.** [`Map`], [`Reduce`], [`MapReduce`], [`Scan`], [`MapOverlap`],
 //!    [`MapArray`], [`MapPairs`], [`MapPairsReduce`], [`Filter`], [`Sort`], [`Histogram`],
-//!    [`ReduceByKey`]: `Skeleton::new(f)`, options, then `.run(inputs.., &mut output)`. A Map
-//!    can be handed to the next call unevaluated with `.lazy(..)` ([`skeletons`]).
+//!    [`ReduceByKey`], [`Wavefront`]: `Skeleton::new(f)`, options, then
+//!    `.run(inputs.., &mut output)`. A Map can be handed to the next call unevaluated with
+//!    `.lazy(..)` ([`skeletons`]).
 //! 4. **Backends.** Each call runs where [`Backend::Auto`] predicts it is fastest, unless
 //!    `.backend(..)`, [`set_default_backend`] or `SKEL_BACKEND` names one; every
 //!    process-wide setting is in [`config`], Auto's models in [`tune`]. Several CUDA
