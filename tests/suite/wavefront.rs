@@ -1,5 +1,6 @@
 //! Wavefront on every backend: dynamic-programming sweeps (Needleman-Wunsch with container
-//! arguments, a uniform and a 2D index; LCS over bytes; dynamic time warping in f32; a
+//! arguments, a uniform and a 2D index; Smith-Waterman with a `&[T]`, a `Mat<T>` and two
+//! uniforms; one `&[T]` alone; LCS over bytes; dynamic time warping in f32; a
 //! 1D-index and a no-index integer mix; a 64-byte struct cell, too large for a GPU tile in
 //! shared memory) against a plain Rust loop, exactly (floats bit for bit: every cell is
 //! the function of the same three values). Shapes: empty, one cell, one row or column
@@ -137,6 +138,30 @@ pub fn wf_rand(
     rng: &mut Random,
 ) -> u32 {
     (up.max(left).max(diag) + (rng.next_u32() & 7) + ((i + j) % 2) as u32) % 100_000
+}
+
+/// Smith-Waterman (local alignment, linear gap): both sequences packed in one array
+/// (`seqs[..split]`, then the other), the substitution scores a `Mat`.
+#[userfn]
+pub fn wf_sw(
+    #[index] (i, j): (usize, usize),
+    up: i32,
+    left: i32,
+    diag: i32,
+    seqs: &[i32],
+    sub: Mat<i32>,
+    #[uniform] split: u32,
+    #[uniform] gap: i32,
+) -> i32 {
+    let x = seqs[i - 1] as usize;
+    let y = seqs[split as usize + j - 1] as usize;
+    (diag + sub[(x, y)]).max(up - gap).max(left - gap).max(0)
+}
+
+/// One container argument alone (a GPU kernel names it differently).
+#[userfn]
+pub fn wf_weights(up: i64, left: i64, diag: i64, w: &[i64]) -> i64 {
+    (up * w[0] + left * w[1] + diag * w[2]) % 1_000_003
 }
 
 /// A row of the boundary: the new row 0 of a matrix from its last row.
@@ -315,6 +340,47 @@ pub fn check_shape(b: Backend, rows: usize, cols: usize) {
         Wavefront::new(wf_wide).backend(b).run(&mut mw).unwrap();
         assert_eq!(mw.to_vec(), want, "{}", what("wide struct"));
     }
+}
+
+/// Container arguments of the other kinds: a `&[T]` and a `Mat<T>` with two uniforms, and
+/// one `&[T]` alone.
+pub fn check_containers(b: Backend, rows: usize, cols: usize) {
+    let split = rows.saturating_sub(1);
+    let seqs: Vec<i32> = (0..split + cols.saturating_sub(1))
+        .map(|k| below(k, 11, 5) as i32)
+        .collect();
+    let sub = Matrix::from_fn(
+        5,
+        5,
+        |x, y| if x == y { 3 } else { -1 - ((x + y) % 2) as i32 },
+    );
+    let gap = 2;
+    let mut m = Matrix::from_fn(rows, cols, |i, j| if i == 0 || j == 0 { 0 } else { -9 });
+    let want = plain(m.as_slice(), (rows, cols), |i, j, up, left, diag| {
+        let (x, y) = (seqs[i - 1] as usize, seqs[split + j - 1] as usize);
+        (diag + sub[(x, y)]).max(up - gap).max(left - gap).max(0)
+    });
+    let sv = Vector::from(seqs.clone());
+    Wavefront::new(wf_sw)
+        .arrays((&sv, &sub))
+        .uniforms((split as u32, gap))
+        .backend(b)
+        .run(&mut m)
+        .unwrap();
+    assert_eq!(m.to_vec(), want, "smith-waterman {rows}x{cols} on {b:?}");
+
+    let w = Vector::from(vec![3i64, -2, 5]);
+    let init = Matrix::from_fn(rows, cols, |i, j| below(i * 31 + j, 12, 100) as i64);
+    let mut m = init.clone();
+    let want = plain(init.as_slice(), (rows, cols), |_, _, up, left, diag| {
+        (up * 3 - left * 2 + diag * 5) % 1_000_003
+    });
+    Wavefront::new(wf_weights)
+        .arrays((&w,))
+        .backend(b)
+        .run(&mut m)
+        .unwrap();
+    assert_eq!(m.to_vec(), want, "one &[T] {rows}x{cols} on {b:?}");
 }
 
 /// A random function over `rows x cols` on `b` against the cpu oracle (same seed).
@@ -508,6 +574,7 @@ macro_rules! wavefront_suite {
                 }
                 for &(rows, cols) in WF_SHAPES {
                     check_shape(B, rows, cols);
+                    check_containers(B, rows, cols);
                 }
             }
 
@@ -532,6 +599,17 @@ macro_rules! wavefront_suite {
                 check_view(B, 10, 7, 9..10);
                 for &(rows, cols) in &[(2, 2), (37, 53), (140, 200)] {
                     check_graph(B, rows, cols);
+                }
+            }
+
+            #[test]
+            fn wavefront_under_auto() {
+                // Once, from the cpu instance: Auto picks any backend present.
+                if B != Backend::Cpu {
+                    return;
+                }
+                for &(rows, cols) in &[(2, 2), (37, 53), (301, 263)] {
+                    check_shape(Backend::Auto, rows, cols);
                 }
             }
 

@@ -643,6 +643,12 @@ fn wf_flat(#[index] k: usize, up: f64, left: f64, diag: f64) -> f64 {
     up.min(left).min(diag) + k as f64
 }
 
+/// A lone `&[T]`: the kernel names it `arr`.
+#[userfn]
+fn wf_one(up: i64, left: i64, diag: i64, w: &[i64]) -> i64 {
+    up * w[0] + left * w[1] + diag * w[2]
+}
+
 /// 64 bytes: a tile of them does not fit in static shared memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
 #[repr(C)]
@@ -673,6 +679,10 @@ fn wavefront_template_is_valid_cpp() {
         check(
             &format!("wavefront_flat_{c}"),
             &source::<wf_flat, f64>(c).unwrap(),
+        );
+        check(
+            &format!("wavefront_one_{c}"),
+            &source::<wf_one, i64>(c).unwrap(),
         );
         let wide = source::<wf_wide, WfWide>(c).unwrap();
         assert!(wide.contains("#define SKEL_LOCAL 0"));
