@@ -11,7 +11,10 @@
 // SKEL_CALL (the user call; it reads its neighbours as in0[0] (up), in1[0] (left), in2[0]
 // (upper-left), the cell as i, j and its flat position skel_flat = i * cols + j).
 
-#define SKEL_S (SKEL_T + 1)
+// A tile row in local memory holds SKEL_S = SKEL_T + 2 cells: the cells of one of the
+// tile's anti-diagonals are then SKEL_T + 1 apart, an odd stride, so the work-items reading
+// them hit distinct banks (with SKEL_T + 1 they would all hit one).
+#define SKEL_S (SKEL_T + 2)
 
 extern "C" __global__ void __launch_bounds__(SKEL_T)
 skel_wavefront(SKEL_CELL_T* __restrict__ m, skel_u64 rows, skel_u64 cols, skel_u64 diag_k,
@@ -24,7 +27,7 @@ skel_wavefront(SKEL_CELL_T* __restrict__ m, skel_u64 rows, skel_u64 cols, skel_u
     // The tile's upper-left neighbour: (r, c) below is cell (r0 - 1 + r, c0 - 1 + c).
     SKEL_CELL_T* g = m + (r0 - 1) * cols + (c0 - 1);
 #if SKEL_LOCAL
-    __shared__ SKEL_CELL_T s[SKEL_S * SKEL_S];
+    __shared__ SKEL_CELL_T s[(SKEL_T + 1) * SKEL_S];
     for (unsigned c = t; c <= nc; c += SKEL_T) s[c] = g[c];
     for (unsigned r = t + 1; r <= nr; r += SKEL_T) s[r * SKEL_S] = g[r * cols];
     __syncthreads();

@@ -9,7 +9,10 @@
 // in global memory), SKEL_UPARAMS (container arguments, uniforms, the fault record) and
 // SKEL_CELL(up, left, diag, i, j), the user call for cell (i, j).
 
-#define SKEL_S (SKEL_T + 1)
+// A tile row in local memory holds SKEL_S = SKEL_T + 2 cells: the cells of one of the
+// tile's anti-diagonals are then SKEL_T + 1 apart, an odd stride, so the work-items reading
+// them hit distinct banks (with SKEL_T + 1 they would all hit one).
+#define SKEL_S (SKEL_T + 2)
 
 __kernel __attribute__((reqd_work_group_size(SKEL_T, 1, 1)))
 void skel_wavefront(__global SKEL_CELL_T* m, ulong m_off, ulong rows, ulong cols,
@@ -22,7 +25,7 @@ void skel_wavefront(__global SKEL_CELL_T* m, ulong m_off, ulong rows, ulong cols
     // The tile's upper-left neighbour: (r, c) below is cell (r0 - 1 + r, c0 - 1 + c).
     __global SKEL_CELL_T* g = m + m_off + (r0 - 1) * cols + (c0 - 1);
 #if SKEL_LOCAL
-    __local SKEL_CELL_T s[SKEL_S * SKEL_S];
+    __local SKEL_CELL_T s[(SKEL_T + 1) * SKEL_S];
     for (uint c = t; c <= nc; c += SKEL_T) s[c] = g[c];
     for (uint r = t + 1; r <= nr; r += SKEL_T) s[r * SKEL_S] = g[r * cols];
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -28,7 +28,9 @@ use crate::{DeviceType, Error, Result};
 /// computes tiles of 64 x 64 cells, the tiles of one anti-diagonal of tiles in parallel;
 /// CUDA and OpenCL launch one kernel per anti-diagonal of tiles, a work-group per tile
 /// that walks the tile's own anti-diagonals in local memory. The matrix stays where it is
-/// computed, like any output; [`crate::Graph::record`] records a call like any other.
+/// computed, like any output; [`crate::Graph::record`] records a call like any other. On
+/// CUDA a call runs on one device and one stream: `.devices(..)` and `.streams(..)` do not
+/// split it, since every tile waits for the tiles above and left of it.
 ///
 /// A matrix of fewer than two rows or columns has no cell to compute: the call does
 /// nothing. The operand must be a [`crate::Matrix`] or a view of whole rows of one

@@ -26,9 +26,10 @@ pub(crate) const TILE: usize = 32;
 /// Static shared memory a tile may take (the 48 KiB every device has).
 const STATIC_SHARED: usize = 48 * 1024;
 
-/// Whether a tile of `T` cells, with its upper row and left column, fits in shared memory.
+/// Whether a tile of `T` cells, with its upper row and left column, fits in shared memory
+/// (rows of `TILE + 2` cells, see `cuda/wavefront.cu`).
 pub(crate) fn tile_in_shared<T>() -> bool {
-    (TILE + 1) * (TILE + 1) * std::mem::size_of::<T>() <= STATIC_SHARED
+    (TILE + 1) * (TILE + 2) * std::mem::size_of::<T>() <= STATIC_SHARED
 }
 
 /// The kernel source for `F` over cells of `T`.

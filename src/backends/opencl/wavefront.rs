@@ -29,9 +29,9 @@ pub(super) fn tile(wg: usize) -> usize {
 }
 
 /// Bytes of local memory a tile of side `t` of `T` cells takes, with its upper row and
-/// left column.
+/// left column (rows of `t + 2` cells, see `opencl/wavefront.cl`).
 fn tile_bytes<T>(t: usize) -> usize {
-    (t + 1) * (t + 1) * std::mem::size_of::<T>()
+    (t + 1) * (t + 2) * std::mem::size_of::<T>()
 }
 
 /// `SKEL_CELL(up, left, diag, i, j)`: the call of `def` (entry `entry`) for cell `(i, j)`,
