@@ -41,8 +41,9 @@
 //!    ([`containers`]).
 //! 3. **Skeletons.** [`Map`], [`Reduce`], [`MapReduce`], [`Scan`], [`MapOverlap`],
 //!    [`MapArray`], [`MapPairs`], [`MapPairsReduce`], [`Filter`], [`Sort`], [`Histogram`],
-//!    [`ReduceByKey`]: `Skeleton::new(f)`, options, then `.run(inputs.., &mut output)`. A Map
-//!    can be handed to the next call unevaluated with `.lazy(..)` ([`skeletons`]).
+//!    [`ReduceByKey`], [`Wavefront`]: `Skeleton::new(f)`, options, then
+//!    `.run(inputs.., &mut output)`. A Map can be handed to the next call unevaluated with
+//!    `.lazy(..)` ([`skeletons`]).
 //! 4. **Backends.** Each call runs where [`Backend::Auto`] predicts it is fastest, unless
 //!    `.backend(..)`, [`set_default_backend`] or `SKEL_BACKEND` names one; every
 //!    process-wide setting is in [`config`], Auto's models in [`tune`]. Several CUDA
@@ -254,6 +255,7 @@ pub use graph::Graph;
 pub use interop::{Rgb8, Rgba8};
 pub use random::Random;
 pub use skel_macros::{userfn, DeviceType};
+pub use skeletons::Wavefront;
 pub use skeletons::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use skeletons::{
     Count, Devices, Edge, Filter, Histogram, Lazy, Map, MapArray, MapOverlap, MapPairs,
@@ -266,6 +268,7 @@ pub use userfn::{DeviceType, Mat, Window, Window2};
 pub mod prelude {
     pub use crate::Random;
     pub use crate::Update;
+    pub use crate::Wavefront;
     pub use crate::{
         userfn, Backend, Count, DeviceType, Devices, Edge, Error, Filter, Histogram, Map, MapArray,
         MapOverlap, MapPairs, MapPairsReduce, MapReduce, Mat, Matrix, Reduce, ReduceByKey, Result,

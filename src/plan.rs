@@ -640,3 +640,27 @@ pub(crate) struct MapOverlapInPlace<'p, F: OverlapFn> {
     pub parity: usize,
     pub uniforms: &'p F::Uniforms,
 }
+
+/// The types of a Wavefront call: the user function of three neighbours and the cell type.
+pub(crate) trait WavefrontSig {
+    type T: DeviceType;
+    type F: ElementwiseFn<Elems = (Self::T, Self::T, Self::T), Out = Self::T>;
+}
+
+impl<F, T> WavefrontSig for (F, T)
+where
+    F: ElementwiseFn<Elems = (T, T, T), Out = T>,
+    T: DeviceType,
+{
+    type T = T;
+    type F = F;
+}
+
+/// `m[(i, j)] = F((i, j), m[(i-1, j)], m[(i, j-1)], m[(i-1, j-1)], arrays, uniforms)` for
+/// every `i >= 1`, `j >= 1`, each cell after its three neighbours: the matrix `m` is read
+/// and written in place; its row 0 and column 0 are the boundary, never written.
+pub(crate) struct Wavefront<'c, 'p, S: WavefrontSig> {
+    pub arrays: ContainerOps<'c, S::F>,
+    pub m: ArgMut<'p, S::T>,
+    pub uniforms: &'c <S::F as ElementwiseFn>::Uniforms,
+}

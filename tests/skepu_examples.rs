@@ -403,13 +403,13 @@ fn backprop_port() {
     }
 }
 
-/// Needleman-Wunsch row by row (an index Map and a max Scan per row), eager and the whole
-/// sweep recorded on another pair and launched on this one, exactly against the plain
-/// sequential loop; the
-/// hand-written block wavefront too (block edges and a partial last block: 64 + 1, 130).
+/// Needleman-Wunsch in both forms (one Wavefront call; row by row, an index Map and a max
+/// Scan per row), eager and the whole sweep recorded on another pair and launched on this
+/// one, exactly against the plain sequential loop; the hand-written block wavefront too
+/// (block edges and a partial last block: 64 + 1, 130; GPU tiles of 32: 33, 65).
 #[test]
 fn needleman_wunsch_port() {
-    for n in [0, 1, 2, 17, 65, 130] {
+    for n in [0, 1, 2, 17, 32, 33, 65, 130] {
         let pair = nw::inputs(n);
         let want = nw::reference(&pair);
         assert_eq!(nw::hand_rayon(&pair), want, "hand-written {n}");
@@ -418,6 +418,10 @@ fn needleman_wunsch_port() {
             let other = nw::inputs_seeded(n, 5);
             let got = nw::compute_graph(b, &other, &pair).unwrap();
             assert_eq!(got, want, "{b} nw Graph {n}");
+            let rows = nw::compute_rows(b, &pair).unwrap();
+            assert_eq!(rows, want, "{b} nw rows {n}");
+            let got = nw::compute_rows_graph(b, &other, &pair).unwrap();
+            assert_eq!(got, want, "{b} nw rows Graph {n}");
         }
     }
 }

@@ -475,6 +475,7 @@ fn main() -> std::process::ExitCode {
     common::program_main(common::Program {
         name: "skepu_backprop",
         default_size: 1 << 18,
+        forms: &[],
         results: &|backend, n| {
             let net = inputs(n);
             Ok(vec![

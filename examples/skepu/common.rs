@@ -133,6 +133,18 @@ struct PortCli {
     /// Time the program next to its hand-written peers, in one run.
     #[arg(long)]
     bench: bool,
+    /// Which form of the program runs, where it has several (see its docs; default: its
+    /// first).
+    #[arg(long)]
+    form: Option<String>,
+}
+
+/// The form `--form` picked for a [`Program`] (its first where none was named).
+static FORM: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// The form of the [`Program`] that runs (`""` for a program of one form).
+pub fn form() -> &'static str {
+    FORM.get().copied().unwrap_or("")
 }
 
 /// What a ported SkePU 3 program (hotspot, fdtd2d, heat, edgedetect) gives [`ported_main`].
@@ -156,6 +168,10 @@ pub fn ported_main(port: Port<'_>) -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    if let Some(f) = &cli.form {
+        eprintln!("{name}: --form {f}: this program has one form");
+        return ExitCode::from(2);
+    }
     let (check, bench) = (cli.check, cli.bench);
     let size = cli.common.size.unwrap_or(port.default_size);
     let (backend, size) = match resolve(cli.common.backend, size) {
@@ -262,6 +278,9 @@ pub struct Program<'a> {
     pub results: &'a dyn Fn(Backend, usize) -> skel::Result<Runs>,
     /// The plain sequential program's result.
     pub reference: &'a dyn Fn(usize) -> Vec<f64>,
+    /// The forms the program is written in, which `--form` picks from ([`form`]); the
+    /// first is the default. Empty for a program of one form.
+    pub forms: &'static [&'static str],
     /// How far a result may be from the reference, relative to `max(|want|, 1)` (0: equal).
     pub tolerance: f64,
     /// `(label, seconds)` of the program on one backend and of its hand-written peers
@@ -295,6 +314,17 @@ pub fn program_main(program: Program<'_>) -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return code,
     };
+    let picked = match cli.form.as_deref() {
+        None => program.forms.first().copied().unwrap_or(""),
+        Some(f) => match program.forms.iter().find(|&&known| known == f) {
+            Some(&known) => known,
+            None => {
+                eprintln!("{name}: --form {f}: the forms are {:?}", program.forms);
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let _ = FORM.set(picked);
     let size = cli.common.size.unwrap_or(program.default_size);
     let (backend, size) = match resolve(cli.common.backend, size) {
         Ok(parsed) => parsed,

@@ -1,28 +1,36 @@
 //! Rodinia's `nw` (Needleman-Wunsch global alignment of two sequences of `--size`
-//! residues) written with skel's forms, row by row: two calls per row of the
-//! `(n + 1) x (n + 1)` score matrix.
+//! residues) written with skel's forms.
 //!
-//! Row `i` of the scores is `M[i][j] = max(M[i-1][j-1] + s(i, j), M[i-1][j] - p, M[i][j-1] - p)`
-//! (`p` the gap penalty, `M[i][0] = M[0][i] = -i p`). Stored shifted, `W[i][j] = M[i][j] + p j`,
-//! the dependence along the row becomes a running maximum: with
+//! The scores are `M[i][j] = max(M[i-1][j-1] + s(i, j), M[i-1][j] - p, M[i][j-1] - p)` (`p`
+//! the gap penalty, `M[i][0] = M[0][i] = -i p`) over the `(n + 1) x (n + 1)` matrix.
+//!
+//! **`--form wavefront`** (the default): that recurrence as it is written, one
+//! [`Wavefront`] call over the matrix, whose user function [`nw`] takes the cell's upper,
+//! left and upper-left neighbours, the cell `(i, j)`, the two sequences and the
+//! substitution table as container arguments, and the penalty as a uniform. The backends
+//! sweep tiles along anti-diagonals (CUDA and OpenCL: a launch per anti-diagonal of 32 x 32
+//! tiles; Rayon: 64 x 64 tiles in parallel); the matrix stays on the device.
+//!
+//! **`--form rows`**, for comparison: a row at a time, two calls per row. Stored shifted,
+//! `W[i][j] = M[i][j] + p j`, the dependence along the row becomes a running maximum: with
 //! `u[j] = max(W[i-1][j-1] + s(i, j) + p, W[i-1][j] - p)` (and `u[0] = -i p`),
 //! `W[i][j] = max(u[0..=j])`. So a row is an index Map (the previous row, the sequence and
 //! the substitution table as container arguments) and an inclusive max Scan into the row's
 //! view of `W`: 2n calls.
 //!
-//! `cargo run --release --example skepu_nw -- --backend cuda [--size N] [--check] [--bench]`
-//! The sequences are container arguments, so the whole sweep can be recorded once as a
-//! `skel::Graph` and launched for every new pair: the pair is copied into the graph's
-//! sequence containers by two eager Maps first (a device write, which a launch replays
-//! after; a host write into a container the graph reads would make that launch run the
-//! calls eagerly), and the uniforms a graph freezes (row number, penalty) are the same for
-//! every pair.
+//! `cargo run --release --example skepu_nw -- --backend cuda [--size N] [--form wavefront|rows] [--check] [--bench]`
+//! In both forms the sequences are container arguments, so the whole sweep can be recorded
+//! once as a `skel::Graph` and launched for every new pair: the pair is copied into the
+//! graph's sequence containers by two eager Maps first (a device write, which a launch
+//! replays after; a host write into a container the graph reads would make that launch run
+//! the calls eagerly), and the uniforms a graph freezes (row number, penalty) are the same
+//! for every pair.
 //!
 //! `--check` compares every backend's score matrix (eager, and a second pair aligned by
 //! launching the sweep recorded on a first) with the plain sequential loop, exactly.
-//! `--bench` times one alignment: skel's eager calls; the recorded sweep for a new pair
-//! (the two copies and one launch); a hand-written Rayon wavefront over blocks; and the
-//! plain sequential loop, in one run.
+//! `--bench` times one alignment in the chosen form: skel's eager call(s); the recorded
+//! sweep for a new pair (the two copies and one launch); a hand-written Rayon wavefront
+//! over blocks; and the plain sequential loop, in one run.
 
 use std::cell::RefCell;
 
@@ -37,6 +45,23 @@ pub const PENALTY: i32 = 10;
 pub const ALPHABET: usize = 24;
 /// The side of the hand-written wavefront's blocks.
 const BLOCK: usize = 64;
+
+/// The score of cell `(i, j)` from its neighbours (`a` and `b` start at index 1, as in
+/// Rodinia): the wavefront form's user function.
+#[userfn]
+pub fn nw(
+    #[index] (i, j): (usize, usize),
+    up: i32,
+    left: i32,
+    diag: i32,
+    a: &[i32],
+    b: &[i32],
+    score: &[i32],
+    #[uniform] penalty: i32,
+) -> i32 {
+    let s = score[a[i] as usize * ALPHABET + b[j] as usize];
+    (diag + s).max(up - penalty).max(left - penalty)
+}
 
 /// `u[j]` of row `row` (see the module docs) from the previous row of `W`.
 #[userfn]
@@ -142,8 +167,8 @@ fn unshift(w: &[i32], n1: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The score matrix, row-major, by eager calls on `backend`.
-pub fn compute(backend: Backend, pair: &Pair) -> skel::Result<Vec<f64>> {
+/// The score matrix, row-major, by the rows form's eager calls on `backend`.
+pub fn compute_rows(backend: Backend, pair: &Pair) -> skel::Result<Vec<f64>> {
     let n1 = pair.b.len();
     let mut w = Vector::zeroed(n1 * n1);
     let mut u = Vector::zeroed(n1);
@@ -182,11 +207,65 @@ impl Loaded {
     ) -> skel::Result<()> {
         sweep(backend, (&self.a.borrow(), &self.b.borrow(), score), w, u)
     }
+
+    fn wavefront(
+        &self,
+        backend: Backend,
+        score: &Vector<i32>,
+        m: &mut Matrix<i32>,
+    ) -> skel::Result<()> {
+        wavefront_sweep(backend, (&self.a.borrow(), &self.b.borrow(), score), m)
+    }
 }
 
-/// The score matrix of `second`, by launching the sweep recorded (as a [`skel::Graph`])
-/// on `first` (of the same length).
+/// The matrix of the wavefront form: the boundary `M[i][0] = M[0][i] = -i p`, the interior
+/// (which the sweep overwrites) 0.
+fn boundary(n1: usize) -> Matrix<i32> {
+    Matrix::from_fn(n1, n1, |i, j| match (i, j) {
+        (0, k) | (k, 0) => -(k as i32) * PENALTY,
+        _ => 0,
+    })
+}
+
+/// The wavefront form: every cell of `m` (boundary filled) in one call.
+fn wavefront_sweep(
+    backend: Backend,
+    (a, b, score): (&Vector<i32>, &Vector<i32>, &Vector<i32>),
+    m: &mut Matrix<i32>,
+) -> skel::Result<()> {
+    Wavefront::new(nw)
+        .arrays((a, b, score))
+        .uniforms((PENALTY,))
+        .backend(backend)
+        .run(m)
+}
+
+/// The score matrix, row-major, by one eager Wavefront call on `backend`.
+pub fn compute(backend: Backend, pair: &Pair) -> skel::Result<Vec<f64>> {
+    let mut m = boundary(pair.b.len());
+    wavefront_sweep(backend, (&pair.a, &pair.b, &pair.score), &mut m)?;
+    Ok(m.as_slice().iter().map(|&x| f64::from(x)).collect())
+}
+
+/// The score matrix of `second`, by launching the Wavefront call recorded (as a
+/// [`skel::Graph`]) on `first` (of the same length).
 pub fn compute_graph(backend: Backend, first: &Pair, second: &Pair) -> skel::Result<Vec<f64>> {
+    let n1 = first.b.len();
+    common::same_len("nw: the second pair", n1, second.b.len())?;
+    let mut m = boundary(n1);
+    let seqs = Loaded::new(n1);
+    seqs.load(backend, first)?;
+    {
+        let g = skel::Graph::record(|| seqs.wavefront(backend, &first.score, &mut m))?;
+        seqs.load(backend, second)?;
+        g.launch()?;
+    }
+    Ok(m.as_slice().iter().map(|&x| f64::from(x)).collect())
+}
+
+/// The score matrix of `second`, by launching the rows form's sweep recorded (as a
+/// [`skel::Graph`]) on `first` (of the same length).
+pub fn compute_rows_graph(backend: Backend, first: &Pair, second: &Pair) -> skel::Result<Vec<f64>> {
     let n1 = first.b.len();
     common::same_len("nw: the second pair", n1, second.b.len())?;
     let mut w = Vector::zeroed(n1 * n1);
@@ -244,7 +323,7 @@ fn block(
         let row = a[i] as usize * ALPHABET;
         let mut west = left[bi];
         for (bj, j) in c.clone().enumerate() {
-            let (nw, north) = if bi == 0 {
+            let (corner, north) = if bi == 0 {
                 (top[bj], top[bj + 1])
             } else if bj == 0 {
                 (left[bi - 1], out[(bi - 1) * w])
@@ -252,7 +331,7 @@ fn block(
                 (out[(bi - 1) * w + bj - 1], out[(bi - 1) * w + bj])
             };
             let s = score[row + b[j] as usize];
-            west = (nw + s).max(north - PENALTY).max(west - PENALTY);
+            west = (corner + s).max(north - PENALTY).max(west - PENALTY);
             out[bi * w + bj] = west;
         }
     }
@@ -302,43 +381,91 @@ pub fn hand_rayon(pair: &Pair) -> Vec<f64> {
     m.into_iter().map(f64::from).collect()
 }
 
-/// Seconds per alignment: skel eager and replayed, by hand with Rayon, sequential.
-fn timings(backend: Backend, n: usize) -> skel::Result<Vec<(String, f64)>> {
+/// How the recorded sweep ran on its launches.
+fn replayed_how(g: &skel::Graph<'_>) -> &'static str {
+    if g.device_graph() && g.eager_launches() == 0 {
+        "a CUDA graph"
+    } else if g.device_graph() {
+        "CUDA graph, some launches eager"
+    } else {
+        "closure"
+    }
+}
+
+/// Seconds per alignment of the wavefront form: skel eager and replayed.
+fn wavefront_timings(backend: Backend, n: usize) -> skel::Result<Vec<(String, f64)>> {
+    let pair = inputs(n);
+    let pairs = [inputs_seeded(n, 31), inputs_seeded(n, 32)];
+    let mut m = boundary(n + 1);
+    let io = (&pair.a, &pair.b, &pair.score);
+    let eager = common::best_of(|| {
+        wavefront_sweep(backend, io, &mut m)?;
+        skel::tune::synchronize()
+    })?;
+    let mut rows = vec![(format!("skel {backend} Wavefront eager (1 call)"), eager)];
+    let seqs = Loaded::new(n + 1);
+    seqs.load(backend, &pair)?;
+    let g = skel::Graph::record(|| seqs.wavefront(backend, &pair.score, &mut m))?;
+    let mut next = 0;
+    let replay = common::best_of(|| {
+        seqs.load(backend, &pairs[next])?;
+        next = 1 - next;
+        g.launch()?;
+        skel::tune::synchronize()
+    })?;
+    let how = replayed_how(&g);
+    rows.push((
+        format!("skel {backend} Wavefront Graph, a new pair each ({how})"),
+        replay,
+    ));
+    Ok(rows)
+}
+
+/// Seconds per alignment of the rows form: skel eager and replayed.
+fn rows_timings(backend: Backend, n: usize) -> skel::Result<Vec<(String, f64)>> {
     let pair = inputs(n);
     let pairs = [inputs_seeded(n, 31), inputs_seeded(n, 32)];
     let n1 = n + 1;
     let mut rows = Vec::new();
-    {
-        let mut w = Vector::zeroed(n1 * n1);
-        let mut u = Vector::zeroed(n1);
-        let io = (&pair.a, &pair.b, &pair.score);
-        let eager = common::best_of(|| {
-            sweep(backend, io, &mut w, &mut u)?;
-            skel::tune::synchronize()
-        })?;
-        rows.push((format!("skel {backend} eager ({} calls)", 2 * n), eager));
-        let seqs = Loaded::new(n1);
-        seqs.load(backend, &pair)?;
-        let g = skel::Graph::record(|| seqs.sweep(backend, &pair.score, &mut w, &mut u))?;
-        let mut next = 0;
-        let replay = common::best_of(|| {
-            seqs.load(backend, &pairs[next])?;
-            next = 1 - next;
-            g.launch()?;
-            skel::tune::synchronize()
-        })?;
-        let how = if g.device_graph() && g.eager_launches() == 0 {
-            "a CUDA graph"
-        } else if g.device_graph() {
-            "CUDA graph, some launches eager"
-        } else {
-            "closure"
-        };
-        rows.push((
-            format!("skel {backend} Graph, a new pair each ({how})"),
-            replay,
-        ));
-    }
+    let mut w = Vector::zeroed(n1 * n1);
+    let mut u = Vector::zeroed(n1);
+    let io = (&pair.a, &pair.b, &pair.score);
+    let eager = common::best_of(|| {
+        sweep(backend, io, &mut w, &mut u)?;
+        skel::tune::synchronize()
+    })?;
+    rows.push((
+        format!("skel {backend} rows eager ({} calls)", 2 * n),
+        eager,
+    ));
+    let seqs = Loaded::new(n1);
+    seqs.load(backend, &pair)?;
+    let g = skel::Graph::record(|| seqs.sweep(backend, &pair.score, &mut w, &mut u))?;
+    let mut next = 0;
+    let replay = common::best_of(|| {
+        seqs.load(backend, &pairs[next])?;
+        next = 1 - next;
+        g.launch()?;
+        skel::tune::synchronize()
+    })?;
+    let how = replayed_how(&g);
+    rows.push((
+        format!("skel {backend} rows Graph, a new pair each ({how})"),
+        replay,
+    ));
+    Ok(rows)
+}
+
+/// Seconds per alignment: skel (the chosen form) eager and replayed, by hand with Rayon,
+/// sequential.
+fn timings(backend: Backend, n: usize) -> skel::Result<Vec<(String, f64)>> {
+    let mut rows = if common::form() == "rows" {
+        rows_timings(backend, n)?
+    } else {
+        wavefront_timings(backend, n)?
+    };
+    let pair = inputs(n);
+    let n1 = n + 1;
     let mut m = vec![0i32; n1 * n1];
     rows.push((
         format!("hand-written Rayon ({BLOCK}x{BLOCK} block wavefront)"),
@@ -363,15 +490,27 @@ fn main() -> std::process::ExitCode {
         default_size: 2048,
         results: &|backend, n| {
             let pair = inputs(n);
-            Ok(vec![
-                ("eager".into(), compute(backend, &pair)?),
-                (
-                    "skel::Graph recorded on another pair".into(),
-                    compute_graph(backend, &inputs_seeded(n, 99), &pair)?,
-                ),
-            ])
+            let other = inputs_seeded(n, 99);
+            Ok(if common::form() == "rows" {
+                vec![
+                    ("rows, eager".into(), compute_rows(backend, &pair)?),
+                    (
+                        "rows, skel::Graph recorded on another pair".into(),
+                        compute_rows_graph(backend, &other, &pair)?,
+                    ),
+                ]
+            } else {
+                vec![
+                    ("Wavefront, eager".into(), compute(backend, &pair)?),
+                    (
+                        "Wavefront, skel::Graph recorded on another pair".into(),
+                        compute_graph(backend, &other, &pair)?,
+                    ),
+                ]
+            })
         },
         reference: &|n| reference(&inputs(n)),
+        forms: &["wavefront", "rows"],
         tolerance: 0.0,
         timings: &timings,
     })

@@ -13,7 +13,7 @@ use super::{concrete, cpu, kernel_cache, Execute};
 use crate::containers::{Arg, Location, OutArgs, Shape};
 use crate::plan::{
     self, ArgTuple, ArgVisitor, Axis, FilterSig, FoldSig, HistogramSig, HostSlices, MapArraySig,
-    MapReduceSig, MapSig, PairsReduceSig, PairsSig, ReduceByKeySig, SortSig,
+    MapReduceSig, MapSig, PairsReduceSig, PairsSig, ReduceByKeySig, SortSig, WavefrontSig,
 };
 use crate::skeletons::Options;
 use crate::tune::model::bucket_of;
@@ -824,5 +824,23 @@ impl Execute for Auto {
         let o = self.options;
         concrete!(Backend::Rayon, o, self.name, |exec| exec
             .map_overlap_windows_2d(plan))
+    }
+
+    /// Decided as a call over the matrix's cells that reads the matrix where it is valid
+    /// (the model's measurements of `wavefront` calls are its own); never split.
+    fn wavefront<S: WavefrontSig>(&self, plan: plan::Wavefront<'_, '_, S>) -> Result<()> {
+        let arrays = plan.arrays;
+        let n = plan.m.shape().len();
+        let (d, call) = self.decide::<S::F, _, _>(
+            &(plan.m.as_arg(),),
+            &arrays,
+            "wavefront",
+            type_name::<S::T>(),
+            n,
+            false,
+        )?;
+        self.run(call.as_ref(), d, |b, o| {
+            concrete!(b, o, self.name, |exec| exec.wavefront(plan))
+        })
     }
 }

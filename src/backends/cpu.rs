@@ -16,6 +16,7 @@ mod map_overlap_windows;
 mod map_pairs_reduce;
 mod reduce_by_key;
 mod sort;
+mod wavefront;
 
 pub(crate) use histogram::{add_table, count_range, store, Outside, TABLE_SPAN};
 pub(crate) use map_overlap::{overlap_2d_rows, overlap_cols_rows};
@@ -24,12 +25,13 @@ pub(crate) use map_overlap_windows::{windows_1d_range, windows_2d_rows};
 pub(crate) use map_pairs_reduce::pairs_fold_cols;
 pub(crate) use reduce_by_key::{merge_range, merge_tables};
 pub(crate) use sort::sort_range;
+pub(crate) use wavefront::wavefront_tile;
 
 use super::{BinaryFn, ContainerOps, Execute, PredicateFn, Stencil};
 use crate::containers::{ArgMut, HostOut, OutArgs, OutCollector};
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig, ReduceByKeySig, SortSig,
+    PairsSig, ReduceByKeySig, SortSig, WavefrontSig,
 };
 use crate::plan::{ArgTuple, Axis, Edge, HostSlices, ScanMode};
 use crate::userfn::sealed::Only;
@@ -1083,6 +1085,23 @@ impl Execute for Cpu {
         let out = out.host_overwrite()?;
         let at = (0, self.base, p.shape.cols());
         map_fold_rows::<S::M, S::R>(arrays, inputs, out, at, p.uniforms);
+        Ok(())
+    }
+
+    fn wavefront<S: WavefrontSig>(&self, plan: plan::Wavefront<'_, '_, S>) -> Result<()> {
+        let plan::Wavefront {
+            arrays,
+            mut m,
+            uniforms,
+        } = plan;
+        let (rows, cols) = m.shape().dims();
+        if rows < 2 || cols < 2 {
+            return Ok(());
+        }
+        let arrays = container_refs::<S::F>(&arrays)?;
+        let _old = OldValues::of(self.checked, &mut m)?;
+        let cells = std::cell::Cell::from_mut(m.host_mut()?).as_slice_of_cells();
+        wavefront_tile::<S::F, S::T>(arrays, cells, cols, (1..rows, 1..cols), uniforms);
         Ok(())
     }
 }

@@ -46,7 +46,7 @@ use crate::containers::{ArgMut, Input};
 use crate::plan::ArgTuple;
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig, ReduceByKeySig, SortSig,
+    PairsSig, ReduceByKeySig, SortSig, WavefrontSig,
 };
 use crate::skeletons::Options;
 use crate::userfn::{
@@ -194,6 +194,10 @@ pub(crate) trait Execute {
         let _ = plan;
         Ok(false)
     }
+
+    /// A wavefront sweep of a matrix in place, every cell after its upper, left and
+    /// upper-left neighbours.
+    fn wavefront<S: WavefrontSig>(&self, plan: plan::Wavefront<'_, '_, S>) -> Result<()>;
 }
 
 /// [`Execute::map_reduce_fold`] without fusion: the map materialised into a temporary on
@@ -1077,4 +1081,23 @@ pub(crate) fn map_overlap_in_place<F: Overlap2Fn>(
     }
     checks(&plan)?;
     dispatch!(options, F::NAME, |exec| exec.map_overlap_in_place(plan))
+}
+
+/// [`reduce`] for `Wavefront`, after `checks`; a distributed matrix is refused (each block
+/// of rows waits for the one above it: gather it first).
+pub(crate) fn wavefront<S: WavefrontSig>(
+    options: Options,
+    plan: plan::Wavefront<'_, '_, S>,
+    checks: impl for<'k, 'p> FnOnce(&plan::Wavefront<'k, 'p, S>) -> Result<()>,
+) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if plan.m.spread().is_some() || plan.arrays.any_distributed() {
+        return Err(Error::InvalidArgument(
+            "Wavefront of a distributed container: every block of rows waits for the one \
+             above it; gather the matrix (and the container arguments) on one process"
+                .into(),
+        ));
+    }
+    checks(&plan)?;
+    dispatch!(options, <S::F as UserFn>::NAME, |exec| exec.wavefront(plan))
 }

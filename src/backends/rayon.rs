@@ -16,6 +16,7 @@ use rayon::prelude::*;
 
 mod map_pairs_reduce;
 mod sort;
+mod wavefront;
 
 use super::cpu::{self, Cpu, OldValues};
 use super::{Execute, PredicateFn};
@@ -24,7 +25,7 @@ use crate::codegen::loopnest::Nest;
 use crate::containers::{HostOut, OutArgs, Shape};
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig, ReduceByKeySig, SortSig,
+    PairsSig, ReduceByKeySig, SortSig, WavefrontSig,
 };
 use crate::plan::{ArgTuple, Axis, HostSlices, ScanMode};
 use crate::userfn::{ContainerArgs, ElementwiseFn, UserFn, Window2Fn, WindowFn};
@@ -887,6 +888,25 @@ impl Execute for Rayon {
             let at = (c * per, self.base, cols);
             cpu::map_fold_rows::<S::M, S::R>(arrays, inputs, o, at, p.uniforms);
         });
+        Ok(())
+    }
+
+    fn wavefront<S: WavefrontSig>(&self, plan: plan::Wavefront<'_, '_, S>) -> Result<()> {
+        let dims = plan.m.shape().dims();
+        // One tile, or too few cells to share: the sequential loop.
+        if dims.0 <= wavefront::TILE + 1 && dims.1 <= wavefront::TILE + 1
+            || sequential(dims.0 * dims.1)
+        {
+            return self.cpu().wavefront(plan);
+        }
+        let plan::Wavefront {
+            arrays,
+            mut m,
+            uniforms,
+        } = plan;
+        let arrays = cpu::container_refs::<S::F>(&arrays)?;
+        let _old = OldValues::of(self.checked, &mut m)?;
+        wavefront::wavefront_tiles::<S::F, S::T>(arrays, m.host_mut()?, dims, uniforms);
         Ok(())
     }
 }

@@ -520,6 +520,12 @@ impl<'a, T: DeviceType> ArgMut<'a, T> {
             spread: self.spread,
         }
     }
+
+    /// The same range as a read operand, for a look at where it is valid (an operand that
+    /// a call reads before it writes it, as a Wavefront's matrix).
+    pub(crate) fn as_arg(&self) -> Arg<'_, T> {
+        Arg::new(self.store, self.offset, self.shape)
+    }
 }
 
 /// Resolves `range` against a container of `len` elements, panicking like slicing does.

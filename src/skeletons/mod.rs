@@ -16,6 +16,7 @@ mod reduce_by_key;
 mod scan;
 mod sort;
 mod update;
+mod wavefront;
 
 pub use filter::Filter;
 pub use histogram::{Count, Histogram};
@@ -33,6 +34,7 @@ pub use reduce_by_key::ReduceByKey;
 pub use scan::Scan;
 pub use sort::{ByValue, KeyFn, KeyKind, RadixBits, Sort, SortKey};
 pub use update::Update;
+pub use wavefront::Wavefront;
 
 use crate::containers::Shape;
 use crate::plan::Axis;

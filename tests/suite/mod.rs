@@ -951,3 +951,4 @@ pub mod random_windows;
 pub mod reduce_by_key;
 pub mod softmax;
 pub mod sort;
+pub mod wavefront;

@@ -45,6 +45,7 @@ mod reduce_by_key;
 mod scan;
 mod sort;
 mod trace;
+mod wavefront;
 
 pub(crate) use context::probe;
 pub(crate) use memory::transfers as buffer_transfers;
@@ -63,7 +64,7 @@ use crate::containers::State;
 use crate::containers::{Arg, OutArgs};
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig, ReduceByKeySig, SortSig,
+    PairsSig, ReduceByKeySig, SortSig, WavefrontSig,
 };
 use crate::plan::{ArgTuple, ArgVisitor};
 use crate::skeletons::Options;
@@ -938,6 +939,15 @@ impl Execute for Cuda {
         let dims = m.shape().dims();
         let job = Job::in_place_sweep(dims, stencil.radius, stencil.edge, parity);
         map_overlap_windows::run_in_place::<F>(self, job, &arrays, m, stencil.pad, uniforms)
+    }
+
+    fn wavefront<S: WavefrontSig>(&self, plan: plan::Wavefront<'_, '_, S>) -> Result<()> {
+        let plan::Wavefront {
+            arrays,
+            m,
+            uniforms,
+        } = plan;
+        wavefront::run::<S::F, S::T>(self, arrays, m, uniforms)
     }
 }
 

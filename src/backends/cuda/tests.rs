@@ -621,3 +621,71 @@ fn general_stencil_template_is_valid_cpp() {
         }
     }
 }
+
+#[userfn]
+fn wf_score(
+    #[index] (i, j): (usize, usize),
+    up: i32,
+    left: i32,
+    diag: i32,
+    a: &[i32],
+    b: &[i32],
+    score: Mat<i32>,
+    #[uniform] gap: i32,
+) -> i32 {
+    (diag + score[(a[i - 1] as usize, b[j - 1] as usize)])
+        .max(up - gap)
+        .max(left - gap)
+}
+
+#[userfn]
+fn wf_flat(#[index] k: usize, up: f64, left: f64, diag: f64) -> f64 {
+    up.min(left).min(diag) + k as f64
+}
+
+/// A lone `&[T]`: the kernel names it `arr`.
+#[userfn]
+fn wf_one(up: i64, left: i64, diag: i64, w: &[i64]) -> i64 {
+    up * w[0] + left * w[1] + diag * w[2]
+}
+
+/// 64 bytes: a tile of them does not fit in static shared memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
+#[repr(C)]
+struct WfWide {
+    v: [i64; 8],
+}
+
+#[userfn]
+fn wf_wide(up: WfWide, left: WfWide, diag: WfWide) -> WfWide {
+    let mut v = up.v;
+    v[0] = left.v[0] + diag.v[7];
+    WfWide { v }
+}
+
+#[test]
+fn wavefront_template_is_valid_cpp() {
+    use super::wavefront::{self, source};
+    assert!(wavefront::tile_in_shared::<i32>() && !wavefront::tile_in_shared::<WfWide>());
+    for c in [false, true] {
+        let score = source::<wf_score, i32>(c).unwrap();
+        // The kernel keeps the cell's row and column: no division for the 2D index.
+        assert!(
+            !score.contains("/ cols") && !score.contains("% cols"),
+            "{score}"
+        );
+        assert!(score.contains("#define SKEL_LOCAL 1"));
+        check(&format!("wavefront_score_{c}"), &score);
+        check(
+            &format!("wavefront_flat_{c}"),
+            &source::<wf_flat, f64>(c).unwrap(),
+        );
+        check(
+            &format!("wavefront_one_{c}"),
+            &source::<wf_one, i64>(c).unwrap(),
+        );
+        let wide = source::<wf_wide, WfWide>(c).unwrap();
+        assert!(wide.contains("#define SKEL_LOCAL 0"));
+        check(&format!("wavefront_wide_{c}"), &wide);
+    }
+}

@@ -33,6 +33,7 @@ mod reduce;
 mod reduce_by_key;
 mod scan;
 mod sort;
+mod wavefront;
 
 use std::fmt::Write as _;
 
@@ -48,7 +49,7 @@ use crate::containers::{Arg, Shape};
 use crate::plan::ArgVisitor;
 use crate::plan::{
     self, FilterSig, FoldSig, HistogramSig, MapArraySig, MapReduceSig, MapSig, PairsReduceSig,
-    PairsSig, ReduceByKeySig, SortSig,
+    PairsSig, ReduceByKeySig, SortSig, WavefrontSig,
 };
 use crate::userfn::{UniformTuple, UserFn, Window2Fn, WindowFn};
 use crate::{DeviceType, Error, Result};
@@ -147,6 +148,7 @@ pub(crate) fn transfers(st: &crate::containers::State) -> Option<(u64, u64)> {
 }
 
 /// One kernel argument.
+#[derive(Clone)]
 pub(crate) enum KArg {
     Mem(cl::Mem),
     U64(u64),
@@ -699,6 +701,15 @@ impl Execute for OpenCl {
         let job = Job::in_place_sweep(dims, stencil.radius, stencil.edge, parity);
         let (pad, checked) = (&stencil.pad, self.checked);
         map_overlap_windows::run_in_place::<F>(ctx()?, job, &arrays, m, pad, uniforms, checked)
+    }
+
+    fn wavefront<S: WavefrontSig>(&self, plan: plan::Wavefront<'_, '_, S>) -> Result<()> {
+        let plan::Wavefront {
+            arrays,
+            m,
+            uniforms,
+        } = plan;
+        wavefront::run::<S::F, S::T>(ctx()?, arrays, m, uniforms, self.checked)
     }
 }
 
