@@ -4,10 +4,11 @@
 //! 1D-index and a no-index integer mix; a 64-byte struct cell, too large for a GPU tile in
 //! shared memory) against a plain Rust loop, exactly (floats bit for bit: every cell is
 //! the function of the same three values). Shapes: empty, one cell, one row or column
-//! (nothing to compute), 2x2, primes, around the GPU tile (32) and the Rayon tile (64), tall
+//! (nothing to compute, also past Rayon's sequential size), 2x2, primes, around the GPU tile (32) and the Rayon tile (64), tall
 //! and wide; views of whole rows; a proptest against the cpu oracle; a recorded `Graph`
 //! replayed; the errors (not a matrix, containers of the wrong kind, missing uniforms, a
-//! checked fault leaving the matrix as it was).
+//! checked fault leaving the matrix as it was, also one in the last tile of 200x200 after a
+//! Map left the matrix on the device) and `.streams(..)` / `.devices(..)` counts as Map.
 
 use proptest::prelude::*;
 use skel::prelude::*;
