@@ -893,6 +893,10 @@ impl Execute for Rayon {
 
     fn wavefront<S: WavefrontSig>(&self, plan: plan::Wavefront<'_, '_, S>) -> Result<()> {
         let dims = plan.m.shape().dims();
+        // Fewer than two rows or columns: no cell to compute (and no tile to cut).
+        if dims.0 < 2 || dims.1 < 2 {
+            return Ok(());
+        }
         // One tile, or too few cells to share: the sequential loop.
         if dims.0 <= wavefront::TILE + 1 && dims.1 <= wavefront::TILE + 1
             || sequential(dims.0 * dims.1)

@@ -4,10 +4,11 @@
 //! 1D-index and a no-index integer mix; a 64-byte struct cell, too large for a GPU tile in
 //! shared memory) against a plain Rust loop, exactly (floats bit for bit: every cell is
 //! the function of the same three values). Shapes: empty, one cell, one row or column
-//! (nothing to compute), 2x2, primes, around the GPU tile (32) and the Rayon tile (64), tall
+//! (nothing to compute, also past Rayon's sequential size), 2x2, primes, around the GPU tile (32) and the Rayon tile (64), tall
 //! and wide; views of whole rows; a proptest against the cpu oracle; a recorded `Graph`
 //! replayed; the errors (not a matrix, containers of the wrong kind, missing uniforms, a
-//! checked fault leaving the matrix as it was).
+//! checked fault leaving the matrix as it was, also one in the last tile of 200x200 after a
+//! Map left the matrix on the device) and `.streams(..)` / `.devices(..)` counts as Map.
 
 use proptest::prelude::*;
 use skel::prelude::*;
@@ -36,6 +37,12 @@ pub const WF_SHAPES: &[(usize, usize)] = &[
     (700, 3),
     (3, 700),
     (301, 263),
+    // One column or row past Rayon's sequential size (nothing to compute), and the
+    // skinniest shapes that Rayon cuts into tiles.
+    (20000, 1),
+    (1, 20000),
+    (2, 20000),
+    (20000, 2),
 ];
 
 /// Letters of the sequences (the substitution table is `LETTERS x LETTERS`).
@@ -162,6 +169,12 @@ pub fn wf_sw(
 #[userfn]
 pub fn wf_weights(up: i64, left: i64, diag: i64, w: &[i64]) -> i64 {
     (up * w[0] + left * w[1] + diag * w[2]) % 1_000_003
+}
+
+/// A copy (puts a matrix's newest values where a backend computes).
+#[userfn]
+pub fn wf_same(x: i32) -> i32 {
+    x
 }
 
 /// A row of the boundary: the new row 0 of a matrix from its last row.
@@ -560,6 +573,78 @@ pub fn check_errors(b: Backend) {
     }
 }
 
+/// A checked call on a 200x200 matrix (many tiles on every backend) whose function faults
+/// only in the bottom-right corner, the last tile to run: Err(UserFunction) and the matrix
+/// as it was, also where a Map on `b` wrote it last (on a GPU backend: on the device).
+pub fn check_late_fault(b: Backend) {
+    let (rows, cols, penalty) = (200, 200, 3);
+    let (mut a, mut bb, score, m) = nw_inputs(rows, cols, penalty);
+    // `score[a * 24 + b]` is past the table only where both are out of range: the cells
+    // (i, j), i, j >= 196.
+    a[195..].fill(LETTERS as i32 - 1);
+    bb[195..].fill(LETTERS as i32);
+    let (av, bv, sv) = (Vector::from(a), Vector::from(bb), Vector::from(score));
+    let mut fresh = m.clone();
+    let mut mapped = Matrix::filled(rows, cols, 0i32);
+    Map::new(wf_same).backend(b).run(&m, &mut mapped).unwrap();
+    for (what, target) in [("fresh", &mut fresh), ("after a Map", &mut mapped)] {
+        let err = Wavefront::new(wf_nw)
+            .arrays((&av, &bv, &sv))
+            .uniforms((penalty,))
+            .checked(true)
+            .backend(b)
+            .run(target)
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::UserFunction { .. }),
+            "{what} on {b:?}: {err}"
+        );
+        assert_eq!(
+            target.to_vec(),
+            m.to_vec(),
+            "{what} on {b:?}: a failed checked call left the matrix changed"
+        );
+    }
+}
+
+/// `.streams(..)` and `.devices(..)` counts that cannot be met: the same result as a Map's
+/// on `b` (an error on a backend that checks them; Wavefront runs on one stream and one
+/// device, but accepts no count another skeleton refuses).
+pub fn check_options(b: Backend) {
+    let v = Matrix::from_fn(5, 6, |i, j| (i * 6 + j) as i32);
+    let penalty = 3;
+    let (a, bb, score, m) = nw_inputs(5, 6, penalty);
+    let (av, bv, sv) = (Vector::from(a), Vector::from(bb), Vector::from(score));
+    let wf = Wavefront::new(wf_nw)
+        .arrays((&av, &bv, &sv))
+        .uniforms((penalty,))
+        .backend(b);
+    let map = Map::new(wf_same).backend(b);
+    let mut out = Matrix::filled(5, 6, 0i32);
+    for what in [".streams(100)", ".devices(1000)"] {
+        let mut mm = m.clone();
+        let (want, got) = if what == ".streams(100)" {
+            (
+                map.streams(100).run(&v, &mut out),
+                wf.streams(100).run(&mut mm),
+            )
+        } else {
+            (
+                map.devices(1000).run(&v, &mut out),
+                wf.devices(1000).run(&mut mm),
+            )
+        };
+        let (want, got) = (
+            want.map_err(|e| format!("{e:?}")),
+            got.map_err(|e| format!("{e:?}")),
+        );
+        assert_eq!(got, want, "{what} on {b:?}: Wavefront and Map differ");
+        if got.is_err() {
+            assert_eq!(mm.to_vec(), m.to_vec(), "{what} on {b:?}");
+        }
+    }
+}
+
 macro_rules! wavefront_suite {
     ($name:ident, $backend:expr) => {
         mod $name {
@@ -619,6 +704,8 @@ macro_rules! wavefront_suite {
                     return;
                 }
                 check_errors(B);
+                check_late_fault(B);
+                check_options(B);
             }
 
             proptest! {

@@ -4,6 +4,7 @@
 //! is read and written in place on the device and stays there, like any output.
 
 use super::context::ctx;
+use super::devices;
 use super::fault::{self, Record};
 use super::memory::{self, CuEvent};
 use super::module_cache::{launch, module, Dims, KernelArgs};
@@ -77,6 +78,11 @@ where
     F: ElementwiseFn<Elems = (T, T, T), Out = T>,
     T: DeviceType,
 {
+    // The options every CUDA call validates, even though this one runs on one device and
+    // one stream (every tile waits for the tiles above and left of it): a count that no
+    // other skeleton would accept is the same error here.
+    multistream::forced(exec.streams)?;
+    devices::count(exec.devices)?;
     let (rows, cols) = m.shape().dims();
     if rows < 2 || cols < 2 {
         return Ok(());

@@ -44,6 +44,8 @@ pub(crate) fn wavefront_tiles<F, T>(
     F: ElementwiseFn<Elems = (T, T, T), Out = T>,
     T: DeviceType,
 {
+    // The caller returns before a matrix without interior cells: no tile row or column.
+    debug_assert!(rows >= 2 && cols >= 2, "wavefront_tiles on {rows}x{cols}");
     let (tr, tc) = ((rows - 1).div_ceil(TILE), (cols - 1).div_ceil(TILE));
     let cells = Cells(Cell::from_mut(m).as_slice_of_cells());
     let cells = &cells;
