@@ -141,10 +141,12 @@ struct Frame {
     rgb: Matrix<Rgb8>,
     out: Matrix<u8>,
     hist: Vector<u32>, // luminance histogram of the input
+    repinned: bool,    // the pair was replaced by a pinned one once (see `load`)
     pool: Sender<Pair>,
 }
 
-type Pair = (Matrix<Rgb8>, Matrix<u8>, Vector<u32>);
+/// A pooled frame's containers, and whether they were replaced by pinned ones once.
+type Pair = (Matrix<Rgb8>, Matrix<u8>, Vector<u32>, bool);
 type Pool = (Sender<Pair>, Receiver<Pair>);
 
 impl Drop for Frame {
@@ -152,7 +154,7 @@ impl Drop for Frame {
         let rgb = std::mem::replace(&mut self.rgb, Matrix::zeroed(0, 0));
         let out = std::mem::replace(&mut self.out, Matrix::zeroed(0, 0));
         let hist = std::mem::replace(&mut self.hist, Vector::zeroed(0));
-        let _ = self.pool.send((rgb, out, hist)); // never blocks: room for every frame
+        let _ = self.pool.send((rgb, out, hist, self.repinned)); // never blocks: room for every frame
     }
 }
 
@@ -175,8 +177,8 @@ pub fn run(args: Args) -> Res<bool> {
     let backend = args.backend.map_or_else(skel::default_backend, Ok)?;
     // Before any frame exists: on a fixed CUDA backend, vectors get pinned memory. The
     // default (Auto) opens nothing here: it opens a GPU in the background once the calls
-    // show it can pay (0.1-0.3 s of driver set-up), running them on the host meanwhile, so
-    // a job shorter than that (the sample photos) never waits for a device.
+    // show it can pay (0.1-0.3 s of driver set-up), running them on the host meanwhile: no
+    // frame waits for a device (a process that started the probe waits for it at exit).
     backend.check()?;
     let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
     let workers = args.workers.unwrap_or(cores);
@@ -220,7 +222,7 @@ pub fn run(args: Args) -> Res<bool> {
     let pool: Pool = bounded(pairs);
     let (r, c) = args.frames.map_or((0, 0), |_| (h as usize, w as usize));
     let counts = || Vector::zeroed(256); // the input's luminance histogram
-    let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts());
+    let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts(), false);
     (0..pairs).for_each(|_| drop(pool.0.send(pair())));
     println!(
         "{pairs} frame buffers ready in {:.0} ms",
@@ -270,12 +272,17 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         }
         Source::Synthetic(img) => (format!("synthetic-{i:05}"), img),
     };
-    let (mut rgb, mut out, hist) = pool.1.recv().map_err(Error::other)?;
+    let (mut rgb, mut out, hist, mut repinned) = pool.1.recv().map_err(Error::other)?;
     let (rows, cols) = (img.height() as usize, img.width() as usize);
     // A pooled buffer made before a GPU opened (Auto opens it in the background) is
-    // pageable: replaced once by a pinned one, whose uploads are faster.
-    let repin = || !rgb.is_pinned() && Vector::<u8>::zeroed(1).is_pinned();
-    if (rgb.rows(), rgb.cols()) == (rows, cols) && !repin() {
+    // pageable: replaced by a pinned one, whose uploads are faster, once per pair (should
+    // the frame-sized allocation fall back to pageable memory, the next frames keep it
+    // instead of allocating again). The library has no public query for pinned memory: a
+    // 1-byte vector is, once a GPU opened.
+    let same = (rgb.rows(), rgb.cols()) == (rows, cols);
+    let repin = same && !repinned && !rgb.is_pinned() && Vector::<u8>::zeroed(1).is_pinned();
+    repinned |= repin;
+    if same && !repin {
         rgb.copy_from_image(&*img)?; // the pooled (pinned with CUDA) buffer
     } else {
         (rgb, out) = (Matrix::from_image(&*img), Matrix::zeroed(rows, cols));
@@ -286,6 +293,7 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         rgb,
         out,
         hist,
+        repinned,
         pool: pool.0.clone(),
     })
 }

@@ -62,8 +62,9 @@
 //! the earlier text format (`model-v2.txt`) is reported in a log warning (the `log` crate,
 //! target `skel::tune`) and `Backend::Auto` calibrates afresh, replacing it on the next save.
 //! A file that cannot be read at all (not a regular file, an I/O error) makes
-//! `Backend::Auto` use the static order (CUDA, then an OpenCL GPU, then Rayon) and logs a
-//! warning once; one that cannot be written leaves the models in memory (also logged once).
+//! `Backend::Auto` use the static order (CUDA, then an OpenCL GPU, then Rayon, then `cpu`)
+//! among the backends open now, opening CUDA in the background for later calls (an OpenCL
+//! device is not opened then), and logs a warning once; one that cannot be written leaves the models in memory (also logged once).
 //! None of these fails a call.
 //! [`explain`] returns why the calling thread's last `Auto` call ran where it did;
 //! `SKEL_TUNE_LOG=1` logs every decision (`info`). Both variables are in [`crate::config`].
@@ -1038,14 +1039,16 @@ pub(crate) fn kernel_ready() {
 /// until it can pay: CUDA once a call is predicted (or seen in a warm-up) to take at least
 /// [`PROBE_NS`] on the host, a decided host call has run that long ([`watch`]), the job is
 /// past [`PROBE_AFTER_NS`], or the model file says the GPU wins the call clearly
-/// ([`DEVICE_WINS`]); OpenCL at ten times the first two,
-/// and only where `SKEL_OPENCL_DEVICE` names a device: its platform enumeration loads every
+/// ([`DEVICE_WINS`]); OpenCL once a call is predicted to take ten times [`PROBE_NS`] on
+/// the host or the job is past ten times [`PROBE_AFTER_NS`] (neither the watcher nor the
+/// model file opens it), and only where `SKEL_OPENCL_DEVICE` names a device: its platform enumeration loads every
 /// installed implementation, and PoCL's starts worker threads that halve Rayon's speed on a
 /// small machine. Before that, the host backends and the devices something else opened.
 /// An OpenCL CPU device (PoCL) shares the cores with Rayon: it is a candidate only once
 /// something else opened it (a call on `Backend::OpenCl`). CUDA is opened on a thread of
-/// its own ([`probe_cuda_in_background`]): the calls run on the host meanwhile, so a short
-/// job never waits for the driver. The OpenCL probe runs on the calling thread: a process
+/// its own ([`probe_cuda_in_background`]): the calls run on the host meanwhile. A job that
+/// never starts it never waits for the driver; one that does waits for the probe at exit
+/// where it is still running then (a short job whose one host call ran [`PROBE_NS`]). The OpenCL probe runs on the calling thread: a process
 /// that exited while PoCL initialised on another thread crashed in PoCL's LLVM.
 fn probed(due: Due) -> Vec<Backend> {
     if due.cuda && CUDA_PROBED.get().is_none() {
@@ -1097,6 +1100,18 @@ fn probe_cuda_in_background() {
         return;
     }
     watch::stop();
+    if !spawn_cuda_probe() {
+        // No thread: the probe runs here, the warm-up waits for the first compile thread.
+        CUDA_PROBED.get_or_init(|| {
+            std::panic::catch_unwind(|| Backend::Cuda.check().is_ok()).unwrap_or(false)
+        });
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Opens CUDA on a background thread (one the process waits for at exit); `false` where
+/// no thread could be started.
+fn spawn_cuda_probe() -> bool {
     let probe = || {
         let found = *CUDA_PROBED.get_or_init(|| {
             // A driver library that panics (cudarc on a missing symbol) means no CUDA.
@@ -1109,20 +1124,18 @@ fn probe_cuda_in_background() {
             let _ = std::panic::catch_unwind(crate::backends::warm_up_cuda_compiler);
         }
     };
-    if crate::backends::kernel_cache::spawn_background("skel-device-probe", probe).is_err() {
-        // No thread: the probe runs here, the warm-up waits for the first compile thread.
-        CUDA_PROBED.get_or_init(|| {
-            std::panic::catch_unwind(|| Backend::Cuda.check().is_ok()).unwrap_or(false)
-        });
-        GENERATION.fetch_add(1, Ordering::AcqRel);
-    }
+    crate::backends::kernel_cache::spawn_background("skel-device-probe", probe).is_ok()
 }
 
 /// Starts opening CUDA in the background now, unless it is open or opening (a host call
 /// has run for [`PROBE_NS`]: [`watch`]).
 fn probe_cuda_now() {
-    if CUDA_PROBED.get().is_none() {
-        probe_cuda_in_background();
+    let start = CUDA_PROBED.get().is_none() && !CUDA_PROBING.swap(true, Ordering::AcqRel);
+    if start && !spawn_cuda_probe() {
+        // No thread: the watcher, which holds the host calls' lock, does not open the
+        // driver itself (0.1-0.3 s with every host call's end waiting); it stops watching
+        // and the next decision that finds the probe due opens it on its calling thread.
+        CUDA_PROBING.store(false, Ordering::Release);
     }
     watch::stop();
 }
@@ -1211,7 +1224,10 @@ fn candidates(size: usize, due: Due) -> Vec<Backend> {
 }
 
 /// Whether the sequential `cpu` backend is a candidate next to Rayon on `cores` threads
-/// for `size` elements (see [`CPU_MAX`]).
+/// for `size` elements (see [`CPU_MAX`]). `cores` is the machine's
+/// `available_parallelism` ([`rayon_threads`]), not the threads of Rayon's pool: a pool
+/// a program made smaller keeps `cpu` out above [`CPU_MAX`] on a machine of 4 cores or
+/// more all the same.
 fn cpu_competes(size: usize, cores: usize) -> bool {
     size <= CPU_MAX || (cores as f64) < SKIP
 }

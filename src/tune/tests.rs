@@ -790,6 +790,8 @@ fn a_device_the_model_file_says_wins_is_opened_at_the_first_call() {
     };
     photos_with_a_gpu(slower, &dir);
     let job = Job::process(16, &[Backend::Rayon], gpu_machine(), Some(&dir));
+    // The model file knows CUDA at that size: it is the prediction that keeps it closed.
+    assert!(job.t.models.known(&call.key, Backend::Cuda, call.size));
     assert!(!job.t.device_wins(&call, &job.rows(&call), Backend::Cuda));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -814,10 +816,20 @@ fn the_static_order_takes_only_open_backends() {
         Backend::Cuda
     );
     assert_eq!(static_choice(&rows(&[])), Backend::Cpu);
+    // A short call that opens nothing with a readable model file: with an unreadable one it
+    // runs on the open Rayon, unmeasured, and opens CUDA (the static order prefers it).
     let mut broken = Tuner::open(None);
     broken.unreadable = Some("a FIFO".into());
-    assert!(broken.opens_cuda(&call, &rows(&[Backend::Rayon])));
-    assert!(!t.opens_cuda(&call, &rows(&[Backend::Rayon])));
+    let open = rows(&[Backend::Rayon, Backend::Cpu]);
+    assert!(!t.opens_cuda(&call, &open));
+    let (d, why) = choose(&broken, &call, &open);
+    assert_eq!(d.choice, Choice::Backend(Backend::Rayon), "{why}");
+    assert_eq!(d.measure, Measure::No, "{why}");
+    assert!(
+        why.starts_with("static order: model file unreadable"),
+        "{why}"
+    );
+    assert!(broken.opens_cuda(&call, &open));
 }
 
 /// The host-call watch: the probe is due `PROBE_NS` after the host became busy with

@@ -56,6 +56,12 @@ static STATE: Mutex<InFlight> = Mutex::new(InFlight {
 static CHANGED: Condvar = Condvar::new();
 static WATCHER: AtomicBool = AtomicBool::new(false);
 
+/// The longest the watcher sleeps while no host call runs before it checks [`WATCHING`]
+/// again: [`stop`] notifies without the lock (the watcher calls it holding the lock), so
+/// a notification between the watcher's check and its wait is lost, and this bounds how
+/// long the parked thread outlives the watching.
+const IDLE_RECHECK: Duration = Duration::from_secs(1);
+
 /// No more watching: the probe started (or CUDA is open).
 pub(super) fn stop() {
     WATCHING.store(false, Ordering::Relaxed);
@@ -96,7 +102,12 @@ fn start_watcher() {
         let mut s = state();
         while WATCHING.load(Ordering::Relaxed) {
             match s.due() {
-                None => s = CHANGED.wait(s).unwrap_or_else(PoisonError::into_inner),
+                None => {
+                    s = CHANGED
+                        .wait_timeout(s, IDLE_RECHECK)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
                 Some(at) => {
                     let now = Instant::now();
                     if now >= at {
