@@ -426,8 +426,10 @@ pub trait ContainerArg: 'static {
     /// always for a slice, which checks its own reads. See [`ContainerArgs::inside`].
     /// Cannot be overridden outside this crate (its last parameter's type cannot be
     /// named there): the host stencil loops rely on its answer being monotone in the
-    /// column, and `rayon`'s MapPairsReduce bands on its being monotone in the row and the
-    /// column (`unreachable_unchecked`), so only this crate's implementations may give it.
+    /// column; `cpu::map_range`'s interior copy (`interior`, `assume_inside` in
+    /// src/backends/cpu.rs: a 3 x 3 neighbourhood inside from its far corner) and `rayon`'s
+    /// MapPairsReduce bands on its being monotone in the row and the column
+    /// (`unreachable_unchecked`), so only this crate's implementations may give it.
     #[inline(always)]
     fn inside(_r: Self::Ref<'_>, _at: (usize, usize), _: sealed::Only) -> bool {
         true

@@ -595,9 +595,9 @@ impl Execute for Rayon {
     ) -> Result<()> {
         let (rows, cols) = (plan.v.shape().len(), plan.h.shape().len());
         let size = size_of::<<S::M as UserFn>::Out>();
-        let narrow = plan.axis == Axis::Cols && map_pairs_reduce::narrow(cols, size);
         let pairs = rows * cols;
-        if sequential(pairs) || (narrow && !map_pairs_reduce::pipelined(cols, size)) {
+        let as_cpu = plan.axis == Axis::Cols && map_pairs_reduce::cols_run_as_cpu(cols, size);
+        if sequential(pairs) || as_cpu {
             return self.cpu().map_pairs_reduce(plan);
         }
         let plan::MapPairsReduce {
@@ -948,7 +948,17 @@ mod tests {
                 .build()
                 .expect("pool");
             pool.install(|| {
-                for (rows, cols) in [(512, 512), (1024, 256), (129, 1031), (700, 513), (300, 3)] {
+                for (rows, cols) in [
+                    (512, 512),
+                    (1024, 256),
+                    (129, 1031),
+                    (700, 513),
+                    (300, 3),
+                    // The `SMALL_COLUMN_FOLD` edge: exactly 2^18 elements, and just above.
+                    (2048, 128),
+                    (513, 512),
+                    (1, 262_145),
+                ] {
                     let data: Vec<f32> = (0..rows * cols)
                         .map(|k| ((k * 7919) % 1009) as f32 * 0.013 - 6.1)
                         .collect();

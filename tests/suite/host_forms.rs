@@ -81,6 +81,18 @@ pub fn below_right(#[index] (i, j): (usize, usize), a: Mat<i64>) -> i64 {
     a[(i + 1, j + 1)] * 3 - a[(i, j)]
 }
 
+/// An interior cell (its 3 x 3 neighbourhood inside `a`) that also reads two rows below,
+/// unguarded: the host loops know only the neighbourhood to be inside, so this read keeps
+/// its check and, past `a`'s last row, is an error.
+#[userfn]
+pub fn two_below(#[index] (i, j): (usize, usize), a: Mat<i64>) -> i64 {
+    if i > 0 && j > 0 && i + 1 < a.rows() && j + 1 < a.cols() {
+        a[(i - 1, j)] + 2 * a[(i + 2, j)]
+    } else {
+        a[(i, j)]
+    }
+}
+
 /// A pair with a 2D index and a `Mat` read at it (the backprop shape).
 #[userfn]
 pub fn weigh(#[index] (i, j): (usize, usize), x: i64, q: i64, w: Mat<i64>) -> i64 {
@@ -492,6 +504,53 @@ macro_rules! host_forms_suite {
                                         let want = a[(i + 1, j + 1)] * 3 - a[(i, j)];
                                         assert_eq!(out[(i, j)], want, "below-right ({i}, {j})");
                                     }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+
+            #[test]
+            fn index_maps_2d_interior_reads_past_the_neighbourhood_stay_checked() {
+                require!();
+                let host = matches!(B, Backend::Cpu | Backend::Rayon);
+                // At least 129 columns: the host loops' interior copy (16 columns or more)
+                // runs on every row from the second; 64 x 257 has a Rayon chunk start
+                // inside a row.
+                for (rows, cols) in [(3, 129), (17, 130), (64, 257)] {
+                    // `rows + 1` rows: the last output row is an interior of `a` whose read
+                    // two rows down leaves it; `rows + 2`: every read is inside.
+                    for ar in [rows + 1, rows + 2] {
+                        let a = Matrix::from_vec(ar, cols, ints_i64(ar * cols, 8)).unwrap();
+                        let fits = ar >= rows + 2;
+                        for checked in [true, false].into_iter().filter(|&c| c || host) {
+                            let mut out = Matrix::filled(rows, cols, 9i64);
+                            let r = Map::new(two_below)
+                                .arrays((&a,))
+                                .backend(B)
+                                .checked(checked)
+                                .run_index(&mut out);
+                            let what = format!("{rows}x{cols} two below in {ar}x{cols}");
+                            assert_eq!(r.is_ok(), fits, "{what} checked={checked}: {r:?}");
+                            if !fits {
+                                if host {
+                                    let err = r.unwrap_err();
+                                    assert!(matches!(err, Error::UserFunction { .. }), "{err}");
+                                }
+                                if checked && host {
+                                    assert_eq!(out.to_vec(), vec![9i64; rows * cols], "{what}");
+                                }
+                                continue;
+                            }
+                            for i in 0..rows {
+                                for j in 0..cols {
+                                    let want = if i > 0 && j > 0 && j + 1 < cols {
+                                        a[(i - 1, j)] + 2 * a[(i + 2, j)]
+                                    } else {
+                                        a[(i, j)]
+                                    };
+                                    assert_eq!(out[(i, j)], want, "{what} at ({i}, {j})");
                                 }
                             }
                         }

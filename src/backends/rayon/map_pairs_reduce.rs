@@ -57,6 +57,13 @@ pub(super) fn pipelined(cols: usize, size: usize) -> bool {
     rayon::current_num_threads() > 2 && narrow(cols, size)
 }
 
+/// Whether a column `run_cols` over `cols` results of `size` bytes runs as `cpu` does, on
+/// the calling thread: when it is [`narrow`] but not [`pipelined`] (one or two threads).
+/// The route decision itself, so that tests assert it rather than its parts.
+pub(super) fn cols_run_as_cpu(cols: usize, size: usize) -> bool {
+    narrow(cols, size) && !pipelined(cols, size)
+}
+
 /// Whether a thread's share of a row of `cols` results of `size` bytes is less than a
 /// cache line. On one or two threads such a `run_cols` runs on the calling thread: split
 /// into column ranges, each thread streams the whole matrix for half the folds, which on
@@ -320,6 +327,7 @@ mod tests {
                 .expect("pool");
             pool.install(|| {
                 assert!(super::pipelined(17, 4));
+                assert!(!super::cols_run_as_cpu(17, 4));
                 for (rows, cols) in shapes {
                     let x = Vector::from_fn(rows, |i| (i % 97) as f32 * 0.37 - 11.0);
                     let h = Vector::from_fn(cols, |j| j as f32 * 0.5);
@@ -370,6 +378,12 @@ mod tests {
                 .expect("pool");
             pool.install(|| {
                 assert!(!super::pipelined(17, 4));
+                // The route: a thread's share of a row under a cache line runs as `cpu`
+                // (17 columns of `f32` on 2 threads, 5 on either); at least a cache line
+                // keeps the column ranges (64 columns; 17 on one thread, 68 bytes).
+                assert_eq!(super::cols_run_as_cpu(17, 4), threads == 2);
+                assert!(super::cols_run_as_cpu(5, 4));
+                assert!(!super::cols_run_as_cpu(64, 4));
                 for (rows, cols) in [(16_385, 17), (40_001, 5), (5, 3)] {
                     let x = Vector::from_fn(rows, |i| (i % 89) as f32 * 0.41 - 9.0);
                     let h = Vector::from_fn(cols, |j| j as f32 * 0.25);
