@@ -44,6 +44,12 @@ pub(crate) trait ReadyEvent: Send + Sync {
     fn known_ready(&self) -> bool {
         false
     }
+
+    /// The event itself, for a backend to recognise its own events (to order a stream
+    /// after one instead of blocking the host); `None` where not offered.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A set of `usize` indices stored as sorted, disjoint, non-adjacent, non-empty ranges.
@@ -216,7 +222,9 @@ impl RangeSet {
 #[derive(Default)]
 struct LocState {
     valid: RangeSet,
-    /// Ranges (within `valid`) that are ready only after an event.
+    /// Ranges that are ready only after an event: within `valid`, except on the host, which
+    /// also keeps the events of copies into it still in flight for ranges gone stale since
+    /// (see [`Coherence::write`]).
     pending: Vec<(Range<usize>, Arc<dyn ReadyEvent>)>,
 }
 
@@ -405,7 +413,14 @@ impl Coherence {
         for (l, st) in &mut self.locs {
             if *l != loc {
                 st.valid.remove(range.clone());
-                st.drop_events(&range);
+                // A copy into host memory (an eager download) still in flight keeps
+                // writing the range after it goes stale there, and nothing on the device
+                // orders it before the next copy back when another device slot wrote the
+                // range: its event stays, so that whatever writes the host range next (a
+                // copy back, a host write, the store's drop) waits for it first.
+                if *l != Location::Host {
+                    st.drop_events(&range);
+                }
             }
         }
         self.mark_valid(loc, range, event);
@@ -805,6 +820,28 @@ mod tests {
         assert_eq!(c.get(D0).map(|s| s.pending.len()), Some(1));
         c.wait_all(0..100).unwrap();
         assert!(!c.has_pending());
+    }
+
+    #[test]
+    fn a_download_in_flight_is_waited_for_after_another_device_writes_its_range() {
+        // Device 0 wrote 0..10 and copies it back to the host (in flight); then device 1
+        // writes 0..10. The copy still writes host memory: the next copy back (from device
+        // 1) must wait for it, or it lands after and the host reads the old values.
+        let mut c = Coherence::new_on_host(10);
+        c.write(D0, 0..10, None);
+        let down: Arc<dyn ReadyEvent> = Arc::new(Counter(AtomicUsize::new(0)));
+        c.mark_valid(Location::Host, 0..10, Some(down.clone()));
+        c.write(D1, 0..10, None);
+        assert!(!c.is_valid(Location::Host, 0..10));
+        let evs = c.events(Location::Host, 4..6);
+        assert!(evs.len() == 1 && Arc::ptr_eq(&evs[0], &down));
+        c.wait(Location::Host, 0..10).unwrap();
+        assert!(!c.has_pending());
+        // Device copies' events go with their data: their buffers order later copies.
+        let up: Arc<dyn ReadyEvent> = Arc::new(Counter(AtomicUsize::new(0)));
+        c.mark_valid(D0, 0..10, Some(up));
+        c.write(D1, 0..10, None);
+        assert!(c.events(D0, 0..10).is_empty());
     }
 
     #[test]

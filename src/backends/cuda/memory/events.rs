@@ -186,4 +186,8 @@ impl ReadyEvent for CuEvent {
     fn known_ready(&self) -> bool {
         self.known_done()
     }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }

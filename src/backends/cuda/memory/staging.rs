@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
 
-use super::super::context::{opened_slots, Ctx, Lane};
+use super::super::context::{opened_slots, Ctx, Lane, STREAMS};
 use super::super::graph;
 use super::super::trace::{self, Op, Tag};
 use super::super::{driver, injected};
@@ -318,6 +318,20 @@ pub(crate) fn download_part<T: DeviceType>(
     }
     let bytes = bytes_of::<T>(&range);
     let host = out.store().host_ptr();
+    // Copies into this host range still in flight (an earlier call's eager download whose
+    // range went stale on the host since) must land before this one: the event recorded
+    // below replaces theirs. One from this slot is ordered already (the kernel that wrote
+    // the range here waited for its read of the buffer); one from another slot is not.
+    for ev in st.coherence.events(Location::Host, range.clone()) {
+        if ev.known_ready() {
+            continue;
+        }
+        match ev.as_any().and_then(|e| e.downcast_ref::<CuEvent>()) {
+            Some(cu) if cu.lane() / STREAMS == ctx.slot as usize || cu.done() => {}
+            Some(cu) => cu.order(lane)?,
+            None => ev.wait()?,
+        }
+    }
     let buf = device_buffer(ctx, &mut st)?;
     buf.order(lane, &range, false)?;
     let span = trace::begin(lane, Op::Download, bytes, tag)?;
@@ -337,7 +351,7 @@ pub(crate) fn download_part<T: DeviceType>(
     buf.accessed(range.clone(), &ev, false);
     let ready: Arc<dyn ReadyEvent> = ev;
     st.coherence
-        .mark_valid(crate::containers::Location::Host, range, Some(ready));
+        .mark_valid(Location::Host, range, Some(ready));
     Ok(())
 }
 
