@@ -350,8 +350,7 @@ pub(crate) fn download_part<T: DeviceType>(
     buf.down.fetch_add(bytes as u64, Ordering::Relaxed);
     buf.accessed(range.clone(), &ev, false);
     let ready: Arc<dyn ReadyEvent> = ev;
-    st.coherence
-        .mark_valid(Location::Host, range, Some(ready));
+    st.coherence.mark_valid(Location::Host, range, Some(ready));
     Ok(())
 }
 
