@@ -91,39 +91,9 @@ fn divide_row(#[index] (i, _j): (usize, usize), x: f32, s: &[f32]) -> f32 {
     x / s[i]
 }
 
-/// What the online softmax keeps per row: the largest value so far and the sum of
-/// `exp(x - max)` over the values so far (as in `examples/softmax.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
-#[repr(C)]
-struct RowStat {
-    max: f32,
-    sum: f32,
-}
-
-#[userfn]
-fn to_stat(x: f32) -> RowStat {
-    RowStat { max: x, sum: 1.0 }
-}
-
-#[userfn]
-fn merge(a: RowStat, b: RowStat) -> RowStat {
-    let mut hi = a;
-    let mut lo = b;
-    if b.max > a.max {
-        hi = b;
-        lo = a;
-    }
-    RowStat {
-        max: hi.max,
-        sum: hi.sum + lo.sum * (lo.max - hi.max).exp(),
-    }
-}
-
-#[userfn]
-fn normalise(#[index] (i, _j): (usize, usize), x: f32, stats: &[RowStat]) -> f32 {
-    let s = stats[i];
-    (x - s.max).exp() / s.sum
-}
+#[path = "common/softmax.rs"]
+mod softmax;
+use softmax::{merge, normalise, to_stat, RowStat};
 
 /// Hotspot's constants: `(cap, rx, ry, rz, ambient)`.
 const HOT: (f32, f32, f32, f32, f32) = (0.5, 0.1, 0.1, 0.05, 80.0); // as in `hotspot`

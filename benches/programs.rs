@@ -71,39 +71,9 @@ fn divide_row(#[index] (i, _j): (usize, usize), x: f32, s: &[f32]) -> f32 {
     x / s[i]
 }
 
-/// A row's online softmax statistic: its maximum and the sum of `exp(x - max)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
-#[repr(C)]
-struct RowStat {
-    max: f32,
-    sum: f32,
-}
-
-#[userfn]
-fn to_stat(x: f32) -> RowStat {
-    RowStat { max: x, sum: 1.0 }
-}
-
-/// Two statistics as one: the smaller maximum's sum rescaled to the larger.
-#[userfn]
-fn merge(a: RowStat, b: RowStat) -> RowStat {
-    let mut hi = a;
-    let mut lo = b;
-    if b.max > a.max {
-        hi = b;
-        lo = a;
-    }
-    RowStat {
-        max: hi.max,
-        sum: hi.sum + lo.sum * (lo.max - hi.max).exp(),
-    }
-}
-
-#[userfn]
-fn normalise(#[index] (i, _j): (usize, usize), x: f32, stats: &[RowStat]) -> f32 {
-    let s = stats[i];
-    (x - s.max).exp() / s.sum
-}
+#[path = "common/softmax.rs"]
+mod softmax;
+use softmax::{merge, normalise, to_stat};
 
 /// `(A p)[i, j]` of the 5-point Laplacian, zero outside the grid (`c` is `p[i, j]`).
 #[userfn]
