@@ -27,7 +27,10 @@
 //! The softmax rows' hand loops are one fused pass per row (what a hand-written softmax
 //! does); `form-ray` is skel's own form written by hand, the same passes over the matrix as
 //! separate Rayon loops, so that `ray/form` is the backend's speed on its form and
-//! `ray/hand` what the form costs against the fused program.
+//! `ray/hand` what the form costs against the fused program. The backprop row's hand
+//! Rayon loop adds partial sums of bands of rows (other bits than `cpu`'s one fold per
+//! column, compared within a tolerance); its `form-ray` is the floor of any program with
+//! `cpu`'s bits: one column's fold, a chain of dependent additions, on one core.
 //! `SKEL_CPU_FORMS_SHORT=1` is the same as `--short`.
 
 // The hand loops index like the formulas they transcribe.
@@ -569,6 +572,12 @@ fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         }
         hand_par = acc;
     });
+    // The floor for cpu's bits, whatever the thread count: one column's fold, a chain of
+    // `rows` dependent additions (each waits for the one before), here over `x`'s values
+    // on one core.
+    let mut one_fold = 0.0f32;
+    let form_par = cfg.time(|| one_fold = black_box(x[1..].iter().fold(x[0], |a, &v| a + v)));
+    black_box(one_fold);
     for r in &results {
         same("backprop", r, &hand);
     }
@@ -583,7 +592,7 @@ fn backprop_form(cfg: &Config, (rows, cols): (usize, usize)) -> Row {
         size: format!("{rows}x{cols}"),
         secs: [skel_secs[0], skel_secs[1], plain, par],
         simd: None,
-        form_par: None,
+        form_par: Some(form_par),
     }
 }
 

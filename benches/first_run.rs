@@ -9,6 +9,9 @@
 //!   run of a program whose kernels were compiled before;
 //! - **warm**: the models and kernel cache the warm-cache run left (the steady state).
 //!
+//! With `--runs N`, each cell is the median of N such sequences (the rates of a whole
+//! process move by up to 1.5x from one process to the next on a busy host).
+//!
 //! A job's time is its whole run inside the process (the greyscale pipeline from start to
 //! end, or a SkePU program's calls, results fetched to the host), so first-call costs
 //! (kernel compiles, calibration) count. Jobs: greyscale on the sample photos
@@ -28,6 +31,7 @@
 //! cargo bench --features opencl --bench first_run -- --short
 //! cargo bench --features "cuda opencl" --bench first_run -- --frames 240
 //! cargo bench --features opencl --bench first_run -- --jobs photos,dot --backends rayon
+//! cargo bench --features "cuda opencl" --bench first_run -- --runs 3
 //! SKEL_TUNE_LOG=1 cargo bench --features opencl --bench first_run -- --jobs coulombic
 //! ```
 
@@ -331,6 +335,16 @@ fn spawn(
     Ok((items / secs.max(1e-9), placed, logged))
 }
 
+/// The median of `v` (the mean of the middle two for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// Shows the log lines of the Auto child `name` (`<job>-<state>`): written to
 /// `dir/<name>.log` where `--log DIR` names one, else printed under a heading.
 fn show_log(dir: Option<&Path>, name: &str, lines: &[String]) -> Res<()> {
@@ -368,6 +382,10 @@ fn main() -> Res<()> {
         |name: &str| option(name).map(|l| l.split(',').map(String::from).collect::<Vec<_>>());
     let (only_jobs, only_backends) = (listed("--jobs"), listed("--backends"));
     let log_dir = option("--log").map(PathBuf::from);
+    let runs = option("--runs")
+        .and_then(|r| r.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
     let k = usize::from(short);
     let mut jobs: Vec<(String, usize, usize)> =
         vec![("photos".into(), 0, 1), ("frames".into(), frames, 1)];
@@ -397,23 +415,35 @@ fn main() -> Res<()> {
     for (job, arg, reps) in &jobs {
         let mut rows: Vec<(String, [f64; 3], String)> = Vec::new();
         for b in &backends {
-            let dir = root.join(format!("{job}-{b}"));
-            let _ = std::fs::remove_dir_all(&dir);
-            let cache = dir.join("cache");
-            let cold = spawn(job, b, *arg, *reps, &dir.join("tune-cold"), &cache)?;
-            let warm_cache = spawn(job, b, *arg, *reps, &dir.join("tune-warm"), &cache)?;
-            let warm = spawn(job, b, *arg, *reps, &dir.join("tune-warm"), &cache)?;
-            let _ = std::fs::remove_dir_all(&dir);
-            for (state, run) in [
-                ("cold", &cold),
-                ("warm-cache", &warm_cache),
-                ("warm", &warm),
-            ] {
-                if !run.2.is_empty() {
-                    logs.push((format!("{job}-{state}"), run.2.clone()));
+            // Per state, the rate of each of `runs` sequences of three fresh processes.
+            let mut rates: [Vec<f64>; 3] = Default::default();
+            let mut placed = String::new();
+            for run in 0..runs {
+                let dir = root.join(format!("{job}-{b}-{run}"));
+                let _ = std::fs::remove_dir_all(&dir);
+                let cache = dir.join("cache");
+                let cold = spawn(job, b, *arg, *reps, &dir.join("tune-cold"), &cache)?;
+                let warm_cache = spawn(job, b, *arg, *reps, &dir.join("tune-warm"), &cache)?;
+                let warm = spawn(job, b, *arg, *reps, &dir.join("tune-warm"), &cache)?;
+                let _ = std::fs::remove_dir_all(&dir);
+                for (k, (state, done)) in [
+                    ("cold", &cold),
+                    ("warm-cache", &warm_cache),
+                    ("warm", &warm),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    rates[k].push(done.0);
+                    if run == 0 && !done.2.is_empty() {
+                        logs.push((format!("{job}-{state}"), done.2.clone()));
+                    }
+                }
+                if run == 0 {
+                    placed = cold.1;
                 }
             }
-            rows.push((b.clone(), [cold.0, warm_cache.0, warm.0], cold.1));
+            rows.push((b.clone(), rates.map(median), placed));
         }
         let best: Vec<f64> = (0..3)
             .map(|c| rows.iter().skip(1).map(|r| r.1[c]).fold(0.0, f64::max))

@@ -419,6 +419,7 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
         }
         announce();
         let job = move || {
+            let start = Instant::now();
             // A panicking compiler is a failed build, never a waiter left hanging.
             let image = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile(&src)))
                 .unwrap_or_else(|_| {
@@ -426,6 +427,10 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
                         "the kernel compiler panicked on a background thread".into(),
                     ))
                 });
+            if crate::config::TUNE_LOG.value() {
+                let ms = start.elapsed().as_secs_f64() * 1e3;
+                log::info!(target: "skel::tune", "a kernel compiled in the background in {ms:.1} ms");
+            }
             *behind.image() = Some(image);
             behind.done.notify_all();
             FINISHED.fetch_add(1, Ordering::AcqRel);

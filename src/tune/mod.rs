@@ -1113,15 +1113,25 @@ fn probe_cuda_in_background() {
 /// no thread could be started.
 fn spawn_cuda_probe() -> bool {
     let probe = || {
+        let start = std::time::Instant::now();
         let found = *CUDA_PROBED.get_or_init(|| {
             // A driver library that panics (cudarc on a missing symbol) means no CUDA.
             std::panic::catch_unwind(|| Backend::Cuda.check().is_ok()).unwrap_or(false)
         });
         GENERATION.fetch_add(1, Ordering::AcqRel);
+        let ms = |t: std::time::Instant| t.elapsed().as_secs_f64() * 1e3;
+        if log_enabled() {
+            let what = if found { "opened" } else { "not found" };
+            log::info!("CUDA {what} in the background in {:.1} ms", ms(start));
+        }
         if found {
             // With a cold kernel cache the first kernels compile: NVRTC is loaded and
             // warmed up here, off the calling threads, while the calls run on the host.
+            let warm = std::time::Instant::now();
             let _ = std::panic::catch_unwind(crate::backends::warm_up_cuda_compiler);
+            if log_enabled() {
+                log::info!("CUDA compiler ready in {:.1} ms", ms(warm));
+            }
         }
     };
     crate::backends::kernel_cache::spawn_background("skel-device-probe", probe).is_ok()
