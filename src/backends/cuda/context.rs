@@ -271,6 +271,18 @@ fn slot_list() -> std::result::Result<&'static [u32], String> {
     .map_err(Clone::clone)
 }
 
+/// The architecture (`sm_XY`) of the first device slot, read from the driver without
+/// opening a context (`None`: no usable CUDA device): what NVRTC compiles for, known
+/// before the context (the slow part of opening a device) exists.
+pub(crate) fn first_arch() -> Option<String> {
+    let ordinal = *slot_list().ok()?.first()? as i32;
+    let dev = result::device::get(ordinal).ok()?;
+    use sys::CUdevice_attribute as A;
+    let major = attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).ok()?;
+    let minor = attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).ok()?;
+    Some(format!("sm_{major}{minor}"))
+}
+
 /// `SKEL_CUDA_DEVICES`, if set.
 pub(crate) fn devices_env() -> Option<Vec<u32>> {
     crate::config::CUDA_DEVICES.value()

@@ -140,27 +140,34 @@ fn warm_up_nvrtc(opts: &[String]) {
     });
 }
 
-/// [`warm_up_nvrtc`] for the open default device where the disk cache holds no CUDA
-/// binary (or is off): the first kernels will be compiled, so the device-probe thread
-/// warms the compiler up while the calls run on the host. With a warm cache nothing is
-/// loaded (a process that only loads binaries never needs NVRTC).
+/// [`warm_up_nvrtc`] for the first device slot where the disk cache holds no CUDA binary
+/// (or is off): the first kernels will be compiled, so a background thread of
+/// `Backend::Auto`'s device probe warms the compiler up while the context is still being
+/// created (the architecture comes from the driver, without a context) and the calls run
+/// on the host. With a warm cache nothing is loaded (a process that only loads binaries
+/// never needs NVRTC); without a device, neither.
 pub(crate) fn warm_up_if_cold() {
-    let Some(ctx) = super::context::opened() else {
-        return;
-    };
     let cold = jit::cache_dir("cuda").map_or(true, |dir| {
         std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
     });
-    if cold {
-        warm_up_nvrtc(&options(ctx));
+    if !cold {
+        return;
+    }
+    if let Some(arch) = super::context::first_arch() {
+        warm_up_nvrtc(&options_for(&arch));
     }
 }
 
 /// NVRTC options: the device's own architecture, IEEE float semantics like Rust's (no
 /// contraction into FMA, precise division and square root), so results match the CPU.
 pub(crate) fn options(ctx: &Ctx) -> Vec<String> {
+    options_for(&ctx.arch())
+}
+
+/// [`options`] for the architecture `arch` (`sm_XY`).
+fn options_for(arch: &str) -> Vec<String> {
     vec![
-        format!("--gpu-architecture={}", ctx.arch()),
+        format!("--gpu-architecture={arch}"),
         "--std=c++17".into(),
         "--fmad=false".into(),
         "--device-as-default-execution-space".into(),
