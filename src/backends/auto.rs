@@ -319,15 +319,6 @@ impl Auto {
         match kernel_cache::deferred(start, || self.timed(call, d, backend, &mut f)) {
             Err(_) if kernel_cache::pending() => {
                 let host = tune::host_backend();
-                // A long host call may do better waiting for a short compile.
-                let waited = start
-                    && call.is_some_and(|c| tune::wait_for_kernel(c, backend, host, finished));
-                if waited {
-                    match kernel_cache::deferred(false, || self.timed(call, d, backend, &mut f)) {
-                        Err(_) if kernel_cache::pending() => {}
-                        done => return done,
-                    }
-                }
                 tune::compiling(call, backend, host, start, finished);
                 tune::ran(host);
                 f(host, self.on(host))

@@ -209,37 +209,6 @@ pub(crate) fn compiles_finished() -> u64 {
     FINISHED.load(Ordering::Acquire)
 }
 
-/// Waits until a background compile finishes after `seen` (a [`compiles_finished`]
-/// reading) or `deadline` passes; whether one did.
-pub(crate) fn wait_for_a_compile(seen: u64, deadline: Instant) -> bool {
-    let mut running = COMPILING.lock().unwrap_or_else(PoisonError::into_inner);
-    loop {
-        // `FINISHED` counts up before the job's thread counts itself out of `COMPILING`
-        // (under this lock) and notifies: a compile finishing between this reading and the
-        // wait below still wakes it.
-        if compiles_finished() > seen {
-            return true;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        running = COMPILED
-            .wait_timeout(running, left)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
-    }
-}
-
-/// Nanoseconds of the background compiles finished so far, and how many.
-static COMPILE_NS: Mutex<(f64, u32)> = Mutex::new((0.0, 0));
-
-/// The mean time of this process's background compiles so far (ns), if one finished.
-pub(crate) fn typical_compile_ns() -> Option<f64> {
-    let (sum, n) = *COMPILE_NS.lock().unwrap_or_else(PoisonError::into_inner);
-    (n > 0).then(|| sum / f64::from(n))
-}
-
 /// Counts a background job out when it ends, panicking or not.
 struct Counted;
 
@@ -458,13 +427,8 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
                         "the kernel compiler panicked on a background thread".into(),
                     ))
                 });
-            let ns = start.elapsed().as_secs_f64() * 1e9;
-            {
-                let mut took = COMPILE_NS.lock().unwrap_or_else(PoisonError::into_inner);
-                *took = (took.0 + ns, took.1 + 1);
-            }
             if crate::config::TUNE_LOG.value() {
-                let ms = ns / 1e6;
+                let ms = start.elapsed().as_secs_f64() * 1e3;
                 log::info!(target: "skel::tune", "a kernel compiled in the background in {ms:.1} ms");
             }
             *behind.image() = Some(image);

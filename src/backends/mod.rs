@@ -820,9 +820,10 @@ pub(crate) fn cuda_opened() -> bool {
     false
 }
 
-/// Loads the CUDA kernel compiler (NVRTC) and runs its first compile here, where CUDA is
-/// open and the kernel cache holds no CUDA binary yet (so the first kernels will be
-/// compiled): called on `Backend::Auto`'s device-probe thread, off the calling threads.
+/// Loads the CUDA kernel compiler (NVRTC) and runs its first compile here, where a CUDA
+/// device is present and the kernel cache holds no CUDA binary yet (so the first kernels
+/// will be compiled): called on a thread `Backend::Auto` starts beside its device probe,
+/// off the calling threads, while the device's context is still being created.
 pub(crate) fn warm_up_cuda_compiler() {
     #[cfg(feature = "cuda")]
     cuda::warm_up_if_cold();

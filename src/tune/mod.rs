@@ -100,7 +100,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use model::Bucket;
 use model::{bucket_of, Key, Models};
@@ -1113,10 +1113,9 @@ fn probe_cuda_in_background() {
 /// Opens CUDA on a background thread (one the process waits for at exit); `false` where
 /// no thread could be started. With a cold kernel cache the first kernels compile: NVRTC
 /// is loaded and warmed up on a thread of its own meanwhile (it needs the device's
-/// architecture, not its context: 45 ms of a 270 ms open on an H200), off the calling
-/// threads, while the calls run on the host.
+/// architecture, not its context: 50-70 ms beside an open of 150-260 ms on the H200
+/// machine), off the calling threads, while the calls run on the host.
 fn spawn_cuda_probe() -> bool {
-    PROBE_STARTED.get_or_init(Instant::now);
     let probe = || {
         let start = Instant::now();
         let found = *CUDA_PROBED.get_or_init(|| {
@@ -1177,111 +1176,6 @@ fn probe_due(t: &Tuner, call: &Call, rows: &[Candidate]) -> Due {
 /// that call, whatever the call's size: it wins clearly, so the sooner it is open the more
 /// calls it takes.
 pub const DEVICE_WINS: f64 = 0.8;
-
-/// A host call waits for a GPU that is still opening or compiling the call's kernel only
-/// where the expected wait and the device's run together are predicted to take at most
-/// this share of the host's time (and it waits at most that long, less the device's run):
-/// a 72 ms median filter on Rayon may wait up to 35 ms for CUDA to open (11 ms on the H200
-/// machine), as much again for its kernel (25 ms), and takes a few ms on the GPU. A wait
-/// that runs out is not repeated in the process, so the most it costs is once this share.
-pub const WAIT_SHARE: f64 = 0.6;
-
-/// Host calls predicted shorter than this (ns) never wait for a GPU: their predictions are
-/// too rough for a wait to pay reliably.
-const WAIT_MIN_HOST_NS: f64 = 10e6;
-
-/// How long opening CUDA takes, about (ns): 225-263 ms on the H200 machine, 0.1-0.3 s
-/// elsewhere.
-const OPEN_PRIOR_NS: f64 = 0.25e9;
-
-/// How long a kernel compile takes before one finished in the process (ns): 24.5 ms for
-/// SkePU's median filter on the H200 machine's NVRTC, warmed up.
-const COMPILE_PRIOR_NS: f64 = 30e6;
-
-/// When the background CUDA probe started.
-static PROBE_STARTED: OnceLock<Instant> = OnceLock::new();
-
-/// A wait for the opening GPU ran out: no call waits for it again (the open takes longer
-/// here than [`OPEN_PRIOR_NS`]).
-static OPEN_WAIT_RAN_OUT: AtomicBool = AtomicBool::new(false);
-
-/// A wait for a background compile ran out: no call waits for a compile again.
-static COMPILE_WAIT_RAN_OUT: AtomicBool = AtomicBool::new(false);
-
-/// How long a call predicted to take `host_ns` on the host may wait for a device expected
-/// to be ready in `expected_ns` and then predicted to take `device_ns` (`None`: waiting
-/// does not pay; see [`WAIT_SHARE`]).
-fn wait_budget(host_ns: f64, device_ns: f64, expected_ns: f64) -> Option<Duration> {
-    let budget = WAIT_SHARE * host_ns - device_ns;
-    (host_ns >= WAIT_MIN_HOST_NS && expected_ns <= budget)
-        .then(|| Duration::from_nanos(budget as u64))
-}
-
-/// How long `call`, decided `d` (a host backend among `rows`) while CUDA is opening in
-/// the background, waits for the device instead ([`wait_budget`]; `None`: it does not).
-fn open_wait(t: &Tuner, call: &Call, rows: &[Candidate], d: Decision) -> Option<Duration> {
-    let Choice::Backend(host) = d.choice else {
-        return None;
-    };
-    if is_device(host) || CUDA_PROBED.get().is_some() || OPEN_WAIT_RAN_OUT.load(Ordering::Relaxed) {
-        return None;
-    }
-    let started = PROBE_STARTED.get()?;
-    let row = rows.iter().find(|c| c.backend == host)?;
-    let host_ns = t.estimate(call, row, rows);
-    let device_ns = t.estimate(call, &t.candidate(call, Backend::Cuda), rows);
-    let expected = (OPEN_PRIOR_NS - started.elapsed().as_secs_f64() * 1e9).max(0.0);
-    wait_budget(host_ns, device_ns, expected)
-}
-
-/// Waits up to `budget` for the background CUDA probe to finish.
-fn wait_for_open(budget: Duration) {
-    let deadline = Instant::now() + budget;
-    if log_enabled() {
-        let ms = budget.as_secs_f64() * 1e3;
-        log::info!("waiting up to {ms:.1} ms for CUDA, opening in the background");
-    }
-    while CUDA_PROBED.get().is_none() {
-        if Instant::now() >= deadline {
-            OPEN_WAIT_RAN_OUT.store(true, Ordering::Relaxed);
-            return;
-        }
-        std::thread::sleep(Duration::from_micros(500));
-    }
-}
-
-/// Where `call`'s kernel for `device` is compiling in the background (no compile had
-/// finished at the reading `seen` of [`crate::backends::kernel_cache::compiles_finished`]):
-/// waits for a compile to finish instead of running the call on `host`, where that pays
-/// ([`wait_budget`], the compile expected to take as long as this process's compiles so
-/// far, else [`COMPILE_PRIOR_NS`]). Whether a compile finished (the call then asks for
-/// its kernel again).
-pub(crate) fn wait_for_kernel(call: &Call, device: Backend, host: Backend, seen: u64) -> bool {
-    use crate::backends::kernel_cache;
-    if COMPILE_WAIT_RAN_OUT.load(Ordering::Relaxed) {
-        return false;
-    }
-    let budget = {
-        let t = tuner();
-        let rows = [t.candidate(call, host), t.candidate(call, device)];
-        let host_ns = t.estimate(call, &rows[0], &rows);
-        let device_ns = t.estimate(call, &rows[1], &rows);
-        let expected = kernel_cache::typical_compile_ns().unwrap_or(COMPILE_PRIOR_NS);
-        wait_budget(host_ns, device_ns, expected)
-    };
-    let Some(budget) = budget else {
-        return false;
-    };
-    if log_enabled() {
-        let ms = budget.as_secs_f64() * 1e3;
-        log::info!("waiting up to {ms:.1} ms for the kernel compiling in the background");
-    }
-    let done = kernel_cache::wait_for_a_compile(seen, Instant::now() + budget);
-    if !done {
-        COMPILE_WAIT_RAN_OUT.store(true, Ordering::Relaxed);
-    }
-    done
-}
 
 impl Tuner {
     /// Whether `call` opens CUDA (in the background: the calls run on the host meanwhile):
@@ -1401,12 +1295,6 @@ fn holds_anywhere(t: &Tuner, call: &Call, rows: &[Candidate], decision: Decision
 /// Decides where `call` runs; remembers the explanation for [`explain`], and the decision
 /// for [`remembered`] when it needs no measurement.
 pub(crate) fn decide(call: &Call, fast: &FastKey) -> Decision {
-    decide_or_wait(call, fast, true)
-}
-
-/// [`decide`]; where `may_wait` and the call would run on the host while CUDA opens in the
-/// background, it may wait for the device and decide again ([`open_wait`]).
-fn decide_or_wait(call: &Call, fast: &FastKey, may_wait: bool) -> Decision {
     crate::backends::kernel_cache::guard_this_threads_exit();
     let mut t = tuner();
     let generation = GENERATION.load(Ordering::Acquire);
@@ -1419,11 +1307,6 @@ fn decide_or_wait(call: &Call, fast: &FastKey, may_wait: bool) -> Decision {
         GENERATION.fetch_add(1, Ordering::AcqRel);
     }
     let (decision, reason) = choose(&t, call, &rows);
-    if let Some(budget) = open_wait(&t, call, &rows, decision).filter(|_| may_wait) {
-        drop(t);
-        wait_for_open(budget);
-        return decide_or_wait(call, fast, false);
-    }
     if decision.measure == Measure::No && t.unsaved {
         t.save();
     }
