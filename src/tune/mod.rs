@@ -1382,7 +1382,7 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
     // Each candidate is tried until the function has one measurement on it near this
     // size; a measurement at another size up to 16x away is shared (`Tuner::predicted`).
     for c in &order {
-        if t.models.known(&call.key, c.backend, call.size) {
+        if t.models.known(&call.key, c.backend, call.size) && !host_rival(t, call, c, best, rows) {
             continue;
         }
         let explore = c.backend != best.backend;
@@ -1424,6 +1424,28 @@ fn choose(t: &Tuner, call: &Call, rows: &[Candidate]) -> (Decision, String) {
         format!("predicted fastest: {:.1} us{skipped}", total(best) / 1e3),
     )
 }
+
+/// Whether `c`, a host backend predicted within [`HOST_RIVAL`] of `best`, the other host
+/// backend, for `call`, is tried at this size although another size predicts it: its
+/// prediction comes from other size buckets only (neither its own bucket nor a bracketing
+/// pair), so from as little as one sample, and between the two host backends one sample
+/// taken while other threads of the process held the cores (a pipeline's decode and encode
+/// farms) can be off by 2x: on 2 cores, one Rayon run of the greyscale Map at 14 ms for
+/// 262144 pixels, extrapolated, sent every larger photo to `cpu` (photos at 0.71-0.78 of
+/// fixed Rayon). A trial on the host costs no kernel and no transfer, and still spends the
+/// calibration budget.
+fn host_rival(t: &Tuner, call: &Call, c: &Candidate, best: &Candidate, rows: &[Candidate]) -> bool {
+    let host = |b| matches!(b, Backend::Cpu | Backend::Rayon);
+    host(c.backend)
+        && host(best.backend)
+        && c.backend != best.backend
+        && !t.models.bracketed(&call.key, c.backend, call.size)
+        && t.estimate(call, c, rows) <= HOST_RIVAL * t.estimate(call, best, rows)
+}
+
+/// How much slower than the best host backend the other one may be predicted, from other
+/// sizes, and still be tried at a new size ([`host_rival`]).
+pub const HOST_RIVAL: f64 = 2.0;
 
 /// The first of `rows` in the static order (CUDA, then an OpenCL GPU, then Rayon, then
 /// `cpu`): among the backends open now, so that no call waits for a device to open (a

@@ -887,3 +887,31 @@ fn cpu_competes_at_every_size_on_two_cores() {
     assert!(cpu_competes(1 << 22, 2) && cpu_competes(1 << 22, 3));
     assert!(!cpu_competes(1 << 22, 4) && cpu_competes(CPU_MAX, 16));
 }
+
+/// Between the two host backends a prediction from other sizes alone does not keep a
+/// close rival from a trial at a new size: on 2 cores one Rayon run of the greyscale Map
+/// taken while the pipeline's farms held the other core (54 ns a pixel against `cpu`'s 40)
+/// would otherwise send every larger photo to `cpu`. A rival predicted more than
+/// [`HOST_RIVAL`] slower is still not tried.
+#[test]
+fn a_close_host_rival_is_tried_at_a_new_size() {
+    let decide_at = |rayon_ns: f64| {
+        let job = Job::new(2, &[Backend::Rayon, Backend::Cpu], gpu_machine());
+        let mut t = job.t;
+        let call = Job::call(872_000);
+        t.models.record(&call.key, Backend::Cpu, 135_300, 5.4e6);
+        t.models.record(&call.key, Backend::Cpu, 500_000, 20.0e6);
+        t.models
+            .record(&call.key, Backend::Rayon, 262_144, rayon_ns);
+        let rows: Vec<Candidate> = [Backend::Rayon, Backend::Cpu]
+            .map(|b| t.candidate(&call, b))
+            .into();
+        choose(&t, &call, &rows)
+    };
+    let (d, why) = decide_at(14.3e6);
+    assert_eq!(d.choice, Choice::Backend(Backend::Rayon), "{why}");
+    assert!(d.explore, "{why}");
+    let (d, why) = decide_at(40.0e6);
+    assert_eq!(d.choice, Choice::Backend(Backend::Cpu), "{why}");
+    assert!(!d.explore, "{why}");
+}
