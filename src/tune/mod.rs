@@ -10,7 +10,9 @@
 //!
 //! Models calibrate lazily: while a candidate has no measurement for a call's size bucket
 //! (and no measured buckets close on both sides to interpolate between, nor a measured
-//! bucket within a factor of 16 in size to extrapolate from), the call runs on that
+//! bucket within a factor of 16 in size to extrapolate from; between `cpu` and Rayon, a
+//! candidate predicted from other sizes only and within [`HOST_RIVAL`] of the other counts
+//! as unmeasured), the call runs on that
 //! candidate and is timed; the backend a call runs on anyway is timed until its bucket has
 //! two measurements. Calibration pays for itself: before any measurement each
 //! candidate has a prediction, a roofline prior (the call's bytes over a default memory
