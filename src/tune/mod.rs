@@ -1446,7 +1446,9 @@ fn host_rival(t: &Tuner, call: &Call, c: &Candidate, best: &Candidate, rows: &[C
 }
 
 /// How much slower than the best host backend the other one may be predicted, from other
-/// sizes, and still be tried at a new size ([`host_rival`]).
+/// sizes only, and still be tried at a new size: between `cpu` and Rayon one measurement
+/// taken while other threads of the process held the cores can be off by 2x, and shared
+/// across sizes it would decide every larger call.
 pub const HOST_RIVAL: f64 = 2.0;
 
 /// The first of `rows` in the static order (CUDA, then an OpenCL GPU, then Rayon, then
