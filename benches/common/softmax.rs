@@ -1,6 +1,7 @@
 //! The online row softmax's user functions (a `(max, sum)` statistic per row, merged online,
-//! then one 2D-index Map), shared by the benches that time it (`examples/softmax.rs` has the
-//! same functions for users to read in one file).
+//! then one 2D-index Map), shared by the benches that time it and the backend suite that
+//! tests it (`tests/suite/softmax.rs`); `examples/softmax.rs` has the same functions for
+//! users to read in one file.
 
 use skel::prelude::*;
 

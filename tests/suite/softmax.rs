@@ -64,38 +64,11 @@ pub fn then(a: Step, b: Step) -> Step {
     }
 }
 
-/// The online softmax statistic of a row: its maximum and the sum of `exp(x - max)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, DeviceType)]
-#[repr(C)]
-pub struct RowStat {
-    pub max: f32,
-    pub sum: f32,
-}
-
-#[userfn]
-pub fn to_stat(x: f32) -> RowStat {
-    RowStat { max: x, sum: 1.0 }
-}
-
-#[userfn]
-pub fn merge(a: RowStat, b: RowStat) -> RowStat {
-    let mut hi = a;
-    let mut lo = b;
-    if b.max > a.max {
-        hi = b;
-        lo = a;
-    }
-    RowStat {
-        max: hi.max,
-        sum: hi.sum + lo.sum * (lo.max - hi.max).exp(),
-    }
-}
-
-#[userfn]
-pub fn normalise(#[index] (i, _j): (usize, usize), x: f32, stats: &[RowStat]) -> f32 {
-    let s = stats[i];
-    (x - s.max).exp() / s.sum
-}
+// The online softmax statistic (`RowStat`) and its user functions, the same file the
+// benches time.
+#[path = "../../benches/common/softmax.rs"]
+mod online;
+use online::{merge, normalise, to_stat};
 
 /// Whole numbers (exact in f32): the element, its row's value and its column.
 #[userfn]

@@ -554,23 +554,39 @@ pub fn check_errors(b: Backend) {
         .run(&mut on_device)
         .unwrap();
     for target in [&mut mm, &mut on_device] {
-        let err = Wavefront::new(wf_nw)
-            .arrays((&short, &bv, &sv))
-            .uniforms((penalty,))
-            .checked(true)
-            .backend(b)
-            .run(target)
-            .unwrap_err();
-        assert!(
-            matches!(err, Error::UserFunction { .. }),
-            "short sequence: {err}"
-        );
-        assert_eq!(
-            target.to_vec(),
-            before,
-            "a failed checked call left the matrix changed"
-        );
+        let what = "short sequence";
+        assert_fault_keeps(b, ((&short, &bv, &sv), penalty), target, &before, what);
     }
+}
+
+/// Needleman-Wunsch's container arguments: the two sequences and the score table.
+type NwSeqs<'a> = (&'a Vector<i32>, &'a Vector<i32>, &'a Vector<i32>);
+
+/// A checked Needleman-Wunsch call on `b` with `seqs` fails with `Error::UserFunction` and
+/// leaves `target` as `want`.
+fn assert_fault_keeps(
+    b: Backend,
+    (seqs, penalty): (NwSeqs, i32),
+    target: &mut Matrix<i32>,
+    want: &[i32],
+    what: &str,
+) {
+    let err = Wavefront::new(wf_nw)
+        .arrays(seqs)
+        .uniforms((penalty,))
+        .checked(true)
+        .backend(b)
+        .run(target)
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::UserFunction { .. }),
+        "{what} on {b:?}: {err}"
+    );
+    assert_eq!(
+        target.to_vec(),
+        want,
+        "{what} on {b:?}: a failed checked call left the matrix changed"
+    );
 }
 
 /// A checked call on a 200x200 matrix (many tiles on every backend) whose function faults
@@ -587,23 +603,9 @@ pub fn check_late_fault(b: Backend) {
     let mut fresh = m.clone();
     let mut mapped = Matrix::filled(rows, cols, 0i32);
     Map::new(wf_same).backend(b).run(&m, &mut mapped).unwrap();
+    let want = m.to_vec();
     for (what, target) in [("fresh", &mut fresh), ("after a Map", &mut mapped)] {
-        let err = Wavefront::new(wf_nw)
-            .arrays((&av, &bv, &sv))
-            .uniforms((penalty,))
-            .checked(true)
-            .backend(b)
-            .run(target)
-            .unwrap_err();
-        assert!(
-            matches!(err, Error::UserFunction { .. }),
-            "{what} on {b:?}: {err}"
-        );
-        assert_eq!(
-            target.to_vec(),
-            m.to_vec(),
-            "{what} on {b:?}: a failed checked call left the matrix changed"
-        );
+        assert_fault_keeps(b, ((&av, &bv, &sv), penalty), target, &want, what);
     }
 }
 
