@@ -421,12 +421,9 @@ impl Execute for Rayon {
             }
         } else {
             let rows_per_chunk = chunk_len(data.len()).div_ceil(cols);
-            out.par_iter_mut()
-                .zip(data.par_chunks(cols))
-                .with_min_len(rows_per_chunk)
-                .for_each(|(o, row)| {
-                    *o = cpu::fold::<S::F, S::T>(row).unwrap_or(*o);
-                });
+            out.par_chunks_mut(rows_per_chunk)
+                .zip(data.par_chunks(rows_per_chunk * cols))
+                .for_each(|(o, rows)| cpu::fold_rows::<S::F, S::T>(rows, cols, o));
         }
         Ok(())
     }
