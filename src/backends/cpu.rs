@@ -359,6 +359,8 @@ pub(crate) fn fold_rows<F: BinaryFn<T>, T: DeviceType>(data: &[T], cols: usize, 
     for (o, block) in outs.by_ref().zip(blocks.by_ref()) {
         let rows: [&[T]; ROWS_AT_ONCE] = std::array::from_fn(|r| &block[r * cols..][..cols]);
         let mut acc: [T; ROWS_AT_ONCE] = std::array::from_fn(|r| rows[r][0]);
+        // Column c of every row per step, so that the rows' chains interleave.
+        #[allow(clippy::needless_range_loop)]
         for c in 1..cols {
             for r in 0..ROWS_AT_ONCE {
                 acc[r] = F::apply((), (acc[r], rows[r][c]), &());
