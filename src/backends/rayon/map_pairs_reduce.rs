@@ -4,26 +4,30 @@
 //! make every thread stream the whole pair matrix (each row is a cache line or two: 262145
 //! x 17 took 30x the time of a hand-written Rayon loop on 16 cores).
 //!
-//! Here the rows are cut into bands, mapped into a ring of band buffers (the pair elements
-//! `map(v[i], h[j])`, row by row, vectorised across the columns as on `cpu`, then put group
-//! by group) by whichever threads are free, and each group of a few columns is folded band
-//! after band, in row order, by one thread at a time: each column is still one fold from
-//! row 0 down, and the time is that of a group's chain of additions or of mapping the
-//! matrix once on the other threads, whichever is longer.
+//! Here the folds are relayed from thread to thread, band after band, to where each band's
+//! pair elements are. Every thread takes the next band of rows, maps its pair elements
+//! into a buffer of its own (row by row, vectorised across the columns, then group by
+//! group of [`FOLD_COLUMNS`] columns), and folds it into the results group after group,
+//! each group's fold when its turn for this band comes (the band before folded into it):
+//! each column is still one fold from row 0 down. All threads map; the pair elements never
+//! leave the core that mapped them, only the results do, a few values per band; and the
+//! groups' relays run side by side, each band's group 0 folded while the band before folds
+//! group 1. History, 262145 x 17 on 16 cores of the H100 host against a hand-written Rayon
+//! loop's 0.2 ms: blocks of rows separated by a fork and a join, 1.2-1.4 ms (a block's
+//! folds waited for its last band, the next block's mapping for the slowest fold); a ring
+//! of band buffers folded group by group by whichever thread held the group, 0.4-0.55 ms
+//! on a quiet host and 0.7-3.7 ms on a busy one (five folders pulled every band from the
+//! cores that mapped it, and a descheduled folder stopped its group); one relay for all
+//! columns, 0.55-0.74 ms (its serial fold read every band from L2, 1.9 us a band).
 //!
-//! No thread ever waits for a fixed other one. A thread folds any column group whose lock
-//! it gets and whose next band is ready, else maps the next band whose slot of the ring is
-//! free, else spins while the others make progress, and leaves after a while without any
-//! (a thread in a nested Rayon call may hold a band the others need). What the threads
-//! leave, the caller finishes alone, which it always can. Blocks separated by a fork and a
-//! join instead (round 10) took 2.5x as long: a block's folds waited for its last band, and
-//! the next block's mapping for the slowest fold.
+//! A thread waits only for the band before its own, whose thread is running: it took that
+//! band first, and waits only for the band before. A thread in a nested Rayon call inside
+//! the user function may pick up another of this call's tasks while it waits; that task
+//! leaves at once ([`IN_RELAY`]), so no thread ever waits for a band lower on its own
+//! stack. A panic (a fault of the user function in a checked call) stops every waiter.
 
-use std::any::Any;
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -32,12 +36,11 @@ use crate::userfn::sealed::Only;
 use crate::userfn::{ContainerArgs, ElementwiseFn, IndexKind};
 use crate::DeviceType;
 
-/// Rows per band: a band's fold (per column, a chain of this many additions, one or two
-/// microseconds) outweighs the atomics that hand it over. 512 to 2048 measured alike on 16
-/// cores; 256 took 1.5x as long.
+/// Rows per band: a band's fold (per column, a chain of this many additions, about a
+/// microsecond) outweighs passing the turn on.
 const BAND_ROWS: usize = 1024;
 
-/// Elements from the start of one group's block of a slot to the next: a block of
+/// Elements from the start of one group's block of a band's buffer to the next: a block of
 /// [`BAND_ROWS`] rows of [`FOLD_COLUMNS`] and 16 more, so that the blocks' starts fall in
 /// different cache sets (a band is mapped into all of them side by side; at a stride of
 /// 4096 bytes they would share one set of L1).
@@ -47,23 +50,27 @@ const GROUP: usize = BAND_ROWS * FOLD_COLUMNS + 16;
 /// between the two (a whole band's rows, 70 KB for 17 `f32` columns, took 3x as long).
 const TILE_ROWS: usize = 64;
 
-/// Band buffers in the ring: enough that the mapping runs ahead of the slowest fold by
-/// many bands (8 took 1.7x as long as 32 on 16 cores, 16 1.25x), few enough to stay in
-/// the cache (32 bands of 17 `f32` columns: 2.2 MiB).
-const RING: usize = 32;
-
-/// Columns folded together by one thread: a fold is a chain of dependent operations, and a
-/// few chains side by side (one SIMD addition per row) run at the pace of one, which leaves
-/// more threads to map (1 column per group took 1.6x as long as 4 on 16 cores; 2 and 3,
-/// 1.05-1.1x).
+/// Columns whose folds pass from thread to thread together: a few chains side by side (one
+/// SIMD addition per row) run at the pace of one, and a group's share of a band stays
+/// small (16 KB of `f32`) for its fold to read.
 const FOLD_COLUMNS: usize = 4;
 // `fold_band` and `map_band` have loops for groups of up to four columns.
 const _: () = assert!(FOLD_COLUMNS <= 4);
 
-/// How long a thread with nothing to do waits for another to make progress before it
-/// leaves the pipeline to the others and the caller: far longer than a band takes, far
-/// shorter than a call.
-const PATIENCE: Duration = Duration::from_micros(200);
+/// Spins between looks at a turn before a waiting thread yields its core: a band takes
+/// microseconds, but on a machine with fewer cores than threads (a test's pool of 16 on 2)
+/// the thread whose turn it is may need this one's core.
+const SPINS_BEFORE_YIELD: u32 = 1 << 14;
+
+/// Lines that pass one group's turn: more than there are threads waiting, so that each
+/// waits on a line of its own (with one counter for all, every pass of the turn made all
+/// the waiters fetch it again, the next band's thread among them).
+const TURNS: usize = 64;
+
+thread_local! {
+    /// Whether this thread is inside a relay's task (lower on its stack).
+    static IN_RELAY: Cell<bool> = const { Cell::new(false) };
+}
 
 /// Whether `run_cols` over `cols` results of `size` bytes is better pipelined
 /// ([`fold_cols`]) than split into column ranges: when a thread's share of a row is less
@@ -111,30 +118,25 @@ pub(super) fn fold_cols<M, R, A, B>(
     if rows == 0 {
         return;
     }
-    let bands = rows.div_ceil(BAND_ROWS);
-    let slots = RING.min(bands);
     let groups = cols.div_ceil(FOLD_COLUMNS);
-    let mut scratch = Scratch::take(slots * GROUP * groups, fill);
-    let ring = Ring::new(&mut scratch[..slots * GROUP * groups], slots);
-    let pipeline = Pipeline {
-        bands,
+    let relay = Relay {
+        bands: rows.div_ceil(BAND_ROWS),
         rows,
         cols,
-        ring,
-        groups: out
-            .chunks(FOLD_COLUMNS)
-            .map(|o| {
-                Padded(Group {
-                    busy: AtomicBool::new(false),
-                    folded: AtomicUsize::new(0),
-                    acc: UnsafeCell::new(std::array::from_fn(|l| {
-                        o.get(l).copied().unwrap_or(fill)
-                    })),
-                })
+        next: Padded(AtomicUsize::new(0)),
+        turns: (0..groups * TURNS)
+            .map(|t| {
+                Padded(AtomicUsize::new(if t % TURNS == 0 {
+                    0
+                } else {
+                    usize::MAX
+                }))
             })
             .collect(),
-        mapped: (0..slots).map(|_| Padded(AtomicUsize::new(0))).collect(),
-        next_band: Padded(AtomicUsize::new(0)),
+        accs: (0..groups)
+            .map(|_| Padded(UnsafeCell::new([fill; FOLD_COLUMNS])))
+            .collect(),
+        poisoned: AtomicBool::new(false),
     };
     let map = |band: usize, buf: &mut [M::Out], tile: &mut Vec<M::Out>| {
         let first = band * BAND_ROWS;
@@ -144,261 +146,145 @@ pub(super) fn fold_cols<M, R, A, B>(
     (0..rayon::current_num_threads())
         .into_par_iter()
         .with_max_len(1)
-        .for_each(|t| pipeline.work::<R>(t, &map, Some(PATIENCE)));
-    pipeline.work::<R>(0, &map, None);
-    for (o, group) in out.chunks_mut(FOLD_COLUMNS).zip(pipeline.groups) {
-        o.copy_from_slice(&group.0.acc.into_inner()[..o.len()]);
+        .for_each(|_| relay.run::<R, _>(&map, fill, true));
+    // Every task that ran took bands until none was left and folded each: the bands are
+    // all folded unless no task ran (each found this thread's relay below it), and then
+    // this thread folds them all.
+    if !relay.is_turn(groups - 1, relay.bands) {
+        relay.run::<R, _>(&map, fill, false);
     }
-    Scratch::give_back(scratch);
+    for (o, acc) in out.chunks_mut(FOLD_COLUMNS).zip(relay.accs) {
+        o.copy_from_slice(&acc.0.into_inner()[..o.len()]);
+    }
 }
 
-/// A value on cache lines of its own: the pipeline's counters are written by one thread
-/// and polled by all the others, and on a shared line each write stalled every poller and
-/// each poll the writer.
+/// A value on cache lines of its own: the turns are written by one thread and polled by
+/// another, and on a shared line each write stalled every poller and each poll the writer.
 #[repr(align(128))]
 struct Padded<T>(T);
 
-/// One group of [`FOLD_COLUMNS`] columns' folds.
-struct Group<T> {
-    /// Held by the one thread folding the group.
-    busy: AtomicBool,
-    /// The bands folded so far (changed only by the holder of `busy`).
-    folded: AtomicUsize,
-    /// The folds so far (read and written only by the holder of `busy`); the group's
-    /// columns first, the last group's unused lanes after them.
-    acc: UnsafeCell<[T; FOLD_COLUMNS]>,
-}
-
 /// The shared state of one [`fold_cols`].
-struct Pipeline<'a, T> {
+struct Relay<T> {
     bands: usize,
     rows: usize,
     cols: usize,
-    ring: Ring<'a, T>,
-    groups: Vec<Padded<Group<T>>>,
-    /// Per slot of the ring, 1 + the band whose pair elements it holds, 0 before any.
-    mapped: Vec<Padded<AtomicUsize>>,
-    /// The next band to map.
-    next_band: Padded<AtomicUsize>,
+    /// The next band to take.
+    next: Padded<AtomicUsize>,
+    /// Whose turn it is to fold group `g`: band `b` may, once `turns[g * TURNS + b % TURNS]`
+    /// holds `b`, stored by the thread that folded group `g` of band `b - 1`.
+    turns: Vec<Padded<AtomicUsize>>,
+    /// Per group, its folds so far (the last group's lanes past the columns unused), read
+    /// and written only by the thread whose turn it is.
+    accs: Vec<Padded<UnsafeCell<[T; FOLD_COLUMNS]>>>,
+    /// Set by a thread that unwinds: its band will never be folded.
+    poisoned: AtomicBool,
 }
 
 // SAFETY: a group's `acc`, the only state behind an `UnsafeCell`, is read and written only
-// by the thread that set its `busy` flag (Acquire) until it clears it (Release); the ring
-// is `Sync` itself.
-unsafe impl<T: Send + Sync> Sync for Pipeline<'_, T> {}
+// by the thread whose band's turn it is for that group (an Acquire load of `turns`), which
+// passes it on with its Release store.
+unsafe impl<T: Send + Sync> Sync for Relay<T> {}
 
-impl<T: DeviceType> Pipeline<'_, T> {
-    /// Folds and maps whatever can be until all is done, or, with `patience`, until there
-    /// has been nothing to do for that long. `seat` spreads the threads' first tries over
-    /// the groups.
-    fn work<R: BinaryFn<T>>(
-        &self,
-        seat: usize,
-        map: &(impl Fn(usize, &mut [T], &mut Vec<T>) + Sync),
-        patience: Option<Duration>,
-    ) {
-        let groups = self.groups.len();
-        let mut idle: Option<(Instant, usize)> = None;
+impl<T: DeviceType> Relay<T> {
+    /// Takes, maps and folds bands until none is left. `nested`: leave at once if this
+    /// thread is already inside a relay's task.
+    fn run<R, F>(&self, map: &F, fill: T, nested: bool)
+    where
+        R: BinaryFn<T>,
+        F: Fn(usize, &mut [T], &mut Vec<T>) + Sync,
+    {
+        if nested && IN_RELAY.with(Cell::get) {
+            return;
+        }
+        let _inside = Inside::enter();
+        let _poison = PoisonOnUnwind(&self.poisoned);
+        let groups = self.accs.len();
+        let mut buf = vec![fill; groups * GROUP];
         // A band's pair elements row by row, before they go to their groups' blocks.
         let mut tile = Vec::new();
         loop {
-            let mut did = false;
-            for k in 0..groups {
-                did |= self.fold_group::<R>((seat + k) % groups);
-            }
-            if !did {
-                did = self.map_next(map, &mut tile);
-            }
-            if did {
-                idle = None;
-                continue;
-            }
-            let folded = self
-                .groups
-                .iter()
-                .map(|g| g.0.folded.load(Ordering::Acquire));
-            let state = folded.sum::<usize>() + self.next_band.0.load(Ordering::Relaxed);
-            if state == (groups + 1) * self.bands {
+            let band = self.next.0.fetch_add(1, Ordering::Relaxed);
+            if band >= self.bands {
                 return;
             }
-            let Some(patience) = patience else {
-                // Alone, every band claimed has been mapped, so a group can always fold
-                // its next band or the next band's slot is free.
-                unreachable!("run_cols: a pipeline with nothing to do that is not done");
-            };
-            match idle {
-                Some((since, seen)) if seen == state => {
-                    if since.elapsed() > patience {
-                        return;
-                    }
-                    // Polls far apart: each reads lines the busy threads write.
-                    for _ in 0..16 {
-                        std::hint::spin_loop();
-                    }
+            map(band, &mut buf, &mut tile);
+            let n = BAND_ROWS.min(self.rows - band * BAND_ROWS);
+            for (g, acc) in self.accs.iter().enumerate() {
+                if !self.wait_for_turn(g, band) {
+                    return;
                 }
-                _ => idle = Some((Instant::now(), state)),
+                let width = FOLD_COLUMNS.min(self.cols - g * FOLD_COLUMNS);
+                // SAFETY: it is this band's turn for group `g` (the Acquire load in
+                // `is_turn` pairs with the Release store of the band before): no other
+                // thread touches its `acc` until the store below.
+                let acc = unsafe { &mut *acc.0.get() };
+                fold_band::<R, T>(&buf, (g, n), &mut acc[..width], band == 0);
+                self.turns[g * TURNS + (band + 1) % TURNS]
+                    .0
+                    .store(band + 1, Ordering::Release);
             }
         }
     }
 
-    /// Whether band `band` has been mapped (and its slot not yet reused).
-    fn ready(&self, band: usize) -> bool {
-        band < self.bands
-            && self.mapped[band % self.ring.slots]
-                .0
-                .load(Ordering::Acquire)
-                == band + 1
+    /// Whether band `band` may fold group `g` (all bands before it have).
+    fn is_turn(&self, g: usize, band: usize) -> bool {
+        self.turns[g * TURNS + band % TURNS]
+            .0
+            .load(Ordering::Acquire)
+            == band
     }
 
-    /// Folds group `g`'s ready bands if no other thread holds it; whether it folded any.
-    fn fold_group<R: BinaryFn<T>>(&self, g: usize) -> bool {
-        let group = &self.groups[g].0;
-        // Look before taking the flag: an exchange on a line the holder reads stalls it.
-        if !self.ready(group.folded.load(Ordering::Acquire))
-            || group.busy.load(Ordering::Relaxed)
-            || group
-                .busy
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
-            return false;
-        }
-        // SAFETY: this thread holds the group's flag (the exchange above): no other thread
-        // reads or writes `acc` until the Release store below.
-        let acc = unsafe { &mut *group.acc.get() };
-        let width = FOLD_COLUMNS.min(self.cols - g * FOLD_COLUMNS);
-        let mut band = group.folded.load(Ordering::Relaxed);
-        let start = band;
-        while self.ready(band) {
-            // SAFETY: the slot holds `band` (the Acquire load in `ready` pairs with the
-            // mapping thread's Release store after it wrote the slot), and its next band is
-            // mapped only once every group, this one included, has stored a count past
-            // `band` (below, after this read).
-            let slot = unsafe { self.ring.slot(band % self.ring.slots) };
-            let n = BAND_ROWS.min(self.rows - band * BAND_ROWS);
-            fold_band::<R, T>(slot, (g, n), &mut acc[..width], band == 0);
-            band += 1;
-            group.folded.store(band, Ordering::Release);
-        }
-        group.busy.store(false, Ordering::Release);
-        band > start
-    }
-
-    /// Maps the next band if its slot is free; whether it did.
-    fn map_next(&self, map: &impl Fn(usize, &mut [T], &mut Vec<T>), tile: &mut Vec<T>) -> bool {
-        let slots = self.ring.slots;
-        loop {
-            let band = self.next_band.0.load(Ordering::Relaxed);
-            // The slot's last band, `band - slots`, must be folded by every group.
-            let free = band < slots
-                || self
-                    .groups
-                    .iter()
-                    .all(|g| g.0.folded.load(Ordering::Acquire) > band - slots);
-            if band >= self.bands || !free {
+    /// Waits until band `band` may fold group `g`; `false` if a thread unwound instead.
+    fn wait_for_turn(&self, g: usize, band: usize) -> bool {
+        let mut spins = 0;
+        while !self.is_turn(g, band) {
+            if self.poisoned.load(Ordering::Relaxed) {
                 return false;
             }
-            if self
-                .next_band
-                .0
-                .compare_exchange(band, band + 1, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-            {
-                continue;
+            spins += 1;
+            if spins < SPINS_BEFORE_YIELD {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
             }
-            // SAFETY: this thread alone claimed `band` (the exchange above), the slot's
-            // last band has been folded by every group (the Acquire loads above pair with
-            // their Release stores after their reads), and no group reads the slot again
-            // before the Release store below says it holds `band`.
-            let buf = unsafe { self.ring.slot_mut(band % slots) };
-            map(band, buf, tile);
-            self.mapped[band % slots]
-                .0
-                .store(band + 1, Ordering::Release);
-            return true;
+        }
+        true
+    }
+}
+
+/// [`IN_RELAY`] for as long as it lives.
+struct Inside(bool);
+
+impl Inside {
+    fn enter() -> Self {
+        Self(IN_RELAY.with(|f| f.replace(true)))
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        IN_RELAY.with(|f| f.set(self.0));
+    }
+}
+
+/// Sets its flag if dropped while the thread unwinds.
+struct PoisonOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for PoisonOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
         }
     }
 }
-
-/// The ring of band buffers: slots of a [`GROUP`] of elements per group of columns, written by one thread
-/// and then read by several, in turns that [`Pipeline`]'s atomics order.
-struct Ring<'a, T> {
-    cells: &'a [UnsafeCell<T>],
-    slots: usize,
-}
-
-// SAFETY: a `Ring` hands out a slot only through its `unsafe` methods, whose callers
-// (`Pipeline`) never let a slot be written while another thread reads or writes it.
-unsafe impl<T: Send + Sync> Sync for Ring<'_, T> {}
-
-impl<'a, T> Ring<'a, T> {
-    fn new(buf: &'a mut [T], slots: usize) -> Self {
-        let len = buf.len();
-        let ptr = buf.as_mut_ptr().cast::<UnsafeCell<T>>();
-        // SAFETY: `UnsafeCell<T>` has the layout of `T`, and the exclusive borrow of `buf`
-        // lasts as long as the ring, so nothing else reaches these elements meanwhile.
-        let cells = unsafe { std::slice::from_raw_parts(ptr, len) };
-        Self { cells, slots }
-    }
-
-    fn span(&self, slot: usize) -> &[UnsafeCell<T>] {
-        let len = self.cells.len() / self.slots;
-        &self.cells[slot * len..][..len]
-    }
-
-    /// # Safety
-    /// No thread writes the slot while the returned slice lives.
-    unsafe fn slot(&self, slot: usize) -> &[T] {
-        let span = self.span(slot);
-        // SAFETY: the layout as in `new`; no writer meanwhile (the caller's promise).
-        unsafe { std::slice::from_raw_parts(span.as_ptr().cast::<T>(), span.len()) }
-    }
-
-    /// # Safety
-    /// No other thread reads or writes the slot while the returned slice lives.
-    #[allow(clippy::mut_from_ref)]
-    unsafe fn slot_mut(&self, slot: usize) -> &mut [T] {
-        let span = self.span(slot);
-        // SAFETY: the layout as in `new`; `UnsafeCell` allows writes through a shared
-        // reference, and no other access meanwhile (the caller's promise).
-        unsafe { std::slice::from_raw_parts_mut(UnsafeCell::raw_get(span.as_ptr()), span.len()) }
-    }
-}
-
-/// The last call's ring, kept for the next: a fresh one (about a MiB) costs more in page
-/// faults than a short call's whole work (16385 x 17: 6.6 ms against 0.3 ms, on a VM).
-struct Scratch;
-
-static SCRATCH: Mutex<Option<Box<dyn Any + Send>>> = Mutex::new(None);
-
-impl Scratch {
-    /// At least `len` elements (of unspecified values: every one is written before it is
-    /// read), `fill` where new.
-    fn take<T: DeviceType>(len: usize, fill: T) -> Vec<T> {
-        let kept = SCRATCH
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .and_then(|b| b.downcast::<Vec<T>>().ok());
-        match kept {
-            Some(v) if v.len() >= len => *v,
-            _ => vec![fill; len],
-        }
-    }
-
-    fn give_back<T: DeviceType>(buf: Vec<T>) {
-        *SCRATCH.lock().unwrap_or_else(PoisonError::into_inner) = Some(Box::new(buf));
-    }
-}
-
-/// The pair elements of rows `first..first + n` (`n >= 1`) into a slot of the ring, group
+/// The pair elements of rows `first..first + n` (`n >= 1`) into a band's buffer, group
 /// by group of [`FOLD_COLUMNS`] columns, each group's rows one after the other:
-/// `slot[g * GROUP + k * width + l]` = `map(v[first + k], h[g * FOLD_COLUMNS + l])`, where
+/// `buf[g * GROUP + k * width + l]` = `map(v[first + k], h[g * FOLD_COLUMNS + l])`, where
 /// `width` is the group's number of columns.
 fn map_band<M, A, B>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
-    (slot, rows, n): (&mut [M::Out], &mut Vec<M::Out>, usize),
+    (buf, tile, n): (&mut [M::Out], &mut Vec<M::Out>, usize),
     first: usize,
     uniforms: &M::Uniforms,
 ) where
@@ -406,16 +292,16 @@ fn map_band<M, A, B>(
     A: DeviceType,
     B: DeviceType,
 {
-    rows.resize(TILE_ROWS * h.len(), slot[0]);
+    tile.resize(TILE_ROWS * h.len(), buf[0]);
     // Two copies of the loop, as `cpu::map_range` has: where the band's last cell is inside
     // every `Mat` argument, so is every cell of the band, and a read at the pair's own
     // index has no check (a backprop weight `w[(i, j)]`: a compare and a branch less per
     // pair).
     let last = (first + n - 1, h.len() - 1);
     if <M::Arrays as ContainerArgs>::inside(arrays, last, Only) {
-        map_band_cells::<M, A, B, true>(arrays, (v, h), (slot, rows, n), first, uniforms);
+        map_band_cells::<M, A, B, true>(arrays, (v, h), (buf, tile, n), first, uniforms);
     } else {
-        map_band_cells::<M, A, B, false>(arrays, (v, h), (slot, rows, n), first, uniforms);
+        map_band_cells::<M, A, B, false>(arrays, (v, h), (buf, tile, n), first, uniforms);
     }
 }
 
@@ -424,7 +310,7 @@ fn map_band<M, A, B>(
 fn map_band_cells<M, A, B, const INSIDE: bool>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
-    (slot, rows, n): (&mut [M::Out], &mut [M::Out], usize),
+    (buf, tile, n): (&mut [M::Out], &mut [M::Out], usize),
     first: usize,
     uniforms: &M::Uniforms,
 ) where
@@ -439,7 +325,7 @@ fn map_band_cells<M, A, B, const INSIDE: bool>(
     // group's few cells were scalar code and took three times as long.
     for start in (0..n).step_by(TILE_ROWS) {
         let m = TILE_ROWS.min(n - start);
-        let tile = &mut rows[..m * cols];
+        let tile = &mut tile[..m * cols];
         let v = &v[first + start..first + start + m];
         for (k, (row, &p)) in tile.chunks_exact_mut(cols).zip(v).enumerate() {
             let i = first + start + k;
@@ -467,7 +353,7 @@ fn map_band_cells<M, A, B, const INSIDE: bool>(
                 );
             }
         }
-        let groups = slot.chunks_mut(GROUP).take(cols.div_ceil(FOLD_COLUMNS));
+        let groups = buf.chunks_mut(GROUP).take(cols.div_ceil(FOLD_COLUMNS));
         for (g, block) in groups.enumerate() {
             let j0 = g * FOLD_COLUMNS;
             // A group's few elements per row: copies of a length known to the compiler,
@@ -493,16 +379,16 @@ fn group_rows<T: Copy, const N: usize>(block: &mut [T], tile: &[T], j0: usize, c
     }
 }
 
-/// Folds group `g`'s rows of the band in `slot` (`n` rows, laid out by [`map_band`]) into
+/// Folds group `g`'s rows of the band in `buf` (`n` rows, laid out by [`map_band`]) into
 /// its results `out`, in row order; `start`: the band is the first, whose row 0 starts each
 /// fold.
 fn fold_band<R: BinaryFn<T>, T: DeviceType>(
-    slot: &[T],
+    buf: &[T],
     (g, n): (usize, usize),
     out: &mut [T],
     start: bool,
 ) {
-    let block = &slot[g * GROUP..][..n * out.len()];
+    let block = &buf[g * GROUP..][..n * out.len()];
     match out.len() {
         4 => fold_lanes::<R, T, 4>(block, out, start),
         3 => fold_lanes::<R, T, 3>(block, out, start),
@@ -548,25 +434,27 @@ mod tests {
         a + b
     }
 
-    /// `f32` sums (not associative) over one band, several, more than the ring holds, and
-    /// one column, on more threads than the machine may have (the pipeline runs from three
-    /// threads on, and threads that find nothing to do leave it to the caller):
+    /// `f32` sums (not associative) over one band, several, more bands than turn lines, and
+    /// one column, on more threads than the machine may have (the relay runs from three
+    /// threads on, and waits yield the core):
     /// bit-identical to the `cpu` oracle, and a fault is the same `Err` with `out` as it
     /// was.
     #[test]
     fn run_cols_pipelined_is_the_cpu_fold() {
-        // Bands of 1024 rows, a ring of 32: one row, a band's edges, the ring's wrap, and
-        // groups of four columns with a narrower last group.
+        // Bands of 1024 rows: one row, a band's edges, 64 bands or more (the turn lines'
+        // wrap), groups of four columns with a narrower last group.
         let shapes = [
             (1, 5),
             (1024, 4),
             (1025, 7),
-            (32 * 1024 + 1, 2),
+            (64 * 1024 + 1, 2),
             (20_000, 17),
             (61_953, 17),
             (200_003, 3),
             (600_001, 1),
             (33_333, 9),
+            (5_000, 40),
+            (70_001, 33),
         ];
         for threads in [3, 16] {
             let pool = rayon::ThreadPoolBuilder::new()
