@@ -7,7 +7,7 @@
 //! Here the folds are relayed from thread to thread, band after band, to where each band's
 //! pair elements are. Every thread takes the next band of rows, maps its pair elements
 //! into a buffer of its own (row by row, vectorised across the columns, then group by
-//! group of [`FOLD_COLUMNS`] columns), and folds it into the results group after group,
+//! group of columns), and folds it into the results group after group,
 //! each group's fold when its turn for this band comes (the band before folded into it):
 //! each column is still one fold from row 0 down. All threads map; the pair elements never
 //! leave the core that mapped them, only the results do, a few values per band; and the
@@ -40,22 +40,30 @@ use crate::DeviceType;
 /// microsecond) outweighs passing the turn on.
 const BAND_ROWS: usize = 1024;
 
-/// Elements from the start of one group's block of a band's buffer to the next: a block of
-/// [`BAND_ROWS`] rows of [`FOLD_COLUMNS`] and 16 more, so that the blocks' starts fall in
-/// different cache sets (a band is mapped into all of them side by side; at a stride of
-/// 4096 bytes they would share one set of L1).
-const GROUP: usize = BAND_ROWS * FOLD_COLUMNS + 16;
+/// Elements between one group's block of a band's buffer and the next, past the block's
+/// [`BAND_ROWS`] rows: the blocks' starts fall in different cache sets (a band is mapped
+/// into all of them side by side; at a stride of 4096 bytes they would share one set of
+/// L1).
+const GROUP_GAP: usize = 16;
 
 /// Rows mapped at a time, before they go to their groups' blocks: few enough to stay in L1
 /// between the two (a whole band's rows, 70 KB for 17 `f32` columns, took 3x as long).
 const TILE_ROWS: usize = 64;
 
-/// Columns whose folds pass from thread to thread together: a few chains side by side (one
-/// SIMD addition per row) run at the pace of one, and a group's share of a band stays
-/// small (16 KB of `f32`) for its fold to read.
-const FOLD_COLUMNS: usize = 4;
-// `fold_band` and `map_band` have loops for groups of up to four columns.
-const _: () = assert!(FOLD_COLUMNS <= 4);
+/// Columns whose folds pass from thread to thread together, where many threads map: the
+/// groups' relays run side by side, each band's fold of a group a short chain (a SIMD
+/// addition per row). On 16 cores, 262145 x 17 took 0.40 ms in groups of four against
+/// 0.64-0.87 ms in one group of all columns, whose one relay was the bound.
+const NARROW_GROUP: usize = 4;
+
+/// Columns per group where few threads map: one group of all columns (up to this many),
+/// one pass over a band's pair elements per band (in groups of four, each band's five folds
+/// of 262145 x 17 weighed more than the relay's waits: 1.4x the time on 4 cores, 1.2x on
+/// 8).
+const WIDE_GROUP: usize = 32;
+
+/// Threads from which the groups are [`NARROW_GROUP`] wide.
+const NARROW_FROM_THREADS: usize = 12;
 
 /// Spins between looks at a turn before a waiting thread yields its core: a band takes
 /// microseconds, but on a machine with fewer cores than threads (a test's pool of 16 on 2)
@@ -72,27 +80,25 @@ thread_local! {
     static IN_RELAY: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Whether `run_cols` over `cols` results of `size` bytes is better pipelined
+/// Whether `run_cols` over `cols` results of `size` bytes is better relayed
 /// ([`fold_cols`]) than split into column ranges: when a thread's share of a row is less
 /// than a cache line (threads then read each other's lines, up to the whole matrix each),
-/// and there are more than two threads (on one or two, the column ranges read the matrix
-/// once or twice, and the pipeline's extra pass over the pair elements weighs).
+/// on two threads or more (on 2 threads of the H100 host, 262145 x 17 took 1.65 ms relayed
+/// against 1.76 ms on one thread).
 pub(super) fn pipelined(cols: usize, size: usize) -> bool {
-    rayon::current_num_threads() > 2 && narrow(cols, size)
+    rayon::current_num_threads() > 1 && narrow(cols, size)
 }
 
 /// Whether a column `run_cols` over `cols` results of `size` bytes runs as `cpu` does, on
-/// the calling thread: when it is [`narrow`] but not [`pipelined`] (one or two threads).
+/// the calling thread: when it is [`narrow`] but not [`pipelined`] (one thread).
 /// The route decision itself, so that tests assert it rather than its parts.
 pub(super) fn cols_run_as_cpu(cols: usize, size: usize) -> bool {
     narrow(cols, size) && !pipelined(cols, size)
 }
 
 /// Whether a thread's share of a row of `cols` results of `size` bytes is less than a
-/// cache line. On one or two threads such a `run_cols` runs on the calling thread: split
-/// into column ranges, each thread streams the whole matrix for half the folds, which on
-/// 2 threads of the GPU host took 1.5x (16385 x 17) and 1.6x (262145 x 17) the time of the
-/// sequential fold; pipelined ([`fold_cols`]), 3x here.
+/// cache line: split into column ranges, each thread would stream the whole matrix for a
+/// few folds (on 2 threads of the GPU host, 1.5x the time of the sequential fold).
 pub(super) fn narrow(cols: usize, size: usize) -> bool {
     cols.div_ceil(rayon::current_num_threads()) * size < 64
 }
@@ -101,6 +107,35 @@ pub(super) fn narrow(cols: usize, size: usize) -> bool {
 /// (as [`crate::backends::cpu::pairs_fold_cols`] with `first = 0`); with no rows, `out`
 /// keeps its values.
 pub(super) fn fold_cols<M, R, A, B>(
+    arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
+    operands: (&[A], &[B]),
+    out: &mut [M::Out],
+    uniforms: &M::Uniforms,
+) where
+    M: ElementwiseFn<Elems = (A, B)>,
+    R: BinaryFn<M::Out>,
+    A: DeviceType,
+    B: DeviceType,
+{
+    let width = match rayon::current_num_threads() >= NARROW_FROM_THREADS {
+        true => NARROW_GROUP,
+        false => out.len().next_multiple_of(4).min(WIDE_GROUP),
+    };
+    match width {
+        4 => relay::<M, R, A, B, 4>(arrays, operands, out, uniforms),
+        8 => relay::<M, R, A, B, 8>(arrays, operands, out, uniforms),
+        12 => relay::<M, R, A, B, 12>(arrays, operands, out, uniforms),
+        16 => relay::<M, R, A, B, 16>(arrays, operands, out, uniforms),
+        20 => relay::<M, R, A, B, 20>(arrays, operands, out, uniforms),
+        24 => relay::<M, R, A, B, 24>(arrays, operands, out, uniforms),
+        28 => relay::<M, R, A, B, 28>(arrays, operands, out, uniforms),
+        _ => relay::<M, R, A, B, WIDE_GROUP>(arrays, operands, out, uniforms),
+    }
+}
+
+/// [`fold_cols`] in groups of `W` columns (a multiple of 4: a group's folds in `W / 4`
+/// SIMD registers).
+fn relay<M, R, A, B, const W: usize>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
     out: &mut [M::Out],
@@ -118,11 +153,10 @@ pub(super) fn fold_cols<M, R, A, B>(
     if rows == 0 {
         return;
     }
-    let groups = cols.div_ceil(FOLD_COLUMNS);
+    let groups = cols.div_ceil(W);
     let relay = Relay {
         bands: rows.div_ceil(BAND_ROWS),
         rows,
-        cols,
         next: Padded(AtomicUsize::new(0)),
         turns: (0..groups * TURNS)
             .map(|t| {
@@ -134,14 +168,14 @@ pub(super) fn fold_cols<M, R, A, B>(
             })
             .collect(),
         accs: (0..groups)
-            .map(|_| Padded(UnsafeCell::new([fill; FOLD_COLUMNS])))
+            .map(|_| Padded(UnsafeCell::new([fill; W])))
             .collect(),
         poisoned: AtomicBool::new(false),
     };
     let map = |band: usize, buf: &mut [M::Out], tile: &mut Vec<M::Out>| {
         let first = band * BAND_ROWS;
         let n = BAND_ROWS.min(rows - first);
-        map_band::<M, A, B>(arrays, (v, h), (buf, tile, n), first, uniforms);
+        map_band::<M, A, B, W>(arrays, (v, h), (buf, tile, n), first, uniforms);
     };
     (0..rayon::current_num_threads())
         .into_par_iter()
@@ -153,7 +187,7 @@ pub(super) fn fold_cols<M, R, A, B>(
     if !relay.is_turn(groups - 1, relay.bands) {
         relay.run::<R, _>(&map, fill, false);
     }
-    for (o, acc) in out.chunks_mut(FOLD_COLUMNS).zip(relay.accs) {
+    for (o, acc) in out.chunks_mut(W).zip(relay.accs) {
         o.copy_from_slice(&acc.0.into_inner()[..o.len()]);
     }
 }
@@ -164,18 +198,17 @@ pub(super) fn fold_cols<M, R, A, B>(
 struct Padded<T>(T);
 
 /// The shared state of one [`fold_cols`].
-struct Relay<T> {
+struct Relay<T, const W: usize> {
     bands: usize,
     rows: usize,
-    cols: usize,
     /// The next band to take.
     next: Padded<AtomicUsize>,
     /// Whose turn it is to fold group `g`: band `b` may, once `turns[g * TURNS + b % TURNS]`
     /// holds `b`, stored by the thread that folded group `g` of band `b - 1`.
     turns: Vec<Padded<AtomicUsize>>,
-    /// Per group, its folds so far (the last group's lanes past the columns unused), read
-    /// and written only by the thread whose turn it is.
-    accs: Vec<Padded<UnsafeCell<[T; FOLD_COLUMNS]>>>,
+    /// Per group, its folds so far (the last group's lanes past the columns fold copies of
+    /// its first column), read and written only by the thread whose turn it is.
+    accs: Vec<Padded<UnsafeCell<[T; W]>>>,
     /// Set by a thread that unwinds: its band will never be folded.
     poisoned: AtomicBool,
 }
@@ -183,9 +216,9 @@ struct Relay<T> {
 // SAFETY: a group's `acc`, the only state behind an `UnsafeCell`, is read and written only
 // by the thread whose band's turn it is for that group (an Acquire load of `turns`), which
 // passes it on with its Release store.
-unsafe impl<T: Send + Sync> Sync for Relay<T> {}
+unsafe impl<T: Send + Sync, const W: usize> Sync for Relay<T, W> {}
 
-impl<T: DeviceType> Relay<T> {
+impl<T: DeviceType, const W: usize> Relay<T, W> {
     /// Takes, maps and folds bands until none is left. `nested`: leave at once if this
     /// thread is already inside a relay's task.
     fn run<R, F>(&self, map: &F, fill: T, nested: bool)
@@ -199,7 +232,7 @@ impl<T: DeviceType> Relay<T> {
         let _inside = Inside::enter();
         let _poison = PoisonOnUnwind(&self.poisoned);
         let groups = self.accs.len();
-        let mut buf = vec![fill; groups * GROUP];
+        let mut buf = vec![fill; groups * (BAND_ROWS * W + GROUP_GAP)];
         // A band's pair elements row by row, before they go to their groups' blocks.
         let mut tile = Vec::new();
         loop {
@@ -213,12 +246,12 @@ impl<T: DeviceType> Relay<T> {
                 if !self.wait_for_turn(g, band) {
                     return;
                 }
-                let width = FOLD_COLUMNS.min(self.cols - g * FOLD_COLUMNS);
                 // SAFETY: it is this band's turn for group `g` (the Acquire load in
                 // `is_turn` pairs with the Release store of the band before): no other
                 // thread touches its `acc` until the store below.
                 let acc = unsafe { &mut *acc.0.get() };
-                fold_band::<R, T>(&buf, (g, n), &mut acc[..width], band == 0);
+                let block = &buf[g * (BAND_ROWS * W + GROUP_GAP)..][..n * W];
+                fold_rows::<R, T, W>(block, acc, band == 0);
                 self.turns[g * TURNS + (band + 1) % TURNS]
                     .0
                     .store(band + 1, Ordering::Release);
@@ -277,11 +310,12 @@ impl Drop for PoisonOnUnwind<'_> {
         }
     }
 }
-/// The pair elements of rows `first..first + n` (`n >= 1`) into a band's buffer, group
-/// by group of [`FOLD_COLUMNS`] columns, each group's rows one after the other:
-/// `buf[g * GROUP + k * width + l]` = `map(v[first + k], h[g * FOLD_COLUMNS + l])`, where
-/// `width` is the group's number of columns.
-fn map_band<M, A, B>(
+/// The pair elements of rows `first..first + n` (`n >= 1`) into a band's buffer, group by
+/// group of `W` columns, each group's rows one after the other: `buf[g * (BAND_ROWS * W +
+/// GROUP_GAP) + k * W + l]` = `map(v[first + k], h[g * W + l])`, and the last group's
+/// lanes past the columns copies of its first column (so that they fault only where it
+/// does).
+fn map_band<M, A, B, const W: usize>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
     (buf, tile, n): (&mut [M::Out], &mut Vec<M::Out>, usize),
@@ -299,15 +333,15 @@ fn map_band<M, A, B>(
     // pair).
     let last = (first + n - 1, h.len() - 1);
     if <M::Arrays as ContainerArgs>::inside(arrays, last, Only) {
-        map_band_cells::<M, A, B, true>(arrays, (v, h), (buf, tile, n), first, uniforms);
+        map_band_cells::<M, A, B, W, true>(arrays, (v, h), (buf, tile, n), first, uniforms);
     } else {
-        map_band_cells::<M, A, B, false>(arrays, (v, h), (buf, tile, n), first, uniforms);
+        map_band_cells::<M, A, B, W, false>(arrays, (v, h), (buf, tile, n), first, uniforms);
     }
 }
 
 /// [`map_band`]'s loop; `INSIDE`: every cell of the band is inside every `Mat` argument.
 #[inline(always)]
-fn map_band_cells<M, A, B, const INSIDE: bool>(
+fn map_band_cells<M, A, B, const W: usize, const INSIDE: bool>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
     (buf, tile, n): (&mut [M::Out], &mut [M::Out], usize),
@@ -319,7 +353,41 @@ fn map_band_cells<M, A, B, const INSIDE: bool>(
     B: DeviceType,
 {
     let cols = h.len();
-    // Row by row into `rows`, as `cpu` walks them (the cells of a row are neighbours in a
+    let map = |i: usize, j: usize, p: A, q: B| {
+        // A debug build checks the hint below.
+        debug_assert!(
+            !INSIDE || <M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only),
+            "a Mat check fails at ({i}, {j}), inside its band's last cell",
+        );
+        if INSIDE && !<M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only) {
+            // SAFETY: never reached. `INSIDE` is passed where `inside` holds at the band's
+            // last cell `(first + n - 1, cols - 1)`, and `i <= first + n - 1`, `j <= cols -
+            // 1`. `inside` is `true` for a slice and, for a `Mat`, compares the row and the
+            // column with its shape and `row * cols + col` with its length, each of which
+            // holds at every smaller row and column (a tuple of arguments: all of them). No
+            // other crate can override `inside` (`sealed::Only`).
+            unsafe { std::hint::unreachable_unchecked() }
+        }
+        M::apply_with(
+            M::Index::from_parts(i * cols + j, (i, j), cols),
+            arrays,
+            (p, q),
+            uniforms,
+        )
+    };
+    if cols <= W {
+        // One group: its rows are the band's.
+        let rows = buf[..n * W].chunks_exact_mut(W).zip(&v[first..first + n]);
+        for (k, (row, &p)) in rows.enumerate() {
+            for (j, (o, &q)) in row.iter_mut().zip(h).enumerate() {
+                *o = map(first + k, j, p, q);
+            }
+            let lane0 = row[0];
+            row[cols..].fill(lane0);
+        }
+        return;
+    }
+    // Row by row into `tile`, as `cpu` walks them (the cells of a row are neighbours in a
     // row-major `Mat` argument, and their maps independent: SIMD code), then each row's
     // groups to their blocks. Mapped group by group straight into the blocks, the maps of a
     // group's few cells were scalar code and took three times as long.
@@ -330,94 +398,61 @@ fn map_band_cells<M, A, B, const INSIDE: bool>(
         for (k, (row, &p)) in tile.chunks_exact_mut(cols).zip(v).enumerate() {
             let i = first + start + k;
             for (j, (o, &q)) in row.iter_mut().zip(h).enumerate() {
-                // A debug build checks the hint below.
-                debug_assert!(
-                    !INSIDE || <M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only),
-                    "a Mat check fails at ({i}, {j}), inside its band's last cell",
-                );
-                if INSIDE && !<M::Arrays as ContainerArgs>::inside(arrays, (i, j), Only) {
-                    // SAFETY: never reached. `INSIDE` is passed where `inside` holds at the
-                    // band's last cell `(first + n - 1, cols - 1)`, and `i <= first + n - 1`,
-                    // `j <= cols - 1`. `inside` is `true` for a slice and, for a `Mat`,
-                    // compares the row and the column with its shape and `row * cols + col`
-                    // with its length, each of which holds at every smaller row and column
-                    // (a tuple of arguments: all of them). No other crate can override
-                    // `inside` (`sealed::Only`).
-                    unsafe { std::hint::unreachable_unchecked() }
+                *o = map(i, j, p, q);
+            }
+        }
+        for (g, block) in buf
+            .chunks_mut(BAND_ROWS * W + GROUP_GAP)
+            .take(cols.div_ceil(W))
+            .enumerate()
+        {
+            let j0 = g * W;
+            let rows = block[start * W..][..m * W]
+                .chunks_exact_mut(W)
+                .zip(tile.chunks_exact(cols));
+            if cols - j0 >= W {
+                // A length known to the compiler: moves of a register or a few (a
+                // `memmove` call per row took longer than the maps).
+                for (to, row) in rows {
+                    to.copy_from_slice(&row[j0..j0 + W]);
                 }
-                *o = M::apply_with(
-                    M::Index::from_parts(i * cols + j, (i, j), cols),
-                    arrays,
-                    (p, q),
-                    uniforms,
-                );
-            }
-        }
-        let groups = buf.chunks_mut(GROUP).take(cols.div_ceil(FOLD_COLUMNS));
-        for (g, block) in groups.enumerate() {
-            let j0 = g * FOLD_COLUMNS;
-            // A group's few elements per row: copies of a length known to the compiler,
-            // moves of a register or two (a `memmove` call per row took longer than the
-            // maps).
-            let width = FOLD_COLUMNS.min(cols - j0);
-            let block = &mut block[start * width..][..m * width];
-            match width {
-                4 => group_rows::<_, 4>(block, tile, j0, cols),
-                3 => group_rows::<_, 3>(block, tile, j0, cols),
-                2 => group_rows::<_, 2>(block, tile, j0, cols),
-                _ => group_rows::<_, 1>(block, tile, j0, cols),
+            } else {
+                let lanes: [usize; W] =
+                    std::array::from_fn(|l| j0 + if j0 + l < cols { l } else { 0 });
+                for (to, row) in rows {
+                    for (t, &j) in to.iter_mut().zip(&lanes) {
+                        *t = row[j];
+                    }
+                }
             }
         }
     }
 }
 
-/// Columns `j0..j0 + N` of the rows of `tile` (of `cols` each) into `block`, row after row.
-#[inline(always)]
-fn group_rows<T: Copy, const N: usize>(block: &mut [T], tile: &[T], j0: usize, cols: usize) {
-    for (to, row) in block.chunks_exact_mut(N).zip(tile.chunks_exact(cols)) {
-        to.copy_from_slice(&row[j0..j0 + N]);
-    }
-}
-
-/// Folds group `g`'s rows of the band in `buf` (`n` rows, laid out by [`map_band`]) into
-/// its results `out`, in row order; `start`: the band is the first, whose row 0 starts each
+/// Folds the rows of `block` (of `W`) into `acc`, lane by lane in row order, each fold's
+/// value in a register of its own; `start`: the band is the first, whose row 0 starts each
 /// fold.
-fn fold_band<R: BinaryFn<T>, T: DeviceType>(
-    buf: &[T],
-    (g, n): (usize, usize),
-    out: &mut [T],
-    start: bool,
-) {
-    let block = &buf[g * GROUP..][..n * out.len()];
-    match out.len() {
-        4 => fold_lanes::<R, T, 4>(block, out, start),
-        3 => fold_lanes::<R, T, 3>(block, out, start),
-        2 => fold_lanes::<R, T, 2>(block, out, start),
-        _ => fold_lanes::<R, T, 1>(block, out, start),
-    }
-}
-
-/// [`fold_band`] for a group of `N` columns, each fold's value in a register of its own.
 #[inline(always)]
-fn fold_lanes<R: BinaryFn<T>, T: DeviceType, const N: usize>(
+fn fold_rows<R: BinaryFn<T>, T: DeviceType, const W: usize>(
     block: &[T],
-    out: &mut [T],
+    acc: &mut [T; W],
     start: bool,
 ) {
-    let mut rows = block.chunks_exact(N);
-    let mut acc: [T; N] = std::array::from_fn(|l| out[l]);
+    let mut rows = block.chunks_exact(W);
+    let mut a = *acc;
     if start {
         if let Some(row) = rows.next() {
-            acc = std::array::from_fn(|l| row[l]);
+            a = std::array::from_fn(|l| row[l]);
         }
     }
-    // A row of the N columns per step: N independent chains, interleaved.
+    // A row of the W columns per step: W independent chains, interleaved.
+    #[allow(clippy::needless_range_loop)]
     for row in rows {
-        for l in 0..N {
-            acc[l] = R::apply((), (acc[l], row[l]), &());
+        for l in 0..W {
+            a[l] = R::apply((), (a[l], row[l]), &());
         }
     }
-    out.copy_from_slice(&acc);
+    *acc = a;
 }
 
 #[cfg(test)]
@@ -435,7 +470,7 @@ mod tests {
     }
 
     /// `f32` sums (not associative) over one band, several, more bands than turn lines, and
-    /// one column, on more threads than the machine may have (the relay runs from three
+    /// one column, on more threads than the machine may have (the relay runs from two
     /// threads on, and waits yield the core):
     /// bit-identical to the `cpu` oracle, and a fault is the same `Err` with `out` as it
     /// was.
@@ -456,7 +491,7 @@ mod tests {
             (5_000, 40),
             (70_001, 33),
         ];
-        for threads in [3, 16] {
+        for threads in [2, 3, 16] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
@@ -503,22 +538,23 @@ mod tests {
         }
     }
 
-    /// On one or two threads a narrow `run_cols` runs as `cpu` does (its own route, not
-    /// the pipeline, not column ranges): the same bits, and a fault leaves `out` as it was.
+    /// On one thread a narrow `run_cols` runs as `cpu` does, on two it is relayed: the same
+    /// bits either way, and a fault leaves `out` as it was.
     #[test]
-    fn run_cols_narrow_on_two_threads_is_the_cpu_fold() {
+    fn run_cols_on_one_or_two_threads_is_the_cpu_fold() {
         for threads in [1, 2] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .expect("pool");
             pool.install(|| {
-                assert!(!super::pipelined(17, 4));
-                // The route: a thread's share of a row under a cache line runs as `cpu`
-                // (17 columns of `f32` on 2 threads, 5 on either); at least a cache line
-                // keeps the column ranges (64 columns; 17 on one thread, 68 bytes).
-                assert_eq!(super::cols_run_as_cpu(17, 4), threads == 2);
-                assert!(super::cols_run_as_cpu(5, 4));
+                // The route: a thread's share of a row under a cache line is relayed on two
+                // threads (17 columns of `f32`) and runs as `cpu` on one (5 columns); at
+                // least a cache line keeps the column ranges (64 columns; 17 on one thread,
+                // 68 bytes).
+                assert_eq!(super::pipelined(17, 4), threads == 2);
+                assert!(!super::cols_run_as_cpu(17, 4));
+                assert_eq!(super::cols_run_as_cpu(5, 4), threads == 1);
                 assert!(!super::cols_run_as_cpu(64, 4));
                 for (rows, cols) in [(16_385, 17), (40_001, 5), (5, 3)] {
                     let x = Vector::from_fn(rows, |i| (i % 89) as f32 * 0.41 - 9.0);
