@@ -27,6 +27,7 @@
 //! stack. A panic (a fault of the user function in a checked call) stops every waiter.
 
 use std::cell::{Cell, UnsafeCell};
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
@@ -36,12 +37,21 @@ use crate::userfn::sealed::Only;
 use crate::userfn::{ContainerArgs, ElementwiseFn, IndexKind};
 use crate::DeviceType;
 
-/// Rows per band: a band's fold (per column, a chain of this many additions, about a
-/// microsecond) outweighs passing the turn on.
+/// Rows per band, at most: a band's fold (per column, a chain of this many additions, about
+/// a microsecond) outweighs passing the turn on.
 const BAND_ROWS: usize = 1024;
 
+/// Rows per band, at least, where a band of [`BAND_ROWS`] would take more than
+/// [`BAND_BYTES`].
+const MIN_BAND_ROWS: usize = 64;
+
+/// A band's pair elements, at most, about: each thread holds a band (17 `f32` columns: 80
+/// KB), and with thousands of columns on a many-core machine bands of [`BAND_ROWS`] would
+/// take gigabytes.
+const BAND_BYTES: usize = 1 << 18;
+
 /// Elements between one group's block of a band's buffer and the next, past the block's
-/// [`BAND_ROWS`] rows: the blocks' starts fall in different cache sets (a band is mapped
+/// rows: the blocks' starts fall in different cache sets (a band is mapped
 /// into all of them side by side; at a stride of 4096 bytes they would share one set of
 /// L1).
 const GROUP_GAP: usize = 16;
@@ -154,8 +164,11 @@ fn relay<M, R, A, B, const W: usize>(
         return;
     }
     let groups = cols.div_ceil(W);
+    let band_rows =
+        (BAND_BYTES / (groups * W * size_of::<M::Out>()).max(1)).clamp(MIN_BAND_ROWS, BAND_ROWS);
     let relay = Relay {
-        bands: rows.div_ceil(BAND_ROWS),
+        bands: rows.div_ceil(band_rows),
+        band_rows,
         rows,
         next: Padded(AtomicUsize::new(0)),
         turns: (0..groups * TURNS)
@@ -172,10 +185,9 @@ fn relay<M, R, A, B, const W: usize>(
             .collect(),
         poisoned: AtomicBool::new(false),
     };
-    let map = |band: usize, buf: &mut [M::Out], tile: &mut Vec<M::Out>| {
-        let first = band * BAND_ROWS;
-        let n = BAND_ROWS.min(rows - first);
-        map_band::<M, A, B, W>(arrays, (v, h), (buf, tile, n), first, uniforms);
+    let map = |rows: Range<usize>, buf: &mut [M::Out], tile: &mut Vec<M::Out>| {
+        let stride = band_rows * W + GROUP_GAP;
+        map_band::<M, A, B, W>(arrays, (v, h), (buf, stride, tile), rows, uniforms);
     };
     (0..rayon::current_num_threads())
         .into_par_iter()
@@ -200,6 +212,7 @@ struct Padded<T>(T);
 /// The shared state of one [`fold_cols`].
 struct Relay<T, const W: usize> {
     bands: usize,
+    band_rows: usize,
     rows: usize,
     /// The next band to take.
     next: Padded<AtomicUsize>,
@@ -224,7 +237,7 @@ impl<T: DeviceType, const W: usize> Relay<T, W> {
     fn run<R, F>(&self, map: &F, fill: T, nested: bool)
     where
         R: BinaryFn<T>,
-        F: Fn(usize, &mut [T], &mut Vec<T>) + Sync,
+        F: Fn(Range<usize>, &mut [T], &mut Vec<T>) + Sync,
     {
         if nested && IN_RELAY.with(Cell::get) {
             return;
@@ -232,7 +245,8 @@ impl<T: DeviceType, const W: usize> Relay<T, W> {
         let _inside = Inside::enter();
         let _poison = PoisonOnUnwind(&self.poisoned);
         let groups = self.accs.len();
-        let mut buf = vec![fill; groups * (BAND_ROWS * W + GROUP_GAP)];
+        let stride = self.band_rows * W + GROUP_GAP;
+        let mut buf = vec![fill; groups * stride];
         // A band's pair elements row by row, before they go to their groups' blocks.
         let mut tile = Vec::new();
         loop {
@@ -240,8 +254,9 @@ impl<T: DeviceType, const W: usize> Relay<T, W> {
             if band >= self.bands {
                 return;
             }
-            map(band, &mut buf, &mut tile);
-            let n = BAND_ROWS.min(self.rows - band * BAND_ROWS);
+            let first = band * self.band_rows;
+            let n = self.band_rows.min(self.rows - first);
+            map(first..first + n, &mut buf, &mut tile);
             for (g, acc) in self.accs.iter().enumerate() {
                 if !self.wait_for_turn(g, band) {
                     return;
@@ -250,7 +265,7 @@ impl<T: DeviceType, const W: usize> Relay<T, W> {
                 // `is_turn` pairs with the Release store of the band before): no other
                 // thread touches its `acc` until the store below.
                 let acc = unsafe { &mut *acc.0.get() };
-                let block = &buf[g * (BAND_ROWS * W + GROUP_GAP)..][..n * W];
+                let block = &buf[g * stride..][..n * W];
                 fold_rows::<R, T, W>(block, acc, band == 0);
                 self.turns[g * TURNS + (band + 1) % TURNS]
                     .0
@@ -310,16 +325,16 @@ impl Drop for PoisonOnUnwind<'_> {
         }
     }
 }
-/// The pair elements of rows `first..first + n` (`n >= 1`) into a band's buffer, group by
-/// group of `W` columns, each group's rows one after the other: `buf[g * (BAND_ROWS * W +
-/// GROUP_GAP) + k * W + l]` = `map(v[first + k], h[g * W + l])`, and the last group's
-/// lanes past the columns copies of its first column (so that they fault only where it
-/// does).
+/// The pair elements of the (non-empty) band of `rows` into a band's buffer, group by
+/// group of `W` columns, each group's rows one after the other at `stride` elements from
+/// the last: `buf[g * stride + k * W + l]` = `map(v[rows.start + k], h[g * W + l])`, and
+/// the last group's lanes past the columns copies of its first column (so that they fault
+/// only where it does).
 fn map_band<M, A, B, const W: usize>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
-    (buf, tile, n): (&mut [M::Out], &mut Vec<M::Out>, usize),
-    first: usize,
+    (buf, stride, tile): (&mut [M::Out], usize, &mut Vec<M::Out>),
+    rows: Range<usize>,
     uniforms: &M::Uniforms,
 ) where
     M: ElementwiseFn<Elems = (A, B)>,
@@ -331,11 +346,13 @@ fn map_band<M, A, B, const W: usize>(
     // every `Mat` argument, so is every cell of the band, and a read at the pair's own
     // index has no check (a backprop weight `w[(i, j)]`: a compare and a branch less per
     // pair).
+    let (first, n) = (rows.start, rows.len());
     let last = (first + n - 1, h.len() - 1);
+    let at = (buf, stride, &mut tile[..], n);
     if <M::Arrays as ContainerArgs>::inside(arrays, last, Only) {
-        map_band_cells::<M, A, B, W, true>(arrays, (v, h), (buf, tile, n), first, uniforms);
+        map_band_cells::<M, A, B, W, true>(arrays, (v, h), at, first, uniforms);
     } else {
-        map_band_cells::<M, A, B, W, false>(arrays, (v, h), (buf, tile, n), first, uniforms);
+        map_band_cells::<M, A, B, W, false>(arrays, (v, h), at, first, uniforms);
     }
 }
 
@@ -344,7 +361,7 @@ fn map_band<M, A, B, const W: usize>(
 fn map_band_cells<M, A, B, const W: usize, const INSIDE: bool>(
     arrays: <M::Arrays as ContainerArgs>::Refs<'_>,
     (v, h): (&[A], &[B]),
-    (buf, tile, n): (&mut [M::Out], &mut [M::Out], usize),
+    (buf, stride, tile, n): (&mut [M::Out], usize, &mut [M::Out], usize),
     first: usize,
     uniforms: &M::Uniforms,
 ) where
@@ -401,11 +418,7 @@ fn map_band_cells<M, A, B, const W: usize, const INSIDE: bool>(
                 *o = map(i, j, p, q);
             }
         }
-        for (g, block) in buf
-            .chunks_mut(BAND_ROWS * W + GROUP_GAP)
-            .take(cols.div_ceil(W))
-            .enumerate()
-        {
+        for (g, block) in buf.chunks_mut(stride).take(cols.div_ceil(W)).enumerate() {
             let j0 = g * W;
             let rows = block[start * W..][..m * W]
                 .chunks_exact_mut(W)
@@ -477,7 +490,8 @@ mod tests {
     #[test]
     fn run_cols_pipelined_is_the_cpu_fold() {
         // Bands of 1024 rows: one row, a band's edges, 64 bands or more (the turn lines'
-        // wrap), groups of four columns with a narrower last group.
+        // wrap), groups with a narrower last group, and bands cut shorter for many columns
+        // (240 on 16 threads).
         let shapes = [
             (1, 5),
             (1024, 4),
@@ -490,6 +504,7 @@ mod tests {
             (33_333, 9),
             (5_000, 40),
             (70_001, 33),
+            (3_001, 240),
         ];
         for threads in [2, 3, 16] {
             let pool = rayon::ThreadPoolBuilder::new()
