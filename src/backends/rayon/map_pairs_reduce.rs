@@ -7,9 +7,9 @@
 //! Here the folds are relayed from thread to thread, band after band, to where each band's
 //! pair elements are. Every thread takes the next band of rows, maps its pair elements
 //! into a buffer of its own (row by row, vectorised across the columns, then group by
-//! group of columns), and folds it into the results group after group,
-//! each group's fold when its turn for this band comes (the band before folded into it):
-//! each column is still one fold from row 0 down. All threads map; the pair elements never
+//! group of columns), and folds it into the results group after group, each group's fold
+//! when its turn for this band comes (the band before folded into it): each column is
+//! still one fold from row 0 down. All threads map; the pair elements never
 //! leave the core that mapped them, only the results do, a few values per band; and the
 //! groups' relays run side by side, each band's group 0 folded while the band before folds
 //! group 1. History, 262145 x 17 on 16 cores of the H100 host against a hand-written Rayon
@@ -51,9 +51,8 @@ const MIN_BAND_ROWS: usize = 64;
 const BAND_BYTES: usize = 1 << 18;
 
 /// Elements between one group's block of a band's buffer and the next, past the block's
-/// rows: the blocks' starts fall in different cache sets (a band is mapped
-/// into all of them side by side; at a stride of 4096 bytes they would share one set of
-/// L1).
+/// rows: the blocks' starts fall in different cache sets (a band is mapped into all of
+/// them side by side; at a stride of 4096 bytes they would share one set of L1).
 const GROUP_GAP: usize = 16;
 
 /// Rows mapped at a time, before they go to their groups' blocks: few enough to stay in L1
