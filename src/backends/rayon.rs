@@ -610,7 +610,7 @@ impl Execute for Rayon {
         let _old = OldValues::of(self.checked, &mut out)?;
         let out = out.host_overwrite()?;
         if axis == Axis::Cols
-            && map_pairs_reduce::pipelined(out.len(), size_of::<<S::M as UserFn>::Out>())
+            && map_pairs_reduce::relayed(out.len(), size_of::<<S::M as UserFn>::Out>())
         {
             map_pairs_reduce::fold_cols::<S::M, S::R, S::A, S::B>(arrays, operands, out, uniforms);
             return Ok(());

@@ -94,15 +94,15 @@ thread_local! {
 /// than a cache line (threads then read each other's lines, up to the whole matrix each),
 /// on two threads or more (on 2 threads of the H100 host, 262145 x 17 took 1.65 ms relayed
 /// against 1.76 ms on one thread).
-pub(super) fn pipelined(cols: usize, size: usize) -> bool {
+pub(super) fn relayed(cols: usize, size: usize) -> bool {
     rayon::current_num_threads() > 1 && narrow(cols, size)
 }
 
 /// Whether a column `run_cols` over `cols` results of `size` bytes runs as `cpu` does, on
-/// the calling thread: when it is [`narrow`] but not [`pipelined`] (one thread).
+/// the calling thread: when it is [`narrow`] but not [`relayed`] (one thread).
 /// The route decision itself, so that tests assert it rather than its parts.
 pub(super) fn cols_run_as_cpu(cols: usize, size: usize) -> bool {
-    narrow(cols, size) && !pipelined(cols, size)
+    narrow(cols, size) && !relayed(cols, size)
 }
 
 /// Whether a thread's share of a row of `cols` results of `size` bytes is less than a
@@ -324,6 +324,7 @@ impl Drop for PoisonOnUnwind<'_> {
         }
     }
 }
+
 /// The pair elements of the (non-empty) band of `rows` into a band's buffer, group by
 /// group of `W` columns, each group's rows one after the other at `stride` elements from
 /// the last: `buf[g * stride + k * W + l]` = `map(v[rows.start + k], h[g * W + l])`, and
@@ -487,7 +488,7 @@ mod tests {
     /// bit-identical to the `cpu` oracle, and a fault is the same `Err` with `out` as it
     /// was.
     #[test]
-    fn run_cols_pipelined_is_the_cpu_fold() {
+    fn run_cols_relayed_is_the_cpu_fold() {
         // Bands of 1024 rows: one row, a band's edges, 64 bands or more (the turn lines'
         // wrap), groups with a narrower last group, and bands cut shorter for many columns
         // (240 on 16 threads).
@@ -511,7 +512,7 @@ mod tests {
                 .build()
                 .expect("pool");
             pool.install(|| {
-                assert!(super::pipelined(17, 4));
+                assert!(super::relayed(17, 4));
                 assert!(!super::cols_run_as_cpu(17, 4));
                 for (rows, cols) in shapes {
                     let x = Vector::from_fn(rows, |i| (i % 97) as f32 * 0.37 - 11.0);
@@ -566,7 +567,7 @@ mod tests {
                 // threads (17 columns of `f32`) and runs as `cpu` on one (5 columns); at
                 // least a cache line keeps the column ranges (64 columns; 17 on one thread,
                 // 68 bytes).
-                assert_eq!(super::pipelined(17, 4), threads == 2);
+                assert_eq!(super::relayed(17, 4), threads == 2);
                 assert!(!super::cols_run_as_cpu(17, 4));
                 assert_eq!(super::cols_run_as_cpu(5, 4), threads == 1);
                 assert!(!super::cols_run_as_cpu(64, 4));
