@@ -437,10 +437,10 @@ fn a_candidate_predicted_far_slower_is_never_calibrated() {
     set_model_dir(None);
 }
 
-/// With no budget, the budget stops the trials of other candidates (the candidate
-/// predicted fastest may still change as measurements come in: on a call this small `cpu`
-/// and Rayon are within noise of each other, so which ones run is not asserted); with the
-/// default one, the close candidates are tried too.
+/// With no budget, no candidate other than the one predicted fastest is tried (the
+/// candidate predicted fastest may still change as measurements come in: on a call this
+/// small `cpu` and Rayon are within noise of each other, so which ones run is not
+/// asserted); with the default one, the close candidates are tried too.
 #[test]
 fn the_calibration_budget_bounds_trials_of_other_candidates() {
     let _s = serial();
@@ -472,10 +472,13 @@ fn the_calibration_budget_bounds_trials_of_other_candidates() {
         (ran, reasons)
     };
     let (none, reasons) = tried(0);
+    // No candidate but the one predicted fastest is tried: an exploring trial's reason says
+    // "predicted N.Nx the best". Where a candidate was close enough to want one, the reason
+    // says "calibration budget spent" instead; whether one was close depends on the
+    // machine's timings (under load, Rayon's wake-ups put it far behind `cpu` and neither
+    // reason appears: CI, round 11), so that one is not required.
     assert!(
-        reasons
-            .iter()
-            .any(|r| r.contains("calibration budget spent")),
+        !reasons.iter().any(|r| r.contains("x the best")),
         "{none:?} {reasons:?}"
     );
     // cpu and rayon are predicted within a factor of each other on a call this small.
