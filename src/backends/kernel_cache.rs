@@ -428,7 +428,7 @@ impl<K: Clone + Eq + Hash, T: Clone, I> KernelCache<K, T, I> {
                     ))
                 });
             if crate::config::TUNE_LOG.value() {
-                let ms = start.elapsed().as_secs_f64() * 1e3;
+                let ms = crate::tune::ms_since(start);
                 log::info!(target: "skel::tune", "a kernel compiled in the background in {ms:.1} ms");
             }
             *behind.image() = Some(image);

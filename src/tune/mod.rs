@@ -1144,7 +1144,7 @@ fn spawn_cuda_probe() -> bool {
 }
 
 /// Milliseconds since `start`, for the log.
-fn ms_since(start: Instant) -> f64 {
+pub(crate) fn ms_since(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1e3
 }
 

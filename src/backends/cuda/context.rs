@@ -146,7 +146,7 @@ impl Ctx {
 
     /// `--gpu-architecture` value for NVRTC: the device's own.
     pub(crate) fn arch(&self) -> String {
-        format!("sm_{}{}", self.cc.0, self.cc.1)
+        arch_of(self.cc)
     }
 }
 
@@ -230,6 +230,20 @@ fn attr(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Result<i32> {
     unsafe { result::device::get_attribute(dev, a) }.map_err(driver)
 }
 
+/// The compute capability (major, minor) of `dev`.
+fn compute_capability(dev: sys::CUdevice) -> Result<(i32, i32)> {
+    use sys::CUdevice_attribute as A;
+    Ok((
+        attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+    ))
+}
+
+/// The NVRTC architecture name (`sm_XY`) of compute capability `cc`.
+fn arch_of((major, minor): (i32, i32)) -> String {
+    format!("sm_{major}{minor}")
+}
+
 /// The ordinals of the device slots, in order (see the module docs), probed once.
 fn slot_list() -> std::result::Result<&'static [u32], String> {
     static LIST: OnceLock<std::result::Result<Vec<u32>, String>> = OnceLock::new();
@@ -277,10 +291,7 @@ fn slot_list() -> std::result::Result<&'static [u32], String> {
 pub(crate) fn first_arch() -> Option<String> {
     let ordinal = *slot_list().ok()?.first()? as i32;
     let dev = result::device::get(ordinal).ok()?;
-    use sys::CUdevice_attribute as A;
-    let major = attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).ok()?;
-    let minor = attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).ok()?;
-    Some(format!("sm_{major}{minor}"))
+    compute_capability(dev).ok().map(arch_of)
 }
 
 /// `SKEL_CUDA_DEVICES`, if set.
@@ -321,10 +332,7 @@ fn open(slot: usize) -> std::result::Result<Ctx, String> {
     let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA device".into());
     use sys::CUdevice_attribute as A;
     let e = |x: Error| x.to_string();
-    let cc = (
-        attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).map_err(e)?,
-        attr(dev, A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).map_err(e)?,
-    );
+    let cc = compute_capability(dev).map_err(e)?;
     let sms = attr(dev, A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e)?;
     let smem_optin = attr(
         dev,
