@@ -141,12 +141,11 @@ struct Frame {
     rgb: Matrix<Rgb8>,
     out: Matrix<u8>,
     hist: Vector<u32>, // luminance histogram of the input
-    repinned: bool,    // the pair was replaced by a pinned one once (see `load`)
     pool: Sender<Pair>,
 }
 
-/// A pooled frame's containers, and whether they were replaced by pinned ones once.
-type Pair = (Matrix<Rgb8>, Matrix<u8>, Vector<u32>, bool);
+/// A pooled frame's containers.
+type Pair = (Matrix<Rgb8>, Matrix<u8>, Vector<u32>);
 type Pool = (Sender<Pair>, Receiver<Pair>);
 
 impl Drop for Frame {
@@ -154,7 +153,7 @@ impl Drop for Frame {
         let rgb = std::mem::replace(&mut self.rgb, Matrix::zeroed(0, 0));
         let out = std::mem::replace(&mut self.out, Matrix::zeroed(0, 0));
         let hist = std::mem::replace(&mut self.hist, Vector::zeroed(0));
-        let _ = self.pool.send((rgb, out, hist, self.repinned)); // never blocks: room for every frame
+        let _ = self.pool.send((rgb, out, hist)); // never blocks: room for every frame
     }
 }
 
@@ -222,7 +221,7 @@ pub fn run(args: Args) -> Res<bool> {
     let pool: Pool = bounded(pairs);
     let (r, c) = args.frames.map_or((0, 0), |_| (h as usize, w as usize));
     let counts = || Vector::zeroed(256); // the input's luminance histogram
-    let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts(), false);
+    let pair = || (Matrix::zeroed(r, c), Matrix::zeroed(r, c), counts());
     (0..pairs).for_each(|_| drop(pool.0.send(pair())));
     println!(
         "{pairs} frame buffers ready in {:.0} ms",
@@ -272,18 +271,14 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         }
         Source::Synthetic(img) => (format!("synthetic-{i:05}"), img),
     };
-    let (mut rgb, mut out, hist, mut repinned) = pool.1.recv().map_err(Error::other)?;
+    let (mut rgb, mut out, hist) = pool.1.recv().map_err(Error::other)?;
     let (rows, cols) = (img.height() as usize, img.width() as usize);
-    // A pooled buffer made before a GPU opened (Auto opens it in the background) is
-    // pageable: replaced by a pinned one, whose uploads are faster, once per pair (should
-    // the frame-sized allocation fall back to pageable memory, the next frames keep it
-    // instead of allocating again). The library has no public query for pinned memory: a
-    // 1-byte vector is, once a GPU opened.
-    let same = (rgb.rows(), rgb.cols()) == (rows, cols);
-    let repin = same && !repinned && !rgb.is_pinned() && Vector::<u8>::zeroed(1).is_pinned();
-    repinned |= repin;
-    if same && !repin {
-        rgb.copy_from_image(&*img)?; // the pooled (pinned with CUDA) buffer
+    // The pooled buffers are pinned on a fixed CUDA backend; on the default one they were
+    // made before Auto opened a GPU, so they are pageable, and the library uploads them
+    // through page-locked buffers of its own (pinning them now would cost more than it
+    // saves).
+    if (rgb.rows(), rgb.cols()) == (rows, cols) {
+        rgb.copy_from_image(&*img)?;
     } else {
         (rgb, out) = (Matrix::from_image(&*img), Matrix::zeroed(rows, cols));
     }
@@ -293,7 +288,6 @@ fn load((i, (source, write)): (usize, (Source, bool)), pool: &Pool) -> skel::Res
         rgb,
         out,
         hist,
-        repinned,
         pool: pool.0.clone(),
     })
 }

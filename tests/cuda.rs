@@ -512,3 +512,42 @@ fn a_graph_the_driver_refuses_launches_its_closure() {
     assert!(fell_back, "no injected fault fell on the graph's build");
     println!("a refused CUDA graph: the recording launches its closure");
 }
+
+#[test]
+fn pageable_uploads_through_bounce_buffers_match_the_host() {
+    let _g = lock();
+    if !common::available(Backend::Cuda) {
+        return;
+    }
+    let expected = |x: &[i64]| x.iter().map(|&v| v * 7 - 3).collect::<Vec<i64>>();
+    // Elements of 8 bytes: just below the 1 MiB bounce threshold (the driver's path), at
+    // it (one chunk), two chunks and a part, and 64 MiB and a part (33 chunks through the
+    // ring of four buffers: every buffer is refilled after its copy's event).
+    for n in [131_071, 131_072, 2 * 262_144 + 12_345, 8_388_608 + 7] {
+        let mut x = Vector::pageable((0..n as i64).collect());
+        assert!(!x.is_pinned());
+        for streams in [1, 4] {
+            let map = Map::new(disk_cache_probe)
+                .backend(Backend::Cuda)
+                .streams(streams);
+            let mut out = Vector::zeroed(n);
+            map.run(&x, &mut out).unwrap();
+            assert_eq!(out.to_vec(), expected(x.as_slice()), "n {n}, {streams} streams");
+            // Host writes right after the call (the bounce buffers, not `x`, are read by
+            // the copies still running), of a small and of a large range at an offset:
+            // only the stale ranges go up again.
+            for (k, part) in [(1, n / 3..n / 3 + 1000), (2, n / 2..n)] {
+                for v in x.view_mut(part).as_mut_slice() {
+                    *v = -*v * k;
+                }
+                map.run(&x, &mut out).unwrap();
+                assert_eq!(
+                    out.to_vec(),
+                    expected(x.as_slice()),
+                    "n {n}, {streams} streams, host write {k}"
+                );
+            }
+        }
+    }
+    println!("pageable uploads through the bounce buffers: the host's results");
+}

@@ -1,5 +1,5 @@
-//! The hand-written side of the GPU benches (`kernels.rs`, `stencil.rs`): naive CUDA C
-//! baselines compiled with NVRTC with the options skel compiles its own kernels with
+//! The hand-written side of the GPU benches (`kernels.rs`, `stencil.rs`, `uploads.rs`):
+//! naive CUDA C baselines compiled with NVRTC with the options skel compiles its own kernels with
 //! (`--fmad=false`, `--std=c++17`, the device's own architecture; NVRTC's default precise
 //! division and square root), launched with raw driver calls on the process's primary
 //! context (the one skel uses) and a stream of their own; device buffers, timing, and the
@@ -293,6 +293,20 @@ impl Hand {
         // SAFETY: both buffers hold at least `bytes` (checked); the stream orders the uses.
         unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, bytes, self.stream) }
             .map_err(drv("cuMemcpyDtoD"))
+    }
+
+    /// Copies `src` to `dst` through the driver's own path (the link's direct DMA where
+    /// `src` is pinned, the driver's staging where it is pageable), waited for.
+    pub fn upload<T: Copy>(&self, dst: &DevBuf, src: &[T]) -> Res<()> {
+        let bytes = std::mem::size_of_val(src);
+        if bytes > dst.bytes {
+            return Err(format!("upload of {bytes} bytes: buffer too small"));
+        }
+        // SAFETY: `dst` holds at least the bytes of `src` (checked); `src` outlives the
+        // copy, which is waited for before returning.
+        unsafe { result::memcpy_htod_async(dst.ptr, src, self.stream) }
+            .map_err(drv("cuMemcpyHtoD"))?;
+        self.sync()
     }
 
     /// The d2d copy of `bytes` bytes (best of `reps`): the memory-bound floor of a kernel

@@ -21,6 +21,9 @@
 //! - `events.rs`: [`CuEvent`], a point in one stream's work; also the `ReadyEvent` a
 //!   container waits on before host access, where a failed kernel surfaces
 //!   (`try_as_slice`).
+//! - `bounce.rs`: uploads from pageable host memory through a few page-locked buffers of
+//!   the library's own, filled by several threads (the driver's own path for pageable
+//!   memory runs at a fifth of the link's speed).
 //! - `staging.rs`: operands to and from the device for a call. Reads upload only the
 //!   ranges not valid on the device; writes mark the written range valid only on the
 //!   device, after the kernel's event; eager downloads mark it valid on the host again,
@@ -29,6 +32,7 @@
 //! Nothing here blocks except synchronous downloads (a host read of data still on the
 //! device) and scalar results.
 
+mod bounce;
 mod buffers;
 mod events;
 mod pinned;

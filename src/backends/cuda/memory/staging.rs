@@ -13,9 +13,11 @@ use super::super::context::{opened_slots, Ctx, Lane, STREAMS};
 use super::super::graph;
 use super::super::trace::{self, Op, Tag};
 use super::super::{driver, injected};
+use super::bounce;
 use super::buffers::{buffer, device_buffer, CuBuffer};
 use super::events::CuEvent;
 use super::replay::Operand;
+use crate::containers::host::{as_bytes, HostKind};
 use crate::containers::store::Store;
 use crate::containers::{Arg, ArgMut, Location, ReadyEvent, State};
 use crate::debug::Fault;
@@ -50,6 +52,7 @@ fn stage_read<T: DeviceType>(
     if !missing.is_empty() {
         let bytes: usize = missing.iter().map(bytes_of::<T>).sum();
         let span = trace::begin(lane, Op::Upload, bytes, tag)?;
+        let pinned = store.host_kind() == HostKind::Pinned;
         let mut issued = false;
         let copies = (|| -> Result<()> {
             for part in &missing {
@@ -61,11 +64,15 @@ fn stage_read<T: DeviceType>(
                 let buf = device_buffer(ctx, st)?;
                 buf.order(lane, part, true)?;
                 injected(Fault::Upload).map_err(driver)?;
-                // SAFETY: the destination lies inside the device buffer (it covers the
-                // container); `src` is host-valid data that stays allocated and unwritten
-                // until the event (see above).
-                unsafe { result::memcpy_htod_async(buf.at(part.start), src, lane.raw) }
-                    .map_err(driver)?;
+                let to = buf.at(part.start);
+                // Pageable memory goes through the bounce buffers (`bounce.rs`); a failure
+                // there reports its own copies.
+                if pinned || !bounce::upload(ctx, lane, to, as_bytes(src))? {
+                    // SAFETY: the destination lies inside the device buffer (it covers the
+                    // container); `src` is host-valid data that stays allocated and
+                    // unwritten until the event (see above).
+                    unsafe { result::memcpy_htod_async(to, src, lane.raw) }.map_err(driver)?;
+                }
                 issued = true;
             }
             Ok(())
