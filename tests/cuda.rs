@@ -514,7 +514,7 @@ fn a_graph_the_driver_refuses_launches_its_closure() {
 }
 
 #[test]
-fn pageable_uploads_through_bounce_buffers_match_the_host() {
+fn pageable_copies_through_bounce_buffers_match_the_host() {
     let _g = lock();
     if !common::available(Backend::Cuda) {
         return;
@@ -522,7 +522,8 @@ fn pageable_uploads_through_bounce_buffers_match_the_host() {
     let expected = |x: &[i64]| x.iter().map(|&v| v * 7 - 3).collect::<Vec<i64>>();
     // Elements of 8 bytes: just below the 1 MiB bounce threshold (the driver's path), at
     // it (one chunk), two chunks and a part, and 64 MiB and a part (33 chunks through the
-    // ring of four buffers: every buffer is refilled after its copy's event).
+    // ring of four buffers: every buffer is reused after its copy's event). With four
+    // streams each part is a copy of its own.
     for n in [131_071, 131_072, 2 * 262_144 + 12_345, 8_388_608 + 7] {
         let mut x = Vector::pageable((0..n as i64).collect());
         assert!(!x.is_pinned());
@@ -530,9 +531,15 @@ fn pageable_uploads_through_bounce_buffers_match_the_host() {
             let map = Map::new(disk_cache_probe)
                 .backend(Backend::Cuda)
                 .streams(streams);
-            let mut out = Vector::zeroed(n);
+            // Pageable too: its reads download through the bounce buffers, synchronously
+            // the first time, eagerly after it (the host read the previous result).
+            let mut out = Vector::pageable(vec![0; n]);
             map.run(&x, &mut out).unwrap();
-            assert_eq!(out.to_vec(), expected(x.as_slice()), "n {n}, {streams} streams");
+            assert_eq!(
+                out.to_vec(),
+                expected(x.as_slice()),
+                "n {n}, {streams} streams"
+            );
             // Host writes right after the call (the bounce buffers, not `x`, are read by
             // the copies still running), of a small and of a large range at an offset:
             // only the stale ranges go up again.
@@ -549,5 +556,5 @@ fn pageable_uploads_through_bounce_buffers_match_the_host() {
             }
         }
     }
-    println!("pageable uploads through the bounce buffers: the host's results");
+    println!("pageable copies through the bounce buffers: the host's results");
 }

@@ -1,4 +1,4 @@
-//! The hand-written side of the GPU benches (`kernels.rs`, `stencil.rs`, `uploads.rs`):
+//! The hand-written side of the GPU benches (`kernels.rs`, `stencil.rs`, `transfers.rs`):
 //! naive CUDA C baselines compiled with NVRTC with the options skel compiles its own kernels with
 //! (`--fmad=false`, `--std=c++17`, the device's own architecture; NVRTC's default precise
 //! division and square root), launched with raw driver calls on the process's primary
@@ -306,6 +306,19 @@ impl Hand {
         // copy, which is waited for before returning.
         unsafe { result::memcpy_htod_async(dst.ptr, src, self.stream) }
             .map_err(drv("cuMemcpyHtoD"))?;
+        self.sync()
+    }
+
+    /// Copies `src` into `dst` through the driver's own path, waited for.
+    pub fn download<T: Copy>(&self, dst: &mut [T], src: &DevBuf) -> Res<()> {
+        let bytes = std::mem::size_of_val(dst);
+        if bytes > src.bytes {
+            return Err(format!("download of {bytes} bytes: buffer too small"));
+        }
+        // SAFETY: `src` holds at least the bytes of `dst` (checked); `dst` outlives the
+        // copy, which is waited for before returning.
+        unsafe { result::memcpy_dtoh_async(dst, src.ptr, self.stream) }
+            .map_err(drv("cuMemcpyDtoH"))?;
         self.sync()
     }
 

@@ -1,20 +1,22 @@
-//! Uploads from pageable host memory through a few page-locked bounce buffers of the
-//! library's own, filled by a parallel copy.
+//! Copies between pageable host memory and a device through a few page-locked bounce
+//! buffers of the library's own, filled and emptied by a parallel copy.
 //!
-//! The driver copies pageable memory itself through small staging buffers of its own,
-//! filled by one thread: about 10 GB/s on the H100 machine against 55 GB/s from pinned
-//! memory, so a 1080p RGB frame held in a `Vec` (6.2 MB) took 0.6 ms to upload against
-//! 0.11 ms. Pinning the frame instead (`cuMemHostAlloc` or `cuMemHostRegister`) costs more
-//! than the upload it speeds up, and serialises in the driver with every other call. Here
-//! each chunk of an upload is copied by several threads into the next bounce buffer, whose
-//! copy to the device then runs while the next chunk is being filled; a buffer is refilled
-//! once the copy that read it is done (its event). The ring is made on the first such
-//! upload of a device slot and kept for the process.
+//! The driver copies pageable memory itself through small staging buffers of its own, with
+//! one thread: about 10 GB/s on the H100 machine against 55 GB/s from pinned memory, so a
+//! 1080p RGB frame held in a `Vec` (6.2 MB) took 0.6 ms to upload against 0.11 ms. Pinning
+//! the frame instead (`cuMemHostAlloc` or `cuMemHostRegister`) costs more than the copy it
+//! speeds up, and serialises in the driver with every other call. Here an upload copies
+//! each chunk on several threads into the next bounce buffer, whose copy to the device then
+//! runs while the next chunk is being filled; a buffer is refilled once the copy that read
+//! it is done (its event). A download keeps every buffer's copy from the device in flight
+//! and empties each, on several threads, as its copy lands. The ring is made on the first
+//! such copy of a device slot and kept for the process.
 //!
-//! Small uploads take the driver's path: it copies them through its command queue at once.
+//! Small copies and page-locked memory take the driver's path: it copies them through its
+//! command queue at once, or by direct DMA.
 
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use cudarc::driver::{result, sys};
 
@@ -24,8 +26,9 @@ use super::events::CuEvent;
 use crate::containers::ReadyEvent;
 use crate::Result;
 
-/// Uploads of at least this many bytes from pageable memory go through the bounce buffers.
-pub(super) const BOUNCE_FROM: usize = 1 << 20;
+/// Copies of at least this many bytes to or from pageable memory go through the bounce
+/// buffers.
+const BOUNCE_FROM: usize = 1 << 20;
 
 /// Bytes of one bounce buffer: large enough that a chunk's copy to the device (40 us at
 /// 55 GB/s) dwarfs its launch, small enough that the ring stays in the last-level cache.
@@ -54,25 +57,18 @@ struct Ring {
 // ring is only used under its slot's mutex.
 unsafe impl Send for Ring {}
 
-/// Per device slot: `None` until its first bounced upload; a slot whose buffers could not
-/// be allocated keeps an empty ring (its uploads take the driver's path).
-static RINGS: [Mutex<Option<Ring>>; MAX_SLOTS] = [const { Mutex::new(None) }; MAX_SLOTS];
+/// Per device slot, made on its first bounced copy; a slot whose buffers could not be
+/// allocated keeps an empty ring (its copies take the driver's path).
+static RINGS: [OnceLock<Mutex<Ring>>; MAX_SLOTS] = [const { OnceLock::new() }; MAX_SLOTS];
 
-/// Copies `src` (host memory, pageable) to `dst` on the device, in stream order on `lane`;
-/// `src` may be written or freed once this returns (only the bounce buffers are read
-/// afterwards). Returns `false`, having done nothing, where the upload is too small to
-/// bounce or no bounce buffer could be allocated: the caller then copies it directly.
+/// Copies `src` (host memory) to `dst` on the device, in stream order on `lane`; `src` may
+/// be written or freed once this returns (only the bounce buffers are read afterwards).
+/// Returns `false`, having done nothing, where the copy is small, `src` is page-locked or
+/// no bounce buffer could be allocated: the caller then copies it directly.
 pub(super) fn upload(ctx: &Ctx, lane: Lane, dst: sys::CUdeviceptr, src: &[u8]) -> Result<bool> {
-    if src.len() < BOUNCE_FROM {
+    let Some(mut ring) = ring_for(ctx, src) else {
         return Ok(false);
-    }
-    let mut ring = RINGS[ctx.slot as usize % MAX_SLOTS]
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    let ring = ring.get_or_insert_with(|| Ring::allocate(ctx));
-    if ring.buffers.is_empty() {
-        return Ok(false);
-    }
+    };
     let mut issued = false;
     let copies = (|| -> Result<()> {
         for (k, chunk) in src.chunks(CHUNK).enumerate() {
@@ -96,20 +92,111 @@ pub(super) fn upload(ctx: &Ctx, lane: Lane, dst: sys::CUdeviceptr, src: &[u8]) -
         }
         Ok(())
     })();
-    if let Err(e) = copies {
-        if issued {
-            // A copy issued without its event would let the buffer be refilled under it,
-            // and later work on other streams overlap it: let it finish. Its own failure
-            // would only repeat the driver's state; the first error is the one to report.
-            // SAFETY: a valid stream of the context.
-            let _ = unsafe { result::stream::synchronize(lane.raw) };
-        }
-        return Err(e);
-    }
+    settle(lane, copies, issued)?;
     Ok(true)
 }
 
+/// Copies `src` on the device into `dst` (host memory), in stream order on `lane`, and
+/// waits for it (as the driver does for pageable memory). Returns `false`, having done
+/// nothing, where [`upload`] would.
+pub(super) fn download(
+    ctx: &Ctx,
+    lane: Lane,
+    src: sys::CUdeviceptr,
+    dst: &mut [u8],
+) -> Result<bool> {
+    let Some(mut ring) = ring_for(ctx, dst) else {
+        return Ok(false);
+    };
+    let mut issued = false;
+    let copies = (|| -> Result<()> {
+        // Copies in flight, oldest first (buffer, chunk): one per buffer at most.
+        let mut landing = std::collections::VecDeque::with_capacity(ring.buffers.len());
+        for k in 0..dst.len().div_ceil(CHUNK) {
+            let len = CHUNK.min(dst.len() - k * CHUNK);
+            if landing.len() == ring.buffers.len() {
+                ring.empty(landing.pop_front(), dst)?;
+            }
+            let at = ring.next;
+            ring.next = (at + 1) % ring.buffers.len();
+            let buffer = &mut ring.buffers[at];
+            if let Some(copy) = buffer.read_by.take() {
+                copy.wait()?;
+            }
+            // SAFETY: the buffer holds CHUNK bytes, owned by the ring (lock held), and no
+            // copy reads or writes it now (waited for above, or emptied above); the host
+            // reads it only after the event recorded below.
+            let into = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, len) };
+            let from = src + (k * CHUNK) as u64;
+            // SAFETY: `from..from + len` lies inside the caller's source range,
+            // whose writers are ordered before `lane`.
+            unsafe { result::memcpy_dtoh_async(into, from, lane.raw) }.map_err(driver)?;
+            issued = true;
+            buffer.read_by = Some(CuEvent::record(lane)?);
+            landing.push_back((at, k));
+        }
+        while !landing.is_empty() {
+            ring.empty(landing.pop_front(), dst)?;
+        }
+        Ok(())
+    })();
+    settle(lane, copies, issued)?;
+    Ok(true)
+}
+
+/// The slot's ring, locked, where a copy of `host` should bounce: large enough and not
+/// page-locked already, and the ring's buffers could be allocated (on first use).
+fn ring_for(ctx: &Ctx, host: &[u8]) -> Option<MutexGuard<'static, Ring>> {
+    if host.len() < BOUNCE_FROM || page_locked(host) {
+        return None;
+    }
+    let ring = RINGS[ctx.slot as usize % MAX_SLOTS]
+        .get_or_init(|| Mutex::new(Ring::allocate(ctx)))
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    (!ring.buffers.is_empty()).then_some(ring)
+}
+
+/// Whether `host` lies in page-locked memory the driver knows (ours or the user's).
+fn page_locked(host: &[u8]) -> bool {
+    let mut flags = 0;
+    // SAFETY: a query about a host address; writes only `flags`.
+    let known = unsafe { sys::cuMemHostGetFlags(&mut flags, host.as_ptr() as *mut c_void) };
+    known == sys::CUresult::CUDA_SUCCESS
+}
+
+/// `copies`' outcome. After a failure, copies already issued (`issued`) are let finish: one
+/// without its event would let its buffer be reused under it, and later work on other
+/// streams overlap it. Their own failure would only repeat the driver's state: the first
+/// error is the one reported.
+fn settle(lane: Lane, copies: Result<()>, issued: bool) -> Result<()> {
+    if copies.is_err() && issued {
+        // SAFETY: a valid stream of the context.
+        let _ = unsafe { result::stream::synchronize(lane.raw) };
+    }
+    copies
+}
+
 impl Ring {
+    /// Copies chunk `j` of a download out of buffer `at`, once its copy from the device
+    /// landed (`landed`: the oldest copy in flight, if any).
+    fn empty(&mut self, landed: Option<(usize, usize)>, dst: &mut [u8]) -> Result<()> {
+        let Some((at, j)) = landed else {
+            return Ok(());
+        };
+        let buffer = &mut self.buffers[at];
+        if let Some(copy) = buffer.read_by.take() {
+            copy.wait()?;
+        }
+        let end = dst.len().min((j + 1) * CHUNK);
+        let part = &mut dst[j * CHUNK..end];
+        // SAFETY: the buffer holds CHUNK bytes, owned by the ring (lock held); the copy
+        // that wrote its first `part.len()` bytes is done (waited for above).
+        let landed = unsafe { std::slice::from_raw_parts(buffer.ptr, part.len()) };
+        fill(part, landed);
+        Ok(())
+    }
+
     /// [`BUFFERS`] page-locked buffers on `ctx`; none where the driver refuses them (told
     /// once in the log: uploads then take the driver's own path, slower but correct).
     fn allocate(ctx: &Ctx) -> Ring {

@@ -191,11 +191,15 @@ impl DeviceCopy for CuBuffer {
         // the wait below are on the pool's first stream.
         let lane = ctx.lane(0);
         injected(Fault::Download).map_err(driver)?;
-        // SAFETY: `range` lies inside the container, which the buffer covers; `dst` holds
-        // exactly the range's bytes and outlives the copy (we synchronise before returning).
-        unsafe {
-            result::memcpy_dtoh_async(dst, self.at(range.start), lane.raw).map_err(driver)?;
-            result::stream::synchronize(lane.raw).map_err(driver)?;
+        // Large copies into pageable memory bounce (waited for there).
+        if !super::bounce::download(ctx, lane, self.at(range.start), dst)? {
+            // SAFETY: `range` lies inside the container, which the buffer covers; `dst`
+            // holds exactly the range's bytes and outlives the copy (we synchronise before
+            // returning).
+            unsafe {
+                result::memcpy_dtoh_async(dst, self.at(range.start), lane.raw).map_err(driver)?;
+                result::stream::synchronize(lane.raw).map_err(driver)?;
+            }
         }
         self.down.fetch_add(dst.len() as u64, Ordering::Relaxed);
         Ok(())

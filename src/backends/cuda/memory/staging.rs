@@ -17,7 +17,7 @@ use super::bounce;
 use super::buffers::{buffer, device_buffer, CuBuffer};
 use super::events::CuEvent;
 use super::replay::Operand;
-use crate::containers::host::{as_bytes, HostKind};
+use crate::containers::host::as_bytes;
 use crate::containers::store::Store;
 use crate::containers::{Arg, ArgMut, Location, ReadyEvent, State};
 use crate::debug::Fault;
@@ -52,7 +52,6 @@ fn stage_read<T: DeviceType>(
     if !missing.is_empty() {
         let bytes: usize = missing.iter().map(bytes_of::<T>).sum();
         let span = trace::begin(lane, Op::Upload, bytes, tag)?;
-        let pinned = store.host_kind() == HostKind::Pinned;
         let mut issued = false;
         let copies = (|| -> Result<()> {
             for part in &missing {
@@ -65,9 +64,9 @@ fn stage_read<T: DeviceType>(
                 buf.order(lane, part, true)?;
                 injected(Fault::Upload).map_err(driver)?;
                 let to = buf.at(part.start);
-                // Pageable memory goes through the bounce buffers (`bounce.rs`); a failure
-                // there reports its own copies.
-                if pinned || !bounce::upload(ctx, lane, to, as_bytes(src))? {
+                // Large copies from pageable memory bounce (`bounce.rs`, which settles
+                // its own copies after a failure).
+                if !bounce::upload(ctx, lane, to, as_bytes(src))? {
                     // SAFETY: the destination lies inside the device buffer (it covers the
                     // container); `src` is host-valid data that stays allocated and
                     // unwritten until the event (see above).
@@ -348,9 +347,12 @@ pub(crate) fn download_part<T: DeviceType>(
     // is borrowed mutably by this call. Once marked valid below, every host access first
     // waits for the copy's event (Store::bring_back / overwrite), and the store's drop waits
     // for it too, so the memory stays allocated and unread until the copy is done.
-    unsafe {
-        let dst = std::slice::from_raw_parts_mut(host.add(range.start).cast::<u8>(), bytes);
-        result::memcpy_dtoh_async(dst, buf.at(range.start), lane.raw).map_err(driver)?;
+    let dst = unsafe { std::slice::from_raw_parts_mut(host.add(range.start).cast::<u8>(), bytes) };
+    // Large copies into pageable memory bounce (waited for there, as the driver's own
+    // copy into pageable memory is).
+    if !bounce::download(ctx, lane, buf.at(range.start), dst)? {
+        // SAFETY: as above.
+        unsafe { result::memcpy_dtoh_async(dst, buf.at(range.start), lane.raw) }.map_err(driver)?;
     }
     trace::end(span, lane)?;
     let ev = CuEvent::record(lane)?;
