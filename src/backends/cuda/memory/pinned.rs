@@ -24,27 +24,43 @@ impl PinnedAllocator for CudaPinned {
     fn alloc(&self, layout: Layout) -> Result<NonNull<u8>> {
         let ctx = opened().ok_or_else(|| Error::Driver("CUDA context not open".into()))?;
         ctx.bind()?;
-        // SAFETY: plain allocation of `size` bytes, cached (not write-combined), and
+        // The driver hands out small page-locked blocks off page boundaries (CUDA 13 on the
+        // H200 machine: 256 KiB ones), so the block has room to align the buffer, and the
+        // block's own address lies just below the buffer, for `dealloc`.
+        let total = layout.size() + layout.align() + HEADER;
+        // SAFETY: plain allocation of `total` bytes, cached (not write-combined), and
         // portable: pinned for every context, so copies to any device slot are async.
-        let p = unsafe { result::malloc_host(layout.size(), sys::CU_MEMHOSTALLOC_PORTABLE) }
-            .map_err(|e| oom_or_driver(e, layout.size()))?;
-        let p = NonNull::new(p.cast::<u8>())
-            .ok_or_else(|| Error::Driver("cuMemHostAlloc returned null".into()))?;
-        if (p.as_ptr() as usize) % layout.align() != 0 {
-            // SAFETY: `p` came from cuMemHostAlloc just above and is not used again.
-            let _ = unsafe { result::free_host(p.as_ptr().cast::<c_void>()) };
-            return Err(Error::Driver(
-                format!("pinned memory not aligned to {}", layout.align()).into(),
-            ));
+        let block = unsafe { result::malloc_host(total, sys::CU_MEMHOSTALLOC_PORTABLE) }
+            .map_err(|e| oom_or_driver(e, total))?;
+        if block.is_null() {
+            return Err(Error::Driver("cuMemHostAlloc returned null".into()));
         }
-        Ok(p)
+        let offset = (block as usize + HEADER).next_multiple_of(layout.align()) - block as usize;
+        // SAFETY: HEADER <= offset <= layout.align() + HEADER - 1, so the buffer
+        // (`layout.size()` bytes from `offset`) and the address below it lie in the block.
+        let buffer = unsafe {
+            let buffer = block.cast::<u8>().add(offset);
+            buffer
+                .sub(HEADER)
+                .cast::<usize>()
+                .write_unaligned(block as usize);
+            buffer
+        };
+        NonNull::new(buffer).ok_or_else(|| Error::Driver("cuMemHostAlloc returned null".into()))
     }
 
     unsafe fn dealloc(&self, ptr: NonNull<u8>, _layout: Layout) {
         if let Some(ctx) = opened() {
             let _ = ctx.bind();
         }
-        // SAFETY: forwarded contract: `ptr` came from `alloc` (cuMemHostAlloc).
-        let _ = unsafe { result::free_host(ptr.as_ptr().cast::<c_void>()) };
+        // SAFETY: forwarded contract: `ptr` came from `alloc`, which wrote its block's
+        // address (from cuMemHostAlloc) just below it.
+        let _ = unsafe {
+            let block = ptr.as_ptr().sub(HEADER).cast::<usize>().read_unaligned();
+            result::free_host(block as *mut c_void)
+        };
     }
 }
+
+/// Bytes below each buffer holding the address of its page-locked block.
+const HEADER: usize = std::mem::size_of::<usize>();
