@@ -55,6 +55,12 @@ pub(crate) struct Lane {
     pub(crate) raw: sys::CUstream,
 }
 
+// SAFETY: a stream handle is a process-wide driver object, usable from any thread that
+// binds its context (the bounce buffers' copy threads issue copies on a caller's lane).
+unsafe impl Send for Lane {}
+// SAFETY: as above; a `Lane` is an immutable pair of an index and a handle.
+unsafe impl Sync for Lane {}
+
 impl Lane {
     /// The device slot whose pool the stream belongs to.
     pub(crate) fn slot(self) -> usize {
