@@ -388,6 +388,36 @@ mod tests {
             }
             unsafe { result::stream::synchronize(lane.raw) }.unwrap();
         });
+        // Whether a copy's issue returns before it ends, and whether a fill slows down
+        // beside copies in flight: twenty copies issued, then a fill, then the wait.
+        let issue_only = std::cell::Cell::new(0.0);
+        let fill_beside = std::cell::Cell::new(0.0);
+        let both = best(|| {
+            let t = Instant::now();
+            for k in 0..20 {
+                let b = &ring.buffers[k % BUFFERS];
+                // SAFETY: as above.
+                let from = unsafe { std::slice::from_raw_parts(b.ptr, CHUNK) };
+                let to = dev + ((k % 5) * CHUNK) as u64;
+                unsafe { result::memcpy_htod_async(to, from, lane.raw) }.unwrap();
+            }
+            issue_only.set(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            let (back, host) = (&mut back, &host);
+            on_copy_threads(ctx, || {
+                fill(back, host);
+                Ok(())
+            })
+            .unwrap();
+            fill_beside.set(t.elapsed().as_secs_f64());
+            unsafe { result::stream::synchronize(lane.raw) }.unwrap();
+        });
+        println!(
+            "twenty {CHUNK}-byte copies: issued in {:.0} us, all done in {:.0} us; a fill of {n} bytes beside them {:.1} GB/s",
+            issue_only.get() * 1e6,
+            both * 1e6,
+            gbs(fill_beside.get())
+        );
         println!(
             "{n} bytes: bounced upload {:.1} GB/s, driver's pageable upload {:.1} GB/s, fill \
              {:.1} GB/s, fill of the page-locked chunks {:.1} GB/s, their copies {:.1} GB/s",
