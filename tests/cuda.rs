@@ -520,11 +520,11 @@ fn pageable_copies_through_bounce_buffers_match_the_host() {
         return;
     }
     let expected = |x: &[i64]| x.iter().map(|&v| v * 7 - 3).collect::<Vec<i64>>();
-    // Elements of 8 bytes: just below the 1 MiB bounce threshold (the driver's path), at
-    // it (one chunk), two chunks and a part, and 64 MiB and a part (33 chunks through the
+    // Elements of 8 bytes: just below the 4 MiB bounce threshold (the driver's path), at
+    // it (two chunks), five chunks and a part, and 64 MiB and a part (33 chunks through the
     // ring of four buffers: every buffer is reused after its copy's event). With four
-    // streams each part is a copy of its own.
-    for n in [131_071, 131_072, 2 * 262_144 + 12_345, 8_388_608 + 7] {
+    // streams each part is a copy of its own (bounced where it is large enough).
+    for n in [524_287, 524_288, 5 * 262_144 + 12_345, 8_388_608 + 7] {
         let mut x = Vector::pageable((0..n as i64).collect());
         assert!(!x.is_pinned());
         for streams in [1, 4] {

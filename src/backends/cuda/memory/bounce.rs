@@ -10,7 +10,7 @@
 //! the device then runs while the next chunk is being filled; a buffer is refilled once the
 //! copy that read it is done (its event). A download keeps every buffer's copy from the
 //! device in flight and empties each, on several threads, as its copy lands. Downloads of
-//! 6-64 MB run at 27-34 GB/s (1.6-2x the driver's); uploads at 16-26 GB/s (1.2-1.9x),
+//! 6-64 MB run at 25-34 GB/s (1.6-2x the driver's); uploads at 14-26 GB/s (1.1-1.9x),
 //! bounded by the host's memory bandwidth, which the fill and the copies in flight share.
 //! The ring is made on the first such copy of a device slot and kept for the process.
 //!
@@ -29,8 +29,9 @@ use crate::containers::ReadyEvent;
 use crate::Result;
 
 /// Copies of at least this many bytes to or from pageable memory go through the bounce
-/// buffers.
-const BOUNCE_FROM: usize = 1 << 20;
+/// buffers. Below it the driver's own path was as fast for downloads and faster for uploads
+/// (1-5 MB uploads at 0.7-1.0 of its speed on the H200 machine).
+const BOUNCE_FROM: usize = 4 << 20;
 
 /// Bytes of one bounce buffer: large enough that a chunk's copy (40 us at 55 GB/s) dwarfs
 /// its issue and the wake-up of the copying threads, small enough that a 6 MB frame is
