@@ -34,8 +34,8 @@ use crate::Result;
 const BOUNCE_FROM: usize = 4 << 20;
 
 /// Bytes of one bounce buffer: large enough that a chunk's copy (40 us at 55 GB/s) dwarfs
-/// its issue and the wake-up of the copying threads, small enough that a 6 MB frame is
-/// three chunks whose host and device copies overlap.
+/// its issue, small enough that a 6 MB frame is three chunks, so its copy to the device
+/// starts before its last chunk is filled.
 const CHUNK: usize = 2 << 20;
 
 /// Bounce buffers per device slot: one being filled while the others' copies run.
