@@ -77,14 +77,9 @@ pub(super) fn upload(ctx: &Ctx, lane: Lane, dst: sys::CUdeviceptr, src: &[u8]) -
     let mut issued = false;
     let copies = on_copy_threads(ctx, || {
         for (k, chunk) in src.chunks(CHUNK).enumerate() {
-            let at = ring.next;
-            ring.next = (at + 1) % ring.buffers.len();
-            let buffer = &mut ring.buffers[at];
-            if let Some(copy) = buffer.read_by.take() {
-                copy.wait()?;
-            }
+            let buffer = ring.next_idle()?.1;
             // SAFETY: the buffer holds CHUNK bytes, owned by the ring, and the device copy
-            // that read it last is done (waited for above); the ring's lock is held.
+            // that read it last is done (`next_idle`); the ring's lock is held.
             let staged = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, chunk.len()) };
             fill(staged, chunk);
             let to = dst + (k * CHUNK) as u64;
@@ -121,17 +116,14 @@ pub(super) fn download(
         for k in 0..dst.len().div_ceil(CHUNK) {
             let len = CHUNK.min(dst.len() - k * CHUNK);
             if landing.len() == ring.buffers.len() {
-                ring.empty(landing.pop_front(), dst)?;
+                if let Some(oldest) = landing.pop_front() {
+                    ring.empty(oldest, dst)?;
+                }
             }
-            let at = ring.next;
-            ring.next = (at + 1) % ring.buffers.len();
-            let buffer = &mut ring.buffers[at];
-            if let Some(copy) = buffer.read_by.take() {
-                copy.wait()?;
-            }
+            let (at, buffer) = ring.next_idle()?;
             // SAFETY: the buffer holds CHUNK bytes, owned by the ring (lock held), and no
-            // copy reads or writes it now (waited for above, or emptied above); the host
-            // reads it only after the event recorded below.
+            // copy reads or writes it now (`next_idle`, or emptied above); the host reads
+            // it only after the event recorded below.
             let into = unsafe { std::slice::from_raw_parts_mut(buffer.ptr, len) };
             let from = src + (k * CHUNK) as u64;
             // SAFETY: `from..from + len` lies inside the caller's source range, whose
@@ -141,8 +133,8 @@ pub(super) fn download(
             buffer.read_by = Some(CuEvent::record(lane)?);
             landing.push_back((at, k));
         }
-        while !landing.is_empty() {
-            ring.empty(landing.pop_front(), dst)?;
+        while let Some(oldest) = landing.pop_front() {
+            ring.empty(oldest, dst)?;
         }
         Ok(())
     });
@@ -190,17 +182,31 @@ fn settle(lane: Lane, copies: Result<()>, issued: bool) -> Result<()> {
     copies
 }
 
-impl Ring {
-    /// Copies chunk `j` of a download out of buffer `at`, once its copy from the device
-    /// landed (`landed`: the oldest copy in flight, if any).
-    fn empty(&mut self, landed: Option<(usize, usize)>, dst: &mut [u8]) -> Result<()> {
-        let Some((at, j)) = landed else {
-            return Ok(());
-        };
-        let buffer = &mut self.buffers[at];
-        if let Some(copy) = buffer.read_by.take() {
-            copy.wait()?;
+impl Bounce {
+    /// Waits for the copy that last used the buffer, if any.
+    fn idle(&mut self) -> Result<()> {
+        match self.read_by.take() {
+            Some(copy) => copy.wait(),
+            None => Ok(()),
         }
+    }
+}
+
+impl Ring {
+    /// The next buffer in turn (and its place), once the copy that last used it is done.
+    fn next_idle(&mut self) -> Result<(usize, &mut Bounce)> {
+        let at = self.next;
+        self.next = (at + 1) % self.buffers.len();
+        let buffer = &mut self.buffers[at];
+        buffer.idle()?;
+        Ok((at, buffer))
+    }
+
+    /// Copies chunk `j` of a download out of buffer `at`, once its copy from the device
+    /// landed.
+    fn empty(&mut self, (at, j): (usize, usize), dst: &mut [u8]) -> Result<()> {
+        let buffer = &mut self.buffers[at];
+        buffer.idle()?;
         let end = dst.len().min((j + 1) * CHUNK);
         let part = &mut dst[j * CHUNK..end];
         // SAFETY: the buffer holds CHUNK bytes, owned by the ring (lock held); the copy
@@ -238,9 +244,7 @@ impl Ring {
 
 impl Drop for Bounce {
     fn drop(&mut self) {
-        if let Some(copy) = self.read_by.take() {
-            let _ = copy.wait();
-        }
+        let _ = self.idle();
         // SAFETY: `ptr` came from cuMemHostAlloc and no copy reads it any more.
         let _ = unsafe { result::free_host(self.ptr.cast::<c_void>()) };
     }

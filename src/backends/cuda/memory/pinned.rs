@@ -32,21 +32,17 @@ impl PinnedAllocator for CudaPinned {
         // portable: pinned for every context, so copies to any device slot are async.
         let block = unsafe { result::malloc_host(total, sys::CU_MEMHOSTALLOC_PORTABLE) }
             .map_err(|e| oom_or_driver(e, total))?;
-        if block.is_null() {
-            return Err(Error::Driver("cuMemHostAlloc returned null".into()));
-        }
-        let offset = (block as usize + HEADER).next_multiple_of(layout.align()) - block as usize;
+        let block = NonNull::new(block.cast::<u8>())
+            .ok_or_else(|| Error::Driver("cuMemHostAlloc returned null".into()))?;
+        let at = block.as_ptr() as usize;
+        let offset = (at + HEADER).next_multiple_of(layout.align()) - at;
         // SAFETY: HEADER <= offset <= layout.align() + HEADER - 1, so the buffer
         // (`layout.size()` bytes from `offset`) and the address below it lie in the block.
-        let buffer = unsafe {
-            let buffer = block.cast::<u8>().add(offset);
-            buffer
-                .sub(HEADER)
-                .cast::<usize>()
-                .write_unaligned(block as usize);
-            buffer
-        };
-        NonNull::new(buffer).ok_or_else(|| Error::Driver("cuMemHostAlloc returned null".into()))
+        unsafe {
+            let buffer = block.add(offset);
+            buffer.sub(HEADER).cast::<usize>().write_unaligned(at);
+            Ok(buffer)
+        }
     }
 
     unsafe fn dealloc(&self, ptr: NonNull<u8>, _layout: Layout) {
